@@ -1,0 +1,225 @@
+"""Agents: personas, their role prompts, gateway leases, Telethon session storage and gateway requests.
+
+This app knows nothing about conversations; the engine sits on top of it.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class Transport(models.TextChoices):
+    TELEGRAM = "telegram", "Telegram"
+    SANDBOX = "sandbox", "Sandbox"
+
+
+class Agent(models.Model):
+    """A persona bound to one Telegram (or sandbox) account.
+
+    The persona fields mirror the original Markdown format one to one, so that export can write the
+    file back unchanged. `extra_sections` keeps headings the importer does not know, in file order.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    phone = models.CharField(max_length=32)
+    instructions = models.TextField()
+    timezone = models.CharField(max_length=64, blank=True, help_text="IANA zone, e.g. Europe/Paris")
+    llm = models.CharField(max_length=100, blank=True, help_text="Empty means DEFAULT_AGENT_LLM")
+    role_prompt_names = models.JSONField(default=list, blank=True)
+    sticker_set_names = models.JSONField(default=list, blank=True)
+    explicit_stickers = models.JSONField(default=list, blank=True, help_text='"SET::NAME" strings')
+    daily_schedule = models.TextField(blank=True)
+    start_typing_delay = models.PositiveIntegerField(null=True, blank=True)
+    typing_speed = models.PositiveIntegerField(null=True, blank=True)
+    telegram_id = models.BigIntegerField(null=True, blank=True, help_text="From the persona file")
+    disabled = models.BooleanField(default=False)
+    gagged = models.BooleanField(default=False)
+    reset_context_on_first_message = models.BooleanField(default=False)
+    clear_summaries_on_first_message = models.BooleanField(default=False)
+    extra_sections = models.JSONField(
+        default=list, blank=True, help_text="Unknown headings, as [heading, body] pairs in file order"
+    )
+
+    telegram_user_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The account's user id, recorded at login"
+    )
+    telegram_username = models.CharField(max_length=64, blank=True)
+    transport = models.CharField(max_length=16, choices=Transport.choices, default=Transport.SANDBOX)
+
+    source_file = models.CharField(max_length=500, blank=True)
+    config_dir = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+
+    stopped = models.BooleanField(default=False, help_text="Stopped by a shutdown task or an auth error")
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(start_typing_delay__isnull=True)
+                | Q(start_typing_delay__gte=1, start_typing_delay__lte=3600),
+                name="agent_start_typing_delay_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(typing_speed__isnull=True) | Q(typing_speed__gte=1, typing_speed__lte=1000),
+                name="agent_typing_speed_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_active(self) -> bool:
+        return not (self.disabled or self.stopped)
+
+
+class RolePrompt(models.Model):
+    """A named prompt. Global when `agent` is empty, otherwise it overrides the global one for that agent.
+
+    `scope_key` is 0 for global prompts and the agent id otherwise; it exists so that uniqueness of
+    (scope, name) is a plain unique constraint that MySQL enforces too (MySQL has no partial indexes).
+    """
+
+    name = models.CharField(max_length=200)
+    text = models.TextField()
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="prompts"
+    )
+    scope_key = models.BigIntegerField(default=0, editable=False)
+    origin_dir = models.CharField(max_length=500, blank=True)
+    source_file = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["scope_key", "name"], name="roleprompt_unique_per_scope")
+        ]
+
+    def save(self, *args, **kwargs):
+        self.scope_key = self.agent_id or 0
+        super().save(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.agent.name if self.agent_id else 'global'})"
+
+    @property
+    def scope(self) -> str:
+        return self.agent.name if self.agent_id else "global"
+
+
+class AgentLease(models.Model):
+    """Which gateway drives an agent. One account, one connection: a live lease refuses others."""
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, primary_key=True, related_name="lease")
+    holder = models.CharField(max_length=200, help_text="Gateway id: host:pid:nonce")
+    acquired_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # runagents' lease takeover scan: expired leases of agents it wants.
+            models.Index(fields=["expires_at"], name="agentlease_expires_idx"),
+            models.Index(fields=["holder"], name="agentlease_holder_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} held by {self.holder}"
+
+
+class TelegramSession(models.Model):
+    """Telethon session state for one agent. The auth key is encrypted at rest (CINDY_SESSION_KEY)."""
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="telegram_session"
+    )
+    dc_id = models.IntegerField(default=0)
+    server_address = models.CharField(max_length=100, blank=True)
+    port = models.IntegerField(default=443)
+    auth_key_encrypted = models.BinaryField(null=True, blank=True, editable=False)
+    takeout_id = models.BigIntegerField(null=True, blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Telegram session of {self.agent}"
+
+
+class TelegramUpdateState(models.Model):
+    """Telethon's update state (pts/qts/date/seq) per entity; entity_id 0 is the account's common state."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="telegram_update_states")
+    entity_id = models.BigIntegerField()
+    pts = models.BigIntegerField()
+    qts = models.BigIntegerField()
+    date = models.DateTimeField()
+    seq = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "entity_id"], name="tg_update_state_unique")
+        ]
+
+
+class TelegramEntity(models.Model):
+    """Telethon's entity cache (id, access hash, username, phone, name), persisted per agent."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="telegram_entities")
+    entity_id = models.BigIntegerField()
+    access_hash = models.BigIntegerField()
+    username = models.CharField(max_length=64, blank=True, null=True)
+    phone = models.CharField(max_length=32, blank=True, null=True)
+    name = models.CharField(max_length=255, blank=True, null=True)
+    date = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "entity_id"], name="tg_entity_unique")
+        ]
+        indexes = [
+            models.Index(fields=["agent", "username"], name="tg_entity_username_idx"),
+            models.Index(fields=["agent", "phone"], name="tg_entity_phone_idx"),
+        ]
+
+
+class GatewayRequest(models.Model):
+    """Work that web or worker code needs done on Telegram; the gateway holding the agent runs it."""
+
+    class Kind(models.TextChoices):
+        SEND_OTP = "send_otp", "Send a one-time code"
+        IMPORT_STICKER_SET = "import_sticker_set", "Import a sticker set"
+        REFRESH_PROFILE = "refresh_profile", "Refresh a profile"
+        DOWNLOAD_MEDIA = "download_media", "Download media"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="gateway_requests")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField()
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [
+            # runagents' request poller: pending requests for the agents it holds, oldest first.
+            models.Index(fields=["status", "agent", "created"], name="gwrequest_pending_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} via {self.agent} ({self.status})"

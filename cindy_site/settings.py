@@ -1,0 +1,241 @@
+"""Cindy settings: one module, every value read from the environment.
+
+Every variable is listed with its default and meaning in `.env.example`. A `.env` file beside
+`manage.py` is read when present; real environment variables win over it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+_env_file = Path(env.str("CINDY_ENV_FILE", default=str(BASE_DIR / ".env")))
+if _env_file.is_file():
+    env.read_env(str(_env_file), overwrite=False)
+
+
+def _positive_int(name: str, default: int, *, minimum: int = 1) -> int:
+    value = env.int(name, default=default)
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} is {value}: it must be at least {minimum}")
+    return value
+
+
+# --- Core -------------------------------------------------------------------------------------
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set and DEBUG is off: set SECRET_KEY in the environment or in .env "
+            '(for example: python -c "import secrets; print(secrets.token_urlsafe(50))")'
+        )
+    SECRET_KEY = "insecure-development-key-only-used-with-debug-on"
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "daphne",
+    "cindy_site",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
+    "django_q",
+    "channels",
+    "agents",
+    "memory",
+    "media_catalog",
+    "conversations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "cindy_site.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "cindy_site.wsgi.application"
+ASGI_APPLICATION = "cindy_site.asgi.application"
+
+# --- Database ---------------------------------------------------------------------------------
+# SQLite by default. Web, gateway and workers share one file, so it runs in WAL mode with a busy
+# timeout and IMMEDIATE transactions: a writer takes the lock when its transaction starts instead
+# of failing with "database is locked" when it upgrades a read lock later.
+
+SQLITE_PATH = Path(env.str("CINDY_SQLITE_PATH", default=str(BASE_DIR / "var" / "cindy.sqlite3")))
+DATABASE_URL = env.str("DATABASE_URL", default="")
+
+if DATABASE_URL:
+    _db = env.db_url_config(DATABASE_URL)
+    if _db["ENGINE"] == "django.db.backends.mysql":
+        _db.setdefault("OPTIONS", {})
+        _db["OPTIONS"].update(
+            {
+                "charset": "utf8mb4",
+                "init_command": "SET sql_mode='STRICT_TRANS_TABLES'",
+                "isolation_level": "read committed",
+            }
+        )
+        _db["TEST"] = {
+            "NAME": env.str("CINDY_TEST_DATABASE_NAME", default=f"test_{_db['NAME']}"),
+            "CHARSET": "utf8mb4",
+            "COLLATION": "utf8mb4_unicode_ci",
+        }
+    _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+    _db["CONN_HEALTH_CHECKS"] = True
+    DATABASES = {"default": _db}
+else:
+    SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": SQLITE_PATH,
+            "OPTIONS": {
+                "timeout": env.int("CINDY_SQLITE_BUSY_TIMEOUT", default=30),
+                "transaction_mode": "IMMEDIATE",
+                "init_command": (
+                    "PRAGMA journal_mode=WAL;"
+                    "PRAGMA synchronous=NORMAL;"
+                    "PRAGMA busy_timeout=30000;"
+                    "PRAGMA foreign_keys=ON;"
+                ),
+            },
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# django_q ships a conditional index that MariaDB ignores; ours have no conditions.
+SILENCED_SYSTEM_CHECKS = ["models.W037"]
+
+# --- Redis, channel layer, django-q2 ----------------------------------------------------------
+
+REDIS_URL = env.str("REDIS_URL", default="")
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+Q_CLUSTER: dict[str, object] = {
+    "name": "cindy",
+    "workers": _positive_int("CINDY_Q_WORKERS", 2),
+    "timeout": _positive_int("CINDY_Q_TIMEOUT", 300),
+    "retry": _positive_int("CINDY_Q_RETRY", 360),
+    # The engine owns retries (node attempts), so a task runs once from django-q2's side.
+    "max_attempts": 1,
+    "ack_failures": True,
+    "catch_up": False,
+    "save_limit": 1000,
+    "poll": 0.2,
+    "label": "Task queue",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- Auth, i18n, static -----------------------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(env.str("CINDY_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
+
+LOGIN_URL = "admin:login"
+OTP_TOTP_ISSUER = env.str("OTP_TOTP_ISSUER", default="Cindy")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"telethon": {"level": env.str("TELETHON_LOG_LEVEL", default="WARNING")}},
+}
+
+# --- Cindy ------------------------------------------------------------------------------------
+
+CINDY_AGENT_CONFIG_PATH = env.str("CINDY_AGENT_CONFIG_PATH", default="samples:configdir")
+CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
+CINDY_TICK_SECONDS = env.float("CINDY_TICK_SECONDS", default=1.0)
+CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
+CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
+CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
+CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
+CINDY_OPERATOR_IDS = [int(v) for v in env.list("CINDY_OPERATOR_IDS", default=[])]
+CINDY_GATEWAY_NAME = env.str("CINDY_GATEWAY_NAME", default="")
+CINDY_SESSION_KEY = env.str("CINDY_SESSION_KEY", default="")
+CINDY_OTP_AGENT = env.str("CINDY_OTP_AGENT", default="")
+
+DEFAULT_AGENT_LLM = env.str("DEFAULT_AGENT_LLM", default="gemini")
+MEDIA_MODEL = env.str("MEDIA_MODEL", default="gemini-2.5-flash")
+MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
+RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
+
+GOOGLE_GEMINI_API_KEY = env.str("GOOGLE_GEMINI_API_KEY", default="")
+GROK_API_KEY = env.str("GROK_API_KEY", default="")
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+OPENROUTER_API_KEY = env.str("OPENROUTER_API_KEY", default="")
+GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="")
+GROK_BASE_URL = env.str("GROK_BASE_URL", default="https://api.x.ai/v1")
+OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
+OPENROUTER_BASE_URL = env.str("OPENROUTER_BASE_URL", default="https://openrouter.ai/api/v1")
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=120.0)
+LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
+
+TELEGRAM_API_ID = env.str("TELEGRAM_API_ID", default="")
+TELEGRAM_API_HASH = env.str("TELEGRAM_API_HASH", default="")

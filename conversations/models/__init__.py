@@ -1,0 +1,21 @@
+from conversations.models.activity import ActivityEvent, LLMCall, ModelPrice
+from conversations.models.chat import Conversation, Message
+from conversations.models.graph import NodeKind, NodeStatus, TaskGraph, TaskNode
+from conversations.models.sandbox import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+
+__all__ = [
+    "ActivityEvent",
+    "Conversation",
+    "LLMCall",
+    "Message",
+    "ModelPrice",
+    "NodeKind",
+    "NodeStatus",
+    "SandboxChat",
+    "SandboxMember",
+    "SandboxMessage",
+    "SandboxUpdate",
+    "SandboxUser",
+    "TaskGraph",
+    "TaskNode",
+]

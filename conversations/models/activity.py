@@ -1,0 +1,112 @@
+"""What happened: the activity stream, LLM calls with their usage and cost, and the price table."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import models
+
+from agents.models import Agent
+from conversations.models.chat import Conversation
+
+
+class ActivityEvent(models.Model):
+    class Kind(models.TextChoices):
+        MESSAGE_IN = "message_in", "Message in"
+        MESSAGE_OUT = "message_out", "Message out"
+        MESSAGE_EDITED = "message_edited", "Message edited"
+        MESSAGE_DELETED = "message_deleted", "Message deleted"
+        REACTION = "reaction", "Reaction"
+        TRIGGER = "trigger", "Trigger"
+        REPLAN = "replan", "Replan"
+        NODE_CLAIMED = "node_claimed", "Node claimed"
+        NODE_DONE = "node_done", "Node done"
+        NODE_FAILED = "node_failed", "Node failed"
+        NODE_RETRIED = "node_retried", "Node retried"
+        NODE_DEFERRED = "node_deferred", "Node deferred"
+        GRAPH_DELETED = "graph_deleted", "Graph deleted"
+        LLM_CALL = "llm_call", "LLM call"
+        POLICY_REFUSED = "policy_refused", "Policy refused"
+        TYPING = "typing", "Typing"
+        AGENT_ONLINE = "agent_online", "Agent online"
+        AGENT_OFFLINE = "agent_offline", "Agent offline"
+        AGENT_ERROR = "agent_error", "Agent error"
+        INFO = "info", "Info"
+
+    created = models.DateTimeField()
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="activity"
+    )
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="activity"
+    )
+    node_id = models.BigIntegerField(null=True, blank=True)
+    summary = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            # The dashboard relay and reconnect catch-up read events after a given id (the pk).
+            models.Index(fields=["agent", "-id"], name="activity_agent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.created:%H:%M:%S} {self.kind} {self.summary[:60]}"
+
+
+class LLMCall(models.Model):
+    class Status(models.TextChoices):
+        OK = "ok", "OK"
+        ERROR = "error", "Error"
+        BLOCKED = "blocked", "Blocked"
+        EMPTY = "empty", "Empty"
+
+    created = models.DateTimeField()
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls")
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
+    )
+    node_id = models.BigIntegerField(null=True, blank=True)
+    purpose = models.CharField(max_length=32, default="plan", help_text="plan, describe, summarize")
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=100)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    thinking_tokens = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
+    latency_ms = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OK)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        verbose_name = "LLM call"
+        indexes = [
+            # The dashboard's "usage today per agent" aggregate.
+            models.Index(fields=["created", "agent"], name="llmcall_day_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model} {self.status}"
+
+
+class ModelPrice(models.Model):
+    """Prices in USD per million tokens, editable in the admin. Longest matching model prefix wins."""
+
+    provider = models.CharField(max_length=32)
+    model_prefix = models.CharField(max_length=100, help_text="Matches models starting with this")
+    input_per_million = models.DecimalField(max_digits=10, decimal_places=4)
+    cached_input_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
+    output_per_million = models.DecimalField(max_digits=10, decimal_places=4)
+
+    class Meta:
+        ordering = ["provider", "model_prefix"]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "model_prefix"], name="modelprice_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model_prefix}"

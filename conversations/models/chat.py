@@ -1,0 +1,86 @@
+"""The DB mirror of what an agent sees on Telegram: conversations and their messages."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from agents.models import Agent
+
+
+class Conversation(models.Model):
+    class Kind(models.TextChoices):
+        DM = "dm", "Direct message"
+        GROUP = "group", "Group"
+        CHANNEL = "channel", "Channel"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
+    peer_id = models.BigIntegerField(help_text="Telegram peer id (user id for DMs)")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    title = models.CharField(max_length=255, blank=True)
+    username = models.CharField(max_length=64, blank=True)
+    muted = models.BooleanField(default=False)
+    blocked = models.BooleanField(default=False)
+    llm_model = models.CharField(
+        max_length=100, blank=True, help_text="Per-conversation LLM override; beats the agent's LLM"
+    )
+    last_read_message_id = models.BigIntegerField(null=True, blank=True)
+    details = models.JSONField(default=dict, blank=True, help_text="Channel details for the prompt")
+    last_message_at = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-last_message_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "peer_id"], name="conversation_unique_peer")
+        ]
+        indexes = [
+            # The dashboard lists an agent's conversations by recent activity.
+            models.Index(fields=["agent", "last_message_at"], name="conversation_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent.name} ↔ {self.title or self.peer_id}"
+
+
+class Message(models.Model):
+    """One Telegram message, upserted on (conversation, message_id) before anything else happens.
+
+    `media` is a list of media parts: {"kind": "media", "media_kind": ..., "unique_id": ..., ...}.
+    `reactions` is a list of {"emoji": ..., "count": ..., "user_ids": [...], "unread": bool}.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    message_id = models.BigIntegerField()
+    sender_id = models.BigIntegerField(null=True, blank=True)
+    sender_name = models.CharField(max_length=255, blank=True)
+    sender_username = models.CharField(max_length=64, blank=True)
+    is_agent = models.BooleanField(default=False)
+    date = models.DateTimeField()
+    text = models.TextField(blank=True)
+    reply_to_id = models.BigIntegerField(null=True, blank=True)
+    media = models.JSONField(default=list, blank=True)
+    reactions = models.JSONField(default=list, blank=True)
+    mentions_agent = models.BooleanField(default=False)
+    forwarded_from = models.CharField(max_length=255, blank=True)
+    is_service = models.BooleanField(default=False)
+    edited = models.BooleanField(default=False)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    deleted = models.BooleanField(default=False)
+    random_id = models.BigIntegerField(null=True, blank=True, help_text="For messages the agent sent")
+    ingested = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "date", "message_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "message_id"], name="message_unique_per_conversation"
+            )
+        ]
+        indexes = [
+            # Prompt assembly reads the newest N messages of a conversation.
+            models.Index(fields=["conversation", "-message_id"], name="message_history_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.message_id} {self.sender_name}: {self.text[:60]}"

@@ -1,0 +1,91 @@
+"""Task graphs: the planned actions for one conversation, and the nodes the tick runs."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from agents.models import Agent
+from conversations.models.chat import Conversation
+
+
+class NodeKind(models.TextChoices):
+    RECEIVED = "received", "Received"
+    SEND = "send", "Send"
+    STICKER = "sticker", "Sticker"
+    REACT = "react", "React"
+    WAIT = "wait", "Wait"
+    BLOCK = "block", "Block"
+    UNBLOCK = "unblock", "Unblock"
+    CLEAR_CONVERSATION = "clear-conversation", "Clear conversation"
+    SHUTDOWN = "shutdown", "Shutdown"
+
+
+#: Kinds that need an LLM and run on a django-q2 worker; every other kind runs in the gateway.
+BRAIN_KINDS = frozenset({NodeKind.RECEIVED})
+
+
+class NodeStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class TaskGraph(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        DONE = "done", "Done"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="graphs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # Equal to conversation_id while the graph is active and NULL afterwards: a plain unique index
+    # then allows one active graph per conversation on SQLite and MySQL alike (NULLs never collide).
+    active_slot = models.BigIntegerField(null=True, blank=True, unique=True, editable=False)
+    trigger = models.CharField(max_length=32, blank=True, help_text="message, reaction, xsend, ...")
+    target_message_id = models.BigIntegerField(null=True, blank=True)
+    context = models.JSONField(default=dict, blank=True, help_text="Retrieved pages and other state")
+    created = models.DateTimeField()
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["conversation", "status"], name="taskgraph_conv_status_idx")]
+
+    def __str__(self) -> str:
+        return f"Graph {self.pk} for {self.conversation} ({self.status})"
+
+
+class TaskNode(models.Model):
+    graph = models.ForeignKey(TaskGraph, on_delete=models.CASCADE, related_name="nodes")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="nodes")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="nodes")
+    kind = models.CharField(max_length=32, choices=NodeKind.choices)
+    params = models.JSONField(default=dict, blank=True)
+    sequence = models.PositiveIntegerField(default=0, help_text="Order within the graph")
+    depends_on = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="dependents")
+    status = models.CharField(max_length=16, choices=NodeStatus.choices, default=NodeStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    not_before = models.DateTimeField()
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    random_id = models.BigIntegerField(null=True, blank=True, help_text="Stored before the first send")
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created = models.DateTimeField()
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["graph", "sequence", "id"]
+        indexes = [
+            # The tick's eligibility scan: pending nodes whose not_before has passed.
+            models.Index(fields=["status", "not_before"], name="tasknode_eligible_idx"),
+            # The lease reaper: running nodes whose lease has expired.
+            models.Index(fields=["status", "lease_expires_at"], name="tasknode_lease_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.status})"

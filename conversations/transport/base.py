@@ -1,0 +1,250 @@
+"""The transport protocol: every Telegram operation Cindy uses goes through it.
+
+Two implementations exist: `TelethonTransport` (real Telegram) and `SandboxTransport` (a DB-backed
+stand-in). Both turn their native objects into the plain records below before the engine sees them,
+so the engine, the ingest code and the tests never touch Telethon types.
+
+Errors are part of the protocol:
+- `FloodWait`: Telegram asked us to wait; the caller reschedules, it is not a failure.
+- `PermanentError`: retrying cannot help (USER_IS_BLOCKED, CHAT_WRITE_FORBIDDEN, ...); fail at once.
+- `AuthError`: the account's session is unusable (AUTH_KEY_UNREGISTERED, ...); stop the agent.
+- any other `TransportError`: transient, retried by the engine.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+ChatKind = Literal["dm", "group", "channel"]
+
+
+class TransportError(Exception):
+    """A transient failure; the engine retries the node."""
+
+
+class FloodWait(TransportError):
+    def __init__(self, seconds: int, message: str = "") -> None:
+        self.seconds = int(seconds)
+        super().__init__(message or f"Telegram asked to wait {self.seconds}s (FLOOD_WAIT)")
+
+
+class PermanentError(TransportError):
+    """Retrying cannot succeed. `reason` is Telegram's error code, e.g. USER_IS_BLOCKED."""
+
+    def __init__(self, reason: str, message: str = "") -> None:
+        self.reason = reason
+        super().__init__(message or reason)
+
+
+class AuthError(TransportError):
+    """The account cannot be used any more; the gateway stops the agent and shows `reason`."""
+
+    def __init__(self, reason: str, message: str = "") -> None:
+        self.reason = reason
+        super().__init__(message or reason)
+
+
+@dataclass(frozen=True)
+class MediaItem:
+    """One piece of media in a message, normalised.
+
+    `media_kind` is a `media_catalog.models.MediaKind` value. `unique_id` is Telegram's stable
+    file unique id, the key of the media catalog.
+    """
+
+    media_kind: str
+    unique_id: str = ""
+    mime: str = ""
+    sticker_set_name: str = ""
+    sticker_set_title: str = ""
+    sticker_name: str = ""
+    sticker_format: str = ""  # static | animated | video
+    duration: float | None = None
+    file_name: str = ""
+    size: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_part(self) -> dict[str, Any]:
+        """The JSON part stored in `Message.media`."""
+        part = {"kind": "media", **{k: v for k, v in asdict(self).items() if v not in ("", None, {})}}
+        return part
+
+    @classmethod
+    def from_part(cls, part: dict[str, Any]) -> MediaItem:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in part.items() if k in known})
+
+
+@dataclass(frozen=True)
+class ReactionInfo:
+    emoji: str
+    count: int = 1
+    user_ids: tuple[int, ...] = ()
+    unread: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"emoji": self.emoji, "count": self.count, "user_ids": list(self.user_ids), "unread": self.unread}
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    """A message as the agent's account sees it."""
+
+    peer_id: int
+    chat_kind: ChatKind
+    message_id: int
+    date: dt.datetime
+    sender_id: int | None
+    sender_name: str = ""
+    sender_username: str = ""
+    is_outgoing: bool = False  # sent by the agent's account (from Cindy or another device)
+    text: str = ""
+    reply_to_id: int | None = None
+    media: tuple[MediaItem, ...] = ()
+    reactions: tuple[ReactionInfo, ...] = ()
+    mentions_agent: bool = False
+    reply_to_agent: bool = False
+    forwarded_from: str = ""
+    is_service: bool = False
+    edited_at: dt.datetime | None = None
+    chat_title: str = ""
+    chat_username: str = ""
+    random_id: int | None = None
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    message: InboundMessage
+
+
+@dataclass(frozen=True)
+class MessageEdited:
+    message: InboundMessage
+
+
+@dataclass(frozen=True)
+class MessagesDeleted:
+    peer_id: int | None  # None when Telegram does not say (private chats and basic groups)
+    message_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ReactionsChanged:
+    peer_id: int
+    message_id: int
+    reactions: tuple[ReactionInfo, ...]
+    unread: bool = False  # an unread reaction on one of the agent's messages
+
+
+Update = NewMessage | MessageEdited | MessagesDeleted | ReactionsChanged
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    peer_id: int
+    message_id: int
+    date: dt.datetime
+    random_id: int | None = None
+
+
+@dataclass(frozen=True)
+class AccountInfo:
+    user_id: int
+    name: str = ""
+    username: str = ""
+
+
+@dataclass(frozen=True)
+class ChatDetails:
+    """What the prompt's channel-details section and the Conversation row need about a peer."""
+
+    peer_id: int
+    kind: ChatKind
+    title: str = ""
+    username: str = ""
+    about: str = ""
+    participants_count: int | None = None
+    participants: tuple[str, ...] = ()
+    muted: bool = False
+    blocked: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StickerRef:
+    """A sticker that can be sent. `ref` is opaque, transport-specific data (ids, access hash...)."""
+
+    set_short_name: str
+    name: str
+    unique_id: str = ""
+    ref: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StickerSetInfo:
+    short_name: str
+    title: str
+    stickers: tuple[StickerRef, ...] = ()
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Every Telegram operation Cindy uses. All methods are coroutines run on the gateway's loop."""
+
+    async def connect(self) -> AccountInfo: ...
+
+    async def disconnect(self) -> None: ...
+
+    async def poll_updates(self) -> list[Update]:
+        """Return the updates received since the last call, oldest first, without blocking."""
+        ...
+
+    async def history(
+        self,
+        peer_id: int,
+        *,
+        since_id: int | None = None,
+        around_id: int | None = None,
+        limit: int = 100,
+    ) -> list[InboundMessage]:
+        """Messages of a chat in chronological order: after `since_id`, around `around_id`, or newest."""
+        ...
+
+    async def dialogs(self, *, limit: int = 100) -> list[ChatDetails]: ...
+
+    async def send_text(
+        self, peer_id: int, text: str, *, random_id: int, reply_to: int | None = None
+    ) -> SentMessage:
+        """Send text. A repeated random_id returns the earlier message and sends nothing new."""
+        ...
+
+    async def send_sticker(
+        self, peer_id: int, sticker: StickerRef, *, random_id: int, reply_to: int | None = None
+    ) -> SentMessage: ...
+
+    async def react(self, peer_id: int, message_id: int, emoji: str) -> None: ...
+
+    async def mark_read(self, peer_id: int, max_id: int) -> None: ...
+
+    async def set_typing(self, peer_id: int, typing: bool = True) -> None: ...
+
+    async def block(self, user_id: int) -> None: ...
+
+    async def unblock(self, user_id: int) -> None: ...
+
+    async def delete_history(self, peer_id: int) -> None: ...
+
+    async def download_media(self, peer_id: int, message_id: int, dest_dir: Path) -> Path | None:
+        """Save the message's media under `dest_dir`; return the file path, or None if it has none."""
+        ...
+
+    async def resolve_sticker_set(self, short_name: str) -> StickerSetInfo: ...
+
+    async def get_details(self, peer_id: int) -> ChatDetails: ...
+
+    async def is_muted(self, peer_id: int) -> bool: ...
+
+    async def is_blocked(self, user_id: int) -> bool: ...

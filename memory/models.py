@@ -1,0 +1,115 @@
+"""Memory: what agents remember about people, their plans, conversation summaries and intentions.
+
+Channels are referred to by Telegram peer id (`channel_id`), not by foreign key, so this app does
+not depend on `conversations`.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from agents.models import Agent
+
+
+class Memory(models.Model):
+    class Kind(models.TextChoices):
+        CURATED = "curated", "Curated (per partner)"
+        EPISODIC = "episodic", "Global episodic"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memories")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    partner_id = models.BigIntegerField(
+        null=True, blank=True, help_text="For curated memories: the partner's Telegram user id"
+    )
+    content = models.TextField()
+    created = models.DateTimeField(null=True, blank=True)
+    created_raw = models.CharField(
+        max_length=64, blank=True, help_text="The 'created' value exactly as the file had it"
+    )
+    creation_channel = models.CharField(max_length=255, blank=True)
+    creation_channel_id = models.BigIntegerField(null=True, blank=True)
+    extra = models.JSONField(default=dict, blank=True, help_text="Unknown fields, kept as they came")
+    position = models.PositiveIntegerField(default=0, help_text="Order within its file")
+    source_file = models.CharField(max_length=500, blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["agent", "kind", "partner_id", "position", "id"]
+        verbose_name_plural = "memories"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(kind="episodic") | models.Q(partner_id__isnull=False),
+                name="memory_curated_has_partner",
+            )
+        ]
+        indexes = [
+            # Prompt assembly: curated memories for (agent, partner) and episodic ones per agent.
+            models.Index(fields=["agent", "kind", "partner_id"], name="memory_prompt_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.content[:80]
+
+
+class Plan(models.Model):
+    """A `plan` task's content for one channel; shown under "# Channel Plan" in the prompt."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="plans")
+    channel_id = models.BigIntegerField()
+    plan_id = models.CharField(max_length=64, blank=True)
+    content = models.TextField()
+    created = models.DateTimeField()
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["agent", "channel_id", "created", "id"]
+        indexes = [models.Index(fields=["agent", "channel_id"], name="plan_channel_idx")]
+
+    def __str__(self) -> str:
+        return self.content[:80]
+
+
+class Summary(models.Model):
+    """A summary of a past stretch of one conversation; shown before the history."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="summaries")
+    channel_id = models.BigIntegerField()
+    content = models.TextField()
+    first_message_id = models.BigIntegerField(null=True, blank=True)
+    last_message_id = models.BigIntegerField(null=True, blank=True)
+    created = models.DateTimeField()
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["agent", "channel_id", "created", "id"]
+        verbose_name_plural = "summaries"
+        indexes = [models.Index(fields=["agent", "channel_id"], name="summary_channel_idx")]
+
+    def __str__(self) -> str:
+        return self.content[:80]
+
+
+class Intention(models.Model):
+    """Something the agent intends to do, possibly in another chat (an `xsend` intent)."""
+
+    class Kind(models.TextChoices):
+        INTEND = "intend", "Intention"
+        XSEND = "xsend", "Cross-chat message"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="intentions")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.INTEND)
+    channel_id = models.BigIntegerField(null=True, blank=True, help_text="Target channel, if any")
+    content = models.TextField()
+    created = models.DateTimeField()
+    consumed = models.DateTimeField(null=True, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["agent", "created", "id"]
+        indexes = [
+            # Prompt assembly and the xsend trigger: open intentions per agent.
+            models.Index(fields=["agent", "consumed"], name="intention_open_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.content[:80]
