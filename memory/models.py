@@ -31,6 +31,9 @@ class Memory(models.Model):
     extra = models.JSONField(default=dict, blank=True, help_text="Unknown fields, kept as they came")
     position = models.PositiveIntegerField(default=0, help_text="Order within its file")
     source_file = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(
+        max_length=64, blank=True, help_text="Hash of the curated file these rows came from, for re-import"
+    )
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
