@@ -6,6 +6,8 @@ import pytest
 
 from cindy_site.clock import FakeClock, set_clock
 
+pytest_plugins = ["cindy_site.testing.fixtures"]
+
 
 @pytest.fixture
 def clock():

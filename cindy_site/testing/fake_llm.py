@@ -1,0 +1,278 @@
+"""A local HTTP server that speaks the Gemini and OpenAI wire formats, for tests and demos.
+
+The LLM seam is the HTTP endpoint, not the SDK: tests point the real google-genai and openai clients
+at this server through their base URL settings, and the SDKs build, send and parse real requests.
+
+- Gemini: `POST /v1beta/models/{model}:generateContent` (any API version prefix is accepted).
+- OpenAI: `POST /v1/chat/completions` and `POST /chat/completions` (any prefix ending in
+  `/chat/completions`, so OpenRouter-style `/api/v1/...` works too).
+
+Replies are queued with `reply_with` (first in, first out); when the queue is empty the default reply
+is used. `fail_next(status, times)` makes the next requests fail with that HTTP status, in the
+provider's error format. Every request is recorded in `requests`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_GEMINI_PATH = re.compile(r"^/(?:[^/]+/)?models/(?P<model>[^/:]+):generateContent$")
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+    api: str  # "gemini" or "openai"
+    model: str
+
+
+@dataclass
+class FakeReply:
+    text: str | None
+    input_tokens: int = 10
+    output_tokens: int = 5
+    cached_tokens: int = 0
+    thinking_tokens: int = 0
+    finish_reason: str | None = None
+    blocked: bool = False
+
+
+@dataclass
+class _Failure:
+    status: int
+    message: str = ""
+
+
+@dataclass
+class _State:
+    replies: deque[FakeReply] = field(default_factory=deque)
+    failures: deque[_Failure] = field(default_factory=deque)
+    default: FakeReply = field(default_factory=lambda: FakeReply(text="[]"))
+
+
+class FakeLLMServer:
+    """A real HTTP server on 127.0.0.1 in a background thread. Use as a context manager or start/stop."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._state = _State()
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> FakeLLMServer:
+        if self._httpd is not None:
+            return self
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        host, port = self._httpd.server_address[:2]
+        self.url = f"http://{host}:{port}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- scripting ----------------------------------------------------------------------------
+
+    def reply_with(
+        self,
+        text: str | None,
+        *,
+        input_tokens: int = 10,
+        output_tokens: int = 5,
+        cached_tokens: int = 0,
+        thinking_tokens: int = 0,
+        finish_reason: str | None = None,
+        blocked: bool = False,
+    ) -> None:
+        """Queue one reply. `blocked=True` answers as a safety block; `text=None` as an empty reply."""
+        reply = FakeReply(
+            text=text,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_tokens=cached_tokens,
+            thinking_tokens=thinking_tokens,
+            finish_reason=finish_reason,
+            blocked=blocked,
+        )
+        with self._lock:
+            self._state.replies.append(reply)
+
+    def set_default_reply(self, text: str, **usage: int) -> None:
+        with self._lock:
+            self._state.default = FakeReply(text=text, **usage)
+
+    def fail_next(self, status: int, times: int = 1, *, message: str = "") -> None:
+        """Answer the next `times` requests with HTTP `status` in the provider's error format."""
+        with self._lock:
+            for _ in range(times):
+                self._state.failures.append(_Failure(status, message or f"fake failure {status}"))
+
+    def clear(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self._state.replies.clear()
+            self._state.failures.clear()
+
+    @property
+    def last_json(self) -> Any:
+        return self.requests[-1].json if self.requests else None
+
+    # --- used by the handler ------------------------------------------------------------------
+
+    def _next(self, recorded: RecordedRequest) -> _Failure | FakeReply:
+        with self._lock:
+            self.requests.append(recorded)
+            if self._state.failures:
+                return self._state.failures.popleft()
+            if self._state.replies:
+                return self._state.replies.popleft()
+            return self._state.default
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: FakeLLMServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - keep test output quiet
+        return
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        path = self.path.split("?", 1)[0]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        gemini = _GEMINI_PATH.match(path)
+        if gemini:
+            api, model = "gemini", gemini.group("model")
+        elif path.endswith("/chat/completions"):
+            api, model = "openai", (body or {}).get("model", "") if isinstance(body, dict) else ""
+        else:
+            self._send(404, {"error": {"code": 404, "message": f"no fake route for {path}"}})
+            return
+        outcome = self.owner._next(RecordedRequest("POST", path, headers, body, api, model))
+        if isinstance(outcome, _Failure):
+            self._send(outcome.status, _error_body(api, outcome))
+        elif api == "gemini":
+            self._send(200, gemini_response(outcome, model=model))
+        else:
+            self._send(200, openai_response(outcome, model=model))
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._send(404, {"error": {"code": 404, "message": "the fake LLM server only answers POST"}})
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _error_body(api: str, failure: _Failure) -> dict[str, Any]:
+    if api == "gemini":
+        status = _STATUS_NAMES.get(failure.status, "UNKNOWN")
+        return {"error": {"code": failure.status, "message": failure.message, "status": status}}
+    return {"error": {"message": failure.message, "type": "fake_error", "code": str(failure.status)}}
+
+
+def gemini_response(reply: FakeReply, *, model: str) -> dict[str, Any]:
+    """A generateContent response body, the way the Gemini API shapes it."""
+    usage = {
+        "promptTokenCount": reply.input_tokens,
+        "candidatesTokenCount": reply.output_tokens,
+        "cachedContentTokenCount": reply.cached_tokens,
+        "thoughtsTokenCount": reply.thinking_tokens,
+        "totalTokenCount": reply.input_tokens + reply.output_tokens + reply.thinking_tokens,
+    }
+    body: dict[str, Any] = {"usageMetadata": usage, "modelVersion": model, "responseId": _response_id()}
+    if reply.blocked:
+        body["promptFeedback"] = {"blockReason": "SAFETY"}
+        return body
+    content: dict[str, Any] = {"role": "model", "parts": []}
+    if reply.text is not None:
+        content["parts"] = [{"text": reply.text}]
+    body["candidates"] = [{"content": content, "finishReason": reply.finish_reason or "STOP", "index": 0}]
+    return body
+
+
+def openai_response(reply: FakeReply, *, model: str) -> dict[str, Any]:
+    """A chat.completion response body, the way the OpenAI API shapes it."""
+    finish = reply.finish_reason or ("content_filter" if reply.blocked else "stop")
+    content = None if reply.blocked else reply.text
+    return {
+        "id": "chatcmpl-" + _response_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": None},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens + reply.thinking_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens + reply.thinking_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": reply.thinking_tokens},
+        },
+    }
+
+
+_counter = iter(range(1, 1 << 62))
+
+
+def _response_id() -> str:
+    return f"fake{next(_counter):08d}"
