@@ -88,9 +88,7 @@ class RolePrompt(models.Model):
 
     name = models.CharField(max_length=200)
     text = models.TextField()
-    agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="prompts"
-    )
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="prompts")
     scope_key = models.BigIntegerField(default=0, editable=False)
     origin_dir = models.CharField(max_length=500, blank=True)
     source_file = models.CharField(max_length=500, blank=True)
@@ -163,9 +161,7 @@ class TelegramUpdateState(models.Model):
     seq = models.BigIntegerField()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["agent", "entity_id"], name="tg_update_state_unique")
-        ]
+        constraints = [models.UniqueConstraint(fields=["agent", "entity_id"], name="tg_update_state_unique")]
 
 
 class TelegramEntity(models.Model):
@@ -180,9 +176,7 @@ class TelegramEntity(models.Model):
     date = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["agent", "entity_id"], name="tg_entity_unique")
-        ]
+        constraints = [models.UniqueConstraint(fields=["agent", "entity_id"], name="tg_entity_unique")]
         indexes = [
             models.Index(fields=["agent", "username"], name="tg_entity_username_idx"),
             models.Index(fields=["agent", "phone"], name="tg_entity_phone_idx"),
@@ -223,3 +217,7 @@ class GatewayRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} via {self.agent} ({self.status})"
+
+
+# The Telegram OTP device lives in its own module; importing it here registers the model.
+from agents.otp_device import TelegramDevice  # noqa: E402, F401

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
 class CindySiteConfig(AppConfig):
@@ -9,3 +10,11 @@ class CindySiteConfig(AppConfig):
 
     def ready(self) -> None:
         from cindy_site import checks  # noqa: F401  (registers the system checks)
+
+
+class CindyAdminConfig(admin_apps.AdminConfig):
+    """django.contrib.admin with the OTP-protected site as `admin.site`."""
+
+    default = False  # named explicitly in INSTALLED_APPS
+
+    default_site = "cindy_site.admin_site.CindyAdminSite"

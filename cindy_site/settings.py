@@ -44,7 +44,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 INSTALLED_APPS = [
     "daphne",
     "cindy_site",
-    "django.contrib.admin",
+    "cindy_site.apps.CindyAdminConfig",  # django.contrib.admin on the OTP site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.urls import path
 
 urlpatterns = [
+    # admin.site is cindy_site.admin_site.CindyAdminSite (OTP required), see CindyAdminConfig.
     path("admin/", admin.site.urls),
 ]
 

@@ -1,0 +1,32 @@
+"""The staff console: Django's admin behind a one-time password.
+
+`CindyAdminSite` is installed as Django's default admin site (see `CindyAdminConfig` in
+`cindy_site/apps.py`), so every `@admin.register` in the project and in third-party apps lands on
+it, and only users verified by an OTP device get in. It adds the device enrollment page.
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+from django_otp.admin import OTPAdminSite
+
+
+class CindyAdminSite(OTPAdminSite):
+    site_header = "Cindy console"
+    site_title = "Cindy"
+    index_title = "Agents, conversations and curation"
+
+    def __init__(self, name: str = "admin") -> None:
+        # Named "admin" so that reverse("admin:...") and LOGIN_URL keep working.
+        super().__init__(name)
+
+    def get_urls(self):
+        from cindy_site import otp_views
+
+        extra = [
+            path("otp/", self.admin_view(otp_views.devices), name="otp_devices"),
+            path("otp/totp/", self.admin_view(otp_views.enroll_totp), name="otp_enroll_totp"),
+            path("otp/static/", self.admin_view(otp_views.static_codes), name="otp_static_codes"),
+            path("otp/telegram/", self.admin_view(otp_views.enroll_telegram), name="otp_enroll_telegram"),
+        ]
+        return extra + super().get_urls()
