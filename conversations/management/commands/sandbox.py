@@ -1,0 +1,69 @@
+"""`manage.py sandbox say|react|show`: talk to an agent on the sandbox transport from a shell."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from agents.models import Agent
+from conversations.services.sandbox import SandboxError, sandbox_react, sandbox_say, sandbox_transcript
+
+
+class Command(BaseCommand):
+    help = "Send messages or reactions to an agent on the sandbox, or print a sandbox chat."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        say = sub.add_parser("say", help="send each TEXT as one message, in order")
+        say.add_argument("agent")
+        say.add_argument("texts", nargs="+", metavar="TEXT")
+        say.add_argument("--as", dest="as_name", default="You", metavar="NAME")
+        say.add_argument("--group", metavar="TITLE")
+        say.add_argument("--reply-to", type=int, metavar="ID")
+
+        react = sub.add_parser("react", help="react to a message")
+        react.add_argument("agent")
+        react.add_argument("message_id", type=int)
+        react.add_argument("emoji")
+        react.add_argument("--as", dest="as_name", default="You", metavar="NAME")
+        react.add_argument("--group", metavar="TITLE")
+
+        show = sub.add_parser("show", help="print the chat, one message per line as SENDER: text")
+        show.add_argument("agent")
+        show.add_argument("--as", dest="as_name", default="You", metavar="NAME")
+        show.add_argument("--group", metavar="TITLE")
+        show.add_argument("--ids", action="store_true", help="prefix each line with its message id")
+
+    def handle(self, *args, **options):
+        agent = Agent.objects.filter(name=options["agent"]).first()
+        if agent is None:
+            known = ", ".join(Agent.objects.values_list("name", flat=True)) or "none (run importagents)"
+            raise CommandError(f"no agent named {options['agent']!r}; known agents: {known}")
+        try:
+            if options["action"] == "say":
+                reply_to = options["reply_to"]
+                for text in options["texts"]:
+                    message = sandbox_say(
+                        agent=agent,
+                        text=text,
+                        as_name=options["as_name"],
+                        group=options["group"],
+                        reply_to=reply_to,
+                    )
+                    reply_to = None  # only the first message is the reply
+                    self.stdout.write(f"sent #{message.message_id}")
+            elif options["action"] == "react":
+                sandbox_react(
+                    agent=agent,
+                    message_id=options["message_id"],
+                    emoji=options["emoji"],
+                    as_name=options["as_name"],
+                    group=options["group"],
+                )
+            else:
+                lines = sandbox_transcript(
+                    agent=agent, as_name=options["as_name"], group=options["group"], with_ids=options["ids"]
+                )
+                for line in lines:
+                    self.stdout.write(line)
+        except SandboxError as exc:
+            raise CommandError(str(exc)) from exc

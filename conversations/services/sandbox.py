@@ -1,0 +1,287 @@
+"""Writing to the sandbox as a person would: the browser sandbox chat and `manage.py sandbox` call these.
+
+The sandbox plays Telegram's part. People ("You", "Alice") and agents are `SandboxUser` rows; a DM is a
+two-member `SandboxChat`, a group is found by its title. Every change appends a `SandboxUpdate`, the
+update stream `SandboxTransport` reads.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max
+
+from agents.models import Agent
+from cindy_site.clock import now
+from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+
+#: Agents' sandbox user ids live above this, people's below; they never collide.
+AGENT_USER_ID_BASE = 7_000_000_000
+PERSON_USER_ID_BASE = 1_000_000
+#: Group peer ids are negative, like Telegram's basic groups; DM chats get a private positive range.
+GROUP_PEER_ID_BASE = -1_000_000
+DM_CHAT_PEER_ID_BASE = 900_000_000_000
+
+
+class SandboxError(ValueError):
+    """Bad input to the sandbox; the message says what to fix."""
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]", "", name.lower().replace(" ", "_"))[:32]
+
+
+def sandbox_user_for_agent(*, agent: Agent) -> SandboxUser:
+    """The agent's own sandbox identity, created on first use."""
+    user = SandboxUser.objects.filter(agent=agent).first()
+    if user is not None:
+        return user
+    try:
+        with transaction.atomic():
+            return SandboxUser.objects.create(
+                user_id=AGENT_USER_ID_BASE + agent.pk,
+                name=agent.name,
+                username=agent.telegram_username or _slug(agent.name),
+                agent=agent,
+            )
+    except IntegrityError:
+        return SandboxUser.objects.get(agent=agent)
+
+
+def sandbox_person(*, name: str) -> SandboxUser:
+    """A person (not an agent) by display name, created on first use."""
+    name = (name or "").strip()
+    if not name:
+        raise SandboxError("a sandbox sender needs a name (--as NAME)")
+    user = SandboxUser.objects.filter(agent__isnull=True, name=name).first()
+    if user is not None:
+        return user
+    # A stable id derived from the name; probe upwards on the rare collision.
+    candidate = PERSON_USER_ID_BASE + zlib.crc32(name.encode()) % 1_000_000_000
+    for offset in range(50):
+        try:
+            with transaction.atomic():
+                return SandboxUser.objects.create(user_id=candidate + offset, name=name, username=_slug(name))
+        except IntegrityError:
+            existing = SandboxUser.objects.filter(agent__isnull=True, name=name).first()
+            if existing is not None:
+                return existing
+    raise SandboxError(f"could not allocate a sandbox user id for {name!r}")
+
+
+def _ensure_member(chat: SandboxChat, user: SandboxUser) -> None:
+    SandboxMember.objects.get_or_create(chat=chat, user=user)
+
+
+def _next_peer_id(*, kind: str, offset: int) -> int:
+    highest = (SandboxChat.objects.aggregate(m=Max("id"))["m"] or 0) + 1 + offset
+    if kind == SandboxChat.Kind.GROUP:
+        return GROUP_PEER_ID_BASE - highest
+    return DM_CHAT_PEER_ID_BASE + highest
+
+
+def _create_chat(*, kind: str, title: str) -> SandboxChat:
+    for offset in range(20):
+        try:
+            with transaction.atomic():
+                return SandboxChat.objects.create(
+                    kind=kind, title=title, peer_id=_next_peer_id(kind=kind, offset=offset)
+                )
+        except IntegrityError:
+            continue
+    raise SandboxError(f"could not allocate a peer id for sandbox {kind} {title!r}")
+
+
+def sandbox_dm_between(*, a: SandboxUser, b: SandboxUser) -> SandboxChat:
+    chat = (
+        SandboxChat.objects.filter(kind=SandboxChat.Kind.DM, members=a)
+        .filter(members=b)
+        .order_by("id")
+        .first()
+    )
+    if chat is None:
+        chat = _create_chat(kind=SandboxChat.Kind.DM, title=f"{a.name} & {b.name}")
+        _ensure_member(chat, a)
+        _ensure_member(chat, b)
+    return chat
+
+
+def sandbox_group(*, title: str, members: list[SandboxUser]) -> SandboxChat:
+    """The group with this title (created on first use), with `members` added."""
+    title = title.strip()
+    if not title:
+        raise SandboxError("a sandbox group needs a title (--group TITLE)")
+    chat = SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, title=title).order_by("id").first()
+    if chat is None:
+        chat = _create_chat(kind=SandboxChat.Kind.GROUP, title=title)
+    for user in members:
+        _ensure_member(chat, user)
+    return chat
+
+
+def sandbox_chat_for(*, agent: Agent, as_name: str = "You", group: str | None = None) -> SandboxChat:
+    """The DM between `as_name` and the agent, or the group titled `group` with both in it."""
+    me = sandbox_user_for_agent(agent=agent)
+    person = sandbox_person(name=as_name)
+    if group:
+        return sandbox_group(title=group, members=[me, person])
+    return sandbox_dm_between(a=person, b=me)
+
+
+def sandbox_post(
+    *,
+    chat: SandboxChat,
+    sender: SandboxUser,
+    text: str = "",
+    reply_to: int | None = None,
+    media: list[dict[str, Any]] | None = None,
+    random_id: int | None = None,
+) -> tuple[SandboxMessage, bool]:
+    """Append a message to a chat; returns (message, created).
+
+    A repeated (sender, random_id) returns the earlier message and creates nothing, as Telegram does.
+    Steps: look up the random_id; take the chat's next message id with an atomic increment; insert the
+    message and its update row; on a racing duplicate random_id, fall back to the earlier message.
+    """
+    if random_id is not None:
+        earlier = SandboxMessage.objects.filter(sender=sender, random_id=random_id).first()
+        if earlier is not None:
+            return earlier, False
+    if reply_to is not None and not SandboxMessage.objects.filter(chat=chat, message_id=reply_to).exists():
+        raise SandboxError(f"message {reply_to} does not exist in {chat}: check the --reply-to id")
+    try:
+        with transaction.atomic():
+            SandboxChat.objects.filter(pk=chat.pk).update(next_message_id=F("next_message_id") + 1)
+            message_id = SandboxChat.objects.values_list("next_message_id", flat=True).get(pk=chat.pk) - 1
+            message = SandboxMessage.objects.create(
+                chat=chat,
+                message_id=message_id,
+                sender=sender,
+                date=now(),
+                text=text,
+                reply_to_id=reply_to,
+                media=media or [],
+                random_id=random_id,
+            )
+            SandboxUpdate.objects.create(
+                chat=chat,
+                kind=SandboxUpdate.Kind.NEW_MESSAGE,
+                message_id=message_id,
+                actor=sender,
+                created=message.date,
+            )
+            # Sending ends the sender's typing indicator and reads the chat up to the new message.
+            SandboxMember.objects.filter(chat=chat, user=sender).update(
+                typing_until=None, read_up_to=message_id
+            )
+    except IntegrityError:
+        if random_id is None:
+            raise
+        return SandboxMessage.objects.get(sender=sender, random_id=random_id), False
+    return message, True
+
+
+def sandbox_say(
+    *,
+    agent: Agent,
+    text: str = "",
+    as_name: str = "You",
+    group: str | None = None,
+    reply_to: int | None = None,
+    media: list[dict[str, Any]] | None = None,
+) -> SandboxMessage:
+    """A person sends a message to the agent (in their DM, or in a group the agent is in)."""
+    if not text and not media:
+        raise SandboxError("a sandbox message needs text or media")
+    chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group)
+    sender = sandbox_person(name=as_name)
+    message, _ = sandbox_post(chat=chat, sender=sender, text=text, reply_to=reply_to, media=media)
+    return message
+
+
+def sandbox_set_reaction(*, message: SandboxMessage, user: SandboxUser, emoji: str) -> SandboxMessage:
+    """Set `user`'s reaction on `message` (one per user, as in Telegram); empty emoji removes it.
+
+    Reactions on someone else's message are unread for the author until they read the chat.
+    """
+    with transaction.atomic():
+        message = SandboxMessage.objects.select_for_update().get(pk=message.pk)
+        reactions: list[dict[str, Any]] = []
+        for entry in message.reactions:
+            users = [u for u in entry.get("user_ids", []) if u != user.user_id]
+            if users:
+                reactions.append({**entry, "user_ids": users, "count": len(users)})
+        if emoji:
+            unread = message.sender_id != user.pk
+            for entry in reactions:
+                if entry["emoji"] == emoji:
+                    entry["user_ids"] = [*entry["user_ids"], user.user_id]
+                    entry["count"] = len(entry["user_ids"])
+                    entry["unread"] = entry.get("unread", False) or unread
+                    break
+            else:
+                reactions.append({"emoji": emoji, "count": 1, "user_ids": [user.user_id], "unread": unread})
+        message.reactions = reactions
+        message.save(update_fields=["reactions"])
+        SandboxUpdate.objects.create(
+            chat=message.chat,
+            kind=SandboxUpdate.Kind.REACTION,
+            message_id=message.message_id,
+            actor=user,
+            created=now(),
+        )
+    return message
+
+
+def sandbox_react(
+    *, agent: Agent, message_id: int, emoji: str, as_name: str = "You", group: str | None = None
+) -> SandboxMessage:
+    """A person reacts to a message of their chat with the agent."""
+    chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group)
+    message = SandboxMessage.objects.filter(chat=chat, message_id=message_id).first()
+    if message is None:
+        raise SandboxError(
+            f"message {message_id} does not exist in {chat}: run `sandbox show {agent.name} --ids` to list ids"
+        )
+    return sandbox_set_reaction(message=message, user=sandbox_person(name=as_name), emoji=emoji)
+
+
+def _describe_media(part: dict[str, Any]) -> str:
+    kind = part.get("media_kind", "media")
+    if kind == "sticker":
+        name = part.get("sticker_name") or "?"
+        set_name = part.get("sticker_set_name")
+        return f"(sticker {name} from {set_name})" if set_name else f"(sticker {name})"
+    caption = part.get("description") or part.get("file_name") or ""
+    return f"({kind}{': ' + caption if caption else ''})"
+
+
+def sandbox_message_line(message: SandboxMessage, *, names: dict[int, str], with_ids: bool = False) -> str:
+    """One transcript line, `SENDER: text`, with media, replies and reactions in words."""
+    pieces = [_describe_media(part) for part in message.media]
+    if message.text:
+        pieces.append(message.text)
+    body = " ".join(pieces) if not message.deleted else "(deleted)"
+    if message.reply_to_id:
+        body = f"(in reply to #{message.reply_to_id}) {body}"
+    if message.reactions:
+        words = []
+        for entry in message.reactions:
+            who = ", ".join(names.get(uid, str(uid)) for uid in entry.get("user_ids", []))
+            words.append(f"{entry['emoji']} from {who}" if who else entry["emoji"])
+        body = f"{body} (reactions: {'; '.join(words)})"
+    prefix = f"#{message.message_id} " if with_ids else ""
+    return f"{prefix}{message.sender.name}: {body}"
+
+
+def sandbox_transcript(
+    *, agent: Agent, as_name: str = "You", group: str | None = None, with_ids: bool = False
+) -> list[str]:
+    """The chat as `SENDER: text` lines, oldest first."""
+    chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group)
+    names = dict(SandboxUser.objects.filter(chats=chat).values_list("user_id", "name"))
+    messages = SandboxMessage.objects.filter(chat=chat).select_related("sender").order_by("message_id")
+    return [sandbox_message_line(m, names=names, with_ids=with_ids) for m in messages]

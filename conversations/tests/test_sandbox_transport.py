@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.core.management import call_command
+
+from conversations.models import SandboxMessage
+from conversations.services.sandbox import (
+    sandbox_chat_for,
+    sandbox_person,
+    sandbox_react,
+    sandbox_say,
+    sandbox_transcript,
+    sandbox_user_for_agent,
+)
+from conversations.transport.base import (
+    MessagesDeleted,
+    NewMessage,
+    PermanentError,
+    ReactionsChanged,
+    StickerRef,
+    Transport,
+)
+from conversations.transport.factory import transport_for
+from conversations.transport.sandbox import SandboxTransport
+
+pytestmark = pytest.mark.django_db
+
+
+def connected(agent) -> SandboxTransport:
+    transport = transport_for(agent)
+    async_to_sync(transport.connect)()
+    return transport
+
+
+def test_factory_gives_sandbox_agents_the_sandbox_transport(agent):
+    transport = transport_for(agent, gateway_id="gw")
+    assert isinstance(transport, SandboxTransport)
+    assert isinstance(transport, Transport)
+
+
+def test_a_repeated_random_id_returns_the_earlier_message_and_creates_nothing(agent, clock):
+    transport = connected(agent)
+    you = sandbox_person(name="You")
+    first = async_to_sync(transport.send_text)(you.user_id, "hi", random_id=42)
+    again = async_to_sync(transport.send_text)(you.user_id, "hi", random_id=42)
+    assert again.message_id == first.message_id
+    assert SandboxMessage.objects.filter(sender__agent=agent).count() == 1
+
+
+def test_poll_updates_delivers_new_messages_after_the_cursor(agent, clock):
+    transport = connected(agent)
+    sandbox_say(agent=agent, text="hello")
+    sandbox_say(agent=agent, text="are you there?")
+    updates = async_to_sync(transport.poll_updates)()
+    assert [u.message.text for u in updates] == ["hello", "are you there?"]
+    assert all(isinstance(u, NewMessage) and u.message.chat_kind == "dm" for u in updates)
+    assert async_to_sync(transport.poll_updates)() == []
+
+
+def test_history_since_an_id_fills_a_gap(agent, clock):
+    for text in ["one", "two", "three"]:
+        sandbox_say(agent=agent, text=text)
+    transport = connected(agent)
+    assert async_to_sync(transport.poll_updates)() == []  # the cursor starts at the end of the log
+    you = sandbox_person(name="You")
+    missed = async_to_sync(transport.history)(you.user_id, since_id=1)
+    assert [m.text for m in missed] == ["two", "three"]
+
+
+def test_group_mentions_and_replies_to_the_agent_are_flagged(agent, clock):
+    transport = connected(agent)
+    me = sandbox_user_for_agent(agent=agent)
+    chat = sandbox_chat_for(agent=agent, as_name="Alice", group="Book club")
+    sandbox_say(agent=agent, text="chatter", as_name="Alice", group="Book club")
+    sent = async_to_sync(transport.send_text)(chat.peer_id, "I am here", random_id=7)
+    sandbox_say(agent=agent, text=f"hey @{me.username} what now?", as_name="Alice", group="Book club")
+    sandbox_say(agent=agent, text="agreed", as_name="Bob", group="Book club", reply_to=sent.message_id)
+    updates = [u.message for u in async_to_sync(transport.poll_updates)()]
+    flags = [(m.text, m.mentions_agent, m.reply_to_agent, m.is_outgoing) for m in updates]
+    assert flags == [
+        ("chatter", False, False, False),
+        ("I am here", False, False, True),
+        (f"hey @{me.username} what now?", True, False, False),
+        ("agreed", False, True, False),
+    ]
+    assert all(m.peer_id == chat.peer_id and m.chat_kind == "group" for m in updates)
+
+
+def test_a_reaction_on_the_agents_message_is_an_unread_reaction_until_read(agent, clock):
+    transport = connected(agent)
+    you = sandbox_person(name="You")
+    sent = async_to_sync(transport.send_text)(you.user_id, "how was it?", random_id=1)
+    async_to_sync(transport.poll_updates)()
+    sandbox_react(agent=agent, message_id=sent.message_id, emoji="👍")
+    (update,) = async_to_sync(transport.poll_updates)()
+    assert isinstance(update, ReactionsChanged) and update.unread
+    assert update.reactions[0].emoji == "👍" and update.reactions[0].user_ids == (you.user_id,)
+    async_to_sync(transport.mark_read)(you.user_id, sent.message_id)
+    message = SandboxMessage.objects.get(sender__agent=agent)
+    assert message.reactions[0]["unread"] is False
+
+
+def test_sending_to_someone_who_blocked_the_agent_is_a_permanent_error(agent, clock):
+    transport = connected(agent)
+    you = sandbox_person(name="You")
+    you.blocked_user_ids = [sandbox_user_for_agent(agent=agent).user_id]
+    you.save()
+    with pytest.raises(PermanentError) as excinfo:
+        async_to_sync(transport.send_text)(you.user_id, "hello?", random_id=5)
+    assert excinfo.value.reason == "USER_IS_BLOCKED"
+
+
+def test_block_unblock_and_delete_history(agent, clock):
+    transport = connected(agent)
+    you = sandbox_person(name="You")
+    sandbox_say(agent=agent, text="spam")
+    async_to_sync(transport.block)(you.user_id)
+    assert async_to_sync(transport.is_blocked)(you.user_id)
+    async_to_sync(transport.unblock)(you.user_id)
+    assert not async_to_sync(transport.is_blocked)(you.user_id)
+    async_to_sync(transport.poll_updates)()
+    async_to_sync(transport.delete_history)(you.user_id)
+    (update,) = async_to_sync(transport.poll_updates)()
+    assert isinstance(update, MessagesDeleted) and update.message_ids == (1,)
+    assert async_to_sync(transport.history)(you.user_id) == []
+
+
+def test_transcript_shows_stickers_replies_and_reactions_in_words(agent, clock):
+    transport = connected(agent)
+    you = sandbox_person(name="You")
+    sandbox_say(agent=agent, text="hello")
+    sticker = StickerRef(set_short_name="WendyDancer", name="😉", unique_id="u1")
+    async_to_sync(transport.send_sticker)(you.user_id, sticker, random_id=9, reply_to=1)
+    sandbox_react(agent=agent, message_id=2, emoji="❤")
+    assert sandbox_transcript(agent=agent) == [
+        "You: hello",
+        "Wendy: (in reply to #1) (sticker 😉 from WendyDancer) (reactions: ❤ from You)",
+    ]
+
+
+def test_sandbox_command_says_reacts_and_shows(agent, clock, capsys):
+    call_command("sandbox", "say", "Wendy", "hi", "second", "--as", "Alice")
+    call_command("sandbox", "react", "Wendy", "1", "🔥", "--as", "Alice")
+    capsys.readouterr()
+    call_command("sandbox", "show", "Wendy", "--as", "Alice")
+    assert capsys.readouterr().out.splitlines() == ["Alice: hi (reactions: 🔥 from Alice)", "Alice: second"]

@@ -1,0 +1,401 @@
+"""SandboxTransport: the transport protocol over the sandbox tables, as one agent's account sees them.
+
+Peer ids follow Telegram: in a DM the peer is the other user's id, in a group it is the (negative) group
+id. The update stream is the `SandboxUpdate` log read after a cursor; like Telegram's pts, a gap left
+while disconnected is filled by the engine's reconciler from `history(since_id=...)`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.db.models import Max
+
+from agents.models import Agent
+from cindy_site.clock import now
+from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+from conversations.services import sandbox as sandbox_services
+from conversations.transport.base import (
+    AccountInfo,
+    ChatDetails,
+    InboundMessage,
+    MediaItem,
+    MessageEdited,
+    MessagesDeleted,
+    NewMessage,
+    PermanentError,
+    ReactionInfo,
+    ReactionsChanged,
+    SentMessage,
+    StickerRef,
+    StickerSetInfo,
+    TransportError,
+    Update,
+)
+
+#: How long a typing indicator shows without being renewed (Telegram: about 6 seconds).
+TYPING_SECONDS = 6
+POLL_BATCH = 500
+
+
+class SandboxTransport:
+    def __init__(self, agent: Agent, *, gateway_id: str = "") -> None:
+        self.agent = agent
+        self.gateway_id = gateway_id
+        self.me: SandboxUser | None = None
+        self.cursor = 0
+        self.connected = False
+
+    # --- connection ---------------------------------------------------------------------------
+
+    async def connect(self) -> AccountInfo:
+        return await sync_to_async(self._connect)()
+
+    def _connect(self) -> AccountInfo:
+        self.me = sandbox_services.sandbox_user_for_agent(agent=self.agent)
+        # Start at the current end of the log; the reconciler fetches whatever came before.
+        self.cursor = SandboxUpdate.objects.aggregate(m=Max("id"))["m"] or 0
+        self.connected = True
+        return AccountInfo(user_id=self.me.user_id, name=self.me.name, username=self.me.username)
+
+    async def disconnect(self) -> None:
+        self.connected = False
+
+    def _require_me(self) -> SandboxUser:
+        if self.me is None or not self.connected:
+            raise TransportError(f"sandbox transport of {self.agent.name} is not connected: call connect()")
+        return self.me
+
+    # --- peers ----------------------------------------------------------------------------------
+
+    def _my_chats(self):
+        return SandboxChat.objects.filter(members=self._require_me())
+
+    def _chat_for_peer(self, peer_id: int) -> SandboxChat:
+        me = self._require_me()
+        if peer_id < 0:
+            chat = self._my_chats().filter(kind=SandboxChat.Kind.GROUP, peer_id=peer_id).first()
+        else:
+            other = SandboxUser.objects.filter(user_id=peer_id).first()
+            if other is None:
+                raise PermanentError("PEER_ID_INVALID", f"sandbox has no user {peer_id}")
+            chat = sandbox_services.sandbox_dm_between(a=other, b=me)
+        if chat is None:
+            raise PermanentError("PEER_ID_INVALID", f"{self.agent.name} is not in sandbox chat {peer_id}")
+        return chat
+
+    def _peer_of(self, chat: SandboxChat) -> int:
+        if chat.kind == SandboxChat.Kind.GROUP:
+            return chat.peer_id
+        me = self._require_me()
+        other = chat.members.exclude(pk=me.pk).first()
+        return other.user_id if other else me.user_id
+
+    # --- converting to plain records ------------------------------------------------------------
+
+    def _mentions_me(self, text: str) -> bool:
+        me = self._require_me()
+        handles = [h for h in (me.username, me.name) if h]
+        return any(re.search(rf"@{re.escape(h)}\b", text, flags=re.IGNORECASE) for h in handles)
+
+    def _to_inbound(self, messages: list[SandboxMessage], chat: SandboxChat) -> list[InboundMessage]:
+        me = self._require_me()
+        peer = self._peer_of(chat)
+        reply_ids = {m.reply_to_id for m in messages if m.reply_to_id}
+        mine = set(
+            SandboxMessage.objects.filter(chat=chat, message_id__in=reply_ids, sender=me).values_list(
+                "message_id", flat=True
+            )
+        )
+        records = []
+        for m in messages:
+            outgoing = m.sender_id == me.pk
+            records.append(
+                InboundMessage(
+                    peer_id=peer,
+                    chat_kind=chat.kind,
+                    message_id=m.message_id,
+                    date=m.date,
+                    sender_id=m.sender.user_id,
+                    sender_name=m.sender.name,
+                    sender_username=m.sender.username,
+                    is_outgoing=outgoing,
+                    text=m.text,
+                    reply_to_id=m.reply_to_id,
+                    media=tuple(MediaItem.from_part(p) for p in m.media),
+                    reactions=_reactions(m.reactions),
+                    mentions_agent=not outgoing and self._mentions_me(m.text),
+                    reply_to_agent=not outgoing and m.reply_to_id in mine,
+                    chat_title=chat.title if chat.kind == SandboxChat.Kind.GROUP else m.sender.name,
+                    chat_username="" if chat.kind == SandboxChat.Kind.GROUP else m.sender.username,
+                    random_id=m.random_id if outgoing else None,
+                )
+            )
+        return records
+
+    # --- the update stream ----------------------------------------------------------------------
+
+    async def poll_updates(self) -> list[Update]:
+        return await sync_to_async(self._poll_updates)()
+
+    def _poll_updates(self) -> list[Update]:
+        me = self._require_me()
+        rows = list(
+            SandboxUpdate.objects.filter(id__gt=self.cursor, chat__members=me)
+            .exclude(kind=SandboxUpdate.Kind.TYPING)
+            .select_related("chat")
+            .order_by("id")[:POLL_BATCH]
+        )
+        if not rows:
+            return []
+        updates: list[Update] = []
+        for row in rows:
+            message = (
+                SandboxMessage.objects.filter(chat=row.chat, message_id=row.message_id)
+                .select_related("sender")
+                .first()
+            )
+            if message is None:
+                continue
+            if row.kind == SandboxUpdate.Kind.DELETE or message.deleted:
+                updates.append(
+                    MessagesDeleted(peer_id=self._peer_of(row.chat), message_ids=(row.message_id,))
+                )
+            elif row.kind == SandboxUpdate.Kind.NEW_MESSAGE:
+                updates.append(NewMessage(self._to_inbound([message], row.chat)[0]))
+            elif row.kind == SandboxUpdate.Kind.EDIT:
+                updates.append(MessageEdited(self._to_inbound([message], row.chat)[0]))
+            elif row.kind == SandboxUpdate.Kind.REACTION:
+                reactions = _reactions(message.reactions)
+                unread = message.sender_id == me.pk and any(r.unread for r in reactions)
+                updates.append(
+                    ReactionsChanged(
+                        peer_id=self._peer_of(row.chat),
+                        message_id=row.message_id,
+                        reactions=reactions,
+                        unread=unread,
+                    )
+                )
+        self.cursor = rows[-1].id
+        return updates
+
+    async def history(
+        self,
+        peer_id: int,
+        *,
+        since_id: int | None = None,
+        around_id: int | None = None,
+        limit: int = 100,
+    ) -> list[InboundMessage]:
+        return await sync_to_async(self._history)(peer_id, since_id, around_id, limit)
+
+    def _history(self, peer_id: int, since_id: int | None, around_id: int | None, limit: int):
+        chat = self._chat_for_peer(peer_id)
+        qs = SandboxMessage.objects.filter(chat=chat, deleted=False).select_related("sender")
+        if since_id is not None:
+            rows = list(qs.filter(message_id__gt=since_id).order_by("message_id")[:limit])
+        elif around_id is not None:
+            half = max(limit // 2, 1)
+            before = list(qs.filter(message_id__lt=around_id).order_by("-message_id")[:half])
+            after = list(qs.filter(message_id__gte=around_id).order_by("message_id")[: limit - len(before)])
+            rows = [*reversed(before), *after]
+        else:
+            rows = list(reversed(qs.order_by("-message_id")[:limit]))
+        return self._to_inbound(rows, chat)
+
+    async def dialogs(self, *, limit: int = 100) -> list[ChatDetails]:
+        return await sync_to_async(self._dialogs)(limit)
+
+    def _dialogs(self, limit: int) -> list[ChatDetails]:
+        return [self._details(chat) for chat in self._my_chats().order_by("-id")[:limit]]
+
+    # --- actions --------------------------------------------------------------------------------
+
+    async def send_text(
+        self, peer_id: int, text: str, *, random_id: int, reply_to: int | None = None
+    ) -> SentMessage:
+        return await sync_to_async(self._send)(peer_id, text, None, random_id, reply_to)
+
+    async def send_sticker(
+        self, peer_id: int, sticker: StickerRef, *, random_id: int, reply_to: int | None = None
+    ) -> SentMessage:
+        part = {
+            "kind": "media",
+            "media_kind": "sticker",
+            "sticker_set_name": sticker.set_short_name,
+            "sticker_name": sticker.name,
+            "unique_id": sticker.unique_id,
+        }
+        return await sync_to_async(self._send)(peer_id, "", [part], random_id, reply_to)
+
+    def _send(self, peer_id, text, media, random_id, reply_to) -> SentMessage:
+        me = self._require_me()
+        chat = self._chat_for_peer(peer_id)
+        if chat.kind == SandboxChat.Kind.DM:
+            other = chat.members.exclude(pk=me.pk).first()
+            if other is not None and me.user_id in (other.blocked_user_ids or []):
+                raise PermanentError("USER_IS_BLOCKED", f"{other.name} has blocked {me.name}")
+        if (
+            reply_to is not None
+            and not SandboxMessage.objects.filter(chat=chat, message_id=reply_to).exists()
+        ):
+            reply_to = None  # Telegram sends without the reply when the target is gone
+        message, _ = sandbox_services.sandbox_post(
+            chat=chat, sender=me, text=text, media=media, reply_to=reply_to, random_id=random_id
+        )
+        return SentMessage(
+            peer_id=peer_id, message_id=message.message_id, date=message.date, random_id=random_id
+        )
+
+    async def react(self, peer_id: int, message_id: int, emoji: str) -> None:
+        await sync_to_async(self._react)(peer_id, message_id, emoji)
+
+    def _react(self, peer_id: int, message_id: int, emoji: str) -> None:
+        chat = self._chat_for_peer(peer_id)
+        message = SandboxMessage.objects.filter(chat=chat, message_id=message_id).first()
+        if message is None:
+            raise PermanentError("MESSAGE_ID_INVALID", f"no message {message_id} in sandbox chat {peer_id}")
+        sandbox_services.sandbox_set_reaction(message=message, user=self._require_me(), emoji=emoji)
+
+    async def mark_read(self, peer_id: int, max_id: int) -> None:
+        await sync_to_async(self._mark_read)(peer_id, max_id)
+
+    def _mark_read(self, peer_id: int, max_id: int) -> None:
+        me = self._require_me()
+        chat = self._chat_for_peer(peer_id)
+        with transaction.atomic():
+            SandboxMember.objects.filter(chat=chat, user=me, read_up_to__lt=max_id).update(read_up_to=max_id)
+            # Reading the chat also reads the reactions on the account's own messages.
+            for message in SandboxMessage.objects.filter(chat=chat, sender=me, message_id__lte=max_id):
+                if any(r.get("unread") for r in message.reactions):
+                    message.reactions = [{**r, "unread": False} for r in message.reactions]
+                    message.save(update_fields=["reactions"])
+
+    async def set_typing(self, peer_id: int, typing: bool = True) -> None:
+        await sync_to_async(self._set_typing)(peer_id, typing)
+
+    def _set_typing(self, peer_id: int, typing: bool) -> None:
+        me = self._require_me()
+        chat = self._chat_for_peer(peer_id)
+        until = now() + dt.timedelta(seconds=TYPING_SECONDS) if typing else None
+        SandboxMember.objects.filter(chat=chat, user=me).update(typing_until=until)
+        SandboxUpdate.objects.create(chat=chat, kind=SandboxUpdate.Kind.TYPING, actor=me, created=now())
+
+    async def block(self, user_id: int) -> None:
+        await sync_to_async(self._set_blocked)(user_id, True)
+
+    async def unblock(self, user_id: int) -> None:
+        await sync_to_async(self._set_blocked)(user_id, False)
+
+    def _set_blocked(self, user_id: int, blocked: bool) -> None:
+        with transaction.atomic():
+            me = SandboxUser.objects.select_for_update().get(pk=self._require_me().pk)
+            ids = [u for u in (me.blocked_user_ids or []) if u != user_id]
+            if blocked:
+                ids.append(user_id)
+            me.blocked_user_ids = ids
+            me.save(update_fields=["blocked_user_ids"])
+            self.me = me
+
+    async def delete_history(self, peer_id: int) -> None:
+        await sync_to_async(self._delete_history)(peer_id)
+
+    def _delete_history(self, peer_id: int) -> None:
+        me = self._require_me()
+        chat = self._chat_for_peer(peer_id)
+        with transaction.atomic():
+            ids = list(
+                SandboxMessage.objects.filter(chat=chat, deleted=False).values_list("message_id", flat=True)
+            )
+            SandboxMessage.objects.filter(chat=chat, message_id__in=ids).update(deleted=True)
+            SandboxUpdate.objects.bulk_create(
+                SandboxUpdate(
+                    chat=chat, kind=SandboxUpdate.Kind.DELETE, message_id=i, actor=me, created=now()
+                )
+                for i in ids
+            )
+
+    async def download_media(self, peer_id: int, message_id: int, dest_dir: Path) -> Path | None:
+        return await sync_to_async(self._download_media)(peer_id, message_id, dest_dir)
+
+    def _download_media(self, peer_id: int, message_id: int, dest_dir: Path) -> Path | None:
+        chat = self._chat_for_peer(peer_id)
+        message = SandboxMessage.objects.filter(chat=chat, message_id=message_id).first()
+        if message is None:
+            return None
+        for part in message.media:
+            source = Path(part.get("extra", {}).get("path", "") or part.get("path", ""))
+            if source.is_file():
+                dest_dir.mkdir(parents=True, exist_ok=True)
+                target = dest_dir / f"{part.get('unique_id') or message_id}{source.suffix}"
+                shutil.copyfile(source, target)
+                return target
+        return None
+
+    async def resolve_sticker_set(self, short_name: str) -> StickerSetInfo:
+        return await sync_to_async(self._resolve_sticker_set)(short_name)
+
+    def _resolve_sticker_set(self, short_name: str) -> StickerSetInfo:
+        from media_catalog.models import StickerSet
+
+        sticker_set = StickerSet.objects.filter(short_name=short_name).first()
+        if sticker_set is None:
+            raise PermanentError("STICKERSET_INVALID", f"the sandbox knows no sticker set {short_name!r}")
+        stickers = tuple(
+            StickerRef(set_short_name=short_name, name=s.name, unique_id=s.unique_id)
+            for s in sticker_set.stickers.all()
+        )
+        return StickerSetInfo(short_name=short_name, title=sticker_set.title, stickers=stickers)
+
+    async def get_details(self, peer_id: int) -> ChatDetails:
+        return await sync_to_async(lambda: self._details(self._chat_for_peer(peer_id)))()
+
+    def _details(self, chat: SandboxChat) -> ChatDetails:
+        me = self._require_me()
+        member = SandboxMember.objects.filter(chat=chat, user=me).first()
+        others = list(chat.members.exclude(pk=me.pk).order_by("name"))
+        peer = self._peer_of(chat)
+        if chat.kind == SandboxChat.Kind.GROUP:
+            return ChatDetails(
+                peer_id=peer,
+                kind="group",
+                title=chat.title,
+                participants_count=len(others) + 1,
+                participants=tuple(u.name for u in others),
+                muted=bool(member and member.muted),
+            )
+        other = others[0] if others else me
+        return ChatDetails(
+            peer_id=peer,
+            kind="dm",
+            title=other.name,
+            username=other.username,
+            muted=bool(member and member.muted),
+            blocked=other.user_id in (me.blocked_user_ids or []),
+        )
+
+    async def is_muted(self, peer_id: int) -> bool:
+        return (await self.get_details(peer_id)).muted
+
+    async def is_blocked(self, user_id: int) -> bool:
+        return await sync_to_async(
+            lambda: user_id in (SandboxUser.objects.get(pk=self._require_me().pk).blocked_user_ids or [])
+        )()
+
+
+def _reactions(raw: list[dict[str, Any]]) -> tuple[ReactionInfo, ...]:
+    return tuple(
+        ReactionInfo(
+            emoji=r["emoji"],
+            count=int(r.get("count", 1)),
+            user_ids=tuple(r.get("user_ids", [])),
+            unread=bool(r.get("unread", False)),
+        )
+        for r in raw
+    )
