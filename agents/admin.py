@@ -1,3 +1,329 @@
-from django.contrib import admin
+"""Admin for personas and what keeps them running: prompts, leases, sessions, gateway requests, OTP devices."""
 
-# Register your models here.
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from agents.models import (
+    Agent,
+    AgentLease,
+    GatewayRequest,
+    RolePrompt,
+    TelegramEntity,
+    TelegramSession,
+    TelegramUpdateState,
+)
+from agents.otp_device import TelegramDevice
+from agents.services import curation
+from cindy_site import clock
+from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, service_form, short
+from memory.models import Memory
+from memory.services.curation import memory_save, memory_validate
+
+
+class RolePromptInline(admin.StackedInline):
+    model = RolePrompt
+    fk_name = "agent"
+    extra = 0
+    fields = ["name", "text", "origin_dir", "source_file"]
+    readonly_fields = ["origin_dir", "source_file"]
+    verbose_name = "agent-specific role prompt"
+    form = service_form(lambda obj: curation.role_prompt_validate(prompt=obj))
+
+
+class MemoryInline(admin.TabularInline):
+    model = Memory
+    extra = 0
+    fields = ["kind", "partner_id", "content", "created", "creation_channel"]
+    readonly_fields = ["created"]
+    show_change_link = True
+    form = service_form(lambda obj: memory_validate(memory=obj))
+
+
+def _lease_state(agent: Agent) -> str:
+    lease = getattr(agent, "lease", None)
+    if lease is None:
+        return "offline"
+    return "online" if lease.expires_at > clock.now() else "lease expired"
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    form = service_form(lambda obj: curation.agent_validate(agent=obj))
+    list_display = [
+        "name",
+        "transport",
+        "telegram_account",
+        "state",
+        "llm_display",
+        "disabled",
+        "gagged",
+        "stopped",
+        "related",
+    ]
+    list_filter = ["transport", "disabled", "gagged", "stopped", "config_dir"]
+    search_fields = ["name", "phone", "telegram_username", "=telegram_user_id", "instructions"]
+    readonly_fields = [
+        "telegram_user_id",
+        "telegram_username",
+        "source_file",
+        "config_dir",
+        "content_hash",
+        "stopped",
+        "last_error",
+        "last_error_at",
+        "lease_display",
+        "created",
+        "updated",
+        "related",
+    ]
+    fieldsets = [
+        (None, {"fields": ["name", "phone", "transport", "instructions"]}),
+        (
+            "Persona",
+            {
+                "fields": [
+                    "timezone",
+                    "llm",
+                    "role_prompt_names",
+                    "sticker_set_names",
+                    "explicit_stickers",
+                    "daily_schedule",
+                    "start_typing_delay",
+                    "typing_speed",
+                    "telegram_id",
+                    "extra_sections",
+                ]
+            },
+        ),
+        (
+            "Flags",
+            {
+                "fields": [
+                    "disabled",
+                    "gagged",
+                    "reset_context_on_first_message",
+                    "clear_summaries_on_first_message",
+                ]
+            },
+        ),
+        (
+            "Runtime (read-only)",
+            {
+                "fields": [
+                    "telegram_user_id",
+                    "telegram_username",
+                    "lease_display",
+                    "stopped",
+                    "last_error",
+                    "last_error_at",
+                    "related",
+                ]
+            },
+        ),
+        (
+            "Origin",
+            {
+                "classes": ["collapse"],
+                "fields": ["source_file", "config_dir", "content_hash", "created", "updated"],
+            },
+        ),
+    ]
+    inlines = [RolePromptInline, MemoryInline]
+    actions = ["disable_agents", "enable_agents"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("lease")
+
+    @admin.display(description="Telegram")
+    def telegram_account(self, agent: Agent) -> str:
+        if agent.telegram_username:
+            return f"@{agent.telegram_username}"
+        return str(agent.telegram_user_id or agent.telegram_id or "-")
+
+    @admin.display(description="Gateway")
+    def state(self, agent: Agent) -> str:
+        return _lease_state(agent)
+
+    @admin.display(description="LLM", ordering="llm")
+    def llm_display(self, agent: Agent) -> str:
+        return agent.llm or "(default)"
+
+    @admin.display(description="Lease")
+    def lease_display(self, agent: Agent) -> str:
+        lease = getattr(agent, "lease", None)
+        if lease is None:
+            return "No gateway holds this agent."
+        return format_html(
+            "{} · held by {} · heartbeat {:%Y-%m-%d %H:%M:%S} · expires {:%H:%M:%S}",
+            _lease_state(agent),
+            change_link(lease, lease.holder),
+            lease.heartbeat_at,
+            lease.expires_at,
+        )
+
+    @admin.display(description="See")
+    def related(self, agent: Agent) -> str:
+        if agent.pk is None:
+            return "-"
+        links = [
+            changelist_link("conversations.conversation", "conversations", agent__id__exact=agent.pk),
+            changelist_link("memory.memory", "memories", agent__id__exact=agent.pk),
+            changelist_link("memory.plan", "plans", agent__id__exact=agent.pk),
+            changelist_link("conversations.tasknode", "nodes", agent__id__exact=agent.pk),
+            changelist_link("conversations.llmcall", "LLM calls", agent__id__exact=agent.pk),
+            changelist_link("conversations.activityevent", "activity", agent__id__exact=agent.pk),
+        ]
+        return format_html(" · ".join(["{}"] * len(links)), *links)
+
+    def save_model(self, request, obj, form, change):
+        curation.agent_save(agent=obj)
+
+    def save_formset(self, request, form, formset, change):
+        instances = formset.save(commit=False)
+        for deleted in formset.deleted_objects:
+            deleted.delete()
+        for instance in instances:
+            if isinstance(instance, RolePrompt):
+                curation.role_prompt_save(prompt=instance)
+            elif isinstance(instance, Memory):
+                memory_save(memory=instance)
+        formset.save_m2m()
+
+    @admin.action(description="Disable the selected agents")
+    def disable_agents(self, request, queryset):
+        for agent in queryset:
+            curation.agent_set_disabled(agent=agent, disabled=True)
+        self.message_user(request, f"{queryset.count()} agent(s) disabled.", messages.SUCCESS)
+
+    @admin.action(description="Enable the selected agents")
+    def enable_agents(self, request, queryset):
+        for agent in queryset:
+            curation.agent_set_disabled(agent=agent, disabled=False)
+        self.message_user(request, f"{queryset.count()} agent(s) enabled.", messages.SUCCESS)
+
+
+class PromptScopeFilter(admin.SimpleListFilter):
+    title = "scope"
+    parameter_name = "scope"
+
+    def lookups(self, request, model_admin):
+        return [("global", "Global"), ("agent", "Agent-specific")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "global":
+            return queryset.filter(agent__isnull=True)
+        if self.value() == "agent":
+            return queryset.filter(agent__isnull=False)
+        return queryset
+
+
+@admin.register(RolePrompt)
+class RolePromptAdmin(admin.ModelAdmin):
+    form = service_form(lambda obj: curation.role_prompt_validate(prompt=obj))
+    list_display = ["name", "scope_display", "preview", "origin_dir", "updated"]
+    list_filter = [PromptScopeFilter, "agent", "origin_dir"]
+    search_fields = ["name", "text"]
+    fields = ["name", "agent", "text", "origin_dir", "source_file", "content_hash", "updated"]
+    readonly_fields = ["origin_dir", "source_file", "content_hash", "updated"]
+    list_select_related = ["agent"]
+
+    @admin.display(description="Scope", ordering="scope_key")
+    def scope_display(self, prompt: RolePrompt) -> str:
+        return change_link(prompt.agent) if prompt.agent_id else "global"
+
+    @admin.display(description="Text")
+    def preview(self, prompt: RolePrompt) -> str:
+        return short(prompt.text)
+
+    def save_model(self, request, obj, form, change):
+        curation.role_prompt_save(prompt=obj)
+
+
+@admin.register(AgentLease)
+class AgentLeaseAdmin(ReadOnlyAdmin):
+    list_display = ["agent", "holder", "alive", "acquired_at", "heartbeat_at", "expires_at"]
+    list_filter = ["holder"]
+    search_fields = ["agent__name", "holder"]
+    list_select_related = ["agent"]
+
+    @admin.display(boolean=True)
+    def alive(self, lease: AgentLease) -> bool:
+        return lease.expires_at > clock.now()
+
+
+@admin.register(TelegramSession)
+class TelegramSessionAdmin(ReadOnlyAdmin):
+    """The auth key is never shown: only where the session connects and when it last changed."""
+
+    list_display = ["agent", "dc_id", "server_address", "port", "updated"]
+    fields = ["agent", "dc_id", "server_address", "port", "takeout_id", "updated"]
+    search_fields = ["agent__name"]
+
+
+@admin.register(TelegramUpdateState)
+class TelegramUpdateStateAdmin(ReadOnlyAdmin):
+    list_display = ["agent", "entity_id", "pts", "qts", "seq", "date"]
+    list_filter = ["agent"]
+
+
+@admin.register(TelegramEntity)
+class TelegramEntityAdmin(ReadOnlyAdmin):
+    list_display = ["agent", "entity_id", "username", "name", "phone"]
+    list_filter = ["agent"]
+    search_fields = ["username", "name", "=entity_id"]
+    exclude = ["access_hash"]
+
+
+@admin.register(GatewayRequest)
+class GatewayRequestAdmin(ReadOnlyAdmin):
+    list_display = ["created", "kind", "agent", "status", "claimed_by", "finished", "error_preview"]
+    list_filter = ["kind", "status", "agent"]
+    search_fields = ["agent__name", "error", "claimed_by"]
+    fields = [
+        "agent",
+        "kind",
+        "status",
+        "params_display",
+        "result",
+        "error",
+        "claimed_by",
+        "created",
+        "finished",
+    ]
+    readonly_fields = fields
+    list_select_related = ["agent"]
+    date_hierarchy = "created"
+
+    @admin.display(description="Error")
+    def error_preview(self, request_row: GatewayRequest) -> str:
+        return short(request_row.error, 60)
+
+    @admin.display(description="Params")
+    def params_display(self, request_row: GatewayRequest) -> dict:
+        params = dict(request_row.params)
+        if request_row.kind == GatewayRequest.Kind.SEND_OTP and "text" in params:
+            params["text"] = "(one-time code, hidden)"
+        return params
+
+
+@admin.register(TelegramDevice)
+class TelegramDeviceAdmin(admin.ModelAdmin):
+    list_display = [
+        "user",
+        "name",
+        "telegram_user_id",
+        "confirmed",
+        "last_sent_at",
+        "throttling_failure_count",
+    ]
+    list_filter = ["confirmed"]
+    search_fields = ["user__username", "=telegram_user_id"]
+    raw_id_fields = ["user"]
+    readonly_fields = [
+        "last_sent_at",
+        "valid_until",
+        "throttling_failure_timestamp",
+        "throttling_failure_count",
+    ]

@@ -1,3 +1,341 @@
+"""Admin for the conversation mirror, task graphs, the activity stream, LLM calls and prices.
+
+Messages, graphs, nodes, activity and LLM calls record what happened: they are read-only. People
+change only conversation settings (muted, LLM override) and the price table.
+"""
+
+from __future__ import annotations
+
 from django.contrib import admin
 
-# Register your models here.
+from cindy_site.admin_utils import (
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    change_link,
+    changelist_link,
+    service_form,
+    short,
+)
+from conversations.admin_sandbox import register_sandbox_admins
+from conversations.models import (
+    ActivityEvent,
+    Conversation,
+    LLMCall,
+    Message,
+    ModelPrice,
+    TaskGraph,
+    TaskNode,
+)
+from conversations.services.curation import (
+    conversation_settings_save,
+    conversation_validate,
+    model_price_save,
+    model_price_validate,
+)
+
+INLINE_ROWS = 50  # conversations can hold thousands of messages: inlines show the newest ones
+
+
+class RecentInline(ReadOnlyInline):
+    """Shows the newest INLINE_ROWS rows of the parent conversation (ordered oldest first)."""
+
+    order_field = "id"
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        conversation_id = getattr(request, "_cindy_conversation_id", None)
+        if conversation_id is None:
+            return queryset
+        recent = queryset.filter(conversation_id=conversation_id).order_by(f"-{self.order_field}")
+        cutoff = recent.values_list(self.order_field, flat=True)[INLINE_ROWS - 1 : INLINE_ROWS].first()
+        return queryset.filter(**{f"{self.order_field}__gte": cutoff}) if cutoff is not None else queryset
+
+
+class MessageInline(RecentInline):
+    model = Message
+    order_field = "message_id"
+    fields = ["message_id", "date", "sender_name", "is_agent", "text", "reply_to_id", "edited", "deleted"]
+    readonly_fields = fields
+    verbose_name_plural = f"messages (newest {INLINE_ROWS})"
+
+
+class TaskNodeInline(RecentInline):
+    model = TaskNode
+    fk_name = "conversation"
+    fields = [
+        "graph",
+        "sequence",
+        "kind",
+        "params",
+        "status",
+        "attempts",
+        "not_before",
+        "lease_owner",
+        "error",
+    ]
+    readonly_fields = fields
+    verbose_name_plural = f"task nodes (newest {INLINE_ROWS})"
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    form = service_form(lambda obj: conversation_validate(conversation=obj))
+    list_display = [
+        "__str__",
+        "agent_link",
+        "kind",
+        "peer_id",
+        "username",
+        "muted",
+        "blocked",
+        "llm_model",
+        "last_message_at",
+        "graph",
+    ]
+    list_filter = ["agent", "kind", "muted", "blocked"]
+    search_fields = ["title", "username", "=peer_id", "agent__name"]
+    list_select_related = ["agent"]
+    date_hierarchy = "last_message_at"
+    fields = [
+        "agent",
+        "peer_id",
+        "kind",
+        "title",
+        "username",
+        "muted",
+        "llm_model",
+        "blocked",
+        "last_read_message_id",
+        "last_message_at",
+        "details",
+        "related",
+        "created",
+        "updated",
+    ]
+    readonly_fields = [
+        "agent",
+        "peer_id",
+        "kind",
+        "title",
+        "username",
+        "blocked",
+        "last_read_message_id",
+        "last_message_at",
+        "details",
+        "related",
+        "created",
+        "updated",
+    ]
+    inlines = [TaskNodeInline, MessageInline]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # conversations come from Telegram (or the sandbox), never from a form
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        request._cindy_conversation_id = int(object_id) if str(object_id).isdigit() else None
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description="Agent", ordering="agent__name")
+    def agent_link(self, conversation: Conversation) -> str:
+        return change_link(conversation.agent)
+
+    @admin.display(description="Active graph")
+    def graph(self, conversation: Conversation) -> str:
+        active = conversation.graphs.filter(status=TaskGraph.Status.ACTIVE).first()
+        return change_link(active, f"graph {active.pk}") if active else "-"
+
+    @admin.display(description="See")
+    def related(self, conversation: Conversation) -> str:
+        return (
+            changelist_link("conversations.message", "all messages", conversation__id__exact=conversation.pk)
+            + " · "
+            + changelist_link("conversations.taskgraph", "graphs", conversation__id__exact=conversation.pk)
+            + " · "
+            + changelist_link(
+                "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
+            )
+        )
+
+    def save_model(self, request, obj, form, change):
+        conversation_settings_save(conversation=obj, changed=list(form.changed_data))
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdmin):
+    list_display = [
+        "message_id",
+        "conversation_link",
+        "sender_name",
+        "is_agent",
+        "date",
+        "preview",
+        "edited",
+        "deleted",
+    ]
+    list_filter = ["is_agent", "edited", "deleted", "mentions_agent", "conversation__agent"]
+    search_fields = ["text", "sender_name", "sender_username", "=message_id"]
+    list_select_related = ["conversation__agent"]
+    date_hierarchy = "date"
+
+    @admin.display(description="Conversation", ordering="conversation")
+    def conversation_link(self, message: Message) -> str:
+        return change_link(message.conversation)
+
+    @admin.display(description="Text")
+    def preview(self, message: Message) -> str:
+        return short(message.text)
+
+
+class GraphNodeInline(ReadOnlyInline):
+    model = TaskNode
+    fk_name = "graph"
+    fields = [
+        "sequence",
+        "kind",
+        "params",
+        "status",
+        "attempts",
+        "not_before",
+        "lease_owner",
+        "lease_expires_at",
+        "random_id",
+        "result",
+        "error",
+    ]
+    readonly_fields = fields
+
+
+@admin.register(TaskGraph)
+class TaskGraphAdmin(ReadOnlyAdmin):
+    list_display = [
+        "__str__",
+        "conversation_link",
+        "status",
+        "trigger",
+        "target_message_id",
+        "node_count",
+        "created",
+        "finished",
+    ]
+    list_filter = ["status", "trigger", "conversation__agent"]
+    search_fields = ["=id", "conversation__title", "conversation__agent__name"]
+    list_select_related = ["conversation__agent"]
+    date_hierarchy = "created"
+    inlines = [GraphNodeInline]
+
+    @admin.display(description="Conversation")
+    def conversation_link(self, graph: TaskGraph) -> str:
+        return change_link(graph.conversation)
+
+    @admin.display(description="Nodes")
+    def node_count(self, graph: TaskGraph) -> str:
+        return changelist_link("conversations.tasknode", "nodes", graph__id__exact=graph.pk)
+
+
+@admin.register(TaskNode)
+class TaskNodeAdmin(ReadOnlyAdmin):
+    list_display = [
+        "__str__",
+        "kind",
+        "status",
+        "attempts",
+        "not_before",
+        "lease_owner",
+        "lease_expires_at",
+        "graph_link",
+        "conversation_link",
+        "agent_link",
+    ]
+    list_filter = ["status", "kind", "agent"]
+    search_fields = ["=id", "=graph__id", "lease_owner", "error"]
+    list_select_related = ["graph", "conversation__agent", "agent"]
+    readonly_fields = ["graph_link", "conversation_link", "agent_link", "dependencies"]
+    exclude = ["depends_on"]
+
+    @admin.display(description="Graph")
+    def graph_link(self, node: TaskNode) -> str:
+        return change_link(node.graph, f"graph {node.graph_id}")
+
+    @admin.display(description="Conversation")
+    def conversation_link(self, node: TaskNode) -> str:
+        return change_link(node.conversation)
+
+    @admin.display(description="Agent")
+    def agent_link(self, node: TaskNode) -> str:
+        return change_link(node.agent)
+
+    @admin.display(description="Depends on")
+    def dependencies(self, node: TaskNode) -> str:
+        return ", ".join(f"{dep.kind} #{dep.pk}" for dep in node.depends_on.all()) or "-"
+
+
+@admin.register(ActivityEvent)
+class ActivityEventAdmin(ReadOnlyAdmin):
+    list_display = ["created", "kind", "agent", "conversation_link", "node", "summary_preview"]
+    list_filter = ["kind", "agent"]
+    search_fields = ["summary", "=node_id"]
+    list_select_related = ["agent", "conversation__agent"]
+    date_hierarchy = "created"
+    list_per_page = 100
+
+    @admin.display(description="Conversation")
+    def conversation_link(self, event: ActivityEvent) -> str:
+        return change_link(event.conversation) if event.conversation_id else "-"
+
+    @admin.display(description="Node")
+    def node(self, event: ActivityEvent) -> str:
+        if event.node_id is None:
+            return "-"
+        return changelist_link("conversations.tasknode", f"#{event.node_id}", id__exact=event.node_id)
+
+    @admin.display(description="Summary")
+    def summary_preview(self, event: ActivityEvent) -> str:
+        return short(event.summary, 120)
+
+
+@admin.register(LLMCall)
+class LLMCallAdmin(ReadOnlyAdmin):
+    list_display = [
+        "created",
+        "agent",
+        "conversation_link",
+        "purpose",
+        "provider",
+        "model",
+        "input_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "thinking_tokens",
+        "cost",
+        "latency_ms",
+        "status",
+    ]
+    list_filter = ["provider", "status", "purpose", "agent", "model"]
+    search_fields = ["model", "error", "=node_id"]
+    list_select_related = ["agent", "conversation__agent"]
+    date_hierarchy = "created"
+
+    @admin.display(description="Conversation")
+    def conversation_link(self, call: LLMCall) -> str:
+        return change_link(call.conversation) if call.conversation_id else "-"
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):
+    form = service_form(lambda obj: model_price_validate(price=obj))
+    list_display = [
+        "provider",
+        "model_prefix",
+        "input_per_million",
+        "cached_input_per_million",
+        "output_per_million",
+    ]
+    list_editable = ["input_per_million", "cached_input_per_million", "output_per_million"]
+    list_filter = ["provider"]
+    search_fields = ["model_prefix"]
+
+    def save_model(self, request, obj, form, change):
+        model_price_save(price=obj)
+
+
+register_sandbox_admins()

@@ -1,3 +1,264 @@
-from django.contrib import admin
+"""Admin for curating media descriptions and browsing sticker sets.
 
-# Register your models here.
+Previews: static images (WebP, PNG, JPEG, GIF) are shown as they are, video stickers play muted in a
+loop, and animated TGS stickers (Lottie) are shown as an "animated sticker" badge with their emoji:
+no maintained pure-Python renderer draws Lottie offline, and the badge is enough to curate by.
+Files are served through the admin itself (staff with OTP only), so previews also work with DEBUG off.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from cindy_site.admin_utils import change_link, changelist_link, short
+from media_catalog.models import MediaDescription, Sticker, StickerSet
+from media_catalog.services.curation import media_description_save, media_descriptions_curate
+
+IMAGE_TYPES = {"image/webp", "image/png", "image/jpeg", "image/gif"}
+VIDEO_TYPES = {"video/webm", "video/mp4"}
+TGS_TYPES = {"application/x-tgsticker", "application/x-tgs", "application/gzip"}
+
+
+def _mime_of(file_field, declared: str) -> str:
+    if declared:
+        return declared.lower()
+    name = getattr(file_field, "name", "") or ""
+    if name.lower().endswith(".tgs"):
+        return "application/x-tgsticker"
+    return (mimetypes.guess_type(name)[0] or "").lower()
+
+
+def preview_html(*, url: str | None, mime: str, emoji: str = "", size: int = 96) -> str:
+    """The preview for one media file; every value is escaped."""
+    if url and mime in IMAGE_TYPES:
+        return format_html(
+            '<img src="{}" alt="{}" loading="lazy" style="max-width:{}px;max-height:{}px">',
+            url,
+            emoji,
+            size,
+            size,
+        )
+    if url and mime in VIDEO_TYPES:
+        return format_html(
+            '<video src="{}" autoplay muted loop playsinline style="max-width:{}px;max-height:{}px"></video>',
+            url,
+            size,
+            size,
+        )
+    if mime in TGS_TYPES:
+        return format_html(
+            '<span class="cindy-badge" title="Animated TGS sticker" style="display:inline-block;padding:4px 8px;'
+            'border:1px solid #999;border-radius:8px;background:#f4f0ff">animated sticker <span style="font-size:1.6em">{}</span></span>',
+            emoji,
+        )
+    if not url:
+        return format_html('<span style="color:#888">no file</span>')
+    return format_html('<a href="{}">{}</a>', url, mime or "file")
+
+
+class StickerSetFilter(admin.SimpleListFilter):
+    title = "sticker set"
+    parameter_name = "set"
+
+    def lookups(self, request, model_admin):
+        names = (
+            MediaDescription.objects.exclude(sticker_set_name="")
+            .order_by("sticker_set_name")
+            .values_list("sticker_set_name", flat=True)
+            .distinct()
+        )
+        return [("-", "(not a sticker)")] + [(name, name) for name in names]
+
+    def queryset(self, request, queryset):
+        if self.value() == "-":
+            return queryset.filter(sticker_set_name="")
+        if self.value():
+            return queryset.filter(sticker_set_name=self.value())
+        return queryset
+
+
+@admin.register(MediaDescription)
+class MediaDescriptionAdmin(admin.ModelAdmin):
+    list_display = [
+        "preview",
+        "unique_id",
+        "kind",
+        "sticker_set_name",
+        "sticker_name",
+        "description",
+        "status",
+        "source",
+    ]
+    list_display_links = ["unique_id"]
+    list_editable = ["description"]
+    list_filter = [StickerSetFilter, "status", "source", "kind"]
+    search_fields = ["unique_id", "sticker_name", "sticker_set_name", "sticker_set_title", "description"]
+    list_per_page = 50
+    actions = ["mark_curated"]
+    readonly_fields = [
+        "large_preview",
+        "status",
+        "source",
+        "attempts",
+        "origin_dir",
+        "source_file",
+        "content_hash",
+        "created",
+        "updated",
+    ]
+    fieldsets = [
+        (None, {"fields": ["large_preview", "description", "status", "source"]}),
+        (
+            "Media",
+            {
+                "fields": [
+                    "unique_id",
+                    "kind",
+                    "sticker_set_name",
+                    "sticker_set_title",
+                    "sticker_name",
+                    "mime",
+                    "duration",
+                    "file",
+                ]
+            },
+        ),
+        (
+            "Origin",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "extra",
+                    "attempts",
+                    "origin_dir",
+                    "source_file",
+                    "content_hash",
+                    "created",
+                    "updated",
+                ],
+            },
+        ),
+    ]
+
+    def get_changelist_form(self, request, **kwargs):
+        kwargs.setdefault("widgets", {"description": forms.Textarea(attrs={"rows": 3, "cols": 48})})
+        return super().get_changelist_form(request, **kwargs)
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:pk>/file/",
+                self.admin_site.admin_view(self.file_view),
+                name="media_catalog_mediadescription_file",
+            )
+        ] + super().get_urls()
+
+    def file_view(self, request, pk: int):
+        description = get_object_or_404(MediaDescription, pk=pk)
+        if not description.file:
+            raise Http404("this description has no file")
+        try:
+            handle = description.file.open("rb")
+        except FileNotFoundError:
+            raise Http404(f"file {description.file.name} is missing from CINDY_MEDIA_ROOT") from None
+        return FileResponse(handle, content_type=_mime_of(description.file, description.mime) or None)
+
+    def _preview(self, description: MediaDescription, size: int) -> str:
+        url = (
+            reverse("admin:media_catalog_mediadescription_file", args=[description.pk])
+            if description.file and description.pk
+            else None
+        )
+        return preview_html(
+            url=url,
+            mime=_mime_of(description.file, description.mime),
+            emoji=description.sticker_name,
+            size=size,
+        )
+
+    @admin.display(description="Preview")
+    def preview(self, description: MediaDescription) -> str:
+        return self._preview(description, 96)
+
+    @admin.display(description="Preview")
+    def large_preview(self, description: MediaDescription) -> str:
+        return self._preview(description, 320)
+
+    def save_model(self, request, obj, form, change):
+        # Covers the change form and the changelist's editable description column alike.
+        media_description_save(
+            description=obj, text_changed=(not change) or "description" in form.changed_data
+        )
+
+    @admin.action(description="Mark the selected descriptions as curated (keep their text)")
+    def mark_curated(self, request, queryset):
+        count = media_descriptions_curate(ids=list(queryset.values_list("pk", flat=True)))
+        self.message_user(request, f"{count} description(s) marked curated.", messages.SUCCESS)
+
+
+class StickerInline(admin.TabularInline):
+    model = Sticker
+    extra = 0
+    fields = ["position", "name", "format", "unique_id", "mime"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(StickerSet)
+class StickerSetAdmin(admin.ModelAdmin):
+    list_display = [
+        "short_name",
+        "title",
+        "is_animated",
+        "is_video",
+        "sticker_count",
+        "descriptions",
+        "fetched_at",
+    ]
+    list_filter = ["is_animated", "is_video"]
+    search_fields = ["short_name", "title"]
+    readonly_fields = ["telegram_set_id", "access_hash", "fetched_at"]
+    inlines = [StickerInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(sticker_total=Count("stickers"))
+
+    @admin.display(description="Stickers", ordering="sticker_total")
+    def sticker_count(self, sticker_set: StickerSet) -> int:
+        return sticker_set.sticker_total
+
+    @admin.display(description="Descriptions")
+    def descriptions(self, sticker_set: StickerSet) -> str:
+        return changelist_link("media_catalog.mediadescription", "descriptions", set=sticker_set.short_name)
+
+
+@admin.register(Sticker)
+class StickerAdmin(admin.ModelAdmin):
+    list_display = ["name", "set_link", "format", "unique_id", "description_link", "position"]
+    list_filter = ["format", "sticker_set"]
+    search_fields = ["name", "unique_id", "sticker_set__short_name"]
+    list_select_related = ["sticker_set"]
+    readonly_fields = ["document_id", "access_hash", "unique_id", "description_link"]
+
+    @admin.display(description="Set", ordering="sticker_set__short_name")
+    def set_link(self, sticker: Sticker) -> str:
+        return change_link(sticker.sticker_set)
+
+    @admin.display(description="Description")
+    def description_link(self, sticker: Sticker) -> str:
+        description = MediaDescription.objects.filter(unique_id=sticker.unique_id).first()
+        if description is None:
+            return "(not described yet)"
+        return change_link(description, short(description.description or description.status, 60))

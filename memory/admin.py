@@ -1,3 +1,130 @@
+"""Admin for what agents remember: curated memories per partner, episodic memories, plans, summaries."""
+
+from __future__ import annotations
+
 from django.contrib import admin
 
-# Register your models here.
+from cindy_site.admin_utils import change_link, service_form, short
+from memory.models import Intention, Memory, Plan, Summary
+from memory.services.curation import memory_save, memory_validate, plan_save, plan_validate
+
+
+class PartnerFilter(admin.SimpleListFilter):
+    """Partners that have memories, narrowed to the chosen agent when there is one."""
+
+    title = "partner"
+    parameter_name = "partner_id"
+
+    def lookups(self, request, model_admin):
+        queryset = Memory.objects.filter(partner_id__isnull=False)
+        agent_id = request.GET.get("agent__id__exact")
+        if agent_id and agent_id.isdigit():
+            queryset = queryset.filter(agent_id=int(agent_id))
+        ids = queryset.order_by("partner_id").values_list("partner_id", flat=True).distinct()[:200]
+        return [(str(pid), str(pid)) for pid in ids]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value and value.lstrip("-").isdigit():
+            return queryset.filter(partner_id=int(value))
+        return queryset
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    form = service_form(lambda obj: memory_validate(memory=obj))
+    list_display = ["preview", "agent_link", "kind", "partner_id", "created", "creation_channel"]
+    list_filter = ["agent", "kind", PartnerFilter]
+    search_fields = ["content", "creation_channel", "=partner_id"]
+    list_select_related = ["agent"]
+    date_hierarchy = "created"
+    fields = [
+        "agent",
+        "kind",
+        "partner_id",
+        "content",
+        "created",
+        "created_raw",
+        "creation_channel",
+        "creation_channel_id",
+        "extra",
+        "position",
+        "source_file",
+        "updated",
+    ]
+    readonly_fields = ["created_raw", "source_file", "updated"]
+
+    @admin.display(description="Memory")
+    def preview(self, memory: Memory) -> str:
+        return short(memory.content)
+
+    @admin.display(description="Agent", ordering="agent__name")
+    def agent_link(self, memory: Memory) -> str:
+        return change_link(memory.agent)
+
+    def save_model(self, request, obj, form, change):
+        memory_save(memory=obj)
+
+
+@admin.register(Plan)
+class PlanAdmin(admin.ModelAdmin):
+    form = service_form(lambda obj: plan_validate(plan=obj))
+    list_display = ["preview", "agent_link", "channel_id", "plan_id", "created"]
+    list_filter = ["agent"]
+    search_fields = ["content", "=channel_id", "plan_id"]
+    list_select_related = ["agent"]
+    fields = ["agent", "channel_id", "plan_id", "content", "created", "extra"]
+    readonly_fields = ["created"]
+
+    @admin.display(description="Plan")
+    def preview(self, plan: Plan) -> str:
+        return short(plan.content)
+
+    @admin.display(description="Agent", ordering="agent__name")
+    def agent_link(self, plan: Plan) -> str:
+        return change_link(plan.agent)
+
+    def save_model(self, request, obj, form, change):
+        plan_save(plan=obj)
+
+
+@admin.register(Summary)
+class SummaryAdmin(admin.ModelAdmin):
+    """Summaries are written by the summarizer; people read them and may delete a bad one."""
+
+    list_display = ["preview", "agent", "channel_id", "first_message_id", "last_message_id", "created"]
+    list_filter = ["agent"]
+    search_fields = ["content", "=channel_id"]
+    list_select_related = ["agent"]
+    readonly_fields = [
+        "agent",
+        "channel_id",
+        "content",
+        "first_message_id",
+        "last_message_id",
+        "created",
+        "extra",
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.display(description="Summary")
+    def preview(self, summary: Summary) -> str:
+        return short(summary.content)
+
+
+@admin.register(Intention)
+class IntentionAdmin(admin.ModelAdmin):
+    list_display = ["preview", "agent", "kind", "channel_id", "created", "consumed"]
+    list_filter = ["agent", "kind", ("consumed", admin.EmptyFieldListFilter)]
+    search_fields = ["content", "=channel_id"]
+    list_select_related = ["agent"]
+    readonly_fields = ["agent", "kind", "channel_id", "content", "created", "consumed", "extra"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.display(description="Intention")
+    def preview(self, intention: Intention) -> str:
+        return short(intention.content)

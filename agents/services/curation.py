@@ -1,0 +1,75 @@
+"""Edits made by people in the admin: agents and role prompts.
+
+The admin calls these instead of `save()` so that the same validation applies however a row changes.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from agents.models import Agent, RolePrompt
+from llm.routing import UnknownModelError, resolve
+
+
+def agent_validate(*, agent: Agent) -> None:
+    """Raise ValidationError naming each bad field and its fix."""
+    errors: dict[str, str] = {}
+    if agent.timezone:
+        try:
+            zoneinfo.ZoneInfo(agent.timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            errors["timezone"] = f'"{agent.timezone}" is not an IANA zone (e.g. Europe/Paris)'
+    if agent.llm:
+        try:
+            resolve(agent.llm)
+        except UnknownModelError as exc:
+            errors["llm"] = str(exc)
+    for field in ("role_prompt_names", "sticker_set_names", "explicit_stickers"):
+        value = getattr(agent, field)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            errors[field] = f"must be a JSON list of strings, got {value!r}"
+    bad = [s for s in agent.explicit_stickers if isinstance(s, str) and "::" not in s]
+    if bad and "explicit_stickers" not in errors:
+        errors["explicit_stickers"] = f'{bad[0]!r} is not "SET::NAME"'
+    if errors:
+        raise ValidationError(errors)
+
+
+@transaction.atomic
+def agent_save(*, agent: Agent) -> Agent:
+    """Validate and store an agent edited by a person."""
+    agent_validate(agent=agent)
+    agent.full_clean(validate_unique=True)
+    agent.save()
+    return agent
+
+
+def agent_set_disabled(*, agent: Agent, disabled: bool) -> Agent:
+    """Disable or enable an agent; a disabled agent is not driven by any gateway."""
+    Agent.objects.filter(pk=agent.pk).update(disabled=disabled)
+    agent.disabled = disabled
+    return agent
+
+
+def role_prompt_validate(*, prompt: RolePrompt) -> None:
+    if not prompt.name.strip():
+        raise ValidationError({"name": "a role prompt needs a name (the persona's Role Prompt line)"})
+    clash = RolePrompt.objects.filter(scope_key=prompt.agent_id or 0, name=prompt.name).exclude(pk=prompt.pk)
+    if clash.exists():
+        scope = prompt.agent.name if prompt.agent_id else "global"
+        raise ValidationError(
+            {"name": f'a {scope} prompt named "{prompt.name}" already exists: edit that one'}
+        )
+
+
+@transaction.atomic
+def role_prompt_save(*, prompt: RolePrompt) -> RolePrompt:
+    """Store a role prompt edited by a person. An agent's prompt overrides the global one of that name."""
+    role_prompt_validate(prompt=prompt)
+    prompt.scope_key = prompt.agent_id or 0
+    prompt.full_clean(exclude=["scope_key"])
+    prompt.save()
+    return prompt

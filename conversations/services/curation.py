@@ -1,0 +1,50 @@
+"""Edits made by people in the admin: per-conversation settings and the LLM price table."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from conversations.models import Conversation, ModelPrice
+from conversations.services.activity import record_event
+from llm.routing import PROVIDERS, UnknownModelError, resolve
+
+
+def conversation_validate(*, conversation: Conversation) -> None:
+    if conversation.llm_model:
+        try:
+            resolve(conversation.llm_model)
+        except UnknownModelError as exc:
+            raise ValidationError({"llm_model": str(exc)}) from None
+
+
+@transaction.atomic
+def conversation_settings_save(*, conversation: Conversation, changed: list[str]) -> Conversation:
+    """Store operator settings of a conversation (muted, LLM override) and note the change in the stream."""
+    conversation_validate(conversation=conversation)
+    conversation.save()
+    if changed:
+        record_event(
+            "info",
+            agent_id=conversation.agent_id,
+            conversation_id=conversation.pk,
+            summary=f"Settings changed in the admin: {', '.join(sorted(changed))}",
+            data={"changed": sorted(changed)},
+        )
+    return conversation
+
+
+def model_price_validate(*, price: ModelPrice) -> None:
+    if price.provider not in PROVIDERS:
+        raise ValidationError({"provider": f'"{price.provider}" is not one of {", ".join(PROVIDERS)}'})
+    for field in ("input_per_million", "cached_input_per_million", "output_per_million"):
+        if getattr(price, field) < 0:
+            raise ValidationError({field: "prices cannot be negative"})
+
+
+@transaction.atomic
+def model_price_save(*, price: ModelPrice) -> ModelPrice:
+    model_price_validate(price=price)
+    price.full_clean()
+    price.save()
+    return price
