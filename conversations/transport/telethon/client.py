@@ -1,0 +1,308 @@
+"""The Telethon connection of one agent: requests, flood pauses, entity resolution and inbound updates.
+
+Every request goes through `_call`, which
+1. refuses at once with `FloodWait` while the account (or, for slow mode, the chat) is paused, so no
+   request reaches Telegram before the time it asked for;
+2. sends the raw TL request;
+3. translates Telethon's exceptions into the protocol's errors, pausing the account on a flood wait
+   and dropping the cached entity on PEER_ID_INVALID.
+
+Inbound updates arrive through a Telethon `events.Raw` handler, are normalised at once and queued for
+`poll_updates()`; the gateway drains the queue on its own schedule.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from telethon import errors, events, utils
+from telethon.tl import functions, types
+
+from agents.models import Agent
+from agents.telethon_session import (
+    DatabaseSession,
+    SessionKeyError,
+    SessionLeaseError,
+    open_session_for,
+    telegram_readiness_problems,
+)
+from cindy_site.clock import get_clock
+from conversations.transport.base import (
+    AccountInfo,
+    AuthError,
+    FloodWait,
+    InboundMessage,
+    PermanentError,
+    TransportError,
+    Update,
+)
+
+from .caches import TTLCache
+from .errors import is_slow_mode, translate
+from .normalize import Context, inbound_message, sticker_sets_needed, updates_from
+
+logger = logging.getLogger(__name__)
+
+ENTITY_TTL = 300.0
+MUTE_TTL = 60.0
+BLOCKLIST_TTL = 60.0
+OWN_IDS_PER_PEER = 500
+
+
+class LeaseNotHeld(TransportError):
+    """The gateway lost (or never had) the agent's lease; it must not connect."""
+
+
+def default_client_factory(session: DatabaseSession, api_id: str, api_hash: str):
+    from telethon import TelegramClient
+
+    return TelegramClient(
+        session,
+        int(api_id),
+        api_hash,
+        catch_up=True,  # fetch what happened while the gateway was down, from the stored state
+        receive_updates=True,
+        # Never let Telethon sleep through a flood wait on its own: the engine reschedules instead.
+        flood_sleep_threshold=0,
+    )
+
+
+class TelethonConnection:
+    """Connection, request and inbound plumbing shared by `TelethonTransport`'s operations."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        gateway_id: str,
+        client_factory: Callable[[DatabaseSession, str, str], Any] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.gateway_id = gateway_id
+        self._client_factory = client_factory or default_client_factory
+        self.client: Any = None
+        self.session: DatabaseSession | None = None
+        self.me: AccountInfo | None = None
+        self._queue: collections.deque[Update] = collections.deque()
+        self._paused_until: float | None = None
+        self._peer_paused_until: dict[int, float] = {}
+        self._input_peers: TTLCache[int, Any] = TTLCache(ENTITY_TTL)
+        self._muted: TTLCache[int, bool] = TTLCache(MUTE_TTL)
+        self._blocklist: TTLCache[str, frozenset[int]] = TTLCache(BLOCKLIST_TTL)
+        self._sticker_sets: TTLCache[str, Any] = TTLCache(None)  # for the session's lifetime
+        self._sticker_set_names: dict[int, tuple[str, str]] = {}
+        self._entities: dict[int, Any] = {}
+        self._own_ids: dict[int, collections.deque[int]] = {}
+        self._closing = False
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} agent={self.agent.name!r} gateway={self.gateway_id!r}>"
+
+    # --- connection -------------------------------------------------------------------------------
+
+    async def connect(self) -> AccountInfo:
+        problems = await sync_to_async(telegram_readiness_problems)(self.agent)
+        if problems:
+            raise AuthError("NOT_READY", "; ".join(problems))
+        try:
+            self.session = await sync_to_async(open_session_for)(self.agent, self.gateway_id)
+        except SessionLeaseError as exc:
+            raise LeaseNotHeld(str(exc)) from None
+        except SessionKeyError as exc:
+            raise AuthError("SESSION_KEY", str(exc)) from None
+        self._closing = False
+        self.client = self._client_factory(self.session, settings.TELEGRAM_API_ID, settings.TELEGRAM_API_HASH)
+        self.client.add_event_handler(self._on_update, events.Raw)
+        await self._guard(self.client.connect())
+        if not await self._guard(self.client.is_user_authorized()):
+            raise AuthError(
+                "AUTH_KEY_UNREGISTERED",
+                f"agents/{self.agent.name}: Telegram no longer accepts the stored session: run "
+                f"python manage.py telegram_login {self.agent.name}",
+            )
+        me = await self._guard(self.client.get_me())
+        self._entities[me.id] = me
+        self.me = AccountInfo(user_id=me.id, name=utils.get_display_name(me), username=me.username or "")
+        return self.me
+
+    async def disconnect(self) -> None:
+        self._closing = True
+        client, self.client = self.client, None
+        if client is not None:
+            try:
+                await client.disconnect()  # Telethon saves the update state and closes the session
+            except Exception:
+                logger.warning("agents/%s: error while disconnecting from Telegram", self.agent.name)
+        if self.session is not None:
+            await self.session.flush_async()
+
+    def _require_client(self):
+        if self.client is None:
+            raise TransportError(f"agents/{self.agent.name}: not connected to Telegram")
+        return self.client
+
+    # --- requests ---------------------------------------------------------------------------------
+
+    def _check_pause(self, peer_id: int | None) -> None:
+        now = get_clock().monotonic()
+        until = self._paused_until
+        if peer_id is not None:
+            until = max(until or 0, self._peer_paused_until.get(peer_id, 0)) or None
+        if until is not None and now < until:
+            raise FloodWait(math.ceil(until - now), "account paused by an earlier flood wait")
+
+    @property
+    def paused_for(self) -> float:
+        """Seconds left in the account-wide flood pause (0 when not paused)."""
+        if self._paused_until is None:
+            return 0.0
+        return max(0.0, self._paused_until - get_clock().monotonic())
+
+    def _pause(self, exc: BaseException, err: FloodWait, peer_id: int | None) -> None:
+        until = get_clock().monotonic() + err.seconds
+        if is_slow_mode(exc) and peer_id is not None:
+            # Slow mode limits one chat; the rest of the account may go on.
+            self._peer_paused_until[peer_id] = until
+        else:
+            self._paused_until = max(self._paused_until or 0, until)
+        logger.warning(
+            "agents/%s: Telegram asked to wait %ss; no requests until then", self.agent.name, err.seconds
+        )
+
+    async def _guard(self, awaitable, *, peer_id: int | None = None):
+        """Await a Telethon call, translating its errors (the pause check is the caller's)."""
+        try:
+            return await awaitable
+        except TransportError:
+            raise
+        except ValueError as exc:
+            # Telethon raises ValueError for peers it cannot resolve from its cache or Telegram.
+            if peer_id is not None:
+                self._input_peers.invalidate(peer_id)
+                raise PermanentError(
+                    "PEER_ID_INVALID",
+                    f"agents/{self.agent.name}: Telegram peer {peer_id} is unknown to this account: {exc}",
+                ) from exc
+            raise TransportError(str(exc)) from exc
+        except Exception as exc:
+            err = translate(exc)
+            if isinstance(err, FloodWait):
+                self._pause(exc, err, peer_id)
+            if isinstance(exc, errors.PeerIdInvalidError) and peer_id is not None:
+                self._input_peers.invalidate(peer_id)
+            raise err from exc
+
+    async def _call(self, request, *, peer_id: int | None = None):
+        self._check_pause(peer_id)
+        client = self._require_client()
+        return await self._guard(client(request), peer_id=peer_id)
+
+    async def _input_peer(self, peer_id: int):
+        cached = self._input_peers.get(peer_id)
+        if cached is not None:
+            return cached
+        self._check_pause(peer_id)
+        client = self._require_client()
+        peer = await self._guard(client.get_input_entity(peer_id), peer_id=peer_id)
+        return self._input_peers.set(peer_id, peer)
+
+    async def _peer_call(self, peer_id: int, build: Callable[[Any], Any]):
+        """Send `build(input_peer)`; on PEER_ID_INVALID from a cached peer, resolve afresh once."""
+        was_cached = self._input_peers.get(peer_id) is not None
+        peer = await self._input_peer(peer_id)
+        try:
+            return await self._call(build(peer), peer_id=peer_id)
+        except PermanentError as exc:
+            if exc.reason != "PEER_ID_INVALID" or not was_cached:
+                raise
+        peer = await self._input_peer(peer_id)
+        return await self._call(build(peer), peer_id=peer_id)
+
+    # --- inbound ----------------------------------------------------------------------------------
+
+    def _context(self) -> Context:
+        me = self.me
+        return Context(
+            me_id=me.user_id if me else 0,
+            me_username=me.username if me else "",
+            entities=self._entities,
+            sticker_sets=self._sticker_set_names,
+            own_message_ids={peer: set(ids) for peer, ids in self._own_ids.items()},
+        )
+
+    def _remember_entities(self, entities: Iterable[Any]) -> None:
+        if len(self._entities) > 20000:
+            self._entities.clear()  # a bounded name cache; Telethon's session keeps the access hashes
+        for entity in entities:
+            if isinstance(entity, (types.User, types.Chat, types.Channel)):
+                self._entities[utils.get_peer_id(entity)] = entity
+
+    def _remember_own(self, peer_id: int, message_id: int) -> None:
+        ids = self._own_ids.setdefault(peer_id, collections.deque(maxlen=OWN_IDS_PER_PEER))
+        ids.append(message_id)
+
+    async def _resolve_sticker_sets(self, set_ids: set[int], messages: Iterable[Any]) -> None:
+        """Look up names and titles of sticker sets known only by id (once per session)."""
+        wanted = {sid for sid in set_ids if sid not in self._sticker_set_names}
+        if not wanted:
+            return
+        by_id = {}
+        for message in messages:
+            for attr in getattr(getattr(getattr(message, "media", None), "document", None), "attributes", []):
+                stickerset = getattr(attr, "stickerset", None)
+                if isinstance(stickerset, types.InputStickerSetID):
+                    by_id[stickerset.id] = stickerset
+        for set_id in wanted:
+            try:
+                result = await self._call(functions.messages.GetStickerSetRequest(by_id[set_id], hash=0))
+            except (TransportError, KeyError):
+                # The message is still delivered; only the set's name is missing.
+                logger.info("agents/%s: sticker set %s not resolved", self.agent.name, set_id)
+                continue
+            self._sticker_set_names[set_id] = (result.set.short_name, result.set.title)
+
+    async def _normalise_messages(self, messages: list[Any]) -> list[InboundMessage]:
+        needed: set[int] = set()
+        for message in messages:
+            needed |= sticker_sets_needed(message)
+        await self._resolve_sticker_sets(needed, messages)
+        ctx = self._context()
+        out = []
+        for message in messages:
+            if isinstance(message, types.MessageEmpty):
+                continue
+            inbound = inbound_message(message, ctx)
+            if inbound.is_outgoing:
+                self._remember_own(inbound.peer_id, inbound.message_id)
+            out.append(inbound)
+        return out
+
+    async def _on_update(self, update) -> None:
+        """Telethon's raw update handler: normalise and queue; never raise into Telethon."""
+        try:
+            self._remember_entities((getattr(update, "_entities", None) or {}).values())
+            message = getattr(update, "message", None)
+            if message is not None and not isinstance(message, (types.MessageEmpty, str)):
+                await self._resolve_sticker_sets(sticker_sets_needed(message), [message])
+                if getattr(message, "out", False):
+                    self._remember_own(utils.get_peer_id(message.peer_id), message.id)
+            self._queue.extend(updates_from(update, self._context()))
+        except Exception:
+            # Logged with the update kind only; the reconciler refills the gap from history.
+            logger.exception(
+                "agents/%s: could not read a Telegram %s update", self.agent.name, type(update).__name__
+            )
+
+    async def poll_updates(self) -> list[Update]:
+        drained = list(self._queue)
+        self._queue.clear()
+        client = self.client
+        if not drained and client is not None and not self._closing and not client.is_connected():
+            raise TransportError(f"agents/{self.agent.name}: the Telegram connection was lost")
+        return drained
