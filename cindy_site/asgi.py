@@ -1,4 +1,8 @@
-"""ASGI entry point: HTTP through Django, WebSockets through Channels."""
+"""ASGI entry point: HTTP through Django, WebSockets through Channels.
+
+Sockets pass the same host check as HTTP (AllowedHostsOriginValidator refuses foreign origins) and
+carry the session user (AuthMiddlewareStack); each consumer then checks staff and OTP itself.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,15 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cindy_site.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from dashboard.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

@@ -1,0 +1,148 @@
+"""The sandbox chat: talk to a sandbox agent as a simulated Telegram user, in a DM or a group.
+
+The page is chosen with a GET form (agent, display name, group title), so a chat has a URL. Sending
+and reacting are POSTs answered with JSON; the messages themselves, the agent's typing and its
+replies reach the page over the dashboard socket, like everything the gateway writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from conversations.models import Conversation, SandboxChat
+from conversations.services.sandbox import (
+    SandboxError,
+    sandbox_chat_for,
+    sandbox_person,
+    sandbox_react,
+    sandbox_say,
+    sandbox_user_for_agent,
+)
+from dashboard import selectors
+from dashboard.access import request_user_is_verified, verified_staff_required
+from dashboard.forms import MAX_PHOTO_BYTES, ChatForm, ReactForm, SendForm
+
+REACTIONS = ["👍", "❤️", "😂", "😮", "😢", "🔥", "👎"]
+
+
+def _agent_peer_id(chat: SandboxChat, person_user_id: int) -> int:
+    """The peer id under which the agent's Conversation mirrors this chat (see SandboxTransport)."""
+    return chat.peer_id if chat.kind == SandboxChat.Kind.GROUP else person_user_id
+
+
+@verified_staff_required
+def sandbox_chat(request: HttpRequest) -> HttpResponse:
+    agents = selectors.sandbox_agents()
+    context: dict[str, Any] = {"nav": "sandbox", "agents": agents, "chat": None}
+    if "agent" not in request.GET:
+        initial = {"agent": agents[0].pk} if agents else {}
+        context["form"] = ChatForm(initial={"as_name": "You", **initial})
+        return render(request, "dashboard/sandbox.html", context)
+
+    form = ChatForm(request.GET)
+    context["form"] = form
+    if not form.is_valid():
+        return render(request, "dashboard/sandbox.html", context, status=400)
+    agent = form.cleaned_data["agent"]
+    as_name = form.cleaned_data["as_name"]
+    group = form.cleaned_data["group"] or None
+    try:
+        chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group)
+        person = sandbox_person(name=as_name)
+    except SandboxError as exc:
+        form.add_error(None, str(exc))
+        return render(request, "dashboard/sandbox.html", context, status=400)
+    me = sandbox_user_for_agent(agent=agent)
+    conversation = Conversation.objects.filter(
+        agent=agent, peer_id=_agent_peer_id(chat, person.user_id)
+    ).first()
+    context.update(
+        {
+            "chat": chat,
+            "agent": agent,
+            "group_titles": selectors.sandbox_group_titles(agent=agent),
+            "stickers": selectors.agent_stickers(agent=agent),
+            "max_photo_mb": MAX_PHOTO_BYTES // (1024 * 1024),
+            "config": {
+                "chat_id": chat.pk,
+                "chat_kind": chat.kind,
+                "agent_id": agent.pk,
+                "agent_name": agent.name,
+                "agent_handle": me.username or agent.name,
+                "as_name": as_name,
+                "group": group or "",
+                "my_user_id": person.user_id,
+                "peer_id": _agent_peer_id(chat, person.user_id),
+                "conversation_id": conversation.pk if conversation else None,
+                "conversation": selectors.conversation_row(conversation_id=conversation.pk)
+                if conversation
+                else None,
+                "events": selectors.recent_events(conversation_id=conversation.pk, limit=50)
+                if conversation
+                else [],
+                "last_event_id": selectors.last_event_id(),
+                "reactions": REACTIONS,
+            },
+        }
+    )
+    return render(request, "dashboard/sandbox.html", context)
+
+
+def _form_errors(form: Any) -> dict[str, list[str]]:
+    return {field: [str(e) for e in errors] for field, errors in form.errors.items()}
+
+
+def _refuse(request: HttpRequest) -> JsonResponse | None:
+    if request_user_is_verified(request):
+        return None
+    return JsonResponse(
+        {"ok": False, "errors": {"__all__": ["Log in to the admin with your one-time code first."]}},
+        status=403,
+    )
+
+
+@require_POST
+def sandbox_send(request: HttpRequest) -> JsonResponse:
+    if (refused := _refuse(request)) is not None:
+        return refused
+    form = SendForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
+    data = form.cleaned_data
+    try:
+        message = sandbox_say(
+            agent=data["agent"],
+            text=data["text"],
+            as_name=data["as_name"],
+            group=data["group"] or None,
+            reply_to=data["reply_to"],
+            media=form.media_parts() or None,
+        )
+    except SandboxError as exc:
+        return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
+    return JsonResponse({"ok": True, "message": selectors.sandbox_message_row(message)})
+
+
+@require_POST
+def sandbox_react_view(request: HttpRequest) -> JsonResponse:
+    if (refused := _refuse(request)) is not None:
+        return refused
+    form = ReactForm(request.POST)
+    if not form.is_valid():
+        return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
+    data = form.cleaned_data
+    try:
+        message = sandbox_react(
+            agent=data["agent"],
+            message_id=data["message_id"],
+            emoji=data["emoji"],
+            as_name=data["as_name"],
+            group=data["group"] or None,
+        )
+    except SandboxError as exc:
+        return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
+    return JsonResponse({"ok": True, "message": selectors.sandbox_message_row(message)})

@@ -1,0 +1,328 @@
+"""Reads for the dashboard and the sandbox chat. Each returns plain, JSON-ready dicts.
+
+The page and the socket share these shapes: the browser renders them with `textContent` only, so
+names, titles, texts and errors that came from Telegram or an LLM stay inert.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db.models import Count, Max, Sum
+
+from agents.models import Agent, AgentLease
+from cindy_site.clock import now
+from conversations.models import (
+    ActivityEvent,
+    Conversation,
+    LLMCall,
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxUpdate,
+    TaskGraph,
+    TaskNode,
+)
+
+#: How many conversations the dashboard lists, most recent first.
+CONVERSATION_LIMIT = 40
+#: How many events a fresh page or a reconnecting browser gets at most.
+EVENT_LIMIT = 200
+SANDBOX_HISTORY_LIMIT = 200
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+# --- Agents -----------------------------------------------------------------------------------
+
+
+def _agent_row(agent: Agent, lease: AgentLease | None, at: dt.datetime) -> dict[str, Any]:
+    online = lease is not None and lease.expires_at > at
+    return {
+        "id": agent.pk,
+        "name": agent.name,
+        "transport": agent.transport,
+        "online": online,
+        "gateway": lease.holder if lease else "",
+        "last_heartbeat": _iso(lease.heartbeat_at) if lease else None,
+        "lease_expires": _iso(lease.expires_at) if lease else None,
+        "asleep": agent_is_asleep(agent, at),
+        "disabled": agent.disabled,
+        "stopped": agent.stopped,
+        "last_error": agent.last_error,
+        "last_error_at": _iso(agent.last_error_at),
+    }
+
+
+def agent_is_asleep(agent: Agent, at: dt.datetime) -> bool | None:
+    """Whether the agent's daily schedule has it asleep now; None when it has no schedule."""
+    if not agent.daily_schedule.strip():
+        return None
+    try:
+        from agents.schedule import is_asleep
+    except ImportError:
+        return None
+    return bool(is_asleep(agent=agent, at=at))
+
+
+def agent_rows(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
+    at = at or now()
+    leases = {lease.agent_id: lease for lease in AgentLease.objects.all()}
+    return [_agent_row(agent, leases.get(agent.pk), at) for agent in Agent.objects.order_by("name")]
+
+
+# --- LLM usage --------------------------------------------------------------------------------
+
+
+def start_of_today(at: dt.datetime | None = None) -> dt.datetime:
+    """Midnight of the current day in TIME_ZONE, the boundary of "today" for usage."""
+    local = (at or now()).astimezone(ZoneInfo(settings.TIME_ZONE))
+    return local.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def llm_usage_today(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
+    rows = (
+        LLMCall.objects.filter(created__gte=start_of_today(at))
+        .values("agent_id", "agent__name")
+        .annotate(
+            calls=Count("id"),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+            cached_tokens=Sum("cached_tokens"),
+            thinking_tokens=Sum("thinking_tokens"),
+            cost=Sum("cost"),
+        )
+        .order_by("agent__name")
+    )
+    return [
+        {
+            "agent_id": row["agent_id"],
+            "agent": row["agent__name"] or "(no agent)",
+            "calls": row["calls"],
+            "input_tokens": row["input_tokens"] or 0,
+            "output_tokens": row["output_tokens"] or 0,
+            "cached_tokens": row["cached_tokens"] or 0,
+            "thinking_tokens": row["thinking_tokens"] or 0,
+            "cost": f"{(row['cost'] or Decimal('0')):.4f}",
+        }
+        for row in rows
+    ]
+
+
+# --- Conversations and task graphs ------------------------------------------------------------
+
+
+def _node_row(node: TaskNode) -> dict[str, Any]:
+    return {
+        "id": node.pk,
+        "kind": node.kind,
+        "status": node.status,
+        "sequence": node.sequence,
+        "attempts": node.attempts,
+        "not_before": _iso(node.not_before),
+        "error": node.error,
+        "params": node.params,
+        "depends_on": sorted(dep.pk for dep in node.depends_on.all()),
+    }
+
+
+def _graph_row(graph: TaskGraph | None) -> dict[str, Any] | None:
+    if graph is None:
+        return None
+    return {
+        "id": graph.pk,
+        "status": graph.status,
+        "trigger": graph.trigger,
+        "created": _iso(graph.created),
+        "nodes": [_node_row(node) for node in graph.nodes.all()],
+    }
+
+
+def _conversation_row(conversation: Conversation, graph: TaskGraph | None) -> dict[str, Any]:
+    return {
+        "id": conversation.pk,
+        "agent_id": conversation.agent_id,
+        "agent": conversation.agent.name,
+        "kind": conversation.kind,
+        "title": conversation.title or str(conversation.peer_id),
+        "peer_id": conversation.peer_id,
+        "muted": conversation.muted,
+        "blocked": conversation.blocked,
+        "last_message_at": _iso(conversation.last_message_at),
+        "graph": _graph_row(graph),
+    }
+
+
+def _latest_graphs(conversation_ids: list[int]) -> dict[int, TaskGraph]:
+    """The newest graph of each conversation (the active one when there is one), nodes prefetched."""
+    newest = (
+        TaskGraph.objects.filter(conversation_id__in=conversation_ids)
+        .values("conversation_id")
+        .annotate(newest=Max("id"))
+    )
+    ids = [row["newest"] for row in newest]
+    graphs = TaskGraph.objects.filter(id__in=ids).prefetch_related("nodes__depends_on")
+    return {graph.conversation_id: graph for graph in graphs}
+
+
+def conversation_rows(*, limit: int = CONVERSATION_LIMIT) -> list[dict[str, Any]]:
+    conversations = list(
+        Conversation.objects.select_related("agent").order_by("-last_message_at", "-id")[:limit]
+    )
+    graphs = _latest_graphs([c.pk for c in conversations])
+    return [_conversation_row(c, graphs.get(c.pk)) for c in conversations]
+
+
+def conversation_row(*, conversation_id: int) -> dict[str, Any] | None:
+    conversation = Conversation.objects.select_related("agent").filter(pk=conversation_id).first()
+    if conversation is None:
+        return None
+    return _conversation_row(conversation, _latest_graphs([conversation.pk]).get(conversation.pk))
+
+
+# --- Activity ---------------------------------------------------------------------------------
+
+
+def event_row(event: ActivityEvent) -> dict[str, Any]:
+    return {
+        "id": event.pk,
+        "created": _iso(event.created),
+        "kind": event.kind,
+        "agent_id": event.agent_id,
+        "agent": event.agent.name if event.agent_id else "",
+        "conversation_id": event.conversation_id,
+        "node_id": event.node_id,
+        "summary": event.summary,
+    }
+
+
+def recent_events(*, limit: int = EVENT_LIMIT, conversation_id: int | None = None) -> list[dict[str, Any]]:
+    """The newest events (of one conversation, if given), oldest first, as the browser appends them."""
+    events = ActivityEvent.objects.select_related("agent").order_by("-id")
+    if conversation_id is not None:
+        events = events.filter(conversation_id=conversation_id)
+    events = list(events[:limit])
+    return [event_row(e) for e in reversed(events)]
+
+
+def events_after(*, after_id: int, limit: int = EVENT_LIMIT) -> list[dict[str, Any]]:
+    """Events with an id above `after_id`, oldest first (the relay's tail and the reconnect catch-up)."""
+    events = ActivityEvent.objects.select_related("agent").filter(id__gt=after_id).order_by("id")[:limit]
+    return [event_row(e) for e in events]
+
+
+def last_event_id() -> int:
+    return ActivityEvent.objects.aggregate(last=Max("id"))["last"] or 0
+
+
+# --- Sandbox ----------------------------------------------------------------------------------
+
+
+def sandbox_message_row(message: SandboxMessage) -> dict[str, Any]:
+    sender = message.sender
+    return {
+        "chat_id": message.chat_id,
+        "message_id": message.message_id,
+        "sender": sender.name,
+        "sender_user_id": sender.user_id,
+        "from_agent": sender.agent_id is not None,
+        "date": _iso(message.date),
+        "text": message.text,
+        "reply_to_id": message.reply_to_id,
+        "media": [_media_row(part) for part in message.media],
+        "reactions": message.reactions,
+        "edited": message.edited,
+        "deleted": message.deleted,
+    }
+
+
+def _media_row(part: dict[str, Any]) -> dict[str, Any]:
+    kind = part.get("media_kind", "")
+    file = part.get("file", "")
+    return {
+        "media_kind": kind,
+        "sticker_set_name": part.get("sticker_set_name", ""),
+        "sticker_name": part.get("sticker_name", ""),
+        "unique_id": part.get("unique_id", ""),
+        "url": f"{settings.MEDIA_URL}{file}" if file else "",
+    }
+
+
+def sandbox_messages(*, chat_id: int, limit: int = SANDBOX_HISTORY_LIMIT) -> list[dict[str, Any]]:
+    messages = list(
+        SandboxMessage.objects.select_related("sender")
+        .filter(chat_id=chat_id)
+        .order_by("-message_id")[:limit]
+    )
+    return [sandbox_message_row(m) for m in reversed(messages)]
+
+
+def sandbox_message(*, chat_id: int, message_id: int) -> dict[str, Any] | None:
+    message = (
+        SandboxMessage.objects.select_related("sender").filter(chat_id=chat_id, message_id=message_id).first()
+    )
+    return sandbox_message_row(message) if message else None
+
+
+def sandbox_typing(*, chat_id: int, at: dt.datetime | None = None) -> list[str]:
+    """Names of the members shown as typing in a chat right now."""
+    at = at or now()
+    members = SandboxMember.objects.select_related("user").filter(chat_id=chat_id, typing_until__gt=at)
+    return sorted(member.user.name for member in members)
+
+
+def sandbox_updates_after(*, after_id: int, limit: int = 500) -> list[SandboxUpdate]:
+    return list(SandboxUpdate.objects.filter(id__gt=after_id).order_by("id")[:limit])
+
+
+def last_sandbox_update_id() -> int:
+    return SandboxUpdate.objects.aggregate(last=Max("id"))["last"] or 0
+
+
+def sandbox_agents() -> list[Agent]:
+    return list(Agent.objects.filter(transport="sandbox").order_by("name"))
+
+
+def sandbox_group_titles(*, agent: Agent) -> list[str]:
+    """Titles of the sandbox groups the agent's sandbox identity belongs to."""
+    return list(
+        SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, members__agent=agent)
+        .exclude(title="")
+        .order_by("title")
+        .values_list("title", flat=True)
+        .distinct()
+    )
+
+
+def agent_stickers(*, agent: Agent) -> list[dict[str, Any]]:
+    """The stickers of the agent's sets, with their curated or generated descriptions."""
+    from media_catalog.models import MediaDescription, Sticker
+
+    stickers = list(
+        Sticker.objects.select_related("sticker_set")
+        .filter(sticker_set__short_name__in=agent.sticker_set_names or [])
+        .order_by("sticker_set__short_name", "position", "id")
+    )
+    descriptions = dict(
+        MediaDescription.objects.filter(unique_id__in=[s.unique_id for s in stickers]).values_list(
+            "unique_id", "description"
+        )
+    )
+    return [
+        {
+            "value": f"{s.sticker_set.short_name}::{s.name}",
+            "set": s.sticker_set.short_name,
+            "set_title": s.sticker_set.title,
+            "name": s.name,
+            "unique_id": s.unique_id,
+            "format": s.format,
+            "description": descriptions.get(s.unique_id) or "",
+        }
+        for s in stickers
+    ]

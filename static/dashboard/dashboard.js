@@ -1,0 +1,98 @@
+/* The dashboard: renders agents, usage, conversations with their task graphs, and the activity
+ * stream from the embedded initial state, then keeps them current from the socket. */
+"use strict";
+
+(function () {
+  const { el, formatDateTime, conversationCard, eventItem } = window.Cindy;
+  const initial = JSON.parse(document.getElementById("dashboard-initial").textContent);
+  const MAX_EVENTS = 300;
+  let lastEventId = 0;
+  const conversations = new Map();
+
+  function agentState(agent) {
+    const badges = [];
+    badges.push(el("span", { className: "badge " + (agent.online ? "ok" : "off"), text: agent.online ? "online" : "offline" }));
+    if (agent.asleep === true) badges.push(el("span", { className: "badge sleep", text: "asleep" }));
+    if (agent.stopped) badges.push(el("span", { className: "badge bad", text: "stopped" }));
+    if (agent.disabled) badges.push(el("span", { className: "badge off", text: "disabled" }));
+    if (agent.transport === "sandbox") badges.push(el("span", { className: "badge info", text: "sandbox" }));
+    return el("td", { className: "badges" }, badges);
+  }
+
+  function renderAgents(agents) {
+    const body = document.querySelector("#agents-table tbody");
+    body.replaceChildren(...agents.map(function (agent) {
+      return el("tr", { attrs: { "data-agent-id": agent.id } }, [
+        el("td", { className: "strong", text: agent.name }),
+        agentState(agent),
+        el("td", { className: "mono", text: agent.gateway || "—" }),
+        el("td", { text: formatDateTime(agent.last_heartbeat) }),
+        el("td", { className: "error", text: agent.last_error || "", title: agent.last_error_at || "" }),
+      ]);
+    }));
+    document.getElementById("agents-empty").hidden = agents.length > 0;
+  }
+
+  function renderUsage(rows) {
+    const body = document.querySelector("#usage-table tbody");
+    body.replaceChildren(...rows.map(function (row) {
+      return el("tr", {}, [
+        el("td", { className: "strong", text: row.agent }),
+        el("td", { className: "num", text: row.calls }),
+        el("td", { className: "num", text: row.input_tokens }),
+        el("td", { className: "num", text: row.cached_tokens }),
+        el("td", { className: "num", text: row.output_tokens }),
+        el("td", { className: "num", text: row.cost }),
+      ]);
+    }));
+    document.getElementById("usage-empty").hidden = rows.length > 0;
+  }
+
+  function renderConversations() {
+    const sorted = Array.from(conversations.values()).sort(function (a, b) {
+      return (b.last_message_at || "").localeCompare(a.last_message_at || "") || b.id - a.id;
+    });
+    document.getElementById("conversations").replaceChildren(...sorted.map(conversationCard));
+    document.getElementById("conversations-empty").hidden = sorted.length > 0;
+  }
+
+  function setConversations(rows) {
+    conversations.clear();
+    for (const row of rows) conversations.set(row.id, row);
+    renderConversations();
+  }
+
+  function addEvent(event) {
+    if (event.id <= lastEventId) return;
+    lastEventId = event.id;
+    const list = document.getElementById("activity");
+    list.prepend(eventItem(event));
+    while (list.children.length > MAX_EVENTS) list.lastElementChild.remove();
+  }
+
+  renderAgents(initial.agents);
+  renderUsage(initial.usage);
+  setConversations(initial.conversations);
+  for (const event of initial.events) addEvent(event);
+  lastEventId = Math.max(lastEventId, initial.last_event_id || 0);
+
+  window.Cindy.connect({
+    lastEventId: function () { return lastEventId; },
+    onMessage: function (data) {
+      switch (data.type) {
+        case "event": addEvent(data.event); break;
+        case "snapshot":
+          renderAgents(data.agents);
+          renderUsage(data.usage);
+          setConversations(data.conversations);
+          break;
+        case "agents": renderAgents(data.agents); break;
+        case "usage": renderUsage(data.usage); break;
+        case "conversation":
+          conversations.set(data.conversation.id, data.conversation);
+          renderConversations();
+          break;
+      }
+    },
+  });
+})();

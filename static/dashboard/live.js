@@ -1,0 +1,152 @@
+/* The dashboard socket with reconnect, and a tiny DOM helper.
+ *
+ * Every piece of data (names, titles, texts, errors) goes into the page through textContent or
+ * attributes set one by one: never through innerHTML, so nothing from Telegram or an LLM can run.
+ */
+"use strict";
+
+window.Cindy = (function () {
+  function el(tag, options, children) {
+    const node = document.createElement(tag);
+    const opts = options || {};
+    if (opts.className) node.className = opts.className;
+    if (opts.text !== undefined && opts.text !== null) node.textContent = String(opts.text);
+    if (opts.title) node.title = String(opts.title);
+    if (opts.attrs) {
+      for (const [name, value] of Object.entries(opts.attrs)) node.setAttribute(name, String(value));
+    }
+    for (const child of children || []) {
+      if (child !== null && child !== undefined) node.appendChild(child);
+    }
+    return node;
+  }
+
+  function formatTime(iso) {
+    if (!iso) return "—";
+    const date = new Date(iso);
+    if (isNaN(date.getTime())) return String(iso);
+    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+
+  function formatDateTime(iso) {
+    if (!iso) return "—";
+    const date = new Date(iso);
+    if (isNaN(date.getTime())) return String(iso);
+    const today = new Date();
+    if (date.toDateString() === today.toDateString()) return formatTime(iso);
+    return date.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  }
+
+  function nodeRow(node) {
+    return el("tr", { className: "node status-" + node.status, attrs: { "data-node-id": node.id } }, [
+      el("td", { className: "num", text: node.sequence }),
+      el("td", { className: "mono", text: node.kind }),
+      el("td", {}, [el("span", { className: "badge status-" + node.status, text: node.status })]),
+      el("td", { className: "num", text: node.attempts }),
+      el("td", { text: node.status === "pending" ? formatDateTime(node.not_before) : "—" }),
+      el("td", { className: "params", text: describeParams(node.params) }),
+      el("td", { className: "error", text: node.error || "" }),
+    ]);
+  }
+
+  function describeParams(params) {
+    if (!params) return "";
+    if (params.text) return params.text;
+    if (params.emoji) return params.emoji;
+    if (params.name) return (params.sticker_set ? params.sticker_set + " · " : "") + params.name;
+    if (params.delay !== undefined) return params.delay + " s";
+    return "";
+  }
+
+  function conversationCard(conversation) {
+    const graph = conversation.graph;
+    const header = el("header", {}, [
+      el("span", { className: "strong", text: conversation.agent }),
+      el("span", { className: "arrow", text: "↔" }),
+      el("span", { className: "title", text: conversation.title }),
+      el("span", { className: "badge info", text: conversation.kind }),
+      conversation.muted ? el("span", { className: "badge off", text: "muted" }) : null,
+      conversation.blocked ? el("span", { className: "badge bad", text: "blocked" }) : null,
+      el("span", { className: "when", text: formatDateTime(conversation.last_message_at) }),
+    ]);
+    let body;
+    if (!graph) {
+      body = el("p", { className: "empty", text: "No task graph yet." });
+    } else {
+      body = el("div", { className: "graph" }, [
+        el("div", { className: "graph-meta" }, [
+          el("span", { text: "Graph " + graph.id }),
+          el("span", { className: "badge status-" + graph.status, text: graph.status }),
+          graph.trigger ? el("span", { className: "muted", text: "trigger: " + graph.trigger }) : null,
+        ]),
+        el("table", { className: "table nodes" }, [
+          el("thead", {}, [el("tr", {}, ["#", "Kind", "Status", "Attempts", "Next run", "Details", "Error"].map(function (h) {
+            return el("th", { text: h });
+          }))]),
+          el("tbody", {}, graph.nodes.map(nodeRow)),
+        ]),
+      ]);
+    }
+    return el("article", { className: "conversation", attrs: { "data-conversation-id": conversation.id } }, [header, body]);
+  }
+
+  function eventItem(event) {
+    return el("li", { className: "event kind-" + event.kind, attrs: { "data-event-id": event.id } }, [
+      el("time", { text: formatTime(event.created), title: event.created }),
+      el("span", { className: "kind", text: event.kind.replace(/_/g, " ") }),
+      event.agent ? el("span", { className: "agent", text: event.agent }) : null,
+      el("span", { className: "summary", text: event.summary }),
+    ]);
+  }
+
+  /* Connects to /ws/dashboard/, says hello with the last event id seen, and reconnects with
+   * backoff. `options.lastEventId()` is asked at every (re)connect so a reconnect catches up. */
+  function connect(options) {
+    const status = document.getElementById("live-status");
+    let delay = 500;
+    let socket = null;
+
+    function setStatus(state, label) {
+      if (!status) return;
+      status.dataset.state = state;
+      status.textContent = label;
+    }
+
+    function open() {
+      const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+      socket = new WebSocket(scheme + window.location.host + "/ws/dashboard/");
+      setStatus("connecting", "connecting…");
+      socket.addEventListener("open", function () {
+        delay = 500;
+        setStatus("live", "live");
+        socket.send(JSON.stringify({
+          type: "hello",
+          last_event_id: options.lastEventId(),
+          sandbox_chat_id: options.sandboxChatId || null,
+        }));
+      });
+      socket.addEventListener("message", function (message) {
+        let data;
+        try { data = JSON.parse(message.data); } catch (e) { return; }
+        options.onMessage(data);
+      });
+      socket.addEventListener("close", function (event) {
+        if (event.code === 4403) {
+          setStatus("refused", "signed out: reload to log in");
+          return;
+        }
+        setStatus("offline", "reconnecting…");
+        window.setTimeout(open, delay);
+        delay = Math.min(delay * 2, 10000);
+      });
+    }
+
+    open();
+    return { close: function () { if (socket) socket.close(); } };
+  }
+
+  return {
+    el: el, connect: connect, formatTime: formatTime, formatDateTime: formatDateTime,
+    conversationCard: conversationCard, eventItem: eventItem,
+  };
+})();
