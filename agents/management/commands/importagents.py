@@ -1,0 +1,58 @@
+"""`manage.py importagents [DIR ...]`: import config directories in the original formats."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from agents.services.importing import config_import, configured_dirs
+
+# Below this many media files a progress line is more noise than help.
+PROGRESS_THRESHOLD = 20
+
+
+class Command(BaseCommand):
+    help = (
+        "Import personas, role prompts, curated memories and curated media descriptions from config "
+        "directories (default: CINDY_AGENT_CONFIG_PATH). Earlier directories win. Unchanged files are skipped."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("dirs", nargs="*", help="Config directories, highest priority first")
+        parser.add_argument("--dry-run", action="store_true", help="Report what would change, save nothing")
+
+    def handle(self, *args, dirs, dry_run, **options):
+        report = config_import(dirs=configured_dirs(dirs), dry_run=dry_run, progress=self._progress)
+        rows = [(r.path, r.kind.value, r.outcome.value, _detail(r)) for r in report.results]
+        self._table(rows)
+        for warning in report.warnings:
+            self.stderr.write(self.style.WARNING(f"warning: {warning}"))
+        summary = report.summary()
+        if report.errors:
+            for result in report.errors:
+                self.stderr.write(self.style.ERROR(f"error: {result.detail}"))
+            raise CommandError(f"{summary}. Fix the files above and run importagents again.")
+        self.stdout.write(self.style.SUCCESS(summary))
+
+    def _progress(self, done: int, total: int) -> None:
+        if total < PROGRESS_THRESHOLD:
+            return
+        end = "\n" if done == total else ""
+        self.stderr.write(f"\rmedia {done}/{total} ({done * 100 // total}%)", ending=end)
+        self.stderr.flush()
+
+    def _table(self, rows: list[tuple[str, str, str, str]]) -> None:
+        if not rows:
+            self.stdout.write("No files found.")
+            return
+        header = ("FILE", "KIND", "RESULT", "DETAIL")
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(3)]
+        for row in [header, *rows]:
+            cells = [row[i].ljust(widths[i]) for i in range(3)]
+            self.stdout.write("  ".join([*cells, row[3]]).rstrip())
+
+
+def _detail(result) -> str:
+    if result.outcome == "error":
+        return "see below"
+    note = f" ({len(result.warnings)} warnings)" if result.warnings else ""
+    return f"{result.detail}{note}"

@@ -1,0 +1,357 @@
+"""Import config directories in the original on-disk formats into the database.
+
+Layout of one config directory (every part optional):
+
+    agents/<file>.md                  persona files
+    agents/<Name>/prompts/<P>.md      role prompts for that agent only
+    agents/<Name>/memory/<uid>.json   curated memories about one partner
+    prompts/<P>.md                    global role prompts
+    media/<unique id>.json            curated media descriptions, media file beside each
+
+Directories are given in priority order: for personas, prompts, memories and media alike, the first
+directory that defines something wins and later definitions are reported as shadowed. Each file is
+imported in its own transaction, so one bad file never stops the others, and a file whose content hash
+is already on record is reported unchanged and touches nothing (edits made in the admin survive until
+the file itself changes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.models import Agent, RolePrompt, Transport
+from agents.persona import PERSONA_FIELDS, PersonaError, parse_persona
+from agents.selectors import missing_role_prompts
+from agents.services.import_report import FileKind, ImportReport, Outcome
+from media_catalog.services import curated_io as media_io
+from memory.services import curated_io as memory_io
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+class ImportFileError(ValueError):
+    """A file that cannot be imported; the message is the full sentence shown to the operator."""
+
+
+@dataclass(frozen=True)
+class ConfigDir:
+    display: str  # as configured, used in messages
+    path: Path  # resolved
+
+    def show(self, path: Path) -> str:
+        return f"{self.display.rstrip('/')}/{path.relative_to(self.path).as_posix()}"
+
+
+def configured_dirs(entries: Sequence[str] | None = None) -> list[ConfigDir]:
+    """The config directories to import: `entries`, else CINDY_AGENT_CONFIG_PATH split on ":".
+
+    A relative entry is looked up in the current directory first, then under BASE_DIR, so the
+    default `samples:configdir` works from anywhere.
+    """
+    if not entries:
+        entries = [e for e in settings.CINDY_AGENT_CONFIG_PATH.split(":") if e.strip()]
+    dirs = []
+    for entry in entries:
+        path = Path(entry).expanduser()
+        if not path.is_absolute() and not path.exists():
+            path = Path(settings.BASE_DIR) / path
+        dirs.append(ConfigDir(display=str(entry), path=path.resolve()))
+    return dirs
+
+
+def default_transport() -> str:
+    """Telegram when API credentials are configured; otherwise the sandbox, so personas still run."""
+    if settings.TELEGRAM_API_ID and settings.TELEGRAM_API_HASH:
+        return Transport.TELEGRAM
+    return Transport.SANDBOX
+
+
+def config_import(
+    *, dirs: Sequence[ConfigDir], dry_run: bool = False, progress: Progress | None = None
+) -> ImportReport:
+    """Import every config directory in priority order and report each file.
+
+    Steps: personas first (agent-scoped files need their agent), then global prompts, then each
+    agent folder's prompts and memories, then media. With `dry_run` all writes are rolled back and
+    no media file is copied.
+    """
+    report = ImportReport(dry_run=dry_run)
+    existing = []
+    for root in dirs:
+        if root.path.is_dir():
+            existing.append(root)
+        else:
+            report.add(
+                root.display,
+                FileKind.CONFIG_DIR,
+                Outcome.ERROR,
+                f"{root.display}: config directory not found at {root.path}: "
+                "create it or fix CINDY_AGENT_CONFIG_PATH / the command arguments",
+            )
+    with transaction.atomic() if dry_run else contextlib.nullcontext():
+        personas = _import_personas(existing, report)
+        _import_global_prompts(existing, report)
+        _import_agent_folders(existing, report)
+        _import_media(existing, report, progress=progress, store_files=not dry_run)
+        _check_role_prompts(personas, report)
+        if dry_run:
+            transaction.set_rollback(True)
+    return report
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def _read(path: Path, display: str) -> tuple[str, str]:
+    """Return (text with LF line endings, sha256 of the raw bytes)."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportFileError(
+            f"{display}: not UTF-8 text (bad byte at position {exc.start}): save the file as UTF-8"
+        ) from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n"), hashlib.sha256(raw).hexdigest()
+
+
+def _run(report: ImportReport, display: str, kind: FileKind, work: Callable[[], tuple]) -> bool:
+    """Run one file's import in its own transaction and record the outcome; True unless it failed."""
+    try:
+        with transaction.atomic():
+            outcome, detail, *rest = work()
+    except (PersonaError, ImportFileError, memory_io.CuratedFileError, media_io.CuratedMediaError) as exc:
+        report.add(display, kind, Outcome.ERROR, str(exc))
+        return False
+    except Exception as exc:  # one bad file never stops the others; the traceback goes to the log
+        logger.exception("importing %s failed", display)
+        report.add(display, kind, Outcome.ERROR, f"{display}: {type(exc).__name__}: {exc}")
+        return False
+    report.add(display, kind, outcome, detail, rest[0] if rest else ())
+    return True
+
+
+def _files(directory: Path, pattern: str) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob(pattern) if p.is_file() and not p.name.startswith("."))
+
+
+# --- personas ------------------------------------------------------------------------------------
+
+
+def _import_personas(dirs: Iterable[ConfigDir], report: ImportReport) -> dict[str, str]:
+    """Import persona files; return {agent name: file it came from} for the winners."""
+    winners: dict[str, str] = {}
+    for root in dirs:
+        for path in _files(root.path / "agents", "*.md"):
+            display = root.show(path)
+            _run(
+                report,
+                display,
+                FileKind.PERSONA,
+                functools.partial(_import_persona, root, path, display, winners),
+            )
+    return winners
+
+
+def _check_role_prompts(personas: dict[str, str], report: ImportReport) -> None:
+    """Warn about "Role Prompt" names that no prompt file provides; the persona would run without them."""
+    results = {r.path: r for r in report.results if r.outcome != Outcome.ERROR}
+    for name, display in personas.items():
+        agent = Agent.objects.filter(name=name).first()
+        if agent is None or display not in results:
+            continue
+        missing = missing_role_prompts(agent=agent)
+        if missing:
+            results[display].warnings.append(
+                f'{display}: "Role Prompt" names {", ".join(missing)} but no such prompt exists: '
+                f"add prompts/<name>.md or agents/{name}/prompts/<name>.md, or remove the line"
+            )
+
+
+def _import_persona(root: ConfigDir, path: Path, display: str, winners: dict[str, str]) -> tuple:
+    text, digest = _read(path, display)
+    persona = parse_persona(text, source=display)
+    if persona.name in winners:
+        return Outcome.SHADOWED, f'agent "{persona.name}" comes from {winners[persona.name]}'
+    winners[persona.name] = display
+    agent = Agent.objects.filter(name=persona.name).first()
+    if agent and agent.content_hash == digest and agent.source_file == str(path):
+        return Outcome.UNCHANGED, persona.name, persona.warnings
+    values = persona.values()
+    if agent is None:
+        agent = Agent(**values, transport=default_transport())
+        outcome, detail = Outcome.CREATED, f"{persona.name} ({agent.transport})"
+    else:
+        changed = [name for name in PERSONA_FIELDS if getattr(agent, name) != values[name]]
+        for name, value in values.items():
+            setattr(agent, name, value)
+        outcome = Outcome.UPDATED
+        detail = f"{persona.name}: " + (", ".join(changed) + " changed" if changed else "source file changed")
+    agent.source_file = str(path)
+    agent.config_dir = str(root.path)
+    agent.content_hash = digest
+    agent.save()
+    return outcome, detail, persona.warnings
+
+
+# --- prompts -------------------------------------------------------------------------------------
+
+
+def _import_global_prompts(dirs: Iterable[ConfigDir], report: ImportReport) -> None:
+    winners: dict[str, str] = {}
+    for root in dirs:
+        for path in _files(root.path / "prompts", "*.md"):
+            display = root.show(path)
+            work = functools.partial(_import_prompt, root, path, display, None, winners)
+            _run(report, display, FileKind.PROMPT, work)
+
+
+def _import_prompt(
+    root: ConfigDir, path: Path, display: str, agent: Agent | None, winners: dict[str, str]
+) -> tuple:
+    name = path.stem
+    if name in winners:
+        return Outcome.SHADOWED, f'prompt "{name}" comes from {winners[name]}'
+    winners[name] = display
+    text, digest = _read(path, display)
+    if not text.strip():
+        raise ImportFileError(f"{display}: the prompt is empty: write the prompt text or delete the file")
+    if len(name) > 200:
+        raise ImportFileError(
+            f'{display}: prompt name "{name[:40]}…" is longer than 200 characters: rename it'
+        )
+    prompt = RolePrompt.objects.filter(agent=agent, name=name).first()
+    if prompt and prompt.content_hash == digest and prompt.source_file == str(path):
+        return Outcome.UNCHANGED, name
+    outcome = Outcome.UPDATED if prompt else Outcome.CREATED
+    prompt = prompt or RolePrompt(agent=agent, name=name)
+    prompt.text = text
+    prompt.origin_dir = str(root.path)
+    prompt.source_file = str(path)
+    prompt.content_hash = digest
+    prompt.save()
+    return outcome, f"{name} ({agent.name if agent else 'global'})"
+
+
+# --- agent folders: agents/<Name>/prompts and agents/<Name>/memory --------------------------------
+
+
+def _import_agent_folders(dirs: Iterable[ConfigDir], report: ImportReport) -> None:
+    prompt_winners: dict[str, dict[str, str]] = {}
+    memory_winners: dict[str, dict[str, str]] = {}
+    for root in dirs:
+        agents_dir = root.path / "agents"
+        if not agents_dir.is_dir():
+            continue
+        for folder in sorted(p for p in agents_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            agent = Agent.objects.filter(name=folder.name).first()
+            for path in _files(folder / "prompts", "*.md"):
+                display = root.show(path)
+                winners = prompt_winners.setdefault(folder.name, {})
+                work = functools.partial(_agent_prompt, root, path, display, agent, folder, winners)
+                _run(report, display, FileKind.AGENT_PROMPT, work)
+            for path in _files(folder / "memory", "*.json"):
+                display = root.show(path)
+                winners = memory_winners.setdefault(folder.name, {})
+                work = functools.partial(_agent_memory, path, display, agent, folder, winners)
+                _run(report, display, FileKind.MEMORY, work)
+
+
+def _agent_prompt(root, path, display, agent, folder, winners) -> tuple:
+    return _import_prompt(root, path, display, _require(agent, folder, display), winners)
+
+
+def _agent_memory(path, display, agent, folder, winners) -> tuple:
+    return _import_memory(path, display, _require(agent, folder, display), winners)
+
+
+def _require(agent: Agent | None, folder: Path, display: str) -> Agent:
+    if agent is None:
+        raise ImportFileError(
+            f'{display}: no agent named "{folder.name}": add agents/{folder.name}.md with '
+            f'"# Agent Name" {folder.name}, or rename the folder after an existing agent'
+        )
+    return agent
+
+
+def _import_memory(path: Path, display: str, agent: Agent, winners: dict[str, str]) -> tuple:
+    try:
+        partner_id = int(path.stem)
+    except ValueError:
+        raise ImportFileError(
+            f'{display}: the file name "{path.stem}" is not a Telegram user id: '
+            "name it <user id>.json, e.g. 123456789.json"
+        ) from None
+    if path.stem in winners:
+        return Outcome.SHADOWED, f"memories of {agent.name} about {partner_id} come from {winners[path.stem]}"
+    winners[path.stem] = display
+    text, digest = _read(path, display)
+    entries = memory_io.parse_curated_memories(text, source=display)
+    if memory_io.curated_memories_unchanged(
+        agent=agent, partner_id=partner_id, source_file=str(path), content_hash=digest, empty=not entries
+    ):
+        return Outcome.UNCHANGED, f"{len(entries)} memories"
+    result = memory_io.curated_memories_replace(
+        agent=agent, partner_id=partner_id, entries=entries, source_file=str(path), content_hash=digest
+    )
+    return Outcome(result), f"{len(entries)} memories of {agent.name} about {partner_id}"
+
+
+# --- media ---------------------------------------------------------------------------------------
+
+
+def _import_media(
+    dirs: Iterable[ConfigDir], report: ImportReport, *, progress: Progress | None, store_files: bool
+) -> None:
+    files = [(root, path) for root in dirs for path in _files(root.path / "media", "*.json")]
+    winners: dict[str, str] = {}
+    for done, (root, path) in enumerate(files, start=1):
+        display = root.show(path)
+        work = functools.partial(_import_one_media, root, path, display, winners, store_files)
+        _run(report, display, FileKind.MEDIA, work)
+        if progress:
+            progress(done, len(files))
+
+
+def _import_one_media(
+    root: ConfigDir, path: Path, display: str, winners: dict[str, str], store_files: bool
+) -> tuple:
+    if path.stem in winners:
+        return Outcome.SHADOWED, f'media "{path.stem}" comes from {winners[path.stem]}'
+    winners[path.stem] = display
+    text, digest = _read(path, display)
+    values = media_io.parse_curated_media(text, source=display, stem=path.stem)
+    media_path = media_io.find_media_file(path)
+    if media_path is not None:
+        digest = hashlib.sha256((digest + media_path.name).encode() + media_path.read_bytes()).hexdigest()
+    if media_io.curated_media_unchanged(
+        unique_id=values["unique_id"], source_file=str(path), content_hash=digest
+    ):
+        return Outcome.UNCHANGED, values["unique_id"]
+    outcome = media_io.curated_media_save(
+        values=values,
+        media_path=media_path,
+        origin_dir=str(root.path),
+        source_file=str(path),
+        content_hash=digest,
+        store_file=store_files,
+    )
+    label = (
+        values["sticker_set_name"] + " :: " + values["sticker_name"]
+        if values["sticker_set_name"]
+        else values["kind"]
+    )
+    file_note = f", file {media_path.name}" if media_path else ", no media file"
+    return Outcome(outcome), f"{label}{file_note}"
