@@ -6,7 +6,7 @@ import pytest
 
 from cindy_site.clock import FakeClock, set_clock
 
-pytest_plugins = ["cindy_site.testing.fixtures"]
+pytest_plugins = ["cindy_site.testing.fixtures", "cindy_site.testing.staff"]
 
 
 @pytest.fixture
