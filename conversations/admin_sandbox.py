@@ -49,6 +49,12 @@ class SandboxChatAdmin(ReadOnlyAdmin):
     inlines = [SandboxMemberInline, SandboxMessageInline]
 
 
+class SandboxMemberAdmin(ReadOnlyAdmin):
+    list_display = ["chat", "user", "muted", "typing_until", "read_up_to"]
+    list_filter = ["chat"]
+    list_select_related = ["chat", "user"]
+
+
 class SandboxMessageAdmin(ReadOnlyAdmin):
     list_display = ["message_id", "chat", "sender", "date", "preview", "random_id", "edited", "deleted"]
     list_filter = ["chat", "edited", "deleted"]
@@ -69,5 +75,6 @@ class SandboxUpdateAdmin(ReadOnlyAdmin):
 def register_sandbox_admins() -> None:
     admin.site.register(SandboxUser, SandboxUserAdmin)
     admin.site.register(SandboxChat, SandboxChatAdmin)
+    admin.site.register(SandboxMember, SandboxMemberAdmin)
     admin.site.register(SandboxMessage, SandboxMessageAdmin)
     admin.site.register(SandboxUpdate, SandboxUpdateAdmin)

@@ -17,6 +17,7 @@ from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from cindy_site.admin_utils import change_link, changelist_link, short
 from media_catalog.models import MediaDescription, Sticker, StickerSet
@@ -60,7 +61,7 @@ def preview_html(*, url: str | None, mime: str, emoji: str = "", size: int = 96)
             emoji,
         )
     if not url:
-        return format_html('<span style="color:#888">no file</span>')
+        return mark_safe('<span style="color:#888">no file</span>')
     return format_html('<a href="{}">{}</a>', url, mime or "file")
 
 

@@ -1,0 +1,116 @@
+"""Curating media descriptions in the admin: a person's text is curated and wins over AI."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.base import ContentFile
+from django.urls import reverse
+
+from media_catalog.models import MediaDescription
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "/admin/media_catalog/mediadescription/"
+# A 1x1 WebP (lossless), enough for a browser and for the mime check.
+WEBP = bytes.fromhex("524946461a000000574542505650384c0d0000002f0000001007100511118888fe0700")
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+
+
+def ai_description(unique_id: str, text: str, **fields) -> MediaDescription:
+    return MediaDescription.objects.create(
+        unique_id=unique_id, kind="sticker", description=text, status="ok", source="ai", **fields
+    )
+
+
+def test_editing_a_description_makes_it_curated(verified_client):
+    row = ai_description("AgA1", "a cat", sticker_set_name="Cats", sticker_name="😺")
+    url = reverse("admin:media_catalog_mediadescription_change", args=[row.pk])
+    response = verified_client.get(url)
+    form = response.context["adminform"].form
+    data = {k: v for k, v in form.initial.items() if v is not None and k not in {"file", "extra"}}
+    data.update({"description": "a grumpy orange cat", "extra": "{}"})
+
+    response = verified_client.post(url, data)
+
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    row.refresh_from_db()
+    assert (row.description, row.source, row.status) == ("a grumpy orange cat", "curated", "curated")
+
+
+def test_bulk_editing_in_the_list_curates_only_the_changed_rows(verified_client):
+    first = ai_description("AgA1", "a cat")
+    second = ai_description("AgA2", "a dog")
+    data = {
+        "form-TOTAL_FORMS": "2",
+        "form-INITIAL_FORMS": "2",
+        "form-0-id": str(first.pk),
+        "form-0-description": "a sleepy cat",
+        "form-1-id": str(second.pk),
+        "form-1-description": "a dog",
+        "_save": "Save",
+    }
+
+    response = verified_client.post(CHANGELIST, data)
+
+    assert response.status_code == 302
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.description, first.source, first.status) == ("a sleepy cat", "curated", "curated")
+    assert (second.source, second.status) == ("ai", "ok")
+
+
+def test_mark_curated_action_keeps_the_text(verified_client):
+    row = ai_description("AgA1", "a cat")
+    response = verified_client.post(
+        CHANGELIST, {"action": "mark_curated", "_selected_action": [str(row.pk)], "index": "0"}
+    )
+    assert response.status_code == 302
+    row.refresh_from_db()
+    assert (row.description, row.source, row.status) == ("a cat", "curated", "curated")
+
+
+def test_filters_by_set_status_and_source(verified_client):
+    ai_description("AgA1", "a cat", sticker_set_name="Cats")
+    ai_description("AgA2", "a dog", sticker_set_name="Dogs")
+    MediaDescription.objects.create(unique_id="AgA3", description="x", status="curated", source="curated")
+
+    by_set = verified_client.get(CHANGELIST, {"set": "Cats"}).context["cl"].queryset
+    assert [d.unique_id for d in by_set] == ["AgA1"]
+    by_source = verified_client.get(CHANGELIST, {"source__exact": "curated"}).context["cl"].queryset
+    assert [d.unique_id for d in by_source] == ["AgA3"]
+    by_status = verified_client.get(CHANGELIST, {"status__exact": "ok"}).context["cl"].queryset
+    assert sorted(d.unique_id for d in by_status) == ["AgA1", "AgA2"]
+
+
+def test_a_static_sticker_is_previewed_as_an_image_served_through_the_admin(verified_client):
+    row = ai_description("AgAwebp", "a cat", mime="image/webp", sticker_name="😺")
+    row.file.save("AgAwebp.webp", ContentFile(WEBP))
+    file_url = reverse("admin:media_catalog_mediadescription_file", args=[row.pk])
+
+    body = verified_client.get(CHANGELIST).content.decode()
+    assert f'<img src="{file_url}"' in body
+
+    response = verified_client.get(file_url)
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/webp"
+    assert b"".join(response.streaming_content) == WEBP
+
+
+def test_an_animated_tgs_sticker_shows_a_badge_with_its_emoji(verified_client):
+    row = ai_description("AgAtgs", "a dancing cat", sticker_name="💃")
+    row.file.save("AgAtgs.tgs", ContentFile(b"\x1f\x8b not really lottie"))
+
+    body = verified_client.get(CHANGELIST).content.decode()
+    assert "animated sticker" in body and "💃" in body
+
+
+def test_media_files_are_not_served_without_otp(client, staff_user):
+    row = ai_description("AgAwebp", "a cat", mime="image/webp")
+    row.file.save("AgAwebp.webp", ContentFile(WEBP))
+    client.force_login(staff_user)
+    response = client.get(reverse("admin:media_catalog_mediadescription_file", args=[row.pk]))
+    assert response.status_code == 302
