@@ -73,8 +73,11 @@ class Relay:
         self._agents_due = 0.0
 
     async def start_cursors(self) -> None:
+        """Start at the tables' ends: sockets get what came before from their own hello."""
         self.event_cursor = await database_sync_to_async(selectors.last_event_id)()
         self.update_cursor = await database_sync_to_async(selectors.last_sandbox_update_id)()
+        self._agents_sent = await database_sync_to_async(selectors.agent_rows)()
+        self._agents_due = asyncio.get_running_loop().time() + AGENTS_REFRESH_SECONDS
 
     async def step(self) -> bool:
         """Relay everything new once; return whether there was anything."""

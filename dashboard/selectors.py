@@ -7,7 +7,7 @@ names, titles, texts and errors that came from Telegram or an LLM stay inert.
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -109,7 +109,7 @@ def llm_usage_today(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
             "output_tokens": row["output_tokens"] or 0,
             "cached_tokens": row["cached_tokens"] or 0,
             "thinking_tokens": row["thinking_tokens"] or 0,
-            "cost": f"{(row['cost'] or Decimal('0')):.4f}",
+            "cost": str((row["cost"] or Decimal("0")).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)),
         }
         for row in rows
     ]

@@ -1,0 +1,194 @@
+"""The dashboard socket: who it refuses, the catch-up after a reconnect, and the relay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from cindy_site.asgi import application
+from cindy_site.clock import now
+from conversations.models import Conversation, TaskGraph, TaskNode
+from conversations.services.activity import record_event
+from conversations.services.sandbox import sandbox_chat_for, sandbox_say
+from dashboard.consumers import CLOSE_NOT_ALLOWED
+
+pytestmark = pytest.mark.django_db
+
+RECEIVE_TIMEOUT = 5
+
+
+def _communicator(session_key: str | None, *, origin: str = "http://localhost") -> WebsocketCommunicator:
+    headers = [(b"host", b"localhost"), (b"origin", origin.encode())]
+    if session_key:
+        headers.append((b"cookie", f"sessionid={session_key}".encode()))
+    return WebsocketCommunicator(application, "/ws/dashboard/", headers=headers)
+
+
+async def _receive(communicator: WebsocketCommunicator, kind: str) -> dict[str, Any]:
+    """The next message of type `kind`; periodic agent tables in between are skipped."""
+    while True:
+        message = await communicator.receive_json_from(timeout=RECEIVE_TIMEOUT)
+        if message["type"] == kind:
+            return message
+        assert message["type"] == "agents", message
+
+
+def _refused(session_key: str | None, **kwargs: Any) -> tuple[bool, Any]:
+    async def attempt():
+        communicator = _communicator(session_key, **kwargs)
+        connected, code = await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        if connected:
+            await communicator.disconnect()
+        return connected, code
+
+    return async_to_sync(attempt)()
+
+
+def test_anonymous_socket_is_refused():
+    assert _refused(None) == (False, CLOSE_NOT_ALLOWED)
+
+
+def test_non_staff_socket_is_refused_even_with_a_verified_device(non_staff):
+    assert _refused(non_staff.session_key) == (False, CLOSE_NOT_ALLOWED)
+
+
+def test_staff_without_a_one_time_code_is_refused(unverified):
+    assert _refused(unverified.session_key) == (False, CLOSE_NOT_ALLOWED)
+
+
+def test_staff_whose_session_names_another_users_device_is_refused(foreign_device_visitor):
+    assert _refused(foreign_device_visitor.session_key) == (False, CLOSE_NOT_ALLOWED)
+
+
+def test_staff_whose_device_was_unconfirmed_since_login_is_refused(verified, staff_device):
+    staff_device.confirmed = False
+    staff_device.save()
+    assert _refused(verified.session_key) == (False, CLOSE_NOT_ALLOWED)
+
+
+def test_foreign_origin_is_refused_for_verified_staff(verified):
+    connected, _ = _refused(verified.session_key, origin="https://evil.example")
+    assert connected is False
+
+
+def test_verified_staff_gets_a_snapshot_after_hello(verified, sandbox_agent):
+    async def scenario():
+        communicator = _communicator(verified.session_key)
+        connected, _ = await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        assert connected
+        await communicator.send_json_to({"type": "hello", "last_event_id": 0})
+        snapshot = await _receive(communicator, "snapshot")
+        await communicator.disconnect()
+        return snapshot
+
+    snapshot = async_to_sync(scenario)()
+    assert snapshot["type"] == "snapshot"
+    assert [a["name"] for a in snapshot["agents"]] == ["Wendy"]
+    assert snapshot["agents"][0]["online"] is False
+
+
+def test_reconnecting_browser_catches_up_from_its_last_event_id(verified, sandbox_agent):
+    seen = record_event("info", agent_id=sandbox_agent.pk, summary="before the disconnect")
+    missed = [
+        record_event("message_in", agent_id=sandbox_agent.pk, summary="missed one"),
+        record_event("message_out", agent_id=sandbox_agent.pk, summary="missed two"),
+    ]
+
+    async def scenario():
+        communicator = _communicator(verified.session_key)
+        await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        await communicator.send_json_to({"type": "hello", "last_event_id": seen.pk})
+        received = [await communicator.receive_json_from(timeout=RECEIVE_TIMEOUT) for _ in range(3)]
+        assert [m["type"] for m in received] == ["event", "event", "snapshot"]
+        await communicator.disconnect()
+        return received
+
+    first, second, snapshot = async_to_sync(scenario)()
+    assert [first["type"], second["type"], snapshot["type"]] == ["event", "event", "snapshot"]
+    assert [first["event"]["id"], second["event"]["id"]] == [e.pk for e in missed]
+    assert second["event"]["summary"] == "missed two"
+    assert snapshot["last_event_id"] == missed[-1].pk
+
+
+def test_bad_hello_gets_an_error_that_says_what_to_send(verified):
+    async def scenario():
+        communicator = _communicator(verified.session_key)
+        await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        await communicator.send_json_to({"type": "hello", "last_event_id": "yesterday"})
+        answer = await communicator.receive_json_from(timeout=RECEIVE_TIMEOUT)
+        await communicator.disconnect()
+        return answer
+
+    answer = async_to_sync(scenario)()
+    assert answer == {"type": "error", "error": "last_event_id and sandbox_chat_id must be integers"}
+
+
+def _make_graph(agent) -> TaskNode:
+    conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm", title="Alice")
+    graph = TaskGraph.objects.create(
+        conversation=conversation, trigger="message", created=now(), active_slot=conversation.pk
+    )
+    return TaskNode.objects.create(
+        graph=graph, conversation=conversation, agent=agent, kind="received", not_before=now(), created=now()
+    )
+
+
+def test_events_written_elsewhere_are_relayed_with_a_fresh_graph(verified, sandbox_agent):
+    node = _make_graph(sandbox_agent)
+
+    async def scenario():
+        communicator = _communicator(verified.session_key)
+        await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        await communicator.send_json_to({"type": "hello", "last_event_id": 0})
+        await _receive(communicator, "snapshot")
+
+        def fail_node():
+            TaskNode.objects.filter(pk=node.pk).update(status="failed", attempts=10, error="gave up")
+            return record_event(
+                "node_failed",
+                agent_id=sandbox_agent.pk,
+                conversation_id=node.conversation_id,
+                node_id=node.pk,
+                summary="received failed",
+            )
+
+        event = await database_sync_to_async(fail_node)()
+        relayed = {}
+        while not {"event", "conversation"} <= set(relayed):
+            message = await communicator.receive_json_from(timeout=RECEIVE_TIMEOUT)
+            relayed.setdefault(message["type"], message)
+        await communicator.disconnect()
+        return event, relayed
+
+    event, relayed = async_to_sync(scenario)()
+    assert relayed["event"]["event"]["id"] == event.pk
+    graph = relayed["conversation"]["conversation"]["graph"]
+    assert graph["nodes"][0] == graph["nodes"][0] | {"status": "failed", "attempts": 10, "error": "gave up"}
+
+
+def test_sandbox_chat_follower_gets_history_then_new_messages(verified, sandbox_agent):
+    first = sandbox_say(agent=sandbox_agent, text="hello", as_name="Alice")
+    chat = sandbox_chat_for(agent=sandbox_agent, as_name="Alice")
+
+    async def scenario():
+        communicator = _communicator(verified.session_key)
+        await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        await communicator.send_json_to({"type": "hello", "last_event_id": 0, "sandbox_chat_id": chat.pk})
+        await _receive(communicator, "snapshot")
+        history = await _receive(communicator, "sandbox_history")
+        await database_sync_to_async(sandbox_say)(agent=sandbox_agent, text="are you there?", as_name="Alice")
+        live = await _receive(communicator, "sandbox_message")
+        await communicator.disconnect()
+        return history, live
+
+    history, live = async_to_sync(scenario)()
+    assert history["type"] == "sandbox_history"
+    assert [m["text"] for m in history["messages"]] == ["hello"]
+    assert history["messages"][0]["message_id"] == first.message_id
+    assert live["type"] == "sandbox_message"
+    assert live["message"]["text"] == "are you there?"
+    assert live["message"]["sender"] == "Alice"

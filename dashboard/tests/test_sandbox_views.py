@@ -1,0 +1,202 @@
+"""The sandbox chat's forms: what they accept, and the errors they give for what they refuse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from conversations.models import SandboxMessage
+from conversations.services.sandbox import sandbox_say
+from dashboard import forms
+from media_catalog.models import MediaDescription, Sticker, StickerSet
+
+pytestmark = pytest.mark.django_db
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path) -> Path:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+def _send(visitor, agent, **fields):
+    data = {"agent": agent.pk if agent else 999, "as_name": "Alice", "group": "", **fields}
+    return visitor.client.post("/dashboard/sandbox/send/", data)
+
+
+def test_sandbox_page_lists_sandbox_agents_and_opens_a_dm(verified, sandbox_agent):
+    response = verified.client.get("/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Alice"})
+    assert response.status_code == 200
+    config = response.context["config"]
+    assert config["chat_kind"] == "dm"
+    assert config["as_name"] == "Alice"
+    assert config["agent_name"] == "Wendy"
+
+
+def test_sandbox_page_opens_a_group_by_title(verified, sandbox_agent):
+    response = verified.client.get(
+        "/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Alice", "group": "Book club"}
+    )
+    assert response.context["chat"].title == "Book club"
+    assert response.context["group_titles"] == ["Book club"]
+
+
+def test_sandbox_page_names_an_unknown_agent(verified, sandbox_agent):
+    response = verified.client.get("/dashboard/sandbox/", {"agent": 999, "as_name": "Alice"})
+    assert response.status_code == 400
+    assert "There is no sandbox agent with id 999: pick one from the list." in response.content.decode()
+
+
+def test_sandbox_page_refuses_an_empty_display_name(verified, sandbox_agent):
+    response = verified.client.get("/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "  "})
+    assert response.status_code == 400
+    assert "Your display name is empty" in response.content.decode()
+
+
+def test_sandbox_page_needs_a_verified_staff_member(unverified, sandbox_agent):
+    assert unverified.client.get("/dashboard/sandbox/").status_code == 302
+
+
+def test_text_message_is_written_to_the_sandbox(verified, sandbox_agent):
+    response = _send(verified, sandbox_agent, text="  hello Wendy  ")
+    assert response.status_code == 200
+    message = SandboxMessage.objects.get()
+    assert (message.text, message.sender.name) == ("hello Wendy", "Alice")
+    assert response.json()["message"]["text"] == "hello Wendy"
+
+
+def test_group_mention_and_reply_are_kept(verified, sandbox_agent):
+    first = sandbox_say(agent=sandbox_agent, text="first", as_name="Alice", group="Club")
+    response = _send(
+        verified, sandbox_agent, group="Club", text="@Wendy what do you think?", reply_to=first.message_id
+    )
+    assert response.status_code == 200
+    message = SandboxMessage.objects.get(text__startswith="@Wendy")
+    assert message.chat.title == "Club"
+    assert message.reply_to_id == first.message_id
+
+
+def test_empty_message_is_refused_with_a_clear_error(verified, sandbox_agent):
+    response = _send(verified, sandbox_agent, text="   ")
+    assert response.status_code == 400
+    assert response.json()["errors"]["__all__"] == [
+        "The message is empty: type some text, or pick a sticker or a photo."
+    ]
+    assert not SandboxMessage.objects.exists()
+
+
+def test_unknown_agent_is_refused_with_a_clear_error(verified, sandbox_agent):
+    response = _send(verified, None, text="hi")
+    assert response.status_code == 400
+    assert response.json()["errors"]["agent"] == [
+        "There is no sandbox agent with id 999: pick one from the list."
+    ]
+
+
+def test_reply_to_a_missing_message_is_refused(verified, sandbox_agent):
+    response = _send(verified, sandbox_agent, text="hi", reply_to=77)
+    assert response.status_code == 400
+    assert "message 77 does not exist" in response.json()["errors"]["__all__"][0]
+
+
+def test_photo_is_stored_under_media_root_with_its_media_part(verified, sandbox_agent, media_root):
+    photo = SimpleUploadedFile("cat.png", PNG, content_type="image/png")
+    response = _send(verified, sandbox_agent, text="look", photo=photo)
+    assert response.status_code == 200
+    (part,) = SandboxMessage.objects.get().media
+    assert part["media_kind"] == "photo"
+    assert part["mime"] == "image/png"
+    assert part["unique_id"].startswith("sbx")
+    assert (media_root / part["file"]).read_bytes() == PNG
+    assert response.json()["message"]["media"][0]["url"] == f"/media/{part['file']}"
+
+
+def test_non_image_upload_is_refused(verified, sandbox_agent):
+    upload = SimpleUploadedFile("notes.png", b"just some text, not a picture", content_type="image/png")
+    response = _send(verified, sandbox_agent, photo=upload)
+    assert response.status_code == 400
+    assert response.json()["errors"]["photo"] == [
+        '"notes.png" is not an image: upload a PNG, JPEG, GIF or WebP file.'
+    ]
+
+
+def test_too_large_photo_is_refused(verified, sandbox_agent, monkeypatch, media_root):
+    monkeypatch.setattr(forms, "MAX_PHOTO_BYTES", 32)
+    response = _send(
+        verified, sandbox_agent, photo=SimpleUploadedFile("big.png", PNG, content_type="image/png")
+    )
+    assert response.status_code == 400
+    assert "photos may be at most" in response.json()["errors"]["photo"][0]
+    assert not media_root.exists() or not any(media_root.rglob("*.png"))
+
+
+def _sticker_set(agent) -> Sticker:
+    sticker_set = StickerSet.objects.create(short_name="WendyFaces", title="Wendy's faces")
+    agent.sticker_set_names = ["WendyFaces"]
+    agent.save()
+    MediaDescription.objects.create(unique_id="AgADwink", description="a cheeky wink")
+    return Sticker.objects.create(sticker_set=sticker_set, name="😉", unique_id="AgADwink")
+
+
+def test_sticker_from_the_agents_sets_is_sent_as_a_sticker_part(verified, sandbox_agent):
+    _sticker_set(sandbox_agent)
+    page = verified.client.get("/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Alice"})
+    assert "a cheeky wink" in page.content.decode()
+    response = _send(verified, sandbox_agent, sticker="WendyFaces::😉")
+    assert response.status_code == 200
+    (part,) = SandboxMessage.objects.get().media
+    assert (
+        part
+        | {
+            "media_kind": "sticker",
+            "sticker_set_name": "WendyFaces",
+            "sticker_name": "😉",
+            "unique_id": "AgADwink",
+        }
+        == part
+    )
+
+
+def test_sticker_outside_the_agents_sets_is_refused(verified, sandbox_agent):
+    _sticker_set(sandbox_agent)
+    response = _send(verified, sandbox_agent, sticker="OtherSet::😉")
+    assert response.status_code == 400
+    assert response.json()["errors"]["sticker"] == [
+        'Sticker "OtherSet::😉" is not in Wendy\'s sticker sets: pick one from the list.'
+    ]
+
+
+def test_reaction_is_recorded_on_the_message(verified, sandbox_agent):
+    message = sandbox_say(agent=sandbox_agent, text="hi", as_name="Alice")
+    response = verified.client.post(
+        "/dashboard/sandbox/react/",
+        {
+            "agent": sandbox_agent.pk,
+            "as_name": "Alice",
+            "group": "",
+            "message_id": message.message_id,
+            "emoji": "👍",
+        },
+    )
+    assert response.status_code == 200
+    message.refresh_from_db()
+    assert [r["emoji"] for r in message.reactions] == ["👍"]
+
+
+def test_reaction_to_a_missing_message_is_refused(verified, sandbox_agent):
+    response = verified.client.post(
+        "/dashboard/sandbox/react/",
+        {"agent": sandbox_agent.pk, "as_name": "Alice", "group": "", "message_id": 5, "emoji": "👍"},
+    )
+    assert response.status_code == 400
+    assert "message 5 does not exist" in response.json()["errors"]["__all__"][0]
+
+
+def test_sending_needs_a_verified_staff_member(unverified, sandbox_agent):
+    response = _send(unverified, sandbox_agent, text="hi")
+    assert response.status_code == 403
+    assert not SandboxMessage.objects.exists()

@@ -1,0 +1,108 @@
+"""The dashboard page: who gets in, and what it shows."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from agents.models import AgentLease
+from cindy_site.clock import now
+from conversations.models import LLMCall
+from conversations.services.activity import record_event
+from dashboard import selectors
+
+pytestmark = pytest.mark.django_db
+
+
+def _initial(response) -> dict:
+    html = response.content.decode()
+    start = html.index('<script id="dashboard-initial" type="application/json">') + len(
+        '<script id="dashboard-initial" type="application/json">'
+    )
+    return json.loads(html[start : html.index("</script>", start)])
+
+
+def test_anonymous_visitor_is_sent_to_the_admin_login(client):
+    response = client.get("/dashboard/")
+    assert response.status_code == 302
+    assert response.url.startswith(reverse("admin:login"))
+    assert "next=/dashboard/" in response.url
+
+
+def test_staff_without_a_one_time_code_is_sent_to_the_admin_login(unverified):
+    response = unverified.client.get("/dashboard/")
+    assert response.status_code == 302
+    assert response.url.startswith(reverse("admin:login"))
+
+
+def test_non_staff_is_sent_to_the_admin_login_even_with_a_device(non_staff):
+    assert non_staff.client.get("/dashboard/").status_code == 302
+
+
+def test_verified_staff_sees_agents_usage_and_activity(verified, sandbox_agent, clock):
+    AgentLease.objects.create(
+        agent=sandbox_agent,
+        holder="host:1:abc",
+        acquired_at=now(),
+        heartbeat_at=now(),
+        expires_at=clock.advance(30),
+    )
+    clock.advance(-30)
+    LLMCall.objects.create(
+        created=now(),
+        agent=sandbox_agent,
+        provider="gemini",
+        model="gemini-2.5-flash",
+        input_tokens=100,
+        output_tokens=20,
+        cached_tokens=40,
+        cost=Decimal("0.001250"),
+    )
+    record_event("message_in", agent_id=sandbox_agent.pk, summary="Alice: hi")
+
+    response = verified.client.get("/dashboard/")
+
+    assert response.status_code == 200
+    initial = _initial(response)
+    agent = initial["agents"][0]
+    assert agent | {"online": True, "gateway": "host:1:abc"} == agent
+    assert initial["usage"] == [
+        {
+            "agent_id": sandbox_agent.pk,
+            "agent": "Wendy",
+            "calls": 1,
+            "input_tokens": 100,
+            "output_tokens": 20,
+            "cached_tokens": 40,
+            "thinking_tokens": 0,
+            "cost": "0.0013",
+        }
+    ]
+    assert [e["summary"] for e in initial["events"]] == ["Alice: hi"]
+
+
+def test_an_expired_lease_shows_the_agent_offline_with_its_last_heartbeat(sandbox_agent, clock):
+    beat = now()
+    AgentLease.objects.create(
+        agent=sandbox_agent,
+        holder="host:1:abc",
+        acquired_at=beat,
+        heartbeat_at=beat,
+        expires_at=clock.advance(30),
+    )
+    clock.advance(1)
+    row = selectors.agent_rows()[0]
+    assert row["online"] is False
+    assert row["last_heartbeat"] == beat.isoformat()
+
+
+def test_usage_today_ignores_calls_from_yesterday(sandbox_agent, clock, settings):
+    settings.TIME_ZONE = "UTC"
+    LLMCall.objects.create(
+        created=now(), agent=sandbox_agent, provider="gemini", model="m", cost=Decimal("1")
+    )
+    clock.advance(hours=24)
+    assert selectors.llm_usage_today() == []
