@@ -56,11 +56,11 @@ def parse_curated_memories(text: str, *, source: str) -> list[dict[str, Any]]:
     for index, item in enumerate(data, start=1):
         where = f"{source}: entry {index}"
         if not isinstance(item, dict):
-            raise CuratedFileError(f'{where} is "{_short(item)}": each entry must be a JSON object')
+            raise CuratedFileError(f"{where} is {_short(item)}: each entry must be a JSON object")
         content = item.get("content")
         if not isinstance(content, str) or not content.strip():
             raise CuratedFileError(
-                f'{where} "content" is {_short(content)!s}: write what to remember as a non-empty string'
+                f'{where} "content" is {_short(content)}: write what to remember as a non-empty string'
             )
         created_raw = item.get("created")
         created = None
@@ -71,11 +71,11 @@ def parse_curated_memories(text: str, *, source: str) -> list[dict[str, Any]]:
                 created = parse_created(created_raw)
             except ValueError:
                 raise CuratedFileError(
-                    f'{where} "created" is "{created_raw}": not a timestamp (e.g. 2025-01-26 14:30:15 UTC)'
+                    f'{where} "created" is {_short(created_raw)}: not a timestamp (e.g. 2025-01-26 14:30:15 UTC)'
                 ) from None
             if len(created_raw) > 64:
                 raise CuratedFileError(
-                    f'{where} "created" is "{_short(created_raw)}": longer than 64 characters'
+                    f'{where} "created" is {_short(created_raw)}: longer than 64 characters, shorten it'
                 )
         channel = item.get("creation_channel")
         if channel is not None and not isinstance(channel, str):
@@ -173,5 +173,5 @@ def curated_memories_export(*, agent: Agent) -> dict[int, str]:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
