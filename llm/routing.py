@@ -44,7 +44,9 @@ def resolve(name: str) -> Route:
         if lowered.startswith(prefix + ":"):
             model = raw[len(prefix) + 1 :].strip()
             if not model:
-                raise UnknownModelError(f'LLM "{raw}": no model after "{prefix}:" (e.g. {prefix}:gpt-4o-mini)')
+                raise UnknownModelError(
+                    f'LLM "{raw}": no model after "{prefix}:" (e.g. {prefix}:gpt-4o-mini)'
+                )
             return Route(prefix, model)
     raise UnknownModelError(
         f'LLM "{raw}" is not a known name: use gemini, gemini-<model>, grok, grok-<model>, '

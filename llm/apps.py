@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class LlmConfig(AppConfig):
+    name = "llm"
+    verbose_name = "LLM"
+
+    def ready(self) -> None:
+        from llm import checks  # noqa: F401  (registers the system checks)

@@ -1,0 +1,183 @@
+"""Conversation assembly: `Message` rows as ordered parts, the way the agent sees them.
+
+Shared by prompt building and the dashboard. Media is rendered to compact text from the media catalog
+only (`MediaDescription` rows); nothing here downloads media or asks for a description.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from conversations.models import Conversation, Message
+from media_catalog.models import MediaDescription
+
+#: The history window starts on a multiple of this many messages, so that the oldest message of the
+#: prompt only changes every HISTORY_STEP messages and consecutive prompts keep a common (cached) prefix.
+HISTORY_STEP = 50
+
+_DESCRIBED = {MediaDescription.Status.OK, MediaDescription.Status.CURATED}
+_KIND_PHRASES = {
+    "photo": "a photo",
+    "gif": "a GIF",
+    "animation": "an animation",
+    "video": "a video",
+    "voice": "a voice message",
+    "audio": "an audio clip",
+    "custom_emoji": "a custom emoji",
+}
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message as the agent sees it: who said it and its ordered parts.
+
+    Parts are dicts: {"kind": "header"|"text", "text": ...} and
+    {"kind": "media", "media_kind": ..., "unique_id": ..., "rendered_text": ...}.
+    """
+
+    message_id: int
+    is_agent: bool
+    sender_id: int | None
+    sender_name: str
+    date: dt.datetime
+    reply_to_id: int | None
+    parts: tuple[dict[str, Any], ...]
+
+    @property
+    def text(self) -> str:
+        """The parts as one prompt string, one part per line."""
+        return "\n".join(part_text(p) for p in self.parts)
+
+
+def agent_timezone(agent: Any) -> dt.tzinfo:
+    """The agent's IANA zone, else the site's TIME_ZONE, else UTC (a bad name never stops a prompt)."""
+    for name in (getattr(agent, "timezone", "") or "", settings.TIME_ZONE or "", "UTC"):
+        if not name:
+            continue
+        try:
+            return zoneinfo.ZoneInfo(name)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            continue
+    return dt.UTC
+
+
+def part_text(part: dict[str, Any]) -> str:
+    if part.get("kind") == "media":
+        return part.get("rendered_text", "")
+    return part.get("text", "")
+
+
+def history_messages(conversation: Conversation, *, limit: int | None = None) -> list[Message]:
+    """The newest messages of a conversation, oldest first, at most `limit` (CINDY_HISTORY_SIZE).
+
+    When the conversation is longer than the cap, the window starts on a HISTORY_STEP boundary
+    (so it may hold up to HISTORY_STEP - 1 fewer messages): its first message then stays the same
+    for many turns, which keeps the prompt prefix cacheable.
+    """
+    limit = limit or settings.CINDY_HISTORY_SIZE
+    visible = Message.objects.filter(conversation=conversation, deleted=False)
+    newest = list(visible.order_by("-message_id")[:limit])
+    if len(newest) == limit:
+        total = visible.count()
+        step = max(1, min(HISTORY_STEP, limit // 2))
+        skip = (step - (total - limit) % step) % step
+        newest = newest[: limit - skip] if skip else newest
+    newest.sort(key=lambda m: (m.date, m.message_id))
+    return newest
+
+
+def descriptions_for(messages: Iterable[Message]) -> dict[str, MediaDescription]:
+    """The catalog rows for every media item in `messages`, in one query."""
+    ids = {p.get("unique_id") for m in messages for p in (m.media or []) if p.get("unique_id")}
+    if not ids:
+        return {}
+    return {d.unique_id: d for d in MediaDescription.objects.filter(unique_id__in=ids)}
+
+
+def render_media(part: dict[str, Any], description: MediaDescription | None) -> str:
+    """Compact text for one media part, e.g. ‹the sticker 😂 from the set NNNNun that appears as …›."""
+    kind = part.get("media_kind") or "other"
+    described = ""
+    if description is not None and description.status in _DESCRIBED and description.description:
+        described = " ".join(description.description.split())
+    if kind == "sticker":
+        name = part.get("sticker_name") or (description.sticker_name if description else "") or "?"
+        set_name = part.get("sticker_set_name") or (description.sticker_set_name if description else "")
+        text = f"the sticker {name}" + (f" from the set {set_name}" if set_name else "")
+    elif kind in _KIND_PHRASES:
+        text = _KIND_PHRASES[kind]
+    elif kind == "document":
+        file_name = part.get("file_name") or ""
+        text = f"a file {file_name}".rstrip()
+    else:
+        return f"‹media of kind {kind}›"
+    if described:
+        text += f" that appears as {described}"
+    return f"‹{text}›"
+
+
+def header_text(message: Message, tz: dt.tzinfo) -> str:
+    """The header of a non-agent message: sender, ids, reply-to and local time."""
+    sender = message.sender_name or "unknown"
+    bits = [f"message_id {message.message_id}", f"from {sender} (id {message.sender_id})"]
+    if message.sender_username:
+        bits[-1] = f"from {sender} (@{message.sender_username}, id {message.sender_id})"
+    if message.reply_to_id:
+        bits.append(f"reply to message_id {message.reply_to_id}")
+    if message.forwarded_from:
+        bits.append(f"forwarded from {message.forwarded_from}")
+    bits.append(message.date.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z"))
+    return "[" + " · ".join(bits) + "]"
+
+
+def message_parts(
+    message: Message, *, descriptions: dict[str, MediaDescription], tz: dt.tzinfo
+) -> tuple[dict[str, Any], ...]:
+    parts: list[dict[str, Any]] = []
+    if not message.is_agent:
+        parts.append({"kind": "header", "text": header_text(message, tz)})
+    if message.text:
+        parts.append({"kind": "text", "text": message.text})
+    for media in message.media or []:
+        unique_id = media.get("unique_id", "")
+        parts.append(
+            {
+                "kind": "media",
+                "media_kind": media.get("media_kind") or "other",
+                "unique_id": unique_id,
+                "rendered_text": render_media(media, descriptions.get(unique_id)),
+            }
+        )
+    if message.is_agent and not parts:
+        parts.append({"kind": "text", "text": "‹empty message›"})
+    return tuple(parts)
+
+
+def to_chat_messages(messages: Sequence[Message], *, tz: dt.tzinfo) -> list[ChatMessage]:
+    descriptions = descriptions_for(messages)
+    return [
+        ChatMessage(
+            message_id=m.message_id,
+            is_agent=m.is_agent,
+            sender_id=m.sender_id,
+            sender_name=m.sender_name,
+            date=m.date,
+            reply_to_id=m.reply_to_id,
+            parts=message_parts(m, descriptions=descriptions, tz=tz),
+        )
+        for m in messages
+        if not (m.is_service and not m.text)
+    ]
+
+
+def conversation_history(conversation: Conversation, *, limit: int | None = None) -> list[ChatMessage]:
+    """The conversation as the agent sees it, oldest first, capped at `limit` (CINDY_HISTORY_SIZE)."""
+    return to_chat_messages(
+        history_messages(conversation, limit=limit), tz=agent_timezone(conversation.agent)
+    )

@@ -1,0 +1,178 @@
+"""Media descriptions: warm the catalog for a conversation's recent media, within a budget.
+
+Prompt building only reads `MediaDescription` rows; this is the one place that creates AI ones.
+
+- Newest media first, so fresh items win the budget; cache hits are free.
+- Curated descriptions are never overwritten.
+- Media bytes come from the file the gateway stored (`file`, relative to MEDIA_ROOT); media that was
+  not downloaded is skipped and costs nothing.
+- Results: status ok / not_understood (blocked or empty reply) / unsupported (a format the model
+  cannot take) / timeout / error (retried on a later turn, up to MAX_ATTEMPTS).
+"""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from conversations.models import Message
+from llm.calls import call_llm
+from llm.errors import LLMConfigError, LLMError, LLMTransientError
+from llm.providers import provider_for
+from llm.request import LLMRequest, Part, Turn
+from llm.routing import Route, UnknownModelError, resolve
+from media_catalog.models import MediaDescription
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+MAX_MEDIA_BYTES = 20_000_000
+_FINAL = {
+    MediaDescription.Status.CURATED,
+    MediaDescription.Status.OK,
+    MediaDescription.Status.NOT_UNDERSTOOD,
+    MediaDescription.Status.UNSUPPORTED,
+}
+DESCRIBE_SYSTEM = (
+    "You describe media from a chat for someone who cannot see or hear it. Answer with one or two plain "
+    "sentences: what it shows or says, and the mood. No preamble."
+)
+_ASK = {
+    "sticker": "Describe this sticker.",
+    "photo": "Describe this photo.",
+    "voice": "Transcribe or summarise this voice message.",
+    "audio": "Describe this audio clip.",
+}
+
+
+def media_route() -> Route:
+    return resolve(settings.MEDIA_MODEL)
+
+
+def _mime(part: dict[str, Any], path: Path) -> str:
+    return (part.get("mime") or mimetypes.guess_type(path.name)[0] or "").lower()
+
+
+def pending_media(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Media parts that may need a description, newest message first, one per unique id."""
+    seen: set[str] = set()
+    found: list[dict[str, Any]] = []
+    for message in sorted(messages, key=lambda m: (m.date, m.message_id), reverse=True):
+        for part in message.media or []:
+            unique_id = part.get("unique_id")
+            if unique_id and unique_id not in seen:
+                seen.add(unique_id)
+                found.append(part)
+    return found
+
+
+def warm_media_descriptions(
+    messages: Sequence[Message],
+    *,
+    budget: int | None = None,
+    agent_id: int | None = None,
+    conversation_id: int | None = None,
+    node_id: int | None = None,
+) -> int:
+    """Describe undescribed media in `messages`; return how many attempts the budget paid for."""
+    budget = settings.MEDIA_DESC_BUDGET_PER_TICK if budget is None else budget
+    parts = pending_media(messages)
+    if budget <= 0 or not parts:
+        return 0
+    known = {
+        d.unique_id: d for d in MediaDescription.objects.filter(unique_id__in=[p["unique_id"] for p in parts])
+    }
+    spent = 0
+    for part in parts:
+        if spent >= budget:
+            break
+        row = known.get(part["unique_id"])
+        if row is not None and (row.status in _FINAL or row.is_curated or row.attempts >= MAX_ATTEMPTS):
+            continue
+        relative = part.get("file") or (part.get("extra") or {}).get("file")
+        if not relative:
+            continue
+        path = Path(settings.MEDIA_ROOT) / relative
+        if not path.is_file():
+            continue
+        spent += 1
+        try:
+            status, text = describe_file(
+                part, path, agent_id=agent_id, conversation_id=conversation_id, node_id=node_id
+            )
+        except (LLMConfigError, UnknownModelError) as exc:
+            logger.warning("media descriptions are off: %s", exc)
+            break
+        _store(part, status=status, description=text, mime=_mime(part, path))
+    return spent
+
+
+def describe_file(
+    part: dict[str, Any],
+    path: Path,
+    *,
+    agent_id: int | None = None,
+    conversation_id: int | None = None,
+    node_id: int | None = None,
+) -> tuple[str, str | None]:
+    """Ask MEDIA_MODEL for a description of one file: (status, description or None)."""
+    route = media_route()
+    mime = _mime(part, path)
+    if not mime or not provider_for(route.provider).supports_media(mime):
+        return MediaDescription.Status.UNSUPPORTED, None
+    if path.stat().st_size > MAX_MEDIA_BYTES:
+        return MediaDescription.Status.UNSUPPORTED, None
+    kind = part.get("media_kind") or "other"
+    ask = _ASK.get(kind, f"Describe this {kind}.")
+    request = LLMRequest(
+        system=DESCRIBE_SYSTEM,
+        turns=[Turn(role="user", parts=(Part(text=ask), Part(data=path.read_bytes(), mime=mime)))],
+    )
+    try:
+        reply = call_llm(
+            request,
+            route=route,
+            purpose="describe",
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            node_id=node_id,
+        )
+    except LLMTransientError as exc:
+        timed_out = "timeout" in str(exc).lower() or "timed out" in str(exc).lower()
+        return (MediaDescription.Status.TIMEOUT if timed_out else MediaDescription.Status.ERROR), None
+    except LLMConfigError:
+        raise
+    except LLMError:
+        return MediaDescription.Status.ERROR, None
+    if reply.status != "ok" or not reply.text.strip():
+        return MediaDescription.Status.NOT_UNDERSTOOD, None
+    return MediaDescription.Status.OK, " ".join(reply.text.split())
+
+
+def _store(part: dict[str, Any], *, status: str, description: str | None, mime: str) -> None:
+    row, created = MediaDescription.objects.get_or_create(
+        unique_id=part["unique_id"],
+        defaults={
+            "kind": part.get("media_kind") or "other",
+            "sticker_set_name": part.get("sticker_set_name", ""),
+            "sticker_set_title": part.get("sticker_set_title", ""),
+            "sticker_name": part.get("sticker_name", ""),
+            "source": MediaDescription.Source.AI,
+            "status": status,
+            "description": description,
+            "mime": mime[:100],
+            "attempts": 1,
+        },
+    )
+    if created or row.is_curated:
+        return
+    row.status = status
+    row.description = description
+    row.mime = mime[:100]
+    row.attempts += 1
+    row.save(update_fields=["status", "description", "mime", "attempts", "updated"])

@@ -1,0 +1,67 @@
+"""The policy for privileged task kinds. The LLM asks; this code decides.
+
+- block, unblock and clear-conversation only in direct messages;
+- shutdown only when the message that triggered the turn comes from an operator
+  (`CINDY_OPERATOR_IDS`, Telegram user ids).
+
+Every refusal is recorded as a `policy_refused` activity event with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from conversations.models import ActivityEvent, Conversation
+from conversations.services.activity import record_event
+from llm.tasks import Task
+
+DM_ONLY = frozenset({"block", "unblock", "clear-conversation"})
+
+
+@dataclass(frozen=True)
+class Refusal:
+    task: Task
+    reason: str
+
+
+def refusal_reason(task: Task, *, conversation: Conversation, trigger_sender_id: int | None) -> str:
+    """Why `task` may not run here, or "" when it may."""
+    if task.kind in DM_ONLY and conversation.kind != Conversation.Kind.DM:
+        return f"{task.kind} is only allowed in direct messages, and this is a {conversation.kind}"
+    if task.kind == "shutdown":
+        operators = set(settings.CINDY_OPERATOR_IDS)
+        if trigger_sender_id is None or trigger_sender_id not in operators:
+            return (
+                f"shutdown needs the triggering message to come from an operator; sender "
+                f"{trigger_sender_id} is not in CINDY_OPERATOR_IDS"
+            )
+    return ""
+
+
+def apply_policy(
+    tasks: list[Task],
+    *,
+    conversation: Conversation,
+    trigger_sender_id: int | None,
+    node_id: int | None = None,
+) -> tuple[list[Task], list[Refusal]]:
+    """Split tasks into allowed and refused, recording one activity event per refusal."""
+    allowed: list[Task] = []
+    refused: list[Refusal] = []
+    for task in tasks:
+        reason = refusal_reason(task, conversation=conversation, trigger_sender_id=trigger_sender_id)
+        if not reason:
+            allowed.append(task)
+            continue
+        refused.append(Refusal(task, reason))
+        record_event(
+            ActivityEvent.Kind.POLICY_REFUSED,
+            agent_id=conversation.agent_id,
+            conversation_id=conversation.pk,
+            node_id=node_id,
+            summary=f"Refused {task.kind}: {reason}",
+            data={"kind": task.kind, "params": task.params, "reason": reason},
+        )
+    return allowed, refused

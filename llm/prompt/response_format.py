@@ -1,0 +1,22 @@
+"""The response-format instructions used when no `Instructions` role prompt has been imported."""
+
+from __future__ import annotations
+
+DEFAULT_INSTRUCTIONS = """# Response Format
+
+Answer with a JSON array of task objects and nothing else. The tasks run in the order given.
+An empty array `[]` means you choose to do nothing now.
+
+Task kinds:
+- `{"kind": "think", "text": "..."}`: reason privately before acting; never shown to anyone.
+- `{"kind": "send", "text": "...", "reply_to": 123}`: send a message; `reply_to` is optional.
+- `{"kind": "sticker", "sticker_set": "SET", "name": "NAME", "reply_to": 123}`: send a sticker.
+- `{"kind": "react", "emoji": "👍", "message_id": 123}`: react to a message with a Telegram reaction.
+- `{"kind": "wait", "delay": 30}`: wait this many seconds before the next task.
+- `{"kind": "remember", "content": "..."}`: remember something about the people you talk to.
+- `{"kind": "plan", "content": "..."}`: keep a plan for this chat.
+- `{"kind": "retrieve", "urls": ["https://..."]}`: fetch up to 3 web pages before answering.
+- `{"kind": "block"}`, `{"kind": "unblock"}`, `{"kind": "clear-conversation"}`: only in direct messages.
+- `{"kind": "shutdown"}`: stop yourself; only an operator may ask for it.
+
+Message ids are the `message_id` values shown in the conversation."""

@@ -1,0 +1,205 @@
+"""The sections of the system instruction, each read from the DB (agents, memory, media catalog)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from agents.models import Agent, RolePrompt
+from conversations.models import Conversation
+from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
+from media_catalog.models import MediaDescription, Sticker
+from memory.models import Intention, Memory, Plan, Summary
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTIONS_PROMPT = "Instructions"
+RETRIEVE_PROMPT = "Retrieve"
+_DESCRIBED = (MediaDescription.Status.OK, MediaDescription.Status.CURATED)
+
+
+def role_prompt_texts(agent: Agent, names: list[str]) -> dict[str, str]:
+    """Prompt texts by name; an agent-specific prompt beats the global one of the same name."""
+    found: dict[str, str] = {}
+    rows = RolePrompt.objects.filter(name__in=names, scope_key__in=[0, agent.pk]).order_by("scope_key")
+    for row in rows:  # global (scope 0) first, so the agent's own overwrites it
+        found[row.name] = row.text
+    return found
+
+
+def base_prompt(agent: Agent, *, include_retrieve: bool) -> str:
+    """Shared response-format instructions, the agent's instructions, then its role prompts."""
+    names = [n for n in agent.role_prompt_names or [] if include_retrieve or n != RETRIEVE_PROMPT]
+    texts = role_prompt_texts(agent, [INSTRUCTIONS_PROMPT, *names])
+    blocks = [texts.get(INSTRUCTIONS_PROMPT, DEFAULT_INSTRUCTIONS).strip()]
+    blocks.append("# Agent Instructions\n\n" + (agent.instructions or "").strip())
+    for name in names:
+        if name == INSTRUCTIONS_PROMPT:
+            continue
+        if name not in texts:
+            logger.warning('agent %s lists role prompt "%s", which is not imported', agent.name, name)
+            continue
+        blocks.append(texts[name].strip())
+    return "\n\n".join(b for b in blocks if b)
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    """Replace `{name}` placeholders we know; other braces (JSON examples) stay as they are."""
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def template_values(agent: Agent, conversation: Conversation) -> dict[str, str]:
+    partner = conversation.title or conversation.username or str(conversation.peer_id)
+    return {
+        "agent": agent.name,
+        "agent_name": agent.name,
+        "character": agent.name,
+        "user": partner,
+        "user_name": partner,
+        "channel": partner,
+        "timezone": agent.timezone or "UTC",
+    }
+
+
+def sticker_section(agent: Agent) -> str:
+    """`# Stickers` with one `- SET :: NAME - ‹description›` line per sticker the agent may send."""
+    entries: list[tuple[str, str, str]] = []  # (set, name, unique_id)
+    set_names = [s for s in agent.sticker_set_names or [] if s]
+    if set_names:
+        stickers = Sticker.objects.filter(sticker_set__short_name__in=set_names).select_related("sticker_set")
+        by_set: dict[str, list[Sticker]] = {}
+        for sticker in stickers:
+            by_set.setdefault(sticker.sticker_set.short_name, []).append(sticker)
+        for set_name in set_names:
+            entries += [(set_name, s.name, s.unique_id) for s in by_set.get(set_name, [])]
+    seen = {(s, n) for s, n, _ in entries}
+    for item in agent.explicit_stickers or []:
+        set_name, _, name = str(item).partition("::")
+        set_name, name = set_name.strip(), name.strip()
+        if set_name and name and (set_name, name) not in seen:
+            entries.append((set_name, name, ""))
+            seen.add((set_name, name))
+    if not entries:
+        return ""
+    by_uid, by_name = _sticker_descriptions(entries)
+    lines = []
+    for set_name, name, unique_id in entries:
+        description = by_uid.get(unique_id) or by_name.get((set_name, name))
+        lines.append(f"- {set_name} :: {name}" + (f" - ‹{description}›" if description else ""))
+    return (
+        "# Stickers\n\nYou can send these stickers with a sticker task (give both the set and the name):\n\n"
+        + "\n".join(lines)
+        + "\n\nYou may also send a sticker you have seen in this chat by giving its set and name."
+    )
+
+
+def _sticker_descriptions(
+    entries: list[tuple[str, str, str]],
+) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+    uids = [u for _, _, u in entries if u]
+    sets = {s for s, _, _ in entries}
+    rows = MediaDescription.objects.filter(status__in=_DESCRIBED).exclude(description=None)
+    by_uid = {r.unique_id: _one_line(r.description) for r in rows.filter(unique_id__in=uids)}
+    by_name = {
+        (r.sticker_set_name, r.sticker_name): _one_line(r.description)
+        for r in rows.filter(sticker_set_name__in=sets)
+    }
+    return by_uid, by_name
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def _json_block(items: list[dict[str, Any]]) -> str:
+    return "```json\n" + json.dumps(items, ensure_ascii=False, indent=2) + "\n```"
+
+
+def memory_section(agent: Agent, *, partner_id: int) -> str:
+    """Curated memories about this partner, then the agent's global memories."""
+    rows = list(Memory.objects.filter(agent=agent, kind=Memory.Kind.CURATED, partner_id=partner_id)) + list(
+        Memory.objects.filter(agent=agent, kind=Memory.Kind.EPISODIC)
+    )
+    curated = [_memory_json(m) for m in rows if m.kind == Memory.Kind.CURATED]
+    episodic = [_memory_json(m) for m in rows if m.kind == Memory.Kind.EPISODIC]
+    blocks = []
+    if curated:
+        blocks.append("# Curated Memories\n\n" + _json_block(curated))
+    if episodic:
+        blocks.append("# Global Memories\n\n" + _json_block(episodic))
+    return "\n\n".join(blocks)
+
+
+def _memory_json(memory: Memory) -> dict[str, Any]:
+    item: dict[str, Any] = {"content": memory.content}
+    created = memory.created_raw or (
+        memory.created.strftime("%Y-%m-%d %H:%M:%S %Z") if memory.created else ""
+    )
+    if created:
+        item["created"] = created
+    if memory.creation_channel:
+        item["creation_channel"] = memory.creation_channel
+    return item
+
+
+def intentions_section(agent: Agent, *, channel_id: int) -> str:
+    """`# Channel Plan` (this chat's plans) then `# Intentions` (open intentions)."""
+    plans = [
+        {"id": p.plan_id or f"plan-{p.pk}", "content": p.content, "created": p.created.isoformat()}
+        for p in Plan.objects.filter(agent=agent, channel_id=channel_id)
+    ]
+    intentions = [
+        {"content": i.content, "created": i.created.isoformat()}
+        for i in Intention.objects.filter(agent=agent, consumed__isnull=True, kind=Intention.Kind.INTEND)
+    ]
+    blocks = []
+    if plans:
+        blocks.append("# Channel Plan\n\n" + _json_block(plans))
+    if intentions:
+        blocks.append("# Intentions\n\n" + _json_block(intentions))
+    return "\n\n".join(blocks)
+
+
+_DETAIL_LABELS = {
+    "about": "Bio",
+    "bio": "Bio",
+    "birthday": "Birthday",
+    "phone": "Phone",
+    "description": "Description",
+    "participants_count": "Participants",
+    "admins_count": "Admins",
+    "slow_mode": "Slow mode",
+    "linked_chat": "Linked chat",
+    "forum": "Forum",
+    "profile_photo": "Profile photo",
+}
+
+
+def channel_details_section(conversation: Conversation) -> str:
+    details = conversation.details or {}
+    kind = {"dm": "User", "group": "Group", "channel": "Channel"}.get(conversation.kind, conversation.kind)
+    lines = [f"- Type: {kind}", f"- ID: {conversation.peer_id}"]
+    label = "Name" if conversation.kind == Conversation.Kind.DM else "Title"
+    if conversation.title:
+        lines.append(f"- {label}: {conversation.title}")
+    if conversation.username:
+        lines.append(f"- Username: @{conversation.username}")
+    for key, title in _DETAIL_LABELS.items():
+        value = details.get(key)
+        if value not in (None, "", [], {}):
+            lines.append(f"- {title}: {value}")
+    participants = details.get("participants")
+    if isinstance(participants, list) and participants:
+        lines.append("- Members: " + ", ".join(str(p) for p in participants))
+    return "# Channel Details\n\n" + "\n".join(lines)
+
+
+def summary_section(agent: Agent, *, channel_id: int) -> str:
+    summaries = [s.content.strip() for s in Summary.objects.filter(agent=agent, channel_id=channel_id)]
+    summaries = [s for s in summaries if s]
+    if not summaries:
+        return ""
+    return "# Conversation Summary\n\n" + "\n\n".join(summaries)

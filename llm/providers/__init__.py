@@ -1,0 +1,39 @@
+"""Provider lookup: a route's provider name → a configured provider on its real SDK."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from llm.errors import LLMConfigError
+from llm.providers.base import Provider
+from llm.providers.gemini import GeminiProvider
+from llm.providers.openai_compat import OpenAICompatibleProvider
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def provider_for(name: str) -> Provider:
+    """The provider for `name` (gemini, grok, openai, openrouter), keys and endpoints from settings."""
+    timeout = settings.LLM_TIMEOUT_SECONDS
+    if name == "gemini":
+        return GeminiProvider(
+            api_key=settings.GOOGLE_GEMINI_API_KEY, base_url=settings.GEMINI_BASE_URL, timeout=timeout
+        )
+    compatible = {
+        "grok": ("GROK_API_KEY", settings.GROK_BASE_URL or "https://api.x.ai/v1"),
+        "openai": ("OPENAI_API_KEY", settings.OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL),
+        "openrouter": ("OPENROUTER_API_KEY", settings.OPENROUTER_BASE_URL),
+    }
+    if name not in compatible:
+        raise LLMConfigError(f'provider "{name}" is unknown: use gemini, grok, openai or openrouter')
+    key_variable, base_url = compatible[name]
+    return OpenAICompatibleProvider(
+        name=name,
+        key_variable=key_variable,
+        api_key=getattr(settings, key_variable),
+        base_url=base_url,
+        timeout=timeout,
+    )
+
+
+__all__ = ["Provider", "provider_for"]

@@ -1,0 +1,136 @@
+"""Gemini through google-genai: system_instruction, user/model contents, BLOCK_NONE, JSON schema."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from llm.errors import LLMConfigError, LLMError, ProviderRetryable
+from llm.providers.base import transport_errors
+from llm.request import LLMReply, LLMRequest, Part, Usage
+
+#: The harm categories the Gemini API accepts; each is set to BLOCK_NONE (personas decide tone).
+SAFETY_CATEGORIES = (
+    types.HarmCategory.HARM_CATEGORY_HARASSMENT,
+    types.HarmCategory.HARM_CATEGORY_HATE_SPEECH,
+    types.HarmCategory.HARM_CATEGORY_SEXUALLY_EXPLICIT,
+    types.HarmCategory.HARM_CATEGORY_DANGEROUS_CONTENT,
+)
+_BLOCKED_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "RECITATION"}
+_MEDIA_PREFIXES = ("image/", "video/", "audio/")
+_clients: dict[tuple[str, str, float], genai.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(api_key: str, base_url: str, timeout: float) -> genai.Client:
+    """One client per endpoint, kept alive: a collected client closes its connection pool."""
+    key = (api_key, base_url, timeout)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            options = types.HttpOptions(
+                base_url=base_url or None,
+                api_version="v1beta",
+                timeout=int(timeout * 1000),
+                # Retries are ours (llm.calls), with backoff the tests can observe.
+                retry_options=types.HttpRetryOptions(attempts=1),
+            )
+            client = genai.Client(api_key=api_key, http_options=options)
+            _clients[key] = client
+        return client
+
+
+def safety_settings() -> list[types.SafetySetting]:
+    return [
+        types.SafetySetting(category=c, threshold=types.HarmBlockThreshold.BLOCK_NONE)
+        for c in SAFETY_CATEGORIES
+    ]
+
+
+def _part(part: Part) -> types.Part:
+    if part.is_media:
+        return types.Part.from_bytes(data=part.data, mime_type=part.mime)
+    return types.Part(text=part.text)
+
+
+def build_contents(request: LLMRequest) -> list[types.Content]:
+    """Turns as contents: the agent's turns are `model`, everyone else's `user`; never `system`."""
+    return [
+        types.Content(role="model" if turn.role == "agent" else "user", parts=[_part(p) for p in turn.parts])
+        for turn in request.turns
+    ]
+
+
+def build_config(request: LLMRequest) -> types.GenerateContentConfig:
+    config: dict[str, Any] = {"system_instruction": request.system, "safety_settings": safety_settings()}
+    if request.response_schema is not None:
+        config["response_mime_type"] = "application/json"
+        config["response_schema"] = request.response_schema
+    return types.GenerateContentConfig(**config)
+
+
+class GeminiProvider:
+    name = "gemini"
+    key_variable = "GOOGLE_GEMINI_API_KEY"
+
+    def __init__(self, *, api_key: str, base_url: str = "", timeout: float = 120.0) -> None:
+        if not api_key:
+            raise LLMConfigError(
+                f"{self.key_variable} is not set: Gemini needs an API key. Set {self.key_variable} "
+                "in the environment or .env (get one at https://aistudio.google.com/apikey)"
+            )
+        self._client = _client(api_key, base_url, timeout)
+
+    def supports_media(self, mime: str) -> bool:
+        return mime.startswith(_MEDIA_PREFIXES)
+
+    def generate(self, request: LLMRequest, *, model: str) -> LLMReply:
+        try:
+            response = self._client.models.generate_content(
+                model=model, contents=build_contents(request), config=build_config(request)
+            )
+        except genai_errors.APIError as exc:
+            raise self._translate(exc) from exc
+        except transport_errors() as exc:
+            raise ProviderRetryable(f"Gemini request failed: {type(exc).__name__}: {exc}") from exc
+        return self._reply(response, model)
+
+    def _translate(self, exc: genai_errors.APIError) -> Exception:
+        code = exc.code or 0
+        if code == 429 or code >= 500 or code == 408:
+            return ProviderRetryable(f"Gemini answered {code}: {exc.message or exc}")
+        if code in (401, 403):
+            return LLMConfigError(
+                f"Gemini refused the key in {self.key_variable} ({code}: {exc.message}): check the key"
+            )
+        return LLMError(f"Gemini answered {code}: {exc.message or exc}")
+
+    def _reply(self, response: types.GenerateContentResponse, model: str) -> LLMReply:
+        meta = response.usage_metadata
+        usage = Usage(
+            input_tokens=(meta.prompt_token_count or 0) if meta else 0,
+            output_tokens=(meta.candidates_token_count or 0) if meta else 0,
+            cached_tokens=(meta.cached_content_token_count or 0) if meta else 0,
+            thinking_tokens=(meta.thoughts_token_count or 0) if meta else 0,
+        )
+        reply = LLMReply(text="", usage=usage, provider=self.name, model=model)
+        if not response.candidates:
+            feedback = response.prompt_feedback
+            reason = feedback.block_reason if feedback and feedback.block_reason else None
+            reply.status = "blocked" if reason else "empty"
+            reply.finish_reason = str(reason.value if hasattr(reason, "value") else reason or "")
+            return reply
+        candidate = response.candidates[0]
+        finish = candidate.finish_reason
+        reply.finish_reason = str(finish.value if hasattr(finish, "value") else finish or "")
+        parts = candidate.content.parts if candidate.content and candidate.content.parts else []
+        reply.text = "".join(p.text for p in parts if p.text and not p.thought)
+        if reply.finish_reason in _BLOCKED_FINISH and not reply.text.strip():
+            reply.status = "blocked"
+        elif not reply.text.strip():
+            reply.status = "empty"
+        return reply

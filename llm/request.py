@@ -1,0 +1,57 @@
+"""Provider-neutral request and reply: what the prompt builder produces and each provider serialises."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "agent"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a turn: text, or media bytes (for media description only)."""
+
+    text: str = ""
+    data: bytes | None = None
+    mime: str = ""
+
+    @property
+    def is_media(self) -> bool:
+        return self.data is not None
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: Role
+    parts: tuple[Part, ...]
+
+
+@dataclass
+class LLMRequest:
+    system: str
+    turns: list[Turn]
+    #: JSON schema the reply must follow (the task list); None for free text (media descriptions).
+    response_schema: dict[str, Any] | None = None
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    thinking_tokens: int = 0
+
+
+ReplyStatus = Literal["ok", "blocked", "empty"]
+
+
+@dataclass
+class LLMReply:
+    text: str
+    status: ReplyStatus = "ok"
+    finish_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    provider: str = ""
+    model: str = ""
+    llm_call_id: int | None = None

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import datetime as dt
+
+from conversations.models import LLMCall
+from llm.conversation import conversation_history, history_messages, render_media
+from llm.tests.conftest import add_message
+from media_catalog.models import MediaDescription
+
+
+def test_non_agent_messages_get_a_header_in_the_agents_timezone(dm, say):
+    say(dm, 7, "hello", reply_to_id=5, sender_username="alice")
+
+    (message,) = conversation_history(dm)
+
+    header, text = message.parts
+    assert header == {
+        "kind": "header",
+        "text": "[message_id 7 · from Alice (@alice, id 1001) · reply to message_id 5 · 2026-01-05 13:07 CET]",
+    }
+    assert text == {"kind": "text", "text": "hello"}
+
+
+def test_agent_messages_have_no_header(dm, say):
+    say(dm, 1, "hi there", is_agent=True)
+
+    (message,) = conversation_history(dm)
+
+    assert message.parts == ({"kind": "text", "text": "hi there"},)
+
+
+def test_sticker_is_rendered_from_the_catalog(dm, say):
+    MediaDescription.objects.create(
+        unique_id="S1",
+        kind="sticker",
+        sticker_set_name="NNNNun",
+        sticker_name="😂",
+        description="a nun laughing",
+    )
+    say(
+        dm,
+        1,
+        media=[
+            {
+                "kind": "media",
+                "media_kind": "sticker",
+                "unique_id": "S1",
+                "sticker_set_name": "NNNNun",
+                "sticker_name": "😂",
+            }
+        ],
+    )
+
+    (message,) = conversation_history(dm)
+
+    assert message.parts[1] == {
+        "kind": "media",
+        "media_kind": "sticker",
+        "unique_id": "S1",
+        "rendered_text": "‹the sticker 😂 from the set NNNNun that appears as a nun laughing›",
+    }
+
+
+def test_photo_without_description_and_unknown_kinds_are_placeholders():
+    assert render_media({"media_kind": "photo", "unique_id": "P"}, None) == "‹a photo›"
+    assert render_media({"media_kind": "hologram"}, None) == "‹media of kind hologram›"
+    failed = MediaDescription(unique_id="P", status=MediaDescription.Status.TIMEOUT, description=None)
+    assert render_media({"media_kind": "photo"}, failed) == "‹a photo›"
+    ok = MediaDescription(unique_id="P", status=MediaDescription.Status.OK, description="a cake\non a table")
+    assert render_media({"media_kind": "photo"}, ok) == "‹a photo that appears as a cake on a table›"
+
+
+def test_history_is_chronological_and_skips_deleted_messages(dm, say):
+    say(dm, 3, "third")
+    say(dm, 1, "first")
+    say(dm, 2, "gone", deleted=True)
+
+    assert [m.message_id for m in conversation_history(dm)] == [1, 3]
+
+
+def test_history_is_capped_and_its_start_moves_in_steps(dm, settings):
+    for i in range(1, 131):
+        add_message(dm, i, f"m{i}")
+
+    window = history_messages(dm, limit=100)
+    assert len(window) <= 100
+    assert window[-1].message_id == 130
+    first = window[0].message_id
+
+    add_message(dm, 131, "m131", date=dt.datetime(2026, 1, 6, tzinfo=dt.UTC))
+    assert history_messages(dm, limit=100)[0].message_id == first
+
+
+def test_prompt_history_does_no_description_work(dm, say, django_assert_max_num_queries):
+    say(dm, 1, media=[{"kind": "media", "media_kind": "photo", "unique_id": "P9", "file": "x.jpg"}])
+
+    with django_assert_max_num_queries(3):
+        conversation_history(dm)
+
+    assert not LLMCall.objects.exists()
+    assert not MediaDescription.objects.exists()
