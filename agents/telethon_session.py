@@ -58,7 +58,7 @@ class SessionKeyError(ImproperlyConfigured):
     """CINDY_SESSION_KEY is missing or cannot decrypt the stored key."""
 
 
-def _fernet() -> Fernet:
+def session_cipher() -> Fernet:
     secret = settings.CINDY_SESSION_KEY
     if not secret:
         raise SessionKeyError(
@@ -74,12 +74,12 @@ def _fernet() -> Fernet:
 
 
 def encrypt_auth_key(raw: bytes) -> bytes:
-    return _fernet().encrypt(raw)
+    return session_cipher().encrypt(raw)
 
 
 def decrypt_auth_key(token: bytes, *, agent_name: str) -> bytes:
     try:
-        return _fernet().decrypt(bytes(token))
+        return session_cipher().decrypt(bytes(token))
     except InvalidToken:
         raise SessionKeyError(
             f"agents/{agent_name}: the stored Telegram session cannot be decrypted with the current "
@@ -352,7 +352,9 @@ def telegram_readiness_problems(agent: Agent) -> list[str]:
     if not agent.phone:
         problems.append(f'agents/{agent.name}: no phone number: set "Agent Phone" in its persona file')
     has_key = TelegramSession.objects.filter(agent_id=agent.pk, auth_key_encrypted__isnull=False).exists()
-    if not has_key:
+    # Telethon stores a key as soon as it connects, before any login; the user id is recorded only
+    # once a login succeeded.
+    if not has_key or agent.telegram_user_id is None:
         problems.append(
             f"agents/{agent.name}: not logged in to Telegram: {LOGIN_HINT.format(name=agent.name)}"
         )

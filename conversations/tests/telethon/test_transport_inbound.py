@@ -1,0 +1,141 @@
+"""Inbound updates, history for the reconciler, and the connection's lifecycle."""
+
+from __future__ import annotations
+
+import pytest
+from telethon import utils
+from telethon.tl import functions, types
+
+from agents.models import TelegramUpdateState
+from conversations.transport.base import AuthError, NewMessage, ReactionsChanged, TransportError
+from conversations.transport.telethon import TelethonTransport
+
+from .conftest import GATEWAY, run
+from .doubles import DATE, ME_ID, FakeTelegramClient, user
+
+ANN = 501
+GROUP = utils.get_peer_id(types.PeerChannel(901))
+
+
+def test_connect_reports_the_account(transport):
+    assert (transport.me.user_id, transport.me.username, transport.me.name) == (ME_ID, "Heidi_Bot", "Heidi")
+
+
+def test_updates_are_queued_and_drained_oldest_first(transport, fake_client):
+    first = types.UpdateNewMessage(
+        message=types.Message(id=1, peer_id=types.PeerUser(ANN), date=DATE, message="one"), pts=1, pts_count=1
+    )
+    first._entities = {ANN: user(ANN)}
+    mine = types.UpdateNewMessage(
+        message=types.Message(id=2, peer_id=types.PeerUser(ANN), date=DATE, message="from phone", out=True),
+        pts=2,
+        pts_count=1,
+    )
+    reaction = types.UpdateMessageReactions(
+        peer=types.PeerUser(ANN), msg_id=2, reactions=types.MessageReactions(results=[])
+    )
+    for update in (first, mine, reaction):
+        run(fake_client.dispatch, update)
+    drained = run(transport.poll_updates)
+    assert [type(u) for u in drained] == [NewMessage, NewMessage, ReactionsChanged]
+    assert drained[0].message.sender_name == "Ann"
+    assert drained[1].message.is_outgoing
+    assert run(transport.poll_updates) == []
+
+
+def test_reply_to_a_message_sent_from_another_device_is_a_reply_to_the_agent(transport, fake_client):
+    mine = types.Message(id=40, peer_id=types.PeerChannel(901), date=DATE, message="me", out=True)
+    reply = types.Message(
+        id=41,
+        peer_id=types.PeerChannel(901),
+        from_id=types.PeerUser(ANN),
+        date=DATE,
+        message="re",
+        reply_to=types.MessageReplyHeader(reply_to_msg_id=40),
+    )
+    for message in (mine, reply):
+        run(fake_client.dispatch, types.UpdateNewChannelMessage(message=message, pts=1, pts_count=1))
+    drained = run(transport.poll_updates)
+    assert drained[1].message.reply_to_agent and drained[1].message.peer_id == GROUP
+
+
+def test_sticker_set_title_is_looked_up_once_and_cached(transport, fake_client):
+    sticker = types.MessageMediaDocument(
+        document=types.Document(
+            id=9,
+            access_hash=1,
+            file_reference=b"",
+            date=DATE,
+            mime_type="application/x-tgsticker",
+            size=1,
+            dc_id=2,
+            attributes=[
+                types.DocumentAttributeSticker(
+                    alt="🐸", stickerset=types.InputStickerSetID(id=3, access_hash=4)
+                )
+            ],
+        )
+    )
+    fake_client.answer(
+        types.messages.StickerSet(
+            set=types.StickerSet(
+                id=3, access_hash=4, title="Mr Ribbit", short_name="MrRibbit", count=1, hash=0
+            ),
+            packs=[],
+            keywords=[],
+            documents=[],
+        )
+    )
+    for mid in (1, 2):
+        message = types.Message(id=mid, peer_id=types.PeerUser(ANN), date=DATE, message="", media=sticker)
+        run(fake_client.dispatch, types.UpdateNewMessage(message=message, pts=mid, pts_count=1))
+    items = [u.message.media[0] for u in run(transport.poll_updates)]
+    assert {(i.sticker_set_name, i.sticker_set_title, i.sticker_format) for i in items} == {
+        ("MrRibbit", "Mr Ribbit", "animated")
+    }
+    assert len(fake_client.of_type(functions.messages.GetStickerSetRequest)) == 1
+
+
+def test_history_since_id_pages_forward_in_order(transport, fake_client):
+    messages = [
+        types.Message(id=i, peer_id=types.PeerUser(ANN), date=DATE, message=f"m{i}") for i in (13, 12, 11)
+    ]
+    fake_client.answer(types.messages.Messages(messages=messages, topics=[], chats=[], users=[user(ANN)]))
+    got = run(transport.history, ANN, since_id=10, limit=3)
+    assert [m.message_id for m in got] == [11, 12, 13]
+    (request,) = fake_client.of_type(functions.messages.GetHistoryRequest)
+    assert (request.min_id, request.offset_id, request.add_offset, request.limit) == (10, 11, -3, 3)
+
+
+def test_lost_connection_is_reported_for_the_supervisor(transport, fake_client):
+    fake_client.connected = False
+    with pytest.raises(TransportError):
+        run(transport.poll_updates)
+
+
+def test_a_revoked_session_at_connect_is_an_auth_error(logged_in):
+    client = FakeTelegramClient()
+    client.authorized = False
+    transport = TelethonTransport(logged_in, gateway_id=GATEWAY, client_factory=lambda *a: client)
+    with pytest.raises(AuthError) as exc:
+        run(transport.connect)
+    assert "telegram_login Heidi" in str(exc.value)
+
+
+def test_not_logged_in_names_the_fix(tg_agent):
+    transport = TelethonTransport(
+        tg_agent, gateway_id=GATEWAY, client_factory=lambda *a: FakeTelegramClient()
+    )
+    with pytest.raises(AuthError) as exc:
+        run(transport.connect)
+    assert "agents/Heidi: not logged in to Telegram: run python manage.py telegram_login Heidi" in str(
+        exc.value
+    )
+
+
+def test_update_state_is_saved_on_disconnect(transport, fake_client):
+    state = types.updates.State(pts=120, qts=3, date=DATE, seq=9, unread_count=0)
+    fake_client.session.set_update_state(0, state)
+    run(transport.disconnect)
+    row = TelegramUpdateState.objects.get(agent=transport.agent, entity_id=0)
+    assert (row.pts, row.qts, row.seq) == (120, 3, 9)
