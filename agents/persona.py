@@ -95,6 +95,12 @@ class Persona:
 
 def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
     """Split Markdown into (preamble, [(heading, body), ...]) on level-1 headings outside code fences."""
+    preamble, sections, _ = _walk(text)
+    return _clean("\n".join(preamble)), [(h, _clean("\n".join(body))) for h, body in sections]
+
+
+def _walk(text: str) -> tuple[list[str], list[tuple[str, list[str]]], str | None]:
+    """Return (preamble lines, [(heading, body lines)], the fence still open at the end or None)."""
     preamble: list[str] = []
     sections: list[tuple[str, list[str]]] = []
     fence: str | None = None
@@ -112,7 +118,7 @@ def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
                 sections.append((heading.group(1), []))
                 continue
         (sections[-1][1] if sections else preamble).append(line)
-    return _clean("\n".join(preamble)), [(h, _clean("\n".join(body))) for h, body in sections]
+    return preamble, sections, fence
 
 
 def _clean(body: str) -> str:
@@ -140,6 +146,12 @@ def parse_persona(text: str, *, source: str = "persona") -> Persona:
     persona = Persona()
     errors: list[str] = []
     seen: set[str] = set()
+    open_fence = _walk(text)[2]
+    if open_fence:
+        persona.warnings.append(
+            f"{source}: a code block opened with {open_fence} never closes, so every heading after it is "
+            f"read as text: add a closing {open_fence}"
+        )
     if preamble:
         persona.warnings.append(
             f'{source}: text before the first heading is ignored ("{_short(preamble)}"): '
@@ -252,20 +264,36 @@ def _quoted(items) -> list[str]:
 
 
 def write_persona(persona) -> str:
-    """Write persona values (a Persona or an Agent) in the Markdown format, known headings first."""
-    parts: list[str] = []
+    """Write persona values (a Persona or an Agent) in the Markdown format; instructions come last.
+
+    Raises PersonaError when a value would not read back the same (a `# ` line outside a code block,
+    or a code block left open), so an export never silently changes a persona.
+    """
+    who = getattr(persona, "name", "") or "persona"
+    sections: list[tuple[str, str]] = []
     for heading, attr in TEXT_FIELDS.items():
         value = getattr(persona, attr)
-        if value is None or value == "" or value == []:
+        if heading == "Agent Instructions" or value is None or value == "" or value == []:
             continue
-        if isinstance(value, list):
-            body = "\n".join(value)
-        else:
-            body = str(value)
-        parts.append(f"# {heading}\n\n{body}\n")
-    for heading, attr in FLAG_FIELDS.items():
-        if getattr(persona, attr):
-            parts.append(f"# {heading}\n")
-    for heading, body in persona.extra_sections or []:
-        parts.append(f"# {heading}\n\n{body}\n" if body else f"# {heading}\n")
-    return "\n".join(parts)
+        sections.append((heading, "\n".join(value) if isinstance(value, list) else str(value)))
+    sections += [(heading, "") for heading, attr in FLAG_FIELDS.items() if getattr(persona, attr)]
+    sections += [(heading, body) for heading, body in persona.extra_sections or []]
+    sections.append(("Agent Instructions", persona.instructions))
+    errors = [problem for heading, body in sections if (problem := _body_problem(who, heading, body))]
+    if errors:
+        raise PersonaError(errors)
+    return "\n".join(f"# {heading}\n\n{body}\n" if body else f"# {heading}\n" for heading, body in sections)
+
+
+def _body_problem(who: str, heading: str, body: str) -> str | None:
+    _, sections, fence = _walk(body)
+    if sections:
+        return (
+            f'{who}: "{heading}" has the line "# {sections[0][0]}", which would start a new section: '
+            "make it a subheading (## ...) or put it inside a code block"
+        )
+    if fence:
+        return (
+            f'{who}: "{heading}" opens a code block with {fence} and never closes it: add a closing {fence}'
+        )
+    return None

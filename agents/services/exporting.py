@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from agents.models import Agent, RolePrompt
-from agents.persona import write_persona
+from agents.persona import PersonaError, write_persona
 from media_catalog.services import curated_io as media_io
 from memory.services import curated_io as memory_io
 
@@ -41,7 +41,11 @@ def config_export(*, out_dir: Path) -> Counter:
     agents_dir.mkdir(parents=True, exist_ok=True)
     for agent in Agent.objects.order_by("name"):
         name = _safe_name(agent.name, "agent")
-        (agents_dir / f"{name}.md").write_text(write_persona(agent), encoding="utf-8")
+        try:
+            text = write_persona(agent)
+        except PersonaError as exc:
+            raise ExportError(str(exc)) from exc
+        (agents_dir / f"{name}.md").write_text(text, encoding="utf-8")
         counts["persona"] += 1
         for prompt in RolePrompt.objects.filter(agent=agent).order_by("name"):
             _write(agents_dir / name / "prompts" / f"{_safe_name(prompt.name, 'prompt')}.md", prompt.text)

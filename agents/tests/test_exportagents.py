@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from agents.models import Agent, RolePrompt
 from agents.persona import PERSONA_FIELDS
@@ -124,3 +124,10 @@ def test_the_samples_import_cleanly_and_round_trip(tmp_path):
     wipe()
     config_import(dirs=configured_dirs([str(tmp_path / "out")]))
     assert snapshot() == before
+
+
+def test_export_refuses_a_persona_that_would_not_read_back(tmp_path):
+    config_import(dirs=build_config_dirs(tmp_path))
+    Agent.objects.filter(name="Otto").update(instructions="Hello\n# Oops")
+    with pytest.raises(CommandError, match='Otto: "Agent Instructions" has the line "# Oops"'):
+        call_command("exportagents", str(tmp_path / "out"), stdout=io.StringIO())

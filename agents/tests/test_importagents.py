@@ -237,3 +237,16 @@ def test_progress_is_shown_on_stderr_for_large_media_dirs(tmp_path):
     call_command("importagents", str(tmp_path / "c"), stdout=io.StringIO(), stderr=err)
     assert "media 25/25 (100%)" in err.getvalue()
     assert MediaDescription.objects.count() == 25
+
+
+def test_default_dirs_come_from_the_setting_and_resolve_under_base_dir(settings, tmp_path, monkeypatch):
+    settings.CINDY_AGENT_CONFIG_PATH = "samples:configdir"
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+
+    call_command("importagents", stdout=out, stderr=err)
+
+    assert [d.display for d in configured_dirs()] == ["samples", "configdir"]
+    assert "samples/agents/" in out.getvalue() and "configdir/prompts/Instructions.md" in out.getvalue()
+    assert out.getvalue().rstrip().splitlines()[-1].endswith("0 errors; 0 warnings")
+    assert err.getvalue() == ""

@@ -199,3 +199,24 @@ def test_text_before_the_first_heading_is_reported():
 def test_hashtag_without_space_is_not_a_heading():
     p = parse_persona(minimal(**{"Agent Instructions": "Use tags like\n#blessed\nsparingly."}), source=SRC)
     assert p.instructions == "Use tags like\n#blessed\nsparingly."
+
+
+def test_writer_refuses_a_value_that_would_read_back_differently():
+    persona = parse_persona(minimal(), source=SRC)
+    persona.instructions = "Intro\n# Sneaky heading\nMore"
+    with pytest.raises(PersonaError) as info:
+        write_persona(persona)
+    assert info.value.errors == [
+        'Heidi: "Agent Instructions" has the line "# Sneaky heading", which would start a new section: '
+        "make it a subheading (## ...) or put it inside a code block"
+    ]
+    persona.instructions = "```python\nprint('hi')"
+    with pytest.raises(PersonaError, match="opens a code block with ``` and never closes it"):
+        write_persona(persona)
+
+
+def test_unclosed_code_block_in_a_file_is_reported():
+    text = minimal(**{"Agent Instructions": "Hi\n```\ncode"}) + "# Gagged\n"
+    p = parse_persona(text, source=SRC)
+    assert p.gagged is False
+    assert p.warnings[0].startswith(f"{SRC}: a code block opened with ``` never closes")
