@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Set up and run Cindy's test suite.
+#   ./test.sh [--mariadb] [PYTEST ARGS...]
+# SQLite by default; --mariadb (or CINDY_TEST_DB=mariadb) runs the same suite on MariaDB at
+# 127.0.0.1:3306 as root without a password, starting the server if it is installed but not running.
+# As root, missing Debian packages (chromium for the browser tests; the MySQL client headers for
+# MariaDB) are installed with apt-get.
+set -euo pipefail
+cd "$(dirname "$0")"
+. scripts/venv.sh
+
+DB=${CINDY_TEST_DB:-sqlite}
+PYTEST_ARGS=()
+for arg in "$@"; do
+    case "$arg" in
+    --mariadb) DB=mariadb ;;
+    --sqlite) DB=sqlite ;;
+    *) PYTEST_ARGS+=("$arg") ;;
+    esac
+done
+case "$DB" in
+sqlite | mariadb) ;;
+*)
+    echo "error: CINDY_TEST_DB is \"$DB\": use sqlite or mariadb" >&2
+    exit 2
+    ;;
+esac
+
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ "$DB" = mariadb ]; then
+    for pkg in default-libmysqlclient-dev pkg-config build-essential; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+fi
+cindy_apt_install "${missing[@]}"
+
+requirements=(requirements/test.txt)
+[ "$DB" = mariadb ] && requirements+=(requirements/mysql.txt)
+cindy_venv "${requirements[@]}"
+
+mariadb_ping() {
+    local client
+    client=$(command -v mariadb-admin || command -v mysqladmin || true)
+    if [ -n "$client" ]; then
+        "$client" --protocol=tcp -h 127.0.0.1 -P 3306 -u root ping >/dev/null 2>&1
+    else
+        .venv/bin/python -c 'import MySQLdb; MySQLdb.connect(host="127.0.0.1", port=3306, user="root").close()' \
+            >/dev/null 2>&1
+    fi
+}
+
+if [ "$DB" = mariadb ]; then
+    if ! mariadb_ping; then
+        if [ -x /usr/sbin/mariadbd ] && [ "$(id -u)" = 0 ]; then
+            echo "Starting MariaDB"
+            install -d -o mysql -g mysql /run/mysqld 2>/dev/null || true
+            start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+            for _ in $(seq 1 60); do
+                mariadb_ping && break
+                sleep 1
+            done
+        fi
+        if ! mariadb_ping; then
+            echo "error: MariaDB does not answer on 127.0.0.1:3306 as root without a password." >&2
+            echo "       Install and start it (apt-get install mariadb-server), or run ./test.sh without --mariadb." >&2
+            exit 1
+        fi
+    fi
+    export DATABASE_URL=mysql://root@127.0.0.1:3306/cindy
+    echo "Testing on MariaDB ($DATABASE_URL)"
+else
+    unset DATABASE_URL
+    echo "Testing on SQLite"
+fi
+
+set +e
+.venv/bin/python -m pytest "${PYTEST_ARGS[@]}"
+status=$?
+set -e
+if [ "$status" = 5 ]; then
+    echo "error: pytest collected no tests (exit status 5): check the arguments: ${PYTEST_ARGS[*]}" >&2
+fi
+exit "$status"
