@@ -63,6 +63,14 @@ class ImportReport:
 
     def summary(self) -> str:
         counts = self.counts()
-        parts = [f"{counts.get(o, 0)} {'errors' if o == Outcome.ERROR else o.value}" for o in Outcome]
+        parts = [f"{counts.get(o, 0)} {o.value}" for o in Outcome if o != Outcome.ERROR]
+        errors, warnings = counts.get(Outcome.ERROR, 0), len(self.warnings)
         prefix = "Dry run, nothing saved: " if self.dry_run else ""
-        return f"{prefix}{len(self.results)} files: {', '.join(parts)}; {len(self.warnings)} warnings"
+        return (
+            f"{prefix}{len(self.results)} files: {', '.join(parts)}; "
+            f"{plural(errors, 'error')}, {plural(warnings, 'warning')}"
+        )
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

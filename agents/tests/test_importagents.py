@@ -72,7 +72,7 @@ def test_broken_persona_gives_exactly_one_clear_error_and_the_rest_imports(dirs)
 
 def test_command_prints_a_table_and_fails_when_a_file_failed(dirs):
     out, err = io.StringIO(), io.StringIO()
-    with pytest.raises(CommandError, match="1 errors"):
+    with pytest.raises(CommandError, match="1 error, 1 warning"):
         call_command("importagents", str(dirs[0].path), str(dirs[1].path), stdout=out, stderr=err)
     table = out.getvalue()
     assert table.splitlines()[0].split() == ["FILE", "KIND", "RESULT", "DETAIL"]
@@ -248,5 +248,5 @@ def test_default_dirs_come_from_the_setting_and_resolve_under_base_dir(settings,
 
     assert [d.display for d in configured_dirs()] == ["samples", "configdir"]
     assert "samples/agents/" in out.getvalue() and "configdir/prompts/Instructions.md" in out.getvalue()
-    assert out.getvalue().rstrip().splitlines()[-1].endswith("0 errors; 0 warnings")
+    assert out.getvalue().rstrip().splitlines()[-1].endswith("0 errors, 0 warnings")
     assert err.getvalue() == ""

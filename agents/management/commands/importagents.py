@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.services.import_report import plural
 from agents.services.importing import config_import, configured_dirs
 
 # Below this many media files a progress line is more noise than help.
@@ -54,5 +55,5 @@ class Command(BaseCommand):
 def _detail(result) -> str:
     if result.outcome == "error":
         return "see below"
-    note = f" ({len(result.warnings)} warnings)" if result.warnings else ""
+    note = f" ({plural(len(result.warnings), 'warning')}, see below)" if result.warnings else ""
     return f"{result.detail}{note}"
