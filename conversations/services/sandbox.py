@@ -261,10 +261,13 @@ def _describe_media(part: dict[str, Any]) -> str:
 
 def sandbox_message_line(message: SandboxMessage, *, names: dict[int, str], with_ids: bool = False) -> str:
     """One transcript line, `SENDER: text`, with media, replies and reactions in words."""
+    prefix = f"#{message.message_id} " if with_ids else ""
+    if message.deleted:
+        return f"{prefix}{message.sender.name}: (deleted)"
     pieces = [_describe_media(part) for part in message.media]
     if message.text:
         pieces.append(message.text)
-    body = " ".join(pieces) if not message.deleted else "(deleted)"
+    body = " ".join(pieces)
     if message.reply_to_id:
         body = f"(in reply to #{message.reply_to_id}) {body}"
     if message.reactions:
@@ -273,7 +276,6 @@ def sandbox_message_line(message: SandboxMessage, *, names: dict[int, str], with
             who = ", ".join(names.get(uid, str(uid)) for uid in entry.get("user_ids", []))
             words.append(f"{entry['emoji']} from {who}" if who else entry["emoji"])
         body = f"{body} (reactions: {'; '.join(words)})"
-    prefix = f"#{message.message_id} " if with_ids else ""
     return f"{prefix}{message.sender.name}: {body}"
 
 

@@ -361,6 +361,7 @@ class SandboxTransport:
         member = SandboxMember.objects.filter(chat=chat, user=me).first()
         others = list(chat.members.exclude(pk=me.pk).order_by("name"))
         peer = self._peer_of(chat)
+        extra = {"read_inbox_max_id": member.read_up_to if member else 0}
         if chat.kind == SandboxChat.Kind.GROUP:
             return ChatDetails(
                 peer_id=peer,
@@ -369,6 +370,7 @@ class SandboxTransport:
                 participants_count=len(others) + 1,
                 participants=tuple(u.name for u in others),
                 muted=bool(member and member.muted),
+                extra=extra,
             )
         other = others[0] if others else me
         return ChatDetails(
@@ -378,6 +380,7 @@ class SandboxTransport:
             username=other.username,
             muted=bool(member and member.muted),
             blocked=other.user_id in (me.blocked_user_ids or []),
+            extra=extra,
         )
 
     async def is_muted(self, peer_id: int) -> bool:

@@ -1,0 +1,69 @@
+"""Reads for the engine and the dashboard: what the tick may run, and a conversation's history."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+from django.db.models import Exists, Max, OuterRef, Q
+
+from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
+
+DependsOn = TaskNode.depends_on.through
+
+
+def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[TaskNode]:
+    """Nodes the tick may start now, oldest `not_before` first.
+
+    Eligible means: pending; `not_before` reached; every dependency done; the graph active; the agent
+    neither disabled, gagged nor stopped; and no other node of the conversation running (one running
+    node per conversation). The scan uses `tasknode_eligible_idx` (status, not_before).
+    """
+    agent_ids = list(agent_ids)
+    if not agent_ids:
+        return []
+    unfinished_dependency = DependsOn.objects.filter(from_tasknode=OuterRef("pk")).exclude(
+        to_tasknode__status=NodeStatus.DONE
+    )
+    running_sibling = TaskNode.objects.filter(
+        conversation=OuterRef("conversation"), status=NodeStatus.RUNNING
+    )
+    return list(
+        TaskNode.objects.filter(
+            status=NodeStatus.PENDING,
+            not_before__lte=at,
+            agent_id__in=agent_ids,
+            graph__status=TaskGraph.Status.ACTIVE,
+            agent__disabled=False,
+            agent__gagged=False,
+            agent__stopped=False,
+        )
+        .filter(~Exists(unfinished_dependency), ~Exists(running_sibling))
+        .order_by("not_before", "id")
+        .only("id", "agent_id", "conversation_id", "kind", "not_before", "sequence")[:limit]
+    )
+
+
+def conversation_last_message_id(*, conversation: Conversation) -> int | None:
+    return Message.objects.filter(conversation=conversation).aggregate(m=Max("message_id"))["m"]
+
+
+def conversation_last_agent_message_id(*, conversation: Conversation) -> int | None:
+    return Message.objects.filter(conversation=conversation, is_agent=True, deleted=False).aggregate(
+        m=Max("message_id")
+    )["m"]
+
+
+def is_reply_to_agent(*, conversation: Conversation, reply_to_id: int | None) -> bool:
+    if reply_to_id is None:
+        return False
+    return Message.objects.filter(conversation=conversation, message_id=reply_to_id, is_agent=True).exists()
+
+
+def conversations_with_messages(*, agent_id: int) -> list[Conversation]:
+    """The agent's conversations that the mirror has messages for (the reconciler fills their gaps)."""
+    return list(
+        Conversation.objects.filter(agent_id=agent_id).filter(
+            Q(Exists(Message.objects.filter(conversation=OuterRef("pk"))))
+        )
+    )

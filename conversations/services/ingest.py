@@ -1,0 +1,242 @@
+"""Writing the DB mirror: conversations and messages upserted from the transport's plain records.
+
+Everything here is idempotent: the same record ingested twice (an update and then the reconciler's
+history, or a send retried after a crash) leaves one row.
+"""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from agents.models import Agent
+from cindy_site.clock import now
+from conversations.models import ActivityEvent, Conversation, Message
+from conversations.services.activity import record_event
+from conversations.transport.base import ChatDetails, InboundMessage, ReactionInfo, SentMessage
+
+Kind = ActivityEvent.Kind
+
+
+def conversation_upsert(
+    *, agent: Agent, peer_id: int, kind: str, title: str = "", username: str = ""
+) -> Conversation:
+    """The agent's conversation with `peer_id`, created on first sight; title and username kept fresh."""
+    conversation = Conversation.objects.filter(agent=agent, peer_id=peer_id).first()
+    if conversation is None:
+        try:
+            with transaction.atomic():
+                return Conversation.objects.create(
+                    agent=agent, peer_id=peer_id, kind=kind, title=title[:255], username=username[:64]
+                )
+        except IntegrityError:
+            conversation = Conversation.objects.get(agent=agent, peer_id=peer_id)
+    changed = {}
+    if title and conversation.title != title[:255]:
+        changed["title"] = title[:255]
+    if username and conversation.username != username[:64]:
+        changed["username"] = username[:64]
+    if changed:
+        Conversation.objects.filter(pk=conversation.pk).update(**changed)
+        for field, value in changed.items():
+            setattr(conversation, field, value)
+    return conversation
+
+
+def conversation_apply_details(*, agent: Agent, details: ChatDetails) -> Conversation:
+    """Refresh a conversation from the transport's details: title, mute and block state, prompt details."""
+    conversation = conversation_upsert(
+        agent=agent,
+        peer_id=details.peer_id,
+        kind=details.kind,
+        title=details.title,
+        username=details.username,
+    )
+    fields = {
+        "muted": details.muted,
+        "blocked": details.blocked,
+        "details": {
+            "about": details.about,
+            "participants_count": details.participants_count,
+            "participants": list(details.participants),
+        },
+    }
+    Conversation.objects.filter(pk=conversation.pk).update(**fields)
+    for field, value in fields.items():
+        setattr(conversation, field, value)
+    return conversation
+
+
+def _message_fields(record: InboundMessage) -> dict:
+    return {
+        "sender_id": record.sender_id,
+        "sender_name": record.sender_name[:255],
+        "sender_username": (record.sender_username or "")[:64],
+        "is_agent": record.is_outgoing,
+        "date": record.date,
+        "text": record.text,
+        "reply_to_id": record.reply_to_id,
+        "media": [item.to_part() for item in record.media],
+        "reactions": [r.to_json() for r in record.reactions],
+        "mentions_agent": record.mentions_agent,
+        "forwarded_from": record.forwarded_from[:255],
+        "is_service": record.is_service,
+    }
+
+
+def message_upsert(
+    *, agent: Agent, record: InboundMessage, edited: bool = False
+) -> tuple[Conversation, Message, bool]:
+    """Upsert one message on (conversation, message_id); returns (conversation, message, created).
+
+    A new message writes `message_in` (or `message_out` for the agent's own); an edit writes
+    `message_edited`. Re-ingesting an unchanged message writes nothing.
+    """
+    conversation = conversation_upsert(
+        agent=agent,
+        peer_id=record.peer_id,
+        kind=record.chat_kind,
+        title=record.chat_title,
+        username=record.chat_username,
+    )
+    fields = _message_fields(record)
+    if edited:
+        fields.update(edited=True, edited_at=record.edited_at or now())
+    with transaction.atomic():
+        message = Message.objects.filter(conversation=conversation, message_id=record.message_id).first()
+        created = message is None
+        if created:
+            try:
+                with transaction.atomic():
+                    message = Message.objects.create(
+                        conversation=conversation,
+                        message_id=record.message_id,
+                        random_id=record.random_id,
+                        **fields,
+                    )
+            except IntegrityError:
+                created = False
+                message = Message.objects.get(conversation=conversation, message_id=record.message_id)
+        if not created:
+            if not edited:
+                # A plain re-delivery: keep what we know (edits, deletions, a random_id) and refresh the rest.
+                fields.pop("is_agent")
+            if record.random_id is not None and message.random_id is None:
+                fields["random_id"] = record.random_id
+            Message.objects.filter(pk=message.pk).update(**fields)
+            for field, value in fields.items():
+                setattr(message, field, value)
+        if created and (conversation.last_message_at is None or record.date > conversation.last_message_at):
+            Conversation.objects.filter(pk=conversation.pk).update(last_message_at=record.date)
+            conversation.last_message_at = record.date
+        if created:
+            kind = Kind.MESSAGE_OUT if record.is_outgoing else Kind.MESSAGE_IN
+            record_event(
+                kind,
+                agent_id=agent.pk,
+                conversation_id=conversation.pk,
+                summary=f"{record.sender_name or record.sender_id}: {_preview(message)}",
+                data={"message_id": record.message_id, "peer_id": record.peer_id},
+            )
+        elif edited:
+            record_event(
+                Kind.MESSAGE_EDITED,
+                agent_id=agent.pk,
+                conversation_id=conversation.pk,
+                summary=f"{record.sender_name} edited #{record.message_id}: {_preview(message)}",
+                data={"message_id": record.message_id},
+            )
+    return conversation, message, created
+
+
+def message_record_sent(
+    *,
+    agent: Agent,
+    conversation: Conversation,
+    sent: SentMessage,
+    text: str = "",
+    reply_to: int | None = None,
+    media: list[dict] | None = None,
+    sender_name: str = "",
+) -> Message:
+    """Mirror a message the agent just sent, so the next prompt sees it before the update arrives."""
+    record = InboundMessage(
+        peer_id=conversation.peer_id,
+        chat_kind=conversation.kind,
+        message_id=sent.message_id,
+        date=sent.date,
+        sender_id=agent.telegram_user_id,
+        sender_name=sender_name or agent.name,
+        sender_username=agent.telegram_username,
+        is_outgoing=True,
+        text=text,
+        reply_to_id=reply_to,
+        random_id=sent.random_id,
+    )
+    _, message, _ = message_upsert(agent=agent, record=record)
+    if media and not message.media:
+        Message.objects.filter(pk=message.pk).update(media=media)
+        message.media = media
+    return message
+
+
+def messages_mark_deleted(*, agent: Agent, peer_id: int | None, message_ids: tuple[int, ...]) -> int:
+    """Mark messages deleted. Telegram may not say which chat (private chats, basic groups): then every
+    conversation of the agent holding those ids is marked, as Telegram's ids are per account there."""
+    qs = Message.objects.filter(conversation__agent=agent, message_id__in=message_ids, deleted=False)
+    if peer_id is not None:
+        qs = qs.filter(conversation__peer_id=peer_id)
+    rows = list(qs.values_list("pk", "conversation_id", "message_id"))
+    if not rows:
+        return 0
+    Message.objects.filter(pk__in=[r[0] for r in rows]).update(deleted=True)
+    for conversation_id in {r[1] for r in rows}:
+        ids = sorted(r[2] for r in rows if r[1] == conversation_id)
+        record_event(
+            Kind.MESSAGE_DELETED,
+            agent_id=agent.pk,
+            conversation_id=conversation_id,
+            summary=f"deleted {', '.join(f'#{i}' for i in ids)}",
+            data={"message_ids": ids},
+        )
+    return len(rows)
+
+
+def message_set_reactions(
+    *, agent: Agent, peer_id: int, message_id: int, reactions: tuple[ReactionInfo, ...]
+) -> Message | None:
+    """Record a message's reactions; returns the message, or None if the mirror does not have it."""
+    message = (
+        Message.objects.filter(
+            conversation__agent=agent, conversation__peer_id=peer_id, message_id=message_id
+        )
+        .select_related("conversation")
+        .first()
+    )
+    if message is None:
+        return None
+    message.reactions = [r.to_json() for r in reactions]
+    Message.objects.filter(pk=message.pk).update(reactions=message.reactions)
+    summary = " ".join(f"{r.emoji}×{r.count}" for r in reactions) or "reactions removed"
+    record_event(
+        Kind.REACTION,
+        agent_id=agent.pk,
+        conversation_id=message.conversation_id,
+        summary=f"#{message_id}: {summary}",
+        data={"message_id": message_id, "reactions": message.reactions},
+    )
+    return message
+
+
+def conversation_clear_mirror(*, conversation: Conversation) -> int:
+    """After clear-conversation: the mirror's messages are deleted too, so the next prompt starts empty."""
+    return Message.objects.filter(conversation=conversation, deleted=False).update(deleted=True)
+
+
+def _preview(message: Message) -> str:
+    if message.text:
+        return message.text[:200]
+    if message.media:
+        part = message.media[0]
+        name = part.get("sticker_name") or part.get("file_name") or ""
+        return f"({part.get('media_kind', 'media')}{' ' + name if name else ''})"
+    return ""

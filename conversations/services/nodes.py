@@ -1,0 +1,220 @@
+"""Task node state changes: claim, complete, defer, fail (with retry), reap.
+
+Every change after a claim is a compare-and-set on (status='running', lease_owner=<the claim token>):
+a worker or handler that lost its node (the graph was replanned, the lease expired and another
+gateway took over) changes nothing and its result is dropped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from cindy_site.clock import now
+from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskGraph, TaskNode
+from conversations.services.activity import record_event
+from conversations.services.graphs import graph_close, graph_finish_if_complete
+
+logger = logging.getLogger(__name__)
+Kind = ActivityEvent.Kind
+
+
+def new_claim_token(gateway_id: str) -> str:
+    """A lease owner unique to one claim: `<gateway id>#<nonce>`."""
+    return f"{gateway_id[:180]}#{secrets.token_hex(6)}"
+
+
+def _event(kind: str, node: TaskNode, summary: str, **data: Any) -> None:
+    record_event(
+        kind,
+        agent_id=node.agent_id,
+        conversation_id=node.conversation_id,
+        node_id=node.pk,
+        summary=f"{node.kind} #{node.pk}: {summary}"[:2000],
+        data={"kind": node.kind, "graph_id": node.graph_id, **data},
+    )
+
+
+def node_claim(*, node_id: int, owner: str, lease_seconds: int | None = None) -> TaskNode | None:
+    """Claim a pending node: compare-and-set to running with a lease. None if someone else got it."""
+    when = now()
+    lease = dt.timedelta(seconds=lease_seconds or settings.CINDY_NODE_LEASE_SECONDS)
+    with transaction.atomic():
+        changed = TaskNode.objects.filter(pk=node_id, status=NodeStatus.PENDING).update(
+            status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when + lease, started=when
+        )
+        if changed != 1:
+            return None
+        node = TaskNode.objects.select_related("conversation", "agent", "graph").get(pk=node_id)
+        _event(Kind.NODE_CLAIMED, node, f"claimed by {owner.split('#')[0]}", attempt=node.attempts + 1)
+    return node
+
+
+def _locked(node_id: int, owner: str) -> TaskNode | None:
+    """The node, row-locked, if `owner` still holds it."""
+    return (
+        TaskNode.objects.select_for_update()
+        .filter(pk=node_id, status=NodeStatus.RUNNING, lease_owner=owner)
+        .select_related("conversation", "graph")
+        .first()
+    )
+
+
+def node_complete(
+    *, node_id: int, owner: str, result: dict[str, Any] | None = None, summary: str = ""
+) -> bool:
+    """Mark a held node done; finishes the graph when nothing is left. False if the node was lost."""
+    with transaction.atomic():
+        node = _locked(node_id, owner)
+        if node is None:
+            return False
+        node.status, node.finished = NodeStatus.DONE, now()
+        node.result = {**node.result, **(result or {})}
+        node.lease_owner, node.lease_expires_at, node.error = "", None, ""
+        node.save(update_fields=["status", "finished", "result", "lease_owner", "lease_expires_at", "error"])
+        _event(Kind.NODE_DONE, node, summary or "done")
+        graph_finish_if_complete(graph_id=node.graph_id)
+    return True
+
+
+def node_defer(
+    *,
+    node_id: int,
+    owner: str,
+    until: dt.datetime,
+    reason: str,
+    params: dict[str, Any] | None = None,
+) -> bool:
+    """Return a held node to pending until `until` without counting an attempt (typing, waits, flood waits)."""
+    with transaction.atomic():
+        node = _locked(node_id, owner)
+        if node is None:
+            return False
+        node.status, node.not_before = NodeStatus.PENDING, until
+        node.lease_owner, node.lease_expires_at = "", None
+        if params:
+            node.params = {**node.params, **params}
+        node.save(update_fields=["status", "not_before", "lease_owner", "lease_expires_at", "params"])
+        _event(Kind.NODE_DEFERRED, node, f"{reason}; next at {until:%H:%M:%S}", until=until.isoformat())
+    return True
+
+
+def node_store_random_id(*, node_id: int, owner: str) -> int | None:
+    """The node's random_id, generated and committed on first use so every attempt reuses it.
+
+    Runs in its own transaction before the first send attempt: after a crash the retry sends the same
+    random_id and Telegram (or the sandbox) returns the earlier message instead of a duplicate.
+    """
+    with transaction.atomic():
+        node = _locked(node_id, owner)
+        if node is None:
+            return None
+        if node.random_id is None:
+            node.random_id = secrets.randbits(62) + 1
+            node.save(update_fields=["random_id"])
+        return node.random_id
+
+
+def node_fail(*, node_id: int, owner: str, error: str, permanent: bool = False) -> str:
+    """Record a failed attempt. Returns "retried", "deleted" or "lost".
+
+    Steps: count the attempt; below CINDY_MAX_ATTEMPTS (and not permanent) insert a `wait` node of
+    CINDY_RETRY_SECONDS in front of the node and return it to pending; otherwise fail the node and
+    delete the graph (its later nodes depend on this one), logging both.
+    """
+    with transaction.atomic():
+        node = _locked(node_id, owner)
+        if node is None:
+            return "lost"
+        node.attempts += 1
+        node.error = error[:5000]
+        node.lease_owner, node.lease_expires_at = "", None
+        _event(Kind.NODE_FAILED, node, error, attempt=node.attempts, permanent=permanent)
+        if permanent or node.attempts >= settings.CINDY_MAX_ATTEMPTS:
+            node.status, node.finished = NodeStatus.FAILED, now()
+            node.save(
+                update_fields=["attempts", "error", "lease_owner", "lease_expires_at", "status", "finished"]
+            )
+            why = "permanent error" if permanent else f"failed {node.attempts} times"
+            graph_close(
+                graph=node.graph,
+                status=TaskGraph.Status.FAILED,
+                reason=f"{node.kind} #{node.pk} {why}: {error}",
+            )
+            logger.warning("node %s (%s) of agent %s %s: %s", node.pk, node.kind, node.agent_id, why, error)
+            return "deleted"
+        retry_at = now() + dt.timedelta(seconds=settings.CINDY_RETRY_SECONDS)
+        wait = TaskNode.objects.create(
+            graph_id=node.graph_id,
+            conversation_id=node.conversation_id,
+            agent_id=node.agent_id,
+            kind=NodeKind.WAIT,
+            params={"delay": settings.CINDY_RETRY_SECONDS, "retry_of": node.pk},
+            sequence=node.sequence,
+            not_before=now(),
+            created=now(),
+        )
+        for dependency in node.depends_on.all():
+            wait.depends_on.add(dependency)
+        node.depends_on.add(wait)
+        node.status, node.not_before = NodeStatus.PENDING, retry_at
+        node.save(
+            update_fields=["attempts", "error", "lease_owner", "lease_expires_at", "status", "not_before"]
+        )
+        _event(
+            Kind.NODE_RETRIED,
+            node,
+            f"retry {node.attempts + 1} of {settings.CINDY_MAX_ATTEMPTS} after {settings.CINDY_RETRY_SECONDS}s",
+            wait_node_id=wait.pk,
+        )
+        return "retried"
+
+
+def node_release(*, node_id: int, owner: str, reason: str) -> bool:
+    """Put a held node back to pending as it was (the agent stopped or the gateway is shutting down)."""
+    with transaction.atomic():
+        node = _locked(node_id, owner)
+        if node is None:
+            return False
+        node.status, node.lease_owner, node.lease_expires_at = NodeStatus.PENDING, "", None
+        node.save(update_fields=["status", "lease_owner", "lease_expires_at"])
+        _event(Kind.NODE_DEFERRED, node, reason)
+    return True
+
+
+def nodes_reap_expired(*, agent_ids: list[int]) -> int:
+    """Running nodes of these agents whose lease expired go back to pending (their runner died)."""
+    when = now()
+    expired = list(
+        TaskNode.objects.filter(
+            agent_id__in=agent_ids, status=NodeStatus.RUNNING, lease_expires_at__lt=when
+        ).values_list("pk", "lease_owner")
+    )
+    reaped = 0
+    for pk, owner in expired:
+        if node_release(node_id=pk, owner=owner, reason="lease expired; back to pending"):
+            reaped += 1
+    return reaped
+
+
+def nodes_take_over(*, agent_id: int, gateway_id: str) -> int:
+    """After taking an agent's lease: nodes another gateway left running go back to pending at once.
+
+    Holding the agent lease proves the previous gateway is gone, so its in-flight Telegram actions
+    will not finish. A planning call it dispatched might: its result then fails the compare-and-set
+    and is dropped, and the node is planned again.
+    """
+    stale = list(
+        TaskNode.objects.filter(agent_id=agent_id, status=NodeStatus.RUNNING)
+        .exclude(lease_owner__startswith=f"{gateway_id}#")
+        .values_list("pk", "lease_owner")
+    )
+    return sum(
+        node_release(node_id=pk, owner=owner, reason="previous gateway gone; back to pending")
+        for pk, owner in stale
+    )

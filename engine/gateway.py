@@ -1,0 +1,352 @@
+"""The gateway (`manage.py runagents`): one asyncio loop driving the Telegram clients of the agents it
+holds, ingesting their updates and running the tick.
+
+It follows the sendalerts skeleton: each `step_*` coroutine does one unit of work and returns whether
+it did any; the loop is thin; a signal only sets the shutdown event, the step in flight (a Telegram
+action included) finishes, and `drain` releases leases before exit. All ORM work runs in a thread via
+`sync_to_async`; the LLM is never called here (planning is enqueued on django-q2 workers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import os
+import secrets
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, transaction
+
+from agents.models import Agent
+from cindy_site.clock import now
+from conversations.models import ActivityEvent, TaskNode
+from conversations.models.graph import BRAIN_KINDS
+from conversations.services.activity import record_event
+from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
+from conversations.transport.base import AuthError, Transport
+from conversations.transport.factory import transport_for
+from engine.ingest import ingest_updates, reconcile, sync_recent
+from engine.leases import agent_stop, lease_acquire, lease_heartbeat, lease_release
+from engine.requests import execute_request, request_finish, requests_claim
+from engine.runner import run_node
+from engine.tick import Ticker
+
+logger = logging.getLogger("engine.gateway")
+Kind = ActivityEvent.Kind
+MAX_BACKOFF_SECONDS = 60
+
+
+def default_gateway_id() -> str:
+    name = settings.CINDY_GATEWAY_NAME or socket.gethostname()
+    return f"{name}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def enqueue_received(node_id: int) -> None:
+    """Queue planning on django-q2, ids only."""
+    from django_q.tasks import async_task
+
+    async_task("engine.tasks.run_received", node_id)
+
+
+@dataclass
+class AgentClient:
+    """One supervised Telegram (or sandbox) connection."""
+
+    agent: Agent
+    transport: Transport
+    connected: bool = False
+    failures: int = 0
+    retry_at: float = 0.0
+    paused_until: dt.datetime | None = None
+
+    def fail(self, exc: BaseException) -> float:
+        self.connected = False
+        self.failures += 1
+        delay = min(2**self.failures, MAX_BACKOFF_SECONDS)
+        self.retry_at = time.monotonic() + delay
+        logger.warning("agent %s: client failed (%r); reconnecting in %ss", self.agent.name, exc, delay)
+        return delay
+
+
+class Gateway:
+    def __init__(
+        self,
+        *,
+        names: Iterable[str] = (),
+        gateway_id: str | None = None,
+        transport_factory: Callable[..., Transport] = transport_for,
+        enqueue: Callable[[int], None] = enqueue_received,
+        workers=None,
+        tick_seconds: float | None = None,
+    ) -> None:
+        self.names = list(names)
+        self.gateway_id = gateway_id or default_gateway_id()
+        self.transport_factory = transport_factory
+        self.enqueue = enqueue
+        self.workers = workers
+        self.tick_seconds = tick_seconds if tick_seconds is not None else settings.CINDY_TICK_SECONDS
+        self.clients: dict[int, AgentClient] = {}
+        self.refusals: dict[int, str] = {}
+        self.ticker = Ticker(gateway_id=self.gateway_id)
+        self.stopping = asyncio.Event()
+        self._last_heartbeat = 0.0
+
+    # --- leases -----------------------------------------------------------------------------------
+
+    def _wanted_agents(self) -> list[Agent]:
+        qs = Agent.objects.filter(disabled=False, stopped=False)
+        if self.names:
+            qs = qs.filter(name__in=self.names)
+        return list(qs)
+
+    async def step_leases(self) -> bool:
+        """Take the leases of wanted agents we do not drive yet; drop agents no longer wanted."""
+        did = False
+        wanted = {a.pk: a for a in await sync_to_async(self._wanted_agents)()}
+        for agent_id in [a for a in self.clients if a not in wanted]:
+            await self._drop(agent_id, "agent disabled or stopped")
+            did = True
+        for agent_id, agent in wanted.items():
+            if agent_id in self.clients:
+                continue
+            result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)
+            if not result.acquired:
+                if self.refusals.get(agent_id) != result.message:
+                    logger.warning("refused: %s", result.message)
+                    self.refusals[agent_id] = result.message
+                continue
+            self.refusals.pop(agent_id, None)
+            released = await sync_to_async(nodes_take_over)(agent_id=agent_id, gateway_id=self.gateway_id)
+            logger.info(
+                "holding agent %s%s%s",
+                agent.name,
+                f" ({result.message})" if result.message else "",
+                f"; {released} node(s) returned to pending" if released else "",
+            )
+            self.clients[agent_id] = AgentClient(
+                agent, self.transport_factory(agent, gateway_id=self.gateway_id)
+            )
+            did = True
+        return did
+
+    async def step_heartbeat(self, *, force: bool = False) -> bool:
+        interval = max(settings.CINDY_LEASE_SECONDS / 3, 1)
+        if not force and time.monotonic() - self._last_heartbeat < interval:
+            return False
+        self._last_heartbeat = time.monotonic()
+        held = list(self.clients)
+        still = await sync_to_async(lease_heartbeat)(holder=self.gateway_id, agent_ids=held)
+        for agent_id in set(held) - still:
+            logger.error(
+                "lost the lease of agent %s to another gateway; dropping it", self.clients[agent_id].agent
+            )
+            await self._drop(agent_id, "lease lost", release=False)
+        return True
+
+    async def _drop(self, agent_id: int, reason: str, *, release: bool = True) -> None:
+        client = self.clients.pop(agent_id)
+        try:
+            await client.transport.disconnect()
+        except Exception as exc:  # a broken connection must not block the drop
+            logger.info("agent %s: disconnect failed: %r", client.agent.name, exc)
+        if release:
+            await sync_to_async(lease_release)(holder=self.gateway_id, agent_ids=[agent_id])
+        await sync_to_async(record_event)(Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason)
+        logger.info("released agent %s: %s", client.agent.name, reason)
+
+    # --- connections ------------------------------------------------------------------------------
+
+    async def step_connect(self) -> bool:
+        """Connect (or reconnect, after backoff) each held client, then fill gaps from history."""
+        did = False
+        for agent_id, client in list(self.clients.items()):
+            if client.connected or time.monotonic() < client.retry_at:
+                continue
+            did = True
+            try:
+                account = await client.transport.connect()
+                await sync_to_async(self._record_account)(agent_id, account.user_id, account.username)
+                fetched = await reconcile(agent_id=agent_id, transport=client.transport)
+            except AuthError as exc:
+                await self._stop_agent(agent_id, exc)
+                continue
+            except Exception as exc:
+                client.fail(exc)
+                continue
+            client.connected, client.failures = True, 0
+            await sync_to_async(record_event)(
+                Kind.AGENT_ONLINE,
+                agent_id=agent_id,
+                summary=f"online via {self.gateway_id}"
+                + (f"; caught up {fetched} messages" if fetched else ""),
+            )
+        return did
+
+    @staticmethod
+    def _record_account(agent_id: int, user_id: int, username: str) -> None:
+        Agent.objects.filter(pk=agent_id).exclude(telegram_user_id=user_id).update(telegram_user_id=user_id)
+
+    async def _stop_agent(self, agent_id: int, exc: AuthError) -> None:
+        await sync_to_async(agent_stop)(
+            agent_id=agent_id, reason=f"Telegram refused the session: {exc.reason}", error=str(exc)
+        )
+        await self._drop(agent_id, f"stopped: {exc.reason}")
+
+    async def step_ingest(self) -> bool:
+        did = False
+        for agent_id, client in list(self.clients.items()):
+            if not client.connected:
+                continue
+            try:
+                updates = await client.transport.poll_updates()
+            except AuthError as exc:
+                await self._stop_agent(agent_id, exc)
+                continue
+            except Exception as exc:
+                client.fail(exc)
+                continue
+            if updates:
+                did = True
+                await sync_to_async(ingest_updates)(agent_id=agent_id, updates=updates)
+        return did
+
+    # --- the tick -----------------------------------------------------------------------------------
+
+    def _active_agent_ids(self) -> list[int]:
+        when = now()
+        return [
+            agent_id
+            for agent_id, client in self.clients.items()
+            if client.connected and (client.paused_until is None or client.paused_until <= when)
+        ]
+
+    async def step_tick(self) -> bool:
+        """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
+        held = list(self.clients)
+        reaped = await sync_to_async(nodes_reap_expired)(agent_ids=held) if held else 0
+        claimed = await sync_to_async(self.ticker.claim)(agent_ids=self._active_agent_ids())
+        actions = []
+        for node, owner in claimed:
+            if node.kind in BRAIN_KINDS:
+                await self._dispatch_brain(node, owner)
+            else:
+                actions.append(self._run_action(node, owner))
+        if actions:
+            await asyncio.gather(*actions)
+        return bool(reaped or claimed)
+
+    async def _dispatch_brain(self, node: TaskNode, owner: str) -> None:
+        """Sync recent history and mark the chat read, then queue planning once that is committed."""
+        client = self.clients[node.agent_id]
+        try:
+            await sync_recent(
+                agent_id=node.agent_id, transport=client.transport, conversation=node.conversation
+            )
+            last = node.graph.target_message_id
+            if last:
+                await client.transport.mark_read(node.conversation.peer_id, last)
+        except Exception as exc:  # planning can still go ahead on what the mirror has
+            logger.warning("agent %s: history sync before planning failed: %r", client.agent.name, exc)
+        try:
+            await sync_to_async(self._enqueue_on_commit)(node.pk)
+        except Exception as exc:
+            logger.error("could not queue planning for node %s: %r", node.pk, exc)
+            await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason=f"queueing failed: {exc}")
+
+    def _enqueue_on_commit(self, node_id: int) -> None:
+        with transaction.atomic():
+            transaction.on_commit(lambda: self.enqueue(node_id))
+
+    async def _run_action(self, node: TaskNode, owner: str) -> None:
+        client = self.clients.get(node.agent_id)
+        if client is None:
+            return
+        try:
+            result = await run_node(node=node, owner=owner, transport=client.transport)
+        except Exception:  # one conversation's failure never stops the others
+            logger.exception("agent %s: node %s crashed the runner", client.agent.name, node.pk)
+            return
+        if result.outcome == "flood":
+            client.paused_until = result.flood_until
+        elif result.outcome == "auth":
+            await self._drop(node.agent_id, "stopped: authorization failed")
+
+    # --- requests -----------------------------------------------------------------------------------
+
+    async def step_requests(self) -> bool:
+        did = False
+        for agent_id, client in list(self.clients.items()):
+            if not client.connected:
+                continue
+            for request in await sync_to_async(requests_claim)(agent_id=agent_id, holder=self.gateway_id):
+                did = True
+                result, error = await execute_request(request, client.transport)
+                await sync_to_async(request_finish)(request_id=request.pk, result=result, error=error)
+        return did
+
+    async def step_workers(self) -> bool:
+        if self.workers is None:
+            return False
+        return await asyncio.to_thread(self.workers.step)
+
+    # --- the loop -----------------------------------------------------------------------------------
+
+    async def run_once(self) -> bool:
+        """One pass over every step; returns whether any did work."""
+        did = False
+        for step in (
+            self.step_workers,
+            self.step_leases,
+            self.step_heartbeat,
+            self.step_connect,
+            self.step_ingest,
+            self.step_tick,
+            self.step_requests,
+        ):
+            if self.stopping.is_set():
+                break
+            try:
+                did = await step() or did
+            except Exception:
+                logger.exception("gateway step %s failed", step.__name__)
+        await sync_to_async(close_old_connections)()
+        return did
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_stop)
+        logger.info("gateway %s starting", self.gateway_id)
+        try:
+            while not self.stopping.is_set():
+                if not await self.run_once():
+                    try:
+                        await asyncio.wait_for(self.stopping.wait(), timeout=self.tick_seconds)
+                    except TimeoutError:
+                        pass
+        finally:
+            await self.drain()
+
+    def request_stop(self) -> None:
+        if not self.stopping.is_set():
+            logger.info("shutting down: finishing the action in flight, then releasing leases")
+        self.stopping.set()
+
+    async def drain(self) -> None:
+        """Disconnect every client and release every lease; stop the workers."""
+        for agent_id in list(self.clients):
+            try:
+                await self._drop(agent_id, "gateway stopped")
+            except Exception:
+                logger.exception("could not release agent %s cleanly", agent_id)
+        await sync_to_async(lease_release)(holder=self.gateway_id)
+        if self.workers is not None:
+            await asyncio.to_thread(self.workers.stop)
+        logger.info("gateway %s stopped", self.gateway_id)

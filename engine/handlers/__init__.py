@@ -1,0 +1,17 @@
+"""Telegram-kind handlers, one module per node kind, registered by name on import."""
+
+from __future__ import annotations
+
+from engine.handlers import (  # noqa: F401  (each module registers its kind)
+    block,
+    clear_conversation,
+    react,
+    send,
+    shutdown,
+    sticker,
+    unblock,
+    wait,
+)
+from engine.handlers.base import Defer, Done, HandlerContext, handler_for, register
+
+__all__ = ["Defer", "Done", "HandlerContext", "handler_for", "register"]

@@ -1,0 +1,146 @@
+"""Ingest, then trigger: the gateway's path from transport records to the DB mirror and to replans.
+
+The sync functions here run in a thread (`sync_to_async`), never on the event loop. Each batch is
+written before any trigger is evaluated, and a batch replans each conversation at most once (for its
+last triggering event), so a burst costs one graph and one LLM call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from asgiref.sync import sync_to_async
+
+from agents.models import Agent
+from conversations.models import Conversation
+from conversations.selectors import conversation_last_message_id, conversations_with_messages
+from conversations.services.graphs import graph_replan
+from conversations.services.ingest import (
+    conversation_apply_details,
+    message_set_reactions,
+    message_upsert,
+    messages_mark_deleted,
+)
+from conversations.transport.base import (
+    InboundMessage,
+    MessageEdited,
+    MessagesDeleted,
+    NewMessage,
+    ReactionsChanged,
+    Transport,
+    Update,
+)
+from engine.triggers import Decision, message_decision, reaction_decision
+
+logger = logging.getLogger(__name__)
+
+#: How many messages the reconciler fetches per conversation after a reconnect.
+RECONCILE_LIMIT = 200
+
+
+def _replan_all(pending: dict[int, tuple[Conversation, Decision, int]]) -> list[int]:
+    graph_ids = []
+    for conversation, decision, message_id in pending.values():
+        graph = graph_replan(
+            conversation=conversation, trigger=decision.trigger, target_message_id=message_id
+        )
+        graph_ids.append(graph.pk)
+    return graph_ids
+
+
+def ingest_updates(*, agent_id: int, updates: Iterable[Update], trigger: bool = True) -> list[int]:
+    """Record a batch of updates, then replan the conversations they trigger. Returns new graph ids."""
+    agent = Agent.objects.get(pk=agent_id)
+    pending: dict[int, tuple[Conversation, Decision, int]] = {}
+    for update in updates:
+        if isinstance(update, NewMessage | MessageEdited):
+            edited = isinstance(update, MessageEdited)
+            conversation, message, created = message_upsert(agent=agent, record=update.message, edited=edited)
+            if trigger and created:
+                decision = message_decision(
+                    agent=agent,
+                    conversation=conversation,
+                    message=message,
+                    reply_to_agent=update.message.reply_to_agent,
+                )
+                if decision:
+                    pending[conversation.pk] = (conversation, decision, message.message_id)
+        elif isinstance(update, MessagesDeleted):
+            messages_mark_deleted(agent=agent, peer_id=update.peer_id, message_ids=update.message_ids)
+        elif isinstance(update, ReactionsChanged):
+            message = message_set_reactions(
+                agent=agent, peer_id=update.peer_id, message_id=update.message_id, reactions=update.reactions
+            )
+            if trigger and message is not None:
+                decision = reaction_decision(
+                    agent=agent, conversation=message.conversation, message=message, unread=update.unread
+                )
+                if decision:
+                    pending[message.conversation_id] = (message.conversation, decision, message.message_id)
+    return _replan_all(pending)
+
+
+def ingest_history(*, agent_id: int, records: Iterable[InboundMessage], trigger: bool) -> list[int]:
+    """Record messages fetched from history (a gap fill or a pre-dispatch sync)."""
+    return ingest_updates(agent_id=agent_id, updates=[NewMessage(r) for r in records], trigger=trigger)
+
+
+def _known_conversations(agent_id: int) -> list[tuple[int, int | None]]:
+    return [
+        (c.peer_id, conversation_last_message_id(conversation=c))
+        for c in conversations_with_messages(agent_id=agent_id)
+    ]
+
+
+def _apply_dialogs(agent_id: int, dialogs) -> list[tuple[int, int | None]]:
+    """Refresh conversations from the dialog list; returns (peer, read_inbox_max_id) of new ones."""
+    agent = Agent.objects.get(pk=agent_id)
+    known = set(Conversation.objects.filter(agent=agent).values_list("peer_id", flat=True))
+    fresh = []
+    for details in dialogs:
+        conversation_apply_details(agent=agent, details=details)
+        if details.peer_id not in known:
+            fresh.append((details.peer_id, details.extra.get("read_inbox_max_id")))
+    return fresh
+
+
+async def reconcile(*, agent_id: int, transport: Transport) -> int:
+    """Fill what the gateway missed while it was down or disconnected. Returns messages fetched.
+
+    Steps:
+    1. Refresh conversations (mute, block, titles) from the dialog list.
+    2. For every conversation the mirror knows, fetch history after its newest stored message and
+       ingest it with triggers on, as if the messages had just arrived.
+    3. For conversations seen for the first time, ingest recent history; messages after the account's
+       read mark (when the transport reports it) trigger, older ones are only recorded, so a first
+       start does not answer a whole backlog.
+    """
+    fetched = 0
+    dialogs = await transport.dialogs()
+    fresh = await sync_to_async(_apply_dialogs)(agent_id, dialogs)
+    for peer_id, last_id in await sync_to_async(_known_conversations)(agent_id):
+        records = await transport.history(peer_id, since_id=last_id, limit=RECONCILE_LIMIT)
+        if records:
+            fetched += len(records)
+            await sync_to_async(ingest_history)(agent_id=agent_id, records=records, trigger=True)
+    for peer_id, read_max in fresh:
+        records = await transport.history(peer_id, limit=RECONCILE_LIMIT)
+        if not records:
+            continue
+        fetched += len(records)
+        old = [r for r in records if read_max is None or r.message_id <= read_max]
+        unread = [r for r in records if read_max is not None and r.message_id > read_max]
+        await sync_to_async(ingest_history)(agent_id=agent_id, records=old, trigger=False)
+        if unread:
+            await sync_to_async(ingest_history)(agent_id=agent_id, records=unread, trigger=True)
+    return fetched
+
+
+async def sync_recent(*, agent_id: int, transport: Transport, conversation: Conversation) -> int:
+    """Before a `received` node is dispatched: bring the mirror up to date so the worker reads it."""
+    last_id = await sync_to_async(conversation_last_message_id)(conversation=conversation)
+    records = await transport.history(conversation.peer_id, since_id=last_id, limit=RECONCILE_LIMIT)
+    if records:
+        await sync_to_async(ingest_history)(agent_id=agent_id, records=records, trigger=False)
+    return len(records)

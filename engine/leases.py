@@ -1,0 +1,86 @@
+"""Agent leases: one account, one connection.
+
+A gateway drives an agent only while it holds the agent's `AgentLease` row. Taking it is a
+compare-and-set (insert, or update where the holder is us or the lease has expired); a live lease
+held by another gateway is refused. The holder renews it with a heartbeat and deletes it on exit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from agents.models import Agent, AgentLease
+from cindy_site.clock import now
+from conversations.models import ActivityEvent
+from conversations.services.activity import record_event
+
+
+@dataclass(frozen=True)
+class LeaseResult:
+    acquired: bool
+    message: str = ""
+
+
+def _ttl() -> dt.timedelta:
+    return dt.timedelta(seconds=settings.CINDY_LEASE_SECONDS)
+
+
+def lease_acquire(*, agent: Agent, holder: str) -> LeaseResult:
+    """Take the agent's lease if it is free, ours, or expired; otherwise say who holds it."""
+    when = now()
+    try:
+        with transaction.atomic():
+            AgentLease.objects.create(
+                agent=agent, holder=holder, acquired_at=when, heartbeat_at=when, expires_at=when + _ttl()
+            )
+        return LeaseResult(True)
+    except IntegrityError:
+        pass
+    taken = AgentLease.objects.filter(Q(holder=holder) | Q(expires_at__lt=when), agent=agent).update(
+        holder=holder, acquired_at=when, heartbeat_at=when, expires_at=when + _ttl()
+    )
+    if taken == 1:
+        return LeaseResult(True, "took over an expired lease")
+    lease = AgentLease.objects.filter(agent=agent).first()
+    if lease is None:  # released between our insert and update: try once more
+        return lease_acquire(agent=agent, holder=holder)
+    return LeaseResult(
+        False,
+        f"agent {agent.name} is driven by gateway {lease.holder} (last heartbeat "
+        f"{lease.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC, lease valid until {lease.expires_at:%H:%M:%S}); "
+        "stop that gateway, or wait for its lease to expire if it is gone",
+    )
+
+
+def lease_heartbeat(*, holder: str, agent_ids: list[int]) -> set[int]:
+    """Renew our leases; returns the agent ids we still hold (a lost one was taken over)."""
+    when = now()
+    AgentLease.objects.filter(holder=holder, agent_id__in=agent_ids).update(
+        heartbeat_at=when, expires_at=when + _ttl()
+    )
+    return set(
+        AgentLease.objects.filter(holder=holder, agent_id__in=agent_ids).values_list("agent_id", flat=True)
+    )
+
+
+def lease_release(*, holder: str, agent_ids: list[int] | None = None) -> int:
+    qs = AgentLease.objects.filter(holder=holder)
+    if agent_ids is not None:
+        qs = qs.filter(agent_id__in=agent_ids)
+    deleted, _ = qs.delete()
+    return deleted
+
+
+def agent_stop(*, agent_id: int, reason: str, error: str = "") -> None:
+    """Stop an agent until an operator starts it again (clears `stopped` in the admin)."""
+    fields: dict = {"stopped": True}
+    if error:
+        fields.update(last_error=error[:5000], last_error_at=now())
+    Agent.objects.filter(pk=agent_id).update(**fields)
+    kind = ActivityEvent.Kind.AGENT_ERROR if error else ActivityEvent.Kind.AGENT_OFFLINE
+    record_event(kind, agent_id=agent_id, summary=reason)

@@ -1,0 +1,119 @@
+"""django-q2 tasks. They take ids only and run on workers, never in the gateway.
+
+`run_received` plans a conversation's turn: the LLM layer builds the prompt from the DB mirror, calls
+the provider and validates the reply; this module then stores the immediate kinds (`remember` as an
+episodic memory, `plan` as the channel plan) and turns the rest into a chain of child nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import close_old_connections, transaction
+
+from cindy_site.clock import now
+from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
+from conversations.services.activity import record_event
+from conversations.services.graphs import graph_append_chain, graph_finish_if_complete
+from conversations.services.nodes import node_fail
+from llm.errors import LLMConfigError
+from memory.models import Memory, Plan
+
+logger = logging.getLogger(__name__)
+
+#: Kinds that become nodes; `think` and `retrieve` are consumed by the LLM layer, the rest stored here.
+CHAIN_KINDS = {k.value for k in NodeKind} - {NodeKind.RECEIVED}
+
+
+def run_received(node_id: int) -> str:
+    """Plan one turn for a claimed `received` node. Returns what happened, for the task log."""
+    close_old_connections()
+    node = TaskNode.objects.filter(pk=node_id).only("status", "lease_owner").first()
+    if node is None or node.status != NodeStatus.RUNNING:
+        return f"node {node_id} is no longer running; nothing to do"
+    owner = node.lease_owner
+    from llm.planning import plan_turn  # imported here: the LLM stack loads only on workers
+
+    try:
+        result = plan_turn(node_id=node_id)
+    except LLMConfigError as exc:
+        return f"node {node_id}: {node_fail(node_id=node_id, owner=owner, error=str(exc), permanent=True)}"
+    except Exception as exc:  # any other failure is transient: the engine retries the node
+        logger.exception("planning node %s failed", node_id)
+        error = f"{type(exc).__name__}: {exc}"
+        return f"node {node_id}: {node_fail(node_id=node_id, owner=owner, error=error)}"
+    return received_apply(node_id=node_id, owner=owner, result=result)
+
+
+def received_apply(*, node_id: int, owner: str, result) -> str:
+    """Store a plan's immediate kinds and chain the rest, then mark the `received` node done.
+
+    All in one transaction, conditional on still holding the node: a replan or a takeover while the
+    LLM was thinking makes this a no-op, so a stale plan never acts.
+    """
+    with transaction.atomic():
+        node = (
+            TaskNode.objects.select_for_update()
+            .filter(pk=node_id, status=NodeStatus.RUNNING, lease_owner=owner)
+            .select_related("conversation", "agent")
+            .first()
+        )
+        if node is None:
+            return f"node {node_id} was replanned or taken over while planning; plan dropped"
+        conversation, agent = node.conversation, node.agent
+        chain: list[tuple[str, dict]] = []
+        stored = {"remember": 0, "plan": 0}
+        errors = list(result.errors)
+        for task in result.tasks:
+            if task.kind == "remember":
+                Memory.objects.create(
+                    agent=agent,
+                    kind=Memory.Kind.EPISODIC,
+                    content=task.params["content"],
+                    created=now(),
+                    created_raw=now().isoformat(),
+                    creation_channel=conversation.title or str(conversation.peer_id),
+                    creation_channel_id=conversation.peer_id,
+                )
+                stored["remember"] += 1
+            elif task.kind == "plan":
+                Plan.objects.create(
+                    agent=agent,
+                    channel_id=conversation.peer_id,
+                    content=task.params["content"],
+                    created=now(),
+                )
+                stored["plan"] += 1
+            elif task.kind in CHAIN_KINDS:
+                chain.append((task.kind, dict(task.params)))
+            elif task.kind not in ("think", "retrieve"):
+                errors.append(f"task kind {task.kind!r} cannot run; dropped")
+        children = graph_append_chain(after=node, tasks=chain)
+        node.status, node.finished = NodeStatus.DONE, now()
+        node.lease_owner, node.lease_expires_at, node.error = "", None, ""
+        node.result = {
+            "tasks": [c.kind for c in children],
+            "stored": stored,
+            "errors": errors,
+            "llm_call_ids": list(result.llm_call_ids),
+        }
+        node.save(update_fields=["status", "finished", "lease_owner", "lease_expires_at", "error", "result"])
+        summary = ", ".join(c.kind for c in children) or "no actions"
+        record_event(
+            ActivityEvent.Kind.NODE_DONE,
+            agent_id=agent.pk,
+            conversation_id=conversation.pk,
+            node_id=node.pk,
+            summary=f"received #{node.pk}: planned {summary}",
+            data={"kind": node.kind, "graph_id": node.graph_id, **node.result},
+        )
+        for error in errors:
+            record_event(
+                ActivityEvent.Kind.INFO,
+                agent_id=agent.pk,
+                conversation_id=conversation.pk,
+                node_id=node.pk,
+                summary=f"invalid task from the LLM: {error}",
+            )
+        graph_finish_if_complete(graph_id=node.graph_id)
+    return f"node {node_id}: planned {summary}"

@@ -1,0 +1,72 @@
+"""Drive a Gateway step by step in tests: no event loop of our own, no sleeping.
+
+Planning is not queued on django-q2 here; the harness collects the node ids the gateway would queue
+and runs `engine.tasks.run_received` on them directly, as a worker would.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import async_to_sync
+from django.test import TestCase
+
+from cindy_site.clock import FakeClock
+from conversations.models import NodeStatus, TaskNode
+from engine.gateway import Gateway
+from engine.tasks import run_received
+
+
+class Harness:
+    def __init__(self, clock: FakeClock, *, gateway_id: str = "gw-test", **kwargs) -> None:
+        self.clock = clock
+        self.queued: list[int] = []
+        self.gateway = Gateway(gateway_id=gateway_id, enqueue=self.queued.append, tick_seconds=0, **kwargs)
+
+    def step(self, name: str) -> bool:
+        return async_to_sync(getattr(self.gateway, name))()
+
+    def start(self) -> None:
+        self.step("step_leases")
+        self.step("step_connect")
+
+    def ingest(self) -> bool:
+        return self.step("step_ingest")
+
+    def tick(self) -> bool:
+        # Tests run inside a transaction that never commits: run the on-commit enqueue explicitly.
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            return self.step("step_tick")
+
+    def work(self) -> bool:
+        ran = bool(self.queued)
+        while self.queued:
+            run_received(self.queued.pop(0))
+        return ran
+
+    def next_due(self):
+        return (
+            TaskNode.objects.filter(
+                status=NodeStatus.PENDING,
+                agent_id__in=list(self.gateway.clients),
+                not_before__gt=self.clock.now(),
+            )
+            .order_by("not_before")
+            .values_list("not_before", flat=True)
+            .first()
+        )
+
+    def settle(self, *, max_rounds: int = 200, until=None) -> int:
+        """Run ingest, tick and workers until nothing is left to do, jumping the clock over waits.
+
+        `until` stops the clock from jumping past that time. Returns the rounds used.
+        """
+        for rounds in range(1, max_rounds + 1):
+            did = self.ingest()
+            did = self.tick() or did
+            did = self.work() or did
+            if did:
+                continue
+            due = self.next_due()
+            if due is None or (until is not None and due > until):
+                return rounds
+            self.clock.set(due)
+        raise AssertionError(f"the engine did not settle in {max_rounds} rounds")

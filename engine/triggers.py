@@ -1,0 +1,77 @@
+"""Which ingested events start a new plan, following the design documents.
+
+- In a DM, every message from the other side triggers.
+- In a group, only callouts do: a mention of the agent, or a reply to one of its messages.
+- An unread reaction on the agent's last message triggers, in DMs and groups alike.
+- Nothing triggers for a muted chat, a blocked user, a channel, or a disabled, gagged or stopped agent:
+  the message is still recorded.
+
+The persona's free-text "Daily Schedule" is given to the LLM in the prompt; the engine does not gate
+triggers on it (it has no machine-readable form to check against).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.models import Agent
+from conversations.models import Conversation, Message
+from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
+
+
+@dataclass(frozen=True)
+class Decision:
+    trigger: str | None  # "message" or "reaction" when a replan is due
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.trigger is not None
+
+
+def quiet_reason(*, agent: Agent, conversation: Conversation) -> str | None:
+    """Why nothing in this conversation may trigger right now, or None."""
+    if agent.disabled:
+        return "agent disabled"
+    if agent.stopped:
+        return "agent stopped"
+    if agent.gagged:
+        return "agent gagged"
+    if conversation.muted:
+        return "chat muted"
+    if conversation.blocked:
+        return "user blocked"
+    if conversation.kind == Conversation.Kind.CHANNEL:
+        return "channel"
+    return None
+
+
+def message_decision(
+    *, agent: Agent, conversation: Conversation, message: Message, reply_to_agent: bool = False
+) -> Decision:
+    if message.is_agent:
+        return Decision(None, "the agent's own message")
+    if message.is_service:
+        return Decision(None, "service message")
+    quiet = quiet_reason(agent=agent, conversation=conversation)
+    if quiet:
+        return Decision(None, quiet)
+    if conversation.kind == Conversation.Kind.DM:
+        return Decision("message", "direct message")
+    if message.mentions_agent:
+        return Decision("message", "mention")
+    if reply_to_agent or is_reply_to_agent(conversation=conversation, reply_to_id=message.reply_to_id):
+        return Decision("message", "reply to the agent")
+    return Decision(None, "group chatter without a callout")
+
+
+def reaction_decision(
+    *, agent: Agent, conversation: Conversation, message: Message, unread: bool
+) -> Decision:
+    if not unread or not message.is_agent:
+        return Decision(None, "not an unread reaction on the agent's message")
+    quiet = quiet_reason(agent=agent, conversation=conversation)
+    if quiet:
+        return Decision(None, quiet)
+    if message.message_id != conversation_last_agent_message_id(conversation=conversation):
+        return Decision(None, "reaction on an older message")
+    return Decision("reaction", "unread reaction on the agent's last message")
