@@ -53,6 +53,8 @@ INT_RANGES: dict[str, tuple[int | None, int | None, str]] = {
 }
 PERSONA_FIELDS = (*TEXT_FIELDS.values(), *FLAG_FIELDS.values(), "extra_sections")
 
+# Column sizes of the Agent model, checked here so that a long value is a clear error, not a DB error.
+_MAX_LENGTH = {"Agent Name": 100, "Agent Phone": 32, "Agent Timezone": 64, "LLM": 100}
 _KNOWN = {h.lower(): h for h in (*TEXT_FIELDS, *FLAG_FIELDS)}
 _HEADING = re.compile(r"^#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
@@ -225,6 +227,9 @@ def _set_field(persona: Persona, heading: str, body: str, source: str) -> str | 
     value = body.strip()
     if "\n" in value:
         return f'{where} is "{_short(value)}": spans several lines, write it on one line'
+    limit = _MAX_LENGTH.get(heading)
+    if limit and len(value) > limit:
+        return f'{where} is "{_short(value)}": longer than {limit} characters, shorten it'
     if heading == "Agent Name" and ("/" in value or "\\" in value or value.startswith(".")):
         return f'{where} is "{value}": it names a folder, so it cannot contain / or \\ or start with a dot'
     if heading == "Agent Phone" and not _PHONE.match(value):

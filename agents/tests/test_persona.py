@@ -220,3 +220,7 @@ def test_unclosed_code_block_in_a_file_is_reported():
     p = parse_persona(text, source=SRC)
     assert p.gagged is False
     assert p.warnings[0].startswith(f"{SRC}: a code block opened with ``` never closes")
+
+
+def test_values_longer_than_their_column_are_errors():
+    assert error_of(minimal(**{"Agent Phone": "+1" + "5" * 40})).endswith("longer than 32 characters, shorten it")

@@ -78,6 +78,10 @@ def parse_curated_memories(text: str, *, source: str) -> list[dict[str, Any]]:
                     f'{where} "created" is {_short(created_raw)}: longer than 64 characters, shorten it'
                 )
         channel = item.get("creation_channel")
+        if isinstance(channel, str) and len(channel) > 255:
+            raise CuratedFileError(
+                f'{where} "creation_channel" is {_short(channel)}: longer than 255 characters, shorten it'
+            )
         if channel is not None and not isinstance(channel, str):
             raise CuratedFileError(
                 f'{where} "creation_channel" is {_short(channel)}: write the channel name as a string'
