@@ -223,4 +223,6 @@ def test_unclosed_code_block_in_a_file_is_reported():
 
 
 def test_values_longer_than_their_column_are_errors():
-    assert error_of(minimal(**{"Agent Phone": "+1" + "5" * 40})).endswith("longer than 32 characters, shorten it")
+    assert error_of(minimal(**{"Agent Phone": "+1" + "5" * 40})).endswith(
+        "longer than 32 characters, shorten it"
+    )
