@@ -139,3 +139,29 @@ def test_readiness_names_what_is_missing_and_the_fix(tg_agent, settings):
 
 def test_logged_in_agent_is_ready(logged_in):
     assert telegram_readiness_error(logged_in) is None
+
+
+def test_telethon_saves_its_update_state_into_the_store_and_a_restart_reads_it_back(logged_in):
+    """Real TelegramClient code paths (no network): what catch-up on the next start depends on."""
+    from telethon._updates import ChannelState, SessionState
+
+    from conversations.transport.telethon.client import default_client_factory
+
+    session = open_session_for(logged_in, GATEWAY)
+
+    async def first_run():
+        client = default_client_factory(session, "12345", "hash")
+        assert client._catch_up is True
+        client._message_box.load(
+            SessionState(0, 0, False, pts=500, qts=6, date=int(DATE.timestamp()), seq=40, takeout_id=None),
+            [ChannelState(channel_id=901, pts=77)],
+        )
+        await client._save_states_and_entities()  # what Telethon runs every minute and on disconnect
+        await utils.maybe_async(client.session.save())
+
+    async_to_sync(first_run)()
+
+    restarted = open_session_for(logged_in, GATEWAY)
+    states = dict(restarted.get_update_states())
+    assert (states[0].pts, states[0].qts, states[0].seq, states[0].date) == (500, 6, 40, DATE)
+    assert states[901].pts == 77

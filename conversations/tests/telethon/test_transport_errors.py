@@ -8,6 +8,7 @@ import pytest
 from telethon import errors
 from telethon.tl import functions, types
 
+from conversations.models import ActivityEvent
 from conversations.transport.base import AuthError, FloodWait, PermanentError, TransportError
 
 from .conftest import run
@@ -26,6 +27,8 @@ def test_flood_wait_pauses_the_account_and_no_call_is_made_before_then(transport
         run(transport.send_text, ANN, "hi", random_id=1)
     assert exc.value.seconds == 30
     calls = len(fake_client.requests)
+    event = ActivityEvent.objects.get(agent=transport.agent)
+    assert event.data["flood_wait"] == 30 and "account paused" in event.summary
 
     clock.advance(20)
     with pytest.raises(FloodWait) as during:

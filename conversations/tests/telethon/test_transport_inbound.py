@@ -139,3 +139,12 @@ def test_update_state_is_saved_on_disconnect(transport, fake_client):
     run(transport.disconnect)
     row = TelegramUpdateState.objects.get(agent=transport.agent, entity_id=0)
     assert (row.pts, row.qts, row.seq) == (120, 3, 9)
+
+
+def test_the_factory_builds_a_telethon_transport_that_meets_the_protocol(logged_in):
+    from conversations.transport.base import Transport
+    from conversations.transport.factory import transport_for
+
+    transport = transport_for(logged_in, gateway_id=GATEWAY)
+    assert isinstance(transport, TelethonTransport) and isinstance(transport, Transport)
+    assert transport.gateway_id == GATEWAY

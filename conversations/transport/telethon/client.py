@@ -33,6 +33,7 @@ from agents.telethon_session import (
     telegram_readiness_problems,
 )
 from cindy_site.clock import get_clock
+from conversations.services.activity import Kind, record_event
 from conversations.transport.base import (
     AccountInfo,
     AuthError,
@@ -164,15 +165,23 @@ class TelethonConnection:
             return 0.0
         return max(0.0, self._paused_until - get_clock().monotonic())
 
-    def _pause(self, exc: BaseException, err: FloodWait, peer_id: int | None) -> None:
+    async def _pause(self, exc: BaseException, err: FloodWait, peer_id: int | None) -> None:
         until = get_clock().monotonic() + err.seconds
-        if is_slow_mode(exc) and peer_id is not None:
+        slow_mode = is_slow_mode(exc) and peer_id is not None
+        if slow_mode:
             # Slow mode limits one chat; the rest of the account may go on.
             self._peer_paused_until[peer_id] = until
+            scope = f"chat {peer_id} (slow mode)"
         else:
             self._paused_until = max(self._paused_until or 0, until)
-        logger.warning(
-            "agents/%s: Telegram asked to wait %ss; no requests until then", self.agent.name, err.seconds
+            scope = "the account"
+        summary = f"Telegram asked to wait {err.seconds}s: {scope} paused, no requests until then"
+        logger.warning("agents/%s: %s", self.agent.name, summary)
+        await sync_to_async(record_event)(
+            Kind.INFO,
+            agent_id=self.agent.pk,
+            summary=summary,
+            data={"flood_wait": err.seconds, "peer_id": peer_id if slow_mode else None},
         )
 
     async def _guard(self, awaitable, *, peer_id: int | None = None):
@@ -193,7 +202,7 @@ class TelethonConnection:
         except Exception as exc:
             err = translate(exc)
             if isinstance(err, FloodWait):
-                self._pause(exc, err, peer_id)
+                await self._pause(exc, err, peer_id)
             if isinstance(exc, errors.PeerIdInvalidError) and peer_id is not None:
                 self._input_peers.invalidate(peer_id)
             raise err from exc
