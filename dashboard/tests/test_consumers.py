@@ -16,7 +16,9 @@ from conversations.services.activity import record_event
 from conversations.services.sandbox import sandbox_chat_for, sandbox_say
 from dashboard.consumers import CLOSE_NOT_ALLOWED
 
-pytestmark = pytest.mark.django_db
+# Consumers reach the database through database_sync_to_async, which closes connections outside
+# atomic blocks as a long-lived server must; tests therefore commit instead of wrapping a transaction.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 RECEIVE_TIMEOUT = 5
 
