@@ -1,0 +1,167 @@
+"""The Telegram-kind handlers: stickers and their fallback, block/unblock policy, shutdown."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conversations.models import ActivityEvent, Conversation, Message, SandboxMessage, TaskGraph, TaskNode
+from conversations.services.sandbox import (
+    sandbox_person,
+    sandbox_say,
+    sandbox_transcript,
+    sandbox_user_for_agent,
+)
+from engine.tests.harness import Harness
+from media_catalog.models import Sticker, StickerSet
+
+pytestmark = pytest.mark.django_db
+
+
+def tasks(*items: dict) -> str:
+    return json.dumps(list(items))
+
+
+@pytest.fixture
+def harness(agent, clock, fake_llm):
+    h = Harness(clock)
+    h.start()
+    return h
+
+
+@pytest.fixture
+def dancer_set(db) -> StickerSet:
+    sticker_set = StickerSet.objects.create(short_name="WendyDancer", title="Wendy dancing")
+    Sticker.objects.create(
+        sticker_set=sticker_set, name="😉", unique_id="wink-1", document_id=11, access_hash=22
+    )
+    return sticker_set
+
+
+def sent_sticker() -> dict:
+    (message,) = SandboxMessage.objects.filter(sender__agent__isnull=False)
+    return message.media[0]
+
+
+def test_a_sticker_from_a_configured_set_is_sent(agent, harness, fake_llm, dancer_set):
+    agent.sticker_set_names = ["WendyDancer"]
+    agent.save()
+    fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "WendyDancer", "name": "😉"}))
+    sandbox_say(agent=agent, text="hi")
+    harness.settle()
+    assert sent_sticker()["unique_id"] == "wink-1"
+    mirrored = Message.objects.get(is_agent=True)
+    assert mirrored.media[0]["sticker_name"] == "😉"
+    assert sandbox_transcript(agent=agent)[-1] == "Wendy: (sticker 😉 from WendyDancer)"
+
+
+def test_an_explicit_sticker_is_sent(agent, harness, fake_llm, dancer_set):
+    agent.explicit_stickers = ["WendyDancer::😉"]
+    agent.save()
+    fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "WendyDancer", "name": "😉"}))
+    sandbox_say(agent=agent, text="hi")
+    harness.settle()
+    assert sent_sticker()["unique_id"] == "wink-1"
+
+
+def test_a_sticker_of_an_unconfigured_set_is_resolved_through_the_transport(
+    agent, harness, fake_llm, dancer_set
+):
+    fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "WendyDancer", "name": "😉"}))
+    sandbox_say(agent=agent, text="hi")
+    harness.settle()
+    assert sent_sticker()["sticker_set_name"] == "WendyDancer"
+
+
+def test_an_unresolvable_sticker_is_sent_as_its_name_and_logged(agent, harness, fake_llm, dancer_set):
+    fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "NoSuchSet", "name": "🦄"}))
+    fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "WendyDancer", "name": "🙈"}))
+    sandbox_say(agent=agent, text="hi")
+    harness.settle()
+    sandbox_say(agent=agent, text="again")
+    harness.settle()
+    assert sandbox_transcript(agent=agent)[1::2] == ["Wendy: 🦄", "Wendy: 🙈"]
+    notes = ActivityEvent.objects.filter(kind="info", summary__contains="not found").values_list(
+        "summary", flat=True
+    )
+    assert sorted(notes) == sorted(
+        [
+            "sticker NoSuchSet::🦄 not found; sent its name as text",
+            "sticker WendyDancer::🙈 not found; sent its name as text",
+        ]
+    )
+
+
+def test_block_then_messages_are_recorded_but_trigger_nothing_until_unblocked(agent, harness, fake_llm):
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Goodbye."}, {"kind": "block"}))
+    sandbox_say(agent=agent, text="you are awful")
+    harness.settle()
+    conversation = Conversation.objects.get()
+    assert conversation.blocked
+    you = sandbox_person(name="You")
+    assert you.user_id in sandbox_user_for_agent(agent=agent).blocked_user_ids
+    sandbox_say(agent=agent, text="please answer")
+    harness.settle()
+    assert Message.objects.filter(text="please answer").exists()
+    assert TaskGraph.objects.count() == 1 and len(fake_llm.requests) == 1
+
+    # An unblock from an operator's console goes through the same handler.
+    graph = TaskGraph.objects.create(
+        conversation=conversation, active_slot=conversation.pk, created=harness.clock.now()
+    )
+    TaskNode.objects.create(
+        graph=graph,
+        conversation=conversation,
+        agent=agent,
+        kind="unblock",
+        not_before=harness.clock.now(),
+        created=harness.clock.now(),
+    )
+    harness.settle()
+    conversation.refresh_from_db()
+    assert not conversation.blocked
+    assert you.user_id not in sandbox_user_for_agent(agent=agent).blocked_user_ids
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Fine, hello again."}))
+    sandbox_say(agent=agent, text="sorry")
+    harness.settle()
+    assert sandbox_transcript(agent=agent)[-1] == "Wendy: Fine, hello again."
+
+
+def test_block_in_a_group_is_refused_by_the_policy(agent, harness, fake_llm):
+    me = sandbox_user_for_agent(agent=agent)
+    fake_llm.reply_with(tasks({"kind": "block"}, {"kind": "send", "text": "no"}))
+    sandbox_say(agent=agent, text=f"@{me.username} block me", as_name="Alice", group="Club")
+    harness.settle()
+    assert not TaskNode.objects.filter(kind="block").exists()
+    assert ActivityEvent.objects.filter(kind="policy_refused").exists()
+
+
+@pytest.mark.parametrize("flag", ["muted", "disabled", "gagged"])
+def test_a_muted_chat_or_a_disabled_or_gagged_agent_records_but_does_not_trigger(
+    agent, harness, fake_llm, flag
+):
+    sandbox_say(agent=agent, text="first")
+    harness.ingest()
+    TaskGraph.objects.all().delete()
+    if flag == "muted":
+        Conversation.objects.update(muted=True)
+    else:
+        setattr(agent, flag, True)
+        agent.save()
+    sandbox_say(agent=agent, text="second")
+    harness.ingest()
+    assert Message.objects.filter(text="second").exists()
+    assert TaskGraph.objects.count() == 0
+
+
+def test_shutdown_stops_the_agent_not_the_gateway(agent, other_agent, harness, fake_llm, settings):
+    you = sandbox_person(name="You")
+    settings.CINDY_OPERATOR_IDS = [you.user_id]
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Shutting down."}, {"kind": "shutdown"}))
+    sandbox_say(agent=agent, text="please stop")
+    harness.settle()
+    agent.refresh_from_db()
+    assert agent.stopped
+    harness.step("step_leases")
+    assert list(harness.gateway.clients) == [other_agent.pk]

@@ -1,0 +1,70 @@
+"""Agent leases: one gateway per account; a live lease refuses, an expired one is taken over."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from agents.models import AgentLease
+from engine.leases import lease_acquire, lease_heartbeat, lease_release
+from engine.tests.harness import Harness
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_live_lease_held_by_another_gateway_is_refused_with_a_clear_message(agent, clock, caplog):
+    assert lease_acquire(agent=agent, holder="host-a:1:aa").acquired
+    result = lease_acquire(agent=agent, holder="host-b:2:bb")
+    assert not result.acquired
+    assert "Wendy is driven by gateway host-a:1:aa" in result.message
+    harness = Harness(clock, gateway_id="host-b:2:bb")
+    harness.start()
+    assert harness.gateway.clients == {}
+    assert "refused: agent Wendy is driven by gateway host-a:1:aa" in caplog.text
+
+
+def test_an_expired_lease_is_taken_over(agent, clock, settings):
+    settings.CINDY_LEASE_SECONDS = 30
+    lease_acquire(agent=agent, holder="host-a:1:aa")
+    clock.advance(31)
+    result = lease_acquire(agent=agent, holder="host-b:2:bb")
+    assert result.acquired and "expired" in result.message
+    assert AgentLease.objects.get().holder == "host-b:2:bb"
+
+
+def test_a_heartbeat_keeps_the_lease_alive(agent, clock, settings):
+    settings.CINDY_LEASE_SECONDS = 30
+    lease_acquire(agent=agent, holder="gw")
+    clock.advance(20)
+    assert lease_heartbeat(holder="gw", agent_ids=[agent.pk]) == {agent.pk}
+    clock.advance(20)
+    assert not lease_acquire(agent=agent, holder="other").acquired
+    assert AgentLease.objects.get().expires_at == clock.now() + dt.timedelta(seconds=10)
+
+
+def test_a_gateway_that_lost_its_lease_drops_the_agent(agent, clock, settings):
+    settings.CINDY_LEASE_SECONDS = 30
+    harness = Harness(clock, gateway_id="gw-a")
+    harness.start()
+    assert list(harness.gateway.clients) == [agent.pk]
+    clock.advance(31)
+    assert lease_acquire(agent=agent, holder="gw-b").acquired
+    async_to_sync(harness.gateway.step_heartbeat)(force=True)
+    assert harness.gateway.clients == {}
+    assert AgentLease.objects.get().holder == "gw-b"
+
+
+def test_release_frees_only_our_leases(agent, other_agent, clock):
+    lease_acquire(agent=agent, holder="gw-a")
+    lease_acquire(agent=other_agent, holder="gw-b")
+    assert lease_release(holder="gw-a") == 1
+    assert list(AgentLease.objects.values_list("holder", flat=True)) == ["gw-b"]
+
+
+def test_draining_the_gateway_releases_its_leases(agent, clock):
+    harness = Harness(clock, gateway_id="gw-a")
+    harness.start()
+    harness.step("drain")
+    assert not AgentLease.objects.exists()

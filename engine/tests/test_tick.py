@@ -1,0 +1,104 @@
+"""The tick: eligibility, compare-and-set claims, fairness, and the lease reaper."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from conversations.models import Conversation, NodeStatus, SandboxMessage, TaskGraph, TaskNode
+from conversations.services.graphs import graph_append_chain, graph_replan
+from conversations.services.nodes import node_claim, nodes_reap_expired
+from conversations.services.sandbox import sandbox_person, sandbox_user_for_agent
+from engine.tests.harness import Harness
+from engine.tick import Ticker
+
+pytestmark = pytest.mark.django_db
+
+
+def conversation_with(agent, name: str) -> Conversation:
+    person = sandbox_person(name=name)
+    sandbox_user_for_agent(agent=agent)
+    return Conversation.objects.create(agent=agent, peer_id=person.user_id, kind="dm", title=name)
+
+
+def queue_sends(conversation: Conversation, count: int) -> list[TaskNode]:
+    """A planned graph: a done `received` node followed by `count` chained sends."""
+    graph = graph_replan(conversation=conversation, trigger="message", target_message_id=None)
+    received = graph.nodes.get()
+    TaskNode.objects.filter(pk=received.pk).update(status=NodeStatus.DONE)
+    return graph_append_chain(
+        after=received, tasks=[("send", {"text": f"{conversation.title} {i}"}) for i in range(count)]
+    )
+
+
+def test_a_chat_with_fifty_queued_sends_does_not_starve_another_chat(agent, clock):
+    busy, quiet = conversation_with(agent, "Busy"), conversation_with(agent, "Quiet")
+    queue_sends(busy, 50)
+    queue_sends(quiet, 1)
+    harness = Harness(clock)
+    harness.start()
+    harness.settle(max_rounds=1000)
+    order = list(
+        SandboxMessage.objects.filter(sender__agent=agent)
+        .order_by("date", "id")
+        .values_list("text", flat=True)
+    )
+    assert len(order) == 51
+    assert order.index("Quiet 0") <= 1
+
+
+def test_agents_take_turns_when_both_have_backlogs(agent, other_agent, clock):
+    queue_sends(conversation_with(agent, "A"), 5)
+    queue_sends(conversation_with(other_agent, "B"), 5)
+    ticker = Ticker(gateway_id="gw")
+    picked = ticker.claim(agent_ids=[agent.pk, other_agent.pk])
+    assert sorted(node.agent_id for node, _ in picked) == sorted([agent.pk, other_agent.pk])
+
+
+def test_at_most_one_node_runs_per_conversation(agent, clock):
+    conversation = conversation_with(agent, "A")
+    _first, second = queue_sends(conversation, 2)
+    second.depends_on.clear()  # both are eligible on their own
+    ticker = Ticker(gateway_id="gw")
+    assert len(ticker.claim(agent_ids=[agent.pk])) == 1
+    assert ticker.claim(agent_ids=[agent.pk]) == []
+
+
+def test_a_node_is_claimed_only_once(agent, clock):
+    (node,) = queue_sends(conversation_with(agent, "A"), 1)
+    assert node_claim(node_id=node.pk, owner="gw1#a") is not None
+    assert node_claim(node_id=node.pk, owner="gw2#b") is None
+    node.refresh_from_db()
+    assert node.lease_owner == "gw1#a" and node.status == NodeStatus.RUNNING
+
+
+def test_nodes_wait_for_their_dependencies_and_not_before(agent, clock):
+    first, second = queue_sends(conversation_with(agent, "A"), 2)
+    TaskNode.objects.filter(pk=first.pk).update(not_before=clock.now() + dt.timedelta(seconds=30))
+    ticker = Ticker(gateway_id="gw")
+    assert ticker.claim(agent_ids=[agent.pk]) == []
+    clock.advance(30)
+    assert [n.pk for n, _ in ticker.claim(agent_ids=[agent.pk])] == [first.pk]
+
+
+def test_an_expired_node_lease_returns_the_node_to_pending(agent, clock, settings):
+    (node,) = queue_sends(conversation_with(agent, "A"), 1)
+    node_claim(node_id=node.pk, owner="gone#x", lease_seconds=60)
+    assert nodes_reap_expired(agent_ids=[agent.pk]) == 0
+    clock.advance(61)
+    assert nodes_reap_expired(agent_ids=[agent.pk]) == 1
+    node.refresh_from_db()
+    assert node.status == NodeStatus.PENDING and node.lease_owner == "" and node.attempts == 0
+
+
+def test_a_gateway_taking_over_an_agent_resumes_nodes_left_running(agent, clock):
+    (node,) = queue_sends(conversation_with(agent, "A"), 1)
+    node_claim(node_id=node.pk, owner="dead-gateway#x")
+    harness = Harness(clock)
+    harness.start()
+    node.refresh_from_db()
+    assert node.status == NodeStatus.PENDING
+    harness.settle()
+    assert SandboxMessage.objects.filter(sender__agent=agent, text="A 0").count() == 1
+    assert TaskGraph.objects.get().status == TaskGraph.Status.DONE
