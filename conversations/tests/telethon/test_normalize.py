@@ -291,3 +291,40 @@ def test_read_or_own_reactions_are_not_unread():
         types.UpdateMessageReactions(peer=types.PeerUser(ANN), msg_id=9, reactions=reactions), ctx()
     )
     assert not update.unread and update.reactions[0].count == 2
+
+
+def test_short_dm_and_basic_group_updates_become_messages():
+    (dm,) = updates_from(
+        types.UpdateShortMessage(id=3, user_id=ANN, message="psst", pts=1, pts_count=1, date=DATE), ctx()
+    )
+    assert (dm.message.peer_id, dm.message.sender_id, dm.message.text, dm.message.chat_kind) == (
+        ANN,
+        ANN,
+        "psst",
+        "dm",
+    )
+    (group,) = updates_from(
+        types.UpdateShortChatMessage(
+            id=4,
+            from_id=ANN,
+            chat_id=33,
+            message="@heidi_bot hi",
+            pts=2,
+            pts_count=1,
+            date=DATE,
+            entities=[types.MessageEntityMention(offset=0, length=10)],
+        ),
+        ctx(),
+    )
+    assert (group.message.peer_id, group.message.chat_kind, group.message.mentions_agent) == (
+        -33,
+        "group",
+        True,
+    )
+    (mine,) = updates_from(
+        types.UpdateShortMessage(
+            id=5, user_id=ANN, message="from phone", pts=3, pts_count=1, date=DATE, out=True
+        ),
+        ctx(),
+    )
+    assert mine.message.is_outgoing and mine.message.sender_id == ME_ID

@@ -148,3 +148,17 @@ def test_the_factory_builds_a_telethon_transport_that_meets_the_protocol(logged_
     transport = transport_for(logged_in, gateway_id=GATEWAY)
     assert isinstance(transport, TelethonTransport) and isinstance(transport, Transport)
     assert transport.gateway_id == GATEWAY
+
+
+def test_reconnect_closes_the_old_client_and_opens_a_new_one(logged_in):
+    clients = []
+
+    def factory(session, api_id, api_hash):
+        clients.append(FakeTelegramClient(session))
+        return clients[-1]
+
+    transport = TelethonTransport(logged_in, gateway_id=GATEWAY, client_factory=factory)
+    run(transport.connect)
+    run(transport.connect)
+    assert [c.connected for c in clients] == [False, True]
+    assert transport.client is clients[1]

@@ -46,7 +46,7 @@ from conversations.transport.base import (
 
 from .caches import TTLCache
 from .errors import is_slow_mode, translate
-from .normalize import Context, inbound_message, sticker_sets_needed, updates_from
+from .normalize import Context, inbound_message, message_of, sticker_sets_needed, updates_from
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +108,12 @@ class TelethonConnection:
     # --- connection -------------------------------------------------------------------------------
 
     async def connect(self) -> AccountInfo:
+        if self.client is not None:
+            await self.disconnect()  # a supervised reconnect reuses this object
+        # The agent row may predate a telegram_login run in another process.
+        await sync_to_async(self.agent.refresh_from_db)(
+            fields=["phone", "telegram_user_id", "telegram_username"]
+        )
         problems = await sync_to_async(telegram_readiness_problems)(self.agent)
         if problems:
             raise AuthError("NOT_READY", "; ".join(problems))
@@ -296,8 +302,8 @@ class TelethonConnection:
         """Telethon's raw update handler: normalise and queue; never raise into Telethon."""
         try:
             self._remember_entities((getattr(update, "_entities", None) or {}).values())
-            message = getattr(update, "message", None)
-            if message is not None and not isinstance(message, (types.MessageEmpty, str)):
+            message = message_of(update, self.me.user_id if self.me else 0)
+            if message is not None:
                 await self._resolve_sticker_sets(sticker_sets_needed(message), [message])
                 if getattr(message, "out", False):
                     self._remember_own(utils.get_peer_id(message.peer_id), message.id)

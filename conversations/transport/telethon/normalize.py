@@ -291,8 +291,48 @@ NEW_MESSAGE_UPDATES = (types.UpdateNewMessage, types.UpdateNewChannelMessage)
 EDIT_UPDATES = (types.UpdateEditMessage, types.UpdateEditChannelMessage)
 
 
+def short_message(update, me_id: int) -> types.Message | None:
+    """The full Message behind Telegram's compact DM / basic-group updates (as Telethon's NewMessage does)."""
+    if isinstance(update, types.UpdateShortMessage):
+        peer, sender = types.PeerUser(update.user_id), update.user_id
+    elif isinstance(update, types.UpdateShortChatMessage):
+        peer, sender = types.PeerChat(update.chat_id), update.from_id
+    else:
+        return None
+    return types.Message(
+        id=update.id,
+        peer_id=peer,
+        date=update.date,
+        message=update.message,
+        out=update.out,
+        mentioned=update.mentioned,
+        media_unread=update.media_unread,
+        silent=update.silent,
+        from_id=types.PeerUser(me_id if update.out else sender),
+        fwd_from=update.fwd_from,
+        via_bot_id=update.via_bot_id,
+        reply_to=update.reply_to,
+        entities=update.entities,
+        ttl_period=update.ttl_period,
+    )
+
+
+def message_of(update, me_id: int):
+    """The message a new-message or edit update carries, or None."""
+    short = short_message(update, me_id)
+    if short is not None:
+        return short
+    if isinstance(update, (*NEW_MESSAGE_UPDATES, *EDIT_UPDATES)):
+        message = update.message
+        return None if isinstance(message, types.MessageEmpty) else message
+    return None
+
+
 def updates_from(update, ctx: Context) -> list[Update]:
     """The protocol updates for one Telethon update (empty for kinds Cindy does not use)."""
+    short = short_message(update, ctx.me_id)
+    if short is not None:
+        return [NewMessage(inbound_message(short, ctx))]
     if isinstance(update, NEW_MESSAGE_UPDATES) and not isinstance(update.message, types.MessageEmpty):
         return [NewMessage(inbound_message(update.message, ctx))]
     if isinstance(update, EDIT_UPDATES) and not isinstance(update.message, types.MessageEmpty):
