@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import mimetypes
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ def warm_media_descriptions(
     agent_id: int | None = None,
     conversation_id: int | None = None,
     node_id: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Describe undescribed media in `messages`; return how many attempts the budget paid for."""
     budget = settings.MEDIA_DESC_BUDGET_PER_TICK if budget is None else budget
@@ -103,7 +105,7 @@ def warm_media_descriptions(
         spent += 1
         try:
             status, text = describe_file(
-                part, path, agent_id=agent_id, conversation_id=conversation_id, node_id=node_id
+                part, path, agent_id=agent_id, conversation_id=conversation_id, node_id=node_id, sleep=sleep
             )
         except (LLMConfigError, UnknownModelError) as exc:
             logger.warning("media descriptions are off: %s", exc)
@@ -119,6 +121,7 @@ def describe_file(
     agent_id: int | None = None,
     conversation_id: int | None = None,
     node_id: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[str, str | None]:
     """Ask MEDIA_MODEL for a description of one file: (status, description or None)."""
     route = media_route()
@@ -141,6 +144,7 @@ def describe_file(
             agent_id=agent_id,
             conversation_id=conversation_id,
             node_id=node_id,
+            sleep=sleep,
         )
     except LLMTransientError as exc:
         timed_out = "timeout" in str(exc).lower() or "timed out" in str(exc).lower()

@@ -59,7 +59,7 @@ def plan_turn(*, node_id: int, sleep: Callable[[float], None] = time.sleep) -> P
 
     messages = history_messages(conversation)
     ids = dict(agent_id=agent.pk, conversation_id=conversation.pk, node_id=node.pk)
-    warm_media_descriptions(messages, **ids)
+    warm_media_descriptions(messages, sleep=sleep, **ids)
     history = to_chat_messages(messages, tz=agent_timezone(agent))
     target = _target_message(conversation.pk, graph.target_message_id)
     turn = turn_context_from_graph(graph, reactions=_reaction_notes(target))

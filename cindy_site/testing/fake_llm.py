@@ -95,7 +95,13 @@ class FakeLLMServer:
         self._httpd.daemon_threads = True
         host, port = self._httpd.server_address[:2]
         self.url = f"http://{host}:{port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
+        self._thread = threading.Thread(
+            # A short poll interval keeps stop() (and so each test's teardown) fast.
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="fake-llm",
+            daemon=True,
+        )
         self._thread.start()
         return self
 

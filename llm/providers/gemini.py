@@ -66,7 +66,12 @@ def build_contents(request: LLMRequest) -> list[types.Content]:
 
 
 def build_config(request: LLMRequest) -> types.GenerateContentConfig:
-    config: dict[str, Any] = {"system_instruction": request.system, "safety_settings": safety_settings()}
+    config: dict[str, Any] = {
+        "system_instruction": request.system,
+        "safety_settings": safety_settings(),
+        # No tools are declared; this only keeps the SDK from logging about function calling.
+        "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
+    }
     if request.response_schema is not None:
         config["response_mime_type"] = "application/json"
         config["response_schema"] = request.response_schema

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llm.parsing import parse_reply
+
+
+def _kinds(result):
+    return [t.kind for t in result.tasks]
+
+
+def test_plain_json_array():
+    result = parse_reply('[{"kind": "send", "text": "hi", "reply_to": 5}]')
+
+    assert result.errors == []
+    assert result.tasks[0].params == {"text": "hi", "reply_to": 5}
+
+
+def test_fenced_json_with_prose_around_it():
+    reply = 'Sure! Here is my plan:\n```json\n[{"kind": "think", "text": "hm"}, {"kind": "send", "text": "ok"}]\n```\nDone.'
+
+    assert _kinds(parse_reply(reply)) == ["think", "send"]
+
+
+def test_prose_around_bare_json():
+    assert _kinds(parse_reply('I will answer now: [{"kind": "send", "text": "yo"}] — that is all')) == [
+        "send"
+    ]
+
+
+def test_slightly_broken_json_is_repaired():
+    broken = '[{"kind": "send", "text": "one",}, {"kind": "wait" "delay": 5}, {"kind": "send", "text": "two"'
+
+    result = parse_reply(broken)
+
+    assert _kinds(result) == ["send", "wait", "send"]
+    assert result.tasks[1].params == {"delay": 5.0}
+
+
+def test_single_object_and_tasks_wrapper_are_accepted():
+    assert _kinds(parse_reply('{"kind": "send", "text": "x"}')) == ["send"]
+    assert _kinds(parse_reply('{"tasks": [{"kind": "block"}]}')) == ["block"]
+
+
+def test_empty_reply_and_empty_list_mean_nothing_to_do():
+    assert parse_reply("").tasks == [] and parse_reply("").errors == []
+    assert parse_reply("[]").tasks == [] and parse_reply("[]").errors == []
+
+
+def test_prose_without_tasks_is_an_error():
+    result = parse_reply("I don't feel like answering.")
+
+    assert result.tasks == []
+    assert "not a JSON list of tasks" in result.errors[0]
+
+
+def test_legacy_markdown_blocks():
+    reply = (
+        "# «think»\nShe wants bread.\n\n"
+        "# «send»\nHello there!\nSecond line.\n\n"
+        "# «sticker» 42\nWendyDancer\n😉\n\n"
+        "# «retrieve»\nhttps://example.com/a\nnot a url\nhttp://example.org/b\n"
+    )
+
+    result = parse_reply(reply)
+
+    assert result.errors == []
+    assert _kinds(result) == ["think", "send", "sticker", "retrieve"]
+    assert result.tasks[1].params == {"text": "Hello there!\nSecond line.", "reply_to": None}
+    assert result.tasks[2].params == {"sticker_set": "WendyDancer", "name": "😉", "reply_to": 42}
+    assert result.tasks[3].params == {"urls": ["https://example.com/a", "http://example.org/b"]}
+
+
+VALID = [
+    ({"kind": "send", "text": "hi", "reply_to": "12"}, {"text": "hi", "reply_to": 12}),
+    (
+        {"kind": "sticker", "sticker_set": "S", "name": "😉"},
+        {"sticker_set": "S", "name": "😉", "reply_to": None},
+    ),
+    ({"kind": "react", "emoji": "❤️", "message_id": 3}, {"emoji": "❤", "message_id": 3}),
+    ({"kind": "wait", "delay": 0}, {"delay": 0.0}),
+    ({"kind": "block"}, {}),
+    ({"kind": "unblock"}, {}),
+    ({"kind": "remember", "content": "likes rye"}, {"content": "likes rye"}),
+    ({"kind": "plan", "content": "bake"}, {"content": "bake"}),
+    ({"kind": "think", "text": "..."}, {"text": "..."}),
+    ({"kind": "retrieve", "urls": ["https://a.example/"]}, {"urls": ["https://a.example/"]}),
+    ({"kind": "clear-conversation"}, {}),
+    ({"kind": "shutdown"}, {}),
+]
+
+
+@pytest.mark.parametrize(("raw", "params"), VALID, ids=[v[0]["kind"] for v in VALID])
+def test_every_kind_validates(raw, params):
+    result = parse_reply(json.dumps([raw]))
+
+    assert result.errors == []
+    assert result.tasks[0].kind == raw["kind"] and result.tasks[0].params == params
+
+
+INVALID = [
+    ({"kind": "send"}, '"text" is missing'),
+    ({"kind": "send", "text": "x", "reply_to": "abc"}, "\"reply_to\" is 'abc'"),
+    ({"kind": "sticker", "name": "😉"}, '"sticker_set" is missing'),
+    ({"kind": "react", "emoji": "🦖", "message_id": 1}, "not one of Telegram's reactions"),
+    ({"kind": "react", "emoji": "👍"}, '"message_id" is missing'),
+    ({"kind": "wait", "delay": -1}, "0 or more"),
+    ({"kind": "wait", "delay": "soon"}, "number of seconds"),
+    ({"kind": "remember", "content": ""}, '"content" is missing'),
+    ({"kind": "plan"}, '"content" is missing'),
+    ({"kind": "retrieve", "urls": ["ftp://x.example/"]}, "not an http(s) URL"),
+    ({"kind": "retrieve", "urls": ["https://a/", "https://b/", "https://c/", "https://d/"]}, "at most 3"),
+    ({"kind": "launch-missiles"}, 'kind "launch-missiles" is unknown'),
+    ({"text": "no kind"}, 'no "kind"'),
+]
+
+
+@pytest.mark.parametrize(("raw", "message"), INVALID, ids=[str(i) for i in range(len(INVALID))])
+def test_invalid_tasks_are_reported_and_dropped(raw, message):
+    result = parse_reply(json.dumps([raw, {"kind": "send", "text": "still here"}]))
+
+    assert [t.params.get("text") for t in result.tasks] == ["still here"]
+    assert len(result.errors) == 1 and message in result.errors[0]
+    assert result.errors[0].startswith("task 1")
+
+
+def test_unicode_survives():
+    text = "Привет 👋 — ¿qué tal? 你好 \u200d"
+
+    assert (
+        parse_reply(json.dumps([{"kind": "send", "text": text}], ensure_ascii=False)).tasks[0].params["text"]
+        == text
+    )
+
+
+def test_huge_reply_is_parsed():
+    tasks = [{"kind": "send", "text": "word " * 200} for _ in range(500)]
+
+    result = parse_reply("```json\n" + json.dumps(tasks) + "\n```")
+
+    assert len(result.tasks) == 500 and result.errors == []
+
+
+def test_ids_as_ints_or_numeric_strings():
+    result = parse_reply(
+        '[{"kind": "react", "emoji": "👍", "message_id": "77"}, {"kind": "send", "text": "a", "reply_to": 5}]'
+    )
+
+    assert result.tasks[0].params["message_id"] == 77 and result.tasks[1].params["reply_to"] == 5

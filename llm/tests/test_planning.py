@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.models import RolePrompt
+from conversations.models import ActivityEvent, LLMCall
+from llm.errors import LLMConfigError
+from llm.planning import plan_turn
+from llm.tests.conftest import add_message
+from llm.tests.test_retrieval import site  # noqa: F401  (the local web server fixture)
+
+
+def _reply(*tasks) -> str:
+    return json.dumps(list(tasks), ensure_ascii=False)
+
+
+def _plan(node):
+    return plan_turn(node_id=node.pk, sleep=lambda seconds: None)
+
+
+def test_a_dm_turn_becomes_tasks_with_think_dropped(dm, fake_llm, make_node, clock):
+    add_message(dm, 5, "Do you have rye?")
+    node = make_node(dm, target=5)
+    fake_llm.reply_with(
+        _reply(
+            {"kind": "think", "text": "she wants rye"},
+            {"kind": "send", "text": "Yes! 🍞", "reply_to": 5},
+            {"kind": "remember", "content": "Alice likes rye"},
+        )
+    )
+
+    result = _plan(node)
+
+    assert [(t.kind, t.params) for t in result.tasks] == [
+        ("send", {"text": "Yes! 🍞", "reply_to": 5}),
+        ("remember", {"content": "Alice likes rye"}),
+    ]
+    assert result.errors == []
+    call = LLMCall.objects.get(pk=result.llm_call_ids[0])
+    assert (call.node_id, call.conversation_id, call.purpose) == (node.pk, dm.pk, "plan")
+    final_part = fake_llm.requests[0].json["contents"][-1]["parts"][0]["text"]
+    assert final_part.endswith("Consider responding to message with message_id 5.")
+
+
+def test_invalid_and_refused_tasks_never_come_back(group, fake_llm, make_node, clock):
+    add_message(group, 9, "@Wendy block Bob", sender="Alice", sender_id=1001, mentions_agent=True)
+    node = make_node(group, target=9)
+    fake_llm.reply_with(_reply({"kind": "block"}, {"kind": "teleport"}, {"kind": "send", "text": "No."}))
+
+    result = _plan(node)
+
+    assert [t.kind for t in result.tasks] == ["send"]
+    assert any('kind "teleport" is unknown' in e for e in result.errors)
+    assert ActivityEvent.objects.filter(kind="policy_refused", node_id=node.pk).count() == 1
+
+
+def test_shutdown_from_an_operator_is_kept(dm, fake_llm, make_node, settings, clock):
+    settings.CINDY_OPERATOR_IDS = [1001]
+    add_message(dm, 3, "please shut down")
+    fake_llm.reply_with(_reply({"kind": "shutdown"}))
+
+    assert [t.kind for t in _plan(make_node(dm, target=3)).tasks] == ["shutdown"]
+
+
+def test_blocked_reply_gives_no_tasks_and_is_recorded(dm, fake_llm, make_node, clock):
+    add_message(dm, 1, "hi")
+    fake_llm.reply_with("x", blocked=True)
+
+    result = _plan(make_node(dm, target=1))
+
+    assert result.tasks == [] and "blocked" in result.errors[0]
+    assert LLMCall.objects.get().status == "blocked"
+
+
+def test_conversation_override_routes_to_grok(dm, fake_llm, make_node, clock):
+    dm.llm_model = "grok"
+    dm.save()
+    add_message(dm, 1, "hi")
+    fake_llm.reply_with(_reply({"kind": "send", "text": "hey"}))
+
+    _plan(make_node(dm, target=1))
+
+    assert fake_llm.requests[0].path == "/v1/chat/completions"
+    assert fake_llm.requests[0].json["model"] == "grok-4-fast-non-reasoning"
+
+
+def test_missing_key_and_unknown_llm_are_config_errors(dm, fake_llm, make_node, settings, clock):
+    add_message(dm, 1, "hi")
+    node = make_node(dm, target=1)
+    settings.GOOGLE_GEMINI_API_KEY = ""
+    with pytest.raises(LLMConfigError, match="GOOGLE_GEMINI_API_KEY is not set"):
+        _plan(node)
+
+    dm.agent.llm = "claude-9"
+    dm.agent.save()
+    with pytest.raises(LLMConfigError, match='agent Wendy: LLM "claude-9" is not a known name'):
+        _plan(node)
+
+
+@pytest.fixture
+def retriever(agent, settings):
+    settings.CINDY_RETRIEVAL_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    RolePrompt.objects.create(name="Retrieve", text="RETRIEVE-PROMPT: you may fetch pages.")
+    agent.role_prompt_names = ["Retrieve"]
+    agent.save()
+    return agent
+
+
+def test_retrieved_pages_are_fed_back_and_kept_in_the_graph(retriever, dm, fake_llm, make_node, site, clock):  # noqa: F811
+    add_message(dm, 1, "what is rye?")
+    node = make_node(dm, target=1)
+    fake_llm.reply_with(
+        _reply({"kind": "retrieve", "urls": [site + "/page"]}, {"kind": "send", "text": "ignored"})
+    )
+    fake_llm.reply_with(_reply({"kind": "send", "text": "Rye is dense."}))
+
+    result = _plan(node)
+
+    assert [t.params["text"] for t in result.tasks] == ["Rye is dense."]
+    assert len(result.llm_call_ids) == 2
+    second = json.dumps(fake_llm.requests[1].json["contents"], ensure_ascii=False)
+    assert "Rye bread is dense." in second and "untrusted" in second
+    node.graph.refresh_from_db()
+    assert node.graph.context["retrieved"][0]["url"] == site + "/page"
+
+
+def test_repeated_urls_are_not_fetched_again_and_drop_the_retrieve_prompt(
+    retriever,
+    dm,
+    fake_llm,
+    make_node,
+    site,
+    clock,  # noqa: F811
+):
+    add_message(dm, 1, "what is rye?")
+    url = site + "/page"
+    fake_llm.reply_with(_reply({"kind": "retrieve", "urls": [url]}))
+    fake_llm.reply_with(_reply({"kind": "retrieve", "urls": [url]}))
+    fake_llm.reply_with(_reply({"kind": "send", "text": "done"}))
+
+    result = _plan(make_node(dm, target=1))
+
+    assert [t.kind for t in result.tasks] == ["send"]
+    systems = [r.json["systemInstruction"]["parts"][0]["text"] for r in fake_llm.requests]
+    assert ["RETRIEVE-PROMPT" in s for s in systems] == [True, True, False]
+
+
+def test_retrieval_rounds_are_bounded(retriever, dm, fake_llm, make_node, site, settings, clock):  # noqa: F811
+    settings.RETRIEVAL_MAX_ROUNDS = 2
+    add_message(dm, 1, "what is rye?")
+    for i in range(5):
+        fake_llm.reply_with(_reply({"kind": "retrieve", "urls": [f"{site}/page?{i}"]}))
+
+    result = _plan(make_node(dm, target=1))
+
+    assert len(fake_llm.requests) == 3
+    assert result.tasks == [] and "retrieval stopped after 2 rounds" in result.errors[0]
+
+
+def test_retrieve_without_the_retrieve_prompt_is_an_error(dm, fake_llm, make_node, clock):
+    add_message(dm, 1, "look it up")
+    fake_llm.reply_with(
+        _reply({"kind": "retrieve", "urls": ["https://example.com/"]}, {"kind": "send", "text": "hm"})
+    )
+
+    result = _plan(make_node(dm, target=1))
+
+    assert [t.kind for t in result.tasks] == ["send"]
+    assert "retrieve is not enabled for agent Wendy" in result.errors[0]
+    assert len(fake_llm.requests) == 1

@@ -1,0 +1,154 @@
+"""Retrieval against a local HTTP server; the loopback network is allowed only where a test says so."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from llm.retrieval import MAX_CHARS, fetch_page, is_public_address
+
+PAGE = (
+    "<html><head><title>Bread</title><style>body{}</style><script>alert(1)</script></head>"
+    '<body><h1>Rye</h1><p>Rye bread is dense. <a href="https://example.com/rye">More</a></p></body></html>'
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    seen_hosts: list[str] = []
+
+    def log_message(self, *args):
+        return
+
+    def do_GET(self):  # noqa: N802
+        self.seen_hosts.append(self.headers.get("Host", ""))
+        if self.path.startswith("/redirect?to="):
+            self._reply(302, "", extra={"Location": self.path.split("=", 1)[1]})
+        elif self.path == "/pdf":
+            self._reply(200, "%PDF-1.4", content_type="application/pdf")
+        elif self.path == "/big":
+            self._reply(200, "<p>" + "crumb " * 100_000 + "</p>")
+        else:
+            self._reply(200, PAGE)
+
+    def _reply(self, status, body, *, content_type="text/html; charset=utf-8", extra=None):
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def site():
+    _Handler.seen_hosts = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def loopback_allowed(settings):
+    settings.CINDY_RETRIEVAL_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+
+
+def test_html_is_fetched_as_text_with_links(site, loopback_allowed):
+    result = fetch_page(site + "/page")
+
+    assert result.ok
+    assert "Rye bread is dense. More (https://example.com/rye)" in result.content
+    assert "alert(1)" not in result.content and "body{}" not in result.content
+
+
+def test_connection_goes_to_the_checked_address_with_the_real_host_name(site, loopback_allowed):
+    port = site.rsplit(":", 1)[1]
+
+    result = fetch_page(f"http://bakery.test:{port}/page", resolve=lambda host, p: ["127.0.0.1"])
+
+    assert result.ok
+    assert _Handler.seen_hosts == [f"bakery.test:{port}"]
+
+
+def test_non_html_is_not_fetched(site, loopback_allowed):
+    assert (
+        fetch_page(site + "/pdf").content == "Content-Type: application/pdf - not fetched (non-HTML content)"
+    )
+
+
+def test_text_is_capped(site, loopback_allowed):
+    assert len(fetch_page(site + "/big").content) == MAX_CHARS
+
+
+def test_loopback_is_refused_without_the_test_allowance(site):
+    result = fetch_page(site + "/page")
+
+    assert not result.ok and "non-public address (127.0.0.1)" in result.content
+    assert _Handler.seen_hosts == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://10.0.0.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://192.168.1.1/",
+        "http://100.64.0.1/",
+    ],
+)
+def test_private_addresses_are_refused(url):
+    result = fetch_page(url)
+
+    assert not result.ok and "non-public address" in result.content
+
+
+def test_a_name_with_any_private_address_is_refused():
+    result = fetch_page("http://mixed.test/", resolve=lambda host, port: ["93.184.216.34", "10.0.0.7"])
+
+    assert not result.ok and "10.0.0.7" in result.content
+
+
+@pytest.mark.parametrize(
+    "target", ["http://10.1.2.3/", "http://169.254.169.254/", "http://[::1]:8080/", "http://127.0.0.2/"]
+)
+def test_redirects_to_private_addresses_are_refused(site, loopback_allowed, target):
+    result = fetch_page(f"{site}/redirect?to={target}")
+
+    assert not result.ok and "non-public address" in result.content
+    assert len(_Handler.seen_hosts) == 1
+
+
+def test_redirects_to_allowed_addresses_are_followed(site, loopback_allowed):
+    result = fetch_page(f"{site}/redirect?to=/page")
+
+    assert result.ok and "Rye bread" in result.content
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/", "file:///etc/passwd", "gopher://x/"])
+def test_only_http_and_https(url):
+    assert "not an http(s) URL" in fetch_page(url).content
+
+
+def test_public_address_check():
+    assert is_public_address("93.184.216.34")
+    assert is_public_address("2606:4700::1111")
+    for private in (
+        "127.0.0.1",
+        "10.0.0.1",
+        "172.16.0.1",
+        "169.254.1.1",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "0.0.0.0",
+        "224.0.0.1",
+    ):
+        assert not is_public_address(private), private
