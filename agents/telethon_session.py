@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
+from telethon import utils
 from telethon.crypto import AuthKey
 from telethon.sessions import MemorySession
 from telethon.tl import types
@@ -198,8 +199,6 @@ class DatabaseSession(MemorySession):
         if exact:
             row = self._rows.get(id)
             return (row[0], row[1]) if row else None
-        from telethon import utils
-
         for candidate in (
             utils.get_peer_id(types.PeerUser(id)),
             utils.get_peer_id(types.PeerChat(id)),

@@ -69,6 +69,8 @@ def default_client_factory(session: DatabaseSession, api_id: str, api_hash: str)
         api_hash,
         catch_up=True,  # fetch what happened while the gateway was down, from the stored state
         receive_updates=True,
+        # One update at a time, so the queue keeps Telegram's order (our handler only normalises).
+        sequential_updates=True,
         # Never let Telethon sleep through a flood wait on its own: the engine reschedules instead.
         flood_sleep_threshold=0,
     )
