@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 
 from agents.models import RolePrompt
 from llm.prompt import TurnContext, build_plan_request, specific_instructions
 from llm.prompt.builder import RetrievedPage
+from llm.prompt.metrics import serialize_request, shared_prefix_ratio
 from llm.tests.conftest import add_message
 from media_catalog.models import MediaDescription, Sticker, StickerSet
 from memory.models import Intention, Memory, Plan, Summary
@@ -156,27 +156,19 @@ def test_retrieved_pages_come_after_history_marked_untrusted(furnished, dm):
     assert page_turn.parts[1].text.startswith("<untrusted-web-content>")
 
 
-def _serialized(request) -> str:
-    turns = [{"role": t.role, "parts": [p.text for p in t.parts]} for t in request.turns]
-    return json.dumps({"system": request.system, "turns": turns}, ensure_ascii=False)
-
-
-def _shared_prefix_ratio(a: str, b: str) -> float:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n / max(len(a), len(b))
-
-
 def test_two_consecutive_turns_share_a_long_prefix(furnished, dm, clock):
     for i in range(2, 40):
         add_message(dm, i, f"message number {i} about bread", is_agent=i % 3 == 0)
-    first = _serialized(build_plan_request(dm, TurnContext(target_message_id=39)))
+    first = serialize_request(build_plan_request(dm, TurnContext(target_message_id=39)))
 
     clock.advance(hours=1)  # after the 39 messages above, which are a minute apart from noon
     add_message(dm, 40, "and what about cake?", date=clock.now())
-    second = _serialized(build_plan_request(dm, TurnContext(target_message_id=40)))
+    second = serialize_request(build_plan_request(dm, TurnContext(target_message_id=40)))
 
-    assert _shared_prefix_ratio(first, second) >= 0.9
+    assert shared_prefix_ratio(first, second) >= 0.9
+
+
+def test_shared_prefix_ratio():
+    assert shared_prefix_ratio("abcd", "abXY") == 0.5
+    assert shared_prefix_ratio("abc", "abcdef") == 0.5
+    assert shared_prefix_ratio("", "") == 1.0
