@@ -64,9 +64,14 @@ class _Failure:
 
 
 @dataclass
+class _Stall:
+    seconds: float
+
+
+@dataclass
 class _State:
     replies: deque[FakeReply] = field(default_factory=deque)
-    failures: deque[_Failure] = field(default_factory=deque)
+    failures: deque[_Failure | _Stall] = field(default_factory=deque)
     default: FakeReply = field(default_factory=lambda: FakeReply(text="[]"))
 
 
@@ -77,6 +82,7 @@ class FakeLLMServer:
         self.requests: list[RecordedRequest] = []
         self._state = _State()
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -108,6 +114,7 @@ class FakeLLMServer:
     def stop(self) -> None:
         if self._httpd is None:
             return
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
@@ -157,6 +164,12 @@ class FakeLLMServer:
             for _ in range(times):
                 self._state.failures.append(_Failure(status, message or f"fake failure {status}"))
 
+    def stall_next(self, seconds: float, times: int = 1) -> None:
+        """Hold the next `times` requests for `seconds` before answering, so client timeouts fire."""
+        with self._lock:
+            for _ in range(times):
+                self._state.failures.append(_Stall(seconds))
+
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
@@ -169,7 +182,7 @@ class FakeLLMServer:
 
     # --- used by the handler ------------------------------------------------------------------
 
-    def _next(self, recorded: RecordedRequest) -> _Failure | FakeReply:
+    def _next(self, recorded: RecordedRequest) -> _Failure | _Stall | FakeReply:
         with self._lock:
             self.requests.append(recorded)
             if self._state.failures:
@@ -204,7 +217,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"code": 404, "message": f"no fake route for {path}"}})
             return
         outcome = self.owner._next(RecordedRequest("POST", path, headers, body, api, model))
-        if isinstance(outcome, _Failure):
+        if isinstance(outcome, _Stall):
+            # Wait on the stop event rather than sleeping, so stop() is never held up.
+            self.owner._stopping.wait(outcome.seconds)
+            self._send(504, _error_body(api, _Failure(504, "fake stall ended")))
+        elif isinstance(outcome, _Failure):
             self._send(outcome.status, _error_body(api, outcome))
         elif api == "gemini":
             self._send(200, gemini_response(outcome, model=model))

@@ -9,7 +9,6 @@ from conversations.models import ActivityEvent, LLMCall
 from llm.errors import LLMConfigError
 from llm.planning import plan_turn
 from llm.tests.conftest import add_message
-from llm.tests.test_retrieval import site  # noqa: F401  (the local web server fixture)
 
 
 def _reply(*tasks) -> str:
@@ -108,7 +107,7 @@ def retriever(agent, settings):
     return agent
 
 
-def test_retrieved_pages_are_fed_back_and_kept_in_the_graph(retriever, dm, fake_llm, make_node, site, clock):  # noqa: F811
+def test_retrieved_pages_are_fed_back_and_kept_in_the_graph(retriever, dm, fake_llm, make_node, site, clock):
     add_message(dm, 1, "what is rye?")
     node = make_node(dm, target=1)
     fake_llm.reply_with(
@@ -132,7 +131,7 @@ def test_repeated_urls_are_not_fetched_again_and_drop_the_retrieve_prompt(
     fake_llm,
     make_node,
     site,
-    clock,  # noqa: F811
+    clock,
 ):
     add_message(dm, 1, "what is rye?")
     url = site + "/page"
@@ -147,7 +146,7 @@ def test_repeated_urls_are_not_fetched_again_and_drop_the_retrieve_prompt(
     assert ["RETRIEVE-PROMPT" in s for s in systems] == [True, True, False]
 
 
-def test_retrieval_rounds_are_bounded(retriever, dm, fake_llm, make_node, site, settings, clock):  # noqa: F811
+def test_retrieval_rounds_are_bounded(retriever, dm, fake_llm, make_node, site, settings, clock):
     settings.RETRIEVAL_MAX_ROUNDS = 2
     add_message(dm, 1, "what is rye?")
     for i in range(5):

@@ -176,3 +176,15 @@ def test_media_parts_are_sent_inline(fake_llm, db):
     assert "image/png" in gemini_parts[1]["inlineData"].values()
     openai_content = fake_llm.requests[1].json["messages"][1]["content"]
     assert openai_content[1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}}
+
+
+@pytest.mark.parametrize("route", [GEMINI, GROK], ids=["gemini", "grok"])
+def test_timeouts_are_retried(fake_llm, db, settings, sleeps, route):
+    settings.LLM_TIMEOUT_SECONDS = 0.3
+    fake_llm.stall_next(5)
+    fake_llm.reply_with("[]")
+
+    reply = call_llm(_request(), route=route, sleep=sleeps.append)
+
+    assert reply.status == "ok"
+    assert len(fake_llm.requests) == 2 and len(sleeps) == 1

@@ -2,56 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from llm.retrieval import MAX_CHARS, fetch_page, is_public_address
-
-PAGE = (
-    "<html><head><title>Bread</title><style>body{}</style><script>alert(1)</script></head>"
-    '<body><h1>Rye</h1><p>Rye bread is dense. <a href="https://example.com/rye">More</a></p></body></html>'
-)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    seen_hosts: list[str] = []
-
-    def log_message(self, *args):
-        return
-
-    def do_GET(self):  # noqa: N802
-        self.seen_hosts.append(self.headers.get("Host", ""))
-        if self.path.startswith("/redirect?to="):
-            self._reply(302, "", extra={"Location": self.path.split("=", 1)[1]})
-        elif self.path == "/pdf":
-            self._reply(200, "%PDF-1.4", content_type="application/pdf")
-        elif self.path == "/big":
-            self._reply(200, "<p>" + "crumb " * 100_000 + "</p>")
-        else:
-            self._reply(200, PAGE)
-
-    def _reply(self, status, body, *, content_type="text/html; charset=utf-8", extra=None):
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (extra or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.fixture
-def site():
-    _Handler.seen_hosts = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+from llm.tests.local_site import SiteHandler as _Handler
 
 
 @pytest.fixture
