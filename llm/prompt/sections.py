@@ -32,7 +32,12 @@ def base_prompt(agent: Agent, *, include_retrieve: bool) -> str:
     """Shared response-format instructions, the agent's instructions, then its role prompts."""
     names = [n for n in agent.role_prompt_names or [] if include_retrieve or n != RETRIEVE_PROMPT]
     texts = role_prompt_texts(agent, [INSTRUCTIONS_PROMPT, *names])
-    blocks = [texts.get(INSTRUCTIONS_PROMPT, DEFAULT_INSTRUCTIONS).strip()]
+    instructions = texts.get(INSTRUCTIONS_PROMPT)
+    if instructions is None:
+        allow_retrieve = RETRIEVE_PROMPT in names
+        lines = DEFAULT_INSTRUCTIONS.splitlines()
+        instructions = "\n".join(line for line in lines if allow_retrieve or '"retrieve"' not in line)
+    blocks = [instructions.strip()]
     blocks.append("# Agent Instructions\n\n" + (agent.instructions or "").strip())
     for name in names:
         if name == INSTRUCTIONS_PROMPT:

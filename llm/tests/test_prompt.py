@@ -172,3 +172,11 @@ def test_shared_prefix_ratio():
     assert shared_prefix_ratio("abcd", "abXY") == 0.5
     assert shared_prefix_ratio("abc", "abcdef") == 0.5
     assert shared_prefix_ratio("", "") == 1.0
+
+
+def test_built_in_response_format_is_used_when_no_instructions_prompt_exists(agent, dm):
+    system = build_plan_request(dm, TurnContext()).system
+
+    assert system.startswith("# Response Format")
+    assert '"kind": "send"' in system
+    assert '"kind": "retrieve"' not in system  # the agent has no Retrieve prompt
