@@ -52,23 +52,11 @@ def _agent_row(agent: Agent, lease: AgentLease | None, at: dt.datetime) -> dict[
         "gateway": lease.holder if lease else "",
         "last_heartbeat": _iso(lease.heartbeat_at) if lease else None,
         "lease_expires": _iso(lease.expires_at) if lease else None,
-        "asleep": agent_is_asleep(agent, at),
         "disabled": agent.disabled,
         "stopped": agent.stopped,
         "last_error": agent.last_error,
         "last_error_at": _iso(agent.last_error_at),
     }
-
-
-def agent_is_asleep(agent: Agent, at: dt.datetime) -> bool | None:
-    """Whether the agent's daily schedule has it asleep now; None when it has no schedule."""
-    if not agent.daily_schedule.strip():
-        return None
-    try:
-        from agents.schedule import is_asleep
-    except ImportError:
-        return None
-    return bool(is_asleep(agent=agent, at=at))
 
 
 def agent_rows(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:

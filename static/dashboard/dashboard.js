@@ -12,7 +12,6 @@
   function agentState(agent) {
     const badges = [];
     badges.push(el("span", { className: "badge " + (agent.online ? "ok" : "off"), text: agent.online ? "online" : "offline" }));
-    if (agent.asleep === true) badges.push(el("span", { className: "badge sleep", text: "asleep" }));
     if (agent.stopped) badges.push(el("span", { className: "badge bad", text: "stopped" }));
     if (agent.disabled) badges.push(el("span", { className: "badge off", text: "disabled" }));
     if (agent.transport === "sandbox") badges.push(el("span", { className: "badge info", text: "sandbox" }));

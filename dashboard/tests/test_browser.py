@@ -1,0 +1,259 @@
+"""The staff web in Chromium: OTP login, the live dashboard, the sandbox chat, hostile data inert.
+
+The site runs as real processes (`runserver`, and `runagents` with its django-q2 workers) on a
+database of its own (see live_site.py); the LLM is the local fake server. Screenshots of the
+dashboard and the sandbox chat are saved under artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django_otp.oath import totp
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from agents.models import Agent
+from cindy_site.testing.fake_llm import FakeLLMServer
+from conversations.services.activity import record_event
+from conversations.services.sandbox import sandbox_say
+from dashboard.tests.conftest import HOSTILE
+from dashboard.tests.live_site import LiveSite
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+expect = playwright_sync.expect
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PASSWORD = "correct horse battery staple"
+#: The agents act after typing; these keep each turn to a second or two.
+FAST_TYPING = {"start_typing_delay": 1, "typing_speed": 1000}
+
+
+def tasks(*items: dict) -> str:
+    return json.dumps(list(items))
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        server.set_default_reply(tasks())
+        yield server
+
+
+@pytest.fixture(scope="module")
+def site(llm, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
+    with django_db_blocker.unblock():
+        live = LiveSite(tmp_path_factory.mktemp("site"), llm_url=llm.url)
+        try:
+            yield live.start()
+        finally:
+            live.stop()
+
+
+@pytest.fixture
+def site_db(site, django_db_blocker, monkeypatch) -> Iterator[LiveSite]:
+    """The test's ORM writes go to the live site's database.
+
+    Playwright's sync API keeps an event loop running in this thread, which Django's async-safety
+    check mistakes for async code; the ORM calls here are plain synchronous ones.
+    """
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with django_db_blocker.unblock(), site.connected():
+        yield site
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[object]:
+    with playwright_sync.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium, site) -> Iterator[object]:
+    context = chromium.new_context(base_url=site.url, viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.dialogs = dialogs
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def _staff(name: str) -> TOTPDevice:
+    user = get_user_model().objects.create_user(
+        username=f"{name}-{secrets.token_hex(3)}", password=PASSWORD, is_staff=True, is_superuser=True
+    )
+    return TOTPDevice.objects.create(user=user, name="authenticator", confirmed=True)
+
+
+def _code(device: TOTPDevice) -> str:
+    code = totp(device.bin_key, step=device.step, t0=device.t0, digits=device.digits, drift=device.drift)
+    return f"{code:0{device.digits}d}"
+
+
+def _log_in(page, device: TOTPDevice, *, next_url: str = "/admin/", code: str | None = None) -> None:
+    """The admin's two-step login: the password first lists the user's devices, then the code."""
+    page.goto(f"/admin/login/?next={next_url}")
+    page.fill("#id_username", device.user.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit][value='Log in']")
+    expect(page.locator("#id_otp_device option", has_text=device.name)).to_have_count(1)
+    page.select_option("#id_otp_device", label=device.name)
+    page.fill("#id_password", PASSWORD)
+    page.fill("#id_otp_token", code or _code(device))
+    page.click("input[type=submit][value='Log in']")
+
+
+def _agent(name: str, **fields) -> Agent:
+    return Agent.objects.create(
+        name=name,
+        phone="+15550001111",
+        instructions="Be brief.",
+        transport="sandbox",
+        llm="gemini",
+        **{**FAST_TYPING, **fields},
+    )
+
+
+def test_staff_logs_in_with_password_and_totp_then_opens_the_dashboard(site_db, page):
+    ARTIFACTS.mkdir(exist_ok=True)
+    device = _staff("operator")
+    _log_in(page, device)
+    expect(page).to_have_url(re.compile(r"/admin/$"))
+    expect(page.locator("#site-name")).to_contain_text("Cindy")
+    page.screenshot(path=str(ARTIFACTS / "admin-index.png"))
+    page.get_by_role("link", name="Dashboard", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/dashboard/$"))
+    expect(page.locator("#live-status")).to_have_text("live")
+
+
+def test_wrong_one_time_code_keeps_the_dashboard_closed(site_db, page):
+    device = _staff("operator")
+    wrong = "000000" if _code(device) != "000000" else "111111"
+    _log_in(page, device, next_url="/dashboard/", code=wrong)
+    expect(page.locator(".errornote")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/admin/login/"))
+    page.goto("/dashboard/")
+    expect(page).to_have_url(re.compile(r"/admin/login/"))
+
+
+def test_dashboard_updates_live_when_a_sandbox_message_is_processed(site_db, page, llm):
+    agent = _agent(f"Dora {secrets.token_hex(2)}")
+    device = _staff("watcher")
+    _log_in(page, device, next_url="/dashboard/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    expect(page.locator("#agents-table")).to_contain_text(agent.name)
+
+    # An event written by another process reaches the page in under a second.
+    record_event("info", agent_id=agent.pk, summary="relay check")
+    expect(page.locator("#activity")).to_contain_text("relay check", timeout=1000)
+
+    llm.reply_with(tasks({"kind": "send", "text": "Hello from the sandbox!"}))
+    site_db.start_gateway()
+    sandbox_say(agent=agent, text="hi Dora", as_name="Alice")
+
+    activity = page.locator("#activity")
+    expect(activity).to_contain_text("Hello from the sandbox!", timeout=60_000)
+    expect(page.locator("#agents-table tr", has_text=agent.name)).to_contain_text("online", timeout=15_000)
+    card = page.locator("article.conversation", has_text=agent.name)
+    expect(card.locator("tr.node.status-done")).to_have_count(2, timeout=15_000)
+    expect(card).to_contain_text("received")
+    expect(card).to_contain_text("send")
+    expect(page.locator("#usage-table")).to_contain_text(agent.name, timeout=15_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+
+
+def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
+    agent = _agent(f"Sunny {secrets.token_hex(2)}")
+    device = _staff("tester")
+    _log_in(page, device, next_url="/dashboard/sandbox/")
+    page.select_option("#id_agent", label=agent.name)
+    page.fill("#id_as_name", "Alice")
+    page.click("text=Open chat")
+    expect(page.locator("#live-status")).to_have_text("live")
+
+    llm.reply_with(tasks({"kind": "send", "text": "Hi Alice, lovely to meet you."}))
+    site_db.start_gateway()
+    page.fill("#message-text", "Hello there")
+    page.click("#send")
+
+    transcript = page.locator("#transcript")
+    expect(transcript.locator(".bubble.mine")).to_contain_text("Hello there")
+    expect(transcript.locator(".bubble.agent")).to_contain_text(
+        "Hi Alice, lovely to meet you.", timeout=60_000
+    )
+    expect(page.locator("#graph tr.node.status-done")).to_have_count(2, timeout=15_000)
+
+    # A reaction on the agent's reply, and a photo with a caption.
+    agent_bubble = transcript.locator(".bubble.agent").first
+    agent_bubble.locator("text=React").click()
+    agent_bubble.locator("button[aria-label='react 👍']").click()
+    expect(agent_bubble.locator(".reactions")).to_contain_text("👍 1")
+    llm.reply_with(tasks({"kind": "send", "text": "What a picture!"}))
+    page.set_input_files("#photo", files=[{"name": "cat.png", "mimeType": "image/png", "buffer": _PNG}])
+    page.fill("#message-text", "my cat")
+    page.click("#send")
+    expect(transcript.locator(".bubble.mine img")).to_have_count(1)
+    expect(transcript.locator(".bubble.agent", has_text="What a picture!")).to_have_count(1, timeout=60_000)
+
+    # Bad input gets a clear error and sends nothing.
+    page.set_input_files(
+        "#photo", files=[{"name": "notes.png", "mimeType": "image/png", "buffer": b"plain text"}]
+    )
+    page.click("#send")
+    expect(page.locator("#send-errors")).to_contain_text("is not an image")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "sandbox-chat.png"), full_page=True)
+
+
+def test_hostile_names_and_messages_are_inert_in_the_browser(site_db, page, llm):
+    agent = _agent(f"Eve {secrets.token_hex(2)} {HOSTILE}")
+    device = _staff("auditor")
+    sandbox_say(agent=agent, text=HOSTILE, as_name=f"Mallory {HOSTILE}", group=f"Club {HOSTILE}")
+    record_event("node_failed", agent_id=agent.pk, summary=f"error: {HOSTILE}")
+    _log_in(page, device, next_url="/dashboard/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    expect(page.locator("#agents-table")).to_contain_text(HOSTILE)
+    expect(page.locator("#activity")).to_contain_text(f"error: {HOSTILE}")
+
+    page.goto("/dashboard/sandbox/")
+    page.select_option("#id_agent", label=agent.name)
+    page.fill("#id_as_name", f"Mallory {HOSTILE}")
+    page.fill("#id_group", f"Club {HOSTILE}")
+    page.click("text=Open chat")
+    expect(page.locator("#chat-title")).to_have_text(f"Club {HOSTILE}")
+    expect(page.locator("#transcript .bubble")).to_contain_text(HOSTILE)
+
+    assert page.dialogs == []
+    assert page.locator("img[src=x]").count() == 0
+    assert page.evaluate("document.querySelectorAll('script:not([src]):not([type])').length") == 0
+
+
+_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a5f1"
+    "86c40000000049454e44ae426082"
+)
