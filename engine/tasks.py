@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import close_old_connections, transaction
+from django.db import transaction
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
@@ -26,8 +26,10 @@ CHAIN_KINDS = {k.value for k in NodeKind} - {NodeKind.RECEIVED}
 
 
 def run_received(node_id: int) -> str:
-    """Plan one turn for a claimed `received` node. Returns what happened, for the task log."""
-    close_old_connections()
+    """Plan one turn for a claimed `received` node. Returns what happened, for the task log.
+
+    django-q2 closes stale connections around each task, so none is closed here.
+    """
     node = TaskNode.objects.filter(pk=node_id).only("status", "lease_owner").first()
     if node is None or node.status != NodeStatus.RUNNING:
         return f"node {node_id} is no longer running; nothing to do"
