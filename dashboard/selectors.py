@@ -97,7 +97,7 @@ def llm_usage_today(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
             "output_tokens": row["output_tokens"] or 0,
             "cached_tokens": row["cached_tokens"] or 0,
             "thinking_tokens": row["thinking_tokens"] or 0,
-            "cost": str((row["cost"] or Decimal("0")).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)),
+            "cost": str((row["cost"] or Decimal("0")).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)),
         }
         for row in rows
     ]

@@ -78,7 +78,7 @@ def test_verified_staff_sees_agents_usage_and_activity(verified, sandbox_agent, 
             "output_tokens": 20,
             "cached_tokens": 40,
             "thinking_tokens": 0,
-            "cost": "0.0013",
+            "cost": "0.001250",
         }
     ]
     assert [e["summary"] for e in initial["events"]] == ["Alice: hi"]

@@ -25,7 +25,7 @@ window.Cindy = (function () {
     if (!iso) return "—";
     const date = new Date(iso);
     if (isNaN(date.getTime())) return String(iso);
-    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
   }
 
   function formatDateTime(iso) {
@@ -34,7 +34,7 @@ window.Cindy = (function () {
     if (isNaN(date.getTime())) return String(iso);
     const today = new Date();
     if (date.toDateString() === today.toDateString()) return formatTime(iso);
-    return date.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+    return date.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hour12: false });
   }
 
   function nodeRow(node) {
@@ -81,7 +81,7 @@ window.Cindy = (function () {
         ]),
         el("table", { className: "table nodes" }, [
           el("thead", {}, [el("tr", {}, ["#", "Kind", "Status", "Attempts", "Next run", "Details", "Error"].map(function (h) {
-            return el("th", { text: h });
+            return el("th", { text: h, className: h === "#" || h === "Attempts" ? "num" : "" });
           }))]),
           el("tbody", {}, graph.nodes.map(nodeRow)),
         ]),
