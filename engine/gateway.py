@@ -16,7 +16,6 @@ import os
 import secrets
 import signal
 import socket
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from agents.models import Agent
-from cindy_site.clock import now
+from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
@@ -70,7 +69,7 @@ class AgentClient:
         self.connected = False
         self.failures += 1
         delay = min(2**self.failures, MAX_BACKOFF_SECONDS)
-        self.retry_at = time.monotonic() + delay
+        self.retry_at = get_clock().monotonic() + delay
         logger.warning("agent %s: client failed (%r); reconnecting in %ss", self.agent.name, exc, delay)
         return delay
 
@@ -138,9 +137,9 @@ class Gateway:
 
     async def step_heartbeat(self, *, force: bool = False) -> bool:
         interval = max(settings.CINDY_LEASE_SECONDS / 3, 1)
-        if not force and time.monotonic() - self._last_heartbeat < interval:
+        if not force and get_clock().monotonic() - self._last_heartbeat < interval:
             return False
-        self._last_heartbeat = time.monotonic()
+        self._last_heartbeat = get_clock().monotonic()
         held = list(self.clients)
         still = await sync_to_async(lease_heartbeat)(holder=self.gateway_id, agent_ids=held)
         for agent_id in set(held) - still:
@@ -167,7 +166,7 @@ class Gateway:
         """Connect (or reconnect, after backoff) each held client, then fill gaps from history."""
         did = False
         for agent_id, client in list(self.clients.items()):
-            if client.connected or time.monotonic() < client.retry_at:
+            if client.connected or get_clock().monotonic() < client.retry_at:
                 continue
             did = True
             try:

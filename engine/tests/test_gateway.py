@@ -1,0 +1,171 @@
+"""Gateway steps: the client supervisor, the reconciler, gateway requests, edits and deletions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.models import GatewayRequest
+from conversations.models import (
+    ActivityEvent,
+    Message,
+    SandboxMember,
+    SandboxMessage,
+    SandboxUpdate,
+    TaskGraph,
+)
+from conversations.services.sandbox import sandbox_person, sandbox_say, sandbox_transcript
+from conversations.transport.base import TransportError
+from conversations.transport.sandbox import SandboxTransport
+from engine.tests.harness import Harness
+
+pytestmark = pytest.mark.django_db
+
+
+class UnreliableSandbox(SandboxTransport):
+    """The sandbox whose connection drops the first `drops` times it is used."""
+
+    drops = 0
+    sends_then_fail = 0
+
+    async def connect(self):
+        if UnreliableSandbox.drops:
+            UnreliableSandbox.drops -= 1
+            raise TransportError("connection refused")
+        return await super().connect()
+
+    async def poll_updates(self):
+        if UnreliableSandbox.drops:
+            UnreliableSandbox.drops -= 1
+            raise TransportError("connection reset")
+        return await super().poll_updates()
+
+    async def send_text(self, peer_id, text, *, random_id, reply_to=None):
+        sent = await super().send_text(peer_id, text, random_id=random_id, reply_to=reply_to)
+        if UnreliableSandbox.sends_then_fail:
+            UnreliableSandbox.sends_then_fail -= 1
+            raise TransportError("connection lost before the answer arrived")
+        return sent
+
+
+@pytest.fixture
+def unreliable(agent, clock, fake_llm):
+    UnreliableSandbox.drops = 0
+    UnreliableSandbox.sends_then_fail = 0
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "hello back"}]))
+    return Harness(
+        clock, transport_factory=lambda a, gateway_id="": UnreliableSandbox(a, gateway_id=gateway_id)
+    )
+
+
+def test_a_client_that_fails_to_connect_is_restarted_with_backoff(agent, unreliable, clock):
+    UnreliableSandbox.drops = 2
+    unreliable.start()
+    client = unreliable.gateway.clients[agent.pk]
+    assert not client.connected and client.failures == 1
+    assert unreliable.step("step_connect") is False  # still backing off
+    clock.advance(2)
+    unreliable.step("step_connect")
+    assert not client.connected and client.failures == 2
+    clock.advance(3.9)
+    assert unreliable.step("step_connect") is False  # the backoff doubled to 4 s
+    clock.advance(0.1)
+    assert unreliable.step("step_connect") is True
+    assert client.connected and client.failures == 0
+    assert ActivityEvent.objects.filter(kind="agent_online").count() == 1
+
+
+def test_messages_missed_while_disconnected_are_caught_up_and_answered(agent, unreliable, clock):
+    unreliable.start()
+    sandbox_say(agent=agent, text="first")
+    unreliable.settle()
+    UnreliableSandbox.drops = 1
+    unreliable.ingest()  # the connection drops
+    # The update log is not replayed after a reconnect; history fills the gap.
+    sandbox_say(agent=agent, text="did you get this?")
+    SandboxUpdate.objects.all().delete()
+    clock.advance(2)
+    unreliable.step("step_connect")
+    unreliable.settle()
+    assert sandbox_transcript(agent=agent) == [
+        "You: first",
+        "Wendy: hello back",
+        "You: did you get this?",
+        "Wendy: hello back",
+    ]
+    assert Message.objects.filter(text="did you get this?").count() == 1
+
+
+def test_a_first_start_records_old_history_and_answers_only_unread_messages(
+    agent, other_agent, clock, fake_llm
+):
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "sorry for the wait"}]))
+    sandbox_say(agent=agent, text="old and answered", as_name="Alice")
+    SandboxMember.objects.filter(user__agent=agent).update(read_up_to=1)
+    sandbox_say(agent=agent, text="unread one", as_name="Bob")
+    harness = Harness(clock)
+    harness.start()
+    harness.settle()
+    assert sandbox_transcript(agent=agent, as_name="Alice") == ["Alice: old and answered"]
+    assert sandbox_transcript(agent=agent, as_name="Bob") == ["Bob: unread one", "Wendy: sorry for the wait"]
+
+
+def test_a_send_whose_answer_was_lost_is_retried_without_a_duplicate(agent, unreliable, settings):
+    UnreliableSandbox.sends_then_fail = 1
+    unreliable.start()
+    sandbox_say(agent=agent, text="hi")
+    unreliable.settle()
+    assert sandbox_transcript(agent=agent) == ["You: hi", "Wendy: hello back"]
+    assert ActivityEvent.objects.filter(kind="node_retried").count() == 1
+
+
+def test_edits_and_deletions_are_recorded(agent, unreliable):
+    unreliable.start()
+    message = sandbox_say(agent=agent, text="helo")
+    unreliable.settle()
+    message.text, message.edited = "hello", True
+    message.save()
+    SandboxUpdate.objects.create(
+        chat=message.chat, kind="edit", message_id=message.message_id, created=message.date
+    )
+    unreliable.ingest()
+    mirrored = Message.objects.get(message_id=message.message_id, is_agent=False)
+    assert mirrored.text == "hello" and mirrored.edited
+    SandboxMessage.objects.filter(pk=message.pk).update(deleted=True)
+    SandboxUpdate.objects.create(
+        chat=message.chat, kind="delete", message_id=message.message_id, created=message.date
+    )
+    unreliable.ingest()
+    mirrored.refresh_from_db()
+    assert mirrored.deleted
+    kinds = set(ActivityEvent.objects.values_list("kind", flat=True))
+    assert {"message_edited", "message_deleted"} <= kinds
+    assert TaskGraph.objects.count() == 1  # edits and deletions do not trigger
+
+
+def test_a_send_otp_request_is_sent_by_the_gateway_holding_the_agent(agent, unreliable, clock):
+    unreliable.start()
+    operator = sandbox_person(name="Operator")
+    request = GatewayRequest.objects.create(
+        agent=agent,
+        kind=GatewayRequest.Kind.SEND_OTP,
+        params={"user_id": operator.user_id, "text": "Your code is 123456"},
+        created=clock.now(),
+    )
+    assert unreliable.step("step_requests") is True
+    request.refresh_from_db()
+    assert request.status == GatewayRequest.Status.DONE and request.result["message_id"] == 1
+    assert sandbox_transcript(agent=agent, as_name="Operator") == ["Wendy: Your code is 123456"]
+    assert unreliable.step("step_requests") is False
+
+
+def test_a_bad_gateway_request_fails_with_a_readable_error(agent, unreliable, clock):
+    unreliable.start()
+    request = GatewayRequest.objects.create(
+        agent=agent, kind=GatewayRequest.Kind.SEND_OTP, params={"text": "no user"}, created=clock.now()
+    )
+    unreliable.step("step_requests")
+    request.refresh_from_db()
+    assert request.status == GatewayRequest.Status.FAILED
+    assert request.error == f"Send a one-time code request {request.pk} is missing parameter 'user_id'"
