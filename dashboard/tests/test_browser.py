@@ -25,6 +25,7 @@ from conversations.services.activity import record_event
 from conversations.services.sandbox import sandbox_say
 from dashboard.tests.conftest import HOSTILE
 from dashboard.tests.live_site import LiveSite
+from media_catalog.models import MediaDescription, Sticker, StickerSet
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
@@ -187,7 +188,12 @@ def test_dashboard_updates_live_when_a_sandbox_message_is_processed(site_db, pag
 
 
 def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
-    agent = _agent(f"Sunny {secrets.token_hex(2)}")
+    agent = _agent(f"Sunny {secrets.token_hex(2)}", sticker_set_names=["WendyFaces"])
+    sticker_set, _ = StickerSet.objects.get_or_create(
+        short_name="WendyFaces", defaults={"title": "Wendy's faces"}
+    )
+    Sticker.objects.get_or_create(sticker_set=sticker_set, unique_id="AgADwink", defaults={"name": "wink"})
+    MediaDescription.objects.get_or_create(unique_id="AgADwink", defaults={"description": "a cheeky wink"})
     device = _staff("tester")
     _log_in(page, device, next_url="/dashboard/sandbox/")
     page.select_option("#id_agent", label=agent.name)
@@ -219,6 +225,11 @@ def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
     expect(transcript.locator(".bubble.mine img")).to_have_count(1)
     expect(transcript.locator(".bubble.agent", has_text="What a picture!")).to_have_count(1, timeout=60_000)
 
+    # A sticker from the agent's own set, picked by its description.
+    page.select_option("#sticker", label="WendyFaces · wink — a cheeky wink")
+    page.click("#send")
+    expect(transcript.locator(".bubble.mine", has_text="sticker wink · WendyFaces")).to_have_count(1)
+
     # Bad input gets a clear error and sends nothing.
     page.set_input_files(
         "#photo", files=[{"name": "notes.png", "mimeType": "image/png", "buffer": b"plain text"}]
@@ -246,14 +257,35 @@ def test_hostile_names_and_messages_are_inert_in_the_browser(site_db, page, llm)
     page.click("text=Open chat")
     expect(page.locator("#chat-title")).to_have_text(f"Club {HOSTILE}")
     expect(page.locator("#transcript .bubble")).to_contain_text(HOSTILE)
+    page.click("#mention")
+    page.type("#message-text", "what do you think?")
+    page.click("#send")
+    expect(page.locator("#transcript .bubble.mine", has_text="what do you think?")).to_contain_text("@")
 
     assert page.dialogs == []
     assert page.locator("img[src=x]").count() == 0
     assert page.evaluate("document.querySelectorAll('script:not([src]):not([type])').length") == 0
 
 
-_PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a5f1"
-    "86c40000000049454e44ae426082"
-)
+def _png(size: int = 96) -> bytes:
+    """A small gradient picture, so the screenshot shows a real photo bubble."""
+    import struct
+    import zlib
+
+    rows = b"".join(
+        b"\x00" + b"".join(bytes((40 + x * 2, 90 + y, 200 - x)) for x in range(size)) for y in range(size)
+    )
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+_PNG = _png()
