@@ -1,0 +1,268 @@
+"""Engine benchmarks. Prints figures; asserts nothing.
+
+- inbound → LLM request: from a sandbox message to the request reaching the (local, fake) LLM server,
+  through ingest, replan, tick, history sync and planning, with 500 messages of history;
+- tick claim throughput with 1,000 active conversations, on SQLite and on MariaDB when reachable
+  (DATABASE_URL=mysql://... or the local server at 127.0.0.1:3306; a dedicated database is created and
+  dropped);
+- the gateway's resident memory (RSS) with 100 sandbox agents.
+
+Run: .venv/bin/python bench/bench_engine.py
+Each part runs in its own process on its own temporary database and touches nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+HISTORY = 500
+OVERHEAD_RUNS = 20
+CONVERSATIONS = 1000
+GATEWAY_AGENTS = 100
+
+
+def setup_django(env: dict[str, str]) -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.update(env)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "cindy_site.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def make_agent(name: str):
+    from agents.models import Agent
+
+    return Agent.objects.create(
+        name=name, phone="+15550000000", instructions=f"You are {name}.", transport="sandbox", llm="gemini"
+    )
+
+
+# --- part 1: inbound → LLM request ------------------------------------------------------------------
+
+
+def part_overhead() -> None:
+    from asgiref.sync import async_to_sync
+    from django.conf import settings
+
+    from cindy_site.testing.fake_llm import FakeLLMServer
+    from conversations.models import Conversation, Message
+    from conversations.services.sandbox import sandbox_say
+    from engine.gateway import Gateway
+    from engine.tasks import run_received
+
+    server = FakeLLMServer().start()
+    settings.GEMINI_BASE_URL, settings.GOOGLE_GEMINI_API_KEY = server.url, "bench"
+    server.set_default_reply("[]")
+    arrivals: list[float] = []
+
+    class TimedRequests(list):
+        def append(self, item) -> None:
+            arrivals.append(time.perf_counter())
+            super().append(item)
+
+    server.requests = TimedRequests()
+    agent = make_agent("Bench")
+    queued: list[int] = []
+    gateway = Gateway(gateway_id="bench", enqueue=queued.append, tick_seconds=0)
+    async_to_sync(gateway.step_leases)()
+    async_to_sync(gateway.step_connect)()
+
+    # 500 messages of history, in the sandbox and already in the mirror.
+    for i in range(HISTORY):
+        sandbox_say(agent=agent, text=f"history message {i} " + "lorem ipsum " * 5)
+    async_to_sync(gateway.step_ingest)()
+    conversation = Conversation.objects.get(agent=agent)
+    assert Message.objects.filter(conversation=conversation).count() == HISTORY
+
+    samples = []
+    for i in range(OVERHEAD_RUNS):
+        start = time.perf_counter()
+        sandbox_say(agent=agent, text=f"new message {i}")
+        async_to_sync(gateway.step_ingest)()
+        async_to_sync(gateway.step_tick)()
+        while queued:
+            run_received(queued.pop(0))
+        samples.append(arrivals[-1] - start)
+    server.stop()
+    samples.sort()
+    print(
+        f"inbound → LLM request, {HISTORY} messages of history: median {statistics.median(samples) * 1000:.1f} ms, "
+        f"p90 {samples[int(len(samples) * 0.9) - 1] * 1000:.1f} ms, max {samples[-1] * 1000:.1f} ms "
+        f"({OVERHEAD_RUNS} runs)"
+    )
+
+
+# --- part 2: tick claim throughput ---------------------------------------------------------------------
+
+
+def part_claims(label: str) -> None:
+    from cindy_site.clock import now
+    from conversations.models import Conversation, NodeKind, TaskGraph, TaskNode
+    from engine.tick import Ticker
+
+    agents = [make_agent(f"Bench{i}") for i in range(10)]
+    when = now()
+    conversations = Conversation.objects.bulk_create(
+        Conversation(agent=agents[i % len(agents)], peer_id=10_000 + i, kind="dm")
+        for i in range(CONVERSATIONS)
+    )
+    graphs = TaskGraph.objects.bulk_create(
+        TaskGraph(conversation=c, active_slot=c.pk, trigger="message", created=when) for c in conversations
+    )
+    TaskNode.objects.bulk_create(
+        TaskNode(
+            graph=g,
+            conversation=c,
+            agent_id=c.agent_id,
+            kind=NodeKind.RECEIVED,
+            not_before=when,
+            created=when,
+        )
+        for g, c in zip(graphs, conversations, strict=True)
+    )
+    ticker = Ticker(gateway_id="bench")
+    agent_ids = [a.pk for a in agents]
+    ticks, claimed, tick_times = 0, 0, []
+    start = time.perf_counter()
+    while claimed < CONVERSATIONS:
+        t0 = time.perf_counter()
+        got = ticker.claim(agent_ids=agent_ids)
+        tick_times.append(time.perf_counter() - t0)
+        ticks += 1
+        claimed += len(got)
+        if not got:
+            break
+    elapsed = time.perf_counter() - start
+    print(
+        f"tick claims, {CONVERSATIONS} active conversations on {label}: {claimed} nodes in {elapsed:.2f} s "
+        f"({claimed / elapsed:.0f} claims/s), {ticks} ticks, median tick {statistics.median(tick_times) * 1000:.0f} ms"
+    )
+
+
+# --- part 3: gateway RSS --------------------------------------------------------------------------------
+
+
+def part_rss(env: dict[str, str]) -> None:
+    from agents.models import AgentLease
+
+    for i in range(GATEWAY_AGENTS):
+        make_agent(f"Agent{i:03d}")
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "runagents", "--no-workers"],
+        env={**os.environ, **env, "LOG_LEVEL": "WARNING"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while AgentLease.objects.count() < GATEWAY_AGENTS and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)  # let every client connect and reconcile before reading memory
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        rss_kb = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+        held = AgentLease.objects.count()
+        print(
+            f"gateway RSS with {held} sandbox agents: {rss_kb / 1024:.1f} MiB ({rss_kb / held:.0f} KiB per agent)"
+        )
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+# --- driver ---------------------------------------------------------------------------------------------
+
+
+def mysql_url() -> str | None:
+    url = os.environ.get("DATABASE_URL", "") or "mysql://root@127.0.0.1:3306/cindy"
+    if not url.startswith("mysql"):
+        return None
+    try:
+        import MySQLdb
+
+        parts = urlsplit(url)
+        MySQLdb.connect(
+            host=parts.hostname,
+            port=parts.port or 3306,
+            user=parts.username or "root",
+            password=parts.password or "",
+        ).close()
+    except Exception:
+        return None
+    return url
+
+
+def mysql_admin(url: str, statement: str) -> None:
+    import MySQLdb
+
+    parts = urlsplit(url)
+    with MySQLdb.connect(
+        host=parts.hostname,
+        port=parts.port or 3306,
+        user=parts.username or "root",
+        password=parts.password or "",
+    ) as conn:
+        conn.cursor().execute(statement)
+
+
+def run_part(part: str, env: dict[str, str], label: str = "") -> None:
+    result = subprocess.run(
+        [sys.executable, __file__, "--part", part, "--label", label, "--env", json.dumps(env)],
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    print("\n".join(lines) if lines else f"{part}: failed\n{result.stderr[-2000:]}")
+
+
+def main() -> None:
+    base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": "/nonexistent", "LOG_LEVEL": "ERROR"}
+    with tempfile.TemporaryDirectory() as tmp:
+        sqlite = {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "overhead.sqlite3")}
+        run_part("overhead", sqlite)
+        run_part("claims", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "claims.sqlite3")}, "SQLite")
+        url = mysql_url()
+        if url:
+            parts = urlsplit(url)
+            name = f"cindy_bench_{os.getpid()}"
+            mysql_admin(url, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+            try:
+                run_part(
+                    "claims", {**base, "DATABASE_URL": f"{parts.scheme}://{parts.netloc}/{name}"}, "MariaDB"
+                )
+            finally:
+                mysql_admin(url, f"DROP DATABASE IF EXISTS {name}")
+        else:
+            print("tick claims on MariaDB: skipped (no MySQL/MariaDB server reachable)")
+        run_part("rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "rss.sqlite3")})
+
+
+if __name__ == "__main__":
+    if "--part" in sys.argv:
+        args = dict(zip(sys.argv[1::2], sys.argv[2::2], strict=False))
+        child_env = json.loads(args["--env"])
+        for key in ("DATABASE_URL", "REDIS_URL"):
+            if key not in child_env:
+                os.environ.pop(key, None)
+        setup_django(child_env)
+        part = args["--part"]
+        if part == "overhead":
+            part_overhead()
+        elif part == "claims":
+            part_claims(args["--label"])
+        else:
+            part_rss(child_env)
+    else:
+        main()
