@@ -1,9 +1,10 @@
 """Admin for curating media descriptions and browsing sticker sets.
 
 Previews: static images (WebP, PNG, JPEG, GIF) are shown as they are, video stickers play muted in a
-loop, and animated TGS stickers (Lottie) are shown as an "animated sticker" badge with their emoji:
-no maintained pure-Python renderer draws Lottie offline, and the badge is enough to curate by.
-Files are served through the admin itself (staff with OTP only), so previews also work with DEBUG off.
+loop, and animated TGS stickers (Lottie) are rendered to a still PNG of their first frame (rlottie,
+offline; see `media_catalog/previews.py`) beside an "animated sticker" badge with their emoji, which
+is all that shows if the file cannot be rendered. Files are served through the admin itself (staff
+with OTP only), so previews also work with DEBUG off.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import mimetypes
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -21,6 +22,7 @@ from django.utils.safestring import mark_safe
 
 from cindy_site.admin_utils import change_link, changelist_link, short
 from media_catalog.models import MediaDescription, Sticker, StickerSet
+from media_catalog.previews import PreviewError, tgs_frame_png
 from media_catalog.services.curation import media_description_save, media_descriptions_curate
 
 IMAGE_TYPES = {"image/webp", "image/png", "image/jpeg", "image/gif"}
@@ -55,10 +57,21 @@ def preview_html(*, url: str | None, mime: str, emoji: str = "", size: int = 96)
             size,
         )
     if mime in TGS_TYPES:
-        return format_html(
-            '<span class="cindy-badge" title="Animated TGS sticker" style="display:inline-block;padding:4px 8px;'
-            'border:1px solid #999;border-radius:8px;background:#f4f0ff">animated sticker <span style="font-size:1.6em">{}</span></span>',
+        badge = format_html(
+            '<span class="cindy-badge" title="Animated TGS sticker" style="display:inline-block;padding:2px 6px;'
+            'border:1px solid #999;border-radius:8px;background:#f4f0ff">animated sticker '
+            '<span style="font-size:1.4em">{}</span></span>',
             emoji,
+        )
+        if not url:
+            return badge
+        return format_html(
+            '<img src="{}?frame=png" alt="{}" loading="lazy" style="max-width:{}px;max-height:{}px"><br>{}',
+            url,
+            emoji,
+            size,
+            size,
+            badge,
         )
     if not url:
         return mark_safe('<span style="color:#888">no file</span>')
@@ -170,7 +183,15 @@ class MediaDescriptionAdmin(admin.ModelAdmin):
             handle = description.file.open("rb")
         except FileNotFoundError:
             raise Http404(f"file {description.file.name} is missing from CINDY_MEDIA_ROOT") from None
-        return FileResponse(handle, content_type=_mime_of(description.file, description.mime) or None)
+        mime = _mime_of(description.file, description.mime)
+        if request.GET.get("frame") == "png" and mime in TGS_TYPES:
+            with handle:
+                data = handle.read()
+            try:
+                return HttpResponse(tgs_frame_png(data), content_type="image/png")
+            except PreviewError as exc:
+                raise Http404(f"{description.file.name}: {exc}") from None
+        return FileResponse(handle, content_type=mime or None)
 
     def _preview(self, description: MediaDescription, size: int) -> str:
         url = (

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
+import io
+import json
+
 import pytest
 from django.core.files.base import ContentFile
 from django.urls import reverse
+from PIL import Image
 
 from media_catalog.models import MediaDescription
 
@@ -100,12 +105,81 @@ def test_a_static_sticker_is_previewed_as_an_image_served_through_the_admin(veri
     assert b"".join(response.streaming_content) == WEBP
 
 
-def test_an_animated_tgs_sticker_shows_a_badge_with_its_emoji(verified_client):
-    row = ai_description("AgAtgs", "a dancing cat", sticker_name="💃")
-    row.file.save("AgAtgs.tgs", ContentFile(b"\x1f\x8b not really lottie"))
+def lottie_square(rgb: tuple[float, float, float]) -> bytes:
+    """A one-layer Lottie animation (a filled square) as a TGS file: gzip-compressed JSON."""
+    square = {
+        "ty": "rc",
+        "d": 1,
+        "s": {"a": 0, "k": [300, 300]},
+        "p": {"a": 0, "k": [0, 0]},
+        "r": {"a": 0, "k": 0},
+    }
+    fill = {"ty": "fl", "c": {"a": 0, "k": [*rgb, 1]}, "o": {"a": 0, "k": 100}, "r": 1}
+    transform = {
+        "ty": "tr",
+        "p": {"a": 0, "k": [0, 0]},
+        "a": {"a": 0, "k": [0, 0]},
+        "s": {"a": 0, "k": [100, 100]},
+        "r": {"a": 0, "k": 0},
+        "o": {"a": 0, "k": 100},
+    }
+    layer = {
+        "ddd": 0,
+        "ind": 1,
+        "ty": 4,
+        "nm": "box",
+        "sr": 1,
+        "ao": 0,
+        "ip": 0,
+        "op": 60,
+        "st": 0,
+        "bm": 0,
+        "ks": {
+            "o": {"a": 0, "k": 100},
+            "r": {"a": 0, "k": 0},
+            "p": {"a": 0, "k": [256, 256, 0]},
+            "a": {"a": 0, "k": [0, 0, 0]},
+            "s": {"a": 0, "k": [100, 100, 100]},
+        },
+        "shapes": [{"ty": "gr", "it": [square, fill, transform]}],
+    }
+    animation = {
+        "v": "5.5.2",
+        "fr": 60,
+        "ip": 0,
+        "op": 60,
+        "w": 512,
+        "h": 512,
+        "ddd": 0,
+        "assets": [],
+        "layers": [layer],
+    }
+    return gzip.compress(json.dumps(animation).encode())
+
+
+def test_an_animated_tgs_sticker_is_rendered_to_a_still_image_with_a_badge(verified_client):
+    row = ai_description("AgAtgs", "a red square", sticker_name="💃")
+    row.file.save("AgAtgs.tgs", ContentFile(lottie_square((1, 0, 0))))
+    file_url = reverse("admin:media_catalog_mediadescription_file", args=[row.pk])
 
     body = verified_client.get(CHANGELIST).content.decode()
+    assert f'<img src="{file_url}?frame=png"' in body
     assert "animated sticker" in body and "💃" in body
+
+    response = verified_client.get(file_url, {"frame": "png"})
+    assert response.status_code == 200 and response["Content-Type"] == "image/png"
+    image = Image.open(io.BytesIO(response.content))
+    assert image.getpixel((image.width // 2, image.height // 2))[:3] == (255, 0, 0)
+    assert image.getpixel((2, 2))[3] == 0  # transparent outside the square
+
+
+def test_a_broken_tgs_file_keeps_its_badge_and_its_frame_is_not_found(verified_client):
+    row = ai_description("AgAtgs", "broken", sticker_name="💃")
+    row.file.save("AgAtgs.tgs", ContentFile(b"\x1f\x8b not really lottie"))
+    file_url = reverse("admin:media_catalog_mediadescription_file", args=[row.pk])
+
+    assert "animated sticker" in verified_client.get(CHANGELIST).content.decode()
+    assert verified_client.get(file_url, {"frame": "png"}).status_code == 404
 
 
 def test_media_files_are_not_served_without_otp(client, staff_user):
