@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from cindy_site.asgi import application
 from cindy_site.clock import now
-from conversations.models import Conversation, TaskGraph, TaskNode
+from conversations.models import Conversation, SandboxMember, SandboxUpdate, TaskGraph, TaskNode
 from conversations.services.activity import record_event
-from conversations.services.sandbox import sandbox_chat_for, sandbox_say
+from conversations.services.sandbox import sandbox_chat_for, sandbox_say, sandbox_user_for_agent
 from dashboard.consumers import CLOSE_NOT_ALLOWED
 
 # Consumers reach the database through database_sync_to_async, which closes connections outside
@@ -31,12 +34,12 @@ def _communicator(session_key: str | None, *, origin: str = "http://localhost") 
 
 
 async def _receive(communicator: WebsocketCommunicator, kind: str) -> dict[str, Any]:
-    """The next message of type `kind`; periodic agent tables in between are skipped."""
+    """The next message of type `kind`; the snapshot and periodic agent tables before it are skipped."""
     while True:
         message = await communicator.receive_json_from(timeout=RECEIVE_TIMEOUT)
         if message["type"] == kind:
             return message
-        assert message["type"] == "agents", message
+        assert message["type"] in ("agents", "snapshot"), message
 
 
 def _refused(session_key: str | None, **kwargs: Any) -> tuple[bool, Any]:
@@ -139,7 +142,27 @@ def _make_graph(agent) -> TaskNode:
     )
 
 
-def test_events_written_elsewhere_are_relayed_with_a_fresh_graph(verified, sandbox_agent):
+REDIS_URL = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture(params=["in-memory", "redis"])
+def channel_layer(request, settings) -> str:
+    """The relay must work on the embedded default (in-memory layer) and on Redis alike."""
+    if request.param == "redis":
+        settings.CHANNEL_LAYERS = {
+            "default": {
+                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {"hosts": [REDIS_URL], "prefix": f"cindy-test-{os.getpid()}"},
+            }
+        }
+    else:
+        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    expected = "RedisChannelLayer" if request.param == "redis" else "InMemoryChannelLayer"
+    assert type(get_channel_layer()).__name__ == expected
+    return request.param
+
+
+def test_events_written_elsewhere_are_relayed_with_a_fresh_graph(verified, sandbox_agent, channel_layer):
     node = _make_graph(sandbox_agent)
 
     async def scenario():
@@ -172,7 +195,7 @@ def test_events_written_elsewhere_are_relayed_with_a_fresh_graph(verified, sandb
     assert graph["nodes"][0] == graph["nodes"][0] | {"status": "failed", "attempts": 10, "error": "gave up"}
 
 
-def test_sandbox_chat_follower_gets_history_then_new_messages(verified, sandbox_agent):
+def test_sandbox_chat_follower_gets_history_then_new_messages(verified, sandbox_agent, channel_layer):
     first = sandbox_say(agent=sandbox_agent, text="hello", as_name="Alice")
     chat = sandbox_chat_for(agent=sandbox_agent, as_name="Alice")
 
@@ -194,3 +217,30 @@ def test_sandbox_chat_follower_gets_history_then_new_messages(verified, sandbox_
     assert live["type"] == "sandbox_message"
     assert live["message"]["text"] == "are you there?"
     assert live["message"]["sender"] == "Alice"
+
+
+def test_agent_typing_in_a_followed_chat_is_relayed(verified, sandbox_agent, clock):
+    sandbox_say(agent=sandbox_agent, text="hello", as_name="Alice")
+    chat = sandbox_chat_for(agent=sandbox_agent, as_name="Alice")
+    me = sandbox_user_for_agent(agent=sandbox_agent)
+
+    def agent_starts_typing():
+        # What SandboxTransport.set_typing writes from the gateway process.
+        SandboxMember.objects.filter(chat=chat, user=me).update(
+            typing_until=clock.now() + dt.timedelta(seconds=6)
+        )
+        SandboxUpdate.objects.create(chat=chat, kind=SandboxUpdate.Kind.TYPING, actor=me, created=clock.now())
+
+    async def scenario():
+        communicator = _communicator(verified.session_key)
+        await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        await communicator.send_json_to({"type": "hello", "last_event_id": 0, "sandbox_chat_id": chat.pk})
+        history = await _receive(communicator, "sandbox_history")
+        await database_sync_to_async(agent_starts_typing)()
+        typing = await _receive(communicator, "sandbox_typing")
+        await communicator.disconnect()
+        return history, typing
+
+    history, typing = async_to_sync(scenario)()
+    assert history["typing"] == []
+    assert typing == {"type": "sandbox_typing", "chat_id": chat.pk, "typing": ["Wendy"]}
