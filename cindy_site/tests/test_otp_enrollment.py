@@ -142,3 +142,8 @@ def test_otp_setup_refuses_a_non_staff_user(django_user_model):
     django_user_model.objects.create_user("visitor", password="x" * 20)
     with pytest.raises(CommandError, match="not staff"):
         run_setup("visitor")
+
+
+def test_admin_pages_link_to_the_sign_in_devices(verified_client):
+    body = verified_client.get("/admin/").content.decode()
+    assert 'href="/admin/otp/">Sign-in devices</a>' in body
