@@ -27,6 +27,7 @@ from agents.models import Agent
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
+from conversations.selectors import conversation_last_message_id
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.transport.base import AuthError, Transport
@@ -151,14 +152,18 @@ class Gateway:
 
     async def _drop(self, agent_id: int, reason: str, *, release: bool = True) -> None:
         client = self.clients.pop(agent_id)
-        try:
-            await client.transport.disconnect()
-        except Exception as exc:  # a broken connection must not block the drop
-            logger.info("agent %s: disconnect failed: %r", client.agent.name, exc)
+        await self._quiet_disconnect(client)
         if release:
             await sync_to_async(lease_release)(holder=self.gateway_id, agent_ids=[agent_id])
         await sync_to_async(record_event)(Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason)
         logger.info("released agent %s: %s", client.agent.name, reason)
+
+    @staticmethod
+    async def _quiet_disconnect(client: AgentClient) -> None:
+        try:
+            await client.transport.disconnect()
+        except Exception as exc:  # a broken connection must not block a drop or a reconnect
+            logger.info("agent %s: disconnect failed: %r", client.agent.name, exc)
 
     # --- connections ------------------------------------------------------------------------------
 
@@ -170,6 +175,8 @@ class Gateway:
                 continue
             did = True
             try:
+                if client.failures:
+                    await self._quiet_disconnect(client)
                 account = await client.transport.connect()
                 await sync_to_async(self._record_account)(agent_id, account.user_id, account.username)
                 fetched = await reconcile(agent_id=agent_id, transport=client.transport)
@@ -213,7 +220,13 @@ class Gateway:
                 continue
             if updates:
                 did = True
-                await sync_to_async(ingest_updates)(agent_id=agent_id, updates=updates)
+                try:
+                    await sync_to_async(ingest_updates)(agent_id=agent_id, updates=updates)
+                except Exception as exc:
+                    # The transport's cursor has moved past these updates: reconnect, so that the
+                    # reconciler fetches them again from history instead of losing them.
+                    logger.exception("agent %s: ingest failed", client.agent.name)
+                    client.fail(exc)
         return did
 
     # --- the tick -----------------------------------------------------------------------------------
@@ -248,7 +261,7 @@ class Gateway:
             await sync_recent(
                 agent_id=node.agent_id, transport=client.transport, conversation=node.conversation
             )
-            last = node.graph.target_message_id
+            last = await sync_to_async(conversation_last_message_id)(conversation=node.conversation)
             if last:
                 await client.transport.mark_read(node.conversation.peer_id, last)
         except Exception as exc:  # planning can still go ahead on what the mirror has
@@ -266,6 +279,7 @@ class Gateway:
     async def _run_action(self, node: TaskNode, owner: str) -> None:
         client = self.clients.get(node.agent_id)
         if client is None:
+            await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason="agent no longer held")
             return
         try:
             result = await run_node(node=node, owner=owner, transport=client.transport)
