@@ -53,13 +53,16 @@ def conversation_apply_details(*, agent: Agent, details: ChatDetails) -> Convers
     )
     fields = {
         "muted": details.muted,
-        "blocked": details.blocked,
         "details": {
             "about": details.about,
             "participants_count": details.participants_count,
             "participants": list(details.participants),
         },
     }
+    # A dialog list does not always say whether a user is blocked (Telegram's does not), so only a
+    # positive report is applied here; unblocking goes through the unblock handler.
+    if details.blocked:
+        fields["blocked"] = True
     Conversation.objects.filter(pk=conversation.pk).update(**fields)
     for field, value in fields.items():
         setattr(conversation, field, value)

@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 
 from conversations.models import Conversation, NodeStatus, SandboxMessage, TaskGraph, TaskNode
+from conversations.selectors import eligible_nodes
 from conversations.services.graphs import graph_append_chain, graph_replan
 from conversations.services.nodes import node_claim, nodes_reap_expired
 from conversations.services.sandbox import sandbox_person, sandbox_user_for_agent
@@ -102,3 +103,20 @@ def test_a_gateway_taking_over_an_agent_resumes_nodes_left_running(agent, clock)
     harness.settle()
     assert SandboxMessage.objects.filter(sender__agent=agent, text="A 0").count() == 1
     assert TaskGraph.objects.get().status == TaskGraph.Status.DONE
+
+
+def test_the_eligibility_scan_is_one_query_however_many_conversations(
+    agent, clock, django_assert_num_queries
+):
+    for i in range(20):
+        queue_sends(conversation_with(agent, f"P{i}"), 3)
+    with django_assert_num_queries(1):
+        nodes = eligible_nodes(agent_ids=[agent.pk], at=clock.now())
+    assert len(nodes) == 20
+
+
+def test_claiming_a_node_costs_a_fixed_number_of_queries(agent, clock, django_assert_max_num_queries):
+    (node,) = queue_sends(conversation_with(agent, "A"), 1)
+    # savepoint, compare-and-set, read back, activity event, release savepoint
+    with django_assert_max_num_queries(5):
+        assert node_claim(node_id=node.pk, owner="gw#1") is not None
