@@ -57,6 +57,37 @@ def otp_agent():
     return agent
 
 
+SCRUBBED_TEXT = "(one-time code, no longer valid)"
+
+
+def _scrub_sent_codes(telegram_user_id: int) -> None:
+    """Blank the text of earlier send_otp requests to this user: the gateway needed the code in clear
+    to send it, but nothing should keep it once it has been used or replaced. A request the gateway
+    has not picked up yet carries a code that no longer works, so it is withdrawn instead of sent."""
+    from agents.models import GatewayRequest
+
+    scrubbed = {"user_id": telegram_user_id, "text": SCRUBBED_TEXT}
+    GatewayRequest.objects.filter(
+        kind=GatewayRequest.Kind.SEND_OTP,
+        status=GatewayRequest.Status.PENDING,
+        params__user_id=telegram_user_id,
+    ).update(
+        status=GatewayRequest.Status.FAILED,
+        error="withdrawn: a newer code replaced this one before it was sent",
+        params=scrubbed,
+        finished=clock.now(),
+    )
+    finished = GatewayRequest.objects.filter(
+        kind=GatewayRequest.Kind.SEND_OTP,
+        status__in=[GatewayRequest.Status.DONE, GatewayRequest.Status.FAILED],
+        params__user_id=telegram_user_id,
+    )
+    for request_row in finished:
+        if request_row.params.get("text") != SCRUBBED_TEXT:
+            request_row.params = {**request_row.params, "text": SCRUBBED_TEXT}
+            request_row.save(update_fields=["params"])
+
+
 class TelegramDevice(ThrottlingMixin, Device):
     telegram_user_id = models.BigIntegerField(help_text="The staff member's Telegram user id")
     code_hash = models.CharField(max_length=64, blank=True, editable=False)
@@ -97,6 +128,7 @@ class TelegramDevice(ThrottlingMixin, Device):
         code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
         now = clock.now()
         with transaction.atomic():
+            _scrub_sent_codes(self.telegram_user_id)
             self.code_hash = _hash_code(self.pk, code)
             self.valid_until = now + dt.timedelta(seconds=CODE_VALID_SECONDS)
             self.last_sent_at = now
@@ -150,6 +182,7 @@ class TelegramDevice(ThrottlingMixin, Device):
             self.valid_until = None
             self.throttle_reset(commit=False)
             self.save()
+            _scrub_sent_codes(self.telegram_user_id)
             return True
         self.throttle_increment()
         return False

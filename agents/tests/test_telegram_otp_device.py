@@ -129,3 +129,28 @@ def test_unknown_otp_agent_is_named_in_the_error(clock, settings, device):
     with pytest.raises(OTPDeliveryError, match='"Nobody"'):
         device.generate_challenge()
     assert GatewayRequest.objects.count() == 0
+
+
+def test_a_used_code_does_not_stay_readable_in_the_sent_request(clock, otp_agent, device):
+    code = send(device)
+    request_row = GatewayRequest.objects.get()
+    request_row.status = GatewayRequest.Status.DONE  # what the gateway records after sending
+    request_row.save()
+
+    assert device.verify_token(code) is True
+
+    request_row.refresh_from_db()
+    assert code not in request_row.params["text"]
+    assert request_row.params["user_id"] == 4242
+
+
+def test_an_unsent_request_is_withdrawn_when_a_newer_code_replaces_it(clock, otp_agent, device):
+    old_code = send(device)
+    clock.advance(30)
+    send(device)
+
+    first, second = GatewayRequest.objects.order_by("id")
+    assert first.status == GatewayRequest.Status.FAILED
+    assert "newer code" in first.error
+    assert old_code not in first.params["text"]
+    assert second.status == GatewayRequest.Status.PENDING
