@@ -15,6 +15,7 @@ class CindyAdminSite(OTPAdminSite):
     site_header = "Cindy console"
     site_title = "Cindy"
     index_title = "Agents, conversations and curation"
+    site_url = "/dashboard/"  # "View site" leads to the live dashboard
 
     def __init__(self, name: str = "admin") -> None:
         # Named "admin" so that reverse("admin:...") and LOGIN_URL keep working.
