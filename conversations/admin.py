@@ -7,6 +7,9 @@ change only conversation settings (muted, LLM override) and the price table.
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import OuterRef, Subquery
+from django.urls import reverse
+from django.utils.html import format_html
 
 from cindy_site.admin_utils import (
     ReadOnlyAdmin,
@@ -131,6 +134,11 @@ class ConversationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # conversations come from Telegram (or the sandbox), never from a form
 
+    def get_queryset(self, request):
+        # One subquery instead of a query per row for the "Active graph" column.
+        active = TaskGraph.objects.filter(conversation=OuterRef("pk"), status=TaskGraph.Status.ACTIVE)
+        return super().get_queryset(request).annotate(active_graph_id=Subquery(active.values("pk")[:1]))
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         request._cindy_conversation_id = int(object_id) if str(object_id).isdigit() else None
         return super().change_view(request, object_id, form_url, extra_context)
@@ -141,8 +149,11 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(description="Active graph")
     def graph(self, conversation: Conversation) -> str:
-        active = conversation.graphs.filter(status=TaskGraph.Status.ACTIVE).first()
-        return change_link(active, f"graph {active.pk}") if active else "-"
+        graph_id = getattr(conversation, "active_graph_id", None)
+        if graph_id is None:
+            return "-"
+        url = reverse("admin:conversations_taskgraph_change", args=[graph_id])
+        return format_html('<a href="{}">graph {}</a>', url, graph_id)
 
     @admin.display(description="See")
     def related(self, conversation: Conversation) -> str:

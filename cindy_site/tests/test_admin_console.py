@@ -187,3 +187,27 @@ def test_the_agent_page_has_prompt_and_memory_inlines_and_related_links(verified
     assert "Heidi&#x27;s own." in body or "Heidi's own." in body
     assert "Likes tea" in body
     assert f"/admin/conversations/conversation/?agent__id__exact={agent.pk}" in body
+
+
+def test_conversation_list_links_the_active_graph_without_a_query_per_row(
+    verified_client, world, django_assert_max_num_queries
+):
+    agent = world["agent"]
+    for peer in range(100, 120):
+        conversation = Conversation.objects.create(agent=agent, peer_id=peer, kind=Conversation.Kind.DM)
+        TaskGraph.objects.create(conversation=conversation, trigger="message", created=T0)
+
+    with django_assert_max_num_queries(15):
+        body = verified_client.get("/admin/conversations/conversation/").content.decode()
+
+    graph = world["graph"]
+    assert (
+        f'<a href="{reverse("admin:conversations_taskgraph_change", args=[graph.pk])}">graph {graph.pk}</a>'
+        in body
+    )
+
+
+def test_sticker_list_links_each_sticker_to_its_description(verified_client, world):
+    description = MediaDescription.objects.get(unique_id="AgADx")
+    body = verified_client.get("/admin/media_catalog/sticker/").content.decode()
+    assert reverse("admin:media_catalog_mediadescription_change", args=[description.pk]) in body
