@@ -77,6 +77,7 @@ class AgentAdmin(admin.ModelAdmin):
         "created",
         "updated",
         "related",
+        "effective_prompts",
     ]
     fieldsets = [
         (None, {"fields": ["name", "phone", "transport", "instructions"]}),
@@ -87,6 +88,7 @@ class AgentAdmin(admin.ModelAdmin):
                     "timezone",
                     "llm",
                     "role_prompt_names",
+                    "effective_prompts",
                     "sticker_set_names",
                     "explicit_stickers",
                     "daily_schedule",
@@ -162,6 +164,27 @@ class AgentAdmin(admin.ModelAdmin):
             lease.heartbeat_at,
             lease.expires_at,
         )
+
+    @admin.display(description="Prompts in use")
+    def effective_prompts(self, agent: Agent) -> str:
+        """Each Role Prompt name with the prompt it resolves to: the agent's own beats the global one."""
+        names = [n for n in agent.role_prompt_names if isinstance(n, str)]
+        if not names:
+            return "-"
+        found: dict[str, RolePrompt] = {}
+        candidates = RolePrompt.objects.filter(
+            name__in=names, scope_key__in=[0, agent.pk or 0]
+        ).select_related("agent")
+        for prompt in sorted(candidates, key=lambda p: p.scope_key == 0):  # agent-specific first
+            found.setdefault(prompt.name, prompt)
+        parts = []
+        for name in names:
+            prompt = found.get(name)
+            if prompt is None:
+                parts.append(format_html('<strong style="color:#ba2121">{}: missing</strong>', name))
+            else:
+                parts.append(change_link(prompt, f"{name} ({prompt.scope})"))
+        return format_html(" · ".join(["{}"] * len(parts)), *parts)
 
     @admin.display(description="See")
     def related(self, agent: Agent) -> str:

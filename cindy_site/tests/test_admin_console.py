@@ -211,3 +211,15 @@ def test_sticker_list_links_each_sticker_to_its_description(verified_client, wor
     description = MediaDescription.objects.get(unique_id="AgADx")
     body = verified_client.get("/admin/media_catalog/sticker/").content.decode()
     assert reverse("admin:media_catalog_mediadescription_change", args=[description.pk]) in body
+
+
+def test_the_agent_page_shows_which_prompt_each_role_prompt_name_resolves_to(verified_client, world):
+    agent = world["agent"]
+    agent.role_prompt_names = ["Chatbot", "Nowhere"]
+    agent.save()
+    own = RolePrompt.objects.get(agent=agent, name="Chatbot")
+
+    body = verified_client.get(reverse("admin:agents_agent_change", args=[agent.pk])).content.decode()
+
+    assert f'{reverse("admin:agents_roleprompt_change", args=[own.pk])}">Chatbot (Heidi)</a>' in body
+    assert "Nowhere: missing" in body
