@@ -43,7 +43,13 @@ def devices(request: HttpRequest) -> HttpResponse:
     return _render(
         request,
         "otp/devices.html",
-        {"title": "Sign-in devices", "devices": list(devices_for_user(request.user, confirmed=None))},
+        {
+            "title": "Sign-in devices",
+            "devices": [
+                {"name": d.name, "kind": d._meta.verbose_name, "confirmed": d.confirmed}
+                for d in devices_for_user(request.user, confirmed=None)
+            ],
+        },
     )
 
 
