@@ -22,6 +22,7 @@ from llm.policy import apply_policy
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
 from llm.prompt.sections import RETRIEVE_PROMPT
+from llm.prompt.sections import can_retrieve as retrieval_enabled
 from llm.retrieval import fetch_page
 from llm.routing import UnknownModelError, route_for
 from llm.tasks import Task
@@ -64,7 +65,7 @@ def plan_turn(*, node_id: int, sleep: Callable[[float], None] = time.sleep) -> P
     target = _target_message(conversation.pk, graph.target_message_id)
     turn = turn_context_from_graph(graph, reactions=_reaction_notes(target))
 
-    can_retrieve = RETRIEVE_PROMPT in (agent.role_prompt_names or [])
+    can_retrieve = retrieval_enabled(agent)
     retrieved = [RetrievedPage(p["url"], p["content"]) for p in (graph.context or {}).get("retrieved", [])]
     fetched = {page.url for page in retrieved}
     suppress_retrieve = False

@@ -16,6 +16,14 @@ logger = logging.getLogger(__name__)
 
 INSTRUCTIONS_PROMPT = "Instructions"
 RETRIEVE_PROMPT = "Retrieve"
+#: Role prompt names that switch retrieval on: the original system's name and our shared prompt's.
+RETRIEVE_PROMPTS = frozenset({RETRIEVE_PROMPT, "Task-Retrieve"})
+
+
+def can_retrieve(agent: Agent) -> bool:
+    return any(name in RETRIEVE_PROMPTS for name in agent.role_prompt_names or [])
+
+
 _DESCRIBED = (MediaDescription.Status.OK, MediaDescription.Status.CURATED)
 
 
@@ -30,11 +38,11 @@ def role_prompt_texts(agent: Agent, names: list[str]) -> dict[str, str]:
 
 def base_prompt(agent: Agent, *, include_retrieve: bool) -> str:
     """Shared response-format instructions, the agent's instructions, then its role prompts."""
-    names = [n for n in agent.role_prompt_names or [] if include_retrieve or n != RETRIEVE_PROMPT]
+    names = [n for n in agent.role_prompt_names or [] if include_retrieve or n not in RETRIEVE_PROMPTS]
     texts = role_prompt_texts(agent, [INSTRUCTIONS_PROMPT, *names])
     instructions = texts.get(INSTRUCTIONS_PROMPT)
     if instructions is None:
-        allow_retrieve = RETRIEVE_PROMPT in names
+        allow_retrieve = any(n in RETRIEVE_PROMPTS for n in names)
         lines = DEFAULT_INSTRUCTIONS.splitlines()
         instructions = "\n".join(line for line in lines if allow_retrieve or '"retrieve"' not in line)
     blocks = [instructions.strip()]

@@ -96,6 +96,18 @@ def test_retrieve_prompt_can_be_suppressed(furnished, dm):
     )
 
 
+def test_the_shared_task_retrieve_prompt_also_enables_retrieval(agent, dm):
+    from llm.prompt.sections import can_retrieve
+
+    RolePrompt.objects.create(name="Task-Retrieve", text="Fetch pages with retrieve tasks.")
+    agent.role_prompt_names = ["Task-Retrieve"]
+    agent.save()
+    assert can_retrieve(agent)
+    assert "Fetch pages with retrieve tasks." in build_plan_request(dm, TurnContext()).system
+    suppressed = build_plan_request(dm, TurnContext(), include_retrieve=False).system
+    assert "Fetch pages with retrieve tasks." not in suppressed
+
+
 def test_current_time_uses_the_agents_timezone_and_format(furnished, dm, clock):
     clock.set(dt.datetime(2026, 7, 14, 16, 30, tzinfo=dt.UTC))
 
