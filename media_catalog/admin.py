@@ -78,6 +78,25 @@ def preview_html(*, url: str | None, mime: str, emoji: str = "", size: int = 96)
     return format_html('<a href="{}">{}</a>', url, mime or "file")
 
 
+def serve_media_file(request, file_field, declared_mime: str):
+    """The file itself, or for `?frame=png` on a TGS sticker its first frame as PNG."""
+    if not file_field:
+        raise Http404("no file is stored for this item")
+    try:
+        handle = file_field.open("rb")
+    except FileNotFoundError:
+        raise Http404(f"file {file_field.name} is missing from CINDY_MEDIA_ROOT") from None
+    mime = _mime_of(file_field, declared_mime)
+    if request.GET.get("frame") == "png" and mime in TGS_TYPES:
+        with handle:
+            data = handle.read()
+        try:
+            return HttpResponse(tgs_frame_png(data), content_type="image/png")
+        except PreviewError as exc:
+            raise Http404(f"{file_field.name}: {exc}") from None
+    return FileResponse(handle, content_type=mime or None)
+
+
 class StickerSetFilter(admin.SimpleListFilter):
     title = "sticker set"
     parameter_name = "set"
@@ -177,21 +196,7 @@ class MediaDescriptionAdmin(admin.ModelAdmin):
 
     def file_view(self, request, pk: int):
         description = get_object_or_404(MediaDescription, pk=pk)
-        if not description.file:
-            raise Http404("this description has no file")
-        try:
-            handle = description.file.open("rb")
-        except FileNotFoundError:
-            raise Http404(f"file {description.file.name} is missing from CINDY_MEDIA_ROOT") from None
-        mime = _mime_of(description.file, description.mime)
-        if request.GET.get("frame") == "png" and mime in TGS_TYPES:
-            with handle:
-                data = handle.read()
-            try:
-                return HttpResponse(tgs_frame_png(data), content_type="image/png")
-            except PreviewError as exc:
-                raise Http404(f"{description.file.name}: {exc}") from None
-        return FileResponse(handle, content_type=mime or None)
+        return serve_media_file(request, description.file, description.mime)
 
     def _preview(self, description: MediaDescription, size: int) -> str:
         url = (
@@ -268,7 +273,8 @@ class StickerSetAdmin(admin.ModelAdmin):
 
 @admin.register(Sticker)
 class StickerAdmin(admin.ModelAdmin):
-    list_display = ["name", "set_link", "format", "unique_id", "description_link", "position"]
+    list_display = ["preview", "name", "set_link", "format", "unique_id", "description_link", "position"]
+    list_display_links = ["name"]
     list_filter = ["format", "sticker_set"]
     search_fields = ["name", "unique_id", "sticker_set__short_name"]
     list_select_related = ["sticker_set"]
@@ -286,6 +292,27 @@ class StickerAdmin(admin.ModelAdmin):
                 description_status=Subquery(described.values("status")[:1]),
             )
         )
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:pk>/file/",
+                self.admin_site.admin_view(self.file_view),
+                name="media_catalog_sticker_file",
+            )
+        ] + super().get_urls()
+
+    def file_view(self, request, pk: int):
+        sticker = get_object_or_404(Sticker, pk=pk)
+        return serve_media_file(request, sticker.file, sticker.mime)
+
+    @admin.display(description="Preview")
+    def preview(self, sticker: Sticker) -> str:
+        url = reverse("admin:media_catalog_sticker_file", args=[sticker.pk]) if sticker.file else None
+        mime = _mime_of(sticker.file, sticker.mime)
+        if not mime and sticker.format == Sticker.Format.ANIMATED:
+            mime = "application/x-tgsticker"
+        return preview_html(url=url, mime=mime, emoji=sticker.name, size=72)
 
     @admin.display(description="Set", ordering="sticker_set__short_name")
     def set_link(self, sticker: Sticker) -> str:

@@ -11,7 +11,7 @@ from django.core.files.base import ContentFile
 from django.urls import reverse
 from PIL import Image
 
-from media_catalog.models import MediaDescription
+from media_catalog.models import MediaDescription, Sticker, StickerSet
 
 pytestmark = pytest.mark.django_db
 
@@ -188,3 +188,16 @@ def test_media_files_are_not_served_without_otp(client, staff_user):
     client.force_login(staff_user)
     response = client.get(reverse("admin:media_catalog_mediadescription_file", args=[row.pk]))
     assert response.status_code == 302
+
+
+def test_the_sticker_list_previews_each_sticker_file(verified_client):
+    sticker_set = StickerSet.objects.create(short_name="Cats")
+    sticker = Sticker.objects.create(sticker_set=sticker_set, name="😺", unique_id="AgAs", mime="image/webp")
+    sticker.file.save("AgAs.webp", ContentFile(WEBP))
+    file_url = reverse("admin:media_catalog_sticker_file", args=[sticker.pk])
+
+    body = verified_client.get("/admin/media_catalog/sticker/").content.decode()
+
+    assert f'<img src="{file_url}"' in body
+    response = verified_client.get(file_url)
+    assert response.status_code == 200 and response["Content-Type"] == "image/webp"
