@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from pathlib import Path
+
+from django.conf import settings
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
@@ -24,7 +27,7 @@ from conversations.services.sandbox import (
 )
 from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required
-from dashboard.forms import MAX_PHOTO_BYTES, ChatForm, ReactForm, SendForm
+from dashboard.forms import MAX_PHOTO_BYTES, PHOTO_DIR, ChatForm, ReactForm, SendForm, sniff_image
 
 REACTIONS = ["👍", "❤️", "😂", "😮", "😢", "🔥", "👎"]
 
@@ -146,3 +149,19 @@ def sandbox_react_view(request: HttpRequest) -> JsonResponse:
     except SandboxError as exc:
         return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
     return JsonResponse({"ok": True, "message": selectors.sandbox_message_row(message)})
+
+
+@verified_staff_required
+def sandbox_photo(request: HttpRequest, name: str) -> FileResponse:
+    """A photo uploaded to the sandbox, for staff only (MEDIA_URL is served in development alone)."""
+    folder = (Path(settings.MEDIA_ROOT) / PHOTO_DIR).resolve()
+    path = (folder / name).resolve()
+    if path.parent != folder or not path.is_file():
+        raise Http404(f"no sandbox photo named {name!r}")
+    with path.open("rb") as handle:
+        sniffed = sniff_image(handle.read(16))
+    if sniffed is None:
+        raise Http404(f"{name!r} is not an image")
+    response = FileResponse(path.open("rb"), content_type=sniffed[0])
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

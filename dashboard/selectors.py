@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db.models import Count, Max, Sum
+from django.urls import reverse
 
 from agents.models import Agent, AgentLease
 from cindy_site.clock import now
@@ -231,14 +232,14 @@ def sandbox_message_row(message: SandboxMessage) -> dict[str, Any]:
 
 
 def _media_row(part: dict[str, Any]) -> dict[str, Any]:
-    kind = part.get("media_kind", "")
-    file = part.get("file", "")
+    folder, _, name = str(part.get("file", "")).rpartition("/")
+    url = reverse("dashboard:sandbox_photo", args=[name]) if folder == "sandbox" and name else ""
     return {
-        "media_kind": kind,
+        "media_kind": part.get("media_kind", ""),
         "sticker_set_name": part.get("sticker_set_name", ""),
         "sticker_name": part.get("sticker_name", ""),
         "unique_id": part.get("unique_id", ""),
-        "url": f"{settings.MEDIA_URL}{file}" if file else "",
+        "url": url,
     }
 
 

@@ -11,4 +11,5 @@ urlpatterns = [
     path("sandbox/", sandbox_views.sandbox_chat, name="sandbox"),
     path("sandbox/send/", sandbox_views.sandbox_send, name="sandbox_send"),
     path("sandbox/react/", sandbox_views.sandbox_react_view, name="sandbox_react"),
+    path("sandbox/photos/<str:name>", sandbox_views.sandbox_photo, name="sandbox_photo"),
 ]

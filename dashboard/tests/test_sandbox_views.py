@@ -112,7 +112,17 @@ def test_photo_is_stored_under_media_root_with_its_media_part(verified, sandbox_
     assert part["mime"] == "image/png"
     assert part["unique_id"].startswith("sbx")
     assert (media_root / part["file"]).read_bytes() == PNG
-    assert response.json()["message"]["media"][0]["url"] == f"/media/{part['file']}"
+    url = response.json()["message"]["media"][0]["url"]
+    assert url == f"/dashboard/sandbox/photos/{part['unique_id']}.png"
+    served = verified.client.get(url)
+    assert (served["Content-Type"], b"".join(served.streaming_content)) == ("image/png", PNG)
+
+
+def test_sandbox_photos_are_for_verified_staff_only(verified, unverified, sandbox_agent):
+    _send(verified, sandbox_agent, photo=SimpleUploadedFile("cat.png", PNG, content_type="image/png"))
+    url = SandboxMessage.objects.get().media[0]["file"].replace("sandbox/", "/dashboard/sandbox/photos/")
+    assert unverified.client.get(url).status_code == 302
+    assert verified.client.get("/dashboard/sandbox/photos/..%2Fsecret.png").status_code == 404
 
 
 def test_non_image_upload_is_refused(verified, sandbox_agent):
