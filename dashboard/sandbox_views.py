@@ -7,9 +7,8 @@ replies reach the page over the dashboard socket, like everything the gateway wr
 
 from __future__ import annotations
 
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
