@@ -29,6 +29,7 @@ from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.selectors import conversation_last_message_id
 from conversations.services.activity import record_event
+from conversations.services.ingest import conversation_mark_read
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
@@ -264,6 +265,7 @@ class Gateway:
             last = await sync_to_async(conversation_last_message_id)(conversation=node.conversation)
             if last:
                 await client.transport.mark_read(node.conversation.peer_id, last)
+                await sync_to_async(conversation_mark_read)(conversation=node.conversation, message_id=last)
         except Exception as exc:  # planning can still go ahead on what the mirror has
             logger.warning("agent %s: history sync before planning failed: %r", client.agent.name, exc)
         try:

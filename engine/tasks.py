@@ -73,7 +73,6 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
                     kind=Memory.Kind.EPISODIC,
                     content=task.params["content"],
                     created=now(),
-                    created_raw=now().isoformat(),
                     creation_channel=conversation.title or str(conversation.peer_id),
                     creation_channel_id=conversation.peer_id,
                 )

@@ -230,6 +230,12 @@ def message_set_reactions(
     return message
 
 
+def conversation_mark_read(*, conversation: Conversation, message_id: int) -> None:
+    """Record that the agent has read the chat up to `message_id` (it did, just before planning)."""
+    Conversation.objects.filter(pk=conversation.pk).update(last_read_message_id=message_id)
+    conversation.last_read_message_id = message_id
+
+
 def conversation_clear_mirror(*, conversation: Conversation) -> int:
     """After clear-conversation: the mirror's messages are deleted too, so the next prompt starts empty."""
     return Message.objects.filter(conversation=conversation, deleted=False).update(deleted=True)

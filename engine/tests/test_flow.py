@@ -179,3 +179,12 @@ def test_react_and_clear_conversation_act_on_the_chat(agent, harness, fake_llm):
     harness.settle()
     assert sandbox_transcript(agent=agent) == ["You: (deleted)", "You: (deleted)"]
     assert not Message.objects.filter(deleted=False).exists()
+
+
+def test_planning_marks_the_chat_read_up_to_the_newest_message(agent, harness, fake_llm):
+    fake_llm.reply_with(tasks({"kind": "send", "text": "ok"}))
+    sandbox_say(agent=agent, text="one")
+    sandbox_say(agent=agent, text="two")
+    harness.settle()
+    assert Conversation.objects.get().last_read_message_id == 2
+    assert sandbox_user_for_agent(agent=agent).sandboxmember_set.get().read_up_to == 3  # its own reply
