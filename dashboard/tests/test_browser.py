@@ -213,17 +213,19 @@ def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
     )
     expect(page.locator("#graph tr.node.status-done")).to_have_count(2, timeout=15_000)
 
-    # A reaction on the agent's reply, and a photo with a caption.
-    agent_bubble = transcript.locator(".bubble.agent").first
-    agent_bubble.locator("text=React").click()
-    agent_bubble.locator("button[aria-label='react 👍']").click()
-    expect(agent_bubble.locator(".reactions")).to_contain_text("👍 1")
+    # A photo with a caption. (Scripted replies are used in order, so each turn waits for the last.)
     llm.reply_with(tasks({"kind": "send", "text": "What a picture!"}))
     page.set_input_files("#photo", files=[{"name": "cat.png", "mimeType": "image/png", "buffer": _PNG}])
     page.fill("#message-text", "my cat")
     page.click("#send")
     expect(transcript.locator(".bubble.mine img")).to_have_count(1)
     expect(transcript.locator(".bubble.agent", has_text="What a picture!")).to_have_count(1, timeout=60_000)
+
+    # A reaction on the agent's first reply (the agent answers with nothing: the default reply).
+    agent_bubble = transcript.locator(".bubble.agent").first
+    agent_bubble.locator("text=React").click()
+    agent_bubble.locator("button[aria-label='react 👍']").click()
+    expect(agent_bubble.locator(".reactions")).to_contain_text("👍 1")
 
     # A sticker from the agent's own set, picked by its description.
     page.select_option("#sticker", label="WendyFaces · wink — a cheeky wink")
