@@ -122,10 +122,10 @@ def manage(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
-def start_gateway(env: dict[str, str], log: Path) -> subprocess.Popen:
+def start_gateway(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen:
     # Its own session, so the SIGKILL below reaches the gateway and its worker child together.
     return subprocess.Popen(
-        [sys.executable, MANAGE, "runagents"],
+        [sys.executable, MANAGE, *(args or ("runagents",))],
         env=env,
         stdout=log.open("a"),
         stderr=subprocess.STDOUT,
@@ -207,3 +207,34 @@ def test_sigkill_mid_graph_loses_nothing_and_duplicates_nothing(child):
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_sigkill_of_a_worker_mid_planning_is_recovered_without_a_duplicate(child):
+    env, db, llm, tmp = child
+    env = env | {"CINDY_NODE_LEASE_SECONDS": "4"}
+    log = tmp / "gateway.log"
+    llm.stall_next(60)  # the first planning call hangs until its worker is killed
+    llm.set_default_reply(plan("sorry, I was away"))
+    gateway = start_gateway(env, log, "runagents", "--no-workers")
+    workers = start_gateway(env, log, "qcluster")
+    try:
+        manage(env, "sandbox", "say", "Wendy", "hello")
+        wait_for(lambda: len(llm.requests) >= 1, "the planning call", log)
+        os.killpg(workers.pid, signal.SIGKILL)
+        workers.wait(timeout=10)
+        assert db.query("SELECT status FROM conversations_tasknode") == [("running",)]
+
+        workers = start_gateway(env, log, "qcluster")
+        wait_for(
+            lambda: agent_texts(db) == ["sorry, I was away"], "the reply after the node lease expired", log
+        )
+        wait_for(
+            lambda: db.query("SELECT status FROM conversations_taskgraph") == [("done",)],
+            "the graph done",
+            log,
+        )
+        assert agent_texts(db) == ["sorry, I was away"]
+    finally:
+        for process in (gateway, workers):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
