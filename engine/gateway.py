@@ -198,7 +198,10 @@ class Gateway:
 
     @staticmethod
     def _record_account(agent_id: int, user_id: int, username: str) -> None:
+        """Remember the account's user id (and username, if none is set) as the transport reports them."""
         Agent.objects.filter(pk=agent_id).exclude(telegram_user_id=user_id).update(telegram_user_id=user_id)
+        if username:
+            Agent.objects.filter(pk=agent_id, telegram_username="").update(telegram_username=username)
 
     async def _stop_agent(self, agent_id: int, exc: AuthError) -> None:
         await sync_to_async(agent_stop)(

@@ -21,8 +21,7 @@ from cindy_site.clock import now
 from conversations.models import TaskNode
 from conversations.services.nodes import node_complete, node_defer, node_fail, node_release
 from conversations.transport.base import AuthError, FloodWait, PermanentError, Transport
-from engine.handlers import Defer, Done, HandlerContext, handler_for
-from engine.handlers.send import NodeLost
+from engine.handlers import Defer, Done, HandlerContext, NodeLost, handler_for
 from engine.leases import agent_stop
 
 logger = logging.getLogger(__name__)

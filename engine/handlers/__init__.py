@@ -12,6 +12,6 @@ from engine.handlers import (  # noqa: F401  (each module registers its kind)
     unblock,
     wait,
 )
-from engine.handlers.base import Defer, Done, HandlerContext, handler_for, register
+from engine.handlers.base import Defer, Done, HandlerContext, NodeLost, handler_for, register
 
-__all__ = ["Defer", "Done", "HandlerContext", "handler_for", "register"]
+__all__ = ["Defer", "Done", "HandlerContext", "NodeLost", "handler_for", "register"]

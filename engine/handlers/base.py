@@ -18,6 +18,10 @@ from conversations.models import Conversation, TaskNode
 from conversations.transport.base import Transport
 
 
+class NodeLost(Exception):
+    """The node is no longer ours (replanned or taken over): the handler stops quietly."""
+
+
 @dataclass
 class HandlerContext:
     node: TaskNode

@@ -16,7 +16,7 @@ from cindy_site.clock import now
 from conversations.services.ingest import message_record_sent
 from conversations.services.nodes import node_store_random_id
 from conversations.transport.base import AuthError, FloodWait, PermanentError, TransportError
-from engine.handlers.base import Defer, Done, HandlerContext, register
+from engine.handlers.base import Defer, Done, HandlerContext, NodeLost, register
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +25,6 @@ DEFAULT_START_TYPING_DELAY = 2
 DEFAULT_TYPING_SPEED = 30
 #: Telegram drops a typing indicator after about 6 seconds; renew it more often than that.
 TYPING_RENEW_SECONDS = 5
-
-
-class NodeLost(Exception):
-    """The node is no longer ours (replanned or taken over); stop quietly."""
 
 
 def typing_seconds(agent: Agent, text: str) -> float:

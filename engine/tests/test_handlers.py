@@ -106,7 +106,7 @@ def test_block_then_messages_are_recorded_but_trigger_nothing_until_unblocked(ag
     assert Message.objects.filter(text="please answer").exists()
     assert TaskGraph.objects.count() == 1 and len(fake_llm.requests) == 1
 
-    # An unblock from an operator's console goes through the same handler.
+    # Blocked users trigger nothing, so an unblock is planned some other way; the handler is the same.
     graph = TaskGraph.objects.create(
         conversation=conversation, active_slot=conversation.pk, created=harness.clock.now()
     )
