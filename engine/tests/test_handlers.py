@@ -165,3 +165,12 @@ def test_shutdown_stops_the_agent_not_the_gateway(agent, other_agent, harness, f
     assert agent.stopped
     harness.step("step_leases")
     assert list(harness.gateway.clients) == [other_agent.pk]
+
+
+def test_typing_time_uses_the_persona_or_the_defaults(agent):
+    from engine.handlers.send import DEFAULT_START_TYPING_DELAY, DEFAULT_TYPING_SPEED, typing_seconds
+
+    agent.start_typing_delay, agent.typing_speed = 3, 20
+    assert typing_seconds(agent, "x" * 40) == 3 + 2
+    agent.start_typing_delay = agent.typing_speed = None
+    assert typing_seconds(agent, "x" * 60) == DEFAULT_START_TYPING_DELAY + 60 / DEFAULT_TYPING_SPEED
