@@ -13,6 +13,7 @@ from conversations.services.sandbox import (
     sandbox_transcript,
     sandbox_user_for_agent,
 )
+from engine.handlers.send import DEFAULT_START_TYPING_DELAY, DEFAULT_TYPING_SPEED, typing_seconds
 from engine.tests.harness import Harness
 from media_catalog.models import Sticker, StickerSet
 
@@ -168,8 +169,6 @@ def test_shutdown_stops_the_agent_not_the_gateway(agent, other_agent, harness, f
 
 
 def test_typing_time_uses_the_persona_or_the_defaults(agent):
-    from engine.handlers.send import DEFAULT_START_TYPING_DELAY, DEFAULT_TYPING_SPEED, typing_seconds
-
     agent.start_typing_delay, agent.typing_speed = 3, 20
     assert typing_seconds(agent, "x" * 40) == 3 + 2
     agent.start_typing_delay = agent.typing_speed = None
