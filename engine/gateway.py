@@ -204,9 +204,11 @@ class Gateway:
             Agent.objects.filter(pk=agent_id, telegram_username="").update(telegram_username=username)
 
     async def _stop_agent(self, agent_id: int, exc: AuthError) -> None:
-        await sync_to_async(agent_stop)(
-            agent_id=agent_id, reason=f"Telegram refused the session: {exc.reason}", error=str(exc)
-        )
+        if exc.reason == "NOT_READY":  # not logged in or no credentials: the message says what to do
+            reason = str(exc)
+        else:
+            reason = f"Telegram refused the session: {exc.reason}"
+        await sync_to_async(agent_stop)(agent_id=agent_id, reason=reason, error=str(exc))
         await self._drop(agent_id, f"stopped: {exc.reason}")
 
     async def step_ingest(self) -> bool:

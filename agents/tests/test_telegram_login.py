@@ -94,6 +94,16 @@ def test_login_stores_the_encrypted_session_and_the_user_id(login_env, capsys):
     assert "logged in as @heidi_tg (user id 4242)" in capsys.readouterr().out
 
 
+def test_a_fresh_login_restarts_an_agent_stopped_for_its_session(login_env):
+    Agent.objects.filter(name="Heidi").update(
+        stopped=True,
+        last_error="agents/Heidi: not logged in to Telegram: run python manage.py telegram_login Heidi",
+    )
+    call_command("telegram_login", "Heidi")
+    agent = Agent.objects.get(name="Heidi")
+    assert not agent.stopped and agent.last_error == ""
+
+
 def test_two_step_password_is_asked_when_needed(login_env):
     login_env["client_kwargs"] = {"sign_in_errors": [errors.SessionPasswordNeededError(request=None)]}
     call_command("telegram_login", "Heidi")

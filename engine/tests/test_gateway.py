@@ -169,3 +169,20 @@ def test_a_bad_gateway_request_fails_with_a_readable_error(agent, unreliable, cl
     request.refresh_from_db()
     assert request.status == GatewayRequest.Status.FAILED
     assert request.error == f"Send a one-time code request {request.pk} is missing parameter 'user_id'"
+
+
+def test_a_telegram_agent_that_is_not_logged_in_is_stopped_with_the_fix(agent, clock, settings):
+    from agents.models import Agent, Transport
+    from conversations.transport.factory import transport_for
+
+    settings.TELEGRAM_API_ID, settings.TELEGRAM_API_HASH = "12345", "0123456789abcdef0123456789abcdef"
+    Agent.objects.filter(pk=agent.pk).update(transport=Transport.TELEGRAM)
+    harness = Harness(clock, transport_factory=transport_for)
+    harness.start()
+
+    stopped = Agent.objects.get(pk=agent.pk)
+    assert stopped.stopped
+    assert f"python manage.py telegram_login {agent.name}" in stopped.last_error
+    event = ActivityEvent.objects.get(kind="agent_error", agent=agent)
+    assert f"telegram_login {agent.name}" in event.summary
+    assert "NOT_READY" not in event.summary

@@ -160,9 +160,12 @@ class Command(BaseCommand):
             me = await client.get_me()
             agent.telegram_user_id = me.id
             agent.telegram_username = me.username or ""
-            await sync_to_async(agent.save)(
-                update_fields=["telegram_user_id", "telegram_username", "updated"]
-            )
+            fields = ["telegram_user_id", "telegram_username", "updated"]
+            if agent.stopped and agent.last_error:
+                # Stopped by a session error (not logged in, key revoked...): a fresh login is the fix.
+                agent.stopped, agent.last_error, agent.last_error_at = False, "", None
+                fields += ["stopped", "last_error", "last_error_at"]
+            await sync_to_async(agent.save)(update_fields=fields)
             await session.flush_async()
             return f"{me.username and '@' + me.username or me.first_name or ''} (user id {me.id})"
         except (ConnectionError, OSError) as exc:
