@@ -201,6 +201,12 @@ def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
     page.click("text=Open chat")
     expect(page.locator("#live-status")).to_have_text("live")
 
+    # Remember every typing indicator shown: the agent types for about a second before it replies.
+    page.evaluate(
+        """window.typingSeen = [];
+        new MutationObserver(() => window.typingSeen.push(document.getElementById("typing").textContent))
+            .observe(document.getElementById("typing"), {childList: true, characterData: true, subtree: true});"""
+    )
     llm.reply_with(tasks({"kind": "send", "text": "Hi Alice, lovely to meet you."}))
     site_db.start_gateway()
     page.fill("#message-text", "Hello there")
@@ -212,6 +218,7 @@ def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
         "Hi Alice, lovely to meet you.", timeout=60_000
     )
     expect(page.locator("#graph tr.node.status-done")).to_have_count(2, timeout=15_000)
+    assert f"{agent.name} is typing…" in page.evaluate("window.typingSeen")
 
     # A photo with a caption. (Scripted replies are used in order, so each turn waits for the last.)
     llm.reply_with(tasks({"kind": "send", "text": "What a picture!"}))
