@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.25
 AGENTS_REFRESH_SECONDS = 5.0
+MAX_BACKOFF_SECONDS = 10.0
 
 #: Event kinds after which a conversation's task graph looks different.
 GRAPH_KINDS = frozenset(
@@ -156,15 +157,18 @@ class Relay:
             await self.layer.group_send(dashboard_group(), {"type": "relay.agents", "agents": rows})
 
     async def run(self) -> None:
+        failures = 0
         while True:
             try:
                 await self.step()
+                failures = 0
             except asyncio.CancelledError:
                 raise
             except Exception:
-                # A database hiccup must not end live updates: log it and poll again.
-                log.exception("dashboard relay: polling the activity stream failed")
-            await asyncio.sleep(self.poll_seconds)
+                # A database hiccup must not end live updates: log it, back off a little, poll again.
+                failures += 1
+                log.exception("dashboard relay: polling the activity stream failed (%d in a row)", failures)
+            await asyncio.sleep(min(self.poll_seconds * 2**failures, MAX_BACKOFF_SECONDS))
 
     def running_here(self) -> bool:
         if self.task is None or self.task.done():
