@@ -234,6 +234,15 @@ def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
     agent_bubble.locator("button[aria-label='react 👍']").click()
     expect(agent_bubble.locator(".reactions")).to_contain_text("👍 1")
 
+    # A reply quotes the message it answers.
+    agent_bubble.locator("text=Reply").click()
+    expect(page.locator("#replying")).to_contain_text("Replying to")
+    page.fill("#message-text", "you too")
+    page.click("#send")
+    expect(transcript.locator(".bubble.mine", has_text="you too").locator(".quote")).to_contain_text(
+        "Hi Alice, lovely to meet you."
+    )
+
     # A sticker from the agent's own set, picked by its description.
     page.select_option("#sticker", label="WendyFaces · wink — a cheeky wink")
     page.click("#send")
