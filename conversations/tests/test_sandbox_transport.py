@@ -145,3 +145,12 @@ def test_sandbox_command_says_reacts_and_shows(agent, clock, capsys):
     capsys.readouterr()
     call_command("sandbox", "show", "Wendy", "--as", "Alice")
     assert capsys.readouterr().out.splitlines() == ["Alice: hi (reactions: 🔥 from Alice)", "Alice: second"]
+
+
+def test_a_dm_is_titled_after_the_other_person_even_in_the_agents_own_messages(agent, clock):
+    transport = connected(agent)
+    dora = sandbox_person(name="Dora")
+    sandbox_say(agent=agent, text="hi", as_name="Dora")
+    async_to_sync(transport.send_text)(dora.user_id, "hello Dora", random_id=7)
+    records = async_to_sync(transport.history)(dora.user_id)
+    assert [(r.text, r.chat_title) for r in records] == [("hi", "Dora"), ("hello Dora", "Dora")]

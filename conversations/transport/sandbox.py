@@ -90,12 +90,17 @@ class SandboxTransport:
             raise PermanentError("PEER_ID_INVALID", f"{self.agent.name} is not in sandbox chat {peer_id}")
         return chat
 
+    def _partner_of(self, chat: SandboxChat) -> SandboxUser | None:
+        """The other side of a DM (None in a group, or in the agent's chat with itself)."""
+        if chat.kind == SandboxChat.Kind.GROUP:
+            return None
+        return chat.members.exclude(pk=self._require_me().pk).first()
+
     def _peer_of(self, chat: SandboxChat) -> int:
         if chat.kind == SandboxChat.Kind.GROUP:
             return chat.peer_id
-        me = self._require_me()
-        other = chat.members.exclude(pk=me.pk).first()
-        return other.user_id if other else me.user_id
+        other = self._partner_of(chat)
+        return other.user_id if other else self._require_me().user_id
 
     # --- converting to plain records ------------------------------------------------------------
 
@@ -107,6 +112,7 @@ class SandboxTransport:
     def _to_inbound(self, messages: list[SandboxMessage], chat: SandboxChat) -> list[InboundMessage]:
         me = self._require_me()
         peer = self._peer_of(chat)
+        partner = self._partner_of(chat) or me
         reply_ids = {m.reply_to_id for m in messages if m.reply_to_id}
         mine = set(
             SandboxMessage.objects.filter(chat=chat, message_id__in=reply_ids, sender=me).values_list(
@@ -132,8 +138,9 @@ class SandboxTransport:
                     reactions=_reactions(m.reactions),
                     mentions_agent=not outgoing and self._mentions_me(m.text),
                     reply_to_agent=not outgoing and m.reply_to_id in mine,
-                    chat_title=chat.title if chat.kind == SandboxChat.Kind.GROUP else m.sender.name,
-                    chat_username="" if chat.kind == SandboxChat.Kind.GROUP else m.sender.username,
+                    # A DM is titled after the other person, whoever wrote this message.
+                    chat_title=chat.title if chat.kind == SandboxChat.Kind.GROUP else partner.name,
+                    chat_username="" if chat.kind == SandboxChat.Kind.GROUP else partner.username,
                     random_id=m.random_id if outgoing else None,
                 )
             )
