@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from agents.schedule import ScheduleError, parse_sleep_windows
 from llm.routing import UnknownModelError, resolve
 
 # Heading text -> attribute, in the order the writer emits them.
@@ -221,6 +222,11 @@ def _set_field(persona: Persona, heading: str, body: str, source: str) -> str | 
             return f'{where} is "{number}": out of range, use {low} to {high} ({example})'
         setattr(persona, attr, number)
         return None
+    if heading == "Daily Schedule":
+        try:
+            parse_sleep_windows(body)
+        except ScheduleError as exc:
+            return f"{where}: {exc}"
     if heading in ("Agent Instructions", "Daily Schedule"):
         setattr(persona, attr, body)
         return None

@@ -16,6 +16,7 @@ from django.db.models import Count, Max, Sum
 from django.urls import reverse
 
 from agents.models import Agent, AgentLease
+from agents.schedule import asleep_until
 from cindy_site.clock import now
 from conversations.models import (
     ActivityEvent,
@@ -55,6 +56,7 @@ def _agent_row(agent: Agent, lease: AgentLease | None, at: dt.datetime) -> dict[
         "lease_expires": _iso(lease.expires_at) if lease else None,
         "disabled": agent.disabled,
         "stopped": agent.stopped,
+        "asleep_until": _iso(asleep_until(schedule=agent.daily_schedule, timezone=agent.timezone, when=at)),
         "last_error": agent.last_error,
         "last_error_at": _iso(agent.last_error_at),
     }

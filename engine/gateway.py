@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from agents.models import Agent
+from agents.schedule import asleep_until
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
@@ -116,6 +117,7 @@ class Gateway:
             did = True
         for agent_id, agent in wanted.items():
             if agent_id in self.clients:
+                self.clients[agent_id].agent = agent  # pick up admin edits (schedule, typing speed...)
                 continue
             result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)
             if not result.acquired:
@@ -238,11 +240,15 @@ class Gateway:
     # --- the tick -----------------------------------------------------------------------------------
 
     def _active_agent_ids(self) -> list[int]:
+        """Agents whose nodes may run now: connected, not paused by a flood wait, and awake."""
         when = now()
         return [
             agent_id
             for agent_id, client in self.clients.items()
-            if client.connected and (client.paused_until is None or client.paused_until <= when)
+            if client.connected
+            and (client.paused_until is None or client.paused_until <= when)
+            and asleep_until(schedule=client.agent.daily_schedule, timezone=client.agent.timezone, when=when)
+            is None
         ]
 
     async def step_tick(self) -> bool:

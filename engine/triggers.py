@@ -6,8 +6,8 @@
 - Nothing triggers for a muted chat, a blocked user, a channel, or a disabled, gagged or stopped agent:
   the message is still recorded.
 
-The persona's free-text "Daily Schedule" is given to the LLM in the prompt; the engine does not gate
-triggers on it (it has no machine-readable form to check against).
+An agent asleep per its Daily Schedule (`agents/schedule.py`) still replans, but the tick runs none of
+its nodes until it wakes: the night's messages are answered once, in the morning.
 """
 
 from __future__ import annotations

@@ -80,3 +80,16 @@ def test_relay_step_reports_whether_anything_was_new(sandbox_agent):
     record_event("info", agent_id=sandbox_agent.pk, summary="new")
     assert async_to_sync(step)() is True
     assert async_to_sync(step)() is False
+
+
+def test_agent_rows_say_when_an_asleep_agent_wakes(sandbox_agent, clock):
+    import datetime as dt
+
+    sandbox_agent.daily_schedule = "Asleep: 23:00-07:00"
+    sandbox_agent.timezone = "UTC"
+    sandbox_agent.save()
+    night = dt.datetime(2026, 2, 1, 23, 30, tzinfo=dt.UTC)
+    (row,) = selectors.agent_rows(at=night)
+    assert row["asleep_until"] == "2026-02-02T07:00:00+00:00"
+    (row,) = selectors.agent_rows(at=night.replace(hour=12))
+    assert row["asleep_until"] is None

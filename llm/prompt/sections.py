@@ -47,6 +47,8 @@ def base_prompt(agent: Agent, *, include_retrieve: bool) -> str:
         instructions = "\n".join(line for line in lines if allow_retrieve or '"retrieve"' not in line)
     blocks = [instructions.strip()]
     blocks.append("# Agent Instructions\n\n" + (agent.instructions or "").strip())
+    if (agent.daily_schedule or "").strip():
+        blocks.append("# Daily Schedule\n\n" + agent.daily_schedule.strip())
     for name in names:
         if name == INSTRUCTIONS_PROMPT:
             continue

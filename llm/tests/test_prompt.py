@@ -192,3 +192,11 @@ def test_built_in_response_format_is_used_when_no_instructions_prompt_exists(age
     assert system.startswith("# Response Format")
     assert '"kind": "send"' in system
     assert '"kind": "retrieve"' not in system  # the agent has no Retrieve prompt
+
+
+def test_the_daily_schedule_is_part_of_the_persona(agent, dm):
+    agent.daily_schedule = "Mornings: bakes bread.\nAsleep: 22:00-06:00"
+    agent.save()
+    system = build_plan_request(dm, TurnContext()).system
+    assert "# Daily Schedule\n\nMornings: bakes bread.\nAsleep: 22:00-06:00" in system
+    assert system.index("# Agent Instructions") < system.index("# Daily Schedule")

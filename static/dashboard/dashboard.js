@@ -14,6 +14,9 @@
     badges.push(el("span", { className: "badge " + (agent.online ? "ok" : "off"), text: agent.online ? "online" : "offline" }));
     if (agent.stopped) badges.push(el("span", { className: "badge bad", text: "stopped" }));
     if (agent.disabled) badges.push(el("span", { className: "badge off", text: "disabled" }));
+    if (agent.asleep_until) {
+      badges.push(el("span", { className: "badge info", text: "asleep", title: "until " + formatDateTime(agent.asleep_until) }));
+    }
     if (agent.transport === "sandbox") badges.push(el("span", { className: "badge info", text: "sandbox" }));
     return el("td", { className: "badges" }, badges);
   }
