@@ -20,7 +20,7 @@ class Clock(Protocol):
 
 class SystemClock:
     def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.timezone.utc)
+        return dt.datetime.now(dt.UTC)
 
     def monotonic(self) -> float:
         import time
@@ -32,7 +32,7 @@ class FakeClock:
     """A clock that only moves when told to."""
 
     def __init__(self, start: dt.datetime | None = None) -> None:
-        self._now = start or dt.datetime(2026, 1, 5, 12, 0, tzinfo=dt.timezone.utc)
+        self._now = start or dt.datetime(2026, 1, 5, 12, 0, tzinfo=dt.UTC)
         if self._now.tzinfo is None:
             raise ValueError("FakeClock needs a timezone-aware start time")
         self._mono = 1000.0

@@ -123,17 +123,18 @@ if DATABASE_URL:
     DATABASES = {"default": _db}
 else:
     SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
+    _busy_timeout = _positive_int("CINDY_SQLITE_BUSY_TIMEOUT", 30)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": SQLITE_PATH,
             "OPTIONS": {
-                "timeout": env.int("CINDY_SQLITE_BUSY_TIMEOUT", default=30),
+                "timeout": _busy_timeout,
                 "transaction_mode": "IMMEDIATE",
                 "init_command": (
                     "PRAGMA journal_mode=WAL;"
                     "PRAGMA synchronous=NORMAL;"
-                    "PRAGMA busy_timeout=30000;"
+                    f"PRAGMA busy_timeout={_busy_timeout * 1000};"
                     "PRAGMA foreign_keys=ON;"
                 ),
             },
@@ -218,7 +219,19 @@ CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
 CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
-CINDY_OPERATOR_IDS = [int(v) for v in env.list("CINDY_OPERATOR_IDS", default=[])]
+
+
+def _int_list(name: str) -> list[int]:
+    values = env.list(name, default=[])
+    try:
+        return [int(v) for v in values if v.strip()]
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} is {','.join(values)!r}: use comma-separated Telegram user ids, e.g. 12345,67890"
+        ) from None
+
+
+CINDY_OPERATOR_IDS = _int_list("CINDY_OPERATOR_IDS")
 CINDY_GATEWAY_NAME = env.str("CINDY_GATEWAY_NAME", default="")
 CINDY_SESSION_KEY = env.str("CINDY_SESSION_KEY", default="")
 CINDY_OTP_AGENT = env.str("CINDY_OTP_AGENT", default="")

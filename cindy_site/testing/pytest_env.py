@@ -1,8 +1,28 @@
-"""Loaded with `-p` before pytest-django imports settings: test-only secrets, never used elsewhere."""
+"""Loaded with `-p` before pytest-django imports settings.
+
+Tests must not depend on the machine they run on: the developer's `.env` is not read, and Cindy's
+own variables from the shell are dropped (API keys, models, timeouts...), so every test starts from
+the documented defaults. What the test command itself chooses is kept: DATABASE_URL (SQLite or
+MariaDB) and the test-only names below. Child processes started by tests inherit this environment.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
-os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
-os.environ.setdefault("CINDY_SESSION_KEY", "test-only-session-key")
+KEPT = {"DATABASE_URL", "CINDY_TEST_DATABASE_NAME", "CINDY_TEST_REDIS_URL"}
+
+
+def _documented_variables() -> set[str]:
+    example = Path(__file__).resolve().parents[2] / ".env.example"
+    names = re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", example.read_text(encoding="utf-8"), flags=re.M)
+    return set(names)
+
+
+for name in _documented_variables() - KEPT:
+    os.environ.pop(name, None)
+os.environ["CINDY_ENV_FILE"] = os.devnull
+os.environ["SECRET_KEY"] = "test-only-secret-key"
+os.environ["CINDY_SESSION_KEY"] = "test-only-session-key"
