@@ -5,7 +5,8 @@ The section is free text for the LLM, plus optional machine-readable lines of th
     Asleep: 22:30-07:15
     Asleep: 13:00-14:00, 23:00-06:30
 
-(`Sleep:` works too; en dashes and "to" are accepted). Times are in the agent's timezone and a
+(`Sleep:` works too; en dashes and "to" are accepted; such a line without clock times stays free
+text). Times are in the agent's timezone and a
 window may cross midnight. While an agent is asleep the tick runs none of its nodes: messages are
 still recorded and replanned, and the plan runs when it wakes, so a night's burst costs one call.
 """
@@ -19,6 +20,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _LINE = re.compile(r"^\s*[-*]?\s*(?:asleep|sleep)\s*:\s*(?P<windows>.*)$", re.IGNORECASE)
+_CLOCK = re.compile(r"\d{1,2}:\d{2}")
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*(?:-|–|—|to)\s*(\d{1,2}):(\d{2})\s*$", re.IGNORECASE)
 
 
@@ -50,8 +52,8 @@ def parse_sleep_windows(text: str) -> tuple[SleepWindow, ...]:
     windows: list[SleepWindow] = []
     for line in (text or "").splitlines():
         match = _LINE.match(line)
-        if not match:
-            continue
+        if not match or not _CLOCK.search(match.group("windows")):
+            continue  # "Sleep: whenever the shop is quiet" is free text for the LLM
         for raw in match.group("windows").split(","):
             window = _WINDOW.match(raw)
             if not window:

@@ -37,7 +37,8 @@ def test_several_windows_on_one_line_and_sleep_keyword():
 @pytest.mark.parametrize(
     "line, fragment",
     [
-        ("Asleep: late", '"late" is not a time range (e.g. Asleep: 22:30-07:15)'),
+        ("Asleep: late, 23:00-07:00", '"late" is not a time range (e.g. Asleep: 22:30-07:15)'),
+        ("Asleep: from 23:00", '"from 23:00" is not a time range'),
         ("Asleep: 25:00-07:00", "outside 00:00-23:59"),
         ("Asleep: 07:00-07:00", "starts and ends at the same time"),
     ],
@@ -50,9 +51,13 @@ def test_a_malformed_asleep_line_is_a_clear_error(line, fragment):
 def test_the_persona_importer_reports_a_malformed_schedule_with_file_and_field():
     text = (
         "# Agent Name\n\nHeidi\n\n# Agent Phone\n\n+15551234567\n\n"
-        "# Daily Schedule\n\nAsleep: whenever\n\n# Agent Instructions\n\nBe kind.\n"
+        "# Daily Schedule\n\nAsleep: whenever after 22:00\n\n# Agent Instructions\n\nBe kind.\n"
     )
     with pytest.raises(PersonaError) as caught:
         parse_persona(text, source="agents/Heidi.md")
     assert 'agents/Heidi.md: "Daily Schedule"' in str(caught.value)
-    assert '"whenever" is not a time range' in str(caught.value)
+    assert '"whenever after 22:00" is not a time range' in str(caught.value)
+
+
+def test_sleep_lines_without_clock_times_are_free_text():
+    assert parse_sleep_windows("Sleep: whenever the shop is quiet\nAsleep: rarely") == ()
