@@ -5,15 +5,22 @@ named by `CINDY_OTP_AGENT`, and the gateway holding that agent sends the text to
 Telegram user id. Codes are 6 digits, stored only as a keyed hash, valid for 5 minutes and used
 once; a new code can be asked for at most every 30 seconds, and wrong guesses back off
 exponentially (django-otp's ThrottlingMixin, driven by the injected clock).
+
+Sending and verifying lock the device row (`select_for_update`) and decide on what the database
+holds, not on the caller's instance: parallel requests cannot both pass the resend limit, parallel
+guesses cannot slip past the throttle, failures are counted with an F expression, and a code is
+consumed by a compare-and-set on its hash, so it works once even under concurrency.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import secrets
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F
 from django.utils.crypto import constant_time_compare, salted_hmac
 from django_otp.models import (
     MAX_THROTTLE_DELAY_SECONDS,
@@ -114,25 +121,32 @@ class TelegramDevice(ThrottlingMixin, Device):
         return True, None
 
     def generate_challenge(self) -> str:
-        """Send a fresh code. Steps: check the resend limit, find the OTP agent, store the hash
-        and expiry, then queue the gateway request in the same transaction."""
+        """Send a fresh code. Steps: lock the device row, check the resend limit on the locked row
+        (not on this possibly stale instance, so two parallel requests cannot both send), find the
+        OTP agent, store the hash and expiry, then queue the gateway request in the same transaction."""
         from django.db import transaction
 
         from agents.models import GatewayRequest
 
-        allowed, info = self.generate_is_allowed()
-        if not allowed:
-            wait = int((info["next_challenge_at"] - clock.now()).total_seconds()) + 1
-            raise OTPDeliveryError(f"a code was sent less than {RESEND_AFTER_SECONDS} s ago: wait {wait} s")
-        agent = otp_agent()
-        code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
-        now = clock.now()
         with transaction.atomic():
+            locked = TelegramDevice.objects.select_for_update().get(pk=self.pk)
+            allowed, info = locked.generate_is_allowed()
+            if not allowed:
+                self.last_sent_at = locked.last_sent_at
+                wait = max(1, math.ceil((info["next_challenge_at"] - clock.now()).total_seconds()))
+                raise OTPDeliveryError(
+                    f"a code was sent less than {RESEND_AFTER_SECONDS} s ago: wait {wait} s"
+                )
+            agent = otp_agent()
+            code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
+            now = clock.now()
             _scrub_sent_codes(self.telegram_user_id)
             self.code_hash = _hash_code(self.pk, code)
             self.valid_until = now + dt.timedelta(seconds=CODE_VALID_SECONDS)
             self.last_sent_at = now
-            self.save(update_fields=["code_hash", "valid_until", "last_sent_at"])
+            TelegramDevice.objects.filter(pk=self.pk).update(
+                code_hash=self.code_hash, valid_until=self.valid_until, last_sent_at=now
+            )
             GatewayRequest.objects.create(
                 agent=agent,
                 kind=GatewayRequest.Kind.SEND_OTP,
@@ -166,23 +180,65 @@ class TelegramDevice(ThrottlingMixin, Device):
 
     def throttle_increment(self, commit: bool = True) -> None:
         self.throttling_failure_timestamp = clock.now()
-        self.throttling_failure_count += 1
-        if commit:
-            self.save(update_fields=["throttling_failure_timestamp", "throttling_failure_count"])
+        if not commit:
+            self.throttling_failure_count += 1
+            return
+        # Counted in the database (F expression), so parallel wrong guesses all count.
+        TelegramDevice.objects.filter(pk=self.pk).update(
+            throttling_failure_timestamp=self.throttling_failure_timestamp,
+            throttling_failure_count=F("throttling_failure_count") + 1,
+        )
+        self.refresh_from_db(fields=["throttling_failure_count"])
 
     def verify_token(self, token) -> bool:
-        allowed, _ = self.verify_is_allowed()
-        if not allowed:
-            return False
+        """Check a code against the locked device row. Steps: lock the row, apply the throttle to
+        what the database holds, compare, then consume the code with a compare-and-set so that of
+        two verifications of the same code only one succeeds."""
+        from django.db import transaction
+
         token = str(token or "").strip()
-        live = bool(self.code_hash) and self.valid_until is not None and clock.now() < self.valid_until
-        if live and constant_time_compare(_hash_code(self.pk, token), self.code_hash):
-            # Single use: forget the code before reporting success.
-            self.code_hash = ""
-            self.valid_until = None
-            self.throttle_reset(commit=False)
-            self.save()
-            _scrub_sent_codes(self.telegram_user_id)
-            return True
-        self.throttle_increment()
+        with transaction.atomic():
+            locked = TelegramDevice.objects.select_for_update().get(pk=self.pk)
+            self._copy_state(locked)
+            allowed, _ = locked.verify_is_allowed()
+            if not allowed:
+                return False
+            live = (
+                bool(locked.code_hash) and locked.valid_until is not None and clock.now() < locked.valid_until
+            )
+            if live and constant_time_compare(_hash_code(self.pk, token), locked.code_hash):
+                if consume_code(device_pk=self.pk, code_hash=locked.code_hash):
+                    self._copy_state(TelegramDevice.objects.get(pk=self.pk))
+                    _scrub_sent_codes(self.telegram_user_id)
+                    return True
+            self.throttle_increment()
+            return False
+
+    def _copy_state(self, other: TelegramDevice) -> None:
+        for field in STATE_FIELDS:
+            setattr(self, field, getattr(other, field))
+
+
+#: The fields that verification and sending change; copied from the locked row to the instance.
+STATE_FIELDS = (
+    "code_hash",
+    "valid_until",
+    "last_sent_at",
+    "throttling_failure_count",
+    "throttling_failure_timestamp",
+)
+
+
+def consume_code(*, device_pk: int, code_hash: str) -> bool:
+    """Forget the code `code_hash` if the device still holds it: a compare-and-set, so a code is
+    used at most once even when two requests verify it at the same moment. Success also clears
+    the failure count."""
+    if not code_hash:
         return False
+    updated = TelegramDevice.objects.filter(pk=device_pk, code_hash=code_hash).update(
+        code_hash="",
+        valid_until=None,
+        throttling_failure_count=0,
+        throttling_failure_timestamp=None,
+    )
+    return updated == 1

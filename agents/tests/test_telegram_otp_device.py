@@ -5,7 +5,7 @@ import re
 import pytest
 
 from agents.models import Agent, GatewayRequest
-from agents.otp_device import OTPDeliveryError, TelegramDevice
+from agents.otp_device import OTPDeliveryError, TelegramDevice, consume_code
 
 pytestmark = pytest.mark.django_db
 
@@ -154,3 +154,66 @@ def test_an_unsent_request_is_withdrawn_when_a_newer_code_replaces_it(clock, otp
     assert "newer code" in first.error
     assert old_code not in first.params["text"]
     assert second.status == GatewayRequest.Status.PENDING
+
+
+# --- Concurrency: two requests holding their own copies of the same device -----------------------
+
+
+def two_copies(device: TelegramDevice) -> tuple[TelegramDevice, TelegramDevice]:
+    """Two instances loaded at the same moment, as two parallel web requests would hold them."""
+    return TelegramDevice.objects.get(pk=device.pk), TelegramDevice.objects.get(pk=device.pk)
+
+
+def test_a_code_verified_by_two_requests_at_once_works_only_for_the_first(clock, otp_agent, device):
+    code = send(device)
+    first, second = two_copies(device)
+
+    assert first.verify_token(code) is True
+    # The second copy still holds the code's hash in memory; the row no longer does.
+    assert second.code_hash
+    assert second.verify_token(code) is False
+
+
+def test_consuming_a_code_is_a_compare_and_set_that_refuses_a_second_use(clock, otp_agent, device):
+    send(device)
+    device.refresh_from_db()
+    code_hash = device.code_hash
+
+    assert consume_code(device_pk=device.pk, code_hash=code_hash) is True
+    assert consume_code(device_pk=device.pk, code_hash=code_hash) is False
+    device.refresh_from_db()
+    assert device.code_hash == "" and device.valid_until is None
+
+
+def test_a_parallel_guess_is_throttled_by_the_failure_another_request_recorded(clock, otp_agent, device):
+    code = send(device)
+    first, second = two_copies(device)
+
+    assert first.verify_token("000000" if code != "000000" else "111111") is False
+    # The second copy saw no failures when it was loaded; the locked row has one.
+    assert second.verify_token(code) is False
+    clock.advance(1)
+    assert second.verify_token(code) is True
+
+
+def test_parallel_wrong_guesses_are_all_counted(clock, otp_agent, device):
+    send(device)
+    first, second = two_copies(device)
+
+    assert first.verify_token("not-a-code") is False
+    clock.advance(1)
+    assert second.verify_token("not-a-code") is False
+
+    device.refresh_from_db()
+    assert device.throttling_failure_count == 2
+
+
+def test_two_parallel_resends_send_only_one_code(clock, otp_agent, device):
+    send(device)
+    clock.advance(30)
+    first, second = two_copies(device)
+
+    first.generate_challenge()
+    with pytest.raises(OTPDeliveryError, match="wait 30 s"):
+        second.generate_challenge()
+    assert GatewayRequest.objects.count() == 2
