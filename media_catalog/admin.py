@@ -22,7 +22,14 @@ from django.utils.safestring import mark_safe
 
 from cindy_site.admin_utils import change_link, changelist_link, short
 from media_catalog.models import MediaDescription, Sticker, StickerSet
-from media_catalog.previews import PreviewError, tgs_frame_png
+from media_catalog.previews import (
+    MAX_TGS_BYTES,
+    PreviewError,
+    PreviewTooLarge,
+    notice_png,
+    sniff_media,
+    tgs_frame_png,
+)
 from media_catalog.services.curation import media_description_save, media_descriptions_curate
 
 IMAGE_TYPES = {"image/webp", "image/png", "image/jpeg", "image/gif"}
@@ -78,8 +85,25 @@ def preview_html(*, url: str | None, mime: str, emoji: str = "", size: int = 96)
     return format_html('<a href="{}">{}</a>', url, mime or "file")
 
 
+#: Types served inline, and only when the file's first bytes show that type: images for `<img>`
+#: previews, WebM/MP4 for video stickers (`<video>`). Neither kind can run script in a browser.
+INLINE_TYPES = IMAGE_TYPES | VIDEO_TYPES
+SNIFF_BYTES = 16
+
+
+def _attachment_name(file_field) -> str:
+    name = (getattr(file_field, "name", "") or "file").rsplit("/", 1)[-1]
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "file"
+
+
 def serve_media_file(request, file_field, declared_mime: str):
-    """The file itself, or for `?frame=png` on a TGS sticker its first frame as PNG."""
+    """The file itself, or for `?frame=png` on a TGS sticker its first frame as PNG.
+
+    The type a sender declared is never what the browser is told: a file is served inline only
+    as the image or video type its first bytes show (`INLINE_TYPES`), with `nosniff`; anything
+    else is a download (`application/octet-stream`, `attachment`), so an HTML or SVG file that
+    claims to be a sticker cannot run in the admin's origin.
+    """
     if not file_field:
         raise Http404("no file is stored for this item")
     try:
@@ -89,12 +113,31 @@ def serve_media_file(request, file_field, declared_mime: str):
     mime = _mime_of(file_field, declared_mime)
     if request.GET.get("frame") == "png" and mime in TGS_TYPES:
         with handle:
-            data = handle.read()
+            data = handle.read(MAX_TGS_BYTES + 1)
         try:
-            return HttpResponse(tgs_frame_png(data), content_type="image/png")
+            response = HttpResponse(tgs_frame_png(data), content_type="image/png")
+        except PreviewTooLarge as exc:
+            # A badge instead of a frame: the page shows why there is no preview.
+            response = HttpResponse(notice_png("too large to preview"), content_type="image/png")
+            response["X-Cindy-Preview"] = f"refused: {exc}"
         except PreviewError as exc:
             raise Http404(f"{file_field.name}: {exc}") from None
-    return FileResponse(handle, content_type=mime or None)
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+    sniffed = sniff_media(handle.read(SNIFF_BYTES))
+    handle.seek(0)
+    if sniffed in INLINE_TYPES:
+        response = FileResponse(handle, content_type=sniffed)
+    else:
+        response = FileResponse(
+            handle,
+            content_type="application/octet-stream",
+            as_attachment=True,
+            filename=_attachment_name(file_field),
+        )
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
 
 
 class StickerSetFilter(admin.SimpleListFilter):

@@ -210,3 +210,21 @@ def test_sending_needs_a_verified_staff_member(unverified, sandbox_agent):
     response = _send(unverified, sandbox_agent, text="hi")
     assert response.status_code == 403
     assert not SandboxMessage.objects.exists()
+
+
+def test_sandbox_photos_are_served_as_their_sniffed_image_type_and_never_sniffable(
+    verified, sandbox_agent, media_root
+):
+    _send(verified, sandbox_agent, photo=SimpleUploadedFile("cat.gif", PNG, content_type="image/gif"))
+    url = SandboxMessage.objects.get().media[0]["file"].replace("sandbox/", "/dashboard/sandbox/photos/")
+    served = verified.client.get(url)
+    assert served["Content-Type"] == "image/png"
+    assert served["X-Content-Type-Options"] == "nosniff"
+    assert served["Content-Security-Policy"] == "default-src 'none'; sandbox"
+
+
+def test_a_non_image_file_in_the_photo_folder_is_not_served(verified, media_root):
+    folder = media_root / forms.PHOTO_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "page.png").write_bytes(b"<html><script>alert(1)</script></html>")
+    assert verified.client.get("/dashboard/sandbox/photos/page.png").status_code == 404

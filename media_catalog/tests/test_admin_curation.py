@@ -201,3 +201,70 @@ def test_the_sticker_list_previews_each_sticker_file(verified_client):
     assert f'<img src="{file_url}"' in body
     response = verified_client.get(file_url)
     assert response.status_code == 200 and response["Content-Type"] == "image/webp"
+
+
+HTML = b"<!doctype html><html><script>alert(document.cookie)</script></html>"
+
+
+@pytest.mark.parametrize("declared", ["text/html", "image/svg+xml", "image/png", ""])
+def test_a_file_that_is_not_an_image_is_only_ever_a_download(verified_client, declared):
+    row = ai_description("AgAhtml", "not a sticker", mime=declared)
+    row.file.save("AgAhtml.html", ContentFile(HTML))
+    response = verified_client.get(reverse("admin:media_catalog_mediadescription_file", args=[row.pk]))
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"].startswith("attachment;")
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert b"".join(response.streaming_content) == HTML
+
+
+def test_an_image_is_served_inline_as_the_type_its_bytes_show_not_the_declared_one(verified_client):
+    sticker_set = StickerSet.objects.create(short_name="Cats")
+    sticker = Sticker.objects.create(sticker_set=sticker_set, name="😺", unique_id="AgAs", mime="text/html")
+    sticker.file.save("AgAs.webp", ContentFile(WEBP))
+    response = verified_client.get(reverse("admin:media_catalog_sticker_file", args=[sticker.pk]))
+
+    assert response["Content-Type"] == "image/webp"
+    assert "Content-Disposition" not in response or "attachment" not in response["Content-Disposition"]
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def gzip_bomb(unpacked_bytes: int) -> bytes:
+    """A small gzip file that unpacks to `unpacked_bytes` bytes of JSON-looking filler."""
+    return gzip.compress(b"[" + b" " * (unpacked_bytes - 2) + b"]", compresslevel=9)
+
+
+def test_a_tgs_that_unpacks_past_the_limit_is_refused_without_unpacking_it(monkeypatch):
+    from media_catalog import previews
+
+    bomb = gzip_bomb(previews.MAX_LOTTIE_BYTES * 4)
+    assert len(bomb) < previews.MAX_TGS_BYTES
+    # Unpacking must stop at the limit: gzip.decompress (which unpacks everything) is not used.
+    monkeypatch.setattr(gzip, "decompress", lambda *a, **k: pytest.fail("unbounded gzip.decompress"))
+    with pytest.raises(previews.PreviewTooLarge, match="unpacks to more than 8 MB"):
+        previews.tgs_frame_png(bomb)
+
+
+def test_a_gzip_bomb_sticker_gets_a_too_large_badge_instead_of_a_preview(verified_client):
+    from media_catalog import previews
+
+    row = ai_description("AgAbomb", "a bomb", sticker_name="💣")
+    row.file.save("AgAbomb.tgs", ContentFile(gzip_bomb(previews.MAX_LOTTIE_BYTES + 10)))
+    response = verified_client.get(
+        reverse("admin:media_catalog_mediadescription_file", args=[row.pk]), {"frame": "png"}
+    )
+
+    assert response.status_code == 200 and response["Content-Type"] == "image/png"
+    assert response["X-Cindy-Preview"].startswith("refused: the animation unpacks to more than")
+    assert Image.open(io.BytesIO(response.content)).size == (
+        previews.PREVIEW_SIZE,
+        previews.PREVIEW_SIZE // 4,
+    )
+
+
+def test_a_truncated_tgs_is_not_a_preview(verified_client):
+    row = ai_description("AgAcut", "cut", sticker_name="✂️")
+    row.file.save("AgAcut.tgs", ContentFile(lottie_square((0, 1, 0))[:40]))
+    url = reverse("admin:media_catalog_mediadescription_file", args=[row.pk])
+    assert verified_client.get(url, {"frame": "png"}).status_code == 404
