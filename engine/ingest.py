@@ -35,8 +35,10 @@ from engine.triggers import Decision, message_decision, reaction_decision
 
 logger = logging.getLogger(__name__)
 
-#: How many messages the reconciler fetches per conversation after a reconnect.
+#: How many messages the reconciler fetches per history request after a reconnect.
 RECONCILE_LIMIT = 200
+#: Pages the reconciler reads forward in one conversation before it jumps to the newest page.
+RECONCILE_MAX_PAGES = 25
 
 
 def _replan_all(pending: dict[int, tuple[Conversation, Decision, int]]) -> list[int]:
@@ -105,13 +107,48 @@ def _apply_dialogs(agent_id: int, dialogs) -> list[tuple[int, int | None]]:
     return fresh
 
 
+async def _history_after(
+    transport: Transport, agent_id: int, peer_id: int, last_id: int | None, into: list[InboundMessage]
+) -> None:
+    """Append the messages after `last_id` to `into`, a page at a time until a short page.
+
+    After RECONCILE_MAX_PAGES full pages it reads the newest page instead and logs the gap, so the
+    agent sees the chat's present rather than the oldest part of a huge backlog.
+    """
+    if last_id is None:
+        into.extend(await transport.history(peer_id, limit=RECONCILE_LIMIT))
+        return
+    since = last_id
+    for _ in range(RECONCILE_MAX_PAGES):
+        page = await transport.history(peer_id, since_id=since, limit=RECONCILE_LIMIT)
+        into.extend(page)
+        newest = max((r.message_id for r in page), default=since)
+        if len(page) < RECONCILE_LIMIT or newest <= since:
+            return
+        since = newest
+    latest = [r for r in await transport.history(peer_id, limit=RECONCILE_LIMIT) if r.message_id > since]
+    into.extend(latest)
+    logger.warning(
+        "agent #%s, peer %s: more than %d messages were missed; messages after #%s and before #%s were "
+        "not fetched (the newest %d are)",
+        agent_id,
+        peer_id,
+        RECONCILE_MAX_PAGES * RECONCILE_LIMIT,
+        since,
+        min((r.message_id for r in latest), default=since + 1),
+        len(latest),
+    )
+
+
 async def reconcile(*, agent_id: int, transport: Transport) -> int:
     """Fill what the gateway missed while it was down or disconnected. Returns messages fetched.
 
     Steps:
     1. Refresh conversations (mute, block, titles) from the dialog list.
-    2. For every conversation the mirror knows, fetch history after its newest stored message and
-       ingest it with triggers on, as if the messages had just arrived.
+    2. For every conversation the mirror knows, fetch history after its newest stored message (page by
+       page, see `_history_after`; skipped when the dialog's `top_message` is already stored) and
+       ingest it with triggers on, as if the messages had just arrived. Transport errors, a
+       `FloodWait` included, propagate: the gateway backs off and reconciles again.
     3. For conversations seen for the first time, ingest recent history; messages after the account's
        read mark (when the transport reports it) trigger, older ones are only recorded, so a first
        start does not answer a whole backlog.
@@ -119,8 +156,20 @@ async def reconcile(*, agent_id: int, transport: Transport) -> int:
     fetched = 0
     dialogs = await transport.dialogs()
     fresh = await sync_to_async(_apply_dialogs)(agent_id, dialogs)
+    # A chat whose newest message (as the dialog list reports it) is already stored needs no request,
+    # which keeps a reconnect cheap; chats the list does not cover are always read.
+    top = {d.peer_id: d.extra.get("top_message") for d in dialogs}
     for peer_id, last_id in await sync_to_async(_known_conversations)(agent_id):
-        records = await transport.history(peer_id, since_id=last_id, limit=RECONCILE_LIMIT)
+        if last_id is not None and top.get(peer_id) is not None and top[peer_id] <= last_id:
+            continue
+        records: list[InboundMessage] = []
+        try:
+            await _history_after(transport, agent_id, peer_id, last_id, records)
+        except Exception:
+            # Keep what was read (a flood wait may stop the pages), then let the gateway back off.
+            if records:
+                await sync_to_async(ingest_history)(agent_id=agent_id, records=records, trigger=True)
+            raise
         if records:
             fetched += len(records)
             await sync_to_async(ingest_history)(agent_id=agent_id, records=records, trigger=True)

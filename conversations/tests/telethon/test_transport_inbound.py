@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from telethon import utils
 from telethon.tl import functions, types
 
 from agents.models import TelegramUpdateState
-from conversations.transport.base import AuthError, NewMessage, ReactionsChanged, TransportError
+from conversations.transport.base import (
+    AuthError,
+    MessageEdited,
+    NewMessage,
+    ReactionsChanged,
+    TransportError,
+)
 from conversations.transport.telethon import TelethonTransport
 
 from .conftest import GATEWAY, run
@@ -162,3 +170,87 @@ def test_reconnect_closes_the_old_client_and_opens_a_new_one(logged_in):
     run(transport.connect)
     assert [c.connected for c in clients] == [False, True]
     assert transport.client is clients[1]
+
+
+def gif_from_a_newer_layer() -> types.MessageMediaDocument:
+    # A field the code reads as required (the video's duration) arrives empty, as when a newer
+    # layer makes it optional: normalising this message fails.
+    return types.MessageMediaDocument(
+        document=types.Document(
+            id=9,
+            access_hash=1,
+            file_reference=b"",
+            date=DATE,
+            mime_type="video/mp4",
+            size=1,
+            dc_id=2,
+            attributes=[
+                types.DocumentAttributeAnimated(),
+                types.DocumentAttributeVideo(duration=None, w=1, h=1),
+            ],
+        )
+    )
+
+
+def test_an_unreadable_message_is_logged_and_kept_as_unsupported_content(transport, fake_client, caplog):
+    message = types.Message(
+        id=77, peer_id=types.PeerUser(ANN), date=DATE, message="look", media=gif_from_a_newer_layer()
+    )
+    with caplog.at_level(logging.ERROR, logger="conversations.transport.telethon.client"):
+        run(fake_client.dispatch, types.UpdateNewMessage(message=message, pts=1, pts_count=1))
+    (update,) = run(transport.poll_updates)
+    assert isinstance(update, NewMessage)
+    kept = update.message
+    assert (kept.peer_id, kept.message_id, kept.sender_id, kept.text) == (ANN, 77, ANN, "look")
+    assert [(m.media_kind, m.extra) for m in kept.media] == [
+        ("other", {"type": "unsupported", "tl_type": "MessageMediaDocument"})
+    ]
+    (record,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    text = record.getMessage()
+    assert "agents/Heidi" in text and "UpdateNewMessage with Message" in text
+    assert f"peer {ANN}, message 77" in text and record.exc_info is not None
+
+
+def test_an_unreadable_edit_is_kept_as_an_edit(transport, fake_client):
+    message = types.Message(
+        id=78, peer_id=types.PeerUser(ANN), date=DATE, message="", media=gif_from_a_newer_layer()
+    )
+    run(fake_client.dispatch, types.UpdateEditMessage(message=message, pts=1, pts_count=1))
+    (update,) = run(transport.poll_updates)
+    assert isinstance(update, MessageEdited) and update.message.message_id == 78
+
+
+def test_an_unreadable_reaction_update_is_logged_and_the_handler_goes_on(transport, fake_client, caplog):
+    broken = types.UpdateMessageReactions(
+        peer=types.PeerUser(ANN),
+        msg_id=5,
+        reactions=types.MessageReactions(
+            results=[],
+            recent_reactions=[
+                types.MessagePeerReaction(peer_id=None, date=DATE, reaction=types.ReactionEmoji("👍"))
+            ],
+        ),
+    )
+    fine = types.UpdateNewMessage(
+        message=types.Message(id=6, peer_id=types.PeerUser(ANN), date=DATE, message="hi"), pts=2, pts_count=1
+    )
+    with caplog.at_level(logging.ERROR, logger="conversations.transport.telethon.client"):
+        run(fake_client.dispatch, broken)
+        run(fake_client.dispatch, fine)
+    assert [u.message.message_id for u in run(transport.poll_updates)] == [6]
+    assert f"UpdateMessageReactions with no message) in peer {ANN}, message 5" in caplog.text
+
+
+def test_history_keeps_an_unreadable_message_instead_of_failing_the_page(transport, fake_client):
+    messages = [
+        types.Message(
+            id=12, peer_id=types.PeerUser(ANN), date=DATE, message="", media=gif_from_a_newer_layer()
+        ),
+        types.Message(id=11, peer_id=types.PeerUser(ANN), date=DATE, message="fine"),
+    ]
+    fake_client.answer(types.messages.Messages(messages=messages, topics=[], chats=[], users=[user(ANN)]))
+    got = run(transport.history, ANN, since_id=10, limit=5)
+    assert [(m.message_id, m.media[0].media_kind if m.media else None) for m in got] == [
+        (11, None),
+        (12, "other"),
+    ]

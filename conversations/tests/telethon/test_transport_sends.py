@@ -71,12 +71,12 @@ def test_random_id_duplicate_returns_the_earlier_message_from_history(transport,
     assert len([r for r in fake_client.requests if is_send(r)]) == 1
 
 
-def sticker_set():
+def sticker_set(file_reference=b"f"):
     docs = [
         types.Document(
             id=1000 + i,
             access_hash=5,
-            file_reference=b"f",
+            file_reference=file_reference,
             date=DATE,
             mime_type="image/webp",
             size=10,
@@ -107,6 +107,33 @@ def test_sticker_by_set_and_name_uses_get_sticker_set_once_per_session(transport
     first, second = fake_client.of_type(functions.messages.SendMediaRequest)
     assert first.media.id == types.InputDocument(id=1001, access_hash=5, file_reference=b"f")
     assert (first.random_id, second.random_id, second.reply_to.reply_to_msg_id) == (1, 2, 4)
+
+
+def test_an_expired_sticker_file_reference_refetches_the_set_and_sends_once(transport, fake_client):
+    expired = errors.FileReferenceExpiredError(request=None)
+    fake_client.answer(sticker_set(), short_sent(60), expired, sticker_set(b"new"), short_sent(61))
+    ref = StickerRef(set_short_name="MrRibbit", name="🐸")
+    run(transport.send_sticker, ANN, ref, random_id=1)
+    sent = run(transport.send_sticker, ANN, ref, random_id=2)
+    assert sent.message_id == 61
+    assert len(fake_client.of_type(functions.messages.GetStickerSetRequest)) == 2
+    sends = fake_client.of_type(functions.messages.SendMediaRequest)
+    assert [(s.random_id, s.media.id.file_reference) for s in sends] == [(1, b"f"), (2, b"f"), (2, b"new")]
+
+
+def test_a_sticker_reference_that_stays_expired_is_transient_and_the_retry_looks_the_set_up_again(
+    transport, fake_client
+):
+    expired = errors.FileReferenceExpiredError
+    fake_client.answer(sticker_set(), expired(request=None), sticker_set(), expired(request=None))
+    ref = StickerRef(set_short_name="MrRibbit", name="🐸")
+    with pytest.raises(TransportError) as exc:
+        run(transport.send_sticker, ANN, ref, random_id=1)
+    assert not isinstance(exc.value, (PermanentError, FloodWait))
+    assert "FILE_REFERENCE_EXPIRED" in str(exc.value)
+    fake_client.answer(sticker_set(b"new"), short_sent(62))
+    assert run(transport.send_sticker, ANN, ref, random_id=1).message_id == 62
+    assert len(fake_client.of_type(functions.messages.GetStickerSetRequest)) == 3
 
 
 def test_unknown_sticker_name_is_permanent(transport, fake_client):

@@ -39,6 +39,8 @@ from conversations.transport.base import (
     AuthError,
     FloodWait,
     InboundMessage,
+    MessageEdited,
+    NewMessage,
     PermanentError,
     TransportError,
     Update,
@@ -46,7 +48,15 @@ from conversations.transport.base import (
 
 from .caches import TTLCache
 from .errors import is_slow_mode, translate
-from .normalize import Context, inbound_message, message_of, sticker_sets_needed, updates_from
+from .normalize import (
+    EDIT_UPDATES,
+    Context,
+    inbound_message,
+    message_of,
+    sticker_sets_needed,
+    unsupported_message,
+    updates_from,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +120,8 @@ class TelethonConnection:
     # --- connection -------------------------------------------------------------------------------
 
     async def connect(self) -> AccountInfo:
+        # Connecting makes requests too; during a flood pause the supervisor tries again later.
+        self._check_pause(None)
         if self.client is not None:
             await self.disconnect()  # a supervised reconnect reuses this object
         # The agent row may predate a telegram_login run in another process.
@@ -129,13 +141,16 @@ class TelethonConnection:
         self.client = self._client_factory(self.session, settings.TELEGRAM_API_ID, settings.TELEGRAM_API_HASH)
         self.client.add_event_handler(self._on_update, events.Raw)
         await self._guard(self.client.connect())
-        if not await self._guard(self.client.is_user_authorized()):
+        # Not `is_user_authorized()`: it reports any RPC error (a flood wait, Telegram's 500s) as
+        # "logged out", which would stop the agent. `get_me()` answers None only for 401 errors and
+        # lets the others through, translated like every request (flood wait, transient).
+        me = await self._guard(self.client.get_me())
+        if me is None:
             raise AuthError(
                 "AUTH_KEY_UNREGISTERED",
                 f"agents/{self.agent.name}: Telegram no longer accepts the stored session: run "
                 f"python manage.py telegram_login {self.agent.name}",
             )
-        me = await self._guard(self.client.get_me())
         self._entities[me.id] = me
         self.me = AccountInfo(user_id=me.id, name=utils.get_display_name(me), username=me.username or "")
         return self.me
@@ -294,11 +309,48 @@ class TelethonConnection:
         for message in messages:
             if isinstance(message, types.MessageEmpty):
                 continue
-            inbound = inbound_message(message, ctx)
+            try:
+                inbound = inbound_message(message, ctx)
+            except Exception:
+                # One unreadable message must not fail the whole page: the reconciler would then
+                # stop at it on every reconnect. It is kept as an "unsupported content" record.
+                self._log_unreadable("history", message)
+                inbound = unsupported_message(message, ctx)
             if inbound.is_outgoing:
                 self._remember_own(inbound.peer_id, inbound.message_id)
             out.append(inbound)
         return out
+
+    def _log_unreadable(self, source: str, message: Any, update: Any = None) -> None:
+        peer = getattr(message, "peer_id", None) or getattr(update, "peer", None)
+        try:
+            peer_text = str(utils.get_peer_id(peer)) if peer is not None else "unknown"
+        except Exception:
+            peer_text = repr(peer)
+        message_id = getattr(message, "id", None) or getattr(update, "msg_id", None)
+        logger.exception(
+            "agents/%s: could not read a Telegram %s (%s%s) in peer %s, message %s; %s",
+            self.agent.name,
+            source,
+            type(update).__name__ + " with " if update is not None else "",
+            type(message).__name__ if message is not None else "no message",
+            peer_text,
+            message_id if message_id is not None else "unknown",
+            "kept as unsupported content" if message is not None else "the update is dropped",
+        )
+
+    def _queue_unreadable(self, update: Any) -> None:
+        """An update normalisation failed on: log it with its context and keep what can be kept."""
+        try:
+            message = message_of(update, self.me.user_id if self.me else 0)
+        except Exception:
+            message = None
+        self._log_unreadable("update", message, update)
+        if message is None:
+            return  # reactions or deletions: the next reconcile reads the chat again
+        record = unsupported_message(message, self._context())
+        edited = isinstance(update, EDIT_UPDATES)
+        self._queue.append(MessageEdited(record) if edited else NewMessage(record))
 
     async def _on_update(self, update) -> None:
         """Telethon's raw update handler: normalise and queue; never raise into Telethon."""
@@ -311,15 +363,31 @@ class TelethonConnection:
                     self._remember_own(utils.get_peer_id(message.peer_id), message.id)
             self._queue.extend(updates_from(update, self._context()))
         except Exception:
-            # Logged with the update kind only; the reconciler refills the gap from history.
-            logger.exception(
-                "agents/%s: could not read a Telegram %s update", self.agent.name, type(update).__name__
-            )
+            try:
+                self._queue_unreadable(update)
+            except Exception:
+                logger.exception(
+                    "agents/%s: could not read a Telegram %s update", self.agent.name, type(update).__name__
+                )
 
     async def poll_updates(self) -> list[Update]:
+        """The queued updates; raises when the connection is gone, so the gateway reconnects.
+
+        Telethon reconnects on its own after a network blip (and fetches what it missed), keeping
+        `is_connected()` true meanwhile. It turns false only when Telethon gives up: its reconnect
+        attempts failed, or its update loop stopped (then `_updates_error` says why, e.g. the session
+        was revoked, which is reported as an `AuthError` so the agent is stopped with the reason).
+        """
         drained = list(self._queue)
         self._queue.clear()
+        if drained or self._closing:
+            return drained
         client = self.client
-        if not drained and client is not None and not self._closing and not client.is_connected():
+        if client is None:
+            raise TransportError(f"agents/{self.agent.name}: not connected to Telegram")
+        if not client.is_connected():
+            error = getattr(client, "_updates_error", None)
+            if isinstance(error, BaseException):
+                raise translate(error) from error
             raise TransportError(f"agents/{self.agent.name}: the Telegram connection was lost")
         return drained

@@ -287,6 +287,38 @@ def inbound_message(message, ctx: Context) -> InboundMessage:
     )
 
 
+def unsupported_message(message, ctx: Context) -> InboundMessage:
+    """A minimal record for a message `inbound_message` could not read, so it is not silently lost.
+
+    Only the fields every message has are read; the content becomes one `other` media part marked
+    unsupported (with the TL type, for the operator), and the raw text is kept when it is a string.
+    """
+    peer_id = peer_id_of(message.peer_id)
+    kind = chat_kind_of(message.peer_id, ctx.entities)
+    out = bool(getattr(message, "out", False))
+    from_id = getattr(message, "from_id", None)
+    if from_id is not None:
+        sender_id: int | None = peer_id_of(from_id)
+    elif out:
+        sender_id = ctx.me_id
+    else:
+        sender_id = peer_id if kind == "dm" else None
+    text = getattr(message, "message", "")
+    media = getattr(message, "media", None)
+    content_type = type(media).__name__ if media is not None else type(message).__name__
+    return InboundMessage(
+        peer_id=peer_id,
+        chat_kind=kind,
+        message_id=message.id,
+        date=_date(getattr(message, "date", None)),
+        sender_id=sender_id,
+        sender_name=display_name(ctx.entities.get(sender_id)) if sender_id is not None else "",
+        is_outgoing=out,
+        text=text if isinstance(text, str) else "",
+        media=(MediaItem(media_kind="other", extra={"type": "unsupported", "tl_type": content_type}),),
+    )
+
+
 NEW_MESSAGE_UPDATES = (types.UpdateNewMessage, types.UpdateNewChannelMessage)
 EDIT_UPDATES = (types.UpdateEditMessage, types.UpdateEditChannelMessage)
 

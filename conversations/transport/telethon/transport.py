@@ -8,10 +8,11 @@ in the chat's recent history), so a send retried after a crash never produces a 
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
-from telethon import utils
+from telethon import errors, utils
 from telethon.tl import functions, types
 
 from cindy_site.clock import now
@@ -26,10 +27,22 @@ from conversations.transport.base import (
 )
 
 from .client import TelethonConnection
+from .errors import error_code
 from .markdown import to_entities
 from .normalize import chat_kind_of, peer_id_of
 
 DUPLICATE_LOOKBACK = 20
+STALE_REFERENCE_CODES = frozenset(
+    {"FILE_REFERENCE_EXPIRED", "FILE_REFERENCE_INVALID", "FILE_REFERENCE_EMPTY"}
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _stale_file_reference(exc: TransportError) -> bool:
+    """Telegram refused a cached document's file reference; a fresh lookup of the document fixes it."""
+    cause = exc.__cause__
+    return isinstance(cause, errors.RPCError) and error_code(cause) in STALE_REFERENCE_CODES
 
 
 def _reply(reply_to: int | None):
@@ -39,6 +52,16 @@ def _reply(reply_to: int | None):
 def _is_muted(settings: types.PeerNotifySettings | None) -> bool:
     until = getattr(settings, "mute_until", None)
     return bool(until and until > now())
+
+
+def _dialog_marks(dialog: types.Dialog) -> dict[str, int]:
+    """The reconciler's marks: what the account has read (a first start answers only what is after
+    it) and the newest message (a chat whose newest message is already stored needs no history)."""
+    return {
+        "read_inbox_max_id": dialog.read_inbox_max_id,
+        "top_message": dialog.top_message,
+        "unread_count": dialog.unread_count,
+    }
 
 
 class TelethonTransport(TelethonConnection):
@@ -152,10 +175,39 @@ class TelethonTransport(TelethonConnection):
             )
         return doc
 
+    def _forget_sticker_set(self, short_name: str) -> None:
+        """Drop a cached set and its documents, so the next send looks them up with fresh file references."""
+        self._sticker_sets.invalidate(short_name.lower())
+
     async def send_sticker(
         self, peer_id: int, sticker: StickerRef, *, random_id: int, reply_to: int | None = None
     ) -> SentMessage:
+        # A cached document's file reference expires after a while (Telegram answers
+        # FILE_REFERENCE_EXPIRED); the set is then fetched again and the send repeated once, with the
+        # same random_id, so at most one message goes out.
         doc = await self._sticker_document(sticker)
+        try:
+            return await self._send_sticker_document(peer_id, doc, random_id=random_id, reply_to=reply_to)
+        except TransportError as exc:
+            if not _stale_file_reference(exc):
+                raise
+            self._forget_sticker_set(sticker.set_short_name)
+            logger.info(
+                "agents/%s: the file reference of a sticker from %r expired; fetching the set again",
+                self.agent.name,
+                sticker.set_short_name,
+            )
+        try:
+            doc = await self._sticker_document(sticker)
+            return await self._send_sticker_document(peer_id, doc, random_id=random_id, reply_to=reply_to)
+        except TransportError as exc:
+            if _stale_file_reference(exc):
+                self._forget_sticker_set(sticker.set_short_name)  # the engine's retry looks it up again
+            raise
+
+    async def _send_sticker_document(
+        self, peer_id: int, doc: types.Document, *, random_id: int, reply_to: int | None
+    ) -> SentMessage:
         media = types.InputMediaDocument(
             id=types.InputDocument(id=doc.id, access_hash=doc.access_hash, file_reference=doc.file_reference)
         )
@@ -294,7 +346,9 @@ class TelethonTransport(TelethonConnection):
         )
         self._remember_entities([*result.users, *result.chats])
         return [
-            self._details(d.peer, d.notify_settings) for d in result.dialogs if isinstance(d, types.Dialog)
+            self._details(d.peer, d.notify_settings, extra=_dialog_marks(d))
+            for d in result.dialogs
+            if isinstance(d, types.Dialog)
         ]
 
     async def get_details(self, peer_id: int) -> ChatDetails:
