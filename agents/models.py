@@ -190,7 +190,6 @@ class GatewayRequest(models.Model):
         SEND_OTP = "send_otp", "Send a one-time code"
         IMPORT_STICKER_SET = "import_sticker_set", "Import a sticker set"
         REFRESH_PROFILE = "refresh_profile", "Refresh a profile"
-        DOWNLOAD_MEDIA = "download_media", "Download media"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -205,6 +204,9 @@ class GatewayRequest(models.Model):
     result = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     claimed_by = models.CharField(max_length=200, blank=True)
+    # A claim is a lease: a request whose gateway died is returned to pending once it expires.
+    claim_expires = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0, help_text="How many times a gateway claimed it")
     created = models.DateTimeField()
     finished = models.DateTimeField(null=True, blank=True)
 

@@ -39,6 +39,7 @@ from engine.leases import agent_stop, lease_acquire, lease_heartbeat, lease_rele
 from engine.requests import execute_request, request_finish, requests_claim
 from engine.runner import run_node
 from engine.tick import Ticker
+from engine.upkeep import UpkeepSteps
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
@@ -77,7 +78,7 @@ class AgentClient:
         return delay
 
 
-class Gateway:
+class Gateway(UpkeepSteps):
     def __init__(
         self,
         *,
@@ -333,8 +334,12 @@ class Gateway:
             self.step_heartbeat,
             self.step_connect,
             self.step_ingest,
+            self.step_media,
             self.step_tick,
+            self.step_reap_requests,
             self.step_requests,
+            self.step_stickers,
+            self.step_dialogs,
         ):
             if self.stopping.is_set():
                 break

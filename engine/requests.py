@@ -1,69 +1,125 @@
-"""Gateway requests: Telegram work that web or worker code asked for, run by the agent's gateway."""
+"""Gateway requests: Telegram work that web or worker code asked for, run by the agent's gateway.
+
+A claim is a lease (`claim_expires`): a request left `running` by a gateway that died goes back to
+pending once the lease expires, or fails after `MAX_REQUEST_ATTEMPTS` claims with the reason.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.conf import settings
+from django.db.models import F, Q
 
-from agents.models import GatewayRequest
+from agents.models import Agent, GatewayRequest
 from cindy_site.clock import now
-from conversations.transport.base import Transport
-from media_catalog.models import Sticker, StickerSet
+from conversations.models import Conversation
+from conversations.services.ingest import (
+    OTP_RANDOM_ID_BASE,
+    conversation_apply_details,
+    conversation_upsert,
+    message_record_sent,
+)
+from conversations.transport.base import SentMessage, Transport
+from engine.stickers import sticker_set_import
 
 logger = logging.getLogger(__name__)
+Status = GatewayRequest.Status
 
 #: Requests taken per agent per step.
 BATCH = 10
+#: A request claimed this many times without finishing fails instead of going back to pending.
+MAX_REQUEST_ATTEMPTS = 3
+
+
+def _claim_seconds() -> int:
+    # Longer than a lease: a request runs inside one gateway pass, which heartbeats at lease / 3.
+    return max(settings.CINDY_LEASE_SECONDS * 2, 60)
 
 
 def requests_claim(*, agent_id: int, holder: str) -> list[GatewayRequest]:
-    """Claim the agent's pending requests, oldest first (compare-and-set on status)."""
+    """Claim the agent's pending requests, oldest first (compare-and-set on status), with a lease."""
     claimed = []
-    pending = GatewayRequest.objects.filter(agent_id=agent_id, status=GatewayRequest.Status.PENDING).order_by(
+    pending = GatewayRequest.objects.filter(agent_id=agent_id, status=Status.PENDING).order_by(
         "created", "id"
     )[:BATCH]
+    expires = now() + dt.timedelta(seconds=_claim_seconds())
     for request in pending:
-        changed = GatewayRequest.objects.filter(pk=request.pk, status=GatewayRequest.Status.PENDING).update(
-            status=GatewayRequest.Status.RUNNING, claimed_by=holder
+        changed = GatewayRequest.objects.filter(pk=request.pk, status=Status.PENDING).update(
+            status=Status.RUNNING, claimed_by=holder, claim_expires=expires, attempts=F("attempts") + 1
         )
         if changed == 1:
-            request.status = GatewayRequest.Status.RUNNING
+            request.status, request.claimed_by, request.claim_expires = Status.RUNNING, holder, expires
+            request.attempts += 1
             claimed.append(request)
     return claimed
 
 
+def requests_reap_expired(*, agent_ids: list[int]) -> int:
+    """Return requests whose claim expired (their gateway died mid-request) to pending; a request
+    claimed `MAX_REQUEST_ATTEMPTS` times fails with the reason instead. Returns rows changed."""
+    when = now()
+    stale = Q(claim_expires__lt=when) | Q(claim_expires__isnull=True)
+    expired = GatewayRequest.objects.filter(stale, agent_id__in=agent_ids, status=Status.RUNNING)
+    changed = 0
+    for request in expired:
+        base = GatewayRequest.objects.filter(
+            pk=request.pk, status=Status.RUNNING, claimed_by=request.claimed_by
+        )
+        base = base.filter(stale)
+        if request.attempts >= MAX_REQUEST_ATTEMPTS:
+            changed += base.update(
+                status=Status.FAILED,
+                finished=when,
+                claim_expires=None,
+                error=(
+                    f"gave up after {request.attempts} attempts: the gateway running it "
+                    f"({request.claimed_by or 'unknown'}) stopped before it finished each time; "
+                    "check the runagents log, then create the request again"
+                ),
+            )
+        else:
+            changed += base.update(status=Status.PENDING, claimed_by="", claim_expires=None)
+    if changed:
+        logger.warning("returned %s gateway request(s) left running by a stopped gateway", changed)
+    return changed
+
+
 def request_finish(*, request_id: int, result: dict[str, Any] | None = None, error: str = "") -> None:
-    status = GatewayRequest.Status.FAILED if error else GatewayRequest.Status.DONE
+    status = Status.FAILED if error else Status.DONE
     GatewayRequest.objects.filter(pk=request_id).update(
-        status=status, result=result or {}, error=error[:5000], finished=now()
+        status=status, result=result or {}, error=error[:5000], finished=now(), claim_expires=None
     )
 
 
-def store_sticker_set(*, info) -> dict[str, Any]:
-    with transaction.atomic():
-        sticker_set, _ = StickerSet.objects.update_or_create(
-            short_name=info.short_name, defaults={"title": info.title, "fetched_at": now()}
-        )
-        for position, ref in enumerate(info.stickers):
-            Sticker.objects.update_or_create(
-                sticker_set=sticker_set,
-                unique_id=ref.unique_id or f"{info.short_name}:{position}",
-                defaults={
-                    "name": ref.name,
-                    "position": position,
-                    "document_id": ref.ref.get("document_id"),
-                    "access_hash": ref.ref.get("access_hash"),
-                },
-            )
-    return {"stickers": len(info.stickers), "title": info.title}
+def otp_random_id(request: GatewayRequest) -> int:
+    # Fixed per request, so a send retried after a crash is deduplicated by Telegram; in the range
+    # whose messages the mirror always stores redacted.
+    return OTP_RANDOM_ID_BASE + request.pk
 
 
-def _random_id_for(request: GatewayRequest) -> int:
-    # Fixed per request, so a send retried after a crash is deduplicated by Telegram.
-    return (1 << 61) + request.pk
+def _mirror_otp(*, agent_id: int, user_id: int, sent: SentMessage) -> None:
+    """Store the sent code as a redacted mirror row, before its update can be ingested."""
+    agent = Agent.objects.get(pk=agent_id)
+    conversation = conversation_upsert(agent=agent, peer_id=user_id, kind="dm")
+    message_record_sent(agent=agent, conversation=conversation, sent=sent, redacted=True)
+
+
+def _refresh_profile(*, agent_id: int, details) -> dict[str, Any]:
+    agent = Agent.objects.get(pk=agent_id)
+    conversation = conversation_apply_details(agent=agent, details=details)
+    # A direct get_details says both ways whether the user is blocked (a dialog list does not).
+    Conversation.objects.filter(pk=conversation.pk).update(blocked=details.blocked)
+    return {
+        "title": details.title,
+        "username": details.username,
+        "about": details.about,
+        "muted": details.muted,
+        "blocked": details.blocked,
+    }
 
 
 async def execute_request(request: GatewayRequest, transport: Transport) -> tuple[dict[str, Any], str]:
@@ -71,16 +127,18 @@ async def execute_request(request: GatewayRequest, transport: Transport) -> tupl
     params = request.params or {}
     try:
         if request.kind == GatewayRequest.Kind.SEND_OTP:
-            sent = await transport.send_text(
-                int(params["user_id"]), str(params["text"]), random_id=_random_id_for(request)
-            )
+            user_id = int(params["user_id"])
+            sent = await transport.send_text(user_id, str(params["text"]), random_id=otp_random_id(request))
+            try:
+                await sync_to_async(_mirror_otp)(agent_id=request.agent_id, user_id=user_id, sent=sent)
+            except Exception:  # the code went out; the random id still keeps the mirror redacted
+                logger.exception("gateway request %s: could not record the sent code", request.pk)
             return {"message_id": sent.message_id}, ""
         if request.kind == GatewayRequest.Kind.IMPORT_STICKER_SET:
-            info = await transport.resolve_sticker_set(str(params["short_name"]))
-            return await sync_to_async(store_sticker_set)(info=info), ""
+            return await sticker_set_import(transport=transport, short_name=str(params["short_name"])), ""
         if request.kind == GatewayRequest.Kind.REFRESH_PROFILE:
             details = await transport.get_details(int(params["peer_id"]))
-            return {"title": details.title, "username": details.username, "about": details.about}, ""
+            return await sync_to_async(_refresh_profile)(agent_id=request.agent_id, details=details), ""
         return {}, f"gateway request kind {request.kind!r} is not supported by this gateway"
     except KeyError as exc:
         return {}, f"{request.get_kind_display()} request {request.pk} is missing parameter {exc}"

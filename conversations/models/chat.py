@@ -68,6 +68,10 @@ class Message(models.Model):
     edited_at = models.DateTimeField(null=True, blank=True)
     deleted = models.BooleanField(default=False)
     random_id = models.BigIntegerField(null=True, blank=True, help_text="For messages the agent sent")
+    redacted = models.BooleanField(
+        default=False,
+        help_text="The text is a placeholder (a one-time sign-in code was sent); re-ingest never restores it",
+    )
     ingested = models.DateTimeField(auto_now_add=True)
 
     class Meta:

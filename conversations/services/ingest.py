@@ -16,6 +16,23 @@ from conversations.transport.base import ChatDetails, InboundMessage, ReactionIn
 
 Kind = ActivityEvent.Kind
 
+#: What a redacted message shows everywhere (mirror, activity stream, dashboard, prompts).
+REDACTED_TEXT = "[one-time sign-in code]"
+#: One-time codes are sent with random ids from here up (`engine.requests`), above the range nodes
+#: draw theirs from (1 .. 2**62), so an outgoing message carrying one is stored redacted even when its
+#: copy arrives before the gateway's own record of the send (a crash between the two).
+OTP_RANDOM_ID_BASE = 3 << 61
+
+
+def _keep_local_media(old: list[dict], new: list[dict]) -> list[dict]:
+    """Carry what the gateway added to media parts (the downloaded `file`) over a re-delivery."""
+    local = {
+        p.get("unique_id"): {k: p[k] for k in ("file", "download_error") if k in p}
+        for p in old or []
+        if p.get("unique_id")
+    }
+    return [{**part, **local.get(part.get("unique_id"), {})} for part in new]
+
 
 def conversation_upsert(
     *, agent: Agent, peer_id: int, kind: str, title: str = "", username: str = ""
@@ -87,12 +104,13 @@ def _message_fields(record: InboundMessage) -> dict:
 
 
 def message_upsert(
-    *, agent: Agent, record: InboundMessage, edited: bool = False
+    *, agent: Agent, record: InboundMessage, edited: bool = False, redacted: bool = False
 ) -> tuple[Conversation, Message, bool]:
     """Upsert one message on (conversation, message_id); returns (conversation, message, created).
 
     A new message writes `message_in` (or `message_out` for the agent's own); an edit writes
-    `message_edited`. Re-ingesting an unchanged message writes nothing.
+    `message_edited`. Re-ingesting an unchanged message writes nothing. `redacted` stores
+    `REDACTED_TEXT` instead of the text, for good: later deliveries of the same message keep it.
     """
     conversation = conversation_upsert(
         agent=agent,
@@ -104,6 +122,8 @@ def message_upsert(
     fields = _message_fields(record)
     if edited:
         fields.update(edited=True, edited_at=record.edited_at or now())
+    if redacted or (record.is_outgoing and (record.random_id or 0) >= OTP_RANDOM_ID_BASE):
+        fields.update(text=REDACTED_TEXT, redacted=True)
     with transaction.atomic():
         message = Message.objects.filter(conversation=conversation, message_id=record.message_id).first()
         created = message is None
@@ -123,6 +143,9 @@ def message_upsert(
             if not edited:
                 # A plain re-delivery: keep what we know (edits, deletions, a random_id) and refresh the rest.
                 fields.pop("is_agent")
+            if message.redacted:  # a redacted text is never restored, by a re-delivery or an edit
+                fields.update(text=REDACTED_TEXT, redacted=True)
+            fields["media"] = _keep_local_media(message.media, fields["media"])
             if record.random_id is not None and message.random_id is None:
                 fields["random_id"] = record.random_id
             Message.objects.filter(pk=message.pk).update(**fields)
@@ -160,8 +183,11 @@ def message_record_sent(
     reply_to: int | None = None,
     media: list[dict] | None = None,
     sender_name: str = "",
+    redacted: bool = False,
 ) -> Message:
-    """Mirror a message the agent just sent, so the next prompt sees it before the update arrives."""
+    """Mirror a message the agent just sent, so the next prompt sees it before the update arrives.
+
+    `redacted` (a one-time sign-in code) stores a placeholder instead of the text, for good."""
     record = InboundMessage(
         peer_id=conversation.peer_id,
         chat_kind=conversation.kind,
@@ -175,7 +201,7 @@ def message_record_sent(
         reply_to_id=reply_to,
         random_id=sent.random_id,
     )
-    _, message, _ = message_upsert(agent=agent, record=record)
+    _, message, _ = message_upsert(agent=agent, record=record, redacted=redacted)
     if media and not message.media:
         Message.objects.filter(pk=message.pk).update(media=media)
         message.media = media

@@ -131,6 +131,19 @@ def sandbox_chat_for(*, agent: Agent, as_name: str = "You", group: str | None = 
     return sandbox_dm_between(a=person, b=me)
 
 
+def sandbox_find_chat(*, agent: Agent, as_name: str = "You", group: str | None = None) -> SandboxChat | None:
+    """Like `sandbox_chat_for`, but only finds: None when the person, the agent or the chat is missing."""
+    me = SandboxUser.objects.filter(agent=agent).first()
+    person = SandboxUser.objects.filter(agent__isnull=True, name=(as_name or "").strip()).first()
+    if me is None or person is None:
+        return None
+    if group:
+        chats = SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, title=group.strip())
+    else:
+        chats = SandboxChat.objects.filter(kind=SandboxChat.Kind.DM)
+    return chats.filter(members=me).filter(members=person).order_by("id").first()
+
+
 def sandbox_post(
     *,
     chat: SandboxChat,
@@ -282,8 +295,13 @@ def sandbox_message_line(message: SandboxMessage, *, names: dict[int, str], with
 def sandbox_transcript(
     *, agent: Agent, as_name: str = "You", group: str | None = None, with_ids: bool = False
 ) -> list[str]:
-    """The chat as `SENDER: text` lines, oldest first."""
-    chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group)
+    """The chat as `SENDER: text` lines, oldest first; empty when the chat does not exist.
+
+    Reading never creates anything: a person, an agent identity or a chat that is not there yet means
+    there is nothing to show."""
+    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group)
+    if chat is None:
+        return []
     names = dict(SandboxUser.objects.filter(chats=chat).values_list("user_id", "name"))
     messages = SandboxMessage.objects.filter(chat=chat).select_related("sender").order_by("message_id")
     return [sandbox_message_line(m, names=names, with_ids=with_ids) for m in messages]

@@ -154,3 +154,47 @@ def test_a_dm_is_titled_after_the_other_person_even_in_the_agents_own_messages(a
     async_to_sync(transport.send_text)(dora.user_id, "hello Dora", random_id=7)
     records = async_to_sync(transport.history)(dora.user_id)
     assert [(r.text, r.chat_title) for r in records] == [("hi", "Dora"), ("hello Dora", "Dora")]
+
+
+def test_an_update_committed_late_with_a_lower_id_is_still_delivered_once(agent, clock):
+    from conversations.models import SandboxUpdate
+
+    transport = connected(agent)
+    first = sandbox_say(agent=agent, text="first", as_name="Alice")
+    second = sandbox_say(agent=agent, text="second", as_name="Alice")
+    late = SandboxUpdate.objects.get(message_id=first.message_id, kind="new_message")
+    late_fields = {"id": late.id, "chat_id": late.chat_id, "kind": late.kind, "actor_id": late.actor_id}
+    late.delete()  # not committed yet when the poll runs: only the higher id is visible
+
+    polled = async_to_sync(transport.poll_updates)()
+    assert [u.message.text for u in polled] == ["second"]
+
+    clock.advance(60)  # well past the time window: the id window alone must catch it
+    SandboxUpdate.objects.create(message_id=first.message_id, created=clock.now(), **late_fields)
+    polled = async_to_sync(transport.poll_updates)()
+    assert [u.message.text for u in polled] == ["first"]
+    assert async_to_sync(transport.poll_updates)() == []
+    assert second.message_id > first.message_id
+
+
+def test_the_poll_remembers_only_ids_inside_its_window(agent, clock, monkeypatch):
+    from conversations.transport import sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module, "TRAILING_IDS", 2)
+    transport = connected(agent)
+    for n in range(6):
+        sandbox_say(agent=agent, text=f"m{n}", as_name="Alice")
+        clock.advance(30)
+        async_to_sync(transport.poll_updates)()
+    assert len(transport.seen) <= 2
+    assert async_to_sync(transport.poll_updates)() == []
+
+
+def test_show_creates_nothing_and_the_command_says_no_messages(agent, clock, capsys):
+    from conversations.models import SandboxChat, SandboxUser
+
+    assert sandbox_transcript(agent=agent, as_name="Nobody") == []
+    assert sandbox_transcript(agent=agent, as_name="Nobody", group="No such group") == []
+    call_command("sandbox", "show", "Wendy", "--as", "Stranger")
+    assert capsys.readouterr().out.strip() == "no messages"
+    assert not SandboxUser.objects.exists() and not SandboxChat.objects.exists()

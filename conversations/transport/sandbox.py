@@ -15,7 +15,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from agents.models import Agent
 from cindy_site.clock import now
@@ -42,6 +42,10 @@ from conversations.transport.base import (
 #: How long a typing indicator shows without being renewed (Telegram: about 6 seconds).
 TYPING_SECONDS = 6
 POLL_BATCH = 500
+#: The trailing window the update poll re-reads (see `_poll_updates`).
+TRAILING_IDS = 1000
+TRAILING_SECONDS = 10
+MAX_SEEN = 5000
 
 
 class SandboxTransport:
@@ -50,6 +54,7 @@ class SandboxTransport:
         self.gateway_id = gateway_id
         self.me: SandboxUser | None = None
         self.cursor = 0
+        self.seen: dict[int, dt.datetime] = {}
         self.connected = False
 
     # --- connection ---------------------------------------------------------------------------
@@ -61,6 +66,8 @@ class SandboxTransport:
         self.me = sandbox_services.sandbox_user_for_agent(agent=self.agent)
         # Start at the current end of the log; the reconciler fetches whatever came before.
         self.cursor = SandboxUpdate.objects.aggregate(m=Max("id"))["m"] or 0
+        # Everything up to the cursor counts as handled: history, not the stream, fills that gap.
+        self.seen = dict(SandboxUpdate.objects.filter(self._window()).values_list("id", "created"))
         self.connected = True
         return AccountInfo(user_id=self.me.user_id, name=self.me.name, username=self.me.username)
 
@@ -151,16 +158,37 @@ class SandboxTransport:
     async def poll_updates(self) -> list[Update]:
         return await sync_to_async(self._poll_updates)()
 
+    def _window(self) -> Q:
+        """The trailing window the poll re-reads: the last TRAILING_IDS ids and TRAILING_SECONDS."""
+        recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
+        return Q(id__gt=max(self.cursor - TRAILING_IDS, 0)) | Q(created__gte=recent)
+
     def _poll_updates(self) -> list[Update]:
+        """Updates after the cursor, plus a re-read of a trailing window.
+
+        On MariaDB an id becomes visible when its transaction commits, so a row with a lower id can
+        appear after a higher one was read: reading strictly after the cursor would skip it forever.
+        The window is read again and rows already handled are dropped by id (`self.seen` maps the ids
+        still inside the window to their time, so it stays bounded).
+        """
         me = self._require_me()
-        rows = list(
-            SandboxUpdate.objects.filter(id__gt=self.cursor, chat__members=me)
+        rows = [
+            row
+            for row in SandboxUpdate.objects.filter(self._window(), chat__members=me)
             .exclude(kind=SandboxUpdate.Kind.TYPING)
             .select_related("chat")
-            .order_by("id")[:POLL_BATCH]
-        )
+            .order_by("id")[: POLL_BATCH + len(self.seen)]
+            if row.id not in self.seen
+        ][:POLL_BATCH]
         if not rows:
             return []
+        self.cursor = max(self.cursor, rows[-1].id)
+        self.seen.update((row.id, row.created) for row in rows)
+        floor = max(self.cursor - TRAILING_IDS, 0)
+        recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
+        self.seen = {i: t for i, t in self.seen.items() if i > floor or t >= recent}
+        if len(self.seen) > MAX_SEEN:  # a flood inside the time window: keep the newest ids
+            self.seen = dict(sorted(self.seen.items())[-MAX_SEEN:])
         updates: list[Update] = []
         for row in rows:
             message = (
@@ -189,7 +217,6 @@ class SandboxTransport:
                         unread=unread,
                     )
                 )
-        self.cursor = rows[-1].id
         return updates
 
     async def history(
@@ -386,7 +413,9 @@ class SandboxTransport:
             title=other.name,
             username=other.username,
             muted=bool(member and member.muted),
-            blocked=other.user_id in (me.blocked_user_ids or []),
+            # Read fresh: the account's block list may have changed since connect (another device).
+            blocked=other.user_id
+            in (SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []),
             extra=extra,
         )
 

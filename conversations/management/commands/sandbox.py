@@ -65,5 +65,7 @@ class Command(BaseCommand):
                 )
                 for line in lines:
                     self.stdout.write(line)
+                if not lines:
+                    self.stdout.write("no messages")
         except SandboxError as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,170 @@
+"""Media downloads: the bytes of received media, saved into the media store for describing and previews.
+
+`llm.media.warm_media_descriptions` describes a media part only when the part has a `file` (relative
+to MEDIA_ROOT). Nothing else fetches media from Telegram, so the gateway does it, right after ingest
+and before the `received` node is dispatched (the worker reads the DB mirror):
+
+- messages are scanned once, in id order, from a per-agent cursor (a first scan looks back
+  `FIRST_SCAN_MESSAGES` messages);
+- a part is fetched when it has a `unique_id`, no `file`, no earlier failure, and the catalog has no
+  usable description (curated or ok) for it; a file already in the store for that id is reused;
+- at most `MEDIA_DESC_BUDGET_PER_TICK` downloads per gateway pass; the cursor stops before the first
+  message the budget did not cover;
+- a failure is logged and written to the part (`download_error`), never raised: planning goes ahead.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from conversations.models import Message
+from conversations.transport.base import AuthError, FloodWait, Transport
+from media_catalog.models import MediaDescription
+
+logger = logging.getLogger(__name__)
+
+#: Media files live under MEDIA_ROOT/<MEDIA_STORE>/<unique id><ext>.
+MEDIA_STORE = "media_store"
+SCAN_BATCH = 200
+FIRST_SCAN_MESSAGES = 200
+
+
+@dataclass(frozen=True)
+class Wanted:
+    message_pk: int
+    peer_id: int
+    message_id: int
+    unique_id: str | None  # None: the message needs nothing, the cursor just moves past it
+
+
+def _safe_name(unique_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", unique_id)[:120] or "media"
+
+
+def store_dir() -> Path:
+    return Path(settings.MEDIA_ROOT) / MEDIA_STORE
+
+
+def stored_file(unique_id: str) -> str | None:
+    """The store's file for this unique id, relative to MEDIA_ROOT, if one was saved before."""
+    for path in sorted(store_dir().glob(f"{_safe_name(unique_id)}.*")):
+        if path.is_file():
+            return path.relative_to(Path(settings.MEDIA_ROOT)).as_posix()
+    return None
+
+
+def media_cursor_start(*, agent_id: int) -> int:
+    """Where a gateway's first scan of an agent starts: just before its last FIRST_SCAN_MESSAGES."""
+    pks = list(
+        Message.objects.filter(conversation__agent_id=agent_id)
+        .order_by("-pk")
+        .values_list("pk", flat=True)[:FIRST_SCAN_MESSAGES]
+    )
+    return pks[-1] - 1 if pks else 0
+
+
+def media_wanted(*, agent_id: int, after_pk: int, limit: int = SCAN_BATCH) -> list[Wanted]:
+    """Messages after the cursor, in id order, each with the first media part that needs its bytes."""
+    rows = list(
+        Message.objects.filter(conversation__agent_id=agent_id, pk__gt=after_pk)
+        .order_by("pk")
+        .values_list("pk", "conversation__peer_id", "message_id", "media", "deleted")[:limit]
+    )
+    unique_ids = {p.get("unique_id") for r in rows for p in (r[3] or []) if p.get("unique_id")}
+    usable = set(
+        MediaDescription.objects.filter(unique_id__in=unique_ids)
+        .filter(
+            Q(status__in=[MediaDescription.Status.CURATED, MediaDescription.Status.OK])
+            | Q(source=MediaDescription.Source.CURATED)
+        )
+        .values_list("unique_id", flat=True)
+    )
+    wanted = []
+    for pk, peer_id, message_id, media, deleted in rows:
+        unique_id = None
+        if not deleted:
+            for part in media or []:
+                uid = part.get("unique_id")
+                if uid and uid not in usable and not part.get("file") and not part.get("download_error"):
+                    unique_id = uid
+                    break
+        wanted.append(Wanted(pk, peer_id, message_id, unique_id))
+    return wanted
+
+
+def media_attach(*, message_pk: int, unique_id: str, file: str = "", error: str = "") -> None:
+    """Write the stored file (or the failure) into the message's parts with this unique id."""
+    with transaction.atomic():
+        message = Message.objects.select_for_update().filter(pk=message_pk).first()
+        if message is None:
+            return
+        parts = []
+        for part in message.media or []:
+            if part.get("unique_id") == unique_id:
+                part = {**part, "file": file} if file else {**part, "download_error": error[:300]}
+            parts.append(part)
+        Message.objects.filter(pk=message_pk).update(media=parts)
+
+
+async def _fetch(transport: Transport, item: Wanted) -> str:
+    """Download one message's media into the store; returns the path relative to MEDIA_ROOT."""
+    incoming = store_dir() / ".incoming"
+    path = await transport.download_media(item.peer_id, item.message_id, incoming)
+    if path is None or not Path(path).is_file():
+        raise FileNotFoundError(f"message {item.message_id} in chat {item.peer_id} has no media to download")
+    path = Path(path)
+    target = store_dir() / f"{_safe_name(item.unique_id or '')}{path.suffix.lower()}"
+    shutil.move(str(path), target)
+    return target.relative_to(Path(settings.MEDIA_ROOT)).as_posix()
+
+
+async def download_new_media(
+    *, agent_id: int, transport: Transport, cursor: int, budget: int
+) -> tuple[int, int]:
+    """Fetch the media of messages after `cursor`; returns (new cursor, downloads spent)."""
+    spent = 0
+    for item in await sync_to_async(media_wanted)(agent_id=agent_id, after_pk=cursor):
+        if item.unique_id is None:
+            cursor = item.message_pk
+            continue
+        existing = await sync_to_async(stored_file)(item.unique_id)
+        if existing:
+            await sync_to_async(media_attach)(
+                message_pk=item.message_pk, unique_id=item.unique_id, file=existing
+            )
+            cursor = item.message_pk
+            continue
+        if spent >= budget:
+            break
+        spent += 1
+        try:
+            relative = await _fetch(transport, item)
+        except (FloodWait, AuthError) as exc:  # try again on a later pass; the ingest step handles auth
+            logger.warning("agent %s: media download paused: %r", agent_id, exc)
+            break
+        except Exception as exc:
+            logger.warning(
+                "agent %s: could not download the media of message %s in chat %s: %r",
+                agent_id,
+                item.message_id,
+                item.peer_id,
+                exc,
+            )
+            await sync_to_async(media_attach)(
+                message_pk=item.message_pk, unique_id=item.unique_id, error=f"{type(exc).__name__}: {exc}"
+            )
+        else:
+            await sync_to_async(media_attach)(
+                message_pk=item.message_pk, unique_id=item.unique_id, file=relative
+            )
+        cursor = item.message_pk
+    return cursor, spent

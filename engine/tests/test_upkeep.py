@@ -1,0 +1,216 @@
+"""Gateway upkeep: sticker sets reach the catalog, mute/block flags stay fresh, stuck requests return."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from agents.models import GatewayRequest
+from conversations.models import Conversation, SandboxMember, SandboxUser
+from conversations.services.sandbox import sandbox_person, sandbox_say, sandbox_user_for_agent
+from conversations.transport.base import PermanentError, StickerRef, StickerSetInfo
+from conversations.transport.sandbox import SandboxTransport
+from engine.requests import MAX_REQUEST_ATTEMPTS
+from engine.tests.harness import Harness
+from llm.prompt.sections import sticker_section
+from media_catalog.models import Sticker, StickerSet
+
+pytestmark = pytest.mark.django_db
+
+
+class TelegramLikeStickers(SandboxTransport):
+    """The sandbox, with sticker sets resolved the way Telegram would (not from the catalog)."""
+
+    resolved: list[str] = []
+    sets = {
+        "WendyDancer": (
+            "Wendy dances",
+            [("😉", "U1", "image/webp"), ("🎉", "U2", "application/x-tgsticker")],
+        ),
+        "Other": ("Other set", [("🙂", "U3", "video/webm")]),
+    }
+
+    async def resolve_sticker_set(self, short_name):
+        TelegramLikeStickers.resolved.append(short_name)
+        if short_name not in self.sets:
+            raise PermanentError("STICKERSET_INVALID", f"no sticker set {short_name}")
+        title, stickers = self.sets[short_name]
+        refs = tuple(
+            StickerRef(set_short_name=short_name, name=n, unique_id=u, ref={"document_id": 10 + i, "mime": m})
+            for i, (n, u, m) in enumerate(stickers)
+        )
+        return StickerSetInfo(short_name=short_name, title=title, stickers=refs)
+
+
+@pytest.fixture
+def stickers_harness(agent, clock):
+    TelegramLikeStickers.resolved = []
+    agent.sticker_set_names = ["WendyDancer"]
+    agent.explicit_stickers = ["Other::🙂"]
+    agent.save()
+    return Harness(
+        clock, transport_factory=lambda a, gateway_id="": TelegramLikeStickers(a, gateway_id=gateway_id)
+    )
+
+
+def test_configured_sticker_sets_are_imported_on_connect_and_reach_the_prompt(agent, stickers_harness):
+    stickers_harness.start()
+    assert stickers_harness.step("step_stickers") is True
+
+    dancer = StickerSet.objects.get(short_name="WendyDancer")
+    assert dancer.title == "Wendy dances" and dancer.fetched_at is not None
+    rows = list(
+        Sticker.objects.filter(sticker_set=dancer).values_list("name", "unique_id", "format", "position")
+    )
+    assert rows == [("😉", "U1", "static", 0), ("🎉", "U2", "animated", 1)]
+    assert Sticker.objects.get(unique_id="U3").format == "video"
+    assert "- WendyDancer :: 🎉" in sticker_section(agent)
+
+    assert stickers_harness.step("step_stickers") is False  # fresh: nothing asked again
+    assert TelegramLikeStickers.resolved == ["WendyDancer", "Other"]
+
+
+def test_a_stale_set_is_refetched_and_a_new_set_is_imported_when_the_agent_changes(
+    agent, stickers_harness, clock
+):
+    stickers_harness.start()
+    stickers_harness.step("step_stickers")
+    Sticker.objects.create(
+        sticker_set=StickerSet.objects.get(short_name="WendyDancer"), name="x", unique_id="gone"
+    )
+    StickerSet.objects.filter(short_name="WendyDancer").update(fetched_at=clock.now() - dt.timedelta(days=2))
+
+    agent.sticker_set_names = ["WendyDancer", "Missing"]
+    agent.save()
+    stickers_harness.step("step_leases")  # picks up the admin edit
+    stickers_harness.step("step_stickers")
+
+    assert TelegramLikeStickers.resolved == ["WendyDancer", "Other", "WendyDancer", "Missing"]
+    assert not Sticker.objects.filter(unique_id="gone").exists()
+    stickers_harness.step("step_stickers")
+    assert TelegramLikeStickers.resolved.count("Missing") == 1  # a failure is not retried every pass
+
+
+def test_an_import_sticker_set_request_uses_the_same_import(agent, stickers_harness, clock):
+    stickers_harness.start()
+    request = GatewayRequest.objects.create(
+        agent=agent,
+        kind=GatewayRequest.Kind.IMPORT_STICKER_SET,
+        params={"short_name": "Other"},
+        created=clock.now(),
+    )
+    stickers_harness.step("step_requests")
+    request.refresh_from_db()
+    assert request.status == GatewayRequest.Status.DONE, request.error
+    assert request.result["stickers"] == 1
+    assert Sticker.objects.filter(sticker_set__short_name="Other").count() == 1
+
+
+def test_a_refresh_profile_request_updates_the_conversation(agent, clock):
+    harness = Harness(clock)
+    harness.start()
+    sandbox_say(agent=agent, text="hi", as_name="Alice")
+    harness.ingest()
+    alice = sandbox_person(name="Alice")
+    me = sandbox_user_for_agent(agent=agent)
+    SandboxUser.objects.filter(pk=me.pk).update(blocked_user_ids=[alice.user_id])
+    SandboxMember.objects.filter(user=me).update(muted=True)
+    request = GatewayRequest.objects.create(
+        agent=agent,
+        kind=GatewayRequest.Kind.REFRESH_PROFILE,
+        params={"peer_id": alice.user_id},
+        created=clock.now(),
+    )
+    harness.step("step_requests")
+
+    request.refresh_from_db()
+    assert request.status == GatewayRequest.Status.DONE, request.error
+    conversation = Conversation.objects.get(peer_id=alice.user_id)
+    assert conversation.muted and conversation.blocked
+    assert set(GatewayRequest.Kind.values) == {"send_otp", "import_sticker_set", "refresh_profile"}
+
+
+def test_mute_and_block_changes_are_picked_up_every_minute(agent, clock):
+    harness = Harness(clock)
+    harness.start()
+    sandbox_say(agent=agent, text="hi", as_name="Alice")
+    harness.ingest()
+    alice = sandbox_person(name="Alice")
+    me = sandbox_user_for_agent(agent=agent)
+    conversation = Conversation.objects.get(peer_id=alice.user_id)
+    assert not conversation.muted and not conversation.blocked
+
+    SandboxMember.objects.filter(user=me).update(muted=True)
+    SandboxUser.objects.filter(pk=me.pk).update(blocked_user_ids=[alice.user_id])
+    harness.step("step_dialogs")  # starts the agent's minute
+    clock.advance(59)
+    assert harness.step("step_dialogs") is False
+    conversation.refresh_from_db()
+    assert not conversation.muted
+
+    clock.advance(1)
+    assert harness.step("step_dialogs") is True
+    conversation.refresh_from_db()
+    assert conversation.muted and conversation.blocked
+
+    SandboxMember.objects.filter(user=me).update(muted=False)
+    SandboxUser.objects.filter(pk=me.pk).update(blocked_user_ids=[])
+    clock.advance(60)
+    harness.step("step_dialogs")
+    conversation.refresh_from_db()
+    assert not conversation.muted and not conversation.blocked
+
+
+def _stuck(agent, clock, *, attempts: int, expires_in: float) -> GatewayRequest:
+    operator = sandbox_person(name="Operator")
+    return GatewayRequest.objects.create(
+        agent=agent,
+        kind=GatewayRequest.Kind.SEND_OTP,
+        params={"user_id": operator.user_id, "text": "Your code is 1"},
+        status=GatewayRequest.Status.RUNNING,
+        claimed_by="dead-gateway:1:abc",
+        claim_expires=clock.now() + dt.timedelta(seconds=expires_in),
+        attempts=attempts,
+        created=clock.now(),
+    )
+
+
+def test_a_request_left_running_by_a_dead_gateway_is_run_again(agent, clock):
+    harness = Harness(clock)
+    harness.start()
+    stuck = _stuck(agent, clock, attempts=1, expires_in=-1)
+    alive = _stuck(agent, clock, attempts=1, expires_in=30)
+
+    assert harness.step("step_reap_requests") is True
+    harness.step("step_requests")
+
+    stuck.refresh_from_db()
+    alive.refresh_from_db()
+    assert stuck.status == GatewayRequest.Status.DONE and stuck.attempts == 2
+    assert alive.status == GatewayRequest.Status.RUNNING and alive.claimed_by == "dead-gateway:1:abc"
+
+
+def test_a_request_that_keeps_dying_fails_with_the_reason(agent, clock):
+    harness = Harness(clock)
+    harness.start()
+    stuck = _stuck(agent, clock, attempts=MAX_REQUEST_ATTEMPTS, expires_in=-1)
+
+    harness.step("step_reap_requests")
+
+    stuck.refresh_from_db()
+    assert stuck.status == GatewayRequest.Status.FAILED
+    assert stuck.error.startswith(f"gave up after {MAX_REQUEST_ATTEMPTS} attempts")
+    assert "dead-gateway:1:abc" in stuck.error
+
+
+def test_a_claim_carries_a_lease_and_counts_an_attempt(agent, clock):
+    from engine.requests import requests_claim
+
+    request = GatewayRequest.objects.create(
+        agent=agent, kind=GatewayRequest.Kind.SEND_OTP, params={}, created=clock.now()
+    )
+    [claimed] = requests_claim(agent_id=agent.pk, holder="gw-a")
+    request.refresh_from_db()
+    assert claimed.pk == request.pk and request.claimed_by == "gw-a" and request.attempts == 1
+    assert request.claim_expires > clock.now()

@@ -1,0 +1,215 @@
+"""Gateway upkeep steps: media downloads, sticker set imports, dialog refreshes, request reaping.
+
+A mixin of `engine.gateway.Gateway` (which provides `clients` and `gateway_id`); each step follows the
+gateway's rules: one unit of work, returns whether it did any, confines every failure to its agent.
+State is per gateway process and starts empty, so a restart re-checks everything once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from cindy_site.clock import get_clock
+from conversations.models import ActivityEvent, Conversation
+from conversations.services.activity import record_event
+from conversations.transport.base import ChatDetails, Transport
+from engine.media import download_new_media, media_cursor_start
+from engine.requests import requests_reap_expired
+from engine.stickers import (
+    RETRY_AFTER_SECONDS,
+    sticker_set_import,
+    sticker_sets_to_refresh,
+    wanted_sticker_sets,
+)
+
+if TYPE_CHECKING:
+    from engine.gateway import AgentClient
+
+logger = logging.getLogger("engine.gateway")
+Kind = ActivityEvent.Kind
+
+#: How often each agent's dialog list is re-read for mute, block and title changes.
+DIALOG_REFRESH_SECONDS = 60.0
+#: Besides on connect and on changes, each agent's sets are checked for staleness this often.
+STICKER_RECHECK_SECONDS = 3600.0
+#: How often the request reaper looks for requests left running by a stopped gateway.
+REQUEST_REAP_SECONDS = 30.0
+
+
+def conversations_refresh_flags(
+    *, agent_id: int, dialogs: list[ChatDetails], blocked: dict[int, bool]
+) -> int:
+    """Apply the dialog list's mute state and titles, and the block state, to known conversations.
+
+    Conversations are not created here (the reconciler does that, with their history). Returns how
+    many conversations changed; each change is logged in the activity stream.
+    """
+    by_peer = {c.peer_id: c for c in Conversation.objects.filter(agent_id=agent_id)}
+    changed = 0
+    for details in dialogs:
+        conversation = by_peer.get(details.peer_id)
+        if conversation is None:
+            continue
+        fields = {}
+        if conversation.muted != details.muted:
+            fields["muted"] = details.muted
+        is_blocked = blocked.get(details.peer_id, details.blocked)
+        if conversation.blocked != is_blocked:
+            fields["blocked"] = is_blocked
+        if details.title and conversation.title != details.title[:255]:
+            fields["title"] = details.title[:255]
+        if not fields:
+            continue
+        Conversation.objects.filter(pk=conversation.pk).update(**fields)
+        changed += 1
+        flags = {k: v for k, v in fields.items() if k != "title"}
+        if flags:
+            record_event(
+                Kind.INFO,
+                agent_id=agent_id,
+                conversation_id=conversation.pk,
+                summary=", ".join(f"{k} {'on' if v else 'off'}" for k, v in flags.items()),
+                data=flags,
+            )
+    return changed
+
+
+class UpkeepSteps:
+    clients: dict[int, AgentClient]
+    gateway_id: str
+
+    def _upkeep_state(self) -> dict:
+        state = self.__dict__.get("_upkeep")
+        if state is None:
+            state = self.__dict__["_upkeep"] = {
+                "media_cursor": {},
+                "stickers": {},
+                "sticker_failed": {},
+                "dialogs": {},
+                "reaped_at": None,
+            }
+        return state
+
+    def _connected(self) -> list[tuple[int, AgentClient]]:
+        return [(agent_id, c) for agent_id, c in list(self.clients.items()) if c.connected]
+
+    async def step_media(self) -> bool:
+        """Download new media into the media store, within MEDIA_DESC_BUDGET_PER_TICK per pass."""
+        cursors = self._upkeep_state()["media_cursor"]
+        budget = settings.MEDIA_DESC_BUDGET_PER_TICK
+        spent_total = 0
+        for agent_id, client in self._connected():
+            try:
+                if agent_id not in cursors:
+                    cursors[agent_id] = await sync_to_async(media_cursor_start)(agent_id=agent_id)
+                cursors[agent_id], spent = await download_new_media(
+                    agent_id=agent_id,
+                    transport=client.transport,
+                    cursor=cursors[agent_id],
+                    budget=max(budget - spent_total, 0),
+                )
+            except Exception:
+                logger.exception("agent %s: media downloads failed", client.agent.name)
+                continue
+            spent_total += spent
+        return spent_total > 0
+
+    async def step_stickers(self) -> bool:
+        """Import the agents' sticker sets that are missing or stale: on connect, on changes, hourly."""
+        state = self._upkeep_state()
+        checked, failed = state["stickers"], state["sticker_failed"]
+        did = False
+        for agent_id, client in self._connected():
+            names = wanted_sticker_sets(client.agent)
+            seen = checked.get(agent_id)
+            clock_now = get_clock().monotonic()
+            if (
+                seen is not None
+                and seen[0] is client
+                and seen[1] == names
+                and clock_now - seen[2] < STICKER_RECHECK_SECONDS
+            ):
+                continue
+            checked[agent_id] = (client, names, clock_now)
+            if names:
+                did = await self._import_sticker_sets(client, names, failed) or did
+        return did
+
+    async def _import_sticker_sets(self, client: AgentClient, names: list[str], failed: dict) -> bool:
+        clock = get_clock()
+        did = False
+        for short_name in await sync_to_async(sticker_sets_to_refresh)(short_names=names):
+            if clock.monotonic() < failed.get(short_name, float("-inf")):
+                continue
+            try:
+                result = await sticker_set_import(transport=client.transport, short_name=short_name)
+            except Exception as exc:
+                failed[short_name] = clock.monotonic() + RETRY_AFTER_SECONDS
+                logger.warning(
+                    "agent %s: could not import sticker set %s: %r", client.agent.name, short_name, exc
+                )
+                await sync_to_async(record_event)(
+                    Kind.AGENT_ERROR,
+                    agent_id=client.agent.pk,
+                    summary=f"sticker set {short_name!r} could not be imported: {exc}; check Agent Sticker Sets",
+                )
+                continue
+            failed.pop(short_name, None)
+            did = True
+            await sync_to_async(record_event)(
+                Kind.INFO,
+                agent_id=client.agent.pk,
+                summary=f"imported sticker set {short_name} ({result['stickers']} stickers)",
+                data=result,
+            )
+        return did
+
+    async def step_dialogs(self) -> bool:
+        """Every DIALOG_REFRESH_SECONDS per agent: refresh mute, block and titles from the dialog list."""
+        last = self._upkeep_state()["dialogs"]
+        clock = get_clock()
+        did = False
+        for agent_id, client in self._connected():
+            seen = last.get(agent_id)
+            if seen is None or seen[0] is not client:
+                last[agent_id] = (client, clock.monotonic())  # the reconciler has just read the dialogs
+                continue
+            if clock.monotonic() - seen[1] < DIALOG_REFRESH_SECONDS:
+                continue
+            last[agent_id] = (client, clock.monotonic())
+            try:
+                dialogs = await client.transport.dialogs()
+                blocked = await _block_states(client.transport, dialogs)
+                changed = await sync_to_async(conversations_refresh_flags)(
+                    agent_id=agent_id, dialogs=dialogs, blocked=blocked
+                )
+            except Exception as exc:
+                logger.warning("agent %s: dialog refresh failed: %r", client.agent.name, exc)
+                continue
+            did = did or bool(changed)
+        return did
+
+    async def step_reap_requests(self) -> bool:
+        """Return gateway requests left running by a stopped gateway to pending (or fail them)."""
+        state = self._upkeep_state()
+        clock = get_clock()
+        if state["reaped_at"] is not None and clock.monotonic() - state["reaped_at"] < REQUEST_REAP_SECONDS:
+            return False
+        state["reaped_at"] = clock.monotonic()
+        held = list(self.clients)
+        if not held:
+            return False
+        return bool(await sync_to_async(requests_reap_expired)(agent_ids=held))
+
+
+async def _block_states(transport: Transport, dialogs: list[ChatDetails]) -> dict[int, bool]:
+    """Whether each DM's user is blocked: a dialog list does not say, the (cached) block list does."""
+    states = {}
+    for details in dialogs:
+        if details.kind == "dm":
+            states[details.peer_id] = details.blocked or await transport.is_blocked(details.peer_id)
+    return states
