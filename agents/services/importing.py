@@ -9,7 +9,8 @@ Layout of one config directory (every part optional):
     media/<unique id>.json            curated media descriptions, media file beside each
 
 Directories are given in priority order: for personas, prompts, memories and media alike, the first
-directory that defines something wins and later definitions are reported as shadowed. Each file is
+directory that defines something with a valid file wins and later definitions are reported as
+shadowed. A broken file wins nothing: a valid definition in a later directory is imported instead. Each file is
 imported in its own transaction, so one bad file never stops the others, and a file whose content hash
 is already on record is reported unchanged and touches nothing (edits made in the admin survive until
 the file itself changes).
@@ -224,7 +225,6 @@ def _import_prompt(
     name = path.stem
     if name in winners:
         return Outcome.SHADOWED, f'prompt "{name}" comes from {winners[name]}'
-    winners[name] = display
     text, digest = _read(path, display)
     if not text.strip():
         raise ImportFileError(f"{display}: the prompt is empty: write the prompt text or delete the file")
@@ -232,6 +232,7 @@ def _import_prompt(
         raise ImportFileError(
             f'{display}: prompt name "{name[:40]}…" is longer than 200 characters: rename it'
         )
+    winners[name] = display  # only a valid file wins (a broken one must not hide a later valid one)
     prompt = RolePrompt.objects.filter(agent=agent, name=name).first()
     if prompt and prompt.content_hash == digest and prompt.source_file == str(path):
         return Outcome.UNCHANGED, name
@@ -296,9 +297,9 @@ def _import_memory(path: Path, display: str, agent: Agent, winners: dict[str, st
         ) from None
     if path.stem in winners:
         return Outcome.SHADOWED, f"memories of {agent.name} about {partner_id} come from {winners[path.stem]}"
-    winners[path.stem] = display
     text, digest = _read(path, display)
     entries = memory_io.parse_curated_memories(text, source=display)
+    winners[path.stem] = display  # only after a successful parse, like personas
     if memory_io.curated_memories_unchanged(
         agent=agent, partner_id=partner_id, source_file=str(path), content_hash=digest, empty=not entries
     ):
@@ -330,16 +331,17 @@ def _import_one_media(
 ) -> tuple:
     if path.stem in winners:
         return Outcome.SHADOWED, f'media "{path.stem}" comes from {winners[path.stem]}'
-    winners[path.stem] = display
     text, digest = _read(path, display)
-    values = media_io.parse_curated_media(text, source=display, stem=path.stem)
+    warnings: list[str] = []
+    values = media_io.parse_curated_media(text, source=display, stem=path.stem, warnings=warnings)
+    winners[path.stem] = display  # only after a successful parse, like personas
     media_path = media_io.find_media_file(path)
     if media_path is not None:
         digest = hashlib.sha256((digest + media_path.name).encode() + media_path.read_bytes()).hexdigest()
     if media_io.curated_media_unchanged(
         unique_id=values["unique_id"], source_file=str(path), content_hash=digest
     ):
-        return Outcome.UNCHANGED, values["unique_id"]
+        return Outcome.UNCHANGED, values["unique_id"], warnings
     outcome = media_io.curated_media_save(
         values=values,
         media_path=media_path,
@@ -354,4 +356,4 @@ def _import_one_media(
         else values["kind"]
     )
     file_note = f", file {media_path.name}" if media_path else ", no media file"
-    return Outcome(outcome), f"{label}{file_note}"
+    return Outcome(outcome), f"{label}{file_note}", warnings

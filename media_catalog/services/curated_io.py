@@ -5,7 +5,9 @@
 
 A curated description always wins over an AI one for the same unique id: importing overwrites the AI
 row. Unknown JSON fields are kept in `extra` and written back after the known ones. A `status` other
-than "curated" is kept in `extra` too, because a curated row's status is always "curated".
+than "curated" is kept in `extra` too, because a curated row's status is always "curated". A `kind`
+Cindy does not know (say, from a newer Telegram) imports as "other" with a warning; the original is
+kept in `extra` and written back by the export, so a round trip loses nothing.
 """
 
 from __future__ import annotations
@@ -60,8 +62,13 @@ def find_media_file(json_path: Path) -> Path | None:
     return candidates[0] if candidates else None
 
 
-def parse_curated_media(text: str, *, source: str, stem: str) -> dict[str, Any]:
-    """Validate one description file and return `MediaDescription` field values."""
+def parse_curated_media(
+    text: str, *, source: str, stem: str, warnings: list[str] | None = None
+) -> dict[str, Any]:
+    """Validate one description file and return `MediaDescription` field values.
+
+    Problems that do not stop the import (an unknown kind) are appended to `warnings`.
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -85,10 +92,19 @@ def parse_curated_media(text: str, *, source: str, stem: str) -> dict[str, Any]:
             f"rename the file to {unique_id}.json"
         )
     kind = data.get("kind")
-    if kind not in MediaKind.values:
+    original_kind = None
+    if not isinstance(kind, str) or not kind.strip():
         raise CuratedMediaError(
             f'{source}: "kind" is {_show(kind)}: use one of {", ".join(MediaKind.values)}'
         )
+    if kind not in MediaKind.values:
+        original_kind, kind = kind, MediaKind.OTHER.value
+        if warnings is not None:
+            warnings.append(
+                f'{source}: "kind" is {_show(original_kind)}, not one of {", ".join(MediaKind.values)}: '
+                'imported as "other" (the original kind is kept and exported again); '
+                "use a known kind to have it shown as one"
+            )
     description = data.get("description")
     if not isinstance(description, str) or not description.strip():
         raise CuratedMediaError(
@@ -119,6 +135,8 @@ def parse_curated_media(text: str, *, source: str, stem: str) -> dict[str, Any]:
     status = data.get("status")
     if status is not None and status != MediaDescription.Status.CURATED:
         extra = {"status": status, **extra}
+    if original_kind is not None:
+        extra = {"kind": original_kind, **extra}
     values["extra"] = extra
     return values
 

@@ -60,7 +60,8 @@ def test_unknown_fields_and_a_non_curated_status_go_to_extra():
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"kind": "hologram"}, f'{SRC}: "kind" is "hologram": use one of sticker, photo'),
+        ({"kind": 7}, f'{SRC}: "kind" is 7: use one of sticker, photo'),
+        ({"kind": ...}, f'{SRC}: "kind" is null: use one of sticker, photo'),
         ({"description": ""}, f'{SRC}: "description" is "": write what the media shows'),
         ({"unique_id": ...}, f'{SRC}: "unique_id" is null: write the media\'s unique id as a string'),
         (
@@ -124,3 +125,37 @@ def test_export_writes_only_curated_rows_with_their_files(tmp_path, settings):
     data = json.loads((tmp_path / "media" / "C1.json").read_text())
     assert data == media_to_file(curated)
     assert list(data)[-1] == "frames" and data["status"] == "curated"
+
+
+def test_an_unknown_kind_is_kept_as_other_with_a_warning():
+    warnings: list[str] = []
+    data = {**STICKER, "kind": "hologram", "frames": 3}
+
+    values = parse_curated_media(json.dumps(data), source=SRC, stem="U9", warnings=warnings)
+
+    assert values["kind"] == "other"
+    assert values["extra"] == {"kind": "hologram", "frames": 3}
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f'{SRC}: "kind" is "hologram", not one of sticker, photo, gif')
+    assert 'imported as "other"' in warnings[0]
+
+
+def test_an_unknown_kind_needs_no_sticker_fields():
+    data = {"unique_id": "U9", "kind": "hologram", "description": "A floating frog."}
+
+    assert parse_curated_media(json.dumps(data), source=SRC, stem="U9")["kind"] == "other"
+
+
+@pytest.mark.django_db
+def test_an_unknown_kind_is_exported_as_it_came(tmp_path, settings):
+    settings.MEDIA_ROOT = tmp_path / "storage"
+    original = {**STICKER, "kind": "hologram", "status": "curated", "frames": 3}
+    values = parse_curated_media(json.dumps(original), source=SRC, stem="U9")
+    curated_media_save(values=values, media_path=None, origin_dir="/c", source_file=SRC, content_hash="h")
+
+    curated_media_export(out_dir=tmp_path / "out")
+
+    exported = json.loads((tmp_path / "out" / "U9.json").read_text())
+    assert exported == original
+    assert list(exported)[:2] == ["unique_id", "kind"]
+    assert MediaDescription.objects.get(unique_id="U9").kind == "other"
