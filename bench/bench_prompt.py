@@ -1,6 +1,10 @@
 """Prompt assembly benchmark: time for a 500-message history, and the prefix two turns share.
 
-Run: .venv/bin/python bench/bench_prompt.py
+Over TURNS consecutive turns it prints the median and lowest shared-prefix ratio and the share of
+turns at or above TARGET_RATIO: the ratio drops once every CINDY_HISTORY_STEP turns, when the start
+of the history window moves (docs/llm.md).
+
+Run: .venv/bin/python bench/bench_prompt.py  (CINDY_HISTORY_STEP=... to try another step)
 It builds its own SQLite database in a temporary directory and touches nothing else.
 """
 
@@ -17,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = 500
 RUNS = 10
-TURNS = 50
+TURNS = 200
+TARGET_RATIO = 0.90
 
 
 def setup_django(workdir: Path) -> None:
@@ -94,7 +99,7 @@ def main() -> None:
         setup_django(Path(tmp))
         from cindy_site.clock import FakeClock, set_clock
         from conversations.models import Message
-        from llm.conversation import HISTORY_STEP
+        from llm.conversation import history_step
         from llm.prompt import TurnContext, build_plan_request
         from llm.prompt.metrics import serialize_request, shared_prefix_ratio
 
@@ -131,10 +136,14 @@ def main() -> None:
             f"prompt assembly time ({HISTORY}-message history): median "
             f"{statistics.median(timings) * 1000:.1f} ms, min {min(timings) * 1000:.1f} ms over {RUNS} runs"
         )
+        on_target = sum(ratio >= TARGET_RATIO for ratio in ratios)
         print(
             f"shared-prefix ratio of two consecutive turns: {statistics.median(ratios):.4f} "
             f"(median over {TURNS} turns; lowest {min(ratios):.4f}, when the history window start moves, "
-            f"once every {HISTORY_STEP} messages)"
+            f"once every {history_step()} messages)"
+        )
+        print(
+            f"turns at or above the {TARGET_RATIO:.2f} target: {on_target}/{TURNS} ({on_target / TURNS:.1%})"
         )
 
 

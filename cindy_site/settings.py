@@ -214,6 +214,7 @@ LOGGING = {
 
 CINDY_AGENT_CONFIG_PATH = env.str("CINDY_AGENT_CONFIG_PATH", default="samples:configdir")
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
+CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 50)
 CINDY_TICK_SECONDS = env.float("CINDY_TICK_SECONDS", default=1.0)
 CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
@@ -249,7 +250,7 @@ GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="")
 GROK_BASE_URL = env.str("GROK_BASE_URL", default="https://api.x.ai/v1")
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
 OPENROUTER_BASE_URL = env.str("OPENROUTER_BASE_URL", default="https://openrouter.ai/api/v1")
-LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=120.0)
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
 
 TELEGRAM_API_ID = env.str("TELEGRAM_API_ID", default="")

@@ -2,6 +2,9 @@
 
 - In a DM, every message from the other side triggers.
 - In a group, only callouts do: a mention of the agent, or a reply to one of its messages.
+- The first message of a DM the agent has never answered (nothing earlier in the mirror at all) triggers
+  `new_conversation`, so the prompt tells the agent that someone new is writing to it. Groups always
+  trigger `message`: the mirror of a group starts wherever the agent joined, not where the talk began.
 - An unread reaction on the agent's last message triggers, in DMs and groups alike.
 - Nothing triggers for a muted chat, a blocked user, a channel, or a disabled, gagged or stopped agent:
   the message is still recorded.
@@ -21,7 +24,7 @@ from conversations.selectors import conversation_last_agent_message_id, is_reply
 
 @dataclass(frozen=True)
 class Decision:
-    trigger: str | None  # "message" or "reaction" when a replan is due
+    trigger: str | None  # "message", "new_conversation" or "reaction" when a replan is due
     reason: str
 
     def __bool__(self) -> bool:
@@ -56,12 +59,20 @@ def message_decision(
     if quiet:
         return Decision(None, quiet)
     if conversation.kind == Conversation.Kind.DM:
+        if _first_in_mirror(conversation=conversation, message=message):
+            return Decision("new_conversation", "first message of a new conversation")
         return Decision("message", "direct message")
     if message.mentions_agent:
         return Decision("message", "mention")
     if reply_to_agent or is_reply_to_agent(conversation=conversation, reply_to_id=message.reply_to_id):
         return Decision("message", "reply to the agent")
     return Decision(None, "group chatter without a callout")
+
+
+def _first_in_mirror(*, conversation: Conversation, message: Message) -> bool:
+    """No earlier message of any kind (the agent's, service messages, deleted ones) is recorded."""
+    earlier = Message.objects.filter(conversation=conversation, message_id__lt=message.message_id)
+    return not earlier.exclude(pk=message.pk).exists()
 
 
 def reaction_decision(

@@ -1,9 +1,10 @@
-"""System checks: every LLM name in the configuration must route somewhere."""
+"""System checks: every LLM name in the configuration must route somewhere, and one LLM call with all
+its retries should fit in the worker's timeout."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Warning, register
 from django.db import DatabaseError
 
 from llm.routing import UnknownModelError, resolve
@@ -47,3 +48,28 @@ def check_llm_names(app_configs, **kwargs):
                 )
             )
     return errors
+
+
+@register()
+def check_llm_call_fits_worker_timeout(app_configs, **kwargs):
+    """LLM_TIMEOUT_SECONDS × (LLM_MAX_RETRIES + 1) should not exceed CINDY_Q_TIMEOUT.
+
+    django-q2 kills a task after CINDY_Q_TIMEOUT. A turn stops at its own deadline before that
+    (`llm.planning.turn_budget_seconds`), but then the retries configured past the deadline never happen.
+    """
+    attempts = settings.LLM_MAX_RETRIES + 1
+    worst = settings.LLM_TIMEOUT_SECONDS * attempts
+    worker_timeout = settings.Q_CLUSTER.get("timeout")
+    if not worker_timeout or worst <= worker_timeout:
+        return []
+    return [
+        Warning(
+            f"LLM_TIMEOUT_SECONDS ({settings.LLM_TIMEOUT_SECONDS:g}) × {attempts} attempts "
+            f"(LLM_MAX_RETRIES {settings.LLM_MAX_RETRIES} + 1) = {worst:g} s is more than CINDY_Q_TIMEOUT "
+            f"({worker_timeout} s): a slow provider makes turns stop at their deadline before the last "
+            "retries are tried.",
+            hint="Lower LLM_TIMEOUT_SECONDS or LLM_MAX_RETRIES, or raise CINDY_Q_TIMEOUT "
+            "(and CINDY_Q_RETRY above it).",
+            id="cindy.W104",
+        )
+    ]

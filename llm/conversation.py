@@ -17,10 +17,6 @@ from django.conf import settings
 from conversations.models import Conversation, Message
 from media_catalog.models import MediaDescription
 
-#: The history window starts on a multiple of this many messages, so that the oldest message of the
-#: prompt only changes every HISTORY_STEP messages and consecutive prompts keep a common (cached) prefix.
-HISTORY_STEP = 50
-
 _DESCRIBED = {MediaDescription.Status.OK, MediaDescription.Status.CURATED}
 _KIND_PHRASES = {
     "photo": "a photo",
@@ -76,20 +72,27 @@ def part_text(part: dict[str, Any]) -> str:
 def history_messages(conversation: Conversation, *, limit: int | None = None) -> list[Message]:
     """The newest messages of a conversation, oldest first, at most `limit` (CINDY_HISTORY_SIZE).
 
-    When the conversation is longer than the cap, the window starts on a HISTORY_STEP boundary
-    (so it may hold up to HISTORY_STEP - 1 fewer messages): its first message then stays the same
-    for many turns, which keeps the prompt prefix cacheable.
+    When the conversation is longer than the cap, the window start moves in steps of
+    CINDY_HISTORY_STEP messages (at most half the cap), so the window holds between cap - step + 1
+    and cap messages: its first message then stays the same for `step` turns, which keeps the prompt
+    prefix cacheable, and the prefix breaks once per step.
     """
     limit = limit or settings.CINDY_HISTORY_SIZE
     visible = Message.objects.filter(conversation=conversation, deleted=False)
     newest = list(visible.order_by("-message_id")[:limit])
     if len(newest) == limit:
         total = visible.count()
-        step = max(1, min(HISTORY_STEP, limit // 2))
+        step = history_step(limit)
         skip = (step - (total - limit) % step) % step
         newest = newest[: limit - skip] if skip else newest
     newest.sort(key=lambda m: (m.date, m.message_id))
     return newest
+
+
+def history_step(limit: int | None = None) -> int:
+    """How many messages the window start moves at a time: CINDY_HISTORY_STEP, at most half the cap."""
+    limit = limit or settings.CINDY_HISTORY_SIZE
+    return max(1, min(settings.CINDY_HISTORY_STEP, limit // 2))
 
 
 def descriptions_for(messages: Iterable[Message]) -> dict[str, MediaDescription]:

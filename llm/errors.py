@@ -21,3 +21,10 @@ class LLMTransientError(LLMError):
 
 class ProviderRetryable(LLMError):
     """Raised by a provider for one failed attempt that is worth retrying (429, 5xx, timeout)."""
+
+
+class LLMDeadlineError(LLMTransientError):
+    """The turn ran out of time before the worker's timeout (CINDY_Q_TIMEOUT) would kill it.
+
+    Transient: the engine retries the node, and pages already retrieved are kept in the graph.
+    """

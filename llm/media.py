@@ -21,9 +21,10 @@ from typing import Any
 
 from django.conf import settings
 
+from cindy_site.clock import get_clock
 from conversations.models import Message
-from llm.calls import call_llm
-from llm.errors import LLMConfigError, LLMError, LLMTransientError
+from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
+from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
 from llm.providers import provider_for
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, UnknownModelError, resolve
@@ -80,8 +81,13 @@ def warm_media_descriptions(
     conversation_id: int | None = None,
     node_id: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
 ) -> int:
-    """Describe undescribed media in `messages`; return how many attempts the budget paid for."""
+    """Describe undescribed media in `messages`; return how many attempts the budget paid for.
+
+    With a `deadline` (monotonic, the injected clock) nothing new starts when it is near; what is left
+    is described on a later turn.
+    """
     budget = settings.MEDIA_DESC_BUDGET_PER_TICK if budget is None else budget
     parts = pending_media(messages)
     if budget <= 0 or not parts:
@@ -92,6 +98,8 @@ def warm_media_descriptions(
     spent = 0
     for part in parts:
         if spent >= budget:
+            break
+        if deadline is not None and deadline - get_clock().monotonic() < MIN_ATTEMPT_SECONDS:
             break
         row = known.get(part["unique_id"])
         if row is not None and (row.status in _FINAL or row.is_curated or row.attempts >= MAX_ATTEMPTS):
@@ -105,11 +113,19 @@ def warm_media_descriptions(
         spent += 1
         try:
             status, text = describe_file(
-                part, path, agent_id=agent_id, conversation_id=conversation_id, node_id=node_id, sleep=sleep
+                part,
+                path,
+                agent_id=agent_id,
+                conversation_id=conversation_id,
+                node_id=node_id,
+                sleep=sleep,
+                deadline=deadline,
             )
         except (LLMConfigError, UnknownModelError) as exc:
             logger.warning("media descriptions are off: %s", exc)
             break
+        except LLMDeadlineError:
+            break  # out of time, not a failure of this media: nothing is stored
         _store(part, status=status, description=text, mime=_mime(part, path))
     return spent
 
@@ -122,6 +138,7 @@ def describe_file(
     conversation_id: int | None = None,
     node_id: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
 ) -> tuple[str, str | None]:
     """Ask MEDIA_MODEL for a description of one file: (status, description or None)."""
     route = media_route()
@@ -145,7 +162,10 @@ def describe_file(
             conversation_id=conversation_id,
             node_id=node_id,
             sleep=sleep,
+            deadline=deadline,
         )
+    except LLMDeadlineError:
+        raise
     except LLMTransientError as exc:
         timed_out = "timeout" in str(exc).lower() or "timed out" in str(exc).lower()
         return (MediaDescription.Status.TIMEOUT if timed_out else MediaDescription.Status.ERROR), None

@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
 
+from cindy_site.clock import get_clock
 from conversations.models import Message, TaskNode
-from llm.calls import call_llm
+from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import agent_timezone, history_messages, to_chat_messages
-from llm.errors import LLMConfigError
+from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.media import warm_media_descriptions
 from llm.parsing import ParseResult, parse_reply
 from llm.policy import apply_policy
@@ -23,11 +24,22 @@ from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
 from llm.prompt.sections import RETRIEVE_PROMPT
 from llm.prompt.sections import can_retrieve as retrieval_enabled
+from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
 from llm.routing import UnknownModelError, route_for
 from llm.tasks import Task
 
 _NOT_SCHEDULED = ("think", "retrieve")
+
+#: Time kept free at the end of the worker's timeout (CINDY_Q_TIMEOUT) for the engine to store the
+#: plan after the LLM is done; at most a quarter of the timeout.
+TURN_DEADLINE_MARGIN_SECONDS = 30.0
+
+
+def turn_budget_seconds() -> float:
+    """How long one turn may plan: CINDY_Q_TIMEOUT (django-q2's `timeout`) minus the margin."""
+    worker_timeout = float(settings.Q_CLUSTER.get("timeout") or 300)
+    return worker_timeout - min(TURN_DEADLINE_MARGIN_SECONDS, worker_timeout / 4)
 
 
 @dataclass
@@ -39,8 +51,15 @@ class PlanResult:
     llm_call_ids: list[int] = field(default_factory=list)
 
 
-def plan_turn(*, node_id: int, sleep: Callable[[float], None] = time.sleep) -> PlanResult:
+def plan_turn(
+    *, node_id: int, sleep: Callable[[float], None] = time.sleep, deadline: float | None = None
+) -> PlanResult:
     """Plan the turn of one `received` node.
+
+    The turn must end before django-q2 kills the worker (CINDY_Q_TIMEOUT), or the node would be lost
+    mid-call: every LLM call, retry, backoff and page fetch respects `deadline` (the injected clock's
+    monotonic time; default: now + turn_budget_seconds()) and LLMDeadlineError, a transient error,
+    ends the turn early so the engine retries the node.
 
     1. Read the node, its graph and conversation, and the history from the DB mirror.
     2. Warm media descriptions within MEDIA_DESC_BUDGET_PER_TICK.
@@ -50,6 +69,9 @@ def plan_turn(*, node_id: int, sleep: Callable[[float], None] = time.sleep) -> P
        RETRIEVAL_MAX_ROUNDS times; repeated URLs drop the Retrieve prompt instead of fetching.
     5. Drop think tasks, apply the policy (refusals become policy_refused events) and return.
     """
+    clock = get_clock()
+    if deadline is None:
+        deadline = clock.monotonic() + turn_budget_seconds()
     node = TaskNode.objects.select_related("graph", "conversation__agent").get(pk=node_id)
     graph, conversation = node.graph, node.conversation
     agent = conversation.agent
@@ -60,7 +82,7 @@ def plan_turn(*, node_id: int, sleep: Callable[[float], None] = time.sleep) -> P
 
     messages = history_messages(conversation)
     ids = dict(agent_id=agent.pk, conversation_id=conversation.pk, node_id=node.pk)
-    warm_media_descriptions(messages, sleep=sleep, **ids)
+    warm_media_descriptions(messages, sleep=sleep, deadline=deadline, **ids)
     history = to_chat_messages(messages, tz=agent_timezone(agent))
     target = _target_message(conversation.pk, graph.target_message_id)
     turn = turn_context_from_graph(graph, reactions=_reaction_notes(target))
@@ -80,7 +102,7 @@ def plan_turn(*, node_id: int, sleep: Callable[[float], None] = time.sleep) -> P
             retrieved=retrieved,
             include_retrieve=can_retrieve and not suppress_retrieve,
         )
-        reply = call_llm(request, route=route, purpose="plan", sleep=sleep, **ids)
+        reply = call_llm(request, route=route, purpose="plan", sleep=sleep, deadline=deadline, **ids)
         call_ids.append(reply.llm_call_id)
         if reply.status != "ok":
             errors.append(f"the LLM reply was {reply.status} ({reply.finish_reason or 'no reason given'})")
@@ -104,6 +126,12 @@ def plan_turn(*, node_id: int, sleep: Callable[[float], None] = time.sleep) -> P
             suppress_retrieve = True
             continue
         for url in new_urls:
+            if deadline - clock.monotonic() < FETCH_TIMEOUT_SECONDS + MIN_ATTEMPT_SECONDS:
+                raise LLMDeadlineError(
+                    f"retrieval stopped before {url}: the turn's deadline (CINDY_Q_TIMEOUT) is "
+                    f"{max(0.0, deadline - clock.monotonic()):.0f} s away; the {len(retrieved)} pages "
+                    "fetched so far are kept and the node will be retried"
+                )
             retrieved.append(RetrievedPage(url, fetch_page(url).content))
             fetched.add(url)
         graph.context = {**(graph.context or {}), "retrieved": [asdict(p) for p in retrieved]}
@@ -111,11 +139,30 @@ def plan_turn(*, node_id: int, sleep: Callable[[float], None] = time.sleep) -> P
 
     tasks = [t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED]
     errors.extend(parsed.errors)
+    tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
     sender_id = target.sender_id if target is not None and not target.is_agent else None
     allowed, _refused = apply_policy(
         tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk
     )
     return PlanResult(tasks=allowed, errors=errors, llm_call_ids=call_ids)
+
+
+def _fill_canonical_sticker_set(tasks: list[Task], *, agent, errors: list[str]) -> list[Task]:
+    """Legacy name-only sticker blocks use the agent's canonical set: its first "Agent Sticker Sets"."""
+    canonical = next((name for name in agent.sticker_set_names or [] if name), "")
+    kept = []
+    for task in tasks:
+        if task.kind == "sticker" and not task.params.get("sticker_set"):
+            if not canonical:
+                errors.append(
+                    f'sticker "{task.params["name"]}": the sticker block names no set and agent '
+                    f'{agent.name} has no sticker set configured: add one under "Agent Sticker Sets" in '
+                    "its persona (the first is used), or put the set on the line before the sticker name"
+                )
+                continue
+            task.params["sticker_set"] = canonical
+        kept.append(task)
+    return kept
 
 
 def _target_message(conversation_id: int, message_id: int | None) -> Message | None:

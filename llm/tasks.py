@@ -27,6 +27,11 @@ KINDS = (
 )
 MAX_RETRIEVE_URLS = 3
 
+#: Stands for "the agent's canonical sticker set" in a legacy sticker block that names only the
+#: sticker. It is not a JSON value, so a JSON task can never ask for it; the task gets sticker_set ""
+#: and planning (`llm.planning`) fills in the agent's first configured set.
+CANONICAL_STICKER_SET = object()
+
 #: Telegram's standard reaction emoji (messages.getAvailableReactions), without variation selectors.
 TELEGRAM_REACTIONS = frozenset(
     "👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 ❤‍🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 "
@@ -39,7 +44,8 @@ TELEGRAM_REACTIONS = frozenset(
 class Task:
     """A validated task. params per kind:
 
-    send: text, reply_to|None; sticker: sticker_set, name, reply_to|None; react: emoji, message_id;
+    send: text, reply_to|None; sticker: sticker_set ("" until planning fills in the agent's canonical
+    set, for the legacy name-only block), name, reply_to|None; react: emoji, message_id;
     wait: delay (seconds, float >= 0); remember / plan: content; think: text; retrieve: urls;
     block, unblock, clear-conversation, shutdown: {}.
     """
@@ -131,8 +137,9 @@ def validate_task(raw: Any) -> Task:
     if kind == "send":
         params = {"text": _text(raw, "text", "message"), "reply_to": _id(raw, "reply_to", required=False)}
     elif kind == "sticker":
+        canonical = raw.get("sticker_set") is CANONICAL_STICKER_SET
         params = {
-            "sticker_set": _text(raw, "sticker_set", "set"),
+            "sticker_set": "" if canonical else _text(raw, "sticker_set", "set"),
             "name": _text(raw, "name", "sticker"),
             "reply_to": _id(raw, "reply_to", required=False),
         }

@@ -27,6 +27,12 @@ def specific_instructions(turn: TurnContext) -> str:
             "You decided earlier, in another conversation, to write to this chat. Your intention was:\n\n"
             f"{turn.xsend_intent}\n\nAct on it now in a way that fits this conversation."
         )
+    elif turn.trigger == "new_conversation" and turn.target_message_id is not None:
+        body = (
+            "This is the start of a new conversation: the message with message_id "
+            f"{turn.target_message_id} is the first anyone has sent you here, and you have never talked "
+            "before. Consider responding the way your character would meet someone new."
+        )
     elif turn.trigger == "new_conversation":
         body = (
             "This is the start of a new conversation: nothing has been said yet. "

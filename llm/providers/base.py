@@ -10,8 +10,11 @@ from llm.request import LLMReply, LLMRequest
 class Provider(Protocol):
     name: str
 
-    def generate(self, request: LLMRequest, *, model: str) -> LLMReply:
-        """One attempt. Raises ProviderRetryable for 429/5xx/timeouts, LLMConfigError for bad keys."""
+    def generate(self, request: LLMRequest, *, model: str, timeout: float | None = None) -> LLMReply:
+        """One attempt. Raises ProviderRetryable for 429/5xx/timeouts, LLMConfigError for bad keys.
+
+        `timeout` (seconds) shortens this attempt's timeout below the client's LLM_TIMEOUT_SECONDS.
+        """
         ...
 
     def supports_media(self, mime: str) -> bool:

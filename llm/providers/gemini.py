@@ -65,7 +65,7 @@ def build_contents(request: LLMRequest) -> list[types.Content]:
     ]
 
 
-def build_config(request: LLMRequest) -> types.GenerateContentConfig:
+def build_config(request: LLMRequest, *, timeout: float | None = None) -> types.GenerateContentConfig:
     config: dict[str, Any] = {
         "system_instruction": request.system,
         "safety_settings": safety_settings(),
@@ -75,6 +75,9 @@ def build_config(request: LLMRequest) -> types.GenerateContentConfig:
     if request.response_schema is not None:
         config["response_mime_type"] = "application/json"
         config["response_schema"] = request.response_schema
+    if timeout is not None:
+        # Merged with the client's options by the SDK: only this request's timeout changes.
+        config["http_options"] = types.HttpOptions(timeout=max(1, int(timeout * 1000)))
     return types.GenerateContentConfig(**config)
 
 
@@ -93,10 +96,10 @@ class GeminiProvider:
     def supports_media(self, mime: str) -> bool:
         return mime.startswith(_MEDIA_PREFIXES)
 
-    def generate(self, request: LLMRequest, *, model: str) -> LLMReply:
+    def generate(self, request: LLMRequest, *, model: str, timeout: float | None = None) -> LLMReply:
         try:
             response = self._client.models.generate_content(
-                model=model, contents=build_contents(request), config=build_config(request)
+                model=model, contents=build_contents(request), config=build_config(request, timeout=timeout)
             )
         except genai_errors.APIError as exc:
             raise self._translate(exc) from exc

@@ -69,9 +69,12 @@ class OpenAICompatibleProvider:
     def supports_media(self, mime: str) -> bool:
         return mime.startswith("image/") or mime in _AUDIO_FORMATS
 
-    def generate(self, request: LLMRequest, *, model: str) -> LLMReply:
+    def generate(self, request: LLMRequest, *, model: str, timeout: float | None = None) -> LLMReply:
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
-            response = self._client.chat.completions.create(model=model, messages=build_messages(request))
+            response = self._client.chat.completions.create(
+                model=model, messages=build_messages(request), **extra
+            )
         except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
             # APIConnectionError covers APITimeoutError.
             raise ProviderRetryable(f"{self.name} request failed: {type(exc).__name__}: {exc}") from exc

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
-from llm.checks import check_llm_names
+from pathlib import Path
+
+from django.conf import settings as django_settings
+
+from llm.checks import check_llm_call_fits_worker_timeout, check_llm_names
 
 
 def test_unknown_agent_llm_is_reported(agent, dm):
@@ -27,3 +31,31 @@ def test_bad_default_and_media_model_are_reported(db, settings):
     settings.MEDIA_MODEL = "also-nope"
 
     assert [e.id for e in check_llm_names(None)] == ["cindy.E101", "cindy.E101"]
+
+
+def test_llm_retries_longer_than_the_worker_timeout_warn(settings):
+    settings.LLM_TIMEOUT_SECONDS = 120.0
+    settings.LLM_MAX_RETRIES = 4
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 300}
+
+    warnings = check_llm_call_fits_worker_timeout(None)
+
+    assert [w.id for w in warnings] == ["cindy.W104"]
+    assert "600 s is more than CINDY_Q_TIMEOUT (300 s)" in warnings[0].msg
+    assert "LLM_TIMEOUT_SECONDS" in warnings[0].hint
+
+
+def test_llm_retries_within_the_worker_timeout_pass(settings):
+    settings.LLM_TIMEOUT_SECONDS = 60.0
+    settings.LLM_MAX_RETRIES = 4
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 300}
+
+    assert check_llm_call_fits_worker_timeout(None) == []
+
+
+def test_the_example_configuration_does_not_warn():
+    lines = (Path(django_settings.BASE_DIR) / ".env.example").read_text().splitlines()
+    values = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+    worst = float(values["LLM_TIMEOUT_SECONDS"]) * (int(values["LLM_MAX_RETRIES"]) + 1)
+    assert worst <= int(values["CINDY_Q_TIMEOUT"])

@@ -99,3 +99,26 @@ def test_prompt_history_does_no_description_work(dm, say, django_assert_max_num_
 
     assert not LLMCall.objects.exists()
     assert not MediaDescription.objects.exists()
+
+
+def test_the_window_start_moves_by_cindy_history_step_at_the_boundary(dm, settings):
+    """With a cap of 10 and a step of 4, the first message stays for 4 turns, then jumps by 4."""
+    settings.CINDY_HISTORY_STEP = 4
+    for i in range(1, 11):
+        add_message(dm, i, f"m{i}")
+    seen = []
+    for i in range(11, 20):
+        add_message(dm, i, f"m{i}")
+        window = history_messages(dm, limit=10)
+        assert window[-1].message_id == i
+        seen.append((window[0].message_id, len(window)))
+
+    assert seen == [(5, 7), (5, 8), (5, 9), (5, 10), (9, 7), (9, 8), (9, 9), (9, 10), (13, 7)]
+
+
+def test_a_history_step_of_one_slides_every_turn(dm, settings):
+    settings.CINDY_HISTORY_STEP = 1
+    for i in range(1, 13):
+        add_message(dm, i, f"m{i}")
+
+    assert [m.message_id for m in history_messages(dm, limit=10)] == list(range(3, 13))

@@ -149,3 +149,72 @@ def test_ids_as_ints_or_numeric_strings():
     )
 
     assert result.tasks[0].params["message_id"] == 77 and result.tasks[1].params["reply_to"] == 5
+
+
+def test_prose_with_brackets_after_the_json_keeps_the_tasks():
+    result = parse_reply('[{"kind":"send","text":"hi"}] (I hope [this] helps)')
+
+    assert result.errors == []
+    assert [t.params["text"] for t in result.tasks] == ["hi"]
+
+
+def test_prose_with_braces_before_the_json_keeps_the_tasks():
+    result = parse_reply('Sure {see below}: [{"kind": "send", "text": "hi"}, {"kind": "wait", "delay": 2}]')
+
+    assert result.errors == []
+    assert _kinds(result) == ["send", "wait"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '[{"kind": "send", "text": "one"}][{"kind": "send", "text": "two"}]',
+        '[{"kind": "send", "text": "one"}]\n\n[{"kind": "send", "text": "two"}]',
+        '{"kind": "send", "text": "one"}\n{"kind": "send", "text": "two"}',
+        '```json\n[{"kind": "send", "text": "one"}]\n```\n```json\n[{"kind": "send", "text": "two"}]\n```',
+        'Here you go: {"kind": "send", "text": "one"}, {"kind": "send", "text": "two"} Bye!',
+    ],
+    ids=["arrays", "arrays-on-lines", "json-lines", "two-fences", "objects-in-prose"],
+)
+def test_consecutive_task_lists_are_joined_not_overwritten(reply):
+    result = parse_reply(reply)
+
+    assert result.errors == []
+    assert [t.params["text"] for t in result.tasks] == ["one", "two"]
+
+
+def test_a_valid_object_inside_a_broken_list_does_not_hide_the_others():
+    reply = 'Plan: [{"kind": "send", "text": "one",}, {"kind": "send", "text": "two"}, {"kind": "block"}]'
+
+    assert _kinds(parse_reply(reply)) == ["send", "send", "block"]
+
+
+def test_prose_brackets_that_are_not_tasks_are_skipped():
+    result = parse_reply('See [1] and {"a": 1}, then: [{"kind": "send", "text": "hi"}]')
+
+    assert [t.params["text"] for t in result.tasks] == ["hi"]
+
+
+def test_an_empty_list_in_prose_means_nothing_to_do():
+    result = parse_reply("Nothing to add here: []")
+
+    assert result.tasks == [] and result.errors == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "reply_to"),
+    [("# «sticker»\nWendyDancer\n", None), ("# «sticker» 42\n😉\n", 42)],
+    ids=["plain", "reply"],
+)
+def test_legacy_sticker_block_with_only_a_name_leaves_the_set_to_planning(reply, reply_to):
+    result = parse_reply(reply)
+
+    assert result.errors == []
+    name = reply.splitlines()[1]
+    assert result.tasks[0].params == {"sticker_set": "", "name": name, "reply_to": reply_to}
+
+
+def test_a_json_sticker_without_a_set_is_still_an_error():
+    result = parse_reply('[{"kind": "sticker", "name": "😉", "sticker_set": ""}]')
+
+    assert result.tasks == [] and '"sticker_set" is missing' in result.errors[0]

@@ -6,8 +6,8 @@ import pytest
 
 from agents.models import RolePrompt
 from conversations.models import ActivityEvent, LLMCall
-from llm.errors import LLMConfigError
-from llm.planning import plan_turn
+from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
+from llm.planning import plan_turn, turn_budget_seconds
 from llm.tests.conftest import add_message
 
 
@@ -169,3 +169,79 @@ def test_retrieve_without_the_retrieve_prompt_is_an_error(dm, fake_llm, make_nod
     assert [t.kind for t in result.tasks] == ["send"]
     assert "retrieve is not enabled for agent Wendy" in result.errors[0]
     assert len(fake_llm.requests) == 1
+
+
+def test_a_legacy_name_only_sticker_uses_the_agents_first_sticker_set(agent, dm, fake_llm, make_node, clock):
+    agent.sticker_set_names = ["WendyDancer", "OtherSet"]
+    agent.save()
+    add_message(dm, 4, "show me a wink")
+    fake_llm.reply_with("# «sticker» 4\n😉\n")
+
+    result = _plan(make_node(dm, target=4))
+
+    assert result.errors == []
+    assert [(t.kind, t.params) for t in result.tasks] == [
+        ("sticker", {"sticker_set": "WendyDancer", "name": "😉", "reply_to": 4})
+    ]
+
+
+def test_a_legacy_name_only_sticker_without_a_configured_set_is_an_error(dm, fake_llm, make_node, clock):
+    add_message(dm, 4, "show me a wink")
+    fake_llm.reply_with("# «sticker»\n😉\n\n# «send»\nhere")
+
+    result = _plan(make_node(dm, target=4))
+
+    assert [t.kind for t in result.tasks] == ["send"]
+    assert len(result.errors) == 1
+    assert (
+        'sticker "😉"' in result.errors[0] and "agent Wendy has no sticker set configured" in result.errors[0]
+    )
+    assert '"Agent Sticker Sets"' in result.errors[0]
+
+
+def test_retries_stop_before_the_worker_timeout(dm, fake_llm, make_node, settings, clock):
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 100}  # the turn gets 75 s
+    settings.LLM_MAX_RETRIES = 10
+    add_message(dm, 1, "hi")
+    fake_llm.fail_next(503, times=11)
+    started = clock.monotonic()
+
+    with pytest.raises(LLMTransientError, match="before the turn's deadline") as raised:
+        plan_turn(node_id=make_node(dm, target=1).pk, sleep=clock.advance)
+
+    assert isinstance(raised.value, LLMDeadlineError)
+    assert "CINDY_Q_TIMEOUT" in str(raised.value) and "last error" in str(raised.value)
+    assert 1 < len(fake_llm.requests) < 11
+    assert clock.monotonic() - started <= 75
+    assert "deadline" in LLMCall.objects.get(status="error").error
+
+
+def test_no_call_starts_when_the_deadline_is_too_close(dm, fake_llm, make_node, clock):
+    add_message(dm, 1, "hi")
+
+    with pytest.raises(LLMDeadlineError, match="before any attempt"):
+        plan_turn(node_id=make_node(dm, target=1).pk, sleep=clock.advance, deadline=clock.monotonic() + 3)
+
+    assert fake_llm.requests == []
+
+
+def test_retrieval_stops_at_the_deadline_and_keeps_nothing_half_done(
+    retriever, dm, fake_llm, make_node, site, clock
+):
+    add_message(dm, 1, "what is rye?")
+    node = make_node(dm, target=1)
+    fake_llm.reply_with(_reply({"kind": "retrieve", "urls": [site + "/page"]}))
+
+    with pytest.raises(LLMDeadlineError, match="retrieval stopped before"):
+        plan_turn(node_id=node.pk, sleep=clock.advance, deadline=clock.monotonic() + 12)
+
+    assert len(fake_llm.requests) == 1
+    node.graph.refresh_from_db()
+    assert "retrieved" not in node.graph.context
+
+
+def test_the_turn_budget_leaves_a_margin_below_the_worker_timeout(settings):
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 300}
+    assert turn_budget_seconds() == 270
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 60}
+    assert turn_budget_seconds() == 45

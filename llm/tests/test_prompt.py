@@ -200,3 +200,30 @@ def test_the_daily_schedule_is_part_of_the_persona(agent, dm):
     system = build_plan_request(dm, TurnContext()).system
     assert "# Daily Schedule\n\nMornings: bakes bread.\nAsleep: 22:00-06:00" in system
     assert system.index("# Agent Instructions") < system.index("# Daily Schedule")
+
+
+def test_the_shared_prefix_breaks_only_when_the_history_window_jumps(agent, dm, settings, clock):
+    """Cap 20, step 5: consecutive prompts share ≥ 0.9 of their text except on every fifth turn, when
+    the oldest message of the window changes and the shared prefix ends right after the system part."""
+    settings.CINDY_HISTORY_SIZE = 20
+    settings.CINDY_HISTORY_STEP = 5
+    for i in range(1, 21):
+        add_message(dm, i, f"message number {i} about bread and flour", is_agent=i % 2 == 0)
+    previous = serialize_request(build_plan_request(dm, TurnContext(target_message_id=19)))
+    ratios = []
+    for i in range(21, 31):
+        add_message(dm, i, f"message number {i} about rye")
+        current = serialize_request(build_plan_request(dm, TurnContext(target_message_id=i)))
+        ratios.append(shared_prefix_ratio(previous, current))
+        previous = current
+
+    low = [turn for turn, ratio in enumerate(ratios, start=21) if ratio < 0.9]
+    assert low == [21, 26], ratios
+
+
+def test_a_new_conversation_with_a_first_message_asks_to_answer_it():
+    text = specific_instructions(TurnContext(trigger="new_conversation", target_message_id=1))
+
+    assert "This is the start of a new conversation" in text
+    assert "message_id 1 is the first anyone has sent you" in text
+    assert "nothing has been said yet" not in text

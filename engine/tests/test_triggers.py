@@ -1,0 +1,86 @@
+"""Which trigger a recorded message gets (engine.triggers.message_decision)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cindy_site.clock import now
+from conversations.models import Conversation, Message, TaskGraph
+from conversations.services.sandbox import sandbox_say
+from engine.tests.harness import Harness
+from engine.triggers import message_decision
+
+pytestmark = pytest.mark.django_db
+
+
+def _chat(agent, kind=Conversation.Kind.DM, peer_id=1001):
+    return Conversation.objects.create(agent=agent, peer_id=peer_id, kind=kind, title="Alice")
+
+
+def _message(conversation, message_id, *, is_agent=False, **fields):
+    return Message.objects.create(
+        conversation=conversation,
+        message_id=message_id,
+        sender_id=None if is_agent else conversation.peer_id,
+        sender_name="" if is_agent else "Alice",
+        is_agent=is_agent,
+        date=now(),
+        text=fields.pop("text", f"message {message_id}"),
+        **fields,
+    )
+
+
+def _trigger(agent, conversation, message):
+    return message_decision(agent=agent, conversation=conversation, message=message).trigger
+
+
+def test_the_first_message_of_a_dm_starts_a_new_conversation(agent, clock):
+    chat = _chat(agent)
+
+    assert _trigger(agent, chat, _message(chat, 1)) == "new_conversation"
+    assert _trigger(agent, chat, _message(chat, 2)) == "message"
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [{"is_agent": True}, {"is_service": True, "text": ""}, {"deleted": True}],
+    ids=["agent-wrote-first", "service-message", "deleted-message"],
+)
+def test_any_earlier_message_in_the_mirror_means_it_is_not_new(agent, clock, earlier):
+    chat = _chat(agent)
+    _message(chat, 1, **earlier)
+
+    assert _trigger(agent, chat, _message(chat, 2)) == "message"
+
+
+def test_a_group_callout_is_a_message_even_when_it_is_the_first(agent, clock):
+    group = _chat(agent, kind=Conversation.Kind.GROUP, peer_id=-2002)
+
+    assert _trigger(agent, group, _message(group, 1, mentions_agent=True)) == "message"
+
+
+def test_a_quiet_chat_does_not_trigger_even_its_first_message(agent, clock):
+    chat = _chat(agent)
+    chat.muted = True
+    chat.save()
+
+    assert _trigger(agent, chat, _message(chat, 1)) is None
+
+
+def test_a_new_dm_gets_the_new_conversation_instruction(agent, clock, fake_llm):
+    harness = Harness(clock)
+    harness.start()
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "Hello, stranger!"}]))
+
+    sandbox_say(agent=agent, text="hi, we have not met")
+    harness.settle()
+    sandbox_say(agent=agent, text="how are you?")
+    harness.settle()
+
+    triggers = list(TaskGraph.objects.order_by("id").values_list("trigger", flat=True))
+    assert triggers == ["new_conversation", "message"]
+    finals = [r.json["contents"][-1]["parts"][0]["text"] for r in fake_llm.requests]
+    assert "This is the start of a new conversation" in finals[0]
+    assert "start of a new conversation" not in finals[1]
