@@ -13,11 +13,13 @@ import datetime as dt
 import logging
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from agents.models import Agent
+from agents.models import Agent, GatewayRequest, Transport
 from cindy_site.clock import now
-from conversations.transport.base import StickerSetInfo, Transport
+from conversations.transport.base import StickerSetInfo
+from conversations.transport.base import Transport as ChatTransport
 from media_catalog.models import Sticker, StickerSet
 
 logger = logging.getLogger(__name__)
@@ -93,9 +95,25 @@ def sticker_set_store(*, info: StickerSetInfo) -> dict[str, Any]:
     }
 
 
-async def sticker_set_import(*, transport: Transport, short_name: str) -> dict[str, Any]:
+async def sticker_set_import(*, transport: ChatTransport, short_name: str) -> dict[str, Any]:
     """Resolve a set through the transport and store it; returns what was stored."""
-    from asgiref.sync import sync_to_async
-
     info = await transport.resolve_sticker_set(short_name)
     return await sync_to_async(sticker_set_store)(info=info)
+
+
+def sticker_set_request_refresh(*, short_name: str) -> GatewayRequest | None:
+    """Ask a gateway to fetch a set again (the admin's "Refresh from Telegram").
+
+    The request goes to an enabled, running Telegram agent, preferably one that uses the set; None
+    when there is no such agent (the set cannot be fetched from anywhere).
+    """
+    agents = Agent.objects.filter(disabled=False, stopped=False, transport=Transport.TELEGRAM).order_by("pk")
+    chosen = next((a for a in agents if short_name in wanted_sticker_sets(a)), None) or agents.first()
+    if chosen is None:
+        return None
+    return GatewayRequest.objects.create(
+        agent=chosen,
+        kind=GatewayRequest.Kind.IMPORT_STICKER_SET,
+        params={"short_name": short_name},
+        created=now(),
+    )

@@ -301,9 +301,32 @@ class StickerSetAdmin(admin.ModelAdmin):
     search_fields = ["short_name", "title"]
     readonly_fields = ["telegram_set_id", "access_hash", "fetched_at"]
     inlines = [StickerInline]
+    actions = ["refresh_from_telegram"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(sticker_total=Count("stickers"))
+
+    @admin.action(description="Refresh from Telegram")
+    def refresh_from_telegram(self, request, queryset) -> None:
+        from engine.stickers import sticker_set_request_refresh
+
+        queued, stuck = [], []
+        for sticker_set in queryset:
+            target = queued if sticker_set_request_refresh(short_name=sticker_set.short_name) else stuck
+            target.append(sticker_set.short_name)
+        if queued:
+            self.message_user(
+                request,
+                f"Asked the gateway to fetch {', '.join(queued)} again; see Gateway requests for the result.",
+                messages.SUCCESS,
+            )
+        if stuck:
+            self.message_user(
+                request,
+                f"Could not refresh {', '.join(stuck)}: no enabled, running Telegram agent to fetch it with. "
+                "Enable one under Agents and try again.",
+                messages.ERROR,
+            )
 
     @admin.display(description="Stickers", ordering="sticker_total")
     def sticker_count(self, sticker_set: StickerSet) -> int:

@@ -214,3 +214,37 @@ def test_a_claim_carries_a_lease_and_counts_an_attempt(agent, clock):
     request.refresh_from_db()
     assert claimed.pk == request.pk and request.claimed_by == "gw-a" and request.attempts == 1
     assert request.claim_expires > clock.now()
+
+
+def test_the_admin_refresh_action_asks_a_telegram_agent_using_the_set(agent, other_agent, verified_client):
+    from agents.models import Agent
+
+    StickerSet.objects.create(short_name="WendyDancer", title="old")
+    Agent.objects.filter(pk=agent.pk).update(transport="telegram", sticker_set_names=["WendyDancer"])
+    Agent.objects.filter(pk=other_agent.pk).update(transport="telegram")
+    url = "/admin/media_catalog/stickerset/"
+    sticker_set = StickerSet.objects.get()
+
+    response = verified_client.post(
+        url, {"action": "refresh_from_telegram", "_selected_action": [sticker_set.pk]}, follow=True
+    )
+
+    assert response.status_code == 200
+    request = GatewayRequest.objects.get()
+    assert (request.agent_id, request.kind, request.params) == (
+        agent.pk,
+        GatewayRequest.Kind.IMPORT_STICKER_SET,
+        {"short_name": "WendyDancer"},
+    )
+    assert "Asked the gateway to fetch WendyDancer again" in response.content.decode()
+
+
+def test_the_admin_refresh_action_says_when_no_telegram_agent_can_fetch(agent, verified_client):
+    sticker_set = StickerSet.objects.create(short_name="Lonely")
+    response = verified_client.post(
+        "/admin/media_catalog/stickerset/",
+        {"action": "refresh_from_telegram", "_selected_action": [sticker_set.pk]},
+        follow=True,
+    )
+    assert "no enabled, running Telegram agent" in response.content.decode()
+    assert not GatewayRequest.objects.exists()
