@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels.
 
-Sockets pass the same host check as HTTP (AllowedHostsOriginValidator refuses foreign origins) and
-carry the session user (AuthMiddlewareStack); each consumer then checks staff and OTP itself.
+Sockets must come from this site's own pages (SameOriginValidator: the Origin equals the Host, which
+must be in ALLOWED_HOSTS, or is one of CSRF_TRUSTED_ORIGINS) and carry the session user
+(AuthMiddlewareStack); each consumer then checks staff and OTP itself, at connect and while it runs.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from dashboard.origin import SameOriginValidator  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

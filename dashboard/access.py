@@ -2,15 +2,22 @@
 
 Views get `request.user.is_verified()` from django-otp's middleware. WebSockets have no middleware
 of that kind, so `socket_user_is_verified` repeats its check from the session in the scope: the
-device recorded at login must exist, belong to the user and be confirmed.
+device recorded at login must exist, belong to the user and be confirmed. A socket lives for hours,
+so `socket_session_still_verified` re-reads the session row, the user and the device from the
+database: logging out, a password change, losing staff or active status, or a deleted or
+unconfirmed device all end it.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from importlib import import_module
+from types import SimpleNamespace
 from typing import Any
 
+from django.conf import settings
+from django.contrib import auth
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -48,5 +55,25 @@ def socket_user_is_verified(scope: dict[str, Any]) -> bool:
     persistent_id = session.get(DEVICE_ID_SESSION_KEY) if session is not None else None
     if not persistent_id:
         return False
+    return _device_confirmed(persistent_id, user)
+
+
+def _device_confirmed(persistent_id: str | None, user: Any) -> bool:
+    if not persistent_id:
+        return False
     device = Device.from_persistent_id(persistent_id)
     return device is not None and device.user_id == user.pk and bool(device.confirmed)
+
+
+def socket_session_still_verified(*, session_key: str | None, user_pk: Any) -> bool:
+    """The same check as `socket_user_is_verified`, on fresh rows instead of what the scope cached
+    at connect: the session (gone after logout), its user (same person, still active staff, same
+    password) and the OTP device. Runs DB lookups: call it from a thread."""
+    if not session_key:
+        return False
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
+    # django.contrib.auth.get_user only needs `.session`; it also checks the password hash.
+    user = auth.get_user(SimpleNamespace(session=session))
+    if not is_staff_member(user) or user.pk != user_pk:
+        return False
+    return _device_confirmed(session.get(DEVICE_ID_SESSION_KEY), user)

@@ -5,7 +5,16 @@ Protocol. The browser sends one `hello` after connecting:
 and receives, in order: the events it missed (`event`, oldest first), a full `snapshot`, and, when
 it asked for a sandbox chat, that chat's `sandbox_history`. After that the relay pushes `event`,
 `conversation`, `agents`, `usage`, `sandbox_message` and `sandbox_typing` messages as they happen.
-Event ids only grow, so the browser drops any event at or below the last id it has shown.
+The catch-up repeats a few events below `last_event_id` (`CATCHUP_OVERLAP`): ids become visible in
+commit order, not id order, so one may have appeared below the browser's newest id; the browser
+drops ids it already shows and inserts the others in order. When more than `EVENT_LIMIT` events were
+missed, the socket sends one `events_reset` with the newest ones instead, and the browser replaces
+its list (the `snapshot` that follows replaces everything else).
+
+Access is checked at connect and again on every `hello` and, at most every
+`AUTH_RECHECK_SECONDS` (injected clock), when the relay delivers or ticks: once the session is
+logged out, the user is no longer active staff, or the OTP device is deleted or unconfirmed, the
+socket closes with 4403.
 """
 
 from __future__ import annotations
@@ -15,13 +24,19 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from cindy_site.clock import get_clock
 from conversations.models import SandboxChat
 from dashboard import selectors
-from dashboard.access import socket_user_is_verified
+from dashboard.access import socket_session_still_verified, socket_user_is_verified
+from dashboard.origin import CLOSE_NOT_ALLOWED
 from dashboard.relay import dashboard_group, relay_subscribe, relay_unsubscribe, sandbox_group
 
-#: Close codes the browser shows as reasons (4000-4999 are free for applications).
-CLOSE_NOT_ALLOWED = 4403
+__all__ = ["CLOSE_NOT_ALLOWED", "DashboardConsumer"]
+
+#: How long a socket trusts its last access check while the relay delivers.
+AUTH_RECHECK_SECONDS = 10.0
+#: How many events below the browser's last id the catch-up repeats (see the module docstring).
+CATCHUP_OVERLAP = 50
 
 
 def _full_snapshot() -> dict[str, Any]:
@@ -34,6 +49,16 @@ def _full_snapshot() -> dict[str, Any]:
     }
 
 
+def _catch_up(last_event_id: int) -> dict[str, Any]:
+    """The events a reconnecting browser missed, or a reset to the newest ones if too many were."""
+    after = max(0, last_event_id - CATCHUP_OVERLAP)
+    limit = selectors.EVENT_LIMIT
+    events = selectors.events_after(after_id=after, limit=limit + 1)
+    if len(events) <= limit:
+        return {"events": events, "reset": False}
+    return {"events": selectors.recent_events(limit=limit), "reset": True}
+
+
 def _chat_exists(chat_id: int) -> bool:
     return SandboxChat.objects.filter(pk=chat_id).exists()
 
@@ -41,18 +66,29 @@ def _chat_exists(chat_id: int) -> bool:
 class DashboardConsumer(AsyncJsonWebsocketConsumer):
     sandbox_chat_id: int | None = None
     subscribed = False
+    refused = False
+    user_pk: Any = None
+    session_key: str | None = None
+    checked_at = 0.0
 
     async def connect(self) -> None:
-        # Origins are checked by AllowedHostsOriginValidator before this runs.
+        # Origins are checked by dashboard.origin.SameOriginValidator before this runs.
         if not await database_sync_to_async(socket_user_is_verified)(self.scope):
+            self.refused = True
             await self.close(code=CLOSE_NOT_ALLOWED)
             return
+        self.user_pk = self.scope["user"].pk
+        self.session_key = self.scope["session"].session_key
+        self.checked_at = get_clock().monotonic()
         await self.channel_layer.group_add(dashboard_group(), self.channel_name)
         await relay_subscribe()
         self.subscribed = True
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        await self._leave()
+
+    async def _leave(self) -> None:
         if not self.subscribed:
             return
         self.subscribed = False
@@ -61,7 +97,27 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(sandbox_group(self.sandbox_chat_id), self.channel_name)
         await relay_unsubscribe()
 
+    async def _still_allowed(self, *, force: bool = False) -> bool:
+        """Re-check access (always when `force`, else at most every AUTH_RECHECK_SECONDS); close
+        the socket with 4403 when it no longer holds."""
+        if self.refused:
+            return False
+        at = get_clock().monotonic()
+        if not force and at - self.checked_at < AUTH_RECHECK_SECONDS:
+            return True
+        allowed = await database_sync_to_async(socket_session_still_verified)(
+            session_key=self.session_key, user_pk=self.user_pk
+        )
+        self.checked_at = at
+        if not allowed:
+            self.refused = True
+            await self._leave()
+            await self.close(code=CLOSE_NOT_ALLOWED)
+        return allowed
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if not await self._still_allowed(force=True):
+            return
         if not isinstance(content, dict) or content.get("type") != "hello":
             await self.send_json({"type": "error", "error": 'expected {"type": "hello", ...}'})
             return
@@ -75,8 +131,12 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         if last_event_id > 0:
-            for event in await database_sync_to_async(selectors.events_after)(after_id=last_event_id):
-                await self.send_json({"type": "event", "event": event})
+            missed = await database_sync_to_async(_catch_up)(last_event_id)
+            if missed["reset"]:
+                await self.send_json({"type": "events_reset", "events": missed["events"]})
+            else:
+                for event in missed["events"]:
+                    await self.send_json({"type": "event", "event": event})
         await self.send_json(await database_sync_to_async(_full_snapshot)())
         if chat_id is not None:
             await self._follow_sandbox_chat(chat_id)
@@ -96,23 +156,34 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         )
 
     # --- Relay messages ---------------------------------------------------------------------
+    # Each delivery first re-checks access (at most every AUTH_RECHECK_SECONDS); `relay.recheck`
+    # is the relay's periodic tick, so an idle socket is re-checked too.
+
+    async def relay_recheck(self, message: dict[str, Any]) -> None:
+        await self._still_allowed()
 
     async def relay_event(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "event", "event": message["event"]})
+        if await self._still_allowed():
+            await self.send_json({"type": "event", "event": message["event"]})
 
     async def relay_conversation(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "conversation", "conversation": message["conversation"]})
+        if await self._still_allowed():
+            await self.send_json({"type": "conversation", "conversation": message["conversation"]})
 
     async def relay_usage(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "usage", "usage": message["usage"]})
+        if await self._still_allowed():
+            await self.send_json({"type": "usage", "usage": message["usage"]})
 
     async def relay_agents(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "agents", "agents": message["agents"]})
+        if await self._still_allowed():
+            await self.send_json({"type": "agents", "agents": message["agents"]})
 
     async def relay_sandbox_message(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "sandbox_message", "message": message["message"]})
+        if await self._still_allowed():
+            await self.send_json({"type": "sandbox_message", "message": message["message"]})
 
     async def relay_sandbox_typing(self, message: dict[str, Any]) -> None:
-        await self.send_json(
-            {"type": "sandbox_typing", "chat_id": message["chat_id"], "typing": message["typing"]}
-        )
+        if await self._still_allowed():
+            await self.send_json(
+                {"type": "sandbox_typing", "chat_id": message["chat_id"], "typing": message["typing"]}
+            )
