@@ -1,8 +1,9 @@
 """The relay: carries what other processes wrote to the database to this process's sockets.
 
 Gateways and workers write `ActivityEvent` and `SandboxUpdate` rows; they never talk to the web
-process. One relay per web process tails both tables by id (a short poll) and `group_send`s what is
-new to the groups its own consumers joined. It works the same on the in-memory channel layer and on
+process. One relay per web process tails both tables by id (a short poll, `dashboard.tail.IdTail`:
+ids that commit out of order are still read, once) and `group_send`s what is new to the groups its
+own consumers joined. It works the same on the in-memory channel layer and on
 Redis; the groups are named per process so that two web processes sharing Redis never deliver an
 event twice. It starts with the first socket and stops with the last one.
 
@@ -10,7 +11,8 @@ Steps of one `step()`:
 1. read events after the cursor and send each to the dashboard group;
 2. send fresh snapshots of what those events touched (a conversation's graph, LLM usage, agents);
 3. read sandbox updates after their cursor and send the changed messages and typing to each chat's group;
-4. every few seconds, send the agents' table again: leases expire without writing an event.
+4. every few seconds, send the agents' table again (leases expire without writing an event) and a
+   `relay.recheck` tick, on which idle sockets re-check their session and OTP device.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from channels.layers import get_channel_layer
 
 from conversations.models import ActivityEvent, SandboxUpdate
 from dashboard import selectors
+from dashboard.tail import START_WINDOW, IdTail
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.25
 AGENTS_REFRESH_SECONDS = 5.0
+RECHECK_TICK_SECONDS = 5.0
 MAX_BACKOFF_SECONDS = 10.0
 
 #: Event kinds after which a conversation's task graph looks different.
@@ -66,34 +70,57 @@ class Relay:
     def __init__(self, *, poll_seconds: float = POLL_SECONDS) -> None:
         self.poll_seconds = poll_seconds
         self.layer = get_channel_layer()
-        self.event_cursor: int | None = None
-        self.update_cursor: int | None = None
+        self.events: IdTail | None = None
+        self.updates: IdTail | None = None
         self.subscribers = 0
         self.task: asyncio.Task[None] | None = None
         self._agents_sent: list[dict[str, Any]] | None = None
         self._agents_due = 0.0
+        self._recheck_due = 0.0
 
     async def start_cursors(self) -> None:
-        """Start at the tables' ends: sockets get what came before from their own hello."""
-        self.event_cursor = await database_sync_to_async(selectors.last_event_id)()
-        self.update_cursor = await database_sync_to_async(selectors.last_sandbox_update_id)()
+        """Start at the tables' ends: sockets get what came before from their own hello. Ids
+        missing just below the end may still be committing; they are watched as holes."""
+
+        def tails() -> tuple[IdTail, IdTail]:
+            last_event = selectors.last_event_id()
+            last_update = selectors.last_sandbox_update_id()
+            return (
+                IdTail(
+                    cursor=last_event,
+                    present=selectors.recent_event_ids(below_or_at=last_event, window=START_WINDOW),
+                ),
+                IdTail(
+                    cursor=last_update,
+                    present=selectors.recent_sandbox_update_ids(below_or_at=last_update, window=START_WINDOW),
+                ),
+            )
+
+        self.events, self.updates = await database_sync_to_async(tails)()
         self._agents_sent = await database_sync_to_async(selectors.agent_rows)()
-        self._agents_due = asyncio.get_running_loop().time() + AGENTS_REFRESH_SECONDS
+        now = asyncio.get_running_loop().time()
+        self._agents_due = now + AGENTS_REFRESH_SECONDS
+        self._recheck_due = now + RECHECK_TICK_SECONDS
 
     async def step(self) -> bool:
         """Relay everything new once; return whether there was anything."""
-        if self.event_cursor is None or self.update_cursor is None:
+        if self.events is None or self.updates is None:
             await self.start_cursors()
         did_events = await self._relay_events()
         did_updates = await self._relay_sandbox_updates()
         await self._refresh_agents()
+        await self._tick_recheck()
         return did_events or did_updates
 
     async def _relay_events(self) -> bool:
-        events = await database_sync_to_async(selectors.events_after)(after_id=self.event_cursor)
+        tail = self.events
+        found = await database_sync_to_async(selectors.events_tail)(
+            after_id=tail.cursor, hole_ids=tail.hole_ids()
+        )
+        new_ids = set(tail.accept(e["id"] for e in found))
+        events = [e for e in found if e["id"] in new_ids]
         if not events:
             return False
-        self.event_cursor = events[-1]["id"]
         conversations: list[int] = []
         usage = agents = False
         for event in events:
@@ -117,10 +144,14 @@ class Relay:
         return True
 
     async def _relay_sandbox_updates(self) -> bool:
-        updates = await database_sync_to_async(selectors.sandbox_updates_after)(after_id=self.update_cursor)
+        tail = self.updates
+        found = await database_sync_to_async(selectors.sandbox_updates_tail)(
+            after_id=tail.cursor, hole_ids=tail.hole_ids()
+        )
+        new_ids = set(tail.accept(u.pk for u in found))
+        updates = [u for u in found if u.pk in new_ids]
         if not updates:
             return False
-        self.update_cursor = updates[-1].pk
         touched: dict[int, set[int]] = {}
         typing_chats: set[int] = set()
         for update in updates:
@@ -155,6 +186,13 @@ class Relay:
         if rows != self._agents_sent:
             self._agents_sent = rows
             await self.layer.group_send(dashboard_group(), {"type": "relay.agents", "agents": rows})
+
+    async def _tick_recheck(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._recheck_due:
+            return
+        self._recheck_due = loop.time() + RECHECK_TICK_SECONDS
+        await self.layer.group_send(dashboard_group(), {"type": "relay.recheck"})
 
     async def run(self) -> None:
         failures = 0

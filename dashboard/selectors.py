@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.urls import reverse
 
 from agents.models import Agent, AgentLease
@@ -208,6 +208,20 @@ def events_after(*, after_id: int, limit: int = EVENT_LIMIT) -> list[dict[str, A
     return [event_row(e) for e in events]
 
 
+def events_tail(*, after_id: int, hole_ids: list[int], limit: int = EVENT_LIMIT) -> list[dict[str, Any]]:
+    """Events above `after_id` or among `hole_ids` (ids skipped while their commit was pending)."""
+    events = ActivityEvent.objects.select_related("agent").filter(Q(id__gt=after_id) | Q(id__in=hole_ids))
+    return [event_row(e) for e in events.order_by("id")[:limit]]
+
+
+def recent_event_ids(*, below_or_at: int, window: int) -> list[int]:
+    return list(
+        ActivityEvent.objects.filter(id__gt=below_or_at - window, id__lte=below_or_at).values_list(
+            "id", flat=True
+        )
+    )
+
+
 def last_event_id() -> int:
     return ActivityEvent.objects.aggregate(last=Max("id"))["last"] or 0
 
@@ -268,8 +282,18 @@ def sandbox_typing(*, chat_id: int, at: dt.datetime | None = None) -> list[str]:
     return sorted(member.user.name for member in members)
 
 
-def sandbox_updates_after(*, after_id: int, limit: int = 500) -> list[SandboxUpdate]:
-    return list(SandboxUpdate.objects.filter(id__gt=after_id).order_by("id")[:limit])
+def sandbox_updates_tail(*, after_id: int, hole_ids: list[int], limit: int = 500) -> list[SandboxUpdate]:
+    """Sandbox updates above `after_id` or among `hole_ids` (see `events_tail`)."""
+    updates = SandboxUpdate.objects.filter(Q(id__gt=after_id) | Q(id__in=hole_ids)).order_by("id")
+    return list(updates[:limit])
+
+
+def recent_sandbox_update_ids(*, below_or_at: int, window: int) -> list[int]:
+    return list(
+        SandboxUpdate.objects.filter(id__gt=below_or_at - window, id__lte=below_or_at).values_list(
+            "id", flat=True
+        )
+    )
 
 
 def last_sandbox_update_id() -> int:

@@ -187,6 +187,34 @@ def test_dashboard_updates_live_when_a_sandbox_message_is_processed(site_db, pag
     page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
 
 
+def test_an_event_committed_after_a_newer_one_is_shown_in_id_order(site_db, page):
+    from cindy_site.clock import now
+    from conversations.models import ActivityEvent
+
+    agent = _agent(f"Olga {secrets.token_hex(2)}")
+    device = _staff("orderly")
+    _log_in(page, device, next_url="/dashboard/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    base = record_event("info", agent_id=agent.pk, summary="order base").pk
+    expect(page.locator("#activity")).to_contain_text("order base", timeout=5000)
+
+    # Ids are taken at insert but seen at commit: the newer id becomes visible before the older.
+    # (Far above base, so that events other processes write meanwhile cannot take these ids.)
+    newer, older = base + 1000, base + 999
+    ActivityEvent.objects.create(id=newer, kind="info", agent=agent, summary="newer id", created=now())
+    expect(page.locator("#activity")).to_contain_text("newer id", timeout=5000)
+    ActivityEvent.objects.create(id=older, kind="info", agent=agent, summary="older id", created=now())
+    expect(page.locator("#activity")).to_contain_text("older id", timeout=5000)
+
+    ids = [
+        int(i)
+        for i in page.locator("#activity li").evaluate_all("items => items.map(i => i.dataset.eventId)")
+    ]
+    assert {newer, older, base} <= set(ids)
+    assert ids == sorted(ids, reverse=True)
+    assert len(ids) == len(set(ids))
+
+
 def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
     agent = _agent(f"Sunny {secrets.token_hex(2)}", sticker_set_names=["WendyFaces"])
     sticker_set, _ = StickerSet.objects.get_or_create(

@@ -3,10 +3,10 @@
 "use strict";
 
 (function () {
-  const { el, formatDateTime, conversationCard, eventItem } = window.Cindy;
+  const { el, formatDateTime, conversationCard, eventList } = window.Cindy;
   const initial = JSON.parse(document.getElementById("dashboard-initial").textContent);
   const MAX_EVENTS = 300;
-  let lastEventId = 0;
+  const events = eventList(document.getElementById("activity"), { max: MAX_EVENTS });
   const conversations = new Map();
 
   function agentState(agent) {
@@ -64,25 +64,18 @@
     renderConversations();
   }
 
-  function addEvent(event) {
-    if (event.id <= lastEventId) return;
-    lastEventId = event.id;
-    const list = document.getElementById("activity");
-    list.prepend(eventItem(event));
-    while (list.children.length > MAX_EVENTS) list.lastElementChild.remove();
-  }
-
   renderAgents(initial.agents);
   renderUsage(initial.usage);
   setConversations(initial.conversations);
-  for (const event of initial.events) addEvent(event);
-  lastEventId = Math.max(lastEventId, initial.last_event_id || 0);
+  for (const event of initial.events) events.add(event);
+  events.noteLastId(initial.last_event_id);
 
   window.Cindy.connect({
-    lastEventId: function () { return lastEventId; },
+    lastEventId: events.lastId,
     onMessage: function (data) {
       switch (data.type) {
-        case "event": addEvent(data.event); break;
+        case "event": events.add(data.event); break;
+        case "events_reset": events.reset(data.events); break;
         case "snapshot":
           renderAgents(data.agents);
           renderUsage(data.usage);

@@ -99,6 +99,57 @@ window.Cindy = (function () {
     ]);
   }
 
+  /* The activity list: newest first, each event id once, and an event that arrives after newer
+   * ones (ids become visible in commit order, not id order) is inserted where its id belongs
+   * instead of being dropped. The ids already seen are remembered in a bounded set.
+   * options: max (items kept in the list), accept(event) (whether to show it; default all). */
+  const SEEN_LIMIT = 2000;
+
+  function eventList(list, options) {
+    const max = options.max || 300;
+    const accept = options.accept || function () { return true; };
+    const seen = new Set();
+    const seenOrder = [];
+    let lastId = 0;
+
+    function remember(id) {
+      seen.add(id);
+      seenOrder.push(id);
+      while (seenOrder.length > SEEN_LIMIT) seen.delete(seenOrder.shift());
+    }
+
+    function show(event) {
+      let before = null;
+      for (const child of list.children) {
+        if (Number(child.dataset.eventId) < event.id) { before = child; break; }
+      }
+      if (before === null && list.children.length >= max) return; // older than all it keeps
+      list.insertBefore(eventItem(event), before);
+      while (list.children.length > max) list.lastElementChild.remove();
+    }
+
+    /* Returns false for an event already seen. */
+    function add(event) {
+      if (seen.has(event.id)) return false;
+      remember(event.id);
+      lastId = Math.max(lastId, event.id);
+      if (accept(event)) show(event);
+      return true;
+    }
+
+    /* Replaces the list (after a reconnect that missed too much). */
+    function reset(events) {
+      list.replaceChildren();
+      for (const event of events) add(event);
+    }
+
+    return {
+      add: add, reset: reset, show: show,
+      lastId: function () { return lastId; },
+      noteLastId: function (id) { lastId = Math.max(lastId, id || 0); },
+    };
+  }
+
   /* Connects to /ws/dashboard/, says hello with the last event id seen, and reconnects with
    * backoff. `options.lastEventId()` is asked at every (re)connect so a reconnect catches up. */
   function connect(options) {
@@ -147,6 +198,6 @@ window.Cindy = (function () {
 
   return {
     el: el, connect: connect, formatTime: formatTime, formatDateTime: formatDateTime,
-    conversationCard: conversationCard, eventItem: eventItem,
+    conversationCard: conversationCard, eventItem: eventItem, eventList: eventList,
   };
 })();

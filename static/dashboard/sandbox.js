@@ -4,13 +4,12 @@
 "use strict";
 
 (function () {
-  const { el, formatTime, conversationCard, eventItem } = window.Cindy;
+  const { el, formatTime, conversationCard, eventList } = window.Cindy;
   const config = JSON.parse(document.getElementById("sandbox-config").textContent);
   const transcript = document.getElementById("transcript");
   const composer = document.getElementById("composer");
   const errors = document.getElementById("send-errors");
   const messages = new Map();
-  let lastEventId = config.last_event_id || 0;
   let conversationId = config.conversation_id;
   let typingTimer = null;
 
@@ -99,23 +98,28 @@
     document.getElementById("graph").replaceChildren(conversationCard(conversation));
     if (first) {
       for (const event of pending.splice(0)) {
-        if (event.conversation_id === conversationId) document.getElementById("activity").prepend(eventItem(event));
+        if (event.conversation_id === conversationId) activity.show(event);
       }
     }
   }
 
   // Events seen before the conversation is known (its first message creates it) wait here.
   const pending = [];
+  const activity = eventList(document.getElementById("activity"), {
+    max: 300,
+    accept: function (event) {
+      if (!conversationId) {
+        pending.push(event);
+        if (pending.length > 200) pending.shift();
+        return false;
+      }
+      return event.conversation_id === conversationId;
+    },
+  });
 
-  function addEvent(event) {
-    if (event.id <= lastEventId) return;
-    lastEventId = event.id;
-    if (!conversationId) {
-      pending.push(event);
-      if (pending.length > 200) pending.shift();
-      return;
-    }
-    if (event.conversation_id === conversationId) document.getElementById("activity").prepend(eventItem(event));
+  function resetEvents(events) {
+    pending.length = 0;
+    activity.reset(events);
   }
 
   function showErrors(data) {
@@ -208,11 +212,12 @@
   });
 
   if (config.conversation) showGraph(config.conversation);
-  for (const event of config.events || []) document.getElementById("activity").prepend(eventItem(event));
+  for (const event of config.events || []) activity.add(event);
+  activity.noteLastId(config.last_event_id);
 
   window.Cindy.connect({
     sandboxChatId: config.chat_id,
-    lastEventId: function () { return lastEventId; },
+    lastEventId: activity.lastId,
     onMessage: function (data) {
       switch (data.type) {
         case "sandbox_history":
@@ -221,7 +226,8 @@
           break;
         case "sandbox_message": upsertMessage(data.message); break;
         case "sandbox_typing": if (data.chat_id === config.chat_id) showTyping(data.typing); break;
-        case "event": addEvent(data.event); break;
+        case "event": activity.add(data.event); break;
+        case "events_reset": resetEvents(data.events); break;
         case "conversation": showGraph(data.conversation); break;
         case "snapshot":
           for (const conversation of data.conversations) showGraph(conversation);
