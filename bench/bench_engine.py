@@ -65,6 +65,7 @@ def part_overhead() -> None:
 
     server = FakeLLMServer().start()
     settings.GEMINI_BASE_URL, settings.GOOGLE_GEMINI_API_KEY = server.url, "bench"
+    settings.CINDY_READ_DELAY_SECONDS = 0  # the overhead, not the deliberate read delay
     server.set_default_reply("[]")
     arrivals: list[float] = []
 
@@ -75,8 +76,10 @@ def part_overhead() -> None:
 
     server.requests = TimedRequests()
     agent = make_agent("Bench")
-    queued: list[int] = []
-    gateway = Gateway(gateway_id="bench", enqueue=queued.append, tick_seconds=0)
+    queued: list[tuple[int, str]] = []
+    gateway = Gateway(
+        gateway_id="bench", enqueue=lambda node_id, owner: queued.append((node_id, owner)), tick_seconds=0
+    )
     async_to_sync(gateway.step_leases)()
     async_to_sync(gateway.step_connect)()
 
@@ -94,7 +97,7 @@ def part_overhead() -> None:
         async_to_sync(gateway.step_ingest)()
         async_to_sync(gateway.step_tick)()
         while queued:
-            run_received(queued.pop(0))
+            run_received(*queued.pop(0))
         samples.append(arrivals[-1] - start)
     server.stop()
     samples.sort()

@@ -220,6 +220,8 @@ CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
 CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
+# Seconds after a message before the agent reads it (and plans); a burst within it costs one LLM call.
+CINDY_READ_DELAY_SECONDS = max(env.float("CINDY_READ_DELAY_SECONDS", default=3.0), 0.0)
 
 
 def _int_list(name: str) -> list[int]:

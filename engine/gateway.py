@@ -10,6 +10,7 @@ action included) finishes, and `drain` releases leases before exit. All ORM work
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -34,8 +35,9 @@ from conversations.services.ingest import conversation_mark_read
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
+from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
-from engine.leases import agent_stop, lease_acquire, lease_heartbeat, lease_release
+from engine.leases import agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim
 from engine.runner import run_node
 from engine.tick import Ticker
@@ -44,6 +46,8 @@ from engine.upkeep import UpkeepSteps
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
 MAX_BACKOFF_SECONDS = 60
+#: How long a client being released may take to hand over the updates it already received.
+FLUSH_SECONDS = 5
 
 
 def default_gateway_id() -> str:
@@ -51,11 +55,11 @@ def default_gateway_id() -> str:
     return f"{name}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def enqueue_received(node_id: int) -> None:
-    """Queue planning on django-q2, ids only."""
+def enqueue_received(node_id: int, owner: str) -> None:
+    """Queue planning on django-q2: the node id and the claim token the task may act under."""
     from django_q.tasks import async_task
 
-    async_task("engine.tasks.run_received", node_id)
+    async_task("engine.tasks.run_received", node_id, owner)
 
 
 @dataclass
@@ -68,6 +72,8 @@ class AgentClient:
     failures: int = 0
     retry_at: float = 0.0
     paused_until: dt.datetime | None = None
+    renewed_at: float = 0.0  # monotonic start of the last lease acquisition or renewal that succeeded
+    dropped: bool = False  # released (or fenced) while a step still held on to it
 
     def fail(self, exc: BaseException) -> float:
         self.connected = False
@@ -78,16 +84,17 @@ class AgentClient:
         return delay
 
 
-class Gateway(UpkeepSteps):
+class Gateway(LeaseKeeper, UpkeepSteps):
     def __init__(
         self,
         *,
         names: Iterable[str] = (),
         gateway_id: str | None = None,
         transport_factory: Callable[..., Transport] = transport_for,
-        enqueue: Callable[[int], None] = enqueue_received,
+        enqueue: Callable[[int, str], None] = enqueue_received,
         workers=None,
         tick_seconds: float | None = None,
+        isolated_heartbeat: bool = True,
     ) -> None:
         self.names = list(names)
         self.gateway_id = gateway_id or default_gateway_id()
@@ -99,7 +106,9 @@ class Gateway(UpkeepSteps):
         self.refusals: dict[int, str] = {}
         self.ticker = Ticker(gateway_id=self.gateway_id)
         self.stopping = asyncio.Event()
+        self.isolated_heartbeat = isolated_heartbeat
         self._last_heartbeat = 0.0
+        self._renewal: asyncio.Future | None = None
 
     # --- leases -----------------------------------------------------------------------------------
 
@@ -114,12 +123,13 @@ class Gateway(UpkeepSteps):
         did = False
         wanted = {a.pk: a for a in await sync_to_async(self._wanted_agents)()}
         for agent_id in [a for a in self.clients if a not in wanted]:
-            await self._drop(agent_id, "agent disabled or stopped")
+            await self._drop(agent_id, "agent disabled or stopped", flush=True)
             did = True
         for agent_id, agent in wanted.items():
             if agent_id in self.clients:
                 self.clients[agent_id].agent = agent  # pick up admin edits (schedule, typing speed...)
                 continue
+            taken_at = get_clock().monotonic()  # the lease runs from no earlier than this
             result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)
             if not result.acquired:
                 if self.refusals.get(agent_id) != result.message:
@@ -135,32 +145,48 @@ class Gateway(UpkeepSteps):
                 f"; {released} node(s) returned to pending" if released else "",
             )
             self.clients[agent_id] = AgentClient(
-                agent, self.transport_factory(agent, gateway_id=self.gateway_id)
+                agent, self.transport_factory(agent, gateway_id=self.gateway_id), renewed_at=taken_at
             )
             did = True
         return did
 
-    async def step_heartbeat(self, *, force: bool = False) -> bool:
-        interval = max(settings.CINDY_LEASE_SECONDS / 3, 1)
-        if not force and get_clock().monotonic() - self._last_heartbeat < interval:
-            return False
-        self._last_heartbeat = get_clock().monotonic()
-        held = list(self.clients)
-        still = await sync_to_async(lease_heartbeat)(holder=self.gateway_id, agent_ids=held)
-        for agent_id in set(held) - still:
-            logger.error(
-                "lost the lease of agent %s to another gateway; dropping it", self.clients[agent_id].agent
-            )
-            await self._drop(agent_id, "lease lost", release=False)
-        return True
+    async def _drop(
+        self,
+        agent_id: int,
+        reason: str,
+        *,
+        release: bool = True,
+        flush: bool = False,
+        isolated: bool = False,
+    ) -> None:
+        """Stop driving an agent: disconnect it, release its lease (unless it may not be ours any more).
 
-    async def _drop(self, agent_id: int, reason: str, *, release: bool = True) -> None:
-        client = self.clients.pop(agent_id)
+        `flush` first ingests the updates the client already received (a drain, an agent stopped by
+        an operator), so they are not lost with the connection. `isolated` is the heartbeat's path: its
+        database writes use the heartbeat's own connection. A second drop of the same agent (the fence
+        and a step can race) does nothing.
+        """
+        client = self.clients.pop(agent_id, None)
+        if client is None:
+            return
+        client.dropped = True
+        if flush and client.connected:
+            await self._flush_updates(client)
         await self._quiet_disconnect(client)
         if release:
-            await sync_to_async(lease_release)(holder=self.gateway_id, agent_ids=[agent_id])
-        await sync_to_async(record_event)(Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason)
+            await self._db(lease_release, isolated=isolated)(holder=self.gateway_id, agent_ids=[agent_id])
+        await self._db(record_event, isolated=isolated)(Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason)
         logger.info("released agent %s: %s", client.agent.name, reason)
+
+    @staticmethod
+    async def _flush_updates(client: AgentClient) -> None:
+        """Poll and ingest once more before a disconnect, bounded by FLUSH_SECONDS; failures are logged."""
+        try:
+            updates = await asyncio.wait_for(client.transport.poll_updates(), FLUSH_SECONDS)
+            if updates:
+                await sync_to_async(ingest_updates)(agent_id=client.agent.pk, updates=updates)
+        except Exception as exc:  # the reconciler of the next gateway fetches missed messages again
+            logger.warning("agent %s: could not ingest its last updates: %r", client.agent.name, exc)
 
     @staticmethod
     async def _quiet_disconnect(client: AgentClient) -> None:
@@ -189,6 +215,9 @@ class Gateway(UpkeepSteps):
                 continue
             except Exception as exc:
                 client.fail(exc)
+                continue
+            if client.dropped:  # fenced or released while connecting: this connection must not stay
+                await self._quiet_disconnect(client)
                 continue
             client.connected, client.failures = True, 0
             await sync_to_async(record_event)(
@@ -232,8 +261,10 @@ class Gateway(UpkeepSteps):
                 try:
                     await sync_to_async(ingest_updates)(agent_id=agent_id, updates=updates)
                 except Exception as exc:
-                    # The transport's cursor has moved past these updates: reconnect, so that the
-                    # reconciler fetches them again from history instead of losing them.
+                    # The batch was rolled back as a whole (messages and replans, engine/ingest.py)
+                    # and the transport's cursor has moved past it: reconnect, so that the
+                    # reconciler fetches its messages again from history and evaluates their
+                    # triggers. Edits, deletions and reactions in it are not in history.
                     logger.exception("agent %s: ingest failed", client.agent.name)
                     client.fail(exc)
         return did
@@ -281,14 +312,14 @@ class Gateway(UpkeepSteps):
         except Exception as exc:  # planning can still go ahead on what the mirror has
             logger.warning("agent %s: history sync before planning failed: %r", client.agent.name, exc)
         try:
-            await sync_to_async(self._enqueue_on_commit)(node.pk)
+            await sync_to_async(self._enqueue_on_commit)(node.pk, owner)
         except Exception as exc:
             logger.error("could not queue planning for node %s: %r", node.pk, exc)
             await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason=f"queueing failed: {exc}")
 
-    def _enqueue_on_commit(self, node_id: int) -> None:
+    def _enqueue_on_commit(self, node_id: int, owner: str) -> None:
         with transaction.atomic():
-            transaction.on_commit(lambda: self.enqueue(node_id))
+            transaction.on_commit(lambda: self.enqueue(node_id, owner))
 
     async def _run_action(self, node: TaskNode, owner: str) -> None:
         client = self.clients.get(node.agent_id)
@@ -321,7 +352,9 @@ class Gateway(UpkeepSteps):
     async def step_workers(self) -> bool:
         if self.workers is None:
             return False
-        return await asyncio.to_thread(self.workers.step)
+        # On the loop's (main) thread, never a pool thread: the child's parent-death signal
+        # (PR_SET_PDEATHSIG) fires when the thread that started it ends, which must be the gateway's.
+        return self.workers.step()
 
     # --- the loop -----------------------------------------------------------------------------------
 
@@ -331,7 +364,6 @@ class Gateway(UpkeepSteps):
         for step in (
             self.step_workers,
             self.step_leases,
-            self.step_heartbeat,
             self.step_connect,
             self.step_ingest,
             self.step_media,
@@ -355,6 +387,8 @@ class Gateway(UpkeepSteps):
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop)
         logger.info("gateway %s starting", self.gateway_id)
+        # The heartbeat runs beside the steps, not between them: see engine/heartbeat.py.
+        heartbeat = asyncio.create_task(self.heartbeat_forever(), name="lease heartbeat")
         try:
             while not self.stopping.is_set():
                 if not await self.run_once():
@@ -363,7 +397,12 @@ class Gateway(UpkeepSteps):
                     except TimeoutError:
                         pass
         finally:
-            await self.drain()
+            try:
+                await self.drain()
+            finally:
+                heartbeat.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await heartbeat
 
     def request_stop(self) -> None:
         if not self.stopping.is_set():
@@ -371,10 +410,13 @@ class Gateway(UpkeepSteps):
         self.stopping.set()
 
     async def drain(self) -> None:
-        """Disconnect every client and release every lease; stop the workers."""
+        """Ingest each client's last updates, disconnect it and release its lease; stop the workers.
+
+        The heartbeat keeps renewing the leases not yet released while this runs.
+        """
         for agent_id in list(self.clients):
             try:
-                await self._drop(agent_id, "gateway stopped")
+                await self._drop(agent_id, "gateway stopped", flush=True)
             except Exception:
                 logger.exception("could not release agent %s cleanly", agent_id)
         await sync_to_async(lease_release)(holder=self.gateway_id)

@@ -3,16 +3,30 @@
 The sync functions here run in a thread (`sync_to_async`), never on the event loop. Each batch is
 written before any trigger is evaluated, and a batch replans each conversation at most once (for its
 last triggering event), so a burst costs one graph and one LLM call.
+
+A batch (its messages and its replans) is one transaction. A message is stored only together with
+the replan it triggers: if the replan fails, the messages are rolled back too, so the reconciler or a
+re-delivery creates them again and evaluates their triggers again, instead of finding them already
+stored (`created=False`) and never triggering.
+
+The `received` node of a replan waits until the triggering message is CINDY_READ_DELAY_SECONDS old
+(for a reaction: that long after it was seen), so the chat is not read the instant a message lands,
+and a burst typed within the delay costs one LLM call.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
 
 from agents.models import Agent
+from cindy_site.clock import now
 from conversations.models import Conversation
 from conversations.selectors import conversation_last_message_id, conversations_with_messages
 from conversations.services.graphs import graph_replan
@@ -41,20 +55,40 @@ RECONCILE_LIMIT = 200
 RECONCILE_MAX_PAGES = 25
 
 
-def _replan_all(pending: dict[int, tuple[Conversation, Decision, int]]) -> list[int]:
+@dataclass(frozen=True)
+class _Trigger:
+    conversation: Conversation
+    decision: Decision
+    message_id: int
+    seen_at: dt.datetime  # when the person acted: the message's date, or when a reaction was seen
+
+
+def _replan_all(pending: dict[int, _Trigger]) -> list[int]:
+    delay = dt.timedelta(seconds=settings.CINDY_READ_DELAY_SECONDS)
     graph_ids = []
-    for conversation, decision, message_id in pending.values():
+    for item in pending.values():
         graph = graph_replan(
-            conversation=conversation, trigger=decision.trigger, target_message_id=message_id
+            conversation=item.conversation,
+            trigger=item.decision.trigger,
+            target_message_id=item.message_id,
+            not_before=max(now(), item.seen_at + delay),
         )
         graph_ids.append(graph.pk)
     return graph_ids
 
 
 def ingest_updates(*, agent_id: int, updates: Iterable[Update], trigger: bool = True) -> list[int]:
-    """Record a batch of updates, then replan the conversations they trigger. Returns new graph ids."""
+    """Record a batch of updates, then replan the conversations they trigger. Returns new graph ids.
+
+    One transaction: a failure anywhere (a replan included) stores nothing, see the module docstring.
+    """
+    with transaction.atomic():
+        return _ingest_batch(agent_id=agent_id, updates=updates, trigger=trigger)
+
+
+def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) -> list[int]:
     agent = Agent.objects.get(pk=agent_id)
-    pending: dict[int, tuple[Conversation, Decision, int]] = {}
+    pending: dict[int, _Trigger] = {}
     for update in updates:
         if isinstance(update, NewMessage | MessageEdited):
             edited = isinstance(update, MessageEdited)
@@ -67,7 +101,9 @@ def ingest_updates(*, agent_id: int, updates: Iterable[Update], trigger: bool = 
                     reply_to_agent=update.message.reply_to_agent,
                 )
                 if decision:
-                    pending[conversation.pk] = (conversation, decision, message.message_id)
+                    pending[conversation.pk] = _Trigger(
+                        conversation, decision, message.message_id, message.date
+                    )
         elif isinstance(update, MessagesDeleted):
             messages_mark_deleted(agent=agent, peer_id=update.peer_id, message_ids=update.message_ids)
         elif isinstance(update, ReactionsChanged):
@@ -79,7 +115,9 @@ def ingest_updates(*, agent_id: int, updates: Iterable[Update], trigger: bool = 
                     agent=agent, conversation=message.conversation, message=message, unread=update.unread
                 )
                 if decision:
-                    pending[message.conversation_id] = (message.conversation, decision, message.message_id)
+                    pending[message.conversation_id] = _Trigger(
+                        message.conversation, decision, message.message_id, now()
+                    )
     return _replan_all(pending)
 
 

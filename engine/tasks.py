@@ -25,15 +25,22 @@ logger = logging.getLogger(__name__)
 CHAIN_KINDS = {k.value for k in NodeKind} - {NodeKind.RECEIVED}
 
 
-def run_received(node_id: int) -> str:
+def run_received(node_id: int, owner: str | None = None) -> str:
     """Plan one turn for a claimed `received` node. Returns what happened, for the task log.
 
+    `owner` is the claim token the gateway queued this task with: the task acts only while the node
+    is still running under that claim, so a re-delivered task (django-q2 hands out a task again after
+    CINDY_Q_RETRY) or a task from a claim that was since reaped and re-claimed makes no LLM call. Tasks
+    queued without an owner (by an earlier version) act for whoever holds the node.
     django-q2 closes stale connections around each task, so none is closed here.
     """
     node = TaskNode.objects.filter(pk=node_id).only("status", "lease_owner").first()
     if node is None or node.status != NodeStatus.RUNNING:
         return f"node {node_id} is no longer running; nothing to do"
-    owner = node.lease_owner
+    if owner is None:
+        owner = node.lease_owner
+    elif node.lease_owner != owner:
+        return f"node {node_id} is held by another claim now; this task is stale, nothing to do"
     from llm.planning import plan_turn  # imported here: the LLM stack loads only on workers
 
     try:

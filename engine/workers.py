@@ -1,8 +1,10 @@
 """The django-q2 cluster as a supervised child of `runagents`, so one command runs everything.
 
 The child is `manage.py qcluster` in its own process. On Linux it is asked to receive SIGTERM if the
-gateway dies (PR_SET_PDEATHSIG), so a killed gateway does not leave workers behind. It is restarted
-with backoff if it exits, and stopped (SIGTERM, then SIGKILL) when the gateway exits.
+gateway dies (PR_SET_PDEATHSIG), so a killed gateway does not leave workers behind. That signal fires
+when the *thread* that started the child ends, so `start()` must run on the gateway's main thread (the
+event loop's; see `Gateway.step_workers`), never in a pool thread. It is restarted with backoff if it
+exits, and stopped (SIGTERM, then SIGKILL) when the gateway exits.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 
@@ -22,15 +26,31 @@ MAX_BACKOFF_SECONDS = 60
 STOP_GRACE_SECONDS = 5
 
 
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
+PR_SET_PDEATHSIG = 1
 
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except OSError:
-            pass
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A `preexec_fn` asking for SIGTERM when the parent dies, or None where that is unsupported.
+
+    libc is loaded here, in the parent: the hook runs between fork and exec, where loading a library
+    could deadlock on a lock another thread of the gateway held at fork time.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the gateway died before the signal was armed
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return hook
 
 
 class WorkerProcess:
@@ -40,8 +60,13 @@ class WorkerProcess:
         self.retry_at = 0.0
 
     def start(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            logger.warning(
+                "task workers started outside the main thread: they stop when this thread ends, "
+                "not when the gateway does"
+            )
         command = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
-        self.process = subprocess.Popen(command, env=os.environ.copy(), preexec_fn=_die_with_parent)
+        self.process = subprocess.Popen(command, env=os.environ.copy(), preexec_fn=_die_with_parent_hook())
         logger.info("started task workers (pid %s)", self.process.pid)
 
     def step(self) -> bool:

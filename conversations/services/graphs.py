@@ -7,6 +7,7 @@ node, so a burst of messages before the tick costs one call.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
@@ -49,8 +50,12 @@ def graph_replan(
     trigger: str,
     target_message_id: int | None,
     context: dict[str, Any] | None = None,
+    not_before: dt.datetime | None = None,
 ) -> TaskGraph:
-    """In one transaction: cancel the active graph and start a new one whose first node is `received`."""
+    """In one transaction: cancel the active graph and start a new one whose first node is `received`.
+
+    `not_before` delays the `received` node (the read delay after a message); default: now.
+    """
     with transaction.atomic():
         previous = graph_active(conversation=conversation)
         if previous is not None:
@@ -70,7 +75,7 @@ def graph_replan(
             agent_id=conversation.agent_id,
             kind=NodeKind.RECEIVED,
             sequence=0,
-            not_before=when,
+            not_before=max(when, not_before) if not_before else when,
             created=when,
         )
         record_event(

@@ -17,6 +17,7 @@ from django.db import transaction
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskGraph, TaskNode
+from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.graphs import graph_close, graph_finish_if_complete
 
@@ -206,12 +207,16 @@ def nodes_take_over(*, agent_id: int, gateway_id: str) -> int:
     """After taking an agent's lease: nodes another gateway left running go back to pending at once.
 
     Holding the agent lease proves the previous gateway is gone, so its in-flight Telegram actions
-    will not finish. A planning call it dispatched might: its result then fails the compare-and-set
-    and is dropped, and the node is planned again.
+    will not finish. Brain kinds (`received`) are the exception: they run on a task worker, which may
+    outlive the gateway and still be calling the LLM. They stay running until their node lease expires
+    (`nodes_reap_expired` then returns them to pending), so a gateway restart does not pay for a second
+    LLM call while the first is still being made.
     """
+    when = now()
     stale = list(
         TaskNode.objects.filter(agent_id=agent_id, status=NodeStatus.RUNNING)
         .exclude(lease_owner__startswith=f"{gateway_id}#")
+        .exclude(kind__in=BRAIN_KINDS, lease_expires_at__gte=when)
         .values_list("pk", "lease_owner")
     )
     return sum(

@@ -1,7 +1,9 @@
 """Drive a Gateway step by step in tests: no event loop of our own, no sleeping.
 
-Planning is not queued on django-q2 here; the harness collects the node ids the gateway would queue
-and runs `engine.tasks.run_received` on them directly, as a worker would.
+Planning is not queued on django-q2 here; the harness collects the (node id, claim token) pairs the
+gateway would queue and runs `engine.tasks.run_received` on them directly, as a worker would. The
+lease heartbeat shares the test's connection (`isolated_heartbeat=False`): a test runs inside one
+transaction that other connections cannot see.
 """
 
 from __future__ import annotations
@@ -18,8 +20,14 @@ from engine.tasks import run_received
 class Harness:
     def __init__(self, clock: FakeClock, *, gateway_id: str = "gw-test", **kwargs) -> None:
         self.clock = clock
-        self.queued: list[int] = []
-        self.gateway = Gateway(gateway_id=gateway_id, enqueue=self.queued.append, tick_seconds=0, **kwargs)
+        self.queued: list[tuple[int, str]] = []
+        kwargs.setdefault("isolated_heartbeat", False)
+        self.gateway = Gateway(
+            gateway_id=gateway_id,
+            enqueue=lambda node_id, owner: self.queued.append((node_id, owner)),
+            tick_seconds=0,
+            **kwargs,
+        )
 
     def step(self, name: str) -> bool:
         return async_to_sync(getattr(self.gateway, name))()
@@ -39,7 +47,7 @@ class Harness:
     def work(self) -> bool:
         ran = bool(self.queued)
         while self.queued:
-            run_received(self.queued.pop(0))
+            run_received(*self.queued.pop(0))
         return ran
 
     def next_due(self):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -44,13 +45,13 @@ def test_a_dm_gets_a_reply(agent, harness, fake_llm):
     assert Message.objects.get(is_agent=True).random_id is not None
 
 
-def test_typing_is_shown_for_the_delay_before_the_text_goes_out(agent, harness, fake_llm, clock):
+def test_typing_is_shown_for_the_delay_before_the_text_goes_out(agent, harness, fake_llm, clock, settings):
     agent.start_typing_delay, agent.typing_speed = 2, 10
     agent.save()
     text = "x" * 30  # 2 s delay + 30 chars / 10 per second = 5 s
     fake_llm.reply_with(tasks({"kind": "send", "text": text}))
     sandbox_say(agent=agent, text="hello")
-    start = clock.now()
+    start = clock.now() + dt.timedelta(seconds=settings.CINDY_READ_DELAY_SECONDS)  # read, then plan
     harness.settle(until=start)
     send = TaskNode.objects.get(kind="send")
     assert send.status == NodeStatus.PENDING and send.random_id is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -155,20 +156,59 @@ def plan(*texts: str) -> str:
     return json.dumps([{"kind": "send", "text": t} for t in texts])
 
 
+def workers_pid(log: Path) -> int | None:
+    match = re.search(r"started task workers \(pid (\d+)\)", log.read_text() if log.exists() else "")
+    return int(match.group(1)) if match else None
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its new parent to reap it counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def test_sigterm_stops_the_gateway_within_seconds_and_releases_its_leases(child):
     env, db, _llm, tmp = child
     log = tmp / "gateway.log"
     process = start_gateway(env, log)
     try:
         wait_for(lambda: db.query("SELECT holder FROM agents_agentlease"), "the agent lease", log)
+        workers = wait_for(lambda: workers_pid(log), "the task workers", log)
         process.send_signal(signal.SIGTERM)
         started = time.monotonic()
         assert process.wait(timeout=15) == 0
         assert time.monotonic() - started < 10
         assert db.query("SELECT holder FROM agents_agentlease") == []
+        assert not alive(workers)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_the_task_workers_stop_when_the_gateway_is_killed(child):
+    env, db, _llm, tmp = child
+    log = tmp / "gateway.log"
+    process = start_gateway(env, log)
+    try:
+        workers = wait_for(lambda: workers_pid(log), "the task workers", log)
+        wait_for(lambda: db.query("SELECT holder FROM agents_agentlease"), "the agent lease", log)
+        process.kill()  # the gateway alone, not its process group: the parent-death signal must act
+        process.wait(timeout=10)
+        wait_for(lambda: not alive(workers), "the task workers to stop", log, deadline=30)
+    finally:
+        if _group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_sigkill_mid_graph_loses_nothing_and_duplicates_nothing(child):

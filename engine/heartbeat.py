@@ -1,0 +1,164 @@
+"""The lease heartbeat and self-fencing: one account, one connection, even when the step loop is slow.
+
+A mixin of `engine.gateway.Gateway` (which provides `clients`, `gateway_id` and `_drop`).
+
+`run()` drives `step_heartbeat` from an asyncio task of its own, so a step that outlasts the lease (a
+reconcile, a 60 s action timeout, a SQLite busy wait on the ORM thread the steps share) never holds
+up the renewal. The renewal runs on a connection of its own (`sync_to_async(thread_sensitive=False)`).
+
+Self-fencing: a client whose lease was not renewed within CINDY_LEASE_SECONDS minus a safety margin
+is disconnected and dropped before the lease can expire, because from then on another gateway may
+take the agent over, and two connections of one Telegram account get its key revoked
+(AUTH_KEY_DUPLICATED). A fenced agent is taken again by `step_leases` once the database answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+
+from cindy_site.clock import get_clock
+from engine.leases import lease_heartbeat
+
+if TYPE_CHECKING:
+    from engine.gateway import AgentClient
+
+logger = logging.getLogger("engine.gateway")
+
+#: The shortest pause of the heartbeat task, so a deadline already due does not spin the loop.
+MIN_PAUSE_SECONDS = 0.05
+
+
+def heartbeat_interval() -> float:
+    """Seconds between renewals: three chances before a lease expires."""
+    return settings.CINDY_LEASE_SECONDS / 3
+
+
+def fence_after() -> float:
+    """Seconds without a renewal after which a client is disconnected: 5/6 of the lease.
+
+    The margin (5 s of the default 30) covers the disconnect itself and the time between starting a
+    renewal, which is when the fence counts from, and the database writing it.
+    """
+    return settings.CINDY_LEASE_SECONDS * 5 / 6
+
+
+def _on_own_connection(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run `fn` in a pool thread with a usable connection of that thread, closed again afterwards."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return call
+
+
+class LeaseKeeper:
+    clients: dict[int, AgentClient]
+    gateway_id: str
+    #: False only in tests that run the whole gateway inside one test transaction on one connection.
+    isolated_heartbeat: bool = True
+    _last_heartbeat: float = 0.0
+    _renewal: asyncio.Future | None = None
+
+    async def _drop(self, agent_id: int, reason: str, **kwargs: Any) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _db(self, fn: Callable[..., Any], *, isolated: bool = False) -> Callable[..., Any]:
+        """`fn` as a coroutine. Isolated calls use their own connection in a pool thread, never the ORM
+        thread the steps share, so a step waiting on the database cannot delay them."""
+        if isolated and self.isolated_heartbeat:
+            return sync_to_async(_on_own_connection(fn), thread_sensitive=False)
+        return sync_to_async(fn)
+
+    async def heartbeat_forever(self) -> None:
+        """Renew and fence on a timer of its own until cancelled (`run()` starts and stops it)."""
+        while True:
+            try:
+                await self.step_heartbeat()
+            except Exception:
+                logger.exception("lease heartbeat failed")
+            await self._pause(self._heartbeat_wait())
+
+    async def _pause(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    def _heartbeat_wait(self) -> float:
+        """Seconds until the next renewal or the next fence deadline, whichever comes first."""
+        at = get_clock().monotonic()
+        due = self._last_heartbeat + heartbeat_interval()
+        for client in self.clients.values():
+            due = min(due, client.renewed_at + fence_after())
+        return min(max(due - at, MIN_PAUSE_SECONDS), heartbeat_interval())
+
+    async def step_heartbeat(self, *, force: bool = False) -> bool:
+        """Renew our leases when due, then fence every client not renewed in time.
+
+        One renewal is in flight at a time. It is awaited only until the earliest fence deadline: a
+        renewal stuck on the database does not stop the fence.
+        """
+        clock = get_clock()
+        started = False
+        if force or clock.monotonic() - self._last_heartbeat >= heartbeat_interval():
+            self._last_heartbeat = clock.monotonic()
+            if self.clients and (self._renewal is None or self._renewal.done()):
+                self._renewal = asyncio.ensure_future(self._renew(list(self.clients), self._last_heartbeat))
+                started = True
+        if self._renewal is not None and not self._renewal.done():
+            await asyncio.wait({self._renewal}, timeout=max(self._until_fence(), 0))
+        fenced = await self._fence()
+        return started or fenced
+
+    def _until_fence(self) -> float:
+        if not self.clients:
+            return 0.0
+        oldest = min(client.renewed_at for client in self.clients.values())
+        return oldest + fence_after() - get_clock().monotonic()
+
+    async def _renew(self, held: list[int], started: float) -> None:
+        try:
+            still = await self._db(lease_heartbeat, isolated=True)(holder=self.gateway_id, agent_ids=held)
+        except Exception as exc:  # the database is away: the fence decides when to let go
+            logger.warning("could not renew the agent leases: %r", exc)
+            return
+        for agent_id in held:
+            client = self.clients.get(agent_id)
+            if client is None:
+                continue
+            if agent_id in still:
+                client.renewed_at = max(client.renewed_at, started)
+            else:
+                logger.error("lost the lease of agent %s to another gateway; dropping it", client.agent.name)
+                await self._quiet_drop(agent_id, "lease lost")
+
+    async def _fence(self) -> bool:
+        at = get_clock().monotonic()
+        stale = [(a, c) for a, c in self.clients.items() if at - c.renewed_at >= fence_after()]
+        for _, client in stale:
+            logger.error(
+                "agent %s: lease not renewed for %.0f s; disconnecting before another gateway may "
+                "take it (it is taken again once the database answers)",
+                client.agent.name,
+                at - client.renewed_at,
+            )
+        # Together: every stale client is disconnected before any of them waits on the database.
+        await asyncio.gather(*(self._quiet_drop(a, "lease not renewed in time") for a, _ in stale))
+        return bool(stale)
+
+    async def _quiet_drop(self, agent_id: int, reason: str) -> None:
+        """Drop without releasing (the lease is not ours to trust any more), logging any failure."""
+        try:
+            await self._drop(agent_id, reason, release=False, isolated=True)
+        except Exception:
+            logger.exception("agent %s: dropping it after %s failed", agent_id, reason)
