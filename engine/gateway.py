@@ -33,7 +33,7 @@ from conversations.selectors import conversation_last_message_id
 from conversations.services.activity import record_event
 from conversations.services.ingest import conversation_mark_read
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
-from conversations.transport.base import AuthError, Transport
+from conversations.transport.base import AuthError, FloodWait, Transport
 from conversations.transport.factory import transport_for
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
@@ -79,6 +79,8 @@ class AgentClient:
         self.connected = False
         self.failures += 1
         delay = min(2**self.failures, MAX_BACKOFF_SECONDS)
+        if isinstance(exc, FloodWait):
+            delay = max(delay, exc.seconds)  # Telegram said when; asking earlier only prolongs the wait
         self.retry_at = get_clock().monotonic() + delay
         logger.warning("agent %s: client failed (%r); reconnecting in %ss", self.agent.name, exc, delay)
         return delay

@@ -186,3 +186,27 @@ def test_a_telegram_agent_that_is_not_logged_in_is_stopped_with_the_fix(agent, c
     event = ActivityEvent.objects.get(kind="agent_error", agent=agent)
     assert f"telegram_login {agent.name}" in event.summary
     assert "NOT_READY" not in event.summary
+
+
+def test_a_flood_wait_while_connecting_waits_as_long_as_telegram_asks(agent, clock):
+    from conversations.transport.base import FloodWait
+
+    class FloodedSandbox(SandboxTransport):
+        floods = 1
+
+        async def connect(self):
+            if FloodedSandbox.floods:
+                FloodedSandbox.floods -= 1
+                raise FloodWait(120)
+            return await super().connect()
+
+    harness = Harness(
+        clock, transport_factory=lambda a, gateway_id="": FloodedSandbox(a, gateway_id=gateway_id)
+    )
+    harness.start()
+    client = harness.gateway.clients[agent.pk]
+    assert not client.connected
+    clock.advance(119)
+    assert harness.step("step_connect") is False  # no call before Telegram's wait is over
+    clock.advance(1)
+    assert harness.step("step_connect") is True and client.connected
