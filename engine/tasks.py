@@ -85,6 +85,9 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
                 )
                 stored["remember"] += 1
             elif task.kind == "plan":
+                # A new plan replaces the conversation's previous one (as the Task-Plan prompt
+                # says), so the prompt's "Channel Plan" stays short and its cached prefix stable.
+                Plan.objects.filter(agent=agent, channel_id=conversation.peer_id).delete()
                 Plan.objects.create(
                     agent=agent,
                     channel_id=conversation.peer_id,
