@@ -28,8 +28,9 @@ esac
 
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 if [ "$DB" = mariadb ]; then
-    for pkg in default-libmysqlclient-dev pkg-config build-essential; do
+    for pkg in default-libmysqlclient-dev pkg-config build-essential python3-dev; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
     done
 fi
@@ -50,12 +51,27 @@ mariadb_ping() {
     fi
 }
 
+# The channel-layer tests also run on Redis (127.0.0.1:6379): start a throwaway server if none answers.
+redis_ping() {
+    .venv/bin/python -c 'import redis; redis.Redis(host="127.0.0.1", port=6379, socket_timeout=2).ping()' \
+        >/dev/null 2>&1
+}
+if ! redis_ping && command -v redis-server >/dev/null 2>&1; then
+    echo "Starting Redis"
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+        --dir /tmp --logfile /tmp/cindy-test-redis.log
+    for _ in $(seq 1 30); do
+        redis_ping && break
+        sleep 0.5
+    done
+fi
+
 if [ "$DB" = mariadb ]; then
     if ! mariadb_ping; then
         if [ -x /usr/sbin/mariadbd ] && [ "$(id -u)" = 0 ]; then
             echo "Starting MariaDB"
             install -d -o mysql -g mysql /run/mysqld 2>/dev/null || true
-            start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+            start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
             for _ in $(seq 1 60); do
                 mariadb_ping && break
                 sleep 1
