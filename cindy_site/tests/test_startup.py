@@ -65,11 +65,22 @@ def test_env_example_loads_cleanly(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+def variables_read_by_settings() -> set[str]:
+    source = (BASE_DIR / "cindy_site" / "settings.py").read_text()
+    read = set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z][A-Z0-9_]+)"', source))
+    read |= set(re.findall(r'_(?:positive_int|int_list)\(\s*"([A-Z][A-Z0-9_]+)"', source))
+    return read
+
+
 def test_env_example_lists_every_variable_the_settings_read():
-    settings_source = (BASE_DIR / "cindy_site" / "settings.py").read_text()
-    read = set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z][A-Z0-9_]+)"', settings_source))
-    read |= set(re.findall(r'_positive_int\(\s*"([A-Z][A-Z0-9_]+)"', settings_source))
+    read = variables_read_by_settings()
     example = (BASE_DIR / ".env.example").read_text()
     listed = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", example, flags=re.MULTILINE))
     assert read, "the pattern found no variables in settings.py"
     assert sorted(read - listed) == []
+
+
+def test_readme_table_lists_every_variable_the_settings_read():
+    readme = (BASE_DIR / "README.md").read_text()
+    rows = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", readme, flags=re.MULTILINE))
+    assert sorted(variables_read_by_settings() - rows) == []
