@@ -7,6 +7,7 @@ dashboard and the sandbox chat are saved under artifacts/.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import secrets
@@ -249,6 +250,14 @@ def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
     assert f"{agent.name} is typing…" in page.evaluate("window.typingSeen")
 
     # A photo with a caption. (Scripted replies are used in order, so each turn waits for the last.)
+    # Its description is already known, so the turn makes no media description call that would take
+    # the scripted reply; the sandbox names photos by content hash, like Telegram's unique ids.
+    MediaDescription.objects.create(
+        unique_id=f"sbx{hashlib.sha256(_PNG).hexdigest()[:29]}",
+        kind="photo",
+        description="A small test picture.",
+        status=MediaDescription.Status.OK,
+    )
     llm.reply_with(tasks({"kind": "send", "text": "What a picture!"}))
     page.set_input_files("#photo", files=[{"name": "cat.png", "mimeType": "image/png", "buffer": _PNG}])
     page.fill("#message-text", "my cat")
