@@ -176,6 +176,7 @@ class TelegramEntity(models.Model):
     date = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = "Telegram entities"
         constraints = [models.UniqueConstraint(fields=["agent", "entity_id"], name="tg_entity_unique")]
         indexes = [
             models.Index(fields=["agent", "username"], name="tg_entity_username_idx"),
