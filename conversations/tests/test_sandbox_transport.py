@@ -198,3 +198,25 @@ def test_show_creates_nothing_and_the_command_says_no_messages(agent, clock, cap
     call_command("sandbox", "show", "Wendy", "--as", "Stranger")
     assert capsys.readouterr().out.strip() == "no messages"
     assert not SandboxUser.objects.exists() and not SandboxChat.objects.exists()
+
+
+def test_a_sticker_set_named_by_curated_descriptions_is_known_to_the_sandbox(agent, clock):
+    from media_catalog.models import MediaDescription
+
+    for unique_id, emoji in (("G1", "👋"), ("G2", "🍄")):
+        MediaDescription.objects.create(
+            unique_id=unique_id,
+            kind="sticker",
+            sticker_set_name="BrambleGnome",
+            sticker_set_title="Bramble the Gnome",
+            sticker_name=emoji,
+            description="a gnome",
+            source="curated",
+            status="curated",
+        )
+    transport = connected(agent)
+    found = async_to_sync(transport.resolve_sticker_set)("BrambleGnome")
+    assert found.title == "Bramble the Gnome"
+    assert [(s.name, s.unique_id) for s in found.stickers] == [("👋", "G1"), ("🍄", "G2")]
+    with pytest.raises(PermanentError, match="knows no sticker set 'Nope'"):
+        async_to_sync(transport.resolve_sticker_set)("Nope")

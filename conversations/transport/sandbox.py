@@ -380,12 +380,34 @@ class SandboxTransport:
 
         sticker_set = StickerSet.objects.filter(short_name=short_name).first()
         if sticker_set is None:
-            raise PermanentError("STICKERSET_INVALID", f"the sandbox knows no sticker set {short_name!r}")
+            return self._sticker_set_from_descriptions(short_name)
         stickers = tuple(
             StickerRef(set_short_name=short_name, name=s.name, unique_id=s.unique_id)
             for s in sticker_set.stickers.all()
         )
         return StickerSetInfo(short_name=short_name, title=sticker_set.title, stickers=stickers)
+
+    @staticmethod
+    def _sticker_set_from_descriptions(short_name: str) -> StickerSetInfo:
+        """The sandbox's "Telegram" also knows every set that curated sticker descriptions name, so a
+        persona's stickers work in the sandbox before any set was imported from Telegram."""
+        from media_catalog.models import MediaDescription, MediaKind
+
+        described = list(
+            MediaDescription.objects.filter(kind=MediaKind.STICKER, sticker_set_name=short_name)
+            .exclude(sticker_name="")
+            .order_by("unique_id")
+        )
+        if not described:
+            raise PermanentError("STICKERSET_INVALID", f"the sandbox knows no sticker set {short_name!r}")
+        title = next((d.sticker_set_title for d in described if d.sticker_set_title), short_name)
+        stickers = tuple(
+            StickerRef(
+                set_short_name=short_name, name=d.sticker_name, unique_id=d.unique_id, ref={"mime": d.mime}
+            )
+            for d in described
+        )
+        return StickerSetInfo(short_name=short_name, title=title, stickers=stickers)
 
     async def get_details(self, peer_id: int) -> ChatDetails:
         return await sync_to_async(lambda: self._details(self._chat_for_peer(peer_id)))()
