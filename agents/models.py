@@ -101,12 +101,12 @@ class RolePrompt(models.Model):
             models.UniqueConstraint(fields=["scope_key", "name"], name="roleprompt_unique_per_scope")
         ]
 
+    def __str__(self) -> str:
+        return f"{self.name} ({self.agent.name if self.agent_id else 'global'})"
+
     def save(self, *args, **kwargs):
         self.scope_key = self.agent_id or 0
         super().save(*args, **kwargs)
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.agent.name if self.agent_id else 'global'})"
 
     @property
     def scope(self) -> str:
@@ -163,6 +163,9 @@ class TelegramUpdateState(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["agent", "entity_id"], name="tg_update_state_unique")]
 
+    def __str__(self) -> str:
+        return f"update state {self.entity_id} of {self.agent_id}"
+
 
 class TelegramEntity(models.Model):
     """Telethon's entity cache (id, access hash, username, phone, name), persisted per agent."""
@@ -170,9 +173,9 @@ class TelegramEntity(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="telegram_entities")
     entity_id = models.BigIntegerField()
     access_hash = models.BigIntegerField()
-    username = models.CharField(max_length=64, blank=True, null=True)
-    phone = models.CharField(max_length=32, blank=True, null=True)
-    name = models.CharField(max_length=255, blank=True, null=True)
+    username = models.CharField(max_length=64, blank=True, null=True)  # noqa: DJ001 (Telethon stores None)
+    phone = models.CharField(max_length=32, blank=True, null=True)  # noqa: DJ001 (Telethon stores None)
+    name = models.CharField(max_length=255, blank=True, null=True)  # noqa: DJ001 (Telethon stores None)
     date = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
@@ -182,6 +185,9 @@ class TelegramEntity(models.Model):
             models.Index(fields=["agent", "username"], name="tg_entity_username_idx"),
             models.Index(fields=["agent", "phone"], name="tg_entity_phone_idx"),
         ]
+
+    def __str__(self) -> str:
+        return f"entity {self.entity_id} of {self.agent_id}"
 
 
 class GatewayRequest(models.Model):

@@ -39,7 +39,7 @@ class MediaDescription(models.Model):
     sticker_set_name = models.CharField(max_length=128, blank=True)
     sticker_set_title = models.CharField(max_length=255, blank=True)
     sticker_name = models.CharField(max_length=64, blank=True)
-    description = models.TextField(null=True, blank=True)
+    description = models.TextField(null=True, blank=True)  # noqa: DJ001 (None: nothing could be said)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OK)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.AI)
     mime = models.CharField(max_length=100, blank=True)

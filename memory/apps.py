@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class MemoryConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'memory'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "memory"

@@ -1,7 +1,13 @@
 from conversations.models.activity import ActivityEvent, LLMCall, ModelPrice
 from conversations.models.chat import Conversation, Message
 from conversations.models.graph import NodeKind, NodeStatus, TaskGraph, TaskNode
-from conversations.models.sandbox import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+from conversations.models.sandbox import (
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxUpdate,
+    SandboxUser,
+)
 
 __all__ = [
     "ActivityEvent",

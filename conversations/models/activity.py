@@ -35,9 +35,7 @@ class ActivityEvent(models.Model):
 
     created = models.DateTimeField()
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="activity"
-    )
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="activity")
     conversation = models.ForeignKey(
         Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="activity"
     )
@@ -64,7 +62,9 @@ class LLMCall(models.Model):
         EMPTY = "empty", "Empty"
 
     created = models.DateTimeField()
-    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls")
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
+    )
     conversation = models.ForeignKey(
         Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
     )
@@ -104,9 +104,7 @@ class ModelPrice(models.Model):
 
     class Meta:
         ordering = ["provider", "model_prefix"]
-        constraints = [
-            models.UniqueConstraint(fields=["provider", "model_prefix"], name="modelprice_unique")
-        ]
+        constraints = [models.UniqueConstraint(fields=["provider", "model_prefix"], name="modelprice_unique")]
 
     def __str__(self) -> str:
         return f"{self.provider}/{self.model_prefix}"

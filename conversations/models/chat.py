@@ -31,9 +31,7 @@ class Conversation(models.Model):
 
     class Meta:
         ordering = ["-last_message_at", "id"]
-        constraints = [
-            models.UniqueConstraint(fields=["agent", "peer_id"], name="conversation_unique_peer")
-        ]
+        constraints = [models.UniqueConstraint(fields=["agent", "peer_id"], name="conversation_unique_peer")]
         indexes = [
             # The dashboard lists an agent's conversations by recent activity.
             models.Index(fields=["agent", "last_message_at"], name="conversation_recent_idx"),

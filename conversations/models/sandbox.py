@@ -55,6 +55,9 @@ class SandboxMember(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["chat", "user"], name="sandbox_member_unique")]
 
+    def __str__(self) -> str:
+        return f"{self.user} in {self.chat}"
+
 
 class SandboxMessage(models.Model):
     chat = models.ForeignKey(SandboxChat, on_delete=models.CASCADE, related_name="messages")
@@ -111,3 +114,6 @@ class SandboxUpdate(models.Model):
             # SandboxTransport.updates(): the updates of one chat after a cursor id.
             models.Index(fields=["chat", "id"], name="sandbox_update_poll_idx"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} in {self.chat} (message {self.message_id})"

@@ -86,7 +86,12 @@ class ReactionInfo:
     unread: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"emoji": self.emoji, "count": self.count, "user_ids": list(self.user_ids), "unread": self.unread}
+        return {
+            "emoji": self.emoji,
+            "count": self.count,
+            "user_ids": list(self.user_ids),
+            "unread": self.unread,
+        }
 
 
 @dataclass(frozen=True)
