@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.models import Agent
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
 
 
@@ -60,12 +60,12 @@ def message_decision(
         return Decision(None, quiet)
     if conversation.kind == Conversation.Kind.DM:
         if _first_in_mirror(conversation=conversation, message=message):
-            return Decision("new_conversation", "first message of a new conversation")
-        return Decision("message", "direct message")
+            return Decision(TaskGraph.Trigger.NEW_CONVERSATION, "first message of a new conversation")
+        return Decision(TaskGraph.Trigger.MESSAGE, "direct message")
     if message.mentions_agent:
-        return Decision("message", "mention")
+        return Decision(TaskGraph.Trigger.MESSAGE, "mention")
     if reply_to_agent or is_reply_to_agent(conversation=conversation, reply_to_id=message.reply_to_id):
-        return Decision("message", "reply to the agent")
+        return Decision(TaskGraph.Trigger.MESSAGE, "reply to the agent")
     return Decision(None, "group chatter without a callout")
 
 
@@ -85,4 +85,4 @@ def reaction_decision(
         return Decision(None, quiet)
     if message.message_id != conversation_last_agent_message_id(conversation=conversation):
         return Decision(None, "reaction on an older message")
-    return Decision("reaction", "unread reaction on the agent's last message")
+    return Decision(TaskGraph.Trigger.REACTION, "unread reaction on the agent's last message")

@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 
 from cindy_site.clock import get_clock
-from conversations.models import Message
+from conversations.models import LLMCall, Message
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
 from llm.providers import provider_for
@@ -157,7 +157,7 @@ def describe_file(
         reply = call_llm(
             request,
             route=route,
-            purpose="describe",
+            purpose=LLMCall.Purpose.DESCRIBE,
             agent_id=agent_id,
             conversation_id=conversation_id,
             node_id=node_id,

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from django.conf import settings
 
 from cindy_site.clock import get_clock
-from conversations.models import Message, TaskNode
+from conversations.models import LLMCall, Message, TaskNode
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import agent_timezone, history_messages, to_chat_messages
 from llm.errors import LLMConfigError, LLMDeadlineError
@@ -102,7 +102,9 @@ def plan_turn(
             retrieved=retrieved,
             include_retrieve=can_retrieve and not suppress_retrieve,
         )
-        reply = call_llm(request, route=route, purpose="plan", sleep=sleep, deadline=deadline, **ids)
+        reply = call_llm(
+            request, route=route, purpose=LLMCall.Purpose.PLAN, sleep=sleep, deadline=deadline, **ids
+        )
         call_ids.append(reply.llm_call_id)
         if reply.status != "ok":
             errors.append(f"the LLM reply was {reply.status} ({reply.finish_reason or 'no reason given'})")

@@ -61,6 +61,11 @@ class LLMCall(models.Model):
         BLOCKED = "blocked", "Blocked"
         EMPTY = "empty", "Empty"
 
+    class Purpose(models.TextChoices):
+        PLAN = "plan", "Plan a turn"
+        DESCRIBE = "describe", "Describe media"
+        SUMMARIZE = "summarize", "Summarize"
+
     created = models.DateTimeField()
     agent = models.ForeignKey(
         Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
@@ -69,7 +74,7 @@ class LLMCall(models.Model):
         Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
     )
     node_id = models.BigIntegerField(null=True, blank=True)
-    purpose = models.CharField(max_length=32, default="plan", help_text="plan, describe, summarize")
+    purpose = models.CharField(max_length=32, choices=Purpose.choices, default=Purpose.PLAN)
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=100)
     input_tokens = models.PositiveIntegerField(default=0)

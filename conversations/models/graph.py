@@ -39,12 +39,19 @@ class TaskGraph(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         FAILED = "failed", "Failed"
 
+    class Trigger(models.TextChoices):
+        MESSAGE = "message", "Message"
+        NEW_CONVERSATION = "new_conversation", "New conversation"
+        REACTION = "reaction", "Reaction"
+        XSEND = "xsend", "Cross-chat intention"
+        CONTINUATION = "continuation", "Continuation"
+
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="graphs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     # Equal to conversation_id while the graph is active and NULL afterwards: a plain unique index
     # then allows one active graph per conversation on SQLite and MySQL alike (NULLs never collide).
     active_slot = models.BigIntegerField(null=True, blank=True, unique=True, editable=False)
-    trigger = models.CharField(max_length=32, blank=True, help_text="message, reaction, xsend, ...")
+    trigger = models.CharField(max_length=32, choices=Trigger.choices, blank=True)
     target_message_id = models.BigIntegerField(null=True, blank=True)
     context = models.JSONField(default=dict, blank=True, help_text="Retrieved pages and other state")
     created = models.DateTimeField()
