@@ -139,7 +139,11 @@ class Gateway(LeaseKeeper, UpkeepSteps):
                     self.refusals[agent_id] = result.message
                 continue
             self.refusals.pop(agent_id, None)
-            released = await sync_to_async(nodes_take_over)(agent_id=agent_id, gateway_id=self.gateway_id)
+            # With our own task workers, the previous gateway's workers died with it (parent-death
+            # signal), so its planning nodes can be planned again at once instead of after their lease.
+            released = await sync_to_async(nodes_take_over)(
+                agent_id=agent_id, gateway_id=self.gateway_id, include_brain=self.workers is not None
+            )
             logger.info(
                 "holding agent %s%s%s",
                 agent.name,
@@ -302,7 +306,10 @@ class Gateway(LeaseKeeper, UpkeepSteps):
 
     async def _dispatch_brain(self, node: TaskNode, owner: str) -> None:
         """Sync recent history and mark the chat read, then queue planning once that is committed."""
-        client = self.clients[node.agent_id]
+        client = self.clients.get(node.agent_id)
+        if client is None:  # dropped (fenced, lease lost) while this tick was claiming
+            await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason="agent no longer held")
+            return
         try:
             await sync_recent(
                 agent_id=node.agent_id, transport=client.transport, conversation=node.conversation

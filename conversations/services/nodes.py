@@ -203,22 +203,23 @@ def nodes_reap_expired(*, agent_ids: list[int]) -> int:
     return reaped
 
 
-def nodes_take_over(*, agent_id: int, gateway_id: str) -> int:
+def nodes_take_over(*, agent_id: int, gateway_id: str, include_brain: bool = False) -> int:
     """After taking an agent's lease: nodes another gateway left running go back to pending at once.
 
     Holding the agent lease proves the previous gateway is gone, so its in-flight Telegram actions
     will not finish. Brain kinds (`received`) are the exception: they run on a task worker, which may
     outlive the gateway and still be calling the LLM. They stay running until their node lease expires
     (`nodes_reap_expired` then returns them to pending), so a gateway restart does not pay for a second
-    LLM call while the first is still being made.
+    LLM call while the first is still being made. `include_brain` returns them at once too: right when
+    the caller knows the previous gateway's workers died with it.
     """
     when = now()
-    stale = list(
-        TaskNode.objects.filter(agent_id=agent_id, status=NodeStatus.RUNNING)
-        .exclude(lease_owner__startswith=f"{gateway_id}#")
-        .exclude(kind__in=BRAIN_KINDS, lease_expires_at__gte=when)
-        .values_list("pk", "lease_owner")
+    running = TaskNode.objects.filter(agent_id=agent_id, status=NodeStatus.RUNNING).exclude(
+        lease_owner__startswith=f"{gateway_id}#"
     )
+    if not include_brain:
+        running = running.exclude(kind__in=BRAIN_KINDS, lease_expires_at__gte=when)
+    stale = list(running.values_list("pk", "lease_owner"))
     return sum(
         node_release(node_id=pk, owner=owner, reason="previous gateway gone; back to pending")
         for pk, owner in stale

@@ -235,3 +235,40 @@ def test_a_message_older_than_the_read_delay_is_planned_at_once(agent, harness, 
     harness.ingest()
     harness.tick()
     assert len(harness.queued) == 1
+
+
+def test_a_gateway_whose_workers_died_with_the_old_one_plans_the_turn_again_at_once(
+    agent, clock, fake_llm, settings
+):
+    from conversations.services.nodes import nodes_take_over
+
+    fake_llm.set_default_reply(reply("hello again"))
+    old = Harness(clock, gateway_id="gw-old")
+    old.start()
+    sandbox_say(agent=agent, text="hello")
+    old.ingest()
+    clock.advance(settings.CINDY_READ_DELAY_SECONDS)
+    old.tick()
+    assert old.queued  # planning was queued on the old gateway's own workers, which died with it
+
+    assert nodes_take_over(agent_id=agent.pk, gateway_id="gw-new") == 0  # workers may live on
+    assert nodes_take_over(agent_id=agent.pk, gateway_id="gw-new", include_brain=True) == 1
+    assert TaskNode.objects.get(kind="received").status == NodeStatus.PENDING
+
+
+def test_a_planning_node_claimed_for_an_agent_dropped_meanwhile_goes_back_to_pending(
+    agent, harness, clock, settings
+):
+    from asgiref.sync import async_to_sync
+
+    sandbox_say(agent=agent, text="hello")
+    harness.ingest()
+    clock.advance(settings.CINDY_READ_DELAY_SECONDS)
+    node = TaskNode.objects.get(kind="received")
+    owner = "gw-test#claim"
+    TaskNode.objects.filter(pk=node.pk).update(status=NodeStatus.RUNNING, lease_owner=owner)
+    harness.gateway.clients.pop(agent.pk)  # fenced by the heartbeat while the tick was claiming
+
+    async_to_sync(harness.gateway._dispatch_brain)(TaskNode.objects.get(pk=node.pk), owner)
+    node.refresh_from_db()
+    assert node.status == NodeStatus.PENDING and harness.queued == []
