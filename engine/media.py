@@ -15,6 +15,7 @@ and before the `received` node is dispatched (the worker reads the DB mirror):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import shutil
@@ -27,7 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from conversations.models import Message
-from conversations.transport.base import AuthError, FloodWait, Transport
+from conversations.transport.base import AuthError, FloodWait, PermanentError, Transport, TransportError
 from media_catalog.models import MediaDescription
 
 logger = logging.getLogger(__name__)
@@ -115,15 +116,22 @@ def media_attach(*, message_pk: int, unique_id: str, file: str = "", error: str 
         Message.objects.filter(pk=message_pk).update(media=parts)
 
 
+def _is_transient(exc: BaseException) -> bool:
+    """A failure of the connection, not of this media: worth another try on a later pass."""
+    if isinstance(exc, PermanentError) or isinstance(exc, FileNotFoundError):
+        return False
+    return isinstance(exc, (TransportError, ConnectionError, TimeoutError))
+
+
 async def _fetch(transport: Transport, item: Wanted) -> str:
     """Download one message's media into the store; returns the path relative to MEDIA_ROOT."""
-    incoming = store_dir() / ".incoming"
+    incoming = await asyncio.to_thread(store_dir) / ".incoming"
     path = await transport.download_media(item.peer_id, item.message_id, incoming)
     if path is None or not Path(path).is_file():
         raise FileNotFoundError(f"message {item.message_id} in chat {item.peer_id} has no media to download")
     path = Path(path)
-    target = store_dir() / f"{_safe_name(item.unique_id or '')}{path.suffix.lower()}"
-    shutil.move(str(path), target)
+    target = (await asyncio.to_thread(store_dir)) / f"{_safe_name(item.unique_id or '')}{path.suffix.lower()}"
+    await asyncio.to_thread(shutil.move, str(path), target)  # may copy across filesystems
     return target.relative_to(Path(settings.MEDIA_ROOT)).as_posix()
 
 
@@ -152,6 +160,10 @@ async def download_new_media(
             logger.warning("agent %s: media download paused: %r", agent_id, exc)
             break
         except Exception as exc:
+            if _is_transient(exc):
+                # A dropped connection says nothing about the media: keep the cursor, try again later.
+                logger.warning("agent %s: media download interrupted, will retry: %r", agent_id, exc)
+                break
             logger.warning(
                 "agent %s: could not download the media of message %s in chat %s: %r",
                 agent_id,

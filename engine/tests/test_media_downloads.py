@@ -9,7 +9,7 @@ import pytest
 from conversations.models import Message
 from conversations.services.ingest import message_upsert
 from conversations.services.sandbox import sandbox_say
-from conversations.transport.base import InboundMessage, MediaItem
+from conversations.transport.base import InboundMessage, MediaItem, TransportError
 from conversations.transport.sandbox import SandboxTransport
 from engine.tests.harness import Harness
 from media_catalog.models import MediaDescription
@@ -130,3 +130,30 @@ def test_a_downloaded_file_survives_a_redelivery_of_the_message(agent, clock, me
     )
     message_upsert(agent=agent, record=record, edited=True)
     assert part_of("R1")["file"] == "media_store/R1.png"
+
+
+class FlakyDownloads(SandboxTransport):
+    """Its connection drops during the first download."""
+
+    drops = 1
+
+    async def download_media(self, peer_id, message_id, dest_dir):
+        if FlakyDownloads.drops:
+            FlakyDownloads.drops -= 1
+            raise TransportError("connection reset during download")
+        return await super().download_media(peer_id, message_id, dest_dir)
+
+
+def test_a_dropped_connection_during_a_download_is_retried_on_a_later_pass(agent, clock, media_root):
+    FlakyDownloads.drops = 1
+    harness = Harness(
+        clock, transport_factory=lambda a, gateway_id="": FlakyDownloads(a, gateway_id=gateway_id)
+    )
+    harness.start()
+    say_photo(agent, media_root, "F1")
+    harness.ingest()
+    harness.step("step_media")
+    assert "download_error" not in part_of("F1") and "file" not in part_of("F1")
+
+    harness.step("step_media")
+    assert part_of("F1")["file"].startswith("media_store/F1")
