@@ -84,15 +84,12 @@ def _scrub_sent_codes(telegram_user_id: int) -> None:
         params=scrubbed,
         finished=clock.now(),
     )
-    finished = GatewayRequest.objects.filter(
+    # Only rows that still hold a code are touched, so this stays cheap however many were sent.
+    GatewayRequest.objects.filter(
         kind=GatewayRequest.Kind.SEND_OTP,
         status__in=[GatewayRequest.Status.DONE, GatewayRequest.Status.FAILED],
         params__user_id=telegram_user_id,
-    )
-    for request_row in finished:
-        if request_row.params.get("text") != SCRUBBED_TEXT:
-            request_row.params = {**request_row.params, "text": SCRUBBED_TEXT}
-            request_row.save(update_fields=["params"])
+    ).exclude(params__text=SCRUBBED_TEXT).update(params=scrubbed)
 
 
 class TelegramDevice(ThrottlingMixin, Device):
