@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
@@ -9,8 +8,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("dashboard/", include("dashboard.urls")),
 ]
-
-if settings.DEBUG:
-    from django.conf.urls.static import static
-
-    urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)
+# MEDIA_ROOT is never served as a whole: media files go out only through views that require a
+# verified staff session (the admin's file views, the sandbox chat's photo view).

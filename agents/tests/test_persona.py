@@ -131,8 +131,8 @@ def test_timezone_error_names_file_heading_value_and_fix():
 
 
 def test_unknown_llm_is_an_import_error():
-    message = error_of(minimal(LLM="claude-9"))
-    assert message.startswith(f'{SRC}: LLM "claude-9" is not a known name')
+    message = error_of(minimal(LLM="nosuch-9"))
+    assert message.startswith(f'{SRC}: LLM "nosuch-9" is not a known name')
     assert "gemini" in message and "openai:<model>" in message
 
 

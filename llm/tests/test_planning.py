@@ -92,9 +92,9 @@ def test_missing_key_and_unknown_llm_are_config_errors(dm, fake_llm, make_node, 
     with pytest.raises(LLMConfigError, match="GOOGLE_GEMINI_API_KEY is not set"):
         _plan(node)
 
-    dm.agent.llm = "claude-9"
+    dm.agent.llm = "nosuch-9"
     dm.agent.save()
-    with pytest.raises(LLMConfigError, match='agent Wendy: LLM "claude-9" is not a known name'):
+    with pytest.raises(LLMConfigError, match='agent Wendy: LLM "nosuch-9" is not a known name'):
         _plan(node)
 
 
