@@ -8,6 +8,7 @@ app_name = "dashboard"
 
 urlpatterns = [
     path("", views.dashboard_index, name="index"),
+    path("conversations/<int:conversation_id>/", views.conversation_seen, name="conversation"),
     path("sandbox/", sandbox_views.sandbox_chat, name="sandbox"),
     path("sandbox/send/", sandbox_views.sandbox_send, name="sandbox_send"),
     path("sandbox/react/", sandbox_views.sandbox_react_view, name="sandbox_react"),

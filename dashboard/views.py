@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 
+from conversations.models import Conversation
 from dashboard import selectors
 from dashboard.access import verified_staff_required
+from llm.conversation import conversation_history
 
 
 @verified_staff_required
@@ -21,3 +23,16 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
         "last_event_id": selectors.last_event_id(),
     }
     return render(request, "dashboard/index.html", {"initial": initial})
+
+
+@verified_staff_required
+def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """The conversation exactly as the agent's prompt renders it (`llm.conversation`): headers,
+    text, and media as their catalog descriptions, capped at the prompt's history size."""
+    conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
+    history = conversation_history(conversation)
+    return render(
+        request,
+        "dashboard/conversation.html",
+        {"conversation": conversation, "history": history, "nav": "dashboard"},
+    )

@@ -68,6 +68,7 @@ window.Cindy = (function () {
       conversation.muted ? el("span", { className: "badge off", text: "muted" }) : null,
       conversation.blocked ? el("span", { className: "badge bad", text: "blocked" }) : null,
       el("span", { className: "when", text: formatDateTime(conversation.last_message_at) }),
+      el("a", { className: "seen", text: "what the agent sees", attrs: { href: "/dashboard/conversations/" + Number(conversation.id) + "/" } }),
     ]);
     let body;
     if (!graph) {
