@@ -140,6 +140,23 @@ def serve_media_file(request, file_field, declared_mime: str):
     return response
 
 
+class FileViewMixin:
+    """Serves a row's `file` (with its `mime`) at `<pk>/file/` through the OTP-protected admin, so
+    previews work with DEBUG off and only verified staff see the files. The URL is named
+    `<app>_<model>_file`."""
+
+    def get_urls(self):
+        meta = self.model._meta
+        name = f"{meta.app_label}_{meta.model_name}_file"
+        return [
+            path("<int:pk>/file/", self.admin_site.admin_view(self.file_view), name=name)
+        ] + super().get_urls()
+
+    def file_view(self, request, pk: int):
+        row = get_object_or_404(self.model, pk=pk)
+        return serve_media_file(request, row.file, row.mime)
+
+
 class StickerSetFilter(admin.SimpleListFilter):
     title = "sticker set"
     parameter_name = "set"
@@ -162,7 +179,7 @@ class StickerSetFilter(admin.SimpleListFilter):
 
 
 @admin.register(MediaDescription)
-class MediaDescriptionAdmin(admin.ModelAdmin):
+class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
     list_display = [
         "preview",
         "unique_id",
@@ -227,19 +244,6 @@ class MediaDescriptionAdmin(admin.ModelAdmin):
     def get_changelist_form(self, request, **kwargs):
         kwargs.setdefault("widgets", {"description": forms.Textarea(attrs={"rows": 3, "cols": 48})})
         return super().get_changelist_form(request, **kwargs)
-
-    def get_urls(self):
-        return [
-            path(
-                "<int:pk>/file/",
-                self.admin_site.admin_view(self.file_view),
-                name="media_catalog_mediadescription_file",
-            )
-        ] + super().get_urls()
-
-    def file_view(self, request, pk: int):
-        description = get_object_or_404(MediaDescription, pk=pk)
-        return serve_media_file(request, description.file, description.mime)
 
     def _preview(self, description: MediaDescription, size: int) -> str:
         url = (
@@ -338,7 +342,7 @@ class StickerSetAdmin(admin.ModelAdmin):
 
 
 @admin.register(Sticker)
-class StickerAdmin(admin.ModelAdmin):
+class StickerAdmin(FileViewMixin, admin.ModelAdmin):
     list_display = ["preview", "name", "set_link", "format", "unique_id", "description_link", "position"]
     list_display_links = ["name"]
     list_filter = ["format", "sticker_set"]
@@ -358,19 +362,6 @@ class StickerAdmin(admin.ModelAdmin):
                 description_status=Subquery(described.values("status")[:1]),
             )
         )
-
-    def get_urls(self):
-        return [
-            path(
-                "<int:pk>/file/",
-                self.admin_site.admin_view(self.file_view),
-                name="media_catalog_sticker_file",
-            )
-        ] + super().get_urls()
-
-    def file_view(self, request, pk: int):
-        sticker = get_object_or_404(Sticker, pk=pk)
-        return serve_media_file(request, sticker.file, sticker.mime)
 
     @admin.display(description="Preview")
     def preview(self, sticker: Sticker) -> str:
