@@ -1,1 +1,12 @@
+import pytest
+
 from engine.tests.cast import agent, other_agent  # noqa: F401
+from engine.tests.harness import Harness
+
+
+@pytest.fixture
+def harness(agent, clock, fake_llm):  # noqa: F811
+    """A started gateway on the sandbox; test modules may override it."""
+    h = Harness(clock)
+    h.start()
+    return h

@@ -8,6 +8,8 @@ transaction that other connections cannot see.
 
 from __future__ import annotations
 
+import json
+
 from asgiref.sync import async_to_sync
 from django.test import TestCase
 
@@ -78,3 +80,8 @@ class Harness:
                 return rounds
             self.clock.set(due)
         raise AssertionError(f"the engine did not settle in {max_rounds} rounds")
+
+
+def tasks(*items: dict) -> str:
+    """A scripted LLM reply: the task list as JSON."""
+    return json.dumps(list(items))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 
@@ -14,21 +13,10 @@ from conversations.services.sandbox import (
     sandbox_transcript,
     sandbox_user_for_agent,
 )
-from engine.tests.harness import Harness
+from engine.tests.harness import tasks
 from memory.models import Memory, Plan
 
 pytestmark = pytest.mark.django_db
-
-
-def tasks(*items: dict) -> str:
-    return json.dumps(list(items))
-
-
-@pytest.fixture
-def harness(agent, clock, fake_llm):
-    h = Harness(clock)
-    h.start()
-    return h
 
 
 def test_a_dm_gets_a_reply(agent, harness, fake_llm):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from conversations.models import ActivityEvent, Conversation, Message, SandboxMessage, TaskGraph, TaskNode
@@ -14,21 +12,10 @@ from conversations.services.sandbox import (
     sandbox_user_for_agent,
 )
 from engine.handlers.send import DEFAULT_START_TYPING_DELAY, DEFAULT_TYPING_SPEED, typing_seconds
-from engine.tests.harness import Harness
+from engine.tests.harness import tasks
 from media_catalog.models import Sticker, StickerSet
 
 pytestmark = pytest.mark.django_db
-
-
-def tasks(*items: dict) -> str:
-    return json.dumps(list(items))
-
-
-@pytest.fixture
-def harness(agent, clock, fake_llm):
-    h = Harness(clock)
-    h.start()
-    return h
 
 
 @pytest.fixture
