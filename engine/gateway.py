@@ -40,6 +40,7 @@ from engine.ingest import ingest_updates, reconcile, sync_recent
 from engine.leases import agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim
 from engine.runner import run_node
+from engine.signin import SignInSteps
 from engine.tick import Ticker
 from engine.upkeep import UpkeepSteps
 
@@ -86,7 +87,7 @@ class AgentClient:
         return delay
 
 
-class Gateway(LeaseKeeper, UpkeepSteps):
+class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
     def __init__(
         self,
         *,
@@ -379,6 +380,7 @@ class Gateway(LeaseKeeper, UpkeepSteps):
             self.step_tick,
             self.step_reap_requests,
             self.step_requests,
+            self.step_signin,
             self.step_stickers,
             self.step_dialogs,
         ):
