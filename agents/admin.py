@@ -202,7 +202,9 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
             format_html(
                 '<a href="{}">Telegram account</a>', reverse("admin:agents_agent_telegram", args=[agent.pk])
             ),
-            format_html('<a href="{}">sign-in</a>', reverse("admin:agents_agent_signin", args=[agent.pk])),
+            format_html(
+                '<a href="{}">Telegram sign-in</a>', reverse("admin:agents_agent_signin", args=[agent.pk])
+            ),
         ]
         return format_html(" · ".join(["{}"] * len(links)), *links)
 

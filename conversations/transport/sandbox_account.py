@@ -75,8 +75,11 @@ class SandboxAccount:
             if source.is_file():
                 photo_dir.mkdir(parents=True, exist_ok=True)
                 target = photo_dir / f"{photo['id']}{source.suffix or '.jpg'}"
-                if source.resolve() != target.resolve():
-                    shutil.copyfile(source, target)
+                if not target.is_file():
+                    # Whole or not at all: a page may be showing the previous read's copy meanwhile.
+                    partial = target.with_suffix(".part")
+                    shutil.copyfile(source, partial)
+                    partial.replace(target)
                 saved = str(target)
             photos.append(ProfilePhoto(photo_id=int(photo["id"]), date=None, path=saved))
         return ProfileInfo(
@@ -116,7 +119,8 @@ class SandboxAccount:
         with transaction.atomic():
             me = SandboxUser.objects.select_for_update().get(pk=self._require_me().pk)
             photos = list(me.photos or [])
-            photo_id = max((int(p["id"]) for p in photos), default=0) + 1
+            # Never reused, as on Telegram: a saved copy is keyed by the id.
+            photo_id = max([int(p["id"]) for p in photos] + [int(now().timestamp() * 1000)]) + 1
             me.photos = [{"id": photo_id, "path": str(path), "date": now().isoformat()}, *photos]
             me.save(update_fields=["photos"])
 

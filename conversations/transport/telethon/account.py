@@ -115,8 +115,10 @@ class TelethonAccount:
             photo_dir.mkdir(parents=True, exist_ok=True)
             target = photo_dir / f"{photo.id}.jpg"
             if not target.is_file():
-                saved = await self._guard(self._require_client().download_media(photo, file=str(target)))
-                target = Path(saved) if saved else target
+                # Whole or not at all: a page may be showing the previous read's photos meanwhile.
+                partial = target.with_suffix(".part")
+                saved = await self._guard(self._require_client().download_media(photo, file=str(partial)))
+                Path(saved or partial).replace(target)
             photos.append(ProfilePhoto(photo_id=photo.id, date=photo.date, path=str(target)))
         return ProfileInfo(
             user_id=me.id,
