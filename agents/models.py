@@ -232,7 +232,8 @@ class GatewayRequest(models.Model):
     class Meta:
         ordering = ["-created"]
         indexes = [
-            # runagents' request poller: pending requests for the agents it holds, oldest first.
+            # runagents' request pollers: pending requests for the agents it holds, oldest first
+            # (step_requests), and pending sign-in steps of agents it may run (step_signin).
             models.Index(fields=["status", "agent", "created"], name="gwrequest_pending_idx"),
         ]
 

@@ -83,6 +83,7 @@ def requests_reap_expired(*, agent_ids: list[int]) -> int:
         )
         base = base.filter(stale)
         if request.attempts >= MAX_REQUEST_ATTEMPTS:
+            request_forget_secrets(request_id=request.pk)
             changed += base.update(
                 status=Status.FAILED,
                 finished=when,

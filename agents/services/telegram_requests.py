@@ -173,6 +173,8 @@ def _signin_check(agent: Agent) -> None:
         raise ValidationError(f"{agent.name} runs on the sandbox: only telegram agents sign in to Telegram")
     if not agent.phone:
         raise ValidationError(f'{agent.name} has no phone number: set "Phone" on the agent first')
+    if agent.disabled:
+        raise ValidationError(f"{agent.name} is disabled: enable it first, so that a gateway may run it")
 
 
 @transaction.atomic
