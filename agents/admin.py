@@ -8,6 +8,7 @@ from django.utils.html import format_html
 
 from agents.models import (
     Agent,
+    AgentDocument,
     AgentLease,
     GatewayRequest,
     RolePrompt,
@@ -15,7 +16,7 @@ from agents.models import (
     TelegramSession,
     TelegramUpdateState,
 )
-from agents.otp_device import TelegramDevice
+from agents.models.otp_device import TelegramDevice
 from agents.services import curation
 from agents.telegram_pages import TelegramPagesMixin
 from cindy_site import clock
@@ -32,6 +33,15 @@ class RolePromptInline(admin.StackedInline):
     readonly_fields = ["origin_dir", "source_file"]
     verbose_name = "agent-specific role prompt"
     form = service_form(lambda obj: curation.role_prompt_validate(prompt=obj))
+
+
+class AgentDocumentInline(admin.StackedInline):
+    """The agent's documents (`agents/NAME/docs/*.md`), read with `file:NAME` retrieve URLs."""
+
+    model = AgentDocument
+    extra = 0
+    fields = ["name", "content"]
+    verbose_name = "document"
 
 
 class MemoryInline(admin.TabularInline):
@@ -134,7 +144,7 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
             },
         ),
     ]
-    inlines = [RolePromptInline, MemoryInline]
+    inlines = [RolePromptInline, AgentDocumentInline, MemoryInline]
     actions = ["disable_agents", "enable_agents"]
 
     def get_queryset(self, request):

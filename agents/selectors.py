@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from agents.models import Agent, RolePrompt
+from agents.models import Agent, AgentDocument, RolePrompt
 
 
 def agent_by_name(*, name: str) -> Agent | None:
@@ -65,3 +65,21 @@ def telegram_request_waiting(*, agent: Agent, kinds) -> bool:
         kind__in=list(kinds),
         status__in=[GatewayRequest.Status.PENDING, GatewayRequest.Status.RUNNING],
     ).exists()
+
+
+def agent_document(*, agent_id: int, name: str) -> str | None:
+    """The content of the agent's document called `name` (as in a `file:NAME` URL), or None.
+
+    The exact name wins; otherwise `Friends` finds `Friends.md` and `Friends.md` finds `Friends`.
+    """
+    name = name.strip()
+    if not name:
+        return None
+    candidates = [name, name[: -len(".md")] if name.endswith(".md") else f"{name}.md"]
+    found = dict(
+        AgentDocument.objects.filter(agent_id=agent_id, name__in=candidates).values_list("name", "content")
+    )
+    for candidate in candidates:
+        if candidate in found:
+            return found[candidate]
+    return None

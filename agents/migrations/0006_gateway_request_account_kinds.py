@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0004_telegram_entity_plural'),
+        ('agents', '0005_agent_document'),
     ]
 
     operations = [
