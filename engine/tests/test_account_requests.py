@@ -4,13 +4,12 @@ TelethonTransport, with Telegram's side answering real TL objects (the sandbox: 
 
 from __future__ import annotations
 
-import pytest
 from asgiref.sync import async_to_sync
 
 from agents.models import GatewayRequest
 from agents.services import telegram_requests as services
 from conversations.models import ActivityEvent, Conversation
-from conversations.tests.telethon.account_server import AccountClient, AccountServer
+from conversations.tests.telethon.account_server import fake_client, server  # noqa: F401
 from conversations.tests.telethon.conftest import (  # noqa: F401
     logged_in,
     telegram_settings,
@@ -20,18 +19,6 @@ from conversations.tests.telethon.conftest import (  # noqa: F401
 from engine.requests import execute_request, request_finish
 
 Status = GatewayRequest.Status
-
-
-@pytest.fixture
-def server():
-    return AccountServer()
-
-
-@pytest.fixture
-def fake_client(server):
-    client = AccountClient()
-    client.server = server
-    return client
 
 
 def run_request(request: GatewayRequest, transport) -> GatewayRequest:

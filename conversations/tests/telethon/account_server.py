@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from telethon import errors, utils
 from telethon.tl import functions, types
 
@@ -150,3 +151,16 @@ class AccountClient(FakeTelegramClient):
 
     async def upload_file(self, file: str):
         return types.InputFile(id=1, parts=1, name=Path(file).name, md5_checksum="")
+
+
+@pytest.fixture
+def server() -> AccountServer:
+    return AccountServer()
+
+
+@pytest.fixture
+def fake_client(server: AccountServer) -> AccountClient:
+    """Replaces the plain client double: this one answers account requests through `server`."""
+    client = AccountClient()
+    client.server = server
+    return client

@@ -1,30 +1,17 @@
+# ruff: noqa: F811  (the account server fixtures are imported by name and used as arguments)
 """The account operations of TelethonTransport against Telegram's side at the network edge."""
 
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import async_to_sync
 from telethon.tl import functions, types
 
 from conversations.transport.base import PermanentError
 from conversations.transport.targets import TargetError
-from conversations.transport.telethon import TelethonTransport
 from conversations.transport.telethon.account import MUTE_FOREVER
 
-from .account_server import AccountClient, AccountServer
-from .conftest import GATEWAY, run
-
-
-@pytest.fixture
-def server():
-    return AccountServer()
-
-
-@pytest.fixture
-def fake_client(server):
-    client = AccountClient()
-    client.server = server
-    return client
+from .account_server import fake_client, server  # noqa: F401
+from .conftest import run
 
 
 def test_muting_sets_notify_settings_for_ever_and_unmuting_clears_them(transport, fake_client, server):
@@ -125,15 +112,6 @@ def test_contacts_are_listed_added_and_deleted(transport, fake_client, server):
     assert list(server.contacts) == [502]
 
 
-def test_a_contact_by_user_id_uses_the_known_input_peer(logged_in, server):
-    client = AccountClient()
-    client.server = server
-
-    def factory(session, api_id, api_hash):
-        client.session = session
-        return client
-
-    transport = TelethonTransport(logged_in, gateway_id=GATEWAY, client_factory=factory)
-    async_to_sync(transport.connect)()
+def test_a_contact_by_user_id_uses_the_known_input_peer(transport, server):
     run(transport.add_contact, "502", first_name="Bob")
     assert 502 in server.contacts
