@@ -228,7 +228,9 @@ def test_a_mute_set_in_the_admin_sticks_and_a_group_is_left(site_db, watched):
     page = watched
     agent = _agent(f"Mila {secrets.token_hex(2)}")
     sandbox_say(agent=agent, text="hello", as_name="Ann")
-    group = sandbox_group(title="Knitting circle", members=[sandbox_user_for_agent(agent=agent)])
+    # A message, so the group reaches the mirror whenever the running gateway picks the agent up.
+    circle = f"Knitting circle {secrets.token_hex(2)}"
+    group = sandbox_say(agent=agent, text="welcome, all", as_name="Bea", group=circle).chat
     site_db.start_gateway()
     me = sandbox_user_for_agent(agent=agent)
     ann = SandboxUser.objects.get(name="Ann")
@@ -255,7 +257,7 @@ def test_a_mute_set_in_the_admin_sticks_and_a_group_is_left(site_db, watched):
     shot(page, "conversation-mute.png")
 
     page.goto(f"/admin/conversations/conversation/?agent__id__exact={agent.pk}")
-    row = page.locator("#result_list tr", has_text="Knitting circle")
+    row = page.locator("#result_list tr", has_text=circle)
     expect(row).to_have_count(1, timeout=30_000)
     row.locator("input.action-select").check()
     page.select_option("select[name=action]", "leave_in_telegram")
