@@ -25,7 +25,7 @@ from agents.services import telegram_requests as requests
 from cindy_site import clock
 
 Kind = GatewayRequest.Kind
-ACCOUNT_PAGE_KINDS = (*requests.ACCOUNT_KINDS, Kind.JOIN_CHAT)
+ACCOUNT_PAGE_KINDS = (*requests.ACCOUNT_KINDS, Kind.JOIN_CHAT, Kind.LEAVE_CHAT, Kind.SET_MUTED)
 #: Profile photos are served only as the type their bytes show.
 IMAGE_TYPES = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp"}
 
