@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 
 from conversations.models import Conversation, Message
+from conversations.selectors import first_partner_message_id
 from media_catalog.models import MediaDescription
 from memory.services.summaries import summary_covered_id
 
@@ -91,14 +92,6 @@ def visible_messages(conversation: Conversation):
     return Message.objects.filter(conversation=conversation, deleted=False)
 
 
-def first_partner_message_id(conversation: Conversation) -> int | None:
-    """The partner's first visible message in a DM (None in groups or before they wrote)."""
-    if conversation.kind != Conversation.Kind.DM:
-        return None
-    rows = visible_messages(conversation).filter(is_agent=False, is_service=False)
-    return rows.order_by("message_id").values_list("message_id", flat=True).first()
-
-
 def history_start(conversation: Conversation) -> HistoryStart:
     """The first message the prompt's history may show.
 
@@ -110,7 +103,7 @@ def history_start(conversation: Conversation) -> HistoryStart:
     """
     floor = None
     if conversation.agent.reset_context_on_first_message:
-        floor = first_partner_message_id(conversation)
+        floor = first_partner_message_id(conversation=conversation)
     covered = summary_covered_id(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
     if covered is not None:
         rows = visible_messages(conversation).filter(message_id__lte=covered)

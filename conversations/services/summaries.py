@@ -1,0 +1,152 @@
+"""When a conversation is summarized: the need check, the messages a summary covers, the turn's start.
+
+A summarization turn is an ordinary graph whose trigger is `summarize`: its `received` node is the row
+with a due time that the tick claims like any other, and it runs through the same planning task on
+the workers. It is started only when the conversation has no active graph (a reply is never
+cancelled for it), when one of its graphs finishes or new messages arrive. A message that triggers a
+reply cancels a pending summarization turn like any replan; the need is still there afterwards, so
+the turn starts again when the reply's graph finishes.
+
+- Summarize: 70 or more visible messages after the last summarized one (SUMMARIZE_AFTER). The turn
+  covers all of them but the newest 20 (KEEP_RECENT), at most BATCH_MAX per turn, oldest first.
+- Consolidate: 7 or more summaries (CONSOLIDATE_AT); the turn merges the oldest 5 into one.
+- A turn that changed nothing (the same coverage and summary count as a finished summarization turn
+  of this conversation) is not repeated, so a model that writes no summary costs one call, not a loop.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from conversations.models import Conversation, Message, TaskGraph
+from conversations.selectors import first_partner_message_id
+from memory.services.summaries import summaries_clear, summary_count, summary_covered_id
+
+logger = logging.getLogger(__name__)
+
+SUMMARIZE_AFTER = 70
+KEEP_RECENT = 20
+BATCH_MAX = 400
+CONSOLIDATE_AT = 7
+CONSOLIDATE_BATCH = 5
+
+SUMMARIZE = "summarize"
+CONSOLIDATE = "consolidate"
+
+
+def unsummarized_messages(conversation: Conversation) -> QuerySet[Message]:
+    """Visible messages after the last summarized one (and, with Reset Context On First Message, not
+    before the partner's first message)."""
+    rows = Message.objects.filter(conversation=conversation, deleted=False)
+    covered = summary_covered_id(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    if covered is not None:
+        rows = rows.filter(message_id__gt=covered)
+    if conversation.agent.reset_context_on_first_message:
+        floor = first_partner_message_id(conversation=conversation)
+        if floor is not None:
+            rows = rows.filter(message_id__gte=floor)
+    return rows
+
+
+def messages_to_summarize(conversation: Conversation, *, everything: bool = False) -> list[Message]:
+    """The messages a summarization turn covers, oldest first: all unsummarized ones but the newest
+    KEEP_RECENT (`everything`: all of them, for an operator's "Summarize now"), at most BATCH_MAX."""
+    rows = unsummarized_messages(conversation)
+    if not everything:
+        kept = list(rows.order_by("-message_id").values_list("message_id", flat=True)[:KEEP_RECENT])
+        if len(kept) < KEEP_RECENT:
+            return []
+        rows = rows.filter(message_id__lt=kept[-1])
+    return list(rows.order_by("message_id")[:BATCH_MAX])
+
+
+def summarization_need(conversation: Conversation) -> str:
+    """ "consolidate", "summarize" or "" (nothing to do)."""
+    if summary_count(agent_id=conversation.agent_id, channel_id=conversation.peer_id) >= CONSOLIDATE_AT:
+        return CONSOLIDATE
+    unsummarized = unsummarized_messages(conversation).values("pk")[:SUMMARIZE_AFTER]
+    return SUMMARIZE if len(unsummarized) >= SUMMARIZE_AFTER else ""
+
+
+def _coverage_key(conversation: Conversation) -> str:
+    covered = summary_covered_id(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    count = summary_count(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    return f"{covered}:{count}"
+
+
+def summarization_start(
+    *, conversation: Conversation, everything: bool = False, reason: str = ""
+) -> TaskGraph | None:
+    """Start a summarization turn when one is due and the conversation has no active graph.
+
+    `everything` (an operator's "Summarize now") starts one whenever there is anything unsummarized.
+    Returns the new graph, or None when nothing was started.
+    """
+    from conversations.services.graphs import graph_active, graph_replan
+
+    with transaction.atomic():
+        if graph_active(conversation=conversation) is not None:
+            return None
+        need = summarization_need(conversation)
+        if everything and not need and unsummarized_messages(conversation).exists():
+            need = SUMMARIZE
+        if not need:
+            return None
+        key = _coverage_key(conversation)
+        repeated = TaskGraph.objects.filter(
+            conversation=conversation,
+            trigger=TaskGraph.Trigger.SUMMARIZE,
+            status__in=(TaskGraph.Status.DONE, TaskGraph.Status.FAILED),
+            context__summarize__key=key,
+        )
+        if not everything and repeated.exists():
+            return None
+        context = {"summarize": {"need": need, "key": key, "everything": everything, "reason": reason}}
+        return graph_replan(
+            conversation=conversation,
+            trigger=TaskGraph.Trigger.SUMMARIZE,
+            target_message_id=None,
+            context=context,
+        )
+
+
+def summarization_start_if_due(*, conversation_id: int) -> TaskGraph | None:
+    """The need check after a graph finished or messages arrived; quiet conversations are left alone."""
+    conversation = Conversation.objects.select_related("agent").filter(pk=conversation_id).first()
+    if conversation is None:
+        return None
+    agent = conversation.agent
+    if agent.disabled or agent.stopped or conversation.muted or conversation.blocked:
+        return None
+    if conversation.kind == Conversation.Kind.CHANNEL:
+        return None
+    return summarization_start(conversation=conversation, reason="due")
+
+
+def first_message_clear(*, conversation: Conversation, message: Message) -> int:
+    """The persona flags, when a partner's first message of a DM arrives (as the original acts on them).
+
+    - Clear Summaries On First Message: the conversation's summaries are deleted.
+    - Reset Context On First Message: its summaries and plans are deleted (and the history shown to
+      the agent starts at this message, see llm.conversation.history_start).
+
+    Returns the rows deleted.
+    """
+    agent = conversation.agent
+    reset, clear = agent.reset_context_on_first_message, agent.clear_summaries_on_first_message
+    if not (reset or clear) or message.is_agent or message.is_service or message.deleted:
+        return 0
+    if first_partner_message_id(conversation=conversation) != message.message_id:
+        return 0
+    deleted = summaries_clear(agent_id=agent.pk, channel_id=conversation.peer_id, plans=reset)
+    if deleted:
+        logger.info(
+            "agent %s: first message from %s; %d summaries/plans cleared",
+            agent.name,
+            conversation.peer_id,
+            deleted,
+        )
+    return deleted
