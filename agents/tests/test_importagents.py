@@ -197,7 +197,7 @@ def test_files_for_an_unknown_agent_are_errors_naming_the_fix(tmp_path):
     write(tmp_path / "c" / "agents" / "Ghost" / "prompts" / "Chatbot.md", "Boo.\n")
     report = config_import(dirs=configured_dirs([str(tmp_path / "c")]))
     assert len(report.errors) == 1
-    assert 'no agent named "Ghost": add agents/Ghost.md' in report.errors[0].detail
+    assert 'no agent for the folder "Ghost": add agents/Ghost.md' in report.errors[0].detail
 
 
 def test_bad_memory_file_name_and_bad_json_are_reported_per_file(dirs):
