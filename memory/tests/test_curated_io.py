@@ -14,6 +14,7 @@ from memory.services.curated_io import (
     curated_memories_unchanged,
     parse_created,
     parse_curated_memories,
+    parse_curated_memory_file,
 )
 
 SRC = "agents/Heidi/memory/42.json"
@@ -97,3 +98,62 @@ def test_export_groups_by_partner_in_file_order_with_extra_fields_last():
     ]
     assert list(json.loads(files[7])[0]) == ["kind", "content", "mood"]
     assert json.loads(files[8]) == [{"kind": "memory", "content": "other partner", "creation_channel_id": 8}]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("2025-01-15", dt.datetime(2025, 1, 15, tzinfo=dt.UTC)),
+        ("2025-01-15 14:30:00 PST", dt.datetime(2025, 1, 15, 22, 30, tzinfo=dt.UTC)),
+        ("2025-07-04 09:00:00 EDT", dt.datetime(2025, 7, 4, 13, 0, tzinfo=dt.UTC)),
+        (1736951400, dt.datetime(2025, 1, 15, 14, 30, tzinfo=dt.UTC)),
+        (1736951400000, dt.datetime(2025, 1, 15, 14, 30, tzinfo=dt.UTC)),
+    ],
+)
+def test_every_created_form_the_original_wrote_parses(raw, expected):
+    assert parse_created(raw) == expected
+
+
+def test_an_unreadable_created_is_kept_as_written_with_a_warning():
+    warnings: list[str] = []
+    [entry] = parse_curated_memories(
+        json.dumps([{"content": "x", "created": "last Tuesday"}]), source=SRC, warnings=warnings
+    )
+    assert (entry["created"], entry["created_raw"]) == (None, "last Tuesday")
+    assert warnings[0].startswith(f'{SRC}: entry 1 "created" is "last Tuesday": not a time Cindy can read')
+
+
+def test_values_no_column_holds_are_kept_verbatim_with_a_warning():
+    warnings: list[str] = []
+    [entry] = parse_curated_memories(
+        json.dumps([{"content": "x", "creation_channel_id": "123", "creation_channel": 5, "created": 17e8}]),
+        source=SRC,
+        warnings=warnings,
+    )
+    assert entry["extra"] == {"created": 17e8, "creation_channel": 5, "creation_channel_id": "123"}
+    assert entry["created"] == dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC)
+    assert len(warnings) == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "document",
+    [
+        [],
+        {"memory": []},
+        {"version": 2, "memory": [{"kind": "memory", "content": "x", "creation_channel_id": None}], "z": 1},
+        [{"kind": "memory", "created": 1736951400, "content": "y", "creation_channel": None}],
+    ],
+)
+def test_every_file_shape_round_trips(document):
+    agent = AgentFactory()
+    parsed = parse_curated_memory_file(json.dumps(document), source=SRC)
+    curated_memories_replace(
+        agent=agent,
+        partner_id=42,
+        entries=parsed.entries,
+        source_file="/c/42.json",
+        content_hash="h",
+        envelope=parsed.envelope,
+    )
+    assert json.loads(curated_memories_export(agent=agent)[42]) == document
