@@ -75,6 +75,7 @@ class AgentAdmin(admin.ModelAdmin):
     list_filter = ["transport", "disabled", "gagged", "stopped", "config_dir"]
     search_fields = ["name", "phone", "telegram_username", "=telegram_user_id", "instructions"]
     readonly_fields = [
+        "config_name",
         "telegram_user_id",
         "telegram_username",
         "source_file",
@@ -117,6 +118,7 @@ class AgentAdmin(admin.ModelAdmin):
                     "gagged",
                     "reset_context_on_first_message",
                     "clear_summaries_on_first_message",
+                    "flag_notes",
                 ]
             },
         ),
@@ -138,7 +140,7 @@ class AgentAdmin(admin.ModelAdmin):
             "Origin",
             {
                 "classes": ["collapse"],
-                "fields": ["source_file", "config_dir", "content_hash", "created", "updated"],
+                "fields": ["config_name", "source_file", "config_dir", "content_hash", "created", "updated"],
             },
         ),
     ]

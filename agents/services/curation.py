@@ -31,6 +31,11 @@ def agent_validate(*, agent: Agent) -> None:
         value = getattr(agent, field)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             errors[field] = f"must be a JSON list of strings, got {value!r}"
+    notes = agent.flag_notes
+    if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+        errors["flag_notes"] = (
+            f'must be a JSON object of heading: text, e.g. {{"Disabled": "Paused"}}, got {notes!r}'
+        )
     bad = [s for s in agent.explicit_stickers if isinstance(s, str) and "::" not in s]
     if bad and "explicit_stickers" not in errors:
         errors["explicit_stickers"] = f'{bad[0]!r} is not "SET::NAME"'
