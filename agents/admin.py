@@ -40,6 +40,7 @@ class AgentDocumentInline(admin.StackedInline):
     extra = 0
     fields = ["name", "content"]
     verbose_name = "document"
+    form = service_form(lambda obj: curation.agent_document_validate(document=obj))
 
 
 class MemoryInline(admin.TabularInline):
@@ -224,6 +225,8 @@ class AgentAdmin(admin.ModelAdmin):
                 curation.role_prompt_save(prompt=instance)
             elif isinstance(instance, Memory):
                 memory_save(memory=instance)
+            elif isinstance(instance, AgentDocument):
+                curation.agent_document_save(document=instance)
         formset.save_m2m()
 
     @admin.action(description="Disable the selected agents")

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from agents.models import Agent, AgentDocument
+from agents.services.curation import MAX_DOCUMENT_CHARS
 from agents.services.import_report import FileKind, ImportReport, Outcome
 from agents.services.importing import (
     ConfigDir,
@@ -23,10 +24,6 @@ from agents.services.importing import (
     run_file,
 )
 from memory.services import curated_io as memory_io
-
-# Documents are read into the prompt when the agent retrieves them; a million characters is far more
-# than any model reads usefully in one go, so a bigger file is almost certainly a mistake.
-MAX_DOCUMENT_CHARS = 1_000_000
 
 
 def agent_for_folder(folder_name: str) -> Agent | None:
