@@ -15,7 +15,7 @@ from agents.models import (
     TelegramSession,
     TelegramUpdateState,
 )
-from agents.otp_device import TelegramDevice
+from agents.models.otp_device import TelegramDevice
 from agents.services import curation
 from cindy_site import clock
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, service_form, short

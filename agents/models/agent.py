@@ -256,7 +256,3 @@ class GatewayRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} via {self.agent} ({self.status})"
-
-
-# The Telegram OTP device lives in its own module; importing it here registers the model.
-from agents.otp_device import TelegramDevice  # noqa: E402, F401
