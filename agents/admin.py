@@ -279,6 +279,22 @@ class RolePromptAdmin(admin.ModelAdmin):
         curation.role_prompt_save(prompt=obj)
 
 
+@admin.register(AgentDocument)
+class AgentDocumentAdmin(admin.ModelAdmin):
+    """Documents agents read with `file:NAME` retrieve URLs (`agents/<stem>/docs/*.md`)."""
+
+    form = service_form(lambda obj: curation.agent_document_validate(document=obj))
+    list_display = ["name", "agent", "updated"]
+    list_filter = ["agent"]
+    search_fields = ["name", "agent__name", "content"]
+    list_select_related = ["agent"]
+    readonly_fields = ["source_file", "content_hash", "updated"]
+    fields = ["agent", "name", "content", "source_file", "content_hash", "updated"]
+
+    def save_model(self, request, obj, form, change):
+        curation.agent_document_save(document=obj)
+
+
 @admin.register(AgentLease)
 class AgentLeaseAdmin(ReadOnlyAdmin):
     list_display = ["agent", "holder", "alive", "acquired_at", "heartbeat_at", "expires_at"]
