@@ -14,13 +14,7 @@ from agents.services.importing import config_import, configured_dirs
 from agents.tests.configdirs import write
 from cindy_site.testing.factories import AgentFactory
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_telegram(settings):
-    settings.TELEGRAM_API_ID = ""
-    settings.TELEGRAM_API_HASH = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 
 
 def persona(name: str, phone: str, instructions: str = "Be kind.", **sections: str) -> str:

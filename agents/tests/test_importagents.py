@@ -16,15 +16,7 @@ from cindy_site.testing.factories import MediaDescriptionFactory
 from media_catalog.models import MediaDescription
 from memory.models import Memory
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "storage"
-    settings.TELEGRAM_API_ID = ""
-    settings.TELEGRAM_API_HASH = ""
-    return settings.MEDIA_ROOT
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 
 
 @pytest.fixture

@@ -19,19 +19,12 @@ from llm.routing import route_for
 from media_catalog.models import MediaDescription
 from memory.models import CuratedMemoryFile, Memory
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "storage"
-    settings.TELEGRAM_API_ID = ""
-    settings.TELEGRAM_API_HASH = ""
-    settings.DEFAULT_AGENT_LLM = "gemini"
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 
 
 @pytest.fixture
-def dirs(tmp_path):
+def dirs(tmp_path, settings):
+    settings.DEFAULT_AGENT_LLM = "gemini"
     return build_original_dirs(tmp_path)
 
 
