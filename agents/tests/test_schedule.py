@@ -62,3 +62,10 @@ def test_the_persona_importer_keeps_a_malformed_schedule_and_warns_with_file_and
 
 def test_sleep_lines_without_clock_times_are_free_text():
     assert parse_sleep_windows("Sleep: whenever the shop is quiet\nAsleep: rarely") == ()
+
+
+def test_an_unknown_timezone_falls_back_to_the_site_time_zone(settings):
+    settings.TIME_ZONE = "Asia/Tokyo"
+    at_23_tokyo = dt.datetime(2025, 3, 1, 14, 0, tzinfo=dt.UTC)  # 23:00 in Tokyo
+    wake = asleep_until(schedule="Asleep: 22:00-07:00", timezone="Mars/Olympus_Mons", when=at_23_tokyo)
+    assert wake == dt.datetime(2025, 3, 1, 22, 0, tzinfo=dt.UTC)  # 07:00 in Tokyo
