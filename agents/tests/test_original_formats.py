@@ -118,6 +118,7 @@ def test_agent_documents_and_memories_of_both_forms_import_into_the_stems_folder
     assert storm.created == dt.datetime(2025, 1, 15, 22, 30, tzinfo=dt.UTC)  # 14:30 PST
     assert storm.created_raw == "2025-01-15 14:30:00 PST"
     assert storm.extra == {"creation_channel_id": None, "id": "mem-1"}
+    assert storm.entry_id == "mem-1"  # what a remember task with id "mem-1" updates
     assert (tea.created, tea.extra) == (
         dt.datetime(2025, 1, 15, 14, 30, tzinfo=dt.UTC),
         {"created": 1736951400},

@@ -5,7 +5,8 @@ Every shape cw-telegram-agent ever wrote is read:
     [{"kind": "memory", "created": "2025-01-26 14:30:15 UTC", "content": "...", ...}, ...]
     {"memory": [{...}, ...], "other": "keys are kept"}
 
-`created` is kept exactly as written (`created_raw`, or in `extra` when it is not a string) and parsed
+An entry's `id` becomes the memory's `entry_id` (what a remember task updates it by). `created` is
+kept exactly as written (`created_raw`, or in `extra` when it is not a string) and parsed
 when it can be: "2025-01-15", "2025-01-15 14:30:00 PST", ISO 8601, or a Unix time in seconds. A value
 that cannot be parsed is kept with a warning. Fields this module does not know, and known fields whose
 value a column cannot hold exactly (`"creation_channel_id": null`), are kept in `Memory.extra` and
@@ -161,7 +162,10 @@ def _entry(item: Any, index: int, where: str, warnings: list[str]) -> dict[str, 
     extra = {key: value for key, value in item.items() if key not in KNOWN_KEYS}
     if "kind" in item and item["kind"] != FILE_KIND:
         extra = {"kind": item["kind"], **extra}
+    entry_id = item.get("id")
+    ids = {"entry_id": entry_id} if isinstance(entry_id, str) and 0 < len(entry_id) <= 100 else {}
     return {
+        **ids,
         "content": content,
         "created": created,
         "created_raw": created_raw or "",
@@ -226,9 +230,16 @@ def curated_memories_replace(
 
 
 def memory_to_entry(memory: Memory) -> dict[str, Any]:
-    """One memory as a file entry: known keys first, then the extra fields in their stored order."""
-    entry: dict[str, Any] = {"kind": FILE_KIND}
-    extra = memory.extra or {}
+    """One memory as a file entry: known keys first, then the extra fields in their stored order.
+
+    The entry's `id` (the id a remember task updates it by) is written where the file had it; a memory
+    made in Cindy (by the agent or in the admin) gets its id first, so a re-import keeps it.
+    """
+    extra = dict(memory.extra or {})
+    entry: dict[str, Any] = {} if memory.source_file or "id" in extra else {"id": memory.entry_id}
+    entry["kind"] = FILE_KIND
+    if "id" in extra and isinstance(extra["id"], str):
+        extra["id"] = memory.entry_id
     if memory.created_raw:
         entry["created"] = memory.created_raw
     elif memory.created and "created" not in extra:

@@ -83,11 +83,12 @@ def test_replace_keeps_rows_added_in_the_admin_and_swaps_file_rows():
 @pytest.mark.django_db
 def test_export_groups_by_partner_in_file_order_with_extra_fields_last():
     agent = AgentFactory()
+    file = {"source_file": "/c/7.json"}
     MemoryFactory(
-        agent=agent, partner_id=7, content="second", position=1, created_raw="2025-01-01 00:00:01 UTC"
+        agent=agent, partner_id=7, content="second", position=1, created_raw="2025-01-01 00:00:01 UTC", **file
     )
-    MemoryFactory(agent=agent, partner_id=7, content="first", position=0, extra={"mood": "calm"})
-    MemoryFactory(agent=agent, partner_id=8, content="other partner", creation_channel_id=8)
+    MemoryFactory(agent=agent, partner_id=7, content="first", position=0, extra={"mood": "calm"}, **file)
+    made_here = MemoryFactory(agent=agent, partner_id=8, content="other partner", creation_channel_id=8)
 
     files = curated_memories_export(agent=agent)
 
@@ -97,7 +98,22 @@ def test_export_groups_by_partner_in_file_order_with_extra_fields_last():
         {"kind": "memory", "created": "2025-01-01 00:00:01 UTC", "content": "second"},
     ]
     assert list(json.loads(files[7])[0]) == ["kind", "content", "mood"]
-    assert json.loads(files[8]) == [{"kind": "memory", "content": "other partner", "creation_channel_id": 8}]
+    assert json.loads(files[8]) == [
+        {"id": made_here.entry_id, "kind": "memory", "content": "other partner", "creation_channel_id": 8}
+    ]
+
+
+@pytest.mark.django_db
+def test_an_entry_id_from_the_file_is_the_memory_id_and_is_written_back_in_place():
+    agent = AgentFactory()
+    document = [{"kind": "memory", "id": "mem-7", "content": "Likes tea."}]
+    parsed = parse_curated_memory_file(json.dumps(document), source=SRC)
+    curated_memories_replace(
+        agent=agent, partner_id=42, entries=parsed.entries, source_file="/c/42.json", content_hash="h"
+    )
+
+    assert Memory.objects.get(agent=agent).entry_id == "mem-7"
+    assert json.loads(curated_memories_export(agent=agent)[42]) == document
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agents', '0006_persona_file_identity'),
-        ('memory', '0002_memory_content_hash'),
+        ('memory', '0003_entry_ids'),
     ]
 
     operations = [
