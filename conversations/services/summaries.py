@@ -150,3 +150,31 @@ def first_message_clear(*, conversation: Conversation, message: Message) -> int:
             deleted,
         )
     return deleted
+
+
+def conversations_summarize_now(*, conversations: list[Conversation]) -> str:
+    """An operator's "Summarize now": a summarization turn over everything unsummarized, for each
+    conversation that has no turn in progress. Returns what happened, for the operator."""
+    started, busy, nothing = [], [], []
+    for conversation in conversations:
+        name = str(conversation)
+        if summarization_start(conversation=conversation, everything=True, reason="operator") is not None:
+            started.append(name)
+        elif _busy(conversation):
+            busy.append(name)
+        else:
+            nothing.append(name)
+    parts = []
+    if started:
+        parts.append(f"summarizing {len(started)} chat(s); the agent's gateway runs the turn")
+    if busy:
+        parts.append("a turn is in progress in " + ", ".join(busy) + ": try again when it is done")
+    if nothing:
+        parts.append("nothing to summarize in " + ", ".join(nothing))
+    return "; ".join(parts) + "."
+
+
+def _busy(conversation: Conversation) -> bool:
+    from conversations.services.graphs import graph_active
+
+    return graph_active(conversation=conversation) is not None

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conversations.models import Conversation, NodeStatus, TaskGraph, TaskNode
+from conversations.models import Conversation, NodeStatus, TaskNode
 from conversations.services.sandbox import sandbox_say
 from engine.tasks import received_apply, run_received
 from engine.tests.harness import tasks
