@@ -9,6 +9,11 @@ app_name = "dashboard"
 urlpatterns = [
     path("", views.dashboard_index, name="index"),
     path("conversations/<int:conversation_id>/", views.conversation_seen, name="conversation"),
+    path(
+        "conversations/<int:conversation_id>/summarize/",
+        views.conversation_summarize,
+        name="conversation_summarize",
+    ),
     path("sandbox/", sandbox_views.sandbox_chat, name="sandbox"),
     path("sandbox/send/", sandbox_views.sandbox_send, name="sandbox_send"),
     path("sandbox/react/", sandbox_views.sandbox_react_view, name="sandbox_react"),

@@ -234,8 +234,10 @@ def to_chat_messages(messages: Sequence[Message], *, tz: dt.tzinfo) -> list[Chat
     ]
 
 
-def conversation_history(conversation: Conversation, *, limit: int | None = None) -> list[ChatMessage]:
-    """The conversation as the agent sees it, oldest first, capped at `limit` (CINDY_HISTORY_SIZE)."""
-    return to_chat_messages(
-        history_messages(conversation, limit=limit), tz=agent_timezone(conversation.agent)
-    )
+def conversation_history(
+    conversation: Conversation, *, limit: int | None = None, start: HistoryStart | None = None
+) -> list[ChatMessage]:
+    """The conversation as the agent sees it, oldest first, from its history start (see
+    `history_start`), capped at `limit` (CINDY_HISTORY_SIZE)."""
+    messages = history_messages(conversation, limit=limit, start=start)
+    return to_chat_messages(messages, tz=agent_timezone(conversation.agent))
