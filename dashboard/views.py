@@ -8,9 +8,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from conversations.models import Conversation
+from conversations.services.summaries import conversations_summarize_now
 from dashboard import selectors
 from dashboard.access import verified_staff_required
-from conversations.services.summaries import conversations_summarize_now
 from llm.conversation import conversation_history, history_start
 from memory.services.stored import stored_entries
 from memory.stored_kinds import StoreContext

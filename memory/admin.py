@@ -89,7 +89,6 @@ class PlanAdmin(admin.ModelAdmin):
         plan_save(plan=obj)
 
 
-
 @admin.register(CuratedMemoryFile)
 class CuratedMemoryFileAdmin(ReadOnlyAdmin):
     """Which memory files were imported, and their shape; the memories themselves are edited as Memory rows."""

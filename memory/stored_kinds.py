@@ -61,6 +61,10 @@ class StoredKind:
     params: tuple[StoredParam, ...] = ()
     ordering: tuple[str, ...] = ("created", "id")
     section_order: int = 100  # where its prompt section goes among the stored kinds' (lowest first)
+    # The original system's state files (memory.services.state_io): the entries' property name in
+    # `<agent>/memory.json` (per agent) or `<agent>/memory/<channel id>.json` (per channel); "" = none.
+    file_property: str = ""
+    per_channel: bool = False
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
@@ -124,6 +128,7 @@ REMEMBER = register(
         section_entry=_memory_entry,
         ordering=("position", "id"),
         section_order=10,
+        file_property="memory",
     )
 )
 
@@ -138,6 +143,8 @@ PLAN = register(
         section_title="Channel Plan",
         section_entry=_plan_entry,
         section_order=30,
+        file_property="plan",
+        per_channel=True,
     )
 )
 
@@ -177,6 +184,8 @@ NOTE = register(
         section_title="Conversation Notes",
         section_entry=_note_entry,
         section_order=20,
+        file_property="note",
+        per_channel=True,
     )
 )
 
@@ -190,6 +199,7 @@ INTEND = register(
         section_title="Intentions",
         section_entry=_intention_entry,
         section_order=40,
+        file_property="intention",
     )
 )
 
@@ -211,5 +221,7 @@ SUMMARIZE = register(
         section_entry=summary_entry,
         ordering=("first_message_id", "created", "id"),
         section_order=900,
+        file_property="summary",
+        per_channel=True,
     )
 )
