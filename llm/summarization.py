@@ -9,7 +9,7 @@ It goes through the same planning task, prompt builder and parser as a reply. Wh
   the turn never sends anything to the chat;
 - the LLM call is recorded with the purpose `summarize`.
 
-When the conversation has CONSOLIDATE_AT summaries or more, the turn instead merges the oldest
+When the turn was started to consolidate (the conversation has CONSOLIDATE_AT summaries or more), it merges the oldest
 CONSOLIDATE_BATCH into one (a plain-text call with `Instructions-Consolidate-Summaries`), expressed as
 summarize tasks: a new summary over their combined range, and empty content for each merged id.
 
@@ -23,7 +23,12 @@ import datetime as dt
 from collections.abc import Callable
 
 from conversations.models import Conversation, LLMCall, Message, TaskNode
-from conversations.services.summaries import CONSOLIDATE_AT, CONSOLIDATE_BATCH, messages_to_summarize
+from conversations.services.summaries import (
+    CONSOLIDATE,
+    CONSOLIDATE_AT,
+    CONSOLIDATE_BATCH,
+    messages_to_summarize,
+)
 from llm.calls import call_llm
 from llm.conversation import agent_timezone, to_chat_messages
 from llm.media import warm_media_descriptions
@@ -88,12 +93,12 @@ def summarize_turn(
             "first_message_id", "created", "id"
         )
     )
-    if len(summaries) >= CONSOLIDATE_AT:
+    plan = (node.graph.context or {}).get("summarize") or {}
+    if plan.get("need") == CONSOLIDATE and len(summaries) >= CONSOLIDATE_AT:
         return _consolidate(
             agent, summaries[:CONSOLIDATE_BATCH], route=route, sleep=sleep, deadline=deadline, ids=ids
         )
-    everything = bool(((node.graph.context or {}).get("summarize") or {}).get("everything"))
-    messages = messages_to_summarize(conversation, everything=everything)
+    messages = messages_to_summarize(conversation, everything=bool(plan.get("everything")))
     if not messages:
         return PlanResult(notes=["nothing to summarize"])
     warm_media_descriptions(messages, sleep=sleep, deadline=deadline, **ids)

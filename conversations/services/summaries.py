@@ -10,8 +10,9 @@ the turn starts again when the reply's graph finishes.
 - Summarize: 70 or more visible messages after the last summarized one (SUMMARIZE_AFTER). The turn
   covers all of them but the newest 20 (KEEP_RECENT), at most BATCH_MAX per turn, oldest first.
 - Consolidate: 7 or more summaries (CONSOLIDATE_AT); the turn merges the oldest 5 into one.
-- A turn that changed nothing (the same coverage and summary count as a finished summarization turn
-  of this conversation) is not repeated, so a model that writes no summary costs one call, not a loop.
+- A turn that changed nothing (the same coverage, summary count and waiting batches as a finished or
+  failed summarization turn of this conversation) is not repeated, so a model that writes no summary
+  costs one call, not a loop; 70 more messages make it worth another try.
 """
 
 from __future__ import annotations
@@ -63,18 +64,33 @@ def messages_to_summarize(conversation: Conversation, *, everything: bool = Fals
     return list(rows.order_by("message_id")[:BATCH_MAX])
 
 
-def summarization_need(conversation: Conversation) -> str:
-    """ "consolidate", "summarize" or "" (nothing to do)."""
+#: How far back the need check counts unsummarized messages (a bound on its query).
+COUNT_LIMIT = SUMMARIZE_AFTER * 20
+
+
+def summarization_needs(conversation: Conversation) -> list[str]:
+    """What is due, in the order it is done: "consolidate" (CONSOLIDATE_AT summaries or more), then
+    "summarize" (SUMMARIZE_AFTER unsummarized messages or more)."""
+    needs = []
     if summary_count(agent_id=conversation.agent_id, channel_id=conversation.peer_id) >= CONSOLIDATE_AT:
-        return CONSOLIDATE
-    unsummarized = unsummarized_messages(conversation).values("pk")[:SUMMARIZE_AFTER]
-    return SUMMARIZE if len(unsummarized) >= SUMMARIZE_AFTER else ""
+        needs.append(CONSOLIDATE)
+    if _unsummarized_count(conversation, limit=SUMMARIZE_AFTER) >= SUMMARIZE_AFTER:
+        needs.append(SUMMARIZE)
+    return needs
 
 
-def _coverage_key(conversation: Conversation) -> str:
+def _unsummarized_count(conversation: Conversation, *, limit: int) -> int:
+    return len(unsummarized_messages(conversation).values("pk")[:limit])
+
+
+def _attempt_key(conversation: Conversation, need: str) -> str:
+    """What a turn for `need` would start from: the coverage, the number of summaries, and how many
+    SUMMARIZE_AFTER-sized batches of messages wait. A turn that changed none of them is not repeated;
+    70 more messages make it worth another try."""
     covered = summary_covered_id(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
     count = summary_count(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
-    return f"{covered}:{count}"
+    batches = _unsummarized_count(conversation, limit=COUNT_LIMIT) // SUMMARIZE_AFTER
+    return f"{need}:{covered}:{count}:{batches}"
 
 
 def summarization_start(
@@ -82,7 +98,9 @@ def summarization_start(
 ) -> TaskGraph | None:
     """Start a summarization turn when one is due and the conversation has no active graph.
 
-    `everything` (an operator's "Summarize now") starts one whenever there is anything unsummarized.
+    The first due need whose last attempt (a finished or failed turn from the same starting point)
+    is not repeated wins, so a consolidation that keeps failing does not hold summarization back.
+    `everything` (an operator's "Summarize now") summarizes whenever anything is unsummarized.
     Returns the new graph, or None when nothing was started.
     """
     from conversations.services.graphs import graph_active, graph_replan
@@ -90,27 +108,27 @@ def summarization_start(
     with transaction.atomic():
         if graph_active(conversation=conversation) is not None:
             return None
-        need = summarization_need(conversation)
-        if everything and not need and unsummarized_messages(conversation).exists():
-            need = SUMMARIZE
-        if not need:
-            return None
-        key = _coverage_key(conversation)
-        repeated = TaskGraph.objects.filter(
+        if everything:
+            needs = [SUMMARIZE] if unsummarized_messages(conversation).exists() else []
+        else:
+            needs = summarization_needs(conversation)
+        attempts = TaskGraph.objects.filter(
             conversation=conversation,
             trigger=TaskGraph.Trigger.SUMMARIZE,
             status__in=(TaskGraph.Status.DONE, TaskGraph.Status.FAILED),
-            context__summarize__key=key,
         )
-        if not everything and repeated.exists():
-            return None
-        context = {"summarize": {"need": need, "key": key, "everything": everything, "reason": reason}}
-        return graph_replan(
-            conversation=conversation,
-            trigger=TaskGraph.Trigger.SUMMARIZE,
-            target_message_id=None,
-            context=context,
-        )
+        for need in needs:
+            key = _attempt_key(conversation, need)
+            if not everything and attempts.filter(context__summarize__key=key).exists():
+                continue
+            context = {"summarize": {"need": need, "key": key, "everything": everything, "reason": reason}}
+            return graph_replan(
+                conversation=conversation,
+                trigger=TaskGraph.Trigger.SUMMARIZE,
+                target_message_id=None,
+                context=context,
+            )
+        return None
 
 
 def summarization_start_if_due(*, conversation_id: int) -> TaskGraph | None:

@@ -184,3 +184,25 @@ def test_seven_summaries_are_consolidated_into_one_over_the_oldest_five(agent, h
     harness.settle()
     system = _system(fake_llm.requests[-1])
     assert system.index("Parts zero to four, merged.") < system.index("Part 5.") < system.index("Part 6.")
+
+
+def test_a_failed_consolidation_does_not_hold_summarization_back(agent, harness, fake_llm, clock):
+    _turn(agent, harness, fake_llm)
+    conversation = Conversation.objects.get(agent=agent)
+    for index in range(7):
+        summary = _summary(agent, conversation, index, clock)
+        Summary.objects.filter(pk=summary.pk).update(first_message_id=0, last_message_id=index)
+    _say_many(agent, 75)
+    fake_llm.reply_with(tasks())
+    fake_llm.reply_with(None)  # the consolidation answers nothing: the summaries are kept
+    fake_llm.reply_with(tasks({"kind": "summarize", "content": "Numbered lines."}))
+    fake_llm.reply_with("Parts merged.")  # the summary count changed: consolidation is tried again
+    harness.settle()
+
+    graphs = list(TaskGraph.objects.filter(trigger=TaskGraph.Trigger.SUMMARIZE).order_by("id"))
+    assert [g.context["summarize"]["need"] for g in graphs] == ["consolidate", "summarize", "consolidate"]
+    consolidation = TaskNode.objects.get(graph=graphs[0], kind="received")
+    assert "the summaries are kept" in consolidation.result["errors"][0]
+    contents = [s.content for s in _summaries()]
+    assert len(contents) == 8 - 5 + 1 and "Numbered lines." in contents and "Parts merged." in contents
+    assert len(fake_llm.requests) == 5

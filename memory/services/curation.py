@@ -39,11 +39,16 @@ def plan_validate(*, plan: Plan) -> None:
 def plan_save(*, plan: Plan) -> Plan:
     """Store a channel plan written or corrected by a person."""
     plan_validate(plan=plan)
-    if plan.created is None:
-        plan.created = clock.now()
-    plan.full_clean()
-    plan.save()
-    return plan
+    return _dated_save(plan)
+
+
+def _dated_save(row):
+    """Date a new row now, check the model's own rules, and save it."""
+    if row.created is None:
+        row.created = clock.now()
+    row.full_clean()
+    row.save()
+    return row
 
 
 def entry_validate(*, entry: Summary | Note | Intention) -> None:
@@ -65,8 +70,4 @@ def entry_validate(*, entry: Summary | Note | Intention) -> None:
 def entry_save(*, entry: Summary | Note | Intention) -> Summary | Note | Intention:
     """Store a summary, note or intention added or corrected in the admin (dated now when new)."""
     entry_validate(entry=entry)
-    if entry.created is None:
-        entry.created = clock.now()
-    entry.full_clean()
-    entry.save()
-    return entry
+    return _dated_save(entry)
