@@ -84,7 +84,7 @@ def graph_replan(
             agent_id=conversation.agent_id,
             conversation_id=conversation.pk,
             node_id=node.pk,
-            summary=f"{trigger} on #{target_message_id}"
+            summary=(f"{trigger} on #{target_message_id}" if target_message_id is not None else trigger)
             + (f" (replaces graph {previous.pk})" if previous else ""),
             data={"graph_id": graph.pk, "trigger": trigger, "target_message_id": target_message_id},
         )
