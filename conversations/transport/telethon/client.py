@@ -57,6 +57,7 @@ from .normalize import (
     unsupported_message,
     updates_from,
 )
+from .server import point_at_configured_server
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class LeaseNotHeld(TransportError):
 def default_client_factory(session: DatabaseSession, api_id: str, api_hash: str):
     from telethon import TelegramClient
 
+    point_at_configured_server(session)
     return TelegramClient(
         session,
         int(api_id),

@@ -1,0 +1,119 @@
+"""The real `telegram_login` and `runagents` processes against the loopback Telegram stand-in.
+
+The stand-in runs in this process (a thread) and the children reach it through
+CINDY_TELEGRAM_SERVER; the LLM is the fake server. Waiting for the children is bounded polling.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from cindy_site.testing.fake_llm import FakeLLMServer
+from conversations.testing.mtproto import StandIn
+from engine.tests.test_gateway_process import MANAGE, ChildDatabase, manage, plan, start_gateway, wait_for
+
+pytestmark = pytest.mark.slow
+
+PHONE = "+9996621234"  # test number: the login code is 22222
+PASSWORD = "correct horse"
+
+
+@pytest.fixture
+def telegram(tmp_path):
+    """A migrated child database with a telegram agent, the stand-in, and the fake LLM."""
+    db = ChildDatabase(tmp_path)
+    llm = FakeLLMServer().start()
+    standin = StandIn().start()
+    key_path = tmp_path / "standin.pub.pem"
+    key_path.write_bytes(standin.key.public_pem)
+    env = db.env() | {
+        "SECRET_KEY": "test-only",
+        "CINDY_SESSION_KEY": "test-only",
+        "GEMINI_BASE_URL": llm.url,
+        "GOOGLE_GEMINI_API_KEY": "test",
+        "DEFAULT_AGENT_LLM": "gemini",
+        "LLM_MAX_RETRIES": "0",
+        "CINDY_TICK_SECONDS": "0.05",
+        "CINDY_LEASE_SECONDS": "3",
+        "CINDY_Q_WORKERS": "1",
+        "LOG_LEVEL": "INFO",
+        "TELEGRAM_API_ID": "1",
+        "TELEGRAM_API_HASH": "standin",
+        "CINDY_TELEGRAM_SERVER": standin.address,
+        "CINDY_TELEGRAM_SERVER_KEY": str(key_path),
+        "MEDIA_ROOT": str(tmp_path / "media"),
+    }
+    manage(env, "migrate", "--noinput", "-v", "0")
+    manage(
+        env,
+        "shell",
+        "-c",
+        f"from agents.models import Agent; Agent.objects.create(name='Tess', phone='{PHONE}', "
+        "instructions='You are Tess.', transport='telegram', llm='gemini', start_typing_delay=1, "
+        "typing_speed=1000)",
+    )
+    agent = standin.run(
+        standin.world.create_user, phone=PHONE, first_name="Tess", username="tess", password=PASSWORD
+    )
+    bob = standin.run(standin.world.create_user, phone="+9996631111", first_name="Bob", username="bob")
+    try:
+        yield env, db, llm, standin, agent, bob, tmp_path
+    finally:
+        standin.stop()
+        llm.stop()
+        db.drop()
+
+
+def login(env: dict[str, str], answers: str) -> subprocess.CompletedProcess:
+    # No controlling terminal, so the password prompt reads stdin like the code prompt.
+    return subprocess.run(
+        [sys.executable, MANAGE, "telegram_login", "Tess"],
+        env=env,
+        input=answers,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,
+    )
+
+
+def texts_from(standin: StandIn, key: tuple, sender: int) -> list[str]:
+    return standin.run(lambda: [m.text for m in standin.world.history(key) if m.sender == sender])
+
+
+def test_login_with_code_and_password_then_a_dm_and_a_group_callout_are_answered(telegram):
+    env, db, llm, standin, agent, bob, tmp = telegram
+    wrong = login(env, "22222\nnot it\n")
+    assert wrong.returncode != 0 and "password is wrong" in wrong.stderr
+    done = login(env, f"22222\n{PASSWORD}\n")
+    assert done.returncode == 0, done.stderr
+    assert f"logged in as @tess (user id {agent.id})" in done.stdout
+    assert db.query("SELECT telegram_user_id FROM agents_agent WHERE name = 'Tess'") == [(agent.id,)]
+    assert [c.method for c in standin.calls if c.method.startswith("auth.")][-2:] == [
+        "auth.signIn",
+        "auth.checkPassword",
+    ]
+
+    llm.set_default_reply(plan("hello Bob"))
+    log = tmp / "gateway.log"
+    process = start_gateway(env, log)
+    try:
+        dm = standin.world.dm_key(agent.id, bob.id)
+        standin.run(standin.world.send, bob.id, dm, "hi Tess, are you there?")
+        wait_for(lambda: texts_from(standin, dm, agent.id) == ["hello Bob"], "the DM answer", log)
+
+        group = standin.run(standin.world.create_group, title="Friends", member_ids=[agent.id, bob.id])
+        gkey = ("chat", group.id)
+        llm.set_default_reply(plan("yes, I am here"))
+        standin.run(standin.world.send, bob.id, gkey, "what do you think @tess", mentions=(agent.id,))
+        wait_for(lambda: texts_from(standin, gkey, agent.id) == ["yes, I am here"], "the group answer", log)
+        sends = [c for c in standin.calls if c.method == "messages.sendMessage"]
+        assert len(sends) == 2 and not any(c.error for c in sends)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
