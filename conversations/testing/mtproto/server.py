@@ -138,6 +138,7 @@ class StandIn:
         self.keys: dict[int, KeyState] = {}
         self.calls: list[Call] = []
         self.flood: dict[str, list[int]] = {}  # method -> FLOOD_WAIT seconds still to answer
+        self.hold: dict[str, float] = {}  # method -> seconds to hold the answer after doing the work
         self.connections: set[Connection] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -181,6 +182,9 @@ class StandIn:
             self._server.close()
         for conn in list(self.connections):
             conn.transport.writer.close()
+        for task in asyncio.all_tasks():
+            if task is not asyncio.current_task():
+                task.cancel()
 
     def run(self, fn, *args, **kwargs) -> Any:
         """Call `fn` on the server's loop (world changes must happen there) and return its result."""
@@ -199,6 +203,10 @@ class StandIn:
     def inject_flood_wait(self, method: str, seconds: int, *, times: int = 1) -> None:
         """The next `times` calls of `method` (e.g. "messages.sendMessage") answer FLOOD_WAIT_<seconds>."""
         self.flood.setdefault(method, []).extend([seconds] * times)
+
+    def hold_answer(self, method: str, seconds: float) -> None:
+        """The next call of `method` takes effect at once but is answered only after `seconds`."""
+        self.hold[method] = seconds
 
     def calls_of(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -346,7 +354,15 @@ class StandIn:
             body = struct.pack("<Iq", 0xF35C6D01, msg_id) + bytes(types.RpcError(exc.code, exc.message))
             conn.send(body)
             return
+        if name in self.hold:  # done, but the client hears of it only later (a crash test's window)
+            asyncio.ensure_future(self._answer_later(conn, self._result(msg_id, result), self.hold.pop(name)))
+            return
         conn.send(self._result(msg_id, result))
+
+    async def _answer_later(self, conn: Connection, body: bytes, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        if conn in self.connections:
+            conn.send(body)
 
     def _push(self, user_id: int, updates: Any) -> None:
         body = bytes(updates)

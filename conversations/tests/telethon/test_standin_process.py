@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -117,3 +118,93 @@ def test_login_with_code_and_password_then_a_dm_and_a_group_callout_are_answered
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=20)
+
+
+def logged_in_gateway(env, tmp, name: str = "gateway.log") -> tuple[subprocess.Popen, Path]:
+    done = login(env, f"22222\n{PASSWORD}\n")
+    assert done.returncode == 0, done.stderr
+    log = tmp / name
+    return start_gateway(env, log), log
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
+
+
+def test_a_gateway_killed_mid_send_sends_once_and_answers_what_came_while_it_was_down(telegram):
+    env, db, llm, standin, agent, bob, tmp = telegram
+    dm = standin.world.dm_key(agent.id, bob.id)
+    llm.set_default_reply(plan("hello Bob"))
+    standin.hold_answer("messages.sendMessage", 60)  # the message is made; the answer never arrives
+    process, log = logged_in_gateway(env, tmp)
+    try:
+        standin.run(standin.world.send, bob.id, dm, "hi Tess")
+        wait_for(
+            lambda: texts_from(standin, dm, agent.id) == ["hello Bob"], "the send to reach the server", log
+        )
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
+        standin.run(standin.world.send, bob.id, dm, "are you back?")
+        llm.set_default_reply(plan("I am back"))
+        before = len(standin.calls)
+        process = start_gateway(env, log)
+        wait_for(
+            lambda: texts_from(standin, dm, agent.id) == ["hello Bob", "I am back"],
+            "the answer after restart",
+            log,
+        )
+        messages = standin.run(lambda: [m for m in standin.world.history(dm) if m.sender == agent.id])
+        random_ids = [m.random_id for m in messages]
+        assert len(set(random_ids)) == len(random_ids) == 2
+        after = [c.method for c in standin.calls[before:]]
+        assert "updates.getDifference" in after
+    finally:
+        stop(process)
+
+
+def test_a_flood_wait_keeps_the_method_quiet_for_its_seconds(telegram):
+    env, db, llm, standin, agent, bob, tmp = telegram
+    dm = standin.world.dm_key(agent.id, bob.id)
+    llm.set_default_reply(plan("hello Bob"))
+    standin.inject_flood_wait("messages.sendMessage", 3)
+    process, log = logged_in_gateway(env, tmp)
+    try:
+        standin.run(standin.world.send, bob.id, dm, "hi Tess")
+        wait_for(
+            lambda: texts_from(standin, dm, agent.id) == ["hello Bob"], "the send after the flood wait", log
+        )
+        sends = standin.calls_of("messages.sendMessage")
+        assert sends[0].error == "FLOOD_WAIT_3"
+        assert all(c.time - sends[0].time >= 3 for c in sends[1:])
+    finally:
+        stop(process)
+
+
+def test_a_second_gateway_never_connects_while_the_first_holds_the_lease(telegram):
+    env, db, llm, standin, agent, bob, tmp = telegram
+    first, log = logged_in_gateway(env, tmp)
+    second = None
+    try:
+        # The login's connection, then the gateway's own.
+        wait_for(lambda: len({c.connection for c in standin.calls}) == 2, "the first gateway to connect", log)
+        connections = {c.connection for c in standin.calls}
+        second_log = tmp / "second.log"
+        second = start_gateway(env, second_log)
+        wait_for(
+            lambda: "started task workers" in second_log.read_text(), "the second gateway to run", second_log
+        )
+        # Watch for three lease periods: the second gateway keeps trying for the lease, never connecting.
+        deadline = time.monotonic() + 9
+        while time.monotonic() < deadline:
+            assert {c.connection for c in standin.calls} <= connections, (
+                "a second connection reached the server"
+            )
+            time.sleep(0.2)
+        assert not any(state.revoked for state in standin.keys.values())
+        assert first.poll() is None and second.poll() is None
+    finally:
+        stop(first)
+        if second is not None:
+            stop(second)
