@@ -6,13 +6,16 @@ CINDY_TELEGRAM_SERVER; the LLM is the fake server. Waiting for the children is b
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+from telethon.tl import types
 
 from cindy_site.testing.fake_llm import FakeLLMServer
 from conversations.testing.mtproto import StandIn
@@ -208,3 +211,44 @@ def test_a_second_gateway_never_connects_while_the_first_holds_the_lease(telegra
         stop(first)
         if second is not None:
             stop(second)
+
+
+def test_a_photo_is_downloaded_and_described_and_answered_with_a_sticker_and_a_reaction(telegram):
+    env, db, llm, standin, agent, bob, tmp = telegram
+    manage(
+        env,
+        "shell",
+        "-c",
+        "from agents.models import Agent; Agent.objects.filter(name='Tess').update(sticker_set_names=['CindyStandIn'])",
+    )
+    dm = standin.world.dm_key(agent.id, bob.id)
+    photo = types.MessageMediaPhoto(photo=standin.world.photo)
+    sent, _pts, _new = standin.run(standin.world.send, bob.id, dm, "look at this", media=photo)
+    llm.set_default_reply(
+        json.dumps(
+            [
+                {"kind": "sticker", "sticker_set": "CindyStandIn", "name": "😀"},
+                {"kind": "react", "emoji": "👍", "message_id": sent.id},
+            ]
+        )
+    )
+    process, log = logged_in_gateway(env, tmp)
+    try:
+        wait_for(lambda: standin.run(lambda: sent.reactions.get(agent.id)) == "👍", "the reaction", log)
+        wait_for(
+            lambda: standin.run(
+                lambda: [m for m in standin.world.history(dm) if m.sender == agent.id and m.media is not None]
+            ),
+            "the sticker",
+            log,
+        )
+        assert standin.calls_of("upload.getFile") and not any(
+            c.error for c in standin.calls_of("upload.getFile")
+        )
+        wait_for(
+            lambda: db.query("SELECT kind, status FROM media_catalog_mediadescription WHERE kind = 'photo'"),
+            "the description",
+            log,
+        )
+    finally:
+        stop(process)
