@@ -17,9 +17,15 @@ from pathlib import Path
 import pytest
 from telethon.tl import types
 
-from cindy_site.testing.fake_llm import FakeLLMServer
 from conversations.testing.mtproto import StandIn
-from engine.tests.test_gateway_process import MANAGE, ChildDatabase, manage, plan, start_gateway, wait_for
+from engine.tests.test_gateway_process import (
+    MANAGE,
+    child,  # noqa: F401 - the fixture this one extends
+    manage,
+    plan,
+    start_gateway,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -28,31 +34,19 @@ PASSWORD = "correct horse"
 
 
 @pytest.fixture
-def telegram(tmp_path):
-    """A migrated child database with a telegram agent, the stand-in, and the fake LLM."""
-    db = ChildDatabase(tmp_path)
-    llm = FakeLLMServer().start()
+def telegram(child):  # noqa: F811 - the fixture imported above
+    """The gateway test's child database and fake LLM, plus a telegram agent and the stand-in."""
+    base_env, db, llm, tmp_path = child
     standin = StandIn().start()
     key_path = tmp_path / "standin.pub.pem"
     key_path.write_bytes(standin.key.public_pem)
-    env = db.env() | {
-        "SECRET_KEY": "test-only",
-        "CINDY_SESSION_KEY": "test-only",
-        "GEMINI_BASE_URL": llm.url,
-        "GOOGLE_GEMINI_API_KEY": "test",
-        "DEFAULT_AGENT_LLM": "gemini",
-        "LLM_MAX_RETRIES": "0",
-        "CINDY_TICK_SECONDS": "0.05",
-        "CINDY_LEASE_SECONDS": "3",
-        "CINDY_Q_WORKERS": "1",
-        "LOG_LEVEL": "INFO",
+    env = base_env | {
         "TELEGRAM_API_ID": "1",
         "TELEGRAM_API_HASH": "standin",
         "CINDY_TELEGRAM_SERVER": standin.address,
         "CINDY_TELEGRAM_SERVER_KEY": str(key_path),
-        "MEDIA_ROOT": str(tmp_path / "media"),
+        "CINDY_MEDIA_ROOT": str(tmp_path / "media"),
     }
-    manage(env, "migrate", "--noinput", "-v", "0")
     manage(
         env,
         "shell",
@@ -69,8 +63,6 @@ def telegram(tmp_path):
         yield env, db, llm, standin, agent, bob, tmp_path
     finally:
         standin.stop()
-        llm.stop()
-        db.drop()
 
 
 def login(env: dict[str, str], answers: str) -> subprocess.CompletedProcess:
@@ -242,9 +234,8 @@ def test_a_photo_is_downloaded_and_described_and_answered_with_a_sticker_and_a_r
             "the sticker",
             log,
         )
-        assert standin.calls_of("upload.getFile") and not any(
-            c.error for c in standin.calls_of("upload.getFile")
-        )
+        wait_for(lambda: standin.calls_of("upload.getFile"), "the photo download", log)
+        assert not any(c.error for c in standin.calls_of("upload.getFile"))
         wait_for(
             lambda: db.query("SELECT kind, status FROM media_catalog_mediadescription WHERE kind = 'photo'"),
             "the description",
