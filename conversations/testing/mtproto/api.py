@@ -231,7 +231,8 @@ class Api(ChatsApi):
     def update_notify_settings(self, conn, request):
         me = self._me(conn)
         key = self.world.key_for(me, request.peer.peer)
-        self.world.users[me].muted_until[key] = request.settings.mute_until or 0
+        until = request.settings.mute_until  # TL dates arrive as datetimes
+        self.world.users[me].muted_until[key] = int(until.timestamp()) if until else 0
         return True
 
     @handles(functions.contacts.BlockRequest, functions.contacts.UnblockRequest)

@@ -153,6 +153,9 @@ def test_a_gateway_killed_mid_send_sends_once_and_answers_what_came_while_it_was
         messages = standin.run(lambda: [m for m in standin.world.history(dm) if m.sender == agent.id])
         random_ids = [m.random_id for m in messages]
         assert len(set(random_ids)) == len(random_ids) == 2
+        # A retried send carries its first random_id, which the server answers with the first message.
+        sent_ids = [c.request.random_id for c in standin.calls_of("messages.sendMessage")]
+        assert set(sent_ids) == set(random_ids)
         after = [c.method for c in standin.calls[before:]]
         assert "updates.getDifference" in after
     finally:
