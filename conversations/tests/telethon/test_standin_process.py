@@ -82,7 +82,7 @@ def texts_from(standin: StandIn, key: tuple, sender: int) -> list[str]:
     return standin.run(lambda: [m.text for m in standin.world.history(key) if m.sender == sender])
 
 
-def test_login_with_code_and_password_then_a_dm_and_a_group_callout_are_answered(telegram):
+def test_login_with_code_and_password_then_a_dm_and_group_callouts_are_answered(telegram):
     env, db, llm, standin, agent, bob, tmp = telegram
     wrong = login(env, "22222\nnot it\n")
     assert wrong.returncode != 0 and "password is wrong" in wrong.stderr
@@ -108,8 +108,16 @@ def test_login_with_code_and_password_then_a_dm_and_a_group_callout_are_answered
         llm.set_default_reply(plan("yes, I am here"))
         standin.run(standin.world.send, bob.id, gkey, "what do you think @tess", mentions=(agent.id,))
         wait_for(lambda: texts_from(standin, gkey, agent.id) == ["yes, I am here"], "the group answer", log)
+
+        club = standin.run(
+            standin.world.create_group, title="Club", member_ids=[agent.id, bob.id], supergroup=True
+        )
+        ckey = ("channel", club.id)
+        llm.set_default_reply(plan("count me in"))
+        standin.run(standin.world.send, bob.id, ckey, "who is coming, @tess?", mentions=(agent.id,))
+        wait_for(lambda: texts_from(standin, ckey, agent.id) == ["count me in"], "the supergroup answer", log)
         sends = [c for c in standin.calls if c.method == "messages.sendMessage"]
-        assert len(sends) == 2 and not any(c.error for c in sends)
+        assert len(sends) == 3 and not any(c.error for c in sends)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=20)
