@@ -43,11 +43,6 @@ class Api(ChatsApi):
             raise RpcFail(400, "INPUT_METHOD_INVALID")
         return getattr(self, handler)(conn, request)
 
-    def _me(self, conn: Connection) -> int:
-        if conn.user_id is None:
-            raise RpcFail(401, "AUTH_KEY_UNREGISTERED")
-        return conn.user_id
-
     # --- connection and login ---------------------------------------------------------------------
 
     @handles(functions.help.GetConfigRequest)
@@ -217,10 +212,6 @@ class Api(ChatsApi):
             about=f"{self.world.users[uid].first_name} (stand-in)",
         )
         return types.users.UserFull(full_user=full, chats=[], users=[self.world.tl_user(uid, me)])
-
-    def _notify(self, me: int, key: tuple) -> types.PeerNotifySettings:
-        until = self.world.users[me].muted_until.get(key)
-        return types.PeerNotifySettings(mute_until=until if until and until > time.time() else None)
 
     @handles(functions.account.GetNotifySettingsRequest)
     def get_notify_settings(self, conn, request):

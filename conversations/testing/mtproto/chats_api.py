@@ -20,7 +20,13 @@ class ChatsApi:
     world: World
 
     def _me(self, conn) -> int:
-        raise NotImplementedError
+        if conn.user_id is None:
+            raise RpcFail(401, "AUTH_KEY_UNREGISTERED")
+        return conn.user_id
+
+    def _notify(self, me: int, key: tuple) -> types.PeerNotifySettings:
+        until = self.world.users[me].muted_until.get(key)
+        return types.PeerNotifySettings(mute_until=until if until and until > time.time() else None)
 
     # --- update state -----------------------------------------------------------------------------
 
@@ -119,9 +125,6 @@ class ChatsApi:
         return types.messages.Dialogs(
             dialogs=[d for _, d in dialogs][: request.limit], messages=tops, chats=chats, users=users
         )
-
-    def _notify(self, me: int, key: tuple):
-        raise NotImplementedError
 
     @handles(functions.messages.GetFullChatRequest)
     def get_full_chat(self, conn, request):

@@ -208,6 +208,16 @@ class StandIn:
         """The next call of `method` takes effect at once but is answered only after `seconds`."""
         self.hold[method] = seconds
 
+    def drop_connections(self) -> int:
+        """Close every client connection, as a network failure would (run it on the loop)."""
+        dropped = list(self.connections)
+        for conn in dropped:
+            self.connections.discard(conn)
+            if conn.key is not None:
+                conn.key.connections.discard(conn)
+            conn.transport.writer.close()
+        return len(dropped)
+
     def calls_of(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 
@@ -225,6 +235,8 @@ class StandIn:
             pass
         except (FramingError, HandshakeError, TypeNotFoundError) as exc:
             logger.warning("telegram stand-in: connection %s closed: %s", conn.id, exc)
+        except Exception:
+            logger.exception("telegram stand-in: connection %s closed by an error", conn.id)
         finally:
             self.connections.discard(conn)
             if conn.key is not None:

@@ -128,52 +128,6 @@ class World:
         self.chats[chat.id] = chat
         return chat
 
-    def add_photo(self, data: bytes, *, width: int, height: int) -> types.Photo:
-        photo = types.Photo(
-            id=self.new_id(),
-            access_hash=self.new_id(),
-            file_reference=b"ref-1",
-            date=int(time.time()),
-            sizes=[types.PhotoSize(type="x", w=width, h=height, size=len(data))],
-            dc_id=self.dc_id,
-        )
-        self.photos[photo.id], self.files[photo.id] = photo, data
-        return photo
-
-    def add_sticker_set(
-        self, short_name: str, title: str, stickers: list[tuple[str, bytes]]
-    ) -> types.StickerSet:
-        """A sticker set of (emoji, webp bytes) stickers, 512x512 each."""
-        sticker_set = types.StickerSet(
-            id=self.new_id(),
-            access_hash=self.new_id(),
-            title=title,
-            short_name=short_name,
-            count=len(stickers),
-            hash=0,
-        )
-        ref = types.InputStickerSetID(id=sticker_set.id, access_hash=sticker_set.access_hash)
-        docs = []
-        for alt, data in stickers:
-            doc = types.Document(
-                id=self.new_id(),
-                access_hash=self.new_id(),
-                file_reference=b"ref-1",
-                date=int(time.time()),
-                mime_type="image/webp",
-                size=len(data),
-                dc_id=self.dc_id,
-                attributes=[
-                    types.DocumentAttributeImageSize(w=512, h=512),
-                    types.DocumentAttributeSticker(alt=alt, stickerset=ref),
-                    types.DocumentAttributeFilename(file_name="sticker.webp"),
-                ],
-            )
-            self.documents[doc.id], self.files[doc.id] = doc, data
-            docs.append(doc)
-        self.sticker_sets[short_name.lower()] = (sticker_set, docs)
-        return sticker_set
-
     # --- keys and peers ---------------------------------------------------------------------------
 
     def dm_key(self, a: int, b: int) -> tuple:
@@ -405,7 +359,6 @@ class World:
             message.reactions[user_id] = emoji
         else:
             message.reactions.pop(user_id, None)
-        message.edit_date = message.edit_date  # reactions do not count as an edit
         for uid in self.members(key):
             if uid == user_id:
                 continue

@@ -254,3 +254,23 @@ def test_a_photo_is_downloaded_and_described_and_answered_with_a_sticker_and_a_r
         )
     finally:
         stop(process)
+
+
+def test_after_the_connection_drops_the_gateway_reconnects_and_answers(telegram):
+    env, db, llm, standin, agent, bob, tmp = telegram
+    dm = standin.world.dm_key(agent.id, bob.id)
+    llm.set_default_reply(plan("hello Bob"))
+    process, log = logged_in_gateway(env, tmp)
+    try:
+        standin.run(standin.world.send, bob.id, dm, "hi Tess")
+        wait_for(lambda: texts_from(standin, dm, agent.id) == ["hello Bob"], "the first answer", log)
+        first = {c.connection for c in standin.calls}
+        assert standin.run(standin.drop_connections) >= 1
+        standin.run(standin.world.send, bob.id, dm, "still there?")
+        llm.set_default_reply(plan("still here"))
+        wait_for(lambda: texts_from(standin, dm, agent.id) == ["hello Bob", "still here"], "the answer", log)
+        assert {c.connection for c in standin.calls} - first  # a new connection, same process
+        assert process.poll() is None
+        assert not any(state.revoked for state in standin.keys.values())
+    finally:
+        stop(process)
