@@ -11,6 +11,7 @@ from .rpc import RpcFail, handles
 from .world import CHANNEL, CHAT, DM
 
 if TYPE_CHECKING:
+    from .server import StandIn
     from .world import Message, World
 
 DIFFERENCE_LIMIT = 1000
@@ -18,6 +19,7 @@ DIFFERENCE_LIMIT = 1000
 
 class ChatsApi:
     world: World
+    server: StandIn
 
     def _me(self, conn) -> int:
         if conn.user_id is None:
@@ -256,7 +258,7 @@ class ChatsApi:
         reply = getattr(request.reply_to, "reply_to_msg_id", None)
         if not text.strip() and media is None:
             raise RpcFail(400, "MESSAGE_EMPTY")
-        message, _pts, _new = self.world.send(
+        message, _pts, new = self.world.send(
             me,
             key,
             text,
@@ -266,6 +268,8 @@ class ChatsApi:
             entities=list(request.entities or []),
             skip_push=me,
         )
+        if not new and self.server.random_id_duplicate_error:
+            raise RpcFail(400, "RANDOM_ID_DUPLICATE")
         return self._sent(me, message)
 
     @handles(functions.messages.SendMessageRequest)

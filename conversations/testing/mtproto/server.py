@@ -138,6 +138,9 @@ class StandIn:
         self.keys: dict[int, KeyState] = {}
         self.calls: list[Call] = []
         self.flood: dict[str, list[int]] = {}  # method -> FLOOD_WAIT seconds still to answer
+        # A repeated random_id returns the first message; True answers RANDOM_ID_DUPLICATE instead
+        # (Telegram does either, depending on the method and how long ago the first send was).
+        self.random_id_duplicate_error = False
         self.hold: dict[str, float] = {}  # method -> seconds to hold the answer after doing the work
         self.connections: set[Connection] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
