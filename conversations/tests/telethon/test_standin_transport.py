@@ -16,7 +16,13 @@ from telethon.tl import types
 from agents.management.commands.telegram_login import make_client
 from agents.telethon_session import open_session_for
 from conversations.testing.mtproto import StandIn
-from conversations.transport.base import NewMessage, ReactionsChanged, StickerRef
+from conversations.transport.base import (
+    MessageEdited,
+    MessagesDeleted,
+    NewMessage,
+    ReactionsChanged,
+    StickerRef,
+)
 from conversations.transport.telethon import TelethonTransport
 
 from .conftest import GATEWAY
@@ -151,3 +157,32 @@ def test_inbound_messages_reactions_history_details_and_media_read_through_the_t
     message = standin.run(standin.world.find, dm, new.message_id)
     assert message.reactions == {me.id: "👍"}
     assert standin.world.users[me.id].read_max[dm] == new.message_id
+
+
+def test_a_sticker_an_edit_and_a_deletion_from_the_other_side_arrive_as_updates(world):
+    standin, agent, me, bob = world
+    dm = standin.world.dm_key(me.id, bob.id)
+
+    async def run():
+        transport = await connected(agent)
+        sticker = types.MessageMediaDocument(document=next(iter(standin.world.documents.values())))
+        standin.run(standin.world.send, bob.id, dm, "", media=sticker)
+        [got_sticker] = await next_updates(transport, NewMessage)
+        text, _pts, _new = standin.run(standin.world.send, bob.id, dm, "see you at 5")
+        await next_updates(transport, NewMessage)
+        standin.run(standin.world.edit, bob.id, dm, text.id, "see you at 6")
+        [edited] = await next_updates(transport, MessageEdited)
+        standin.run(standin.world.delete, bob.id, dm, [text.id])
+        [deleted] = await next_updates(transport, MessagesDeleted)
+        await transport.disconnect()
+        return got_sticker.message, edited.message, deleted
+
+    sticker, edited, deleted = async_to_sync(run)()
+    item = sticker.media[0]
+    assert (item.media_kind, item.sticker_set_name, item.sticker_set_title) == (
+        "sticker",
+        "CindyStandIn",
+        "Cindy stand-in stickers",
+    )
+    assert (edited.text, edited.edited_at is not None) == ("see you at 6", True)
+    assert deleted.message_ids == (edited.message_id,)
