@@ -143,6 +143,7 @@ class StandIn:
         self.random_id_duplicate_error = False
         self.hold: dict[str, float] = {}  # method -> seconds to hold the answer after doing the work
         self.connections: set[Connection] = set()
+        self.missed: set[int] = set()  # accounts that had updates while none of their connections listened
         self.loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
@@ -362,8 +363,8 @@ class StandIn:
             except Exception as exc:
                 logger.exception("telegram stand-in: %s failed", name)
                 raise RpcFail(500, f"INTERNAL_STANDIN_{type(exc).__name__.upper()}") from exc
-            if conn.user_id is not None and updates:
-                conn.wants_updates = True
+            listening = conn.user_id is not None and updates and not conn.wants_updates
+            conn.wants_updates = conn.wants_updates or listening
         except RpcFail as exc:
             call.error = exc.message
             body = struct.pack("<Iq", 0xF35C6D01, msg_id) + bytes(types.RpcError(exc.code, exc.message))
@@ -373,6 +374,11 @@ class StandIn:
             asyncio.ensure_future(self._answer_later(conn, self._result(msg_id, result), self.hold.pop(name)))
             return
         conn.send(self._result(msg_id, result))
+        if listening and conn.user_id in self.missed:
+            # Updates came while no connection of the account listened: as Telegram does, tell the
+            # session it fell behind, so that the client asks for the difference.
+            self.missed.discard(conn.user_id)
+            conn.send(bytes(types.UpdatesTooLong()), response=False)
 
     async def _answer_later(self, conn: Connection, body: bytes, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -383,11 +389,15 @@ class StandIn:
         body = bytes(updates)
         if len(body) > GZIP_ABOVE:
             body = bytes(GzipPacked(body))
-        for conn in list(self.connections):
-            if (
-                conn.user_id == user_id
-                and conn.wants_updates
-                and conn.key is not None
-                and not conn.key.revoked
-            ):
-                conn.send(body, response=False)
+        listeners = [
+            conn
+            for conn in self.connections
+            if conn.user_id == user_id
+            and conn.wants_updates
+            and conn.key is not None
+            and not conn.key.revoked
+        ]
+        for conn in listeners:
+            conn.send(body, response=False)
+        if not listeners:
+            self.missed.add(user_id)

@@ -164,3 +164,28 @@ def test_the_control_interface_acts_as_the_other_side_and_names_bad_fields(stand
     finally:
         standin.flood.clear()
         httpd.shutdown()
+
+
+def test_updates_missed_during_a_dropped_connection_are_fetched_after_telethon_reconnects(standin):
+    async def run():
+        client = await logged_in(standin, updates=True)
+        arrived = asyncio.Event()
+        seen = []
+
+        async def on_update(update):
+            seen.append(update.message.message)
+            arrived.set()
+
+        client.add_event_handler(on_update, events.Raw(types.UpdateNewMessage))
+        await client(functions.updates.GetStateRequest())
+        before = len(standin.calls)
+        assert standin.run(standin.drop_connections) == 1
+        dm = standin.world.dm_key(standin.ann.id, standin.bob.id)
+        standin.run(standin.world.send, standin.bob.id, dm, "sent while you were offline")
+        await asyncio.wait_for(arrived.wait(), 20)  # Telethon reconnects, is told it fell behind, asks
+        await client.disconnect()
+        return seen, [c.method for c in standin.calls[before:]]
+
+    seen, methods = asyncio.run(run())
+    assert seen == ["sent while you were offline"]
+    assert "updates.getDifference" in methods
