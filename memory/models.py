@@ -6,9 +6,32 @@ not depend on `conversations`.
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 
 from agents.models import Agent
+
+
+def new_entry_id(prefix: str) -> str:
+    """A fresh entry id in the original system's form: `<prefix>-<8 hex digits>`."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def new_memory_id() -> str:
+    return new_entry_id("memory")
+
+
+def new_plan_id() -> str:
+    return new_entry_id("plan")
+
+
+def new_summary_id() -> str:
+    return new_entry_id("summary")
+
+
+def new_intention_id() -> str:
+    return new_entry_id("intent")
 
 
 class Memory(models.Model):
@@ -20,6 +43,11 @@ class Memory(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     partner_id = models.BigIntegerField(
         null=True, blank=True, help_text="For curated memories: the partner's Telegram user id"
+    )
+    entry_id = models.CharField(
+        max_length=100,
+        default=new_memory_id,
+        help_text="The id the agent uses to update or delete this memory (a remember task's id)",
     )
     content = models.TextField()
     created = models.DateTimeField(null=True, blank=True)
@@ -54,12 +82,43 @@ class Memory(models.Model):
         return self.content[:80]
 
 
+class CuratedMemoryFile(models.Model):
+    """One curated memory file (`agents/<stem>/memory/<user id>.json`) as a whole.
+
+    Its entries are `Memory` rows; this row keeps what belongs to the file itself, so that export writes
+    it back in the shape it came in: a plain JSON list (`envelope` empty), or an object whose "memory"
+    key holds the list (`envelope` is that object with its other keys, in order). An empty file `[]`
+    has no entries but still has this row.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="curated_memory_files")
+    partner_id = models.BigIntegerField(help_text="The partner's Telegram user id (the file name)")
+    envelope = models.JSONField(
+        null=True, blank=True, help_text='For {"memory": [...], ...} files: the object, "memory" set to null'
+    )
+    source_file = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["agent", "partner_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "partner_id"], name="curatedmemoryfile_unique_partner")
+        ]
+
+    def __str__(self) -> str:
+        return f"memory file {self.partner_id} of {self.agent_id}"
+
+
 class Plan(models.Model):
     """A `plan` task's content for one channel; shown under "# Channel Plan" in the prompt."""
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="plans")
     channel_id = models.BigIntegerField()
-    plan_id = models.CharField(max_length=64, blank=True)
+    plan_id = models.CharField(
+        max_length=100,
+        default=new_plan_id,
+        help_text="The id the agent uses to update or delete this plan (a plan task's id)",
+    )
     content = models.TextField()
     created = models.DateTimeField()
     extra = models.JSONField(default=dict, blank=True)
@@ -77,6 +136,9 @@ class Summary(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="summaries")
     channel_id = models.BigIntegerField()
+    entry_id = models.CharField(
+        max_length=100, default=new_summary_id, help_text="The id the agent uses to update or delete it"
+    )
     content = models.TextField()
     first_message_id = models.BigIntegerField(null=True, blank=True)
     last_message_id = models.BigIntegerField(null=True, blank=True)
@@ -102,6 +164,9 @@ class Intention(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="intentions")
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.INTEND)
     channel_id = models.BigIntegerField(null=True, blank=True, help_text="Target channel, if any")
+    entry_id = models.CharField(
+        max_length=100, default=new_intention_id, help_text="The id the agent uses to update or delete it"
+    )
     content = models.TextField()
     created = models.DateTimeField()
     consumed = models.DateTimeField(null=True, blank=True)
