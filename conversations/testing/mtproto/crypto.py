@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from hashlib import sha1, sha256
 from pathlib import Path
+from types import SimpleNamespace
 
-import rsa as rsa_lib
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa as crypto_rsa
 from telethon.crypto import AES, AuthKey
@@ -61,7 +61,8 @@ class ServerKey:
         self.public_pem = private.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.PKCS1
         )
-        self.fingerprint = telethon_rsa._compute_fingerprint(rsa_lib.PublicKey(self.n, self.e))
+        # Telethon's own fingerprint function reads only n and e.
+        self.fingerprint = telethon_rsa._compute_fingerprint(SimpleNamespace(n=self.n, e=self.e))
 
     @classmethod
     def generate(cls) -> ServerKey:
