@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib import admin, messages
+from django.utils import timezone
 from django.utils.html import format_html
 
 from agents.models import (
@@ -17,7 +20,7 @@ from agents.models import (
 from agents.otp_device import TelegramDevice
 from agents.services import curation
 from cindy_site import clock
-from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, service_form, short
+from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, html_row, service_form, short
 from memory.models import Memory
 from memory.services.curation import memory_save, memory_validate
 
@@ -46,6 +49,10 @@ def _lease_state(agent: Agent) -> str:
     if lease is None:
         return "offline"
     return "online" if lease.expires_at > clock.now() else "lease expired"
+
+
+def _local(moment: datetime, pattern: str) -> str:
+    return timezone.localtime(moment).strftime(pattern)
 
 
 @admin.register(Agent)
@@ -157,12 +164,13 @@ class AgentAdmin(admin.ModelAdmin):
         lease = getattr(agent, "lease", None)
         if lease is None:
             return "No gateway holds this agent."
+        # Dates are formatted before format_html, which escapes (and so stringifies) its arguments.
         return format_html(
-            "{} · held by {} · heartbeat {:%Y-%m-%d %H:%M:%S} · expires {:%H:%M:%S}",
+            "{} · held by {} · heartbeat {} · expires {}",
             _lease_state(agent),
             change_link(lease, lease.holder),
-            lease.heartbeat_at,
-            lease.expires_at,
+            _local(lease.heartbeat_at, "%Y-%m-%d %H:%M:%S"),
+            _local(lease.expires_at, "%H:%M:%S"),
         )
 
     @admin.display(description="Prompts in use")
@@ -184,7 +192,7 @@ class AgentAdmin(admin.ModelAdmin):
                 parts.append(format_html('<strong style="color:#ba2121">{}: missing</strong>', name))
             else:
                 parts.append(change_link(prompt, f"{name} ({prompt.scope})"))
-        return format_html(" · ".join(["{}"] * len(parts)), *parts)
+        return html_row(parts)
 
     @admin.display(description="See")
     def related(self, agent: Agent) -> str:
@@ -198,7 +206,7 @@ class AgentAdmin(admin.ModelAdmin):
             changelist_link("conversations.llmcall", "LLM calls", agent__id__exact=agent.pk),
             changelist_link("conversations.activityevent", "activity", agent__id__exact=agent.pk),
         ]
-        return format_html(" · ".join(["{}"] * len(links)), *links)
+        return html_row(links)
 
     def save_model(self, request, obj, form, change):
         curation.agent_save(agent=obj)
