@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import path
 from django.utils import timezone
 from django.utils.html import format_html
 
@@ -58,6 +61,7 @@ def _local(moment: datetime, pattern: str) -> str:
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
     form = service_form(lambda obj: curation.agent_validate(agent=obj))
+    change_form_template = "admin/agents/agent/change_form.html"
     list_display = [
         "name",
         "transport",
@@ -228,11 +232,35 @@ class AgentAdmin(admin.ModelAdmin):
             curation.agent_set_disabled(agent=agent, disabled=True)
         self.message_user(request, f"{queryset.count()} agent(s) disabled.", messages.SUCCESS)
 
-    @admin.action(description="Enable the selected agents")
+    @admin.action(description="Enable or restart the selected agents (clears a stop)")
     def enable_agents(self, request, queryset):
+        count = 0
         for agent in queryset:
-            curation.agent_set_disabled(agent=agent, disabled=False)
-        self.message_user(request, f"{queryset.count()} agent(s) enabled.", messages.SUCCESS)
+            if agent.disabled or agent.stopped:
+                curation.agent_restart(agent=agent, by=request.user.get_username())
+                count += 1
+        self.message_user(
+            request,
+            f"{count} agent(s) enabled or restarted; a running gateway picks them up within seconds.",
+            messages.SUCCESS,
+        )
+
+    def get_urls(self):
+        restart = self.admin_site.admin_view(self.restart_view)
+        return [path("<int:pk>/restart/", restart, name="agents_agent_restart"), *super().get_urls()]
+
+    def restart_view(self, request, pk: int):
+        """The change page's Restart button: POST only, for a stopped or disabled agent."""
+        agent = get_object_or_404(Agent, pk=pk)
+        if request.method != "POST" or not self.has_change_permission(request, agent):
+            raise PermissionDenied
+        curation.agent_restart(agent=agent, by=request.user.get_username())
+        self.message_user(
+            request,
+            f"{agent.name} restarted; a running gateway picks it up within seconds.",
+            messages.SUCCESS,
+        )
+        return redirect("admin:agents_agent_change", agent.pk)
 
 
 class PromptScopeFilter(admin.SimpleListFilter):
