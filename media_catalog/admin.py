@@ -360,13 +360,25 @@ class StickerAdmin(FileViewMixin, admin.ModelAdmin):
                 description_pk=Subquery(described.values("pk")[:1]),
                 description_text=Subquery(described.values("description")[:1]),
                 description_status=Subquery(described.values("status")[:1]),
+                description_file=Subquery(described.values("file")[:1]),
+                description_mime=Subquery(described.values("mime")[:1]),
             )
         )
 
     @admin.display(description="Preview")
     def preview(self, sticker: Sticker) -> str:
-        url = reverse("admin:media_catalog_sticker_file", args=[sticker.pk]) if sticker.file else None
-        mime = _mime_of(sticker.file, sticker.mime)
+        """The sticker's own file, or else the file its description has (a curated description
+        ships with its picture; a set seen only through the sandbox has no files of its own)."""
+        if sticker.file:
+            url = reverse("admin:media_catalog_sticker_file", args=[sticker.pk])
+            mime = _mime_of(sticker.file, sticker.mime)
+        elif getattr(sticker, "description_file", None):
+            url = reverse("admin:media_catalog_mediadescription_file", args=[sticker.description_pk])
+            mime = (
+                sticker.description_mime or mimetypes.guess_type(sticker.description_file)[0] or ""
+            ).lower()
+        else:
+            url, mime = None, _mime_of(sticker.file, sticker.mime)
         if not mime and sticker.format == Sticker.Format.ANIMATED:
             mime = "application/x-tgsticker"
         return preview_html(url=url, mime=mime, emoji=sticker.name, size=72)
