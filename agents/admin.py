@@ -68,9 +68,6 @@ class AgentAdmin(admin.ModelAdmin):
         "telegram_account",
         "state",
         "llm_display",
-        "disabled",
-        "gagged",
-        "stopped",
         "related",
     ]
     list_filter = ["transport", "disabled", "gagged", "stopped", "config_dir"]
@@ -157,7 +154,10 @@ class AgentAdmin(admin.ModelAdmin):
 
     @admin.display(description="Gateway")
     def state(self, agent: Agent) -> str:
-        return _lease_state(agent)
+        """The lease state and any flag that keeps the agent quiet, in one column (the list filters
+        by each flag): separate boolean columns squeezed the See links into four lines."""
+        flags = [flag for flag in ("disabled", "stopped", "gagged") if getattr(agent, flag)]
+        return " · ".join([_lease_state(agent), *flags])
 
     @admin.display(description="LLM", ordering="llm")
     def llm_display(self, agent: Agent) -> str:

@@ -180,16 +180,9 @@ class StickerSetFilter(admin.SimpleListFilter):
 
 @admin.register(MediaDescription)
 class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
-    list_display = [
-        "preview",
-        "unique_id",
-        "kind",
-        "sticker_set_name",
-        "sticker_name",
-        "description",
-        "status",
-        "source",
-    ]
+    # Set and name, status and source share a column each, so that the editable description gets
+    # the room it needs beside the admin's sidebars instead of being cut off at the list's edge.
+    list_display = ["preview", "unique_id", "kind", "sticker", "description", "state"]
     list_display_links = ["unique_id"]
     list_editable = ["description"]
     list_filter = [StickerSetFilter, "status", "source", "kind"]
@@ -261,6 +254,16 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
     @admin.display(description="Preview")
     def preview(self, description: MediaDescription) -> str:
         return self._preview(description, 96)
+
+    @admin.display(description="Sticker", ordering="sticker_set_name")
+    def sticker(self, description: MediaDescription) -> str:
+        if not description.sticker_set_name:
+            return "-"
+        return f"{description.sticker_set_name} · {description.sticker_name or '?'}"
+
+    @admin.display(description="Status", ordering="status")
+    def state(self, description: MediaDescription) -> str:
+        return f"{description.get_status_display()} · {description.get_source_display()}"
 
     @admin.display(description="Preview")
     def large_preview(self, description: MediaDescription) -> str:
