@@ -138,7 +138,10 @@ def test_production_defaults_are_secure_and_each_can_be_overridden(tmp_path):
         " s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE)"
     )
     secure = run_manage(tmp_path, "shell", "-c", code, **PRODUCTION)
-    assert secure.stdout.strip().splitlines()[-1] == "('HTTP_X_FORWARDED_PROTO', 'https') True 31536000 True True"
+    assert (
+        secure.stdout.strip().splitlines()[-1]
+        == "('HTTP_X_FORWARDED_PROTO', 'https') True 31536000 True True"
+    )
     relaxed = run_manage(
         tmp_path,
         "shell",
