@@ -11,6 +11,7 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.html import format_html
 
+from agents.forms import AgentForm
 from agents.models import (
     Agent,
     AgentLease,
@@ -60,7 +61,7 @@ def _local(moment: datetime, pattern: str) -> str:
 
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
-    form = service_form(lambda obj: curation.agent_validate(agent=obj))
+    form = AgentForm
     change_form_template = "admin/agents/agent/change_form.html"
     list_display = [
         "name",

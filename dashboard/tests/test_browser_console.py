@@ -349,3 +349,50 @@ def test_stickers_list_shows_the_pictures_their_descriptions_have(site_db, page)
     expect(page.locator("td.field-preview img")).to_have_count(2)
     _shot(page, "media-descriptions-pictures")
     assert page.problems == []
+
+
+def test_agent_form_picks_role_prompts_and_sticker_sets_from_real_choices(site_db, page):
+    from agents.models import RolePrompt
+    from media_catalog.models import MediaDescription
+
+    tag = secrets.token_hex(2)
+    chatbot, think, roleplay = f"Chatbot{tag}", f"Think{tag}", f"Roleplay{tag}"
+    agent = _agent(f"Pia {tag}", role_prompt_names=[think, chatbot], explicit_stickers=["Old::one"])
+    for name in (chatbot, think, roleplay):
+        RolePrompt.objects.create(name=name, text=f"global {name}")
+    RolePrompt.objects.create(name=chatbot, text="her own", agent=agent)
+    MediaDescription.objects.create(
+        unique_id=f"AgADpick{tag}",
+        kind="sticker",
+        sticker_set_name=f"Gnomes{tag}",
+        sticker_set_title="Gnomes",
+    )
+    _signed_in(page)
+    page.goto(f"/admin/agents/agent/{agent.pk}/change/")
+
+    expect(page.locator("label[for=id_llm]")).to_have_text("LLM:")
+    prompts = page.locator("#id_role_prompt_names")
+    expect(prompts.get_by_label(f"{think} (global)")).to_be_checked()
+    expect(prompts.get_by_label(f"{chatbot} (own)")).to_be_checked()
+    expect(prompts.get_by_label(f"{roleplay} (global)")).not_to_be_checked()
+    expect(page.locator("#id_explicit_stickers")).to_have_value("Old::one")
+    persona = page.locator("fieldset", has_text="Persona").first.inner_text()
+    assert '["' not in persona and "[]" not in persona, "a list is shown as JSON"
+    _shot(page, "agent-form")
+
+    prompts.get_by_label(f"{roleplay} (global)").check()
+    page.locator("#id_sticker_set_names").get_by_label(f"Gnomes{tag} · Gnomes").check()
+    page.fill("#id_explicit_stickers", f"Gnomes{tag}::wave\nnot a sticker")
+    page.click("input[name=_continue]")
+    expect(page.locator(".errorlist")).to_contain_text(
+        'line 2, "not a sticker": write each sticker as SET::NAME'
+    )
+    page.fill("#id_explicit_stickers", f"Gnomes{tag}::wave")
+    page.click("input[name=_continue]")
+
+    expect(page.locator(".messagelist .success")).to_be_visible()
+    agent.refresh_from_db()
+    assert agent.role_prompt_names == [think, chatbot, roleplay]
+    assert agent.sticker_set_names == [f"Gnomes{tag}"]
+    assert agent.explicit_stickers == [f"Gnomes{tag}::wave"]
+    assert page.problems == []
