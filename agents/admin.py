@@ -14,6 +14,7 @@ from django.utils.html import format_html
 from agents.forms import AgentForm
 from agents.models import (
     Agent,
+    AgentDocument,
     AgentLease,
     GatewayRequest,
     RolePrompt,
@@ -21,7 +22,7 @@ from agents.models import (
     TelegramSession,
     TelegramUpdateState,
 )
-from agents.otp_device import TelegramDevice
+from agents.models.otp_device import TelegramDevice
 from agents.services import curation
 from cindy_site import clock
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, html_row, service_form, short
@@ -37,6 +38,15 @@ class RolePromptInline(admin.StackedInline):
     readonly_fields = ["origin_dir", "source_file"]
     verbose_name = "agent-specific role prompt"
     form = service_form(lambda obj: curation.role_prompt_validate(prompt=obj))
+
+
+class AgentDocumentInline(admin.StackedInline):
+    """The agent's documents (`agents/NAME/docs/*.md`), read with `file:NAME` retrieve URLs."""
+
+    model = AgentDocument
+    extra = 0
+    fields = ["name", "content"]
+    verbose_name = "document"
 
 
 class MemoryInline(admin.TabularInline):
@@ -141,7 +151,7 @@ class AgentAdmin(admin.ModelAdmin):
             },
         ),
     ]
-    inlines = [RolePromptInline, MemoryInline]
+    inlines = [RolePromptInline, AgentDocumentInline, MemoryInline]
     actions = ["disable_agents", "enable_agents"]
 
     def get_queryset(self, request):

@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "memory",
     "media_catalog",
     "conversations",
+    "engine",
     "llm",
     "dashboard",
 ]
