@@ -20,12 +20,16 @@ from agents.services import curation
 from cindy_site.admin_utils import service_form
 
 
-def _ordered_choices(current: Iterable[str], available: dict[str, str], missing: str) -> list[tuple[str, str]]:
+def _ordered_choices(
+    current: Iterable[str], available: dict[str, str], missing: str
+) -> list[tuple[str, str]]:
     """The agent's values first, in their order (a form posts checked boxes in page order, so the
     order survives a save), then the other choices by name. `available` maps value to label."""
     current = [value for value in current if isinstance(value, str)]
     choices = [(value, available.get(value, f"{value} ({missing})")) for value in dict.fromkeys(current)]
-    choices += [(value, available[value]) for value in sorted(available, key=str.lower) if value not in current]
+    choices += [
+        (value, available[value]) for value in sorted(available, key=str.lower) if value not in current
+    ]
     return choices
 
 
