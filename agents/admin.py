@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect
-from django.urls import path
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from agents.admin_restart import AgentRestartMixin
 from agents.forms import AgentForm
 from agents.models import (
     Agent,
@@ -24,6 +23,7 @@ from agents.models import (
 )
 from agents.models.otp_device import TelegramDevice
 from agents.services import curation
+from agents.telegram_pages import TelegramPagesMixin
 from cindy_site import clock
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, html_row, service_form, short
 from memory.models import Memory
@@ -47,6 +47,7 @@ class AgentDocumentInline(admin.StackedInline):
     extra = 0
     fields = ["name", "content"]
     verbose_name = "document"
+    form = service_form(lambda obj: curation.agent_document_validate(document=obj))
 
 
 class MemoryInline(admin.TabularInline):
@@ -70,7 +71,7 @@ def _local(moment: datetime, pattern: str) -> str:
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
     form = AgentForm
     change_form_template = "admin/agents/agent/change_form.html"
     list_display = [
@@ -84,6 +85,7 @@ class AgentAdmin(admin.ModelAdmin):
     list_filter = ["transport", "disabled", "gagged", "stopped", "config_dir"]
     search_fields = ["name", "phone", "telegram_username", "=telegram_user_id", "instructions"]
     readonly_fields = [
+        "config_name",
         "telegram_user_id",
         "telegram_username",
         "source_file",
@@ -126,6 +128,7 @@ class AgentAdmin(admin.ModelAdmin):
                     "gagged",
                     "reset_context_on_first_message",
                     "clear_summaries_on_first_message",
+                    "flag_notes",
                 ]
             },
         ),
@@ -147,7 +150,7 @@ class AgentAdmin(admin.ModelAdmin):
             "Origin",
             {
                 "classes": ["collapse"],
-                "fields": ["source_file", "config_dir", "content_hash", "created", "updated"],
+                "fields": ["config_name", "source_file", "config_dir", "content_hash", "created", "updated"],
             },
         ),
     ]
@@ -220,6 +223,12 @@ class AgentAdmin(admin.ModelAdmin):
             changelist_link("conversations.tasknode", "nodes", agent__id__exact=agent.pk),
             changelist_link("conversations.llmcall", "LLM calls", agent__id__exact=agent.pk),
             changelist_link("conversations.activityevent", "activity", agent__id__exact=agent.pk),
+            format_html(
+                '<a href="{}">Telegram account</a>', reverse("admin:agents_agent_telegram", args=[agent.pk])
+            ),
+            format_html(
+                '<a href="{}">Telegram sign-in</a>', reverse("admin:agents_agent_signin", args=[agent.pk])
+            ),
         ]
         return html_row(links)
 
@@ -235,6 +244,8 @@ class AgentAdmin(admin.ModelAdmin):
                 curation.role_prompt_save(prompt=instance)
             elif isinstance(instance, Memory):
                 memory_save(memory=instance)
+            elif isinstance(instance, AgentDocument):
+                curation.agent_document_save(document=instance)
         formset.save_m2m()
 
     @admin.action(description="Disable the selected agents")
@@ -242,36 +253,6 @@ class AgentAdmin(admin.ModelAdmin):
         for agent in queryset:
             curation.agent_set_disabled(agent=agent, disabled=True)
         self.message_user(request, f"{queryset.count()} agent(s) disabled.", messages.SUCCESS)
-
-    @admin.action(description="Enable or restart the selected agents (clears a stop)")
-    def enable_agents(self, request, queryset):
-        count = 0
-        for agent in queryset:
-            if agent.disabled or agent.stopped:
-                curation.agent_restart(agent=agent, by=request.user.get_username())
-                count += 1
-        self.message_user(
-            request,
-            f"{count} agent(s) enabled or restarted; a running gateway picks them up within seconds.",
-            messages.SUCCESS,
-        )
-
-    def get_urls(self):
-        restart = self.admin_site.admin_view(self.restart_view)
-        return [path("<int:pk>/restart/", restart, name="agents_agent_restart"), *super().get_urls()]
-
-    def restart_view(self, request, pk: int):
-        """The change page's Restart button: POST only, for a stopped or disabled agent."""
-        agent = get_object_or_404(Agent, pk=pk)
-        if request.method != "POST" or not self.has_change_permission(request, agent):
-            raise PermissionDenied
-        curation.agent_restart(agent=agent, by=request.user.get_username())
-        self.message_user(
-            request,
-            f"{agent.name} restarted; a running gateway picks it up within seconds.",
-            messages.SUCCESS,
-        )
-        return redirect("admin:agents_agent_change", agent.pk)
 
 
 class PromptScopeFilter(admin.SimpleListFilter):
@@ -309,6 +290,22 @@ class RolePromptAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         curation.role_prompt_save(prompt=obj)
+
+
+@admin.register(AgentDocument)
+class AgentDocumentAdmin(admin.ModelAdmin):
+    """Documents agents read with `file:NAME` retrieve URLs (`agents/<stem>/docs/*.md`)."""
+
+    form = service_form(lambda obj: curation.agent_document_validate(document=obj))
+    list_display = ["name", "agent", "updated"]
+    list_filter = ["agent"]
+    search_fields = ["name", "agent__name", "content"]
+    list_select_related = ["agent"]
+    readonly_fields = ["source_file", "content_hash", "updated"]
+    fields = ["agent", "name", "content", "source_file", "content_hash", "updated"]
+
+    def save_model(self, request, obj, form, change):
+        curation.agent_document_save(document=obj)
 
 
 @admin.register(AgentLease)
@@ -375,6 +372,9 @@ class GatewayRequestAdmin(ReadOnlyAdmin):
         params = dict(request_row.params)
         if request_row.kind == GatewayRequest.Kind.SEND_OTP and "text" in params:
             params["text"] = "(one-time code, hidden)"
+        for secret in ("code", "password"):  # a sign-in step waiting for its gateway
+            if params.get(secret):
+                params[secret] = "(hidden)"
         return params
 
 
