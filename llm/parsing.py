@@ -28,8 +28,9 @@ from llm.tasks import Task, validate_tasks
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 
-#: Replies larger than this are refused (a model's reply is far smaller; 1 MB is the tested size).
-MAX_REPLY_CHARS = 2_000_000
+#: Replies larger than this are refused (a model's reply is far smaller; a 2,000,000-character send
+#: still parses, and is split and cut by validation).
+MAX_REPLY_CHARS = 4_000_000
 #: Task JSON nests 3 deep; spans nested deeper than this are not given to json_repair.
 MAX_NESTING = 64
 #: At most this many places are decoded per reply (a task list comes within the first few).
@@ -251,6 +252,8 @@ def _decode_at(text: str, position: int, scan: _Scan) -> tuple[Any, int] | None:
                     return None  # nested too deep to be a task list: not worth a larger window
                 window *= 8
                 continue
+            return None
+        except ValueError:  # e.g. an integer literal longer than Python's 4,300-digit limit
             return None
         return value, position + end
 

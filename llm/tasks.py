@@ -160,6 +160,8 @@ def _delay(raw: dict[str, Any], notes: list[str]) -> float:
             raise TaskError(f'"delay" is {_short(value)}: it must be a number of seconds') from None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TaskError(f'"delay" is {_short(value)}: it must be a number of seconds')
+    if isinstance(value, int) and abs(value) > MAX_WAIT_SECONDS:
+        value = math.inf if value > 0 else -math.inf  # may be too large for a float; over the bound anyway
     value = float(value)
     if math.isnan(value):
         raise TaskError('"delay" is NaN: it must be a number of seconds')
@@ -402,5 +404,8 @@ def validate_tasks(raw_tasks: list[Any]) -> tuple[list[Task], list[str], list[st
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to print
+        return "a number too large to print"
     return text if len(text) <= limit else text[: limit - 1] + "…"
