@@ -42,7 +42,9 @@ def work(monkeypatch):
     monkeypatch.setattr(parsing, "_DECODER", decoder)
     repaired: list[int] = []
     real = json_repair.loads
-    monkeypatch.setattr(parsing.json_repair, "loads", lambda text, *a, **k: repaired.append(len(text)) or real(text))
+    monkeypatch.setattr(
+        parsing.json_repair, "loads", lambda text, *a, **k: repaired.append(len(text)) or real(text)
+    )
     return decoder, repaired
 
 
@@ -116,7 +118,11 @@ HUGE_WAITS = [1e308, 1e12, "1e999", 10**400]
 
 @pytest.mark.parametrize("delay", HUGE_WAITS, ids=[str(d)[:8] for d in HUGE_WAITS])
 def test_huge_waits_are_bounded_with_a_note(delay):
-    reply = j({"kind": "wait", "delay": delay}) if not isinstance(delay, int) else f'[{{"kind": "wait", "delay": {delay}}}]'
+    reply = (
+        j({"kind": "wait", "delay": delay})
+        if not isinstance(delay, int)
+        else f'[{{"kind": "wait", "delay": {delay}}}]'
+    )
     result = parse_reply(reply)
     assert [t.params["delay"] for t in result.tasks] == [MAX_WAIT_SECONDS]
     assert result.errors == [] and "longer than a week" in result.notes[0]
