@@ -90,6 +90,8 @@ def plan_turn(
     target = _target_message(conversation.pk, graph.target_message_id)
     turn = turn_context_from_graph(graph, reactions=_reaction_notes(target))
 
+    # A turn that already waited for the provider to come back probes it with a single request.
+    max_retries = 0 if (node.params or {}).get("llm_waits") else None
     can_retrieve = retrieval_enabled(agent)
     retrieved = [RetrievedPage(p["url"], p["content"]) for p in (graph.context or {}).get("retrieved", [])]
     fetched = {page.url for page in retrieved}
@@ -108,7 +110,13 @@ def plan_turn(
             notes=retrieval_notes,
         )
         reply = call_llm(
-            request, route=route, purpose=LLMCall.Purpose.PLAN, sleep=sleep, deadline=deadline, **ids
+            request,
+            route=route,
+            purpose=LLMCall.Purpose.PLAN,
+            sleep=sleep,
+            deadline=deadline,
+            max_retries=max_retries,
+            **ids,
         )
         call_ids.append(reply.llm_call_id)
         if reply.status != "ok":
