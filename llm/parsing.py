@@ -34,7 +34,7 @@ MAX_REPLY_CHARS = 4_000_000
 #: Task JSON nests 3 deep; spans nested deeper than this are not given to json_repair.
 MAX_NESTING = 64
 #: At most this many places are decoded per reply (a task list comes within the first few).
-MAX_SCAN_ATTEMPTS = 500
+MAX_SCAN_ATTEMPTS = 200
 #: The first window of text given to the decoder at a place (grown when a value goes on past it).
 DECODE_WINDOW = 256
 #: What a decode that ended in RecursionError counts against the scan budget (about the recursion limit).
@@ -165,7 +165,7 @@ _DECODER = json.JSONDecoder()
 #: forms are found with str.find (fast on any text); the spaced forms by a regex, only when present.
 _TIGHT_STARTS = ("[{", "[]", '{"')
 _SPACED_START = re.compile(r'\[\s+[{\]]|\{\s+"')
-_SPACED_HINTS = ("[ ", "[\n", "[\t", "[\r", "{ ", "{\n", "{\t", "{\r")
+_SPACED_HINTS = ("[ ", "[\n", "{ ", "{\n")
 
 
 def _starts(text: str) -> Iterator[int]:

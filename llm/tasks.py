@@ -261,12 +261,25 @@ def _stored(kind: str, raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return params
 
 
-def split_message(text: str, limit: int = TELEGRAM_MESSAGE_LIMIT) -> list[str]:
-    """`text` in parts of at most `limit` characters, cut at a paragraph, line, sentence or word end."""
+def split_message(
+    text: str, limit: int = TELEGRAM_MESSAGE_LIMIT, max_parts: int | None = None
+) -> tuple[list[str], int]:
+    """`text` in parts of at most `limit` characters, cut at a paragraph, line, sentence or word end.
+
+    With `max_parts`, splitting stops there. Returns the parts and how many characters were left over.
+    """
     parts: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
+    start, end = 0, len(text)
+    while start < end and (max_parts is None or len(parts) < max_parts):
+        while start < end and text[start].isspace():
+            start += 1
+        if end - start <= limit:
+            part = text[start:end].strip()
+            if part:
+                parts.append(part)
+            start = end
+            break
+        window = text[start : start + limit]
         cut = -1
         for separator in ("\n\n", "\n", ". ", "! ", "? ", " "):
             found = window.rfind(separator)
@@ -275,11 +288,9 @@ def split_message(text: str, limit: int = TELEGRAM_MESSAGE_LIMIT) -> list[str]:
                 break
         if cut <= 0:
             cut = limit
-        parts.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        parts.append(rest)
-    return parts
+        parts.append(window[:cut].strip())
+        start += cut
+    return parts, len(text[start:].strip()) if start < end else 0
 
 
 def _send(raw: dict[str, Any], task_id: str | None, notes: list[str]) -> list[dict[str, Any]]:
@@ -291,19 +302,15 @@ def _send(raw: dict[str, Any], task_id: str | None, notes: list[str]) -> list[di
         return []
     text = clean_text(value, notes, '"text"')
     reply_to = _message_id(raw, "reply_to", required=False)
-    parts = split_message(text) if len(text) > TELEGRAM_MESSAGE_LIMIT else [text]
+    parts, left = [text], 0
+    if len(text) > TELEGRAM_MESSAGE_LIMIT:
+        parts, left = split_message(text, max_parts=MAX_SEND_PARTS)
     if len(parts) > 1:
-        kept = parts[:MAX_SEND_PARTS]
+        cut = f"; the last {left} characters were cut" if left else ""
         notes.append(
-            f"a send of {len(text)} characters was split into {len(kept)} messages (Telegram allows "
-            f"{TELEGRAM_MESSAGE_LIMIT} per message)"
-            + (
-                f"; the last {sum(map(len, parts[MAX_SEND_PARTS:]))} characters were cut"
-                if len(parts) > len(kept)
-                else ""
-            )
+            f"a send of {len(text)} characters was split into {len(parts)} messages (Telegram allows "
+            f"{TELEGRAM_MESSAGE_LIMIT} per message){cut}"
         )
-        parts = kept
     return [{"text": part, "reply_to": reply_to if index == 0 else None} for index, part in enumerate(parts)]
 
 
