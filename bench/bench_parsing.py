@@ -5,36 +5,22 @@ of up to 1 MB. For each reply it prints the median of RUNS parses beside the goa
 are the families of llm/tests/test_hostile_replies.py at full size.
 
 Run: .venv/bin/python bench/bench_parsing.py
-It needs no database.
+It sets Django up on a throwaway SQLite database, as bench_prompt.py does.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_prompt import setup_django
+
 RUNS = 7
 GOAL_MS = 100.0
 MB = 1_000_000
-
-
-def setup_django(workdir: Path) -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "cindy_site.settings"
-    os.environ["CINDY_ENV_FILE"] = str(workdir / "no.env")
-    os.environ["CINDY_SQLITE_PATH"] = str(workdir / "bench.sqlite3")
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
-    import django
-
-    django.setup()
 
 
 def replies() -> dict[str, str]:

@@ -12,24 +12,10 @@ from conversations.models import TaskNode
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import tasks
 from llm import file_sources
-from llm.tests.local_site import running_site
+from llm.tests import local_site
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def retriever(agent, settings):
-    settings.CINDY_RETRIEVAL_ALLOWED_NETWORKS = ["127.0.0.1/32"]
-    RolePrompt.objects.create(name="Retrieve", text="You may fetch pages with retrieve.")
-    agent.role_prompt_names = ["Retrieve"]
-    agent.save()
-    return agent
-
-
-@pytest.fixture
-def site():
-    with running_site() as url:
-        yield url
+retriever, site = local_site.retriever, local_site.site  # the shared retrieval fixtures
 
 
 def _contents(request) -> str:
