@@ -140,6 +140,8 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
                     params=params,
                 )
                 stored.append(outcome.describe())
+                if outcome.action == "absent":
+                    notes.append(f"{task.kind} {outcome.entry_id}: nothing to delete, no entry has that id")
             elif task.kind in CHAIN_KINDS:
                 planned.append(
                     PlannedNode(
