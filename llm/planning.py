@@ -27,6 +27,7 @@ from llm.prompt.sections import RETRIEVE_PROMPT
 from llm.prompt.sections import can_retrieve as retrieval_enabled
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
+from llm.request import LLMRequest
 from llm.routing import UnknownModelError, route_for
 from llm.task_schema import schema_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
@@ -68,9 +69,13 @@ def plan_turn(
     2. Warm media descriptions within MEDIA_DESC_BUDGET_PER_TICK.
     3. Build the prompt, route, call the LLM (LLMCall rows and llm_call events are written).
     4. Parse and validate the reply. While it asks to retrieve pages (and the agent has the Retrieve
-       prompt), fetch new URLs into graph.context["retrieved"] and ask again, at most
+       prompt), fetch up to MAX_RETRIEVE_URLS new URLs (`file:NAME` from the agent's documents) into
+       graph.context["retrieved"], tell the model which it skipped, and ask again, at most
        RETRIEVAL_MAX_ROUNDS times; repeated URLs drop the Retrieve prompt instead of fetching.
-    5. Drop think tasks, apply the policy (refusals become policy_refused events) and return.
+    5. Drop think tasks and kinds the agent's prompts do not teach, apply the policy (refusals become
+       policy_refused events) and return.
+
+    A node that already waited for the provider (`llm_waits`) calls it without retries: one probe.
     """
     clock = get_clock()
     if deadline is None:
@@ -182,7 +187,7 @@ def _skipped_note(urls: list[str]) -> str:
     )
 
 
-def _only_allowed_kinds(tasks: list[Task], request, errors: list[str]) -> list[Task]:
+def _only_allowed_kinds(tasks: list[Task], request: LLMRequest, errors: list[str]) -> list[Task]:
     """Tasks of kinds the reply schema allows: the kinds the agent's prompts teach (SCHEMA_TASKS)."""
     allowed = set(schema_kinds(request.response_schema))
     kept = []
