@@ -37,9 +37,14 @@ HEADING = re.compile(r"# «([^»]+)»(?:\s+(-?\d+))?")
 _DELAY = re.compile(r"delay:\s*(\d+)")
 
 
+_ANY_HEADING = re.compile(r"^# «[^»\n]+»", re.MULTILINE)
+
+
 def is_legacy(text: str) -> bool:
-    """True when the original would read `text` as Markdown task blocks (it starts with `# `)."""
-    return unwrap_reply(text).startswith("# ")
+    """True when the original would read `text` as Markdown task blocks: it starts with `# ` and has
+    a task heading (a reply that only starts with a Markdown title may still hold task JSON)."""
+    text = unwrap_reply(text)
+    return text.startswith("# ") and _ANY_HEADING.search(text) is not None
 
 
 def unwrap_reply(text: str) -> str:

@@ -226,3 +226,9 @@ def test_a_json_sticker_without_a_set_is_still_an_error():
     result = parse_reply('[{"kind": "sticker", "name": "😉", "sticker_set": ""}]')
 
     assert result.tasks == [] and '"sticker_set" is missing' in result.errors[0]
+
+
+def test_a_markdown_title_before_task_json_keeps_the_tasks():
+    result = parse_reply('# My answer\n\n```json\n[{"kind": "send", "text": "hi"}]\n```')
+
+    assert [(t.kind, t.params["text"]) for t in result.tasks] == [("send", "hi")]
