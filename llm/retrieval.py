@@ -95,7 +95,12 @@ def fetch_page(
                 return timed_out
             outcome = _request_once(url, target, address, deadline, max_bytes)
             if isinstance(outcome, str):
-                current = urljoin(current, outcome)
+                try:
+                    current = urljoin(current, outcome)
+                except ValueError as exc:
+                    raise RetrievalRefused(
+                        f"the redirect to {outcome[:200]!r} is not a valid URL ({exc})"
+                    ) from None
                 continue
             return outcome
         raise RetrievalRefused(f"more than {max_redirects} redirects")
@@ -135,7 +140,7 @@ def _request_once(
         with pool.stream(
             "GET", _pinned_url(target, address), headers=headers, extensions=extensions
         ) as response:
-            head = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
+            head = _header_map(response.headers)
             if response.status in _REDIRECTS and head.get("location"):
                 return head["location"]
             mime = head.get("content-type", "").split(";", 1)[0].strip().lower()
@@ -154,6 +159,18 @@ def _request_once(
     return FetchResult(
         url, (status + html_to_text(text))[:MAX_CHARS], ok, size=len(body), truncated=truncated
     )
+
+
+def _header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Lower-cased names; a repeated Content-Encoding lists all its layers, other repeats keep the first."""
+    head: dict[str, str] = {}
+    for key, value in raw:
+        name, text = key.decode("latin-1").lower(), value.decode("latin-1")
+        if name == "content-encoding" and name in head:
+            head[name] = f"{head[name]}, {text}"
+        else:
+            head.setdefault(name, text)
+    return head
 
 
 def _read_body(response: httpcore.Response, decoder: BoundedDecoder, max_bytes: int) -> tuple[bytes, bool]:

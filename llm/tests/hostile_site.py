@@ -47,12 +47,14 @@ class HostileHandler(BaseHTTPRequestHandler):
                     interval=0.01,
                 )
             elif url.path == "/loop":
-                self._reply(302, b"", extra={"Location": f"/loop?n={int(query.get('n', '0')) + 1}"})
+                self._reply(302, b"", extra=[("Location", f"/loop?n={int(query.get('n', '0')) + 1}")])
             elif url.path == "/redirect":
-                self._reply(302, b"", extra={"Location": query["to"]})
+                self._reply(302, b"", extra=[("Location", query["to"])])
             elif url.path.startswith("/encoded/"):
                 encoding, body = self.bodies[url.path.removeprefix("/encoded/")]
-                self._reply(200, body, extra={"Content-Encoding": encoding} if encoding else None)
+                # "a|b" sends two Content-Encoding header lines.
+                headers = [("Content-Encoding", e) for e in encoding.split("|") if e]
+                self._reply(200, body, extra=headers)
             else:
                 self._reply(200, b"<p>Plain page.</p>")
         except (BrokenPipeError, ConnectionResetError):
@@ -69,11 +71,11 @@ class HostileHandler(BaseHTTPRequestHandler):
             self._raw(data[index : index + 1])
         self.close_connection = True
 
-    def _reply(self, status: int, body: bytes, *, extra: dict[str, str] | None = None) -> None:
+    def _reply(self, status: int, body: bytes, *, extra: list[tuple[str, str]] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
-        for key, value in (extra or {}).items():
+        for key, value in extra or []:
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)

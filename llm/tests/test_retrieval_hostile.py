@@ -124,6 +124,14 @@ def test_a_decompression_bomb_stops_at_the_decoded_size_cap(hostile, encoding):
     assert result.content.startswith("AAAA")
 
 
+def test_repeated_content_encoding_headers_count_as_stacked_layers(hostile):
+    hostile.bodies["bomb"] = ("gzip|gzip", _encode(["gzip", "gzip"]))
+
+    result = fetch_page(hostile.url + "/encoded/bomb", timeout=DEADLINE)
+
+    assert result.truncated and result.size == MAX_BYTES and result.content.startswith("AAAA")
+
+
 def test_a_smaller_cap_can_be_given(hostile):
     hostile.bodies["bomb"] = ("gzip, gzip", _encode(["gzip", "gzip"]))
 
@@ -238,7 +246,14 @@ def test_malformed_urls_get_a_short_note(url):
     assert len(result.content) < 400
 
 
-def test_a_malformed_redirect_target_gets_a_short_note(hostile):
-    result = fetch_page(hostile.url + "/redirect?to=http://x:99999/", timeout=DEADLINE)
+@pytest.mark.parametrize(
+    ("target", "note"),
+    [
+        ("http://x:99999/", "Not fetched: 'http://x:99999/' is not a valid URL"),
+        ("http://[::1/", "Not fetched: the redirect to 'http://[::1/' is not a valid URL"),
+    ],
+)
+def test_a_malformed_redirect_target_gets_a_short_note(hostile, target, note):
+    result = fetch_page(f"{hostile.url}/redirect?to={target}", timeout=DEADLINE)
 
-    assert result.content.startswith("Not fetched: 'http://x:99999/' is not a valid URL")
+    assert result.content.startswith(note)
