@@ -10,7 +10,8 @@
   and the body, however slowly the server trickles bytes (`llm.retrieval_stream.DeadlineBackend`).
 - At most `max_bytes` (2 MB) of body are kept, counted after undoing Content-Encoding (gzip, deflate,
   br, stacked up to 3 deep), and decoding stops at that cap; only HTML is read ("Content-Type: X -
-  not fetched (non-HTML content)" otherwise); the text kept is at most 40,000 characters.
+  not fetched (non-HTML content)" otherwise), reduced to text by `llm.html_text` in time linear in
+  its size; the text kept is at most 40,000 characters.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from __future__ import annotations
 import codecs
 import time
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from urllib.parse import urljoin
 
 import httpcore
 import httpx
 
+from llm.html_text import html_to_text
 from llm.retrieval_addresses import (
     Resolver,
     RetrievalRefused,
@@ -204,44 +205,3 @@ def _charset(content_type: str) -> str:
             except LookupError:
                 break
     return "utf-8"
-
-
-class _TextExtractor(HTMLParser):
-    """Visible text with link targets kept (search results need them); scripts and styles dropped."""
-
-    _SKIP = {"script", "style", "noscript", "svg", "template"}
-    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "title"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self._skipping = 0
-        self._href: str | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self._SKIP:
-            self._skipping += 1
-        elif tag in self._BLOCK:
-            self.out.append("\n")
-        if tag == "a":
-            href = dict(attrs).get("href") or ""
-            self._href = href if href.startswith(("http://", "https://", "/")) else None
-
-    def handle_endtag(self, tag):
-        if tag in self._SKIP and self._skipping:
-            self._skipping -= 1
-        elif tag == "a" and self._href:
-            self.out.append(f" ({self._href})")
-            self._href = None
-
-    def handle_data(self, data):
-        if not self._skipping:
-            self.out.append(data)
-
-
-def html_to_text(html: str) -> str:
-    parser = _TextExtractor()
-    parser.feed(html)
-    parser.close()
-    lines = (" ".join(line.split()) for line in "".join(parser.out).splitlines())
-    return "\n".join(line for line in lines if line)
