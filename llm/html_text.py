@@ -23,7 +23,9 @@ _SKIP = frozenset({"script", "style", "noscript", "svg", "template"})
 _BLOCK = frozenset(
     {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "title"}
 )
-_ANGLE = re.compile(r"[<>]")
+#: A comment's start, or a tag: "<", no "<" or ">", then ">". Each search is one linear scan: an
+#: attempt at a "<" ends at the next "<" or ">", so no character is looked at twice.
+_TOKEN = re.compile(r"<!--|<[^<>]*>")
 _NAME = re.compile(r"(/?)([a-zA-Z][a-zA-Z0-9:-]*)")
 _HREF = re.compile(r"(?:^|\s)href\s*=\s*", re.IGNORECASE)
 _CLOSERS = {tag: re.compile(rf"</{tag}\b", re.IGNORECASE) for tag in _RAW_TEXT}
@@ -73,26 +75,20 @@ def html_to_text(page: str) -> str:
     text = _Text()
     pos, size = 0, len(page)
     while pos < size:
-        lt = page.find("<", pos)
-        if lt == -1:
+        token = _TOKEN.search(page, pos)
+        if token is None:
             text.data(page[pos:])
             break
-        text.data(page[pos:lt])
-        if page.startswith("<!--", lt):
-            end = page.find("-->", lt + 4)
+        text.data(page[pos : token.start()])
+        if token.group() == "<!--":
+            end = page.find("-->", token.end())
             pos = size if end == -1 else end + 3
             continue
-        angle = _ANGLE.search(page, lt + 1)
-        if angle is None or angle.group() == "<":
-            stop = size if angle is None else angle.start()
-            text.data(page[lt:stop])  # a "<" that starts no tag is text
-            pos = stop
-            continue
-        inner, pos = page[lt + 1 : angle.start()], angle.end()
+        inner, pos = page[token.start() + 1 : token.end() - 1], token.end()
         name = _NAME.match(inner)
         if name is None:
             if not inner.startswith(("!", "?")):  # doctypes and processing instructions are dropped
-                text.data(page[lt:pos])
+                text.data(page[token.start() : pos])
             continue
         tag = name.group(2).lower()
         if name.group(1):
