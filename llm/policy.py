@@ -17,8 +17,9 @@ The rules:
   agent's last turn and every one of those messages, and every message the prompt showed, was written
   by an operator and not forwarded, and the turn read nothing from outside the chat. In a group with
   other members this refuses shutdown; operators can ask in a direct message;
-- every other kind that is not an ordinary conversational kind is refused until it has a rule here
-  (a kind that writes to other chats, for instance).
+- every other kind that is neither an ordinary conversational kind nor a stored kind (which changes
+  only the agent's own records) is refused until it has a rule here (a kind that writes to other
+  chats, for instance).
 
 Every refusal is recorded as a `policy_refused` activity event with the reason.
 """
@@ -34,11 +35,13 @@ from django.db.models import Q
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
 from llm.tasks import Task
+from memory.stored_kinds import is_stored_kind
 
 DM_ONLY = frozenset({"block", "unblock", "clear-conversation"})
 OPERATOR_ONLY = frozenset({"shutdown"})
-#: Kinds that act only inside this conversation's ordinary flow and need no privilege.
-ORDINARY = frozenset({"send", "sticker", "react", "wait", "remember", "plan", "think", "retrieve"})
+#: Kinds that act only inside this conversation's ordinary flow and need no privilege. Stored kinds
+#: (`memory.stored_kinds`: remember, plan, ...), which change only the agent's own records, are too.
+ORDINARY = frozenset({"send", "sticker", "react", "wait", "think", "retrieve"})
 #: More messages than this since the agent's last turn are not checked one by one: shutdown is refused.
 MAX_CHECKED_MESSAGES = 500
 
@@ -131,7 +134,7 @@ def _not_from_an_operator(sources: Iterable[Source], operators: set[int]) -> str
 
 def refusal_reason(task: Task, *, inputs: TurnInputs) -> str:
     """Why `task` may not run in this turn, or "" when it may."""
-    if task.kind in ORDINARY:
+    if task.kind in ORDINARY or is_stored_kind(task.kind):
         return ""
     conversation = inputs.conversation
     outside = ", ".join(inputs.outside)

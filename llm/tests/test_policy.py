@@ -186,6 +186,14 @@ def test_shutdown_in_a_turn_that_read_outside_text_is_refused(dm, make_node, con
     assert allowed == [] and f"this turn read {outside}" in refused[0].reason
 
 
+def test_stored_kinds_need_no_privilege(group, make_node):
+    add_message(group, 1, "@Wendy remember that Bob likes rye", sender="Bob", sender_id=77)
+
+    allowed, refused = _judge(group, make_node, ["remember", "plan"], target=1)
+
+    assert [t.kind for t in allowed] == ["remember", "plan"] and refused == []
+
+
 def test_a_kind_without_a_rule_is_refused(dm, make_node):
     add_message(dm, 1, "tell the group I said hi", sender_id=OPERATOR)
 
