@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 from django.conf import settings
 
@@ -143,7 +144,7 @@ def plan_turn(
     tasks = [t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED]
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
-    inputs = turn_inputs(conversation=conversation, graph=graph, history=messages)
+    inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=messages)
     allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk)
     return PlanResult(tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids)
 

@@ -26,7 +26,7 @@ Every refusal is recorded as a `policy_refused` activity event with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -134,7 +134,7 @@ def _not_from_an_operator(sources: Iterable[Source], operators: set[int]) -> str
 
 def refusal_reason(task: Task, *, inputs: TurnInputs) -> str:
     """Why `task` may not run in this turn, or "" when it may."""
-    if task.kind in ORDINARY or is_stored_kind(task.kind):
+    if is_ordinary(task.kind):
         return ""
     conversation = inputs.conversation
     outside = ", ".join(inputs.outside)
@@ -161,10 +161,22 @@ def refusal_reason(task: Task, *, inputs: TurnInputs) -> str:
     return f"{task.kind} has no policy rule, so it is refused"
 
 
+def is_ordinary(kind: str) -> bool:
+    return kind in ORDINARY or is_stored_kind(kind)
+
+
 def apply_policy(
-    tasks: list[Task], *, inputs: TurnInputs, node_id: int | None = None
+    tasks: list[Task], *, inputs: TurnInputs | Callable[[], TurnInputs], node_id: int | None = None
 ) -> tuple[list[Task], list[Refusal]]:
-    """Split tasks into allowed and refused, recording one activity event per refusal."""
+    """Split tasks into allowed and refused, recording one activity event per refusal.
+
+    `inputs` may be a function that reads them: it is called only when a task is privileged, so an
+    ordinary turn costs no queries here.
+    """
+    if callable(inputs):
+        if all(is_ordinary(task.kind) for task in tasks):
+            return list(tasks), []
+        inputs = inputs()
     conversation = inputs.conversation
     allowed: list[Task] = []
     refused: list[Refusal] = []

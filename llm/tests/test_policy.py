@@ -201,3 +201,13 @@ def test_a_kind_without_a_rule_is_refused(dm, make_node):
 
     assert [t.kind for t in allowed] == ["send"]
     assert refused[0].reason == "message-other-chat has no policy rule, so it is refused"
+
+
+def test_an_ordinary_turn_does_not_read_its_inputs(dm, make_node, django_assert_num_queries):
+    def inputs():
+        raise AssertionError("the inputs of an ordinary turn were read")
+
+    with django_assert_num_queries(0):
+        allowed, refused = apply_policy([Task("send"), Task("remember")], inputs=inputs)
+
+    assert [t.kind for t in allowed] == ["send", "remember"] and refused == []
