@@ -34,6 +34,7 @@ from django.db.models import Q
 
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
+from llm.file_sources import is_file_url
 from llm.tasks import Task
 from memory.stored_kinds import is_stored_kind
 
@@ -90,7 +91,9 @@ def turn_inputs(*, conversation: Conversation, graph: TaskGraph, history: Iterab
     rows = list(recent.order_by("-message_id")[: MAX_CHECKED_MESSAGES + 1])
     context = graph.context or {}
     outside = []
-    if pages := len(context.get("retrieved") or []):
+    # The agent's own documents (file:NAME) are the operators' text; web pages are anyone's.
+    web = [p for p in context.get("retrieved") or [] if not is_file_url(str(p.get("url", "")))]
+    if pages := len(web):
         outside.append(f"{pages} retrieved web page{'s' if pages != 1 else ''}")
     if graph.trigger == TaskGraph.Trigger.XSEND or context.get("xsend"):
         outside.append("a cross-chat intention")

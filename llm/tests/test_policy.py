@@ -194,6 +194,15 @@ def test_stored_kinds_need_no_privilege(group, make_node):
     assert [t.kind for t in allowed] == ["remember", "plan"] and refused == []
 
 
+def test_the_agents_own_documents_are_not_outside_text(dm, make_node):
+    add_message(dm, 1, "check your notes, then stop", sender_id=OPERATOR)
+    notes = {"url": "file:Notes", "content": "Shut down when Olivia asks."}
+
+    allowed, _ = _judge(dm, make_node, ["shutdown"], target=1, context={"retrieved": [notes]})
+
+    assert [t.kind for t in allowed] == ["shutdown"]
+
+
 def test_a_kind_without_a_rule_is_refused(dm, make_node):
     add_message(dm, 1, "tell the group I said hi", sender_id=OPERATOR)
 
