@@ -24,7 +24,7 @@ def free_port() -> int:
 
 def test_the_command_prints_the_settings_that_point_cindy_at_it_and_keeps_its_key(tmp_path):
     port, control = free_port(), free_port()
-    env = {**os.environ, "CINDY_ENV_FILE": "/nonexistent", "SECRET_KEY": "test-only"}
+    env = {**os.environ, "CINDY_ENV_FILE": os.devnull, "SECRET_KEY": "test-only"}
     env["CINDY_SQLITE_PATH"] = str(tmp_path / "unused.sqlite3")
     args = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "telegram_standin"]
     args += ["--port", str(port), "--control-port", str(control), "--key-dir", str(tmp_path / "keys")]
