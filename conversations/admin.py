@@ -16,6 +16,7 @@ from cindy_site.admin_utils import (
     ReadOnlyInline,
     change_link,
     changelist_link,
+    html_row,
     service_form,
     short,
 )
@@ -167,16 +168,17 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(description="See")
     def related(self, conversation: Conversation) -> str:
-        return (
-            changelist_link("conversations.message", "all messages", conversation__id__exact=conversation.pk)
-            + " · "
-            + changelist_link("conversations.taskgraph", "graphs", conversation__id__exact=conversation.pk)
-            + " · "
-            + changelist_link(
-                "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
-            )
-            + " · "
-            + memory_links(conversation)
+        return html_row(
+            [
+                changelist_link(
+                    "conversations.message", "all messages", conversation__id__exact=conversation.pk
+                ),
+                changelist_link("conversations.taskgraph", "graphs", conversation__id__exact=conversation.pk),
+                changelist_link(
+                    "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
+                ),
+                *memory_links(conversation),
+            ]
         )
 
     def save_model(self, request, obj, form, change):
@@ -215,14 +217,13 @@ class ConversationAdmin(admin.ModelAdmin):
         )
 
 
-def memory_links(conversation: Conversation) -> str:
+def memory_links(conversation: Conversation) -> list[str]:
     """Links to the conversation's summaries and notes in the memory admin."""
     filters = {"agent__id__exact": conversation.agent_id, "channel_id": conversation.peer_id}
-    return (
-        changelist_link("memory.summary", "summaries", **filters)
-        + " · "
-        + changelist_link("memory.note", "notes", **filters)
-    )
+    return [
+        changelist_link("memory.summary", "summaries", **filters),
+        changelist_link("memory.note", "notes", **filters),
+    ]
 
 
 @admin.register(Message)
