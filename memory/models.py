@@ -162,6 +162,7 @@ class Summary(models.Model):
     class Meta:
         ordering = ["agent", "channel_id", "first_message_id", "created", "id"]
         verbose_name_plural = "summaries"
+        # Prompt assembly (the history start) and the summarization need check after ingest / graphs.
         indexes = [models.Index(fields=["agent", "channel_id"], name="summary_channel_idx")]
 
     def __str__(self) -> str:
