@@ -393,16 +393,18 @@ class Gateway(LeaseKeeper, UpkeepSteps):
         self.stopping.set()
 
     async def drain(self) -> None:
-        """Ingest each client's last updates, disconnect it and release its lease; stop the workers.
+        """Stop the workers; then ingest each client's last updates, disconnect it and release its lease.
 
-        The heartbeat keeps renewing the leases not yet released while this runs.
+        The workers go first: once a lease is free, the next gateway re-plans this one's planning
+        nodes at once, so none of this gateway's workers may still be running them. The heartbeat
+        keeps renewing the leases not yet released while this runs.
         """
+        if self.workers is not None:
+            await asyncio.to_thread(self.workers.stop)
         for agent_id in list(self.clients):
             try:
                 await self._drop(agent_id, "gateway stopped", flush=True)
             except Exception:
                 logger.exception("could not release agent %s cleanly", agent_id)
         await sync_to_async(lease_release)(holder=self.gateway_id)
-        if self.workers is not None:
-            await asyncio.to_thread(self.workers.stop)
         logger.info("gateway %s stopped", self.gateway_id)
