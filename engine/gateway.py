@@ -36,7 +36,7 @@ from conversations.transport.factory import transport_for
 from engine.clients import AgentClient
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
-from engine.leases import agent_stop, lease_acquire, lease_release
+from engine.leases import agent_offline_unless_held, agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim
 from engine.runner import run_node
 from engine.tick import Ticker
@@ -108,9 +108,10 @@ class Gateway(LeaseKeeper, UpkeepSteps):
             taken_at = get_clock().monotonic()  # the lease runs from no earlier than this
             result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)
             if not result.acquired:
-                if self.refusals.get(agent_id) != result.message:
+                # Logged once per holder: the message's heartbeat time changes at every renewal.
+                if self.refusals.get(agent_id) != result.holder:
                     logger.warning("refused: %s", result.message)
-                    self.refusals[agent_id] = result.message
+                    self.refusals[agent_id] = result.holder
                 continue
             self.refusals.pop(agent_id, None)
             # With our own task workers, the previous gateway's workers died with it (parent-death
@@ -155,7 +156,13 @@ class Gateway(LeaseKeeper, UpkeepSteps):
         await self._quiet_disconnect(client)
         if release:
             await self._db(lease_release, isolated=isolated)(holder=self.gateway_id, agent_ids=[agent_id])
-        await self._db(record_event, isolated=isolated)(Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason)
+            await self._db(record_event, isolated=isolated)(
+                Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason
+            )
+        else:  # fenced or lost: another gateway may drive the agent already
+            await self._db(agent_offline_unless_held, isolated=isolated)(
+                agent_id=agent_id, gateway_id=self.gateway_id, reason=reason
+            )
         logger.info("released agent %s: %s", client.agent.name, reason)
 
     @staticmethod

@@ -135,7 +135,9 @@ def test_the_lease_is_renewed_while_a_step_is_stuck_on_the_database_thread(agent
 
 
 @pytest.mark.django_db
-def test_a_lease_taken_by_another_gateway_drops_the_agent_without_releasing_it(agent, counted, clock):
+def test_a_lease_taken_by_another_gateway_drops_the_agent_without_releasing_it_or_calling_it_offline(
+    agent, counted, clock
+):
     AgentLease.objects.update(holder="gw-b")  # taken over, e.g. after a clock jump on this host
     counted.step("step_heartbeat")
     clock.advance(10)
@@ -143,7 +145,8 @@ def test_a_lease_taken_by_another_gateway_drops_the_agent_without_releasing_it(a
     assert counted.gateway.clients == {}
     assert CountingSandbox.disconnects == 1
     assert AgentLease.objects.get().holder == "gw-b"
-    assert ActivityEvent.objects.filter(kind="agent_offline", summary="lease lost").exists()
+    # The agent is live on gw-b: this gateway must not call it offline.
+    assert not ActivityEvent.objects.filter(kind="agent_offline").exists()
 
 
 def test_the_task_workers_are_started_from_the_gateway_thread():
@@ -159,3 +162,20 @@ def test_the_task_workers_are_started_from_the_gateway_thread():
     workers = RecordingWorkers()
     assert asyncio.run(Gateway(gateway_id="gw", workers=workers).step_workers()) is True
     assert workers.threads == [threading.current_thread()]
+
+
+@pytest.mark.django_db
+def test_a_fenced_gateway_does_not_call_an_agent_offline_that_another_gateway_took(
+    agent, counted, clock, monkeypatch
+):
+    def database_gone(**kwargs):
+        raise OperationalError("Lost connection to server during query")
+
+    monkeypatch.setattr("engine.heartbeat.lease_heartbeat", database_gone)
+    AgentLease.objects.update(holder="gw-b")  # taken over while this gateway could not renew
+    for seconds in (10, 10, 5):
+        clock.advance(seconds)
+        counted.step("step_heartbeat")
+    assert counted.gateway.clients == {}
+    assert CountingSandbox.disconnects == 1
+    assert not ActivityEvent.objects.filter(kind="agent_offline").exists()
