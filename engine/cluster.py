@@ -41,10 +41,9 @@ from django_q.worker import worker
 
 from agents.models import AgentLease
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, NodeStatus, TaskNode
-from conversations.models.graph import BRAIN_KINDS
+from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
-from conversations.services.nodes import node_release
+from conversations.services.nodes import brain_nodes_release
 from engine.lifeline import die_with_parent_hook
 from llm.usage import llm_calls_mark_interrupted
 
@@ -57,14 +56,6 @@ IDLE, RECYCLED, TIMED_OUT = -1, -2, 0
 HOUSEKEEPING_SECONDS = 30.0
 #: How long a killed pool process may take to be reaped before the new pool starts anyway.
 JOIN_SECONDS = 5.0
-
-
-def brain_nodes_release(*, gateway_id: str, reason: str) -> int:
-    """Return the gateway's running planning nodes to pending: their tasks died with its workers."""
-    running = TaskNode.objects.filter(
-        status=NodeStatus.RUNNING, kind__in=BRAIN_KINDS, lease_owner__startswith=f"{gateway_id}#"
-    ).values_list("pk", "lease_owner")
-    return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner in list(running))
 
 
 def _run_with_lifeline(hook: Any, target: Any, *args: Any) -> None:

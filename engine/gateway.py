@@ -41,6 +41,7 @@ from engine.requests import execute_request, request_finish, requests_claim
 from engine.runner import run_node
 from engine.tick import Ticker
 from engine.upkeep import UpkeepSteps
+from engine.watchdog import PlanningWatchdog
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
@@ -60,7 +61,7 @@ def enqueue_received(node_id: int, owner: str) -> None:
     async_task("engine.tasks.run_received", node_id, owner)
 
 
-class Gateway(LeaseKeeper, UpkeepSteps):
+class Gateway(LeaseKeeper, UpkeepSteps, PlanningWatchdog):
     def __init__(
         self,
         *,
@@ -340,11 +341,13 @@ class Gateway(LeaseKeeper, UpkeepSteps):
         return did
 
     async def step_workers(self) -> bool:
+        """Check that planning moves (engine/watchdog.py), then (re)start our task workers if needed."""
+        did = await self.step_watchdog()
         if self.workers is None:
-            return False
+            return did
         # On the loop's (main) thread, never a pool thread: the child's parent-death signal
         # (PR_SET_PDEATHSIG) fires when the thread that started it ends, which must be the gateway's.
-        return self.workers.step()
+        return self.workers.step() or did
 
     # --- the loop -----------------------------------------------------------------------------------
 

@@ -176,3 +176,32 @@ def test_chaos_kills_lose_no_message_send_nothing_twice_and_repeat_no_finished_c
     assert all(cost > 0 for *_, cost in calls), chaos.fail(f"uncosted LLM calls: {calls}")
     assert len(chaos.llm.requests) <= len(calls), chaos.fail("LLM requests without an LLMCall row")
     assert chaos.replacements() >= FAULTS.count("idle worker") + FAULTS.count("busy worker")
+
+
+def test_a_pool_that_takes_no_task_is_restarted_by_the_gateway_watchdog(child):
+    """Every pool process frozen (alive, so the pool's own guard sees nothing wrong): the gateway
+    notices planning that no worker starts, restarts its workers, and the message is answered."""
+    env, db, llm, tmp = child
+    env = env | {"CINDY_PLANNING_STALL_SECONDS": "10"}
+    llm.set_responder(ChaosLLM())
+    log = tmp / "gateway.log"
+    gateway = start_gateway(env, log)
+    driver = Driver(env)
+    try:
+        runner = wait_for(lambda: children(gateway.pid), "the task workers", log)[0]
+        pool = wait_for(lambda: children(runner) if len(children(runner)) == 3 else [], "the pool", log)
+        for pid in pool:
+            os.kill(pid, signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        driver.say("Pat", "anyone there?")
+        wait_for(
+            lambda: not pending_chats(db), "the answer after the workers were restarted", log, deadline=60
+        )
+        assert time.monotonic() - frozen_at <= WEDGE_LIMIT_SECONDS
+        summaries = [r[0] for r in db.query("SELECT summary FROM conversations_activityevent")]
+        assert any(s.startswith("planning stalled") and "restarting the task workers" in s for s in summaries)
+        assert not any(running(pid) for pid in pool)
+    finally:
+        driver.close()
+        if group_alive(gateway.pid):
+            os.killpg(gateway.pid, signal.SIGKILL)

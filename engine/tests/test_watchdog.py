@@ -1,0 +1,68 @@
+"""The planning watchdog: planning that no worker starts is shown, and our own workers are restarted."""
+
+from __future__ import annotations
+
+import pytest
+
+from conversations.models import ActivityEvent, NodeStatus, TaskNode
+from conversations.services.graphs import graph_replan
+from engine.tests.harness import Harness
+from engine.tests.test_tick import conversation_with
+from llm.usage import llm_call_start
+
+pytestmark = pytest.mark.django_db
+
+
+def claimed_planning(agent, clock) -> tuple[Harness, TaskNode]:
+    """A gateway that claimed a planning node and queued it; no worker ever takes it."""
+    conversation = conversation_with(agent, "Pat")
+    graph_replan(conversation=conversation, trigger="message", target_message_id=None)
+    harness = Harness(clock)
+    harness.start()
+    harness.tick()
+    node = TaskNode.objects.get(kind="received")
+    assert node.status == NodeStatus.RUNNING and harness.queued
+    return harness, node
+
+
+def stalled_events() -> list[str]:
+    return list(
+        ActivityEvent.objects.filter(summary__startswith="planning").values_list("summary", flat=True)
+    )
+
+
+def test_planning_no_worker_starts_is_reported_once_and_its_end_too(agent, clock, settings, fake_llm):
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    clock.advance(40)
+    harness.step("step_workers")
+    assert stalled_events() == []
+
+    for _ in range(3):  # reported once, however often the watchdog looks
+        clock.advance(10)
+        harness.step("step_workers")
+    [stalled] = stalled_events()
+    assert stalled.startswith("planning stalled: 1 planning task(s) queued over 45 s ago have not started")
+    assert ActivityEvent.objects.get(summary=stalled).kind == "agent_error"
+
+    harness.work()  # a worker takes it at last
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
+    clock.advance(10)
+    harness.step("step_workers")
+    assert stalled_events()[0] == "planning resumed"
+
+
+def test_a_pool_busy_with_slow_llm_calls_is_not_a_stall(agent, clock, settings):
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=None,
+        node_id=None,  # another chat's planning, in flight on the only worker
+    )
+    clock.advance(120)
+    harness.step("step_workers")
+    assert stalled_events() == []
