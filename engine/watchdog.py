@@ -2,17 +2,21 @@
 
 `runworkers` replaces a pool wedged by a killed process itself (engine/cluster.py). This watchdog is
 the gateway's own check, whatever runs the tasks (`runworkers`, or django-q2's plain `qcluster`,
-which a killed idle worker can wedge for good): a planning node claimed more than
-CINDY_PLANNING_STALL_SECONDS (45 s) ago with no LLM call started for it, while no LLM call is in flight on any of the gateway's agents, means
-no worker takes tasks. Then:
+which a killed idle worker can wedge for good). A planning node claimed more than
+CINDY_PLANNING_STALL_SECONDS (45 s) ago with no LLM call started for it, while no LLM call is in
+flight on any of the gateway's agents, means no worker takes tasks. Then:
 
-- each held agent's activity shows "planning stalled" (and "planning resumed" once it moves again);
+- each held agent's activity shows "planning stalled", once, and "planning resumed" when an LLM call
+  starts again;
 - workers this gateway supervises are killed and started afresh, and its planning nodes go back to
-  pending, so they are queued again for the new workers. Detection and repair take at most
-  CINDY_PLANNING_STALL_SECONDS + CHECK_SECONDS. Workers run elsewhere are only reported: the gateway
-  cannot restart them.
+  pending, so they are queued again for the new workers;
+- with workers run elsewhere, the stalled nodes go back to pending under a new claim, so a task lost
+  with a replaced pool is queued again (and the old one, should it turn up, does nothing). The gateway
+  cannot restart those workers: a pool wedged for good (plain `qcluster`) stays reported until
+  someone restarts it.
 
-A busy pool (every worker waiting on a slow model) is not a stall: its calls are in flight.
+Detection and repair take at most CINDY_PLANNING_STALL_SECONDS + CHECK_SECONDS. A busy pool (every
+worker waiting on a slow model) is not a stall: its calls are in flight.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, LLMCall, NodeStatus, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
-from conversations.services.nodes import brain_nodes_release
+from conversations.services.nodes import brain_nodes_release, node_release
 from engine.clients import AgentClient
 
 if TYPE_CHECKING:
@@ -42,9 +46,12 @@ Kind = ActivityEvent.Kind
 CHECK_SECONDS = 5.0
 
 
-def planning_stalled(*, gateway_id: str, agent_ids: list[int], claimed_before: dt.datetime) -> list[int]:
-    """Planning nodes of this gateway claimed before `claimed_before` that no worker has started an LLM
-    call for, provided no LLM call of these agents is in flight (then the pool is busy, not stuck)."""
+def planning_stalled(
+    *, gateway_id: str, agent_ids: list[int], claimed_before: dt.datetime
+) -> list[tuple[int, str]]:
+    """(node id, claim token) of this gateway's planning nodes claimed before `claimed_before` that no
+    worker has started an LLM call for, provided no LLM call of these agents is in flight (then the
+    pool is busy, not stuck)."""
     in_flight = LLMCall.objects.filter(
         status=LLMCall.Status.PENDING,
         agent_id__in=agent_ids,
@@ -58,10 +65,24 @@ def planning_stalled(*, gateway_id: str, agent_ids: list[int], claimed_before: d
         kind__in=BRAIN_KINDS,
         lease_owner__startswith=f"{gateway_id}#",
         started__lt=claimed_before,
-    ).values_list("pk", "started")
+    ).values_list("pk", "lease_owner", "started")
     return [
-        pk for pk, started in waiting if not LLMCall.objects.filter(node_id=pk, created__gte=started).exists()
+        (pk, owner)
+        for pk, owner, started in waiting
+        if not LLMCall.objects.filter(node_id=pk, created__gte=started).exists()
     ]
+
+
+def stalled_release(*, stalled: list[tuple[int, str]]) -> int:
+    """Return stalled planning nodes to pending under a new claim: the tick queues them again, and a
+    task of the old claim that still turns up does nothing."""
+    reason = "planning not started by any task worker; queued again"
+    return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner in stalled)
+
+
+def planning_moved(*, agent_ids: list[int], since: dt.datetime) -> bool:
+    """Whether a worker started an LLM call for these agents since `since`."""
+    return LLMCall.objects.filter(agent_id__in=agent_ids, created__gte=since).exists()
 
 
 class PlanningWatchdog:
@@ -77,6 +98,7 @@ class PlanningWatchdog:
             state = self.__dict__["_watchdog"] = {
                 "checked_at": None,
                 "stalled_agents": [],
+                "stalled_at": None,
                 "restarted_at": None,
             }
         return state
@@ -97,13 +119,18 @@ class PlanningWatchdog:
             gateway_id=self.gateway_id, agent_ids=held, claimed_before=now() - dt.timedelta(seconds=limit)
         )
         if not stalled:
-            if state["stalled_agents"]:
+            if state["stalled_agents"] and await sync_to_async(planning_moved)(
+                agent_ids=state["stalled_agents"], since=state["stalled_at"]
+            ):
                 await self._announce(state["stalled_agents"], Kind.INFO, "planning resumed")
                 state["stalled_agents"] = []
             return False
         if self.workers is None:
+            # Workers run elsewhere: say so, and queue the planning again in case its task was lost
+            # with a pool that was replaced (`runworkers`).
+            await sync_to_async(stalled_release)(stalled=stalled)
             if not state["stalled_agents"]:
-                state["stalled_agents"] = held
+                state["stalled_agents"], state["stalled_at"] = held, now()
                 await self._announce(
                     held,
                     Kind.AGENT_ERROR,
@@ -111,9 +138,9 @@ class PlanningWatchdog:
                     "ago have not started; the task workers may be wedged: restart them "
                     "(`manage.py runworkers` replaces a wedged pool by itself)",
                 )
-            return False
-        state["stalled_agents"] = held
-        logger.error("planning stalled (nodes %s): restarting the task workers", stalled)
+            return True
+        state["stalled_agents"], state["stalled_at"] = held, now()
+        logger.error("planning stalled (nodes %s): restarting the task workers", [pk for pk, _ in stalled])
         await self._announce(
             held,
             Kind.AGENT_ERROR,

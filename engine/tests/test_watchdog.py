@@ -31,22 +31,33 @@ def stalled_events() -> list[str]:
     )
 
 
-def test_planning_no_worker_starts_is_reported_once_and_its_end_too(agent, clock, settings, fake_llm):
+def test_planning_no_worker_starts_is_reported_once_queued_again_and_its_end_reported(
+    agent, clock, settings, fake_llm
+):
     settings.CINDY_PLANNING_STALL_SECONDS = 45
     harness, node = claimed_planning(agent, clock)
+    lost_task = harness.queued.pop()  # the pool that had it was replaced: nobody will run it
     clock.advance(40)
     harness.step("step_workers")
     assert stalled_events() == []
 
-    for _ in range(3):  # reported once, however often the watchdog looks
-        clock.advance(10)
-        harness.step("step_workers")
+    clock.advance(10)
+    harness.step("step_workers")
     [stalled] = stalled_events()
     assert stalled.startswith("planning stalled: 1 planning task(s) queued over 45 s ago have not started")
     assert ActivityEvent.objects.get(summary=stalled).kind == "agent_error"
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING  # to be queued again
 
-    harness.work()  # a worker takes it at last
+    harness.tick()  # claimed and queued again; still no worker: reported only once
+    clock.advance(50)
+    harness.step("step_workers")
+    assert stalled_events() == [stalled]
+
+    harness.tick()
+    harness.queued.insert(0, lost_task)  # the lost task turns up after all: it does nothing
+    harness.work()
     assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
+    assert len(fake_llm.requests) == 1
     clock.advance(10)
     harness.step("step_workers")
     assert stalled_events()[0] == "planning resumed"
