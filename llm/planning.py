@@ -48,6 +48,7 @@ class PlanResult:
         default_factory=list
     )  # LLM order; think dropped, retrieve resolved, refusals removed
     errors: list[str] = field(default_factory=list)  # invalid or unknown tasks, never executed
+    notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
     llm_call_ids: list[int] = field(default_factory=list)
 
 
@@ -146,7 +147,7 @@ def plan_turn(
     allowed, _refused = apply_policy(
         tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk
     )
-    return PlanResult(tasks=allowed, errors=errors, llm_call_ids=call_ids)
+    return PlanResult(tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids)
 
 
 def _fill_canonical_sticker_set(tasks: list[Task], *, agent, errors: list[str]) -> list[Task]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from agents.models.agent import (
     Agent,
+    AgentDocument,
     AgentLease,
     GatewayRequest,
     RolePrompt,
@@ -17,6 +18,7 @@ from agents.models.otp_device import TelegramDevice
 
 __all__ = [
     "Agent",
+    "AgentDocument",
     "AgentLease",
     "GatewayRequest",
     "RolePrompt",
