@@ -39,14 +39,20 @@ def counted(agent, clock, settings):
     return harness
 
 
+def _database_gone(**kwargs):
+    raise OperationalError("Lost connection to server during query")
+
+
+@pytest.fixture
+def renewals_fail(monkeypatch):
+    """The database is away for the heartbeat's renewals; `monkeypatch.undo()` brings it back."""
+    monkeypatch.setattr("engine.heartbeat.lease_heartbeat", _database_gone)
+
+
 @pytest.mark.django_db
 def test_a_gateway_that_cannot_renew_its_leases_disconnects_before_they_can_expire(
-    agent, counted, clock, monkeypatch
+    agent, counted, clock, monkeypatch, renewals_fail
 ):
-    def database_gone(**kwargs):
-        raise OperationalError("Lost connection to server during query")
-
-    monkeypatch.setattr("engine.heartbeat.lease_heartbeat", database_gone)
     for seconds in (10, 10, 4.9):  # two renewals fail; 24.9 s after the last one it still holds on
         clock.advance(seconds)
         counted.step("step_heartbeat")
@@ -166,12 +172,8 @@ def test_the_task_workers_are_started_from_the_gateway_thread():
 
 @pytest.mark.django_db
 def test_a_fenced_gateway_does_not_call_an_agent_offline_that_another_gateway_took(
-    agent, counted, clock, monkeypatch
+    agent, counted, clock, renewals_fail
 ):
-    def database_gone(**kwargs):
-        raise OperationalError("Lost connection to server during query")
-
-    monkeypatch.setattr("engine.heartbeat.lease_heartbeat", database_gone)
     AgentLease.objects.update(holder="gw-b")  # taken over while this gateway could not renew
     for seconds in (10, 10, 5):
         clock.advance(seconds)
