@@ -153,9 +153,12 @@ class GuardedSentinel(Sentinel):
         self.event_out = Event()
         released = 0
         if self.gateway_id:
-            released = brain_nodes_release(
-                gateway_id=self.gateway_id, reason=f"task workers replaced: {reason}"
-            )
+            try:
+                released = brain_nodes_release(
+                    gateway_id=self.gateway_id, reason=f"task workers replaced: {reason}"
+                )
+            except Exception:  # the gateway's watchdog re-queues them once the database answers
+                logger.exception("could not return the lost planning nodes to pending")
         self.spawn_cluster()
         self.replacements += 1
         self.reincarnations += 1
