@@ -59,6 +59,27 @@ class Chaos:
     def fail(self, what: str) -> str:
         return f"chaos seed {self.seed} ({' -> '.join(self.history)}): {what}"
 
+    def state(self) -> str:
+        """What is still open, for a failure message."""
+        nodes = self.db.query(
+            "SELECT id, conversation_id, kind, status, attempts, lease_owner, error FROM conversations_tasknode "
+            "WHERE status NOT IN ('done', 'cancelled')"
+        )
+        graphs = self.db.query(
+            "SELECT id, conversation_id, status, target_message_id, trigger FROM conversations_taskgraph "
+            "ORDER BY id DESC LIMIT 8"
+        )
+        mirror = self.db.query(
+            "SELECT conversation_id, MAX(message_id), COUNT(*) FROM conversations_message WHERE is_agent = 0 "
+            "GROUP BY conversation_id"
+        )
+        convs = self.db.query("SELECT id, peer_id FROM conversations_conversation")
+        chats = self.db.query("SELECT id, peer_id FROM conversations_sandboxchat")
+        return (
+            f"pending chats {pending_chats(self.db)}; open nodes {nodes}; graphs {graphs}; mirror {mirror}; "
+            f"conversations {convs}; chats {chats}"
+        )
+
     def burst(self, people: list[str]) -> None:
         for person in people:
             for _ in range(self.rng.randint(1, 3)):
@@ -69,7 +90,10 @@ class Chaos:
         self.burst(self.rng.sample(PEOPLE, self.rng.randint(3, 8)))
 
     def answered(self, what: str, deadline: float = ANSWER_SECONDS) -> None:
-        wait_for(lambda: not pending_chats(self.db), self.fail(what), self.log, deadline=deadline)
+        try:
+            wait_for(lambda: not pending_chats(self.db), self.fail(what), self.log, deadline=deadline)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.state()}") from None
 
     def pool(self) -> list[int]:
         """The live worker pool of the current gateway: its workers first, then monitor and pusher."""
