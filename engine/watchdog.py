@@ -100,6 +100,7 @@ class PlanningWatchdog:
                 "stalled_agents": [],
                 "stalled_at": None,
                 "restarted_at": None,
+                "restarts": 0,  # in a row, without planning moving in between
             }
         return state
 
@@ -113,8 +114,11 @@ class PlanningWatchdog:
         held = list(self.clients)
         limit = settings.CINDY_PLANNING_STALL_SECONDS
         restarted = state["restarted_at"]
-        if not held or (restarted is not None and clock.monotonic() - restarted < limit):
-            return False  # workers we just restarted get the same time to start as a task does
+        # Workers we restarted get the stall limit to come up, doubled at each restart in a row, so
+        # a machine too slow to start them within the limit does not restart them forever.
+        grace = limit * 2 ** max(state["restarts"] - 1, 0)
+        if not held or (restarted is not None and clock.monotonic() - restarted < grace):
+            return False
         stalled = await sync_to_async(planning_stalled)(
             gateway_id=self.gateway_id, agent_ids=held, claimed_before=now() - dt.timedelta(seconds=limit)
         )
@@ -123,7 +127,7 @@ class PlanningWatchdog:
                 agent_ids=state["stalled_agents"], since=state["stalled_at"]
             ):
                 await self._announce(state["stalled_agents"], Kind.INFO, "planning resumed")
-                state["stalled_agents"] = []
+                state["stalled_agents"], state["restarts"] = [], 0
             return False
         if self.workers is None:
             # Workers run elsewhere: say so, and queue the planning again in case its task was lost
@@ -153,6 +157,7 @@ class PlanningWatchdog:
         )
         self.workers.start()  # on the loop's (main) thread: see `Gateway.step_workers`
         state["restarted_at"] = clock.monotonic()
+        state["restarts"] += 1
         return True
 
     @staticmethod

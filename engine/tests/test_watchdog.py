@@ -77,3 +77,44 @@ def test_a_pool_busy_with_slow_llm_calls_is_not_a_stall(agent, clock, settings):
     clock.advance(120)
     harness.step("step_workers")
     assert stalled_events() == []
+
+
+class RecordingWorkers:
+    """Stands in for `WorkerProcess`: records the restarts the watchdog asks for."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def step(self) -> bool:
+        return False
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+
+def test_our_own_workers_are_restarted_with_a_growing_grace_while_planning_stays_stuck(
+    agent, clock, settings
+):
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    workers = harness.gateway.workers = RecordingWorkers()
+    clock.advance(50)
+    harness.step("step_workers")
+    assert workers.calls == ["stop", "start"]
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING  # queued again for the new pool
+    assert "restarting the task workers" in stalled_events()[0]
+
+    harness.tick()  # the new pool does not start it either
+    clock.advance(50)
+    harness.step("step_workers")
+    assert workers.calls == ["stop", "start"] * 2
+    harness.tick()
+    clock.advance(50)  # the third restart waits twice as long
+    harness.step("step_workers")
+    assert workers.calls == ["stop", "start"] * 2
+    clock.advance(45)
+    harness.step("step_workers")
+    assert workers.calls == ["stop", "start"] * 3
