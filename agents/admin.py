@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.urls import reverse
 from django.utils.html import format_html
 
 from agents.models import (
@@ -17,6 +18,7 @@ from agents.models import (
 )
 from agents.models.otp_device import TelegramDevice
 from agents.services import curation
+from agents.telegram_pages import TelegramPagesMixin
 from cindy_site import clock
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, service_form, short
 from memory.models import Memory
@@ -40,6 +42,7 @@ class AgentDocumentInline(admin.StackedInline):
     extra = 0
     fields = ["name", "content"]
     verbose_name = "document"
+    form = service_form(lambda obj: curation.agent_document_validate(document=obj))
 
 
 class MemoryInline(admin.TabularInline):
@@ -59,7 +62,7 @@ def _lease_state(agent: Agent) -> str:
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
     form = service_form(lambda obj: curation.agent_validate(agent=obj))
     list_display = [
         "name",
@@ -75,6 +78,7 @@ class AgentAdmin(admin.ModelAdmin):
     list_filter = ["transport", "disabled", "gagged", "stopped", "config_dir"]
     search_fields = ["name", "phone", "telegram_username", "=telegram_user_id", "instructions"]
     readonly_fields = [
+        "config_name",
         "telegram_user_id",
         "telegram_username",
         "source_file",
@@ -117,6 +121,7 @@ class AgentAdmin(admin.ModelAdmin):
                     "gagged",
                     "reset_context_on_first_message",
                     "clear_summaries_on_first_message",
+                    "flag_notes",
                 ]
             },
         ),
@@ -138,7 +143,7 @@ class AgentAdmin(admin.ModelAdmin):
             "Origin",
             {
                 "classes": ["collapse"],
-                "fields": ["source_file", "config_dir", "content_hash", "created", "updated"],
+                "fields": ["config_name", "source_file", "config_dir", "content_hash", "created", "updated"],
             },
         ),
     ]
@@ -207,6 +212,12 @@ class AgentAdmin(admin.ModelAdmin):
             changelist_link("conversations.tasknode", "nodes", agent__id__exact=agent.pk),
             changelist_link("conversations.llmcall", "LLM calls", agent__id__exact=agent.pk),
             changelist_link("conversations.activityevent", "activity", agent__id__exact=agent.pk),
+            format_html(
+                '<a href="{}">Telegram account</a>', reverse("admin:agents_agent_telegram", args=[agent.pk])
+            ),
+            format_html(
+                '<a href="{}">Telegram sign-in</a>', reverse("admin:agents_agent_signin", args=[agent.pk])
+            ),
         ]
         return format_html(" · ".join(["{}"] * len(links)), *links)
 
@@ -222,6 +233,8 @@ class AgentAdmin(admin.ModelAdmin):
                 curation.role_prompt_save(prompt=instance)
             elif isinstance(instance, Memory):
                 memory_save(memory=instance)
+            elif isinstance(instance, AgentDocument):
+                curation.agent_document_save(document=instance)
         formset.save_m2m()
 
     @admin.action(description="Disable the selected agents")
@@ -272,6 +285,22 @@ class RolePromptAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         curation.role_prompt_save(prompt=obj)
+
+
+@admin.register(AgentDocument)
+class AgentDocumentAdmin(admin.ModelAdmin):
+    """Documents agents read with `file:NAME` retrieve URLs (`agents/<stem>/docs/*.md`)."""
+
+    form = service_form(lambda obj: curation.agent_document_validate(document=obj))
+    list_display = ["name", "agent", "updated"]
+    list_filter = ["agent"]
+    search_fields = ["name", "agent__name", "content"]
+    list_select_related = ["agent"]
+    readonly_fields = ["source_file", "content_hash", "updated"]
+    fields = ["agent", "name", "content", "source_file", "content_hash", "updated"]
+
+    def save_model(self, request, obj, form, change):
+        curation.agent_document_save(document=obj)
 
 
 @admin.register(AgentLease)
@@ -338,6 +367,9 @@ class GatewayRequestAdmin(ReadOnlyAdmin):
         params = dict(request_row.params)
         if request_row.kind == GatewayRequest.Kind.SEND_OTP and "text" in params:
             params["text"] = "(one-time code, hidden)"
+        for secret in ("code", "password"):  # a sign-in step waiting for its gateway
+            if params.get(secret):
+                params[secret] = "(hidden)"
         return params
 
 

@@ -38,6 +38,7 @@ from conversations.transport.base import (
     TransportError,
     Update,
 )
+from conversations.transport.sandbox_account import SandboxAccount
 
 #: How long a typing indicator shows without being renewed (Telegram: about 6 seconds).
 TYPING_SECONDS = 6
@@ -48,7 +49,7 @@ TRAILING_SECONDS = 10
 MAX_SEEN = 5000
 
 
-class SandboxTransport:
+class SandboxTransport(SandboxAccount):
     def __init__(self, agent: Agent, *, gateway_id: str = "") -> None:
         self.agent = agent
         self.gateway_id = gateway_id
@@ -391,10 +392,10 @@ class SandboxTransport:
     def _sticker_set_from_descriptions(short_name: str) -> StickerSetInfo:
         """The sandbox's "Telegram" also knows every set that curated sticker descriptions name, so a
         persona's stickers work in the sandbox before any set was imported from Telegram."""
-        from media_catalog.models import MediaDescription, MediaKind
+        from media_catalog.models import STICKER_KINDS, MediaDescription
 
         described = list(
-            MediaDescription.objects.filter(kind=MediaKind.STICKER, sticker_set_name=short_name)
+            MediaDescription.objects.filter(kind__in=STICKER_KINDS, sticker_set_name=short_name)
             .exclude(sticker_name="")
             .order_by("unique_id")
         )

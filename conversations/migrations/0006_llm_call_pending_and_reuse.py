@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agents', '0004_telegram_entity_plural'),
-        ('conversations', '0004_graph_trigger_and_llm_purpose_choices'),
+        ('conversations', '0005_sandbox_profile_and_public_chats'),
     ]
 
     operations = [
