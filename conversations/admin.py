@@ -20,6 +20,7 @@ from cindy_site.admin_utils import (
     short,
 )
 from conversations.admin_sandbox import register_sandbox_admins
+from conversations.admin_work import register_work_queue_actions
 from conversations.models import (
     ActivityEvent,
     Conversation,
@@ -90,12 +91,13 @@ class ConversationAdmin(admin.ModelAdmin):
         "peer_id",
         "username",
         "muted",
+        "gagged",
         "blocked",
         "llm_model",
         "last_message_at",
         "graph",
     ]
-    list_filter = ["agent", "kind", "muted", "blocked"]
+    list_filter = ["agent", "kind", "muted", "gagged", "blocked"]
     search_fields = ["title", "username", "=peer_id", "agent__name"]
     list_select_related = ["agent"]
     date_hierarchy = "last_message_at"
@@ -106,6 +108,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "title",
         "username",
         "muted",
+        "gagged",
         "llm_model",
         "blocked",
         "last_read_message_id",
@@ -350,3 +353,4 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
 
 register_sandbox_admins()
+register_work_queue_actions()

@@ -72,6 +72,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         conversation, agent = node.conversation, node.agent
         chain: list[tuple[str, dict]] = []
         stored = {"remember": 0, "plan": 0}
+        remembered: list[str] = []
         errors = list(result.errors)
         for task in result.tasks:
             if task.kind == "remember":
@@ -84,6 +85,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
                     creation_channel_id=conversation.peer_id,
                 )
                 stored["remember"] += 1
+                remembered.append(task.params["content"])
             elif task.kind == "plan":
                 # A new plan replaces the conversation's previous one (as the Task-Plan prompt
                 # says), so the prompt's "Channel Plan" stays short and its cached prefix stable.
@@ -107,6 +109,9 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             "stored": stored,
             "errors": errors,
             "llm_call_ids": list(result.llm_call_ids),
+            # For the operator's task log: what the agent thought and remembered this turn.
+            "think": list(result.thoughts),
+            "remembered": remembered,
         }
         node.save(update_fields=["status", "finished", "lease_owner", "lease_expires_at", "error", "result"])
         summary = ", ".join(c.kind for c in children) or "no actions"

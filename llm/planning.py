@@ -49,6 +49,7 @@ class PlanResult:
     )  # LLM order; think dropped, retrieve resolved, refusals removed
     errors: list[str] = field(default_factory=list)  # invalid or unknown tasks, never executed
     llm_call_ids: list[int] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
 
 
 def plan_turn(
@@ -146,7 +147,8 @@ def plan_turn(
     allowed, _refused = apply_policy(
         tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk
     )
-    return PlanResult(tasks=allowed, errors=errors, llm_call_ids=call_ids)
+    thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
+    return PlanResult(tasks=allowed, errors=errors, llm_call_ids=call_ids, thoughts=thoughts)
 
 
 def _fill_canonical_sticker_set(tasks: list[Task], *, agent, errors: list[str]) -> list[Task]:
