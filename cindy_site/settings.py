@@ -242,6 +242,7 @@ CINDY_OTP_AGENT = env.str("CINDY_OTP_AGENT", default="")
 DEFAULT_AGENT_LLM = env.str("DEFAULT_AGENT_LLM", default="gemini")
 MEDIA_MODEL = env.str("MEDIA_MODEL", default="gemini-2.5-flash")
 MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
+TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
 
 GOOGLE_GEMINI_API_KEY = env.str("GOOGLE_GEMINI_API_KEY", default="")

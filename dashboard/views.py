@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from conversations.models import Conversation
 from dashboard import selectors
 from dashboard.access import verified_staff_required
+from dashboard.conversation_tools import conversation_header
 from llm.conversation import conversation_history
 
 
@@ -31,8 +32,5 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
     text, and media as their catalog descriptions, capped at the prompt's history size."""
     conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
     history = conversation_history(conversation)
-    return render(
-        request,
-        "dashboard/conversation.html",
-        {"conversation": conversation, "history": history, "nav": "dashboard"},
-    )
+    context = conversation_header(conversation, request, tab="seen")
+    return render(request, "dashboard/conversation.html", {**context, "history": history})
