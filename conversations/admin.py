@@ -19,6 +19,7 @@ from cindy_site.admin_utils import (
     service_form,
     short,
 )
+from conversations.admin_llms import register_llm_admin
 from conversations.admin_sandbox import register_sandbox_admins
 from conversations.admin_work import register_work_queue_actions
 from conversations.models import (
@@ -354,3 +355,4 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
 register_sandbox_admins()
 register_work_queue_actions()
+register_llm_admin()

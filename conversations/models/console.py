@@ -50,6 +50,8 @@ class OfferedModel(models.Model):
 
     class Meta:
         ordering = ["provider", "model"]
+        verbose_name = "LLMs and prices"
+        verbose_name_plural = "LLMs and prices"
         constraints = [models.UniqueConstraint(fields=["provider", "model"], name="offeredmodel_unique")]
 
     def __str__(self) -> str:
