@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard import conversation_views, sandbox_views, views
+from dashboard import console_views, conversation_views, sandbox_views, views
 
 app_name = "dashboard"
 
@@ -52,6 +52,8 @@ urlpatterns = [
     path(
         "agents/<int:agent_id>/cancel-work/", conversation_views.agent_work_delete, name="agent_work_delete"
     ),
+    path("users/", console_views.users_index, name="users"),
+    path("users/<int:peer_id>/", console_views.user_detail, name="user"),
     path("sandbox/", sandbox_views.sandbox_chat, name="sandbox"),
     path("sandbox/send/", sandbox_views.sandbox_send, name="sandbox_send"),
     path("sandbox/react/", sandbox_views.sandbox_react_view, name="sandbox_react"),

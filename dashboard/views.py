@@ -9,6 +9,7 @@ from conversations.models import Conversation
 from dashboard import selectors
 from dashboard.access import verified_staff_required
 from dashboard.conversation_tools import conversation_header
+from dashboard.costs import cost_chart, daily_costs
 from llm.conversation import conversation_history
 
 
@@ -23,7 +24,8 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
         "events": selectors.recent_events(),
         "last_event_id": selectors.last_event_id(),
     }
-    return render(request, "dashboard/index.html", {"initial": initial})
+    chart = cost_chart(daily_costs())
+    return render(request, "dashboard/index.html", {"initial": initial, "chart": chart})
 
 
 @verified_staff_required
