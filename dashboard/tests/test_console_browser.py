@@ -6,6 +6,9 @@ Each walk asserts what a person sees (no raw markup, no placeholder where a valu
 the page logged no console errors. Screenshots go to artifacts/console-*.png.
 """
 
+# The module shares test_browser.py's fixtures by importing them, which ruff reads as redefinitions.
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import datetime as dt
