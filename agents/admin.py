@@ -7,6 +7,7 @@ from django.utils.html import format_html
 
 from agents.models import (
     Agent,
+    AgentDocument,
     AgentLease,
     GatewayRequest,
     RolePrompt,
@@ -14,7 +15,7 @@ from agents.models import (
     TelegramSession,
     TelegramUpdateState,
 )
-from agents.otp_device import TelegramDevice
+from agents.models.otp_device import TelegramDevice
 from agents.services import curation
 from cindy_site import clock
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, service_form, short
@@ -30,6 +31,15 @@ class RolePromptInline(admin.StackedInline):
     readonly_fields = ["origin_dir", "source_file"]
     verbose_name = "agent-specific role prompt"
     form = service_form(lambda obj: curation.role_prompt_validate(prompt=obj))
+
+
+class AgentDocumentInline(admin.StackedInline):
+    """The agent's documents (`agents/NAME/docs/*.md`), read with `file:NAME` retrieve URLs."""
+
+    model = AgentDocument
+    extra = 0
+    fields = ["name", "content"]
+    verbose_name = "document"
 
 
 class MemoryInline(admin.TabularInline):
@@ -132,7 +142,7 @@ class AgentAdmin(admin.ModelAdmin):
             },
         ),
     ]
-    inlines = [RolePromptInline, MemoryInline]
+    inlines = [RolePromptInline, AgentDocumentInline, MemoryInline]
     actions = ["disable_agents", "enable_agents"]
 
     def get_queryset(self, request):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from agents.models import Agent, RolePrompt
+from agents.models import Agent, AgentDocument, RolePrompt
 
 
 def agent_by_name(*, name: str) -> Agent | None:
@@ -32,3 +32,21 @@ def missing_role_prompts(*, agent: Agent) -> list[str]:
     """Names in the agent's "Role Prompt" section that no global or agent prompt provides."""
     present = {prompt.name for prompt in role_prompts_for_agent(agent=agent)}
     return [name for name in agent.role_prompt_names or [] if name not in present]
+
+
+def agent_document(*, agent_id: int, name: str) -> str | None:
+    """The content of the agent's document called `name` (as in a `file:NAME` URL), or None.
+
+    The exact name wins; otherwise `Friends` finds `Friends.md` and `Friends.md` finds `Friends`.
+    """
+    name = name.strip()
+    if not name:
+        return None
+    candidates = [name, name[: -len(".md")] if name.endswith(".md") else f"{name}.md"]
+    found = dict(
+        AgentDocument.objects.filter(agent_id=agent_id, name__in=candidates).values_list("name", "content")
+    )
+    for candidate in candidates:
+        if candidate in found:
+            return found[candidate]
+    return None

@@ -10,7 +10,7 @@ from django.db import transaction
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from agents.otp_device import TelegramDevice
+from agents.models.otp_device import TelegramDevice
 
 BACKUP_DEVICE_NAME = "Backup codes"
 

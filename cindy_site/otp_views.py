@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 from django_otp import devices_for_user
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from agents.otp_device import OTPDeliveryError, TelegramDevice
+from agents.models.otp_device import OTPDeliveryError, TelegramDevice
 from cindy_site import otp
 
 SESSION_PENDING_TOTP = "cindy_pending_totp_device"

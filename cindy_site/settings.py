@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "memory",
     "media_catalog",
     "conversations",
+    "engine",
     "llm",
     "dashboard",
 ]

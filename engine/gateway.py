@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import os
 import secrets
 import signal
 import socket
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -33,8 +31,9 @@ from conversations.selectors import conversation_last_message_id
 from conversations.services.activity import record_event
 from conversations.services.ingest import conversation_mark_read
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
-from conversations.transport.base import AuthError, FloodWait, Transport
+from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
+from engine.clients import AgentClient
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
 from engine.leases import agent_stop, lease_acquire, lease_release
@@ -45,7 +44,6 @@ from engine.upkeep import UpkeepSteps
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
-MAX_BACKOFF_SECONDS = 60
 #: How long a client being released may take to hand over the updates it already received.
 FLUSH_SECONDS = 5
 
@@ -60,30 +58,6 @@ def enqueue_received(node_id: int, owner: str) -> None:
     from django_q.tasks import async_task
 
     async_task("engine.tasks.run_received", node_id, owner)
-
-
-@dataclass
-class AgentClient:
-    """One supervised Telegram (or sandbox) connection."""
-
-    agent: Agent
-    transport: Transport
-    connected: bool = False
-    failures: int = 0
-    retry_at: float = 0.0
-    paused_until: dt.datetime | None = None
-    renewed_at: float = 0.0  # monotonic start of the last lease acquisition or renewal that succeeded
-    dropped: bool = False  # released (or fenced) while a step still held on to it
-
-    def fail(self, exc: BaseException) -> float:
-        self.connected = False
-        self.failures += 1
-        delay = min(2**self.failures, MAX_BACKOFF_SECONDS)
-        if isinstance(exc, FloodWait):
-            delay = max(delay, exc.seconds)  # Telegram said when; asking earlier only prolongs the wait
-        self.retry_at = get_clock().monotonic() + delay
-        logger.warning("agent %s: client failed (%r); reconnecting in %ss", self.agent.name, exc, delay)
-        return delay
 
 
 class Gateway(LeaseKeeper, UpkeepSteps):

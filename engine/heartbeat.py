@@ -25,10 +25,8 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from cindy_site.clock import get_clock
+from engine.clients import AgentClient
 from engine.leases import lease_heartbeat
-
-if TYPE_CHECKING:
-    from engine.gateway import AgentClient
 
 logger = logging.getLogger("engine.gateway")
 

@@ -8,7 +8,6 @@ State is per gateway process and starts empty, so a restart re-checks everything
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -17,6 +16,7 @@ from cindy_site.clock import get_clock
 from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport
+from engine.clients import AgentClient
 from engine.media import download_new_media, media_cursor_start
 from engine.requests import requests_reap_expired
 from engine.stickers import (
@@ -25,9 +25,6 @@ from engine.stickers import (
     sticker_sets_to_refresh,
     wanted_sticker_sets,
 )
-
-if TYPE_CHECKING:
-    from engine.gateway import AgentClient
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from agents.models import Agent, GatewayRequest
-from agents.otp_device import OTPDeliveryError, TelegramDevice, consume_code
+from agents.models.otp_device import OTPDeliveryError, TelegramDevice, consume_code
 
 pytestmark = pytest.mark.django_db
 

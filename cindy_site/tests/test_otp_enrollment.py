@@ -10,7 +10,7 @@ from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from agents.models import Agent, GatewayRequest
-from agents.otp_device import TelegramDevice
+from agents.models.otp_device import TelegramDevice
 from cindy_site.testing.staff import totp_now
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.contrib import admin
 from django_otp.admin import OTPAdminSite
 
 from agents.models import Agent, GatewayRequest
-from agents.otp_device import TelegramDevice
+from agents.models.otp_device import TelegramDevice
 from cindy_site import otp
 from cindy_site.testing.staff import STAFF_PASSWORD, totp_now
 

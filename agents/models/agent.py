@@ -113,6 +113,25 @@ class RolePrompt(models.Model):
         return self.agent.name if self.agent_id else "global"
 
 
+class AgentDocument(models.Model):
+    """A document the agent can read with a `file:NAME` retrieve URL: `agents/NAME/docs/*.md` on disk.
+
+    `name` is the file name as it appears in the docs folder (e.g. `Friends.md`).
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="documents")
+    name = models.CharField(max_length=255, help_text="File name in the agent's docs folder, e.g. Friends.md")
+    content = models.TextField(blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["agent", "name"]
+        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="agentdocument_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.agent})"
+
+
 class AgentLease(models.Model):
     """Which gateway drives an agent. One account, one connection: a live lease refuses others."""
 
@@ -226,7 +245,3 @@ class GatewayRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} via {self.agent} ({self.status})"
-
-
-# The Telegram OTP device lives in its own module; importing it here registers the model.
-from agents.otp_device import TelegramDevice  # noqa: E402, F401

@@ -19,7 +19,7 @@ import math
 import secrets
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import F
 from django.utils.crypto import constant_time_compare, salted_hmac
 from django_otp.models import (
@@ -30,6 +30,7 @@ from django_otp.models import (
     VerifyNotAllowed,
 )
 
+from agents.models.agent import Agent, GatewayRequest
 from cindy_site import clock
 
 CODE_DIGITS = 6
@@ -49,8 +50,6 @@ def _hash_code(device_pk: int, code: str) -> str:
 
 def otp_agent():
     """The agent whose account sends codes, or OTPDeliveryError naming the setting to fix."""
-    from agents.models import Agent
-
     name = settings.CINDY_OTP_AGENT
     if not name:
         raise OTPDeliveryError(
@@ -71,8 +70,6 @@ def _scrub_sent_codes(telegram_user_id: int) -> None:
     """Blank the text of earlier send_otp requests to this user: the gateway needed the code in clear
     to send it, but nothing should keep it once it has been used or replaced. A request the gateway
     has not picked up yet carries a code that no longer works, so it is withdrawn instead of sent."""
-    from agents.models import GatewayRequest
-
     scrubbed = {"user_id": telegram_user_id, "text": SCRUBBED_TEXT}
     GatewayRequest.objects.filter(
         kind=GatewayRequest.Kind.SEND_OTP,
@@ -121,10 +118,6 @@ class TelegramDevice(ThrottlingMixin, Device):
         """Send a fresh code. Steps: lock the device row, check the resend limit on the locked row
         (not on this possibly stale instance, so two parallel requests cannot both send), find the
         OTP agent, store the hash and expiry, then queue the gateway request in the same transaction."""
-        from django.db import transaction
-
-        from agents.models import GatewayRequest
-
         with transaction.atomic():
             locked = TelegramDevice.objects.select_for_update().get(pk=self.pk)
             allowed, info = locked.generate_is_allowed()
@@ -191,8 +184,6 @@ class TelegramDevice(ThrottlingMixin, Device):
         """Check a code against the locked device row. Steps: lock the row, apply the throttle to
         what the database holds, compare, then consume the code with a compare-and-set so that of
         two verifications of the same code only one succeeds."""
-        from django.db import transaction
-
         token = str(token or "").strip()
         with transaction.atomic():
             locked = TelegramDevice.objects.select_for_update().get(pk=self.pk)

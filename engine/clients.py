@@ -1,0 +1,44 @@
+"""One supervised Telegram (or sandbox) connection of the gateway, shared by its step mixins.
+
+`engine.gateway`, `engine.heartbeat` and `engine.upkeep` all import it from here, so none of them
+imports another for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+
+from agents.models import Agent
+from cindy_site.clock import get_clock
+from conversations.transport.base import FloodWait, Transport
+
+logger = logging.getLogger("engine.gateway")
+
+#: The longest pause before a failed client is connected again.
+MAX_BACKOFF_SECONDS = 60
+
+
+@dataclass
+class AgentClient:
+    """One supervised Telegram (or sandbox) connection."""
+
+    agent: Agent
+    transport: Transport
+    connected: bool = False
+    failures: int = 0
+    retry_at: float = 0.0
+    paused_until: dt.datetime | None = None
+    renewed_at: float = 0.0  # monotonic start of the last lease acquisition or renewal that succeeded
+    dropped: bool = False  # released (or fenced) while a step still held on to it
+
+    def fail(self, exc: BaseException) -> float:
+        self.connected = False
+        self.failures += 1
+        delay = min(2**self.failures, MAX_BACKOFF_SECONDS)
+        if isinstance(exc, FloodWait):
+            delay = max(delay, exc.seconds)  # Telegram said when; asking earlier only prolongs the wait
+        self.retry_at = get_clock().monotonic() + delay
+        logger.warning("agent %s: client failed (%r); reconnecting in %ss", self.agent.name, exc, delay)
+        return delay
