@@ -18,7 +18,8 @@ from django.template.response import TemplateResponse
 from django.urls import path
 
 from agents.models import Agent
-from conversations.models import Conversation, ModelPrice, OfferedModel
+from cindy_site.admin_utils import ReadOnlyAdmin, short
+from conversations.models import Conversation, ModelPrice, OfferedModel, Translation
 from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, resolve
 from llm.usage import price_for
@@ -150,5 +151,23 @@ class OfferedModelAdmin(admin.ModelAdmin):
         return redirect("admin:conversations_offeredmodel_changelist")
 
 
+class TranslationAdmin(ReadOnlyAdmin):
+    """The translation cache, for looking things up; rows are written by the translation task."""
+
+    list_display = ["created", "language", "source_preview", "translation_preview"]
+    list_filter = ["language"]
+    search_fields = ["source_text", "translated_text"]
+    date_hierarchy = "created"
+
+    @admin.display(description="Text")
+    def source_preview(self, translation: Translation) -> str:
+        return short(translation.source_text, 80)
+
+    @admin.display(description="Translation")
+    def translation_preview(self, translation: Translation) -> str:
+        return short(translation.translated_text, 80)
+
+
 def register_llm_admin() -> None:
     admin.site.register(OfferedModel, OfferedModelAdmin)
+    admin.site.register(Translation, TranslationAdmin)

@@ -28,6 +28,7 @@ from conversations.services.sandbox import sandbox_say
 from dashboard.tests.conftest import HOSTILE
 from dashboard.tests.live_site import LiveSite
 from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with the dashboard walk
+    _PNG,
     ARTIFACTS,
     _agent,
     _log_in,
@@ -214,6 +215,13 @@ def test_the_task_log_shows_thoughts_and_memories_and_translates(site_db, page, 
     _shot(page, "print")
     _assert_clean(page)
 
+    # A photo in the media store goes into the downloads as a data: URI.
+    photo = site_db.workdir / "media" / "photos" / "bread.png"
+    photo.parent.mkdir(parents=True, exist_ok=True)
+    photo.write_bytes(_PNG)
+    Message.objects.create(conversation=chat, message_id=100, sender_id=chat.peer_id, sender_name="Alice",
+                           date=now(), text="Regarde mon pain !",
+                           media=[{"media_kind": "photo", "unique_id": "AgBread", "file": "photos/bread.png"}])  # fmt: skip
     page.goto(f"/dashboard/conversations/{chat.pk}/")
     with page.expect_download() as download_info:
         page.get_by_role("link", name="Download Markdown").click()
@@ -227,6 +235,9 @@ def test_the_task_log_shows_thoughts_and_memories_and_translates(site_db, page, 
     assert html_file.suffix == ".html"
     page.goto(html_file.as_uri())
     expect(page.locator("li.message.agent")).to_contain_text("Très bien, merci ! Et toi ?")
+    image = page.locator("li.message img")
+    expect(image).to_have_attribute("src", re.compile(r"^data:image/png;base64,"))
+    assert image.evaluate("img => img.complete && img.naturalWidth") == 96
     _shot(page, "download")
     assert page.console_errors == []
 
