@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.urls import reverse
 from django.utils.html import format_html
 
 from agents.models import (
@@ -17,6 +18,7 @@ from agents.models import (
 )
 from agents.models.otp_device import TelegramDevice
 from agents.services import curation
+from agents.telegram_pages import TelegramPagesMixin
 from cindy_site import clock
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, service_form, short
 from memory.models import Memory
@@ -59,7 +61,7 @@ def _lease_state(agent: Agent) -> str:
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
     form = service_form(lambda obj: curation.agent_validate(agent=obj))
     list_display = [
         "name",
@@ -207,6 +209,12 @@ class AgentAdmin(admin.ModelAdmin):
             changelist_link("conversations.tasknode", "nodes", agent__id__exact=agent.pk),
             changelist_link("conversations.llmcall", "LLM calls", agent__id__exact=agent.pk),
             changelist_link("conversations.activityevent", "activity", agent__id__exact=agent.pk),
+            format_html(
+                '<a href="{}">Telegram account</a>', reverse("admin:agents_agent_telegram", args=[agent.pk])
+            ),
+            format_html(
+                '<a href="{}">Telegram sign-in</a>', reverse("admin:agents_agent_signin", args=[agent.pk])
+            ),
         ]
         return format_html(" · ".join(["{}"] * len(links)), *links)
 
@@ -338,6 +346,9 @@ class GatewayRequestAdmin(ReadOnlyAdmin):
         params = dict(request_row.params)
         if request_row.kind == GatewayRequest.Kind.SEND_OTP and "text" in params:
             params["text"] = "(one-time code, hidden)"
+        for secret in ("code", "password"):  # a sign-in step waiting for its gateway
+            if params.get(secret):
+                params[secret] = "(hidden)"
         return params
 
 

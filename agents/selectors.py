@@ -34,6 +34,39 @@ def missing_role_prompts(*, agent: Agent) -> list[str]:
     return [name for name in agent.role_prompt_names or [] if name not in present]
 
 
+def account_snapshot(*, agent: Agent):
+    """The newest finished request that read the account's profile and contacts (None before any)."""
+    from agents.models import GatewayRequest
+    from agents.services.telegram_requests import ACCOUNT_KINDS
+
+    return (
+        GatewayRequest.objects.filter(agent=agent, kind__in=ACCOUNT_KINDS, status=GatewayRequest.Status.DONE)
+        .order_by("-finished", "-id")
+        .first()
+    )
+
+
+def telegram_requests_recent(*, agent: Agent, kinds=None, limit: int = 10):
+    """The agent's newest gateway requests (of `kinds`), for the pages that show their outcome."""
+    from agents.models import GatewayRequest
+
+    qs = GatewayRequest.objects.filter(agent=agent)
+    if kinds is not None:
+        qs = qs.filter(kind__in=list(kinds))
+    return list(qs.order_by("-created", "-id")[:limit])
+
+
+def telegram_request_waiting(*, agent: Agent, kinds) -> bool:
+    """Whether one of these requests still waits for (or runs in) a gateway."""
+    from agents.models import GatewayRequest
+
+    return GatewayRequest.objects.filter(
+        agent=agent,
+        kind__in=list(kinds),
+        status__in=[GatewayRequest.Status.PENDING, GatewayRequest.Status.RUNNING],
+    ).exists()
+
+
 def agent_document(*, agent_id: int, name: str) -> str | None:
     """The content of the agent's document called `name` (as in a `file:NAME` URL), or None.
 

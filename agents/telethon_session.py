@@ -48,7 +48,7 @@ warnings.filterwarnings("ignore", message="Using async sessions support is an ex
 
 EntityRow = tuple[int, int, Any, Any, Any]  # (marked id, access hash, username, phone, name)
 
-LOGIN_HINT = "run python manage.py telegram_login {name}"
+LOGIN_HINT = "run python manage.py telegram_login {name}, or use Telegram sign-in on its admin page"
 
 
 class SessionLeaseError(Exception):

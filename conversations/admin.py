@@ -21,6 +21,11 @@ from cindy_site.admin_utils import (
 )
 from conversations.admin_llms import register_llm_admin
 from conversations.admin_sandbox import register_sandbox_admins
+from conversations.admin_telegram import (
+    conversations_request_leave,
+    gateway_note,
+    telegram_requests_display,
+)
 from conversations.admin_work import register_work_queue_actions
 from conversations.models import (
     ActivityEvent,
@@ -34,6 +39,7 @@ from conversations.models import (
 from conversations.services.curation import (
     conversation_settings_save,
     conversation_validate,
+    conversations_set_muted,
     model_price_save,
     model_price_validate,
 )
@@ -116,6 +122,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "last_message_at",
         "details",
         "related",
+        "telegram_requests",
         "created",
         "updated",
     ]
@@ -130,10 +137,12 @@ class ConversationAdmin(admin.ModelAdmin):
         "last_message_at",
         "details",
         "related",
+        "telegram_requests",
         "created",
         "updated",
     ]
     inlines = [TaskNodeInline, MessageInline]
+    actions = ["mute_in_telegram", "unmute_in_telegram", "leave_in_telegram"]
 
     def has_add_permission(self, request) -> bool:
         return False  # conversations come from Telegram (or the sandbox), never from a form
@@ -173,6 +182,32 @@ class ConversationAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         conversation_settings_save(conversation=obj, changed=list(form.changed_data))
+        if "muted" in form.changed_data:
+            self.message_user(request, gateway_note(obj.agent, "muted" if obj.muted else "unmuted"))
+
+    @admin.display(description="Telegram requests")
+    def telegram_requests(self, conversation: Conversation) -> str:
+        return telegram_requests_display(conversation)
+
+    @admin.action(description="Mute the selected chats (in Telegram too)")
+    def mute_in_telegram(self, request, queryset):
+        self._set_muted(request, queryset, muted=True)
+
+    @admin.action(description="Unmute the selected chats (in Telegram too)")
+    def unmute_in_telegram(self, request, queryset):
+        self._set_muted(request, queryset, muted=False)
+
+    def _set_muted(self, request, queryset, *, muted: bool) -> None:
+        conversations = list(queryset.select_related("agent"))
+        count = conversations_set_muted(conversations=conversations, muted=muted)
+        word = "muted" if muted else "unmuted"
+        self.message_user(request, f"{count} chat(s) {word} here; the gateway applies it in Telegram.")
+
+    @admin.action(description="Leave the selected groups and channels")
+    def leave_in_telegram(self, request, queryset):
+        self.message_user(
+            request, conversations_request_leave(conversations=list(queryset.select_related("agent")))
+        )
 
 
 @admin.register(Message)

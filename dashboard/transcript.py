@@ -1,7 +1,8 @@
 """A conversation as an operator reads it: messages interleaved with the agent's task log.
 
 The log comes from the conversation's task nodes: each `received` node shows what the agent thought,
-which pages it retrieved (the graph's context), what it remembered and what it planned; each action
+which pages it retrieved (the graph's context), what it stored (remember, plan and the other stored
+kinds) and what it planned; each action
 node shows what it did. Operator cancellations and policy refusals come from the activity stream.
 Entries are plain dicts for the templates (which escape everything) and the Markdown export.
 """
@@ -124,7 +125,7 @@ def _node_entry(node: TaskNode) -> dict[str, Any]:
         lines += [
             ("retrieve", page.get("url", "")) for page in (node.graph.context or {}).get("retrieved", [])
         ]
-        lines += [("remember", text) for text in result.get("remembered", [])]
+        lines += [(entry["kind"], entry["content"]) for entry in result.get("stored_entries", [])]
         if result.get("tasks"):
             lines.append(("planned", ", ".join(result["tasks"])))
         elif node.status == "done":

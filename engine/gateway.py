@@ -39,6 +39,7 @@ from engine.ingest import ingest_updates, reconcile, sync_recent
 from engine.leases import agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim
 from engine.runner import run_node
+from engine.signin import SignInSteps
 from engine.tick import Ticker
 from engine.upkeep import UpkeepSteps
 
@@ -60,7 +61,7 @@ def enqueue_received(node_id: int, owner: str) -> None:
     async_task("engine.tasks.run_received", node_id, owner)
 
 
-class Gateway(LeaseKeeper, UpkeepSteps):
+class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
     def __init__(
         self,
         *,
@@ -353,6 +354,7 @@ class Gateway(LeaseKeeper, UpkeepSteps):
             self.step_tick,
             self.step_reap_requests,
             self.step_requests,
+            self.step_signin,
             self.step_stickers,
             self.step_dialogs,
         ):

@@ -23,12 +23,24 @@ from conversations.services.ingest import (
     conversation_upsert,
     message_record_sent,
 )
-from conversations.transport.base import SentMessage, Transport
+from conversations.transport.base import AuthError, PermanentError, SentMessage, Transport
+from conversations.transport.targets import TargetError
+from engine.account_requests import HANDLERS as ACCOUNT_HANDLERS
+from engine.account_requests import account_request_run
 from engine.stickers import sticker_set_import
 
 logger = logging.getLogger(__name__)
 Status = GatewayRequest.Status
 
+SIGN_IN_KINDS = frozenset(
+    {
+        GatewayRequest.Kind.SIGN_IN_START,
+        GatewayRequest.Kind.SIGN_IN_CODE,
+        GatewayRequest.Kind.SIGN_IN_PASSWORD,
+    }
+)
+#: Sign-in params that are secrets: kept only until the request ran.
+SECRET_PARAMS = ("code", "password")
 #: Requests taken per agent per step.
 BATCH = 10
 #: A request claimed this many times without finishing fails instead of going back to pending.
@@ -71,6 +83,7 @@ def requests_reap_expired(*, agent_ids: list[int]) -> int:
         )
         base = base.filter(stale)
         if request.attempts >= MAX_REQUEST_ATTEMPTS:
+            request_forget_secrets(request_id=request.pk)
             changed += base.update(
                 status=Status.FAILED,
                 finished=when,
@@ -93,6 +106,25 @@ def request_finish(*, request_id: int, result: dict[str, Any] | None = None, err
     GatewayRequest.objects.filter(pk=request_id).update(
         status=status, result=result or {}, error=error[:5000], finished=now(), claim_expires=None
     )
+    request_forget_secrets(request_id=request_id)
+
+
+def request_forget_secrets(*, request_id: int) -> None:
+    """Blank a sign-in code or password: once its request ran, nothing needs it."""
+    request = GatewayRequest.objects.filter(pk=request_id, kind__in=SIGN_IN_KINDS).only("params").first()
+    if request is not None and any(request.params.get(k) for k in SECRET_PARAMS):
+        params = {k: ("" if k in SECRET_PARAMS else v) for k, v in request.params.items()}
+        GatewayRequest.objects.filter(pk=request_id).update(params=params)
+
+
+def mute_requests_pending(*, agent_id: int) -> list[int]:
+    """Peers whose mute change waits for (or runs in) the gateway."""
+    return [
+        int(params.get("peer_id", 0))
+        for params in GatewayRequest.objects.filter(
+            agent_id=agent_id, kind=GatewayRequest.Kind.SET_MUTED, status__in=[Status.PENDING, Status.RUNNING]
+        ).values_list("params", flat=True)
+    ]
 
 
 def otp_random_id(request: GatewayRequest) -> int:
@@ -122,9 +154,28 @@ def _refresh_profile(*, agent_id: int, details) -> dict[str, Any]:
     }
 
 
+def request_error(request: GatewayRequest, exc: BaseException) -> str:
+    """The reason a request failed, as the operator reads it on the request and in the admin."""
+    if isinstance(exc, KeyError):
+        return f"{request.get_kind_display()} request {request.pk} is missing parameter {exc}"
+    if isinstance(exc, TargetError):
+        return str(exc)
+    logger.warning("gateway request %s (%s) failed: %r", request.pk, request.kind, exc)
+    if isinstance(exc, (PermanentError, AuthError)):
+        detail = str(exc)
+        return f"Telegram refused: {exc.reason}" + (f" ({detail})" if detail != exc.reason else "")
+    return f"{type(exc).__name__}: {exc}"
+
+
 async def execute_request(request: GatewayRequest, transport: Transport) -> tuple[dict[str, Any], str]:
     """Run one request; returns (result, error)."""
     params = request.params or {}
+    handler = ACCOUNT_HANDLERS.get(request.kind)
+    if handler is not None:
+        return await account_request_run(request, transport, handler)
+    if request.kind in SIGN_IN_KINDS:
+        # The gateway runs this agent, so its session works: there is nothing to sign in.
+        return {"state": "signed_in", "note": "the agent is already signed in and running"}, ""
     try:
         if request.kind == GatewayRequest.Kind.SEND_OTP:
             user_id = int(params["user_id"])
@@ -140,8 +191,5 @@ async def execute_request(request: GatewayRequest, transport: Transport) -> tupl
             details = await transport.get_details(int(params["peer_id"]))
             return await sync_to_async(_refresh_profile)(agent_id=request.agent_id, details=details), ""
         return {}, f"gateway request kind {request.kind!r} is not supported by this gateway"
-    except KeyError as exc:
-        return {}, f"{request.get_kind_display()} request {request.pk} is missing parameter {exc}"
     except Exception as exc:
-        logger.warning("gateway request %s (%s) failed: %r", request.pk, request.kind, exc)
-        return {}, f"{type(exc).__name__}: {exc}"
+        return {}, request_error(request, exc)

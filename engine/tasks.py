@@ -1,8 +1,9 @@
 """django-q2 tasks. They take ids only and run on workers, never in the gateway.
 
 `run_received` plans a conversation's turn: the LLM layer builds the prompt from the DB mirror, calls
-the provider and validates the reply; this module then stores the immediate kinds (`remember` as an
-episodic memory, `plan` as the channel plan) and turns the rest into a chain of child nodes.
+the provider and validates the reply; this module then stores the stored kinds (`remember`, `plan`,
+... through `memory.services.stored`) and turns the rest into child nodes: in order, or along the
+reply's `depends_on` edges.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from django.db import transaction
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
 from conversations.services.activity import record_event
-from conversations.services.graphs import graph_append_chain, graph_finish_if_complete
+from conversations.services.graphs import PlannedNode, graph_append_plan, graph_finish_if_complete
 from conversations.services.nodes import node_fail
 from llm.errors import LLMConfigError
-from memory.models import Memory, Plan
+from memory.services.stored import stored_entry_apply
+from memory.stored_kinds import StoreContext, is_stored_kind
 
 logger = logging.getLogger(__name__)
 
@@ -70,48 +72,53 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         if node is None:
             return f"node {node_id} was replanned or taken over while planning; plan dropped"
         conversation, agent = node.conversation, node.agent
-        chain: list[tuple[str, dict]] = []
-        stored = {"remember": 0, "plan": 0}
-        remembered: list[str] = []
+        context = StoreContext(
+            agent_id=agent.pk,
+            channel_id=conversation.peer_id,
+            channel_name=conversation.title or str(conversation.peer_id),
+        )
+        planned: list[PlannedNode] = []
+        stored: list[str] = []
+        stored_entries: list[dict[str, str]] = []
         errors = list(result.errors)
+        notes = list(getattr(result, "notes", []))
         for task in result.tasks:
-            if task.kind == "remember":
-                Memory.objects.create(
-                    agent=agent,
-                    kind=Memory.Kind.EPISODIC,
-                    content=task.params["content"],
-                    created=now(),
-                    creation_channel=conversation.title or str(conversation.peer_id),
-                    creation_channel_id=conversation.peer_id,
+            if is_stored_kind(task.kind):
+                params = dict(task.params)
+                if task.params.get("content"):
+                    stored_entries.append({"kind": task.kind, "content": task.params["content"]})
+                outcome = stored_entry_apply(
+                    kind=task.kind,
+                    context=context,
+                    entry_id=task.id,
+                    content=params.pop("content", ""),
+                    created=params.pop("created", None),
+                    params=params,
                 )
-                stored["remember"] += 1
-                remembered.append(task.params["content"])
-            elif task.kind == "plan":
-                # A new plan replaces the conversation's previous one (as the Task-Plan prompt
-                # says), so the prompt's "Channel Plan" stays short and its cached prefix stable.
-                Plan.objects.filter(agent=agent, channel_id=conversation.peer_id).delete()
-                Plan.objects.create(
-                    agent=agent,
-                    channel_id=conversation.peer_id,
-                    content=task.params["content"],
-                    created=now(),
-                )
-                stored["plan"] += 1
+                stored.append(outcome.describe())
             elif task.kind in CHAIN_KINDS:
-                chain.append((task.kind, dict(task.params)))
+                planned.append(
+                    PlannedNode(
+                        task.kind,
+                        dict(task.params),
+                        key=task.id,
+                        depends_on=task.depends_on,
+                    )
+                )
             elif task.kind not in ("think", "retrieve"):
                 errors.append(f"task kind {task.kind!r} cannot run; dropped")
-        children = graph_append_chain(after=node, tasks=chain)
+        children = graph_append_plan(after=node, nodes=planned)
         node.status, node.finished = NodeStatus.DONE, now()
         node.lease_owner, node.lease_expires_at, node.error = "", None, ""
         node.result = {
             "tasks": [c.kind for c in children],
             "stored": stored,
             "errors": errors,
+            "notes": notes,
             "llm_call_ids": list(result.llm_call_ids),
-            # For the operator's task log: what the agent thought and remembered this turn.
+            # For the operator's task log: what the agent thought and stored (remember, plan...).
             "think": list(result.thoughts),
-            "remembered": remembered,
+            "stored_entries": stored_entries,
         }
         node.save(update_fields=["status", "finished", "lease_owner", "lease_expires_at", "error", "result"])
         summary = ", ".join(c.kind for c in children) or "no actions"
@@ -130,6 +137,15 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
                 conversation_id=conversation.pk,
                 node_id=node.pk,
                 summary=f"invalid task from the LLM: {error}",
+            )
+        for note in notes:
+            record_event(
+                ActivityEvent.Kind.INFO,
+                agent_id=agent.pk,
+                conversation_id=conversation.pk,
+                node_id=node.pk,
+                summary=f"task adjusted: {note}"[:2000],
+                data={"note": note},
             )
         graph_finish_if_complete(graph_id=node.graph_id)
     return f"node {node_id}: planned {summary}"

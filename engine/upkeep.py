@@ -18,7 +18,7 @@ from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport
 from engine.clients import AgentClient
 from engine.media import download_new_media, media_cursor_start
-from engine.requests import requests_reap_expired
+from engine.requests import mute_requests_pending, requests_reap_expired
 from engine.stickers import (
     RETRY_AFTER_SECONDS,
     sticker_set_import,
@@ -46,13 +46,15 @@ def conversations_refresh_flags(
     many conversations changed; each change is logged in the activity stream.
     """
     by_peer = {c.peer_id: c for c in Conversation.objects.filter(agent_id=agent_id)}
+    # A mute an operator asked for and the gateway has not yet sent: Telegram's old state must not undo it.
+    muting = set(mute_requests_pending(agent_id=agent_id))
     changed = 0
     for details in dialogs:
         conversation = by_peer.get(details.peer_id)
         if conversation is None:
             continue
         fields = {}
-        if conversation.muted != details.muted:
+        if conversation.muted != details.muted and details.peer_id not in muting:
             fields["muted"] = details.muted
         is_blocked = blocked.get(details.peer_id, details.blocked)
         if conversation.blocked != is_blocked:

@@ -25,16 +25,17 @@ _LEGACY_HEADING = re.compile(r"^#\s*«\s*([A-Za-z-]+)\s*»[ \t]*(.*)$", re.MULTI
 @dataclass
 class ParseResult:
     tasks: list[Task] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # invalid tasks, never executed
+    notes: list[str] = field(default_factory=list)  # tasks dropped or bounded, for the activity log
 
 
 def parse_reply(text: str) -> ParseResult:
     """Parse and validate a reply. An empty reply or `[]` means: do nothing."""
     raw_tasks, error = extract_raw_tasks(text or "")
-    tasks, errors = validate_tasks(raw_tasks)
+    tasks, errors, notes = validate_tasks(raw_tasks)
     if error:
         errors.insert(0, error)
-    return ParseResult(tasks=tasks, errors=errors)
+    return ParseResult(tasks=tasks, errors=errors, notes=notes)
 
 
 def extract_raw_tasks(text: str) -> tuple[list[Any], str]:

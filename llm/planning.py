@@ -48,6 +48,7 @@ class PlanResult:
         default_factory=list
     )  # LLM order; think dropped, retrieve resolved, refusals removed
     errors: list[str] = field(default_factory=list)  # invalid or unknown tasks, never executed
+    notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
     llm_call_ids: list[int] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
 
@@ -148,7 +149,9 @@ def plan_turn(
         tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk
     )
     thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
-    return PlanResult(tasks=allowed, errors=errors, llm_call_ids=call_ids, thoughts=thoughts)
+    return PlanResult(
+        tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids, thoughts=thoughts
+    )
 
 
 def _fill_canonical_sticker_set(tasks: list[Task], *, agent, errors: list[str]) -> list[Task]:

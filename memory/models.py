@@ -6,9 +6,32 @@ not depend on `conversations`.
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 
 from agents.models import Agent
+
+
+def new_entry_id(prefix: str) -> str:
+    """A fresh entry id in the original system's form: `<prefix>-<8 hex digits>`."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def new_memory_id() -> str:
+    return new_entry_id("memory")
+
+
+def new_plan_id() -> str:
+    return new_entry_id("plan")
+
+
+def new_summary_id() -> str:
+    return new_entry_id("summary")
+
+
+def new_intention_id() -> str:
+    return new_entry_id("intent")
 
 
 class Memory(models.Model):
@@ -20,6 +43,11 @@ class Memory(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     partner_id = models.BigIntegerField(
         null=True, blank=True, help_text="For curated memories: the partner's Telegram user id"
+    )
+    entry_id = models.CharField(
+        max_length=100,
+        default=new_memory_id,
+        help_text="The id the agent uses to update or delete this memory (a remember task's id)",
     )
     content = models.TextField()
     created = models.DateTimeField(null=True, blank=True)
@@ -59,7 +87,11 @@ class Plan(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="plans")
     channel_id = models.BigIntegerField()
-    plan_id = models.CharField(max_length=64, blank=True)
+    plan_id = models.CharField(
+        max_length=100,
+        default=new_plan_id,
+        help_text="The id the agent uses to update or delete this plan (a plan task's id)",
+    )
     content = models.TextField()
     created = models.DateTimeField()
     extra = models.JSONField(default=dict, blank=True)
@@ -77,6 +109,9 @@ class Summary(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="summaries")
     channel_id = models.BigIntegerField()
+    entry_id = models.CharField(
+        max_length=100, default=new_summary_id, help_text="The id the agent uses to update or delete it"
+    )
     content = models.TextField()
     first_message_id = models.BigIntegerField(null=True, blank=True)
     last_message_id = models.BigIntegerField(null=True, blank=True)
@@ -102,6 +137,9 @@ class Intention(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="intentions")
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.INTEND)
     channel_id = models.BigIntegerField(null=True, blank=True, help_text="Target channel, if any")
+    entry_id = models.CharField(
+        max_length=100, default=new_intention_id, help_text="The id the agent uses to update or delete it"
+    )
     content = models.TextField()
     created = models.DateTimeField()
     consumed = models.DateTimeField(null=True, blank=True)

@@ -216,6 +216,18 @@ class GatewayRequest(models.Model):
         SEND_OTP = "send_otp", "Send a one-time code"
         IMPORT_STICKER_SET = "import_sticker_set", "Import a sticker set"
         REFRESH_PROFILE = "refresh_profile", "Refresh a profile"
+        SET_MUTED = "set_muted", "Mute or unmute a chat"
+        JOIN_CHAT = "join_chat", "Join a channel or group"
+        LEAVE_CHAT = "leave_chat", "Leave a channel or group"
+        READ_ACCOUNT = "read_account", "Read the profile and contacts"
+        UPDATE_PROFILE = "update_profile", "Change the profile"
+        ADD_PROFILE_PHOTO = "add_profile_photo", "Add a profile photo"
+        DELETE_PROFILE_PHOTO = "delete_profile_photo", "Delete a profile photo"
+        ADD_CONTACT = "add_contact", "Add a contact"
+        DELETE_CONTACTS = "delete_contacts", "Delete contacts"
+        SIGN_IN_START = "sign_in_start", "Sign in: send the code"
+        SIGN_IN_CODE = "sign_in_code", "Sign in: check the code"
+        SIGN_IN_PASSWORD = "sign_in_password", "Sign in: check the password"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -239,7 +251,8 @@ class GatewayRequest(models.Model):
     class Meta:
         ordering = ["-created"]
         indexes = [
-            # runagents' request poller: pending requests for the agents it holds, oldest first.
+            # runagents' request pollers: pending requests for the agents it holds, oldest first
+            # (step_requests), and pending sign-in steps of agents it may run (step_signin).
             models.Index(fields=["status", "agent", "created"], name="gwrequest_pending_idx"),
         ]
 

@@ -21,6 +21,11 @@ class SandboxUser(models.Model):
         Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="sandbox_user"
     )
     blocked_user_ids = models.JSONField(default=list, blank=True)
+    # The account's profile as Telegram would keep it (read and changed through the transport).
+    last_name = models.CharField(max_length=255, blank=True)
+    about = models.CharField(max_length=140, blank=True)
+    photos = models.JSONField(default=list, blank=True, help_text="[{id, path, date}], newest first")
+    contact_user_ids = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -37,6 +42,9 @@ class SandboxChat(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     peer_id = models.BigIntegerField(unique=True, help_text="Group peer id (DMs use the user ids)")
     title = models.CharField(max_length=255, blank=True)
+    # A public group is joined by its username, a private one by its invite link's hash.
+    username = models.CharField(max_length=64, blank=True)
+    invite_hash = models.CharField(max_length=64, blank=True)
     members = models.ManyToManyField(SandboxUser, through="SandboxMember", related_name="chats")
     next_message_id = models.BigIntegerField(default=1)
     created = models.DateTimeField(auto_now_add=True)

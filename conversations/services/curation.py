@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from agents.services.telegram_requests import conversation_request_mute
 from conversations.models import Conversation, ModelPrice
 from conversations.services.activity import record_event
 from llm.routing import PROVIDERS, UnknownModelError, resolve
@@ -20,9 +21,17 @@ def conversation_validate(*, conversation: Conversation) -> None:
 
 @transaction.atomic
 def conversation_settings_save(*, conversation: Conversation, changed: list[str]) -> Conversation:
-    """Store operator settings of a conversation (muted, LLM override) and note the change in the stream."""
+    """Store operator settings of a conversation (muted, LLM override) and note the change in the stream.
+
+    A mute lives on Telegram: a changed `muted` is also sent there through a gateway request, so the
+    dialog refresh, which copies Telegram's mute state back, keeps it instead of undoing it.
+    """
     conversation_validate(conversation=conversation)
     conversation.save()
+    if "muted" in changed:
+        conversation_request_mute(
+            agent=conversation.agent, peer_id=conversation.peer_id, muted=conversation.muted
+        )
     if changed:
         record_event(
             "info",
@@ -48,6 +57,16 @@ def model_price_save(*, price: ModelPrice) -> ModelPrice:
     price.full_clean()
     price.save()
     return price
+
+
+@transaction.atomic
+def conversations_set_muted(*, conversations: list[Conversation], muted: bool) -> int:
+    """Mute or unmute conversations here and, through the gateway, on Telegram; returns how many changed."""
+    changed = [c for c in conversations if c.muted != muted]
+    for conversation in changed:
+        conversation.muted = muted
+        conversation_settings_save(conversation=conversation, changed=["muted"])
+    return len(changed)
 
 
 @transaction.atomic

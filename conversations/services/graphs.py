@@ -8,7 +8,8 @@ node, so a burst of messages before the tick costs one call.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -90,26 +91,95 @@ def graph_replan(
     return graph
 
 
-def graph_append_chain(*, after: TaskNode, tasks: Iterable[tuple[str, dict[str, Any]]]) -> list[TaskNode]:
-    """Add nodes to `after`'s graph, chained in order: each depends on the one before, the first on `after`."""
+@dataclass(frozen=True)
+class PlannedNode:
+    """A node to add to a graph: its kind and params, the reply's id for it, and the ids it waits for.
+
+    `depends_on` None means "after the node before it" (a chain, the default); a tuple names the
+    planned nodes it waits for (an empty tuple: only the node the plan was made by).
+    """
+
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+    key: str | None = None
+    depends_on: tuple[str, ...] | None = None
+
+
+def graph_append_plan(*, after: TaskNode, nodes: Sequence[PlannedNode]) -> list[TaskNode]:
+    """Add `nodes` to `after`'s graph, in order, with their dependencies as TaskNode edges.
+
+    A node without `depends_on` depends on the node before it (the first on `after`); a node with it
+    depends on the planned nodes with those keys (before or after it), or on `after` alone when none
+    is named. Edges are resolved by `plan_edges`, which keeps the graph acyclic.
+    """
     when = now()
     created: list[TaskNode] = []
-    previous = after
-    for offset, (kind, params) in enumerate(tasks, start=1):
-        node = TaskNode.objects.create(
-            graph_id=after.graph_id,
-            conversation_id=after.conversation_id,
-            agent_id=after.agent_id,
-            kind=kind,
-            params=params,
-            sequence=after.sequence + offset,
-            not_before=when,
-            created=when,
+    for offset, planned in enumerate(nodes, start=1):
+        created.append(
+            TaskNode.objects.create(
+                graph_id=after.graph_id,
+                conversation_id=after.conversation_id,
+                agent_id=after.agent_id,
+                kind=planned.kind,
+                params=planned.params,
+                sequence=after.sequence + offset,
+                not_before=when,
+                created=when,
+            )
         )
-        node.depends_on.add(previous)
-        created.append(node)
-        previous = node
+    through = TaskNode.depends_on.through
+    links = []
+    for index, targets in enumerate(plan_edges(nodes)):
+        for target in targets:
+            dependency = after if target is None else created[target]
+            links.append(through(from_tasknode_id=created[index].pk, to_tasknode_id=dependency.pk))
+    through.objects.bulk_create(links)
     return created
+
+
+def plan_edges(nodes: Sequence[PlannedNode]) -> list[list[int | None]]:
+    """For each node, the indexes of the nodes it depends on (None: the planning node).
+
+    Keys that name no planned node are ignored (the task they named was stored, dropped or never
+    existed), so is a node naming itself. If the named dependencies form a cycle, which would leave the
+    graph waiting forever, they are all ignored and the nodes run in order, as a chain.
+    """
+    index_of = {planned.key: index for index, planned in enumerate(nodes) if planned.key is not None}
+    edges: list[list[int | None]] = []
+    for index, planned in enumerate(nodes):
+        if planned.depends_on is None:
+            edges.append([index - 1 if index else None])
+            continue
+        targets = [index_of[key] for key in planned.depends_on if index_of.get(key, index) != index]
+        edges.append(list(dict.fromkeys(targets)) or [None])
+    if _has_cycle(edges):
+        return [[index - 1 if index else None] for index in range(len(nodes))]
+    return edges
+
+
+def _has_cycle(edges: list[list[int | None]]) -> bool:
+    """Kahn's algorithm: the graph is acyclic exactly when every node can be ordered."""
+    waiting = [sum(1 for target in targets if target is not None) for targets in edges]
+    dependents: dict[int, list[int]] = {}
+    for index, targets in enumerate(edges):
+        for target in targets:
+            if target is not None:
+                dependents.setdefault(target, []).append(index)
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    ordered = 0
+    while ready:
+        index = ready.pop()
+        ordered += 1
+        for dependent in dependents.get(index, []):
+            waiting[dependent] -= 1
+            if waiting[dependent] == 0:
+                ready.append(dependent)
+    return ordered != len(edges)
+
+
+def graph_append_chain(*, after: TaskNode, tasks: Iterable[tuple[str, dict[str, Any]]]) -> list[TaskNode]:
+    """Add nodes to `after`'s graph, chained in order: each depends on the one before, the first on `after`."""
+    return graph_append_plan(after=after, nodes=[PlannedNode(kind, params) for kind, params in tasks])
 
 
 def graph_finish_if_complete(*, graph_id: int) -> bool:

@@ -195,6 +195,38 @@ class StickerSetInfo:
     stickers: tuple[StickerRef, ...] = ()
 
 
+@dataclass(frozen=True)
+class ProfilePhoto:
+    """One of the account's profile photos; `path` is where the gateway saved it (under MEDIA_ROOT)."""
+
+    photo_id: int
+    date: dt.datetime | None = None
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class ProfileInfo:
+    """The account's own profile, as other Telegram users see it."""
+
+    user_id: int
+    first_name: str = ""
+    last_name: str = ""
+    username: str = ""
+    about: str = ""
+    about_limit: int = 70  # Telegram allows 70 characters, 140 with Premium
+    photos: tuple[ProfilePhoto, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContactInfo:
+    user_id: int
+    first_name: str = ""
+    last_name: str = ""
+    username: str = ""
+    phone: str = ""
+    mutual: bool = False
+
+
 @runtime_checkable
 class Transport(Protocol):
     """Every Telegram operation Cindy uses. All methods are coroutines run on the gateway's loop."""
@@ -253,3 +285,37 @@ class Transport(Protocol):
     async def is_muted(self, peer_id: int) -> bool: ...
 
     async def is_blocked(self, user_id: int) -> bool: ...
+
+    # --- the account: notification settings, memberships, profile and contacts ---------------------
+
+    async def set_muted(self, peer_id: int, muted: bool) -> None:
+        """Mute (for ever) or unmute a chat's notifications, as the account's settings on Telegram."""
+        ...
+
+    async def join_chat(self, target: str) -> ChatDetails:
+        """Join a public group or channel by @username (or t.me link), or a private one by invite link."""
+        ...
+
+    async def leave_chat(self, peer_id: int) -> None: ...
+
+    async def get_profile(self, *, photo_dir: Path) -> ProfileInfo:
+        """The account's profile; its photos are saved under `photo_dir`, newest first."""
+        ...
+
+    async def update_profile(self, *, first_name: str, last_name: str, about: str) -> None: ...
+
+    async def set_username(self, username: str) -> None:
+        """Set (or, with "", remove) the account's public username."""
+        ...
+
+    async def add_profile_photo(self, path: Path) -> None: ...
+
+    async def delete_profile_photo(self, photo_id: int) -> None: ...
+
+    async def contacts(self) -> list[ContactInfo]: ...
+
+    async def add_contact(self, target: str, *, first_name: str, last_name: str = "") -> ContactInfo:
+        """Add a user (by numeric id or @username) to the account's contacts."""
+        ...
+
+    async def delete_contacts(self, user_ids: list[int]) -> None: ...

@@ -38,6 +38,7 @@ from conversations.transport.base import (
     TransportError,
     Update,
 )
+from conversations.transport.sandbox_account import SandboxAccount
 
 #: How long a typing indicator shows without being renewed (Telegram: about 6 seconds).
 TYPING_SECONDS = 6
@@ -48,7 +49,7 @@ TRAILING_SECONDS = 10
 MAX_SEEN = 5000
 
 
-class SandboxTransport:
+class SandboxTransport(SandboxAccount):
     def __init__(self, agent: Agent, *, gateway_id: str = "") -> None:
         self.agent = agent
         self.gateway_id = gateway_id

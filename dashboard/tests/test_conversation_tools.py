@@ -45,7 +45,11 @@ def _turn(chat, *, think=(), remembered=(), retrieved=(), sends=("Hello!",)) -> 
     TaskNode.objects.filter(pk=received.pk).update(
         status=NodeStatus.DONE,
         finished=now(),
-        result={"tasks": ["send"] * len(sends), "think": list(think), "remembered": list(remembered)},
+        result={
+            "tasks": ["send"] * len(sends),
+            "think": list(think),
+            "stored_entries": [{"kind": "remember", "content": text} for text in remembered],
+        },
     )
     return graph_append_chain(after=received, tasks=[("send", {"text": text}) for text in sends])
 

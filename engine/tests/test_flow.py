@@ -158,16 +158,6 @@ def test_remember_and_plan_are_stored_and_the_rest_is_chained_in_order(agent, ha
     assert sandbox_transcript(agent=agent)[-2:] == ["Wendy: Cats!", "Wendy: What is its name?"]
 
 
-def test_a_new_plan_replaces_the_conversations_previous_one(agent, harness, fake_llm):
-    fake_llm.reply_with(tasks({"kind": "plan", "content": "Teach Sam to bake"}))
-    sandbox_say(agent=agent, text="I want to bake bread")
-    harness.settle()
-    fake_llm.reply_with(tasks({"kind": "plan", "content": "Check how the first loaf went"}))
-    sandbox_say(agent=agent, text="I baked it!")
-    harness.settle()
-    assert list(Plan.objects.values_list("content", flat=True)) == ["Check how the first loaf went"]
-
-
 def test_react_and_clear_conversation_act_on_the_chat(agent, harness, fake_llm):
     fake_llm.reply_with(tasks({"kind": "react", "emoji": "👍", "message_id": 1}))
     sandbox_say(agent=agent, text="I passed!")

@@ -13,10 +13,14 @@ Task kinds:
 - `{"kind": "sticker", "sticker_set": "SET", "name": "NAME", "reply_to": 123}`: send a sticker.
 - `{"kind": "react", "emoji": "👍", "message_id": 123}`: react to a message with a Telegram reaction.
 - `{"kind": "wait", "delay": 30}`: wait this many seconds before the next task.
-- `{"kind": "remember", "content": "..."}`: remember something about the people you talk to.
-- `{"kind": "plan", "content": "..."}`: keep a plan for this chat.
+- `{"kind": "remember", "content": "..."}`: remember something about the people you talk to; give the
+  `id` of a memory to change it, and empty `content` to forget it.
+- `{"kind": "plan", "content": "..."}`: keep a plan for this chat; an `id` replaces that plan, empty
+  `content` with its `id` deletes it.
 - `{"kind": "retrieve", "urls": ["https://..."]}`: fetch up to 3 web pages before answering.
 - `{"kind": "block"}`, `{"kind": "unblock"}`, `{"kind": "clear-conversation"}`: only in direct messages.
 - `{"kind": "shutdown"}`: stop yourself; only an operator may ask for it.
 
-Message ids are the `message_id` values shown in the conversation."""
+Any task may have an `id`: a later task with the same `id` replaces it (a `think` with that `id`
+cancels it), and `"depends_on": ["id", ...]` makes a task wait for those tasks instead of the one
+before it. Message ids are the `message_id` values shown in the conversation."""

@@ -10,7 +10,9 @@ from agents.models import Agent, RolePrompt
 from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from media_catalog.models import MediaDescription, Sticker
-from memory.models import Intention, Memory, Plan, Summary
+from memory.models import Intention, Memory, Summary
+from memory.services.stored import stored_entries
+from memory.stored_kinds import StoreContext, stored_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -134,18 +136,12 @@ def _json_block(items: list[dict[str, Any]]) -> str:
 
 
 def memory_section(agent: Agent, *, partner_id: int) -> str:
-    """Curated memories about this partner, then the agent's global memories."""
-    rows = list(Memory.objects.filter(agent=agent, kind=Memory.Kind.CURATED, partner_id=partner_id)) + list(
-        Memory.objects.filter(agent=agent, kind=Memory.Kind.EPISODIC)
-    )
-    curated = [_memory_json(m) for m in rows if m.kind == Memory.Kind.CURATED]
-    episodic = [_memory_json(m) for m in rows if m.kind == Memory.Kind.EPISODIC]
-    blocks = []
-    if curated:
-        blocks.append("# Curated Memories\n\n" + _json_block(curated))
-    if episodic:
-        blocks.append("# Global Memories\n\n" + _json_block(episodic))
-    return "\n\n".join(blocks)
+    """Curated memories about this partner (the agent's own memories are a stored kind, see below)."""
+    curated = [
+        _memory_json(m)
+        for m in Memory.objects.filter(agent=agent, kind=Memory.Kind.CURATED, partner_id=partner_id)
+    ]
+    return "# Curated Memories\n\n" + _json_block(curated) if curated else ""
 
 
 def _memory_json(memory: Memory) -> dict[str, Any]:
@@ -160,22 +156,28 @@ def _memory_json(memory: Memory) -> dict[str, Any]:
     return item
 
 
+def stored_sections(agent: Agent, *, conversation: Conversation) -> str:
+    """One `# <title>` section per stored kind (global memories, channel plan, ...), ids included.
+
+    Each kind declares its title and entries in `memory.stored_kinds`; the agent names an entry's id to
+    update it, or gives it empty content to delete it.
+    """
+    context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
+    blocks = []
+    for spec in stored_kinds():
+        entries = stored_entries(kind=spec.kind, context=context)
+        if entries:
+            blocks.append(f"# {spec.section_title}\n\n" + _json_block(entries))
+    return "\n\n".join(blocks)
+
+
 def intentions_section(agent: Agent, *, channel_id: int) -> str:
-    """`# Channel Plan` (this chat's plans) then `# Intentions` (open intentions)."""
-    plans = [
-        {"id": p.plan_id or f"plan-{p.pk}", "content": p.content, "created": p.created.isoformat()}
-        for p in Plan.objects.filter(agent=agent, channel_id=channel_id)
-    ]
+    """`# Intentions`: the agent's open intentions."""
     intentions = [
         {"content": i.content, "created": i.created.isoformat()}
         for i in Intention.objects.filter(agent=agent, consumed__isnull=True, kind=Intention.Kind.INTEND)
     ]
-    blocks = []
-    if plans:
-        blocks.append("# Channel Plan\n\n" + _json_block(plans))
-    if intentions:
-        blocks.append("# Intentions\n\n" + _json_block(intentions))
-    return "\n\n".join(blocks)
+    return "# Intentions\n\n" + _json_block(intentions) if intentions else ""
 
 
 _DETAIL_LABELS = {

@@ -9,7 +9,7 @@ from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMTransientError
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route
-from llm.tasks import task_list_schema
+from llm.task_schema import task_list_schema
 
 GEMINI = Route("gemini", "gemini-3-flash-preview")
 GROK = Route("grok", "grok-4-fast-non-reasoning")

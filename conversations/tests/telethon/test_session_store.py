@@ -130,7 +130,8 @@ def test_log_out_deletes_everything(logged_in):
 
 def test_readiness_names_what_is_missing_and_the_fix(tg_agent, settings):
     assert telegram_readiness_error(tg_agent) == (
-        "agents/Heidi: not logged in to Telegram: run python manage.py telegram_login Heidi"
+        "agents/Heidi: not logged in to Telegram: run python manage.py telegram_login Heidi, "
+        "or use Telegram sign-in on its admin page"
     )
     settings.TELEGRAM_API_HASH = ""
     assert "TELEGRAM_API_HASH is not set" in telegram_readiness_error(tg_agent)

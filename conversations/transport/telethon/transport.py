@@ -26,6 +26,7 @@ from conversations.transport.base import (
     TransportError,
 )
 
+from .account import TelethonAccount
 from .client import TelethonConnection
 from .errors import error_code
 from .markdown import to_entities
@@ -64,7 +65,7 @@ def _dialog_marks(dialog: types.Dialog) -> dict[str, int]:
     }
 
 
-class TelethonTransport(TelethonConnection):
+class TelethonTransport(TelethonAccount, TelethonConnection):
     """See the module docstring; connection and inbound plumbing live in `TelethonConnection`."""
 
     # --- sending ----------------------------------------------------------------------------------

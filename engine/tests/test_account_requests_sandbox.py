@@ -1,0 +1,145 @@
+"""Account gateway requests end to end on the sandbox: the admin's service writes the request, the
+gateway's request step runs it through SandboxTransport, and the sandbox's "Telegram" changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import GatewayRequest
+from agents.services import telegram_requests as services
+from conversations.models import ActivityEvent, Conversation, SandboxChat, SandboxMember, SandboxUser
+from conversations.services.curation import conversations_set_muted
+from conversations.services.sandbox import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
+from engine.tests.harness import Harness
+
+pytestmark = pytest.mark.django_db
+Status = GatewayRequest.Status
+
+
+@pytest.fixture
+def harness(agent, clock):
+    harness = Harness(clock)
+    harness.start()
+    return harness
+
+
+def done(request: GatewayRequest) -> GatewayRequest:
+    request.refresh_from_db()
+    assert request.status == Status.DONE, request.error
+    return request
+
+
+def test_an_admin_mute_sticks_through_the_dialog_refresh(agent, harness, clock):
+    sandbox_say(agent=agent, text="hi", as_name="Alice")
+    harness.ingest()
+    conversation = Conversation.objects.get(peer_id=sandbox_person(name="Alice").user_id)
+    me = sandbox_user_for_agent(agent=agent)
+
+    harness.step("step_dialogs")  # starts the agent's refresh minute
+
+    conversations_set_muted(conversations=[conversation], muted=True)
+    clock.advance(61)
+    assert harness.step("step_dialogs") is False  # a refresh before the gateway sent the mute keeps it
+    conversation.refresh_from_db()
+    assert conversation.muted
+    harness.step("step_requests")
+    assert SandboxMember.objects.get(user=me, chat__kind="dm").muted  # the sandbox's Telegram has it
+
+    clock.advance(61)
+    harness.step("step_dialogs")  # the next refresh reads the new state from "Telegram"
+    conversation.refresh_from_db()
+    assert conversation.muted
+
+    conversations_set_muted(conversations=[conversation], muted=False)
+    harness.step("step_requests")
+    clock.advance(61)
+    harness.step("step_dialogs")
+    conversation.refresh_from_db()
+    assert not conversation.muted
+    assert not SandboxMember.objects.get(user=me, chat__kind="dm").muted
+    summaries = list(
+        ActivityEvent.objects.filter(conversation=conversation).values_list("summary", flat=True)
+    )
+    assert f"Unmute chat {conversation.peer_id}: done in Telegram" in summaries
+
+
+def test_joining_a_public_group_and_leaving_it(agent, harness):
+    group = sandbox_group(title="Chess club", members=[sandbox_person(name="Bob")])
+    SandboxChat.objects.filter(pk=group.pk).update(username="chessclub", invite_hash="Inv1te0nly")
+    request = done_after(harness, services.chat_request_join(agent=agent, target="https://t.me/chessclub"))
+    me = sandbox_user_for_agent(agent=agent)
+    assert SandboxMember.objects.filter(chat=group, user=me).exists()
+    conversation = Conversation.objects.get(pk=request.result["conversation_id"])
+    assert (conversation.title, conversation.peer_id) == ("Chess club", group.peer_id)
+
+    done_after(harness, services.conversation_request_leave(agent=agent, peer_id=group.peer_id))
+    assert not SandboxMember.objects.filter(chat=group, user=me).exists()
+    done_after(harness, services.chat_request_join(agent=agent, target="t.me/+Inv1te0nly"))
+    assert SandboxMember.objects.filter(chat=group, user=me).exists()
+
+
+def test_a_join_that_fails_shows_the_reason(agent, harness):
+    request = services.chat_request_join(agent=agent, target="@no_such_group")
+    harness.step("step_requests")
+    request.refresh_from_db()
+    assert request.status == Status.FAILED
+    assert request.error == (
+        "Telegram refused: USERNAME_NOT_OCCUPIED (no sandbox group has the username @no_such_group)"
+    )
+    assert ActivityEvent.objects.filter(
+        kind=ActivityEvent.Kind.AGENT_ERROR, summary__contains="no_such_group"
+    ).exists()
+
+
+def done_after(harness: Harness, request: GatewayRequest) -> GatewayRequest:
+    harness.step("step_requests")
+    return done(request)
+
+
+def test_profile_and_contacts_round_trip(agent, harness, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    bob = sandbox_person(name="Bob")
+    SandboxUser.objects.filter(pk=bob.pk).update(username="bobby_b")
+    read = done_after(harness, services.account_request_read(agent=agent))
+    assert read.result["profile"]["first_name"] == agent.name
+    assert read.result["contacts"] == []
+
+    changed = done_after(
+        harness,
+        services.account_request_update_profile(
+            agent=agent, first_name="Wendy", last_name="W", about="Sandbox bio", username="wendy_w"
+        ),
+    )
+    assert changed.result["profile"] | {"photos": []} == {
+        "user_id": sandbox_user_for_agent(agent=agent).user_id,
+        "first_name": "Wendy",
+        "last_name": "W",
+        "username": "wendy_w",
+        "about": "Sandbox bio",
+        "about_limit": 70,
+        "photos": [],
+    }
+    added = done_after(
+        harness,
+        services.account_request_add_contact(agent=agent, target="@bobby_b", first_name="Bob", last_name=""),
+    )
+    assert [c["username"] for c in added.result["contacts"]] == ["bobby_b"]
+    removed = done_after(
+        harness, services.account_request_delete_contacts(agent=agent, user_ids=[bob.user_id])
+    )
+    assert removed.result["contacts"] == []
+
+
+def test_profile_photos_are_added_shown_and_deleted(agent, harness, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    upload = tmp_path / "profile_uploads" / "w.png"
+    upload.parent.mkdir()
+    upload.write_bytes(b"\x89PNG\r\n\x1a\n")
+    request = services.gateway_request_create(
+        agent=agent, kind=GatewayRequest.Kind.ADD_PROFILE_PHOTO, params={"file": "profile_uploads/w.png"}
+    )
+    added = done_after(harness, request)
+    (photo,) = added.result["profile"]["photos"]
+    assert (tmp_path / photo["file"]).read_bytes() == upload.read_bytes()
+    deleted = done_after(harness, services.account_request_delete_photo(agent=agent, photo_id=photo["id"]))
+    assert deleted.result["profile"]["photos"] == []

@@ -1,0 +1,102 @@
+"""The one code path that stores every stored kind's task (see `memory.stored_kinds`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from cindy_site.clock import now
+from memory.stored_kinds import StoreContext, StoredKind, stored_kind
+
+
+@dataclass(frozen=True)
+class StoredOutcome:
+    kind: str
+    entry_id: str
+    action: str  # "created", "updated", "deleted" or "absent" (a delete of an id that does not exist)
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.entry_id} {self.action}"
+
+
+def parse_created(raw: str) -> dt.datetime | None:
+    """A `created` value as a datetime: ISO 8601 date or date-time, or "YYYY-MM-DD HH:MM:SS UTC".
+
+    Naive values are UTC. None when the text is none of these (the text itself is still kept).
+    """
+    text = raw.strip()
+    if text.endswith((" UTC", " GMT")):
+        text = text[:-4].rstrip()
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def stored_entry_apply(
+    *,
+    kind: str,
+    context: StoreContext,
+    entry_id: str | None,
+    content: str,
+    created: str | None = None,
+    params: dict[str, Any] | None = None,
+) -> StoredOutcome:
+    """Create, update or delete one entry of a stored kind.
+
+    1. Without an id, the entry gets a new one (`<prefix>-<8 hex>`), so it is created.
+    2. Empty content deletes the entries with that id in the kind's scope ("absent" if none).
+    3. An existing id updates content, the declared extra fields and `created` (only when given):
+       fields set at creation (e.g. the channel a memory came from) are kept.
+    4. A new id creates the entry in the kind's scope, dated `created` or now.
+    """
+    spec = stored_kind(kind)
+    if spec is None:
+        raise ValueError(f'"{kind}" is not a stored kind')
+    entry_id = (entry_id or "").strip() or spec.new_id()
+    with transaction.atomic():
+        rows = spec.model.objects.filter(**spec.scope(context), **{spec.id_field: entry_id})
+        text = (content or "").strip()
+        if not text:
+            deleted, _ = rows.delete()
+            return StoredOutcome(kind, entry_id, "deleted" if deleted else "absent")
+        values = {spec.content_field: text, **_mapped_params(spec, params or {})}
+        if created:
+            values.update(_created_values(spec, created))
+        existing = list(rows.order_by("pk"))
+        if existing:
+            for row in existing:
+                for name, value in values.items():
+                    setattr(row, name, value)
+                row.save()
+            return StoredOutcome(kind, entry_id, "updated")
+        if spec.created_field not in values:
+            values[spec.created_field] = now()
+        spec.model.objects.create(
+            **spec.scope(context), **spec.on_create(context), **{spec.id_field: entry_id}, **values
+        )
+    return StoredOutcome(kind, entry_id, "created")
+
+
+def _mapped_params(spec: StoredKind, params: dict[str, Any]) -> dict[str, Any]:
+    return {p.field: params[p.name] for p in spec.params if params.get(p.name) is not None}
+
+
+def _created_values(spec: StoredKind, raw: str) -> dict[str, Any]:
+    values: dict[str, Any] = {spec.created_field: parse_created(raw) or now()}
+    if spec.created_raw_field:
+        values[spec.created_raw_field] = raw.strip()[:64]
+    return values
+
+
+def stored_entries(*, kind: str, context: StoreContext) -> list[dict[str, Any]]:
+    """The kind's entries in `context`, as the prompt shows them."""
+    spec = stored_kind(kind)
+    if spec is None:
+        return []
+    rows = spec.model.objects.filter(**spec.scope(context)).order_by(*spec.ordering)
+    return [spec.section_entry(row) for row in rows]

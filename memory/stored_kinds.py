@@ -1,0 +1,138 @@
+"""Stored kinds: task kinds that change the agent's own records by id instead of acting on Telegram.
+
+A stored kind is declared once, here, with its model, how task fields map onto the model, which rows
+one id is unique among, and how its entries appear in the prompt. Everything else is shared:
+
+- validation of the task (`llm.tasks`): `id` (optional), `content` (empty means delete), `created`
+  (optional date or date-time) and the declared extra fields;
+- storing it (`memory.services.stored.stored_entry_apply`): a new id creates an entry, an existing id
+  updates it, empty content deletes it;
+- the prompt (`llm.prompt.sections.stored_sections`): one `# <title>` section of JSON entries, ids
+  included, so the agent can name the entry it wants to change.
+
+Adding a kind (`note`, `intend`, `summarize`, `event`, `schedule`, ...) means one more `register(...)`
+call with its model and its prompt section; the engine and the parser need no change. Channels are
+Telegram peer ids (`StoreContext.channel_id`), so this module does not depend on `conversations`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import models
+
+from memory.models import Memory, Plan, new_entry_id
+
+
+@dataclass(frozen=True)
+class StoreContext:
+    """Where a stored task was asked for: the agent, and the conversation's peer id and name."""
+
+    agent_id: int
+    channel_id: int
+    channel_name: str = ""
+
+
+@dataclass(frozen=True)
+class StoredParam:
+    """An extra task field of a stored kind: the task's `name`, the model's `field`, and its type."""
+
+    name: str
+    field: str
+    type: str = "text"  # "text" or "int"
+
+
+@dataclass(frozen=True)
+class StoredKind:
+    kind: str  # the task kind, e.g. "remember"
+    model: type[models.Model]
+    id_prefix: str  # ids made for tasks without one: "<id_prefix>-<8 hex digits>"
+    scope: Callable[[StoreContext], dict[str, Any]]  # the rows one id is unique among (filter = create)
+    section_title: str  # the prompt section: "# <section_title>" then the entries as JSON
+    section_entry: Callable[[Any], dict[str, Any]]  # one row as the prompt shows it
+    id_field: str = "entry_id"
+    content_field: str = "content"
+    created_field: str = "created"
+    created_raw_field: str | None = None  # keeps a `created` value exactly as the task gave it
+    on_create: Callable[[StoreContext], dict[str, Any]] = lambda context: {}  # fields set once
+    params: tuple[StoredParam, ...] = ()
+    ordering: tuple[str, ...] = ("created", "id")
+
+    def new_id(self) -> str:
+        return new_entry_id(self.id_prefix)
+
+
+_REGISTRY: dict[str, StoredKind] = {}
+
+
+def register(spec: StoredKind) -> StoredKind:
+    """Declare a stored kind. Registration order is the order of their prompt sections."""
+    _REGISTRY[spec.kind] = spec
+    return spec
+
+
+def stored_kind(kind: str) -> StoredKind | None:
+    return _REGISTRY.get(kind)
+
+
+def stored_kinds() -> tuple[StoredKind, ...]:
+    return tuple(_REGISTRY.values())
+
+
+def is_stored_kind(kind: str) -> bool:
+    return kind in _REGISTRY
+
+
+def _created_text(value: dt.datetime | None, raw: str = "") -> str:
+    if raw:
+        return raw
+    return value.strftime("%Y-%m-%d %H:%M:%S %Z") if value else ""
+
+
+def _memory_entry(memory: Memory) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": memory.entry_id, "content": memory.content}
+    created = _created_text(memory.created, memory.created_raw)
+    if created:
+        item["created"] = created
+    if memory.creation_channel:
+        item["creation_channel"] = memory.creation_channel
+    return item
+
+
+def _plan_entry(plan: Plan) -> dict[str, Any]:
+    return {"id": plan.plan_id, "content": plan.content, "created": plan.created.isoformat()}
+
+
+#: `remember`: the agent's global (episodic) memories, one list per agent across all its chats.
+REMEMBER = register(
+    StoredKind(
+        kind="remember",
+        model=Memory,
+        id_prefix="memory",
+        scope=lambda context: {"agent_id": context.agent_id, "kind": Memory.Kind.EPISODIC},
+        on_create=lambda context: {
+            "creation_channel": context.channel_name[:255],
+            "creation_channel_id": context.channel_id,
+        },
+        created_raw_field="created_raw",
+        section_title="Global Memories",
+        section_entry=_memory_entry,
+        ordering=("position", "id"),
+    )
+)
+
+#: `plan`: the agent's plans for one conversation.
+PLAN = register(
+    StoredKind(
+        kind="plan",
+        model=Plan,
+        id_prefix="plan",
+        id_field="plan_id",
+        scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
+        section_title="Channel Plan",
+        section_entry=_plan_entry,
+    )
+)
