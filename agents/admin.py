@@ -42,6 +42,7 @@ class AgentDocumentInline(admin.StackedInline):
     extra = 0
     fields = ["name", "content"]
     verbose_name = "document"
+    form = service_form(lambda obj: curation.agent_document_validate(document=obj))
 
 
 class MemoryInline(admin.TabularInline):
@@ -77,6 +78,7 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
     list_filter = ["transport", "disabled", "gagged", "stopped", "config_dir"]
     search_fields = ["name", "phone", "telegram_username", "=telegram_user_id", "instructions"]
     readonly_fields = [
+        "config_name",
         "telegram_user_id",
         "telegram_username",
         "source_file",
@@ -119,6 +121,7 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
                     "gagged",
                     "reset_context_on_first_message",
                     "clear_summaries_on_first_message",
+                    "flag_notes",
                 ]
             },
         ),
@@ -140,7 +143,7 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
             "Origin",
             {
                 "classes": ["collapse"],
-                "fields": ["source_file", "config_dir", "content_hash", "created", "updated"],
+                "fields": ["config_name", "source_file", "config_dir", "content_hash", "created", "updated"],
             },
         ),
     ]
@@ -230,6 +233,8 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
                 curation.role_prompt_save(prompt=instance)
             elif isinstance(instance, Memory):
                 memory_save(memory=instance)
+            elif isinstance(instance, AgentDocument):
+                curation.agent_document_save(document=instance)
         formset.save_m2m()
 
     @admin.action(description="Disable the selected agents")
@@ -280,6 +285,22 @@ class RolePromptAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         curation.role_prompt_save(prompt=obj)
+
+
+@admin.register(AgentDocument)
+class AgentDocumentAdmin(admin.ModelAdmin):
+    """Documents agents read with `file:NAME` retrieve URLs (`agents/<stem>/docs/*.md`)."""
+
+    form = service_form(lambda obj: curation.agent_document_validate(document=obj))
+    list_display = ["name", "agent", "updated"]
+    list_filter = ["agent"]
+    search_fields = ["name", "agent__name", "content"]
+    list_select_related = ["agent"]
+    readonly_fields = ["source_file", "content_hash", "updated"]
+    fields = ["agent", "name", "content", "source_file", "content_hash", "updated"]
+
+    def save_model(self, request, obj, form, change):
+        curation.agent_document_save(document=obj)
 
 
 @admin.register(AgentLease)

@@ -1,14 +1,24 @@
-"""The persona Markdown format: parse it into plain values, and write those values back.
+"""The persona Markdown format (`agents/<stem>.md`), read exactly as cw-telegram-agent reads it.
 
-A persona file is a list of level-1 sections (`# Heading` on its own line). Lines inside fenced code
-blocks never start a section, so instructions may quote Markdown freely; `##` subheadings and `{user}`
-templates are ordinary body text.
+A persona file is a list of level-1 sections: a line `# Heading` (a single `#`, then spaces) starts a
+section and the section's text runs to the next such line, stripped of surrounding whitespace.
 
     # Agent Name
     Heidi
 
     # Agent Instructions
     You are Heidi ...
+
+The reading follows the original where it matters to an operator:
+- heading names match exactly (case and spacing count; `# Agent Name #` is not "Agent Name");
+- a `# ` line starts a section even inside a code block (warned about, since it is easy to miss);
+- a heading that appears twice: the later section wins (warned);
+- only "Agent Name", "Agent Phone" and "Agent Instructions" are required. An invalid optional value
+  (a typing speed of `fast`, an unknown LLM, a malformed sticker line) is ignored with a warning that
+  names the file, the heading, the value and the fix; the persona is still imported;
+- `Start Typing Delay` and `Typing Speed` are numbers with a fraction (`3.5`, `8.0`);
+- `none` and `null` in the single-value fields mean "not set";
+- a flag section (`# Disabled`, `# Gagged`, ...) counts by its presence; any text under it is kept.
 
 This module knows nothing about the database: `parse_persona` returns a `Persona`, `write_persona`
 turns anything with the same attributes (a `Persona` or an `Agent`) back into text, and
@@ -17,12 +27,14 @@ turns anything with the same attributes (a `Persona` or an `Agent`) back into te
 
 from __future__ import annotations
 
+import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agents.schedule import ScheduleError, parse_sleep_windows
-from llm.routing import UnknownModelError, resolve
+from llm.routing import UnknownModelError, is_default_name, resolve
 
 # Heading text -> attribute, in the order the writer emits them.
 TEXT_FIELDS = {
@@ -47,17 +59,21 @@ FLAG_FIELDS = {
 }
 REQUIRED = ("Agent Name", "Agent Phone", "Agent Instructions")
 LIST_HEADINGS = ("Role Prompt", "Agent Sticker Sets", "Agent Stickers")
-INT_RANGES: dict[str, tuple[int | None, int | None, str]] = {
-    "Start Typing Delay": (1, 3600, "seconds, e.g. 2"),
-    "Typing Speed": (1, 1000, "characters per second, e.g. 30"),
-    "Telegram ID": (None, None, "the account's numeric user id, e.g. 123456789"),
+FLOAT_RANGES = {
+    "Start Typing Delay": (1.0, 3600.0, "seconds before typing starts, e.g. 2 or 3.5"),
+    "Typing Speed": (1.0, 1000.0, "characters per second, e.g. 30 or 8.0"),
 }
-PERSONA_FIELDS = (*TEXT_FIELDS.values(), *FLAG_FIELDS.values(), "extra_sections")
+TELEGRAM_ID_MAX = 2**63 - 1  # Telegram ids fit a signed 64-bit integer
+PERSONA_FIELDS = (*TEXT_FIELDS.values(), *FLAG_FIELDS.values(), "extra_sections", "flag_notes")
+# A section is read into every prompt (instructions) or stored whole: 100,000 characters is about
+# 25,000 tokens, already a large share of every request's context window and cost. Anything bigger is
+# almost certainly a wrong file, and refusing it keeps one file from filling the database.
+MAX_SECTION_CHARS = 100_000
 
-# Column sizes of the Agent model, checked here so that a long value is a clear error, not a DB error.
+# Column sizes of the Agent model, checked here so that a long value is a clear message, not a DB error.
 _MAX_LENGTH = {"Agent Name": 100, "Agent Phone": 32, "Agent Timezone": 64, "LLM": 100}
-_KNOWN = {h.lower(): h for h in (*TEXT_FIELDS, *FLAG_FIELDS)}
-_HEADING = re.compile(r"^#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_KNOWN = (*TEXT_FIELDS, *FLAG_FIELDS)
+_HEADING = re.compile(r"^# +(.+?)$", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,30}$")
 
@@ -81,14 +97,15 @@ class Persona:
     sticker_set_names: list[str] = field(default_factory=list)
     explicit_stickers: list[str] = field(default_factory=list)
     daily_schedule: str = ""
-    start_typing_delay: int | None = None
-    typing_speed: int | None = None
+    start_typing_delay: float | None = None
+    typing_speed: float | None = None
     telegram_id: int | None = None
     disabled: bool = False
     gagged: bool = False
     reset_context_on_first_message: bool = False
     clear_summaries_on_first_message: bool = False
     extra_sections: list[list[str]] = field(default_factory=list)
+    flag_notes: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, compare=False)
 
     def values(self) -> dict:
@@ -97,16 +114,24 @@ class Persona:
 
 
 def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """Split Markdown into (preamble, [(heading, body), ...]) on level-1 headings outside code fences."""
-    preamble, sections, _ = _walk(text)
-    return _clean("\n".join(preamble)), [(h, _clean("\n".join(body))) for h, body in sections]
+    """Split Markdown into (preamble, [(heading, body), ...]) the way cw-telegram-agent does.
+
+    Every line matching `# +TEXT` starts a section; heading and body are stripped of whitespace.
+    """
+    matches = list(_HEADING.finditer(text))
+    if not matches:
+        return text.strip(), []
+    sections = []
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
+        sections.append((match.group(1).strip(), text[match.end() : end].strip()))
+    return text[: matches[0].start()].strip(), sections
 
 
-def _walk(text: str) -> tuple[list[str], list[tuple[str, list[str]]], str | None]:
-    """Return (preamble lines, [(heading, body lines)], the fence still open at the end or None)."""
-    preamble: list[str] = []
-    sections: list[tuple[str, list[str]]] = []
+def _fenced_headings(text: str) -> list[str]:
+    """Headings that sit inside a fenced code block (they still start a section, as in the original)."""
     fence: str | None = None
+    found = []
     for line in text.split("\n"):
         fence_match = _FENCE.match(line)
         if fence_match:
@@ -115,23 +140,9 @@ def _walk(text: str) -> tuple[list[str], list[tuple[str, list[str]]], str | None
                 fence = marker
             elif marker[0] == fence[0] and len(marker) >= len(fence):
                 fence = None
-        elif fence is None:
-            heading = _HEADING.match(line)
-            if heading:
-                sections.append((heading.group(1), []))
-                continue
-        (sections[-1][1] if sections else preamble).append(line)
-    return preamble, sections, fence
-
-
-def _clean(body: str) -> str:
-    """Drop blank lines around a body and trailing spaces at its end; keep everything in between."""
-    lines = body.split("\n")
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return "\n".join(lines).rstrip()
+        elif fence is not None and _HEADING.match(line):
+            found.append(line.strip())
+    return found
 
 
 def _lines(body: str) -> list[str]:
@@ -141,122 +152,190 @@ def _lines(body: str) -> list[str]:
 def parse_persona(text: str, *, source: str = "persona") -> Persona:
     """Parse persona Markdown; raise PersonaError listing every problem, each naming `source`.
 
-    Steps: normalise line endings, split into sections, map known headings to fields (validating
-    each), keep unknown headings in `extra_sections` with a warning, then check required fields.
+    Steps: normalise line endings (and drop a byte-order mark), split into sections, let a later
+    duplicate heading win, map known headings to fields (warning about and ignoring invalid optional
+    values), keep unknown headings in `extra_sections`, then check the required fields.
     """
-    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
     preamble, sections = split_sections(text)
     persona = Persona()
-    errors: list[str] = []
-    seen: set[str] = set()
-    open_fence = _walk(text)[2]
-    if open_fence:
-        persona.warnings.append(
-            f"{source}: a code block opened with {open_fence} never closes, so every heading after it is "
-            f"read as text: add a closing {open_fence}"
+    warn = persona.warnings.append
+    for line in _fenced_headings(text):
+        warn(
+            f'{source}: the line "{_short(line)}" is inside a code block but still starts a new section '
+            "(cw-telegram-agent reads it the same way): make it a subheading (## ...) if it belongs to the "
+            "section above"
         )
     if preamble:
-        persona.warnings.append(
+        warn(
             f'{source}: text before the first heading is ignored ("{_short(preamble)}"): '
             'move it under a heading such as "# Agent Instructions"'
         )
-    for raw_heading, body in sections:
-        heading = _KNOWN.get(" ".join(raw_heading.split()).lower())
-        if heading is None:
-            persona.extra_sections.append([raw_heading, body])
-            persona.warnings.append(
-                f'{source}: unknown heading "{raw_heading}" is kept but not used: '
-                f"check the spelling against {', '.join(_quoted(REQUIRED))} and the optional headings"
+    latest: dict[str, str] = {}
+    for heading, body in sections:
+        if heading in latest:
+            warn(
+                f'{source}: "# {heading}" appears more than once; the later section is used: '
+                "keep a single section"
             )
-            continue
-        if heading in seen:
-            errors.append(
-                f'{source}: "{heading}" appears more than once: keep a single "# {heading}" section'
-            )
-            continue
-        seen.add(heading)
+        latest[heading] = body
+    errors: list[str] = []
+    for heading, body in latest.items():
         if heading in FLAG_FIELDS:
             setattr(persona, FLAG_FIELDS[heading], True)
             if body:
-                persona.warnings.append(
-                    f'{source}: "{heading}" is a presence-only flag; its text "{_short(body)}" is ignored: '
-                    "leave the section empty"
-                )
-            continue
-        error = _set_field(persona, heading, body, source)
-        if error:
-            errors.append(error)
+                persona.flag_notes[heading] = body
+        elif heading in TEXT_FIELDS:
+            error = _set_field(persona, heading, body, source)
+            if error:
+                errors.append(error)
+        else:
+            persona.extra_sections.append([heading, body])
+            warn(_unknown_heading(heading, source))
     for heading in REQUIRED:
-        if heading not in seen:
+        if heading not in latest:
             errors.append(f'{source}: "{heading}" is missing: add a "# {heading}" section')
     if errors:
         raise PersonaError(errors)
     return persona
 
 
+def _unknown_heading(heading: str, source: str) -> str:
+    near = " ".join(heading.rstrip("#").split()).lower()
+    for known in _KNOWN:
+        if known.lower() == near:
+            return (
+                f'{source}: heading "# {heading}" is not "# {known}" (headings must match exactly, '
+                f'as in cw-telegram-agent); it is kept but not used: write "# {known}"'
+            )
+    return (
+        f'{source}: unknown heading "{heading}" is kept but not used: '
+        f"check the spelling against {', '.join(_quoted(REQUIRED))} and the optional headings"
+    )
+
+
 def _set_field(persona: Persona, heading: str, body: str, source: str) -> str | None:
-    """Validate one known section and store it; return an error sentence or None."""
+    """Store one known section. Return an error sentence for a bad required field; warn otherwise."""
     attr = TEXT_FIELDS[heading]
     where = f'{source}: "{heading}"'
-    if not body:
-        if heading in REQUIRED:
-            return f"{where} is empty: write the {_describe(heading)} under the heading"
+    if heading in REQUIRED:
+        return _set_required(persona, heading, body, where)
+    if len(body) > MAX_SECTION_CHARS:
+        persona.warnings.append(
+            f"{where} is {len(body):,} characters, more than the {MAX_SECTION_CHARS:,} allowed; "
+            "ignored: shorten it"
+        )
         return None
     if heading in LIST_HEADINGS:
         values = _lines(body)
         if heading == "Agent Stickers":
-            for value in values:
-                set_name, sep, sticker = value.partition("::")
-                if not sep or not set_name.strip() or not sticker.strip():
-                    return f'{where} line is "{value}": write SET::NAME (e.g. WendyDancer::👋)'
-            values = [_sticker_key(v) for v in values]
+            values = _sticker_lines(persona, values, where)
         setattr(persona, attr, values)
-        return None
-    if heading in INT_RANGES:
-        low, high, example = INT_RANGES[heading]
-        try:
-            number = int(body.strip())
-        except ValueError:
-            return f'{where} is "{_short(body)}": not a whole number ({example})'
-        if (low is not None and number < low) or (high is not None and number > high):
-            return f'{where} is "{number}": out of range, use {low} to {high} ({example})'
-        setattr(persona, attr, number)
         return None
     if heading == "Daily Schedule":
         try:
             parse_sleep_windows(body)
         except ScheduleError as exc:
-            return f"{where}: {exc}"
-    if heading in ("Agent Instructions", "Daily Schedule"):
-        setattr(persona, attr, body)
+            persona.warnings.append(
+                f"{where}: {exc}; the text is kept for the LLM but gives no sleep times: "
+                "write Asleep: 22:30-07:15 to have the agent sleep"
+            )
+        persona.daily_schedule = body
         return None
-    value = body.strip()
+    value = "" if is_default_name(body) else body
+    if not value:
+        return None
+    problem = _optional_problem(persona, heading, value)
+    if problem:
+        persona.warnings.append(f'{where} is "{_short(value)}": {problem}')
+    return None
+
+
+def _optional_problem(persona: Persona, heading: str, value: str) -> str | None:
+    """Store an optional single value, or return why it is ignored (with the fix)."""
+    attr = TEXT_FIELDS[heading]
     if "\n" in value:
-        return f'{where} is "{_short(value)}": spans several lines, write it on one line'
+        return "spans several lines; ignored: write it on one line"
     limit = _MAX_LENGTH.get(heading)
     if limit and len(value) > limit:
-        return f'{where} is "{_short(value)}": longer than {limit} characters, shorten it'
-    if heading == "Agent Name" and ("/" in value or "\\" in value or value.startswith(".")):
-        return f'{where} is "{value}": it names a folder, so it cannot contain / or \\ or start with a dot'
-    if heading == "Agent Phone" and not _PHONE.match(value):
-        return f'{where} is "{value}": not a phone number (international format, e.g. +15551234567)'
-    if heading == "Agent Timezone":
+        return f"longer than {limit} characters; ignored: shorten it"
+    if heading in FLOAT_RANGES:
+        low, high, example = FLOAT_RANGES[heading]
         try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            return f'{where} is "{value}": not an IANA zone (e.g. Europe/Paris)'
+            number = float(value)
+        except ValueError:
+            return f"not a number; ignored: write {example}"
+        if not math.isfinite(number) or not low <= number <= high:
+            return f"outside {low:g} to {high:g}; ignored: write {example}"
+        setattr(persona, attr, number)
+        return None
+    if heading == "Telegram ID":
+        try:
+            number = int(value)
+        except ValueError:
+            return "not a whole number; ignored: write the account's numeric user id, e.g. 123456789"
+        if not 1 <= number <= TELEGRAM_ID_MAX:
+            return (
+                f"outside 1 to {TELEGRAM_ID_MAX} (Telegram ids fit 64 bits); ignored: "
+                "write the account's numeric user id, e.g. 123456789"
+            )
+        persona.telegram_id = number
+        return None
     if heading == "LLM":
         try:
             resolve(value)
         except UnknownModelError as exc:
-            return f"{source}: {exc}"
+            return f"{exc}; ignored, the agent uses DEFAULT_AGENT_LLM"
     setattr(persona, attr, value)
+    if heading == "Agent Timezone":
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            return (
+                "not an IANA zone; kept as written, but times use the site's TIME_ZONE until it is fixed: "
+                "write a zone such as Europe/Paris or America/Los_Angeles"
+            )
     return None
 
 
-def _sticker_key(value: str) -> str:
-    set_name, _, sticker = value.partition("::")
-    return f"{set_name.strip()}::{sticker.strip()}"
+def _set_required(persona: Persona, heading: str, body: str, where: str) -> str | None:
+    if not body:
+        return f"{where} is empty: write the {_describe(heading)} under the heading"
+    if heading == "Agent Instructions":
+        if len(body) > MAX_SECTION_CHARS:
+            return (
+                f"{where} is {len(body):,} characters: at most {MAX_SECTION_CHARS:,} are accepted, since "
+                "the instructions go into every LLM request: shorten them, or move reference material "
+                "into agents/<name>/docs/ for the agent to retrieve"
+            )
+        persona.instructions = body
+        return None
+    if "\n" in body:
+        return f'{where} is "{_short(body)}": spans several lines, write it on one line'
+    bad = next((ch for ch in body if unicodedata.category(ch) == "Cc"), None)
+    if bad is not None:
+        return f"{where} contains the control character U+{ord(bad):04X}: remove it"
+    limit = _MAX_LENGTH[heading]
+    if len(body) > limit:
+        return f'{where} is "{_short(body)}": longer than {limit} characters, shorten it'
+    if heading == "Agent Phone" and not _PHONE.match(body):
+        return f'{where} is "{body}": not a phone number (international format, e.g. +15551234567)'
+    setattr(persona, TEXT_FIELDS[heading], body)
+    return None
+
+
+def _sticker_lines(persona: Persona, lines: list[str], where: str) -> list[str]:
+    kept = []
+    for line in lines:
+        set_name, sep, sticker = line.partition("::")
+        if sep and set_name.strip() and sticker.strip():
+            kept.append(f"{set_name.strip()}::{sticker.strip()}")
+        else:
+            persona.warnings.append(
+                f'{where} line "{_short(line)}" is not SET :: NAME; the line is skipped: '
+                "write e.g. WendyDancer :: 👋"
+            )
+    return kept
 
 
 def _describe(heading: str) -> str:
@@ -274,11 +353,16 @@ def _quoted(items) -> list[str]:
     return [f'"{item}"' for item in items]
 
 
+def format_number(value: float | int) -> str:
+    """`2.0` is written `2`, `3.5` as `3.5`: both read back as the same float."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 def write_persona(persona) -> str:
     """Write persona values (a Persona or an Agent) in the Markdown format; instructions come last.
 
-    Raises PersonaError when a value would not read back the same (a `# ` line outside a code block,
-    or a code block left open), so an export never silently changes a persona.
+    Raises PersonaError when a value would not read back the same (a `# ` line inside a section), so
+    an export never silently changes a persona.
     """
     who = getattr(persona, "name", "") or "persona"
     sections: list[tuple[str, str]] = []
@@ -286,10 +370,20 @@ def write_persona(persona) -> str:
         value = getattr(persona, attr)
         if heading == "Agent Instructions" or value is None or value == "" or value == []:
             continue
-        sections.append((heading, "\n".join(value) if isinstance(value, list) else str(value)))
-    sections += [(heading, "") for heading, attr in FLAG_FIELDS.items() if getattr(persona, attr)]
+        if isinstance(value, list):
+            text = "\n".join(value)
+        elif isinstance(value, float):
+            text = format_number(value)
+        else:
+            text = str(value)
+        sections.append((heading, text))
+    notes = getattr(persona, "flag_notes", None) or {}
+    sections += [
+        (heading, notes.get(heading, "")) for heading, attr in FLAG_FIELDS.items() if getattr(persona, attr)
+    ]
     sections += [(heading, body) for heading, body in persona.extra_sections or []]
     sections.append(("Agent Instructions", persona.instructions))
+    sections = [(heading, (body or "").strip()) for heading, body in sections]
     errors = [problem for heading, body in sections if (problem := _body_problem(who, heading, body))]
     if errors:
         raise PersonaError(errors)
@@ -297,14 +391,10 @@ def write_persona(persona) -> str:
 
 
 def _body_problem(who: str, heading: str, body: str) -> str | None:
-    _, sections, fence = _walk(body)
-    if sections:
+    match = _HEADING.search(body or "")
+    if match:
         return (
-            f'{who}: "{heading}" has the line "# {sections[0][0]}", which would start a new section: '
-            "make it a subheading (## ...) or put it inside a code block"
-        )
-    if fence:
-        return (
-            f'{who}: "{heading}" opens a code block with {fence} and never closes it: add a closing {fence}'
+            f'{who}: "{heading}" has the line "{match.group(0).strip()}", which would start a new section: '
+            "make it a subheading (## ...)"
         )
     return None

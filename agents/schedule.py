@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.conf import settings
+
 _LINE = re.compile(r"^\s*[-*]?\s*(?:asleep|sleep)\s*:\s*(?P<windows>.*)$", re.IGNORECASE)
 _CLOCK = re.compile(r"\d{1,2}:\d{2}")
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*(?:-|–|—|to)\s*(\d{1,2}):(\d{2})\s*$", re.IGNORECASE)
@@ -69,10 +71,14 @@ def parse_sleep_windows(text: str) -> tuple[SleepWindow, ...]:
 
 
 def _zone(name: str) -> dt.tzinfo:
-    try:
-        return ZoneInfo(name) if name else dt.UTC
-    except (ZoneInfoNotFoundError, ValueError):
-        return dt.UTC
+    """The agent's zone; an empty or unknown name falls back to the site's TIME_ZONE, then UTC."""
+    for candidate in (name, settings.TIME_ZONE):
+        if candidate:
+            try:
+                return ZoneInfo(candidate)
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    return dt.UTC
 
 
 def asleep_until(*, schedule: str, timezone: str, when: dt.datetime) -> dt.datetime | None:

@@ -242,6 +242,10 @@ CINDY_OTP_AGENT = env.str("CINDY_OTP_AGENT", default="")
 
 DEFAULT_AGENT_LLM = env.str("DEFAULT_AGENT_LLM", default="gemini")
 MEDIA_MODEL = env.str("MEDIA_MODEL", default="gemini-2.5-flash")
+# What the bare LLM names "gemini", "grok" and "openrouter" mean (empty: the built-in defaults).
+GEMINI_MODEL = env.str("GEMINI_MODEL", default="")
+GROK_MODEL = env.str("GROK_MODEL", default="")
+OPENROUTER_MODEL = env.str("OPENROUTER_MODEL", default="")
 MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
 TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)

@@ -9,16 +9,24 @@ from django.db import models
 
 
 class MediaKind(models.TextChoices):
+    """Every kind cw-telegram-agent writes in its media descriptions, plus custom emoji and other."""
+
     STICKER = "sticker", "Sticker"
+    ANIMATED_STICKER = "animated_sticker", "Animated sticker (TGS)"
+    VIDEO_STICKER = "video_sticker", "Video sticker (WebM)"
     PHOTO = "photo", "Photo"
     GIF = "gif", "GIF"
     ANIMATION = "animation", "Animation"
     VIDEO = "video", "Video"
+    VIDEO_NOTE = "video_note", "Video note"
     VOICE = "voice", "Voice"
     AUDIO = "audio", "Audio"
     DOCUMENT = "document", "Document"
     CUSTOM_EMOJI = "custom_emoji", "Custom emoji"
     OTHER = "other", "Other"
+
+
+STICKER_KINDS = (MediaKind.STICKER, MediaKind.ANIMATED_STICKER, MediaKind.VIDEO_STICKER)
 
 
 class MediaDescription(models.Model):
@@ -48,6 +56,9 @@ class MediaDescription(models.Model):
     origin_dir = models.CharField(max_length=500, blank=True)
     source_file = models.CharField(max_length=500, blank=True)
     extra = models.JSONField(default=dict, blank=True, help_text="Unknown JSON fields, kept as they came")
+    key_order = models.JSONField(
+        default=list, blank=True, help_text="The keys of the curated file in their order, for export"
+    )
     content_hash = models.CharField(max_length=64, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from cindy_site.admin_utils import change_link, service_form, short
-from memory.models import Intention, Memory, Plan, Summary
+from cindy_site.admin_utils import ReadOnlyAdmin, change_link, service_form, short
+from memory.models import CuratedMemoryFile, Intention, Memory, Plan, Summary
 from memory.services.curation import memory_save, memory_validate, plan_save, plan_validate
 
 
@@ -128,3 +128,17 @@ class IntentionAdmin(admin.ModelAdmin):
     @admin.display(description="Intention")
     def preview(self, intention: Intention) -> str:
         return short(intention.content)
+
+
+@admin.register(CuratedMemoryFile)
+class CuratedMemoryFileAdmin(ReadOnlyAdmin):
+    """Which memory files were imported, and their shape; the memories themselves are edited as Memory rows."""
+
+    list_display = ["agent", "partner_id", "shape", "source_file"]
+    list_filter = ["agent"]
+    search_fields = ["agent__name", "=partner_id", "source_file"]
+    list_select_related = ["agent"]
+
+    @admin.display(description="shape")
+    def shape(self, record: CuratedMemoryFile) -> str:
+        return "object {memory: [...]}" if isinstance(record.envelope, dict) else "list [...]"

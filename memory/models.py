@@ -82,6 +82,33 @@ class Memory(models.Model):
         return self.content[:80]
 
 
+class CuratedMemoryFile(models.Model):
+    """One curated memory file (`agents/<stem>/memory/<user id>.json`) as a whole.
+
+    Its entries are `Memory` rows; this row keeps what belongs to the file itself, so that export writes
+    it back in the shape it came in: a plain JSON list (`envelope` empty), or an object whose "memory"
+    key holds the list (`envelope` is that object with its other keys, in order). An empty file `[]`
+    has no entries but still has this row.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="curated_memory_files")
+    partner_id = models.BigIntegerField(help_text="The partner's Telegram user id (the file name)")
+    envelope = models.JSONField(
+        null=True, blank=True, help_text='For {"memory": [...], ...} files: the object, "memory" set to null'
+    )
+    source_file = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["agent", "partner_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "partner_id"], name="curatedmemoryfile_unique_partner")
+        ]
+
+    def __str__(self) -> str:
+        return f"memory file {self.partner_id} of {self.agent_id}"
+
+
 class Plan(models.Model):
     """A `plan` task's content for one channel; shown under "# Channel Plan" in the prompt."""
 

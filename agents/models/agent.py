@@ -30,8 +30,8 @@ class Agent(models.Model):
     sticker_set_names = models.JSONField(default=list, blank=True)
     explicit_stickers = models.JSONField(default=list, blank=True, help_text='"SET::NAME" strings')
     daily_schedule = models.TextField(blank=True)
-    start_typing_delay = models.PositiveIntegerField(null=True, blank=True)
-    typing_speed = models.PositiveIntegerField(null=True, blank=True)
+    start_typing_delay = models.FloatField(null=True, blank=True, help_text="Seconds, 1 to 3600")
+    typing_speed = models.FloatField(null=True, blank=True, help_text="Characters per second, 1 to 1000")
     telegram_id = models.BigIntegerField(null=True, blank=True, help_text="From the persona file")
     disabled = models.BooleanField(default=False)
     gagged = models.BooleanField(default=False)
@@ -39,6 +39,15 @@ class Agent(models.Model):
     clear_summaries_on_first_message = models.BooleanField(default=False)
     extra_sections = models.JSONField(
         default=list, blank=True, help_text="Unknown headings, as [heading, body] pairs in file order"
+    )
+    flag_notes = models.JSONField(
+        default=dict, blank=True, help_text="Text written under flag headings (# Disabled ...), by heading"
+    )
+    config_name = models.CharField(
+        max_length=255,
+        blank=True,
+        db_index=True,
+        help_text="The persona file's stem (agents/<stem>.md): its identity across config directories",
     )
 
     telegram_user_id = models.BigIntegerField(
@@ -122,6 +131,8 @@ class AgentDocument(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="documents")
     name = models.CharField(max_length=255, help_text="File name in the agent's docs folder, e.g. Friends.md")
     content = models.TextField(blank=True)
+    source_file = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:

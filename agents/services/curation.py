@@ -10,7 +10,7 @@ import zoneinfo
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from agents.models import Agent, RolePrompt
+from agents.models import Agent, AgentDocument, RolePrompt
 from llm.routing import UnknownModelError, resolve
 
 
@@ -31,6 +31,11 @@ def agent_validate(*, agent: Agent) -> None:
         value = getattr(agent, field)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             errors[field] = f"must be a JSON list of strings, got {value!r}"
+    notes = agent.flag_notes
+    if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+        errors["flag_notes"] = (
+            f'must be a JSON object of heading: text, e.g. {{"Disabled": "Paused"}}, got {notes!r}'
+        )
     bad = [s for s in agent.explicit_stickers if isinstance(s, str) and "::" not in s]
     if bad and "explicit_stickers" not in errors:
         errors["explicit_stickers"] = f'{bad[0]!r} is not "SET::NAME"'
@@ -73,3 +78,28 @@ def role_prompt_save(*, prompt: RolePrompt) -> RolePrompt:
     prompt.full_clean(exclude=["scope_key"])
     prompt.save()
     return prompt
+
+
+# Documents are read into the prompt when the agent retrieves them; a million characters is far more
+# than any model reads usefully in one go, so a bigger document is almost certainly a mistake.
+MAX_DOCUMENT_CHARS = 1_000_000
+
+
+def agent_document_validate(*, document: AgentDocument) -> None:
+    """The name is a file name in the agent's docs folder (export writes it there); the size is bounded."""
+    name = document.name or ""
+    if not name.strip() or "/" in name or "\\" in name or name.startswith(".") or name != name.strip():
+        raise ValidationError(
+            {"name": "a file name such as Friends.md: no / or \\, no leading dot or surrounding spaces"}
+        )
+    if len(document.content or "") > MAX_DOCUMENT_CHARS:
+        raise ValidationError(
+            {"content": f"at most {MAX_DOCUMENT_CHARS:,} characters: split it into several documents"}
+        )
+
+
+def agent_document_save(*, document: AgentDocument) -> AgentDocument:
+    """Validate and store a document edited by a person."""
+    agent_document_validate(document=document)
+    document.save()
+    return document

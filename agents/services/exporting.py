@@ -1,7 +1,10 @@
 """Export the database back into one config directory, in the same formats and layout import reads.
 
-    agents/<Name>.md, agents/<Name>/prompts/<P>.md, agents/<Name>/memory/<uid>.json,
-    prompts/<P>.md, media/<unique id>.json (+ the media file)
+    agents/<stem>.md, agents/<stem>/prompts/<P>.md, agents/<stem>/memory/<uid>.json,
+    agents/<stem>/docs/<D>.md, prompts/<P>.md, media/<unique id>.json (+ the media file)
+
+`<stem>` is the stem of the file the persona was imported from (its identity), or its name for an
+agent made in the admin.
 
 Importing, exporting and importing again gives the same rows, field by field.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from agents.models import Agent, RolePrompt
+from agents.models import Agent, AgentDocument, RolePrompt
 from agents.persona import PersonaError, write_persona
 from media_catalog.services import curated_io as media_io
 from memory.services import curated_io as memory_io
@@ -40,7 +43,7 @@ def config_export(*, out_dir: Path) -> Counter:
     agents_dir = out_dir / "agents"
     agents_dir.mkdir(parents=True, exist_ok=True)
     for agent in Agent.objects.order_by("name"):
-        name = _safe_name(agent.name, "agent")
+        name = _safe_name(agent.config_name or agent.name, "agent")
         try:
             text = write_persona(agent)
         except PersonaError as exc:
@@ -53,6 +56,9 @@ def config_export(*, out_dir: Path) -> Counter:
         for partner_id, text in memory_io.curated_memories_export(agent=agent).items():
             _write(agents_dir / name / "memory" / f"{partner_id}.json", text)
             counts["memory"] += 1
+        for document in AgentDocument.objects.filter(agent=agent).order_by("name"):
+            _write(agents_dir / name / "docs" / _safe_name(document.name, "document"), document.content)
+            counts["document"] += 1
     for prompt in RolePrompt.objects.filter(agent__isnull=True).order_by("name"):
         _write(out_dir / "prompts" / f"{_safe_name(prompt.name, 'prompt')}.md", prompt.text)
         counts["prompt"] += 1

@@ -20,6 +20,7 @@ class FileKind(StrEnum):
     PROMPT = "prompt"
     AGENT_PROMPT = "agent prompt"
     MEMORY = "memory"
+    DOCUMENT = "document"
     MEDIA = "media"
     CONFIG_DIR = "config dir"
 

@@ -2,13 +2,14 @@
 
 Layout of one config directory (every part optional):
 
-    agents/<file>.md                  persona files
-    agents/<Name>/prompts/<P>.md      role prompts for that agent only
-    agents/<Name>/memory/<uid>.json   curated memories about one partner
+    agents/<stem>.md                  persona files; the stem is the persona's identity
+    agents/<stem>/prompts/<P>.md      role prompts for that agent only
+    agents/<stem>/memory/<uid>.json   curated memories about one partner
+    agents/<stem>/docs/<D>.md         documents the agent reads with file:<D> retrieve URLs
     prompts/<P>.md                    global role prompts
     media/<unique id>.json            curated media descriptions, media file beside each
 
-Directories are given in priority order: for personas, prompts, memories and media alike, the first
+Directories are given in priority order: for personas, prompts, memories, documents and media alike, the first
 directory that defines something with a valid file wins and later definitions are reported as
 shadowed. A broken file wins nothing: a valid definition in a later directory is imported instead. Each file is
 imported in its own transaction, so one bad file never stops the others, and a file whose content hash
@@ -23,7 +24,7 @@ import functools
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -57,13 +58,15 @@ class ConfigDir:
 def configured_dirs(entries: Sequence[str] | None = None) -> list[ConfigDir]:
     """The config directories to import: `entries`, else CINDY_AGENT_CONFIG_PATH split on ":".
 
-    A relative entry is looked up in the current directory first, then under BASE_DIR, so the
-    default `samples:configdir` works from anywhere.
+    Entries are stripped of surrounding spaces. A relative entry is looked up in the current directory
+    first, then under BASE_DIR, so the default `samples:configdir` works from anywhere.
     """
     if not entries:
-        entries = [e for e in settings.CINDY_AGENT_CONFIG_PATH.split(":") if e.strip()]
+        entries = settings.CINDY_AGENT_CONFIG_PATH.split(":")
     dirs = []
-    for entry in entries:
+    for entry in (e.strip() for e in entries):
+        if not entry:
+            continue
         path = Path(entry).expanduser()
         if not path.is_absolute() and not path.exists():
             path = Path(settings.BASE_DIR) / path
@@ -87,6 +90,8 @@ def config_import(
     agent folder's prompts and memories, then media. With `dry_run` all writes are rolled back and
     no media file is copied.
     """
+    from agents.services.import_folders import import_agent_folders  # it builds on this module
+
     report = ImportReport(dry_run=dry_run)
     existing = []
     for root in dirs:
@@ -103,7 +108,7 @@ def config_import(
     with transaction.atomic() if dry_run else contextlib.nullcontext():
         personas = _import_personas(existing, report)
         _import_global_prompts(existing, report)
-        _import_agent_folders(existing, report)
+        import_agent_folders(existing, report)
         _import_media(existing, report, progress=progress, store_files=not dry_run)
         _check_role_prompts(personas, report)
         if dry_run:
@@ -114,7 +119,7 @@ def config_import(
 # --- helpers --------------------------------------------------------------------------------------
 
 
-def _read(path: Path, display: str) -> tuple[str, str]:
+def read_file(path: Path, display: str) -> tuple[str, str]:
     """Return (text with LF line endings, sha256 of the raw bytes)."""
     raw = path.read_bytes()
     try:
@@ -126,7 +131,7 @@ def _read(path: Path, display: str) -> tuple[str, str]:
     return text.replace("\r\n", "\n").replace("\r", "\n"), hashlib.sha256(raw).hexdigest()
 
 
-def _run(report: ImportReport, display: str, kind: FileKind, work: Callable[[], tuple]) -> bool:
+def run_file(report: ImportReport, display: str, kind: FileKind, work: Callable[[], tuple]) -> bool:
     """Run one file's import in its own transaction and record the outcome; True unless it failed."""
     try:
         with transaction.atomic():
@@ -142,7 +147,7 @@ def _run(report: ImportReport, display: str, kind: FileKind, work: Callable[[], 
     return True
 
 
-def _files(directory: Path, pattern: str) -> list[Path]:
+def list_files(directory: Path, pattern: str) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(p for p in directory.glob(pattern) if p.is_file() and not p.name.startswith("."))
@@ -151,19 +156,33 @@ def _files(directory: Path, pattern: str) -> list[Path]:
 # --- personas ------------------------------------------------------------------------------------
 
 
+@dataclass
+class PersonaWinners:
+    """What the personas imported so far in this run hold: stems, names and phones, each to its file."""
+
+    stems: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    phones: dict[str, str] = field(default_factory=dict)
+    agents: dict[str, str] = field(default_factory=dict)  # agent name -> file, for the role prompt check
+
+
 def _import_personas(dirs: Iterable[ConfigDir], report: ImportReport) -> dict[str, str]:
-    """Import persona files; return {agent name: file it came from} for the winners."""
-    winners: dict[str, str] = {}
+    """Import persona files; return {agent name: file it came from} for the winners.
+
+    A persona's identity is its file stem, as in cw-telegram-agent: `agents/wendy.md` in an earlier
+    directory shadows `agents/wendy.md` in a later one whatever their Agent Names say.
+    """
+    winners = PersonaWinners()
     for root in dirs:
-        for path in _files(root.path / "agents", "*.md"):
+        for path in list_files(root.path / "agents", "*.md"):
             display = root.show(path)
-            _run(
+            run_file(
                 report,
                 display,
                 FileKind.PERSONA,
                 functools.partial(_import_persona, root, path, display, winners),
             )
-    return winners
+    return winners.agents
 
 
 def _check_role_prompts(personas: dict[str, str], report: ImportReport) -> None:
@@ -175,19 +194,42 @@ def _check_role_prompts(personas: dict[str, str], report: ImportReport) -> None:
             continue
         missing = missing_role_prompts(agent=agent)
         if missing:
+            stem = agent.config_name or name
             results[display].warnings.append(
                 f'{display}: "Role Prompt" names {", ".join(missing)} but no such prompt exists: '
-                f"add prompts/<name>.md or agents/{name}/prompts/<name>.md, or remove the line"
+                f"add prompts/<name>.md or agents/{stem}/prompts/<name>.md, or remove the line"
             )
 
 
-def _import_persona(root: ConfigDir, path: Path, display: str, winners: dict[str, str]) -> tuple:
-    text, digest = _read(path, display)
+def phone_key(phone: str) -> str:
+    """A phone number reduced to its digits, so "+1 555-123" and "+1555123" are the same account."""
+    return "".join(ch for ch in phone if ch.isdigit())
+
+
+def _import_persona(root: ConfigDir, path: Path, display: str, winners: PersonaWinners) -> tuple:
+    text, digest = read_file(path, display)
     persona = parse_persona(text, source=display)
-    if persona.name in winners:
-        return Outcome.SHADOWED, f'agent "{persona.name}" comes from {winners[persona.name]}'
-    winners[persona.name] = display
-    agent = Agent.objects.filter(name=persona.name).first()
+    stem = path.stem
+    if stem in winners.stems:
+        return Outcome.SHADOWED, f'agent file "{stem}" comes from {winners.stems[stem]}'
+    if persona.name in winners.names:
+        raise ImportFileError(
+            f'{display}: "Agent Name" {persona.name} is already used by {winners.names[persona.name]}: '
+            "give one of the two personas another name"
+        )
+    phone = phone_key(persona.phone)
+    if phone in winners.phones:
+        raise ImportFileError(
+            f'{display}: "Agent Phone" {persona.phone} is already used by {winners.phones[phone]}: '
+            "one Telegram account can run one persona; fix the phone number of one of them"
+        )
+    agent = (
+        Agent.objects.filter(config_name=stem).first()
+        or Agent.objects.filter(name=persona.name, config_name="").first()
+    )
+    _check_database_clashes(agent, persona.name, persona.phone, display)
+    winners.stems[stem] = winners.names[persona.name] = winners.phones[phone] = display
+    winners.agents[persona.name] = display
     if agent and agent.content_hash == digest and agent.source_file == str(path):
         return Outcome.UNCHANGED, persona.name, persona.warnings
     values = persona.values()
@@ -200,11 +242,31 @@ def _import_persona(root: ConfigDir, path: Path, display: str, winners: dict[str
             setattr(agent, name, value)
         outcome = Outcome.UPDATED
         detail = f"{persona.name}: " + (", ".join(changed) + " changed" if changed else "source file changed")
+    agent.config_name = stem
     agent.source_file = str(path)
     agent.config_dir = str(root.path)
     agent.content_hash = digest
     agent.save()
     return outcome, detail, persona.warnings
+
+
+def _check_database_clashes(agent: Agent | None, name: str, phone: str, display: str) -> None:
+    """Another agent on record (from another file or made in the admin) must not have this name or phone."""
+    others = Agent.objects.exclude(pk=agent.pk) if agent else Agent.objects.all()
+    other = others.filter(name=name).first()
+    if other is not None:
+        origin = other.source_file or "the admin"
+        raise ImportFileError(
+            f'{display}: "Agent Name" {name} is already the name of another agent (from {origin}): '
+            "rename one of them, or delete the other agent in the admin if it is stale"
+        )
+    key = phone_key(phone)
+    for other_name, other_phone in others.values_list("name", "phone"):
+        if phone_key(other_phone) == key:
+            raise ImportFileError(
+                f'{display}: "Agent Phone" {phone} is already the phone of agent {other_name}: '
+                "one Telegram account can run one persona; fix the phone number of one of them"
+            )
 
 
 # --- prompts -------------------------------------------------------------------------------------
@@ -213,19 +275,19 @@ def _import_persona(root: ConfigDir, path: Path, display: str, winners: dict[str
 def _import_global_prompts(dirs: Iterable[ConfigDir], report: ImportReport) -> None:
     winners: dict[str, str] = {}
     for root in dirs:
-        for path in _files(root.path / "prompts", "*.md"):
+        for path in list_files(root.path / "prompts", "*.md"):
             display = root.show(path)
-            work = functools.partial(_import_prompt, root, path, display, None, winners)
-            _run(report, display, FileKind.PROMPT, work)
+            work = functools.partial(import_prompt, root, path, display, None, winners)
+            run_file(report, display, FileKind.PROMPT, work)
 
 
-def _import_prompt(
+def import_prompt(
     root: ConfigDir, path: Path, display: str, agent: Agent | None, winners: dict[str, str]
 ) -> tuple:
     name = path.stem
     if name in winners:
         return Outcome.SHADOWED, f'prompt "{name}" comes from {winners[name]}'
-    text, digest = _read(path, display)
+    text, digest = read_file(path, display)
     if not text.strip():
         raise ImportFileError(f"{display}: the prompt is empty: write the prompt text or delete the file")
     if len(name) > 200:
@@ -246,82 +308,18 @@ def _import_prompt(
     return outcome, f"{name} ({agent.name if agent else 'global'})"
 
 
-# --- agent folders: agents/<Name>/prompts and agents/<Name>/memory --------------------------------
-
-
-def _import_agent_folders(dirs: Iterable[ConfigDir], report: ImportReport) -> None:
-    prompt_winners: dict[str, dict[str, str]] = {}
-    memory_winners: dict[str, dict[str, str]] = {}
-    for root in dirs:
-        agents_dir = root.path / "agents"
-        if not agents_dir.is_dir():
-            continue
-        for folder in sorted(p for p in agents_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            agent = Agent.objects.filter(name=folder.name).first()
-            for path in _files(folder / "prompts", "*.md"):
-                display = root.show(path)
-                winners = prompt_winners.setdefault(folder.name, {})
-                work = functools.partial(_agent_prompt, root, path, display, agent, folder, winners)
-                _run(report, display, FileKind.AGENT_PROMPT, work)
-            for path in _files(folder / "memory", "*.json"):
-                display = root.show(path)
-                winners = memory_winners.setdefault(folder.name, {})
-                work = functools.partial(_agent_memory, path, display, agent, folder, winners)
-                _run(report, display, FileKind.MEMORY, work)
-
-
-def _agent_prompt(root, path, display, agent, folder, winners) -> tuple:
-    return _import_prompt(root, path, display, _require(agent, folder, display), winners)
-
-
-def _agent_memory(path, display, agent, folder, winners) -> tuple:
-    return _import_memory(path, display, _require(agent, folder, display), winners)
-
-
-def _require(agent: Agent | None, folder: Path, display: str) -> Agent:
-    if agent is None:
-        raise ImportFileError(
-            f'{display}: no agent named "{folder.name}": add agents/{folder.name}.md with '
-            f'"# Agent Name" {folder.name}, or rename the folder after an existing agent'
-        )
-    return agent
-
-
-def _import_memory(path: Path, display: str, agent: Agent, winners: dict[str, str]) -> tuple:
-    try:
-        partner_id = int(path.stem)
-    except ValueError:
-        raise ImportFileError(
-            f'{display}: the file name "{path.stem}" is not a Telegram user id: '
-            "name it <user id>.json, e.g. 123456789.json"
-        ) from None
-    if path.stem in winners:
-        return Outcome.SHADOWED, f"memories of {agent.name} about {partner_id} come from {winners[path.stem]}"
-    text, digest = _read(path, display)
-    entries = memory_io.parse_curated_memories(text, source=display)
-    winners[path.stem] = display  # only after a successful parse, like personas
-    if memory_io.curated_memories_unchanged(
-        agent=agent, partner_id=partner_id, source_file=str(path), content_hash=digest, empty=not entries
-    ):
-        return Outcome.UNCHANGED, f"{len(entries)} memories"
-    result = memory_io.curated_memories_replace(
-        agent=agent, partner_id=partner_id, entries=entries, source_file=str(path), content_hash=digest
-    )
-    return Outcome(result), f"{len(entries)} memories of {agent.name} about {partner_id}"
-
-
 # --- media ---------------------------------------------------------------------------------------
 
 
 def _import_media(
     dirs: Iterable[ConfigDir], report: ImportReport, *, progress: Progress | None, store_files: bool
 ) -> None:
-    files = [(root, path) for root in dirs for path in _files(root.path / "media", "*.json")]
+    files = [(root, path) for root in dirs for path in list_files(root.path / "media", "*.json")]
     winners: dict[str, str] = {}
     for done, (root, path) in enumerate(files, start=1):
         display = root.show(path)
         work = functools.partial(_import_one_media, root, path, display, winners, store_files)
-        _run(report, display, FileKind.MEDIA, work)
+        run_file(report, display, FileKind.MEDIA, work)
         if progress:
             progress(done, len(files))
 
@@ -331,7 +329,7 @@ def _import_one_media(
 ) -> tuple:
     if path.stem in winners:
         return Outcome.SHADOWED, f'media "{path.stem}" comes from {winners[path.stem]}'
-    text, digest = _read(path, display)
+    text, digest = read_file(path, display)
     warnings: list[str] = []
     values = media_io.parse_curated_media(text, source=display, stem=path.stem, warnings=warnings)
     winners[path.stem] = display  # only after a successful parse, like personas

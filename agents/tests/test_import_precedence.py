@@ -13,14 +13,7 @@ from agents.tests.configdirs import HEIDI_MEMORIES, build_config_dirs, media_jso
 from media_catalog.models import MediaDescription
 from memory.models import Memory
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "storage"
-    settings.TELEGRAM_API_ID = ""
-    settings.TELEGRAM_API_HASH = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 
 
 @pytest.fixture

@@ -16,15 +16,7 @@ from cindy_site.testing.factories import MediaDescriptionFactory
 from media_catalog.models import MediaDescription
 from memory.models import Memory
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "storage"
-    settings.TELEGRAM_API_ID = ""
-    settings.TELEGRAM_API_HASH = ""
-    return settings.MEDIA_ROOT
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 
 
 @pytest.fixture
@@ -197,7 +189,7 @@ def test_files_for_an_unknown_agent_are_errors_naming_the_fix(tmp_path):
     write(tmp_path / "c" / "agents" / "Ghost" / "prompts" / "Chatbot.md", "Boo.\n")
     report = config_import(dirs=configured_dirs([str(tmp_path / "c")]))
     assert len(report.errors) == 1
-    assert 'no agent named "Ghost": add agents/Ghost.md' in report.errors[0].detail
+    assert 'no agent for the folder "Ghost": add agents/Ghost.md' in report.errors[0].detail
 
 
 def test_bad_memory_file_name_and_bad_json_are_reported_per_file(dirs):

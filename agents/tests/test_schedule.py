@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from agents.persona import PersonaError, parse_persona
+from agents.persona import parse_persona
 from agents.schedule import ScheduleError, asleep_until, parse_sleep_windows
 
 UTC = dt.UTC
@@ -48,16 +48,24 @@ def test_a_malformed_asleep_line_is_a_clear_error(line, fragment):
         parse_sleep_windows(line)
 
 
-def test_the_persona_importer_reports_a_malformed_schedule_with_file_and_field():
+def test_the_persona_importer_keeps_a_malformed_schedule_and_warns_with_file_and_field():
     text = (
         "# Agent Name\n\nHeidi\n\n# Agent Phone\n\n+15551234567\n\n"
         "# Daily Schedule\n\nAsleep: whenever after 22:00\n\n# Agent Instructions\n\nBe kind.\n"
     )
-    with pytest.raises(PersonaError) as caught:
-        parse_persona(text, source="agents/Heidi.md")
-    assert 'agents/Heidi.md: "Daily Schedule"' in str(caught.value)
-    assert '"whenever after 22:00" is not a time range' in str(caught.value)
+    persona = parse_persona(text, source="agents/Heidi.md")
+    assert persona.daily_schedule == "Asleep: whenever after 22:00"
+    [warning] = persona.warnings
+    assert warning.startswith('agents/Heidi.md: "Daily Schedule"')
+    assert '"whenever after 22:00" is not a time range' in warning
 
 
 def test_sleep_lines_without_clock_times_are_free_text():
     assert parse_sleep_windows("Sleep: whenever the shop is quiet\nAsleep: rarely") == ()
+
+
+def test_an_unknown_timezone_falls_back_to_the_site_time_zone(settings):
+    settings.TIME_ZONE = "Asia/Tokyo"
+    at_23_tokyo = dt.datetime(2025, 3, 1, 14, 0, tzinfo=dt.UTC)  # 23:00 in Tokyo
+    wake = asleep_until(schedule="Asleep: 22:00-07:00", timezone="Mars/Olympus_Mons", when=at_23_tokyo)
+    assert wake == dt.datetime(2025, 3, 1, 22, 0, tzinfo=dt.UTC)  # 07:00 in Tokyo

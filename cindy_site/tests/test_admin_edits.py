@@ -55,7 +55,7 @@ def test_a_bad_timezone_is_refused_with_the_fix(verified_client, agent):
 def test_an_unknown_llm_name_is_refused(verified_client, agent):
     url = reverse("admin:agents_agent_change", args=[agent.pk])
     data = form_data(verified_client.get(url))
-    data["llm"] = "gpt-9"
+    data["llm"] = "llama-9"
     response = verified_client.post(url, data)
     assert response.status_code == 200
     assert "is not a known name" in response.content.decode()

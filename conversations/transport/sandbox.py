@@ -392,10 +392,10 @@ class SandboxTransport(SandboxAccount):
     def _sticker_set_from_descriptions(short_name: str) -> StickerSetInfo:
         """The sandbox's "Telegram" also knows every set that curated sticker descriptions name, so a
         persona's stickers work in the sandbox before any set was imported from Telegram."""
-        from media_catalog.models import MediaDescription, MediaKind
+        from media_catalog.models import STICKER_KINDS, MediaDescription
 
         described = list(
-            MediaDescription.objects.filter(kind=MediaKind.STICKER, sticker_set_name=short_name)
+            MediaDescription.objects.filter(kind__in=STICKER_KINDS, sticker_set_name=short_name)
             .exclude(sticker_name="")
             .order_by("unique_id")
         )

@@ -8,7 +8,7 @@ from llm.checks import check_llm_call_fits_worker_timeout, check_llm_names
 
 
 def test_unknown_agent_llm_is_reported(agent, dm):
-    agent.llm = "gpt-banana"
+    agent.llm = "banana-9"
     agent.save()
     dm.llm_model = "openai:"
     dm.save()
@@ -16,7 +16,7 @@ def test_unknown_agent_llm_is_reported(agent, dm):
     errors = check_llm_names(None)
 
     assert [e.id for e in errors] == ["cindy.E102", "cindy.E103"]
-    assert "agent Wendy" in errors[0].msg and "gpt-banana" in errors[0].msg
+    assert "agent Wendy" in errors[0].msg and "banana-9" in errors[0].msg
 
 
 def test_known_names_pass(agent, settings):

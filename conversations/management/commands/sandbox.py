@@ -40,6 +40,7 @@ class Command(BaseCommand):
             raise CommandError(f"no agent named {options['agent']!r}; known agents: {known}")
         try:
             if options["action"] == "say":
+                _check_texts(options["texts"])
                 reply_to = options["reply_to"]
                 for text in options["texts"]:
                     message = sandbox_say(
@@ -69,3 +70,20 @@ class Command(BaseCommand):
                     self.stdout.write("no messages")
         except SandboxError as exc:
             raise CommandError(str(exc)) from exc
+
+
+# Telegram refuses a text message longer than this many characters.
+TELEGRAM_MAX_MESSAGE_CHARS = 4096
+
+
+def _check_texts(texts: list[str]) -> None:
+    """Refuse every text Telegram would refuse, before any is sent (so none is sent half-way)."""
+    for number, text in enumerate(texts, start=1):
+        which = f"TEXT {number}" if len(texts) > 1 else "the text"
+        if not text.strip():
+            raise CommandError(f"{which} is empty or only whitespace: write something to send")
+        if len(text) > TELEGRAM_MAX_MESSAGE_CHARS:
+            raise CommandError(
+                f"{which} is {len(text):,} characters; Telegram accepts at most {TELEGRAM_MAX_MESSAGE_CHARS:,} "
+                "in one message: split it into several TEXT arguments"
+            )
