@@ -21,7 +21,7 @@ from agents.models import Agent
 from cindy_site.admin_utils import ReadOnlyAdmin, short
 from conversations.models import Conversation, ModelPrice, OfferedModel, Translation
 from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
-from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, resolve
+from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, resolve
 from llm.usage import price_for
 
 _KEYS = {
@@ -68,7 +68,7 @@ def llm_overview(*, search: str = "") -> dict[str, Any]:
     """Everything the page shows, in a fixed number of queries (prices are read once, then matched)."""
     used: dict[str, list[str]] = {}
     for agent_name, llm in Agent.objects.order_by("name").values_list("name", "llm"):
-        used.setdefault(llm or settings.DEFAULT_AGENT_LLM, []).append(agent_name)
+        used.setdefault(settings.DEFAULT_AGENT_LLM if is_default_name(llm) else llm, []).append(agent_name)
     overrides = (
         Conversation.objects.exclude(llm_model="").values_list("llm_model", flat=True).distinct().order_by()
     )

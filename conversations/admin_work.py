@@ -6,6 +6,9 @@ They are added to the admins registered elsewhere (conversations, nodes, agents)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -20,8 +23,17 @@ from conversations.services.work_queue import (
     node_cancel,
 )
 
+T = TypeVar("T")
 
-def _report(request: HttpRequest, done: list[str], refused: list[str]) -> None:
+
+def _each(request: HttpRequest, items: Iterable[T], cancel: Callable[[T], str]) -> None:
+    """Run `cancel` on every item; one message lists what was done, another what was refused and why."""
+    done, refused = [], []
+    for item in items:
+        try:
+            done.append(cancel(item))
+        except WorkQueueError as exc:
+            refused.append(str(exc))
     if done:
         messages.success(request, "; ".join(done))
     if refused:
@@ -30,14 +42,12 @@ def _report(request: HttpRequest, done: list[str], refused: list[str]) -> None:
 
 @admin.action(description="Cancel pending work of the selected conversations")
 def cancel_conversation_work(modeladmin, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
-    done, refused = [], []
-    for conversation in queryset.select_related("agent"):
-        try:
-            count = graph_cancel(conversation=conversation, by=request.user.get_username())
-            done.append(f"{conversation}: {count} node(s) cancelled")
-        except WorkQueueError as exc:
-            refused.append(str(exc))
-    _report(request, done, refused)
+    by = request.user.get_username()
+    _each(
+        request,
+        queryset.select_related("agent"),
+        lambda c: f"{c}: {graph_cancel(conversation=c, by=by)} node(s) cancelled",
+    )
 
 
 @admin.action(description="Gag the selected conversations (record, do not act)")
@@ -56,23 +66,23 @@ def ungag_conversations(modeladmin, request: HttpRequest, queryset: QuerySet[Con
 
 @admin.action(description="Cancel the selected pending nodes")
 def cancel_nodes(modeladmin, request: HttpRequest, queryset: QuerySet[TaskNode]) -> None:
-    done, refused = [], []
-    for node_id in queryset.values_list("pk", flat=True):
-        try:
-            node = node_cancel(node_id=node_id, by=request.user.get_username())
-            done.append(f"{node.kind} #{node.pk} cancelled")
-        except WorkQueueError as exc:
-            refused.append(str(exc))
-    _report(request, done, refused)
+    by = request.user.get_username()
+
+    def cancel(node_id: int) -> str:
+        node = node_cancel(node_id=node_id, by=by)
+        return f"{node.kind} #{node.pk} cancelled"
+
+    _each(request, queryset.values_list("pk", flat=True), cancel)
 
 
 @admin.action(description="Delete all pending work of the selected agents")
 def delete_agent_work(modeladmin, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
-    done = [
-        f"{agent.name}: {agent_pending_work_delete(agent=agent, by=request.user.get_username())} graph(s) cancelled"
-        for agent in queryset
-    ]
-    _report(request, done, [])
+    by = request.user.get_username()
+    _each(
+        request,
+        queryset,
+        lambda a: f"{a.name}: {agent_pending_work_delete(agent=a, by=by)} graph(s) cancelled",
+    )
 
 
 def register_work_queue_actions() -> None:

@@ -9,10 +9,19 @@ from django.http import HttpRequest
 from conversations.models import Conversation, NodeStatus, OfferedModel, TaskGraph
 from conversations.services.translations import LANGUAGES
 from dashboard.transcript import action_text
-from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, route_for
+from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, route_for
 
 #: Names offered in the LLM field besides OpenRouter's list (any valid name is accepted).
-BUILT_IN_LLMS = ("gemini", GEMINI_DEFAULT, "gemini-2.5-flash", "gemini-2.5-pro", "grok", GROK_DEFAULT)
+BUILT_IN_LLMS = (
+    "gemini",
+    GEMINI_DEFAULT,
+    "gemini-2.5-flash",
+    "gemini-2.5-pro",
+    "grok",
+    GROK_DEFAULT,
+    "gpt",
+    "openrouter",
+)
 
 
 def llm_choices() -> list[str]:
@@ -22,11 +31,12 @@ def llm_choices() -> list[str]:
 
 def effective_llm(conversation: Conversation) -> dict[str, str]:
     """Which model the next turn uses and why, or the error that stops it."""
-    source = (
-        "this conversation"
-        if conversation.llm_model
-        else ("the agent" if conversation.agent.llm else "the site default (DEFAULT_AGENT_LLM)")
-    )
+    if not is_default_name(conversation.llm_model):
+        source = "this conversation"
+    elif not is_default_name(conversation.agent.llm):
+        source = "the agent"
+    else:
+        source = "the site default (DEFAULT_AGENT_LLM)"
     try:
         route = route_for(agent_llm=conversation.agent.llm, conversation_llm=conversation.llm_model)
     except UnknownModelError as exc:

@@ -42,16 +42,19 @@ def _language(value: str | None) -> str | None:
     return value if value in LANGUAGES else None
 
 
+def _translated(conversation: Conversation, language: str) -> tuple[dict[int, str], int]:
+    """The log's cached translations (message id -> text) and how many texts still lack one."""
+    texts = translatable_messages(conversation)
+    found = cached_translations(texts, language=language)
+    return found, len({m.text for m in texts if m.message_id not in found})
+
+
 @verified_staff_required
 @require_GET
 def conversation_log(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = _conversation(conversation_id)
     language = _language(request.GET.get("lang"))
-    translations, missing = {}, 0
-    if language:
-        texts = translatable_messages(conversation)
-        translations = cached_translations(texts, language=language)
-        missing = len({m.text for m in texts if m.message_id not in translations})
+    translations, missing = _translated(conversation, language) if language else ({}, 0)
     entries = conversation_transcript(conversation, translations=translations)
     context = conversation_header(conversation, request, tab="log")
     context.update({"entries": entries, "shown_language": language, "missing": missing})
@@ -66,9 +69,7 @@ def conversation_translations(request: HttpRequest, conversation_id: int) -> Jso
     language = _language(request.GET.get("lang"))
     if language is None:
         return JsonResponse({"error": f"choose a language: {', '.join(LANGUAGES)}"}, status=400)
-    texts = translatable_messages(conversation)
-    found = cached_translations(texts, language=language)
-    missing = len({m.text for m in texts if m.message_id not in found})
+    found, missing = _translated(conversation, language)
     return JsonResponse({"translations": {str(k): v for k, v in found.items()}, "missing": missing})
 
 
