@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 from django.conf import settings
 
@@ -20,7 +21,7 @@ from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.file_sources import is_file_url, read_file_url
 from llm.media import warm_media_descriptions
 from llm.parsing import ParseResult, parse_reply
-from llm.policy import apply_policy
+from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
 from llm.prompt.sections import RETRIEVE_PROMPT
@@ -53,6 +54,7 @@ class PlanResult:
     errors: list[str] = field(default_factory=list)  # invalid or unknown tasks, never executed
     notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
     llm_call_ids: list[int] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
 
 
 def plan_turn(
@@ -158,11 +160,12 @@ def plan_turn(
     tasks = _only_allowed_kinds([t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, errors)
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
-    sender_id = target.sender_id if target is not None and not target.is_agent else None
-    allowed, _refused = apply_policy(
-        tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk
+    inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=messages)
+    allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk)
+    thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
+    return PlanResult(
+        tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids, thoughts=thoughts
     )
-    return PlanResult(tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids)
 
 
 def _retrieve(url: str, *, agent_id: int, deadline: float, so_far: list[RetrievedPage]) -> str:

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agents', '0004_telegram_entity_plural'),
-        ('conversations', '0005_sandbox_profile_and_public_chats'),
+        ('conversations', '0006_conversation_gag_translations_offered_models'),
     ]
 
     operations = [
