@@ -11,6 +11,8 @@ from conversations.models import Conversation
 from conversations.services.summaries import conversations_summarize_now
 from dashboard import selectors
 from dashboard.access import verified_staff_required
+from dashboard.conversation_tools import conversation_header
+from dashboard.costs import cost_chart, daily_costs
 from llm.conversation import conversation_history, history_start
 from memory.services.stored import stored_entries
 from memory.stored_kinds import StoreContext
@@ -27,7 +29,8 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
         "events": selectors.recent_events(),
         "last_event_id": selectors.last_event_id(),
     }
-    return render(request, "dashboard/index.html", {"initial": initial})
+    chart = cost_chart(daily_costs())
+    return render(request, "dashboard/index.html", {"initial": initial, "chart": chart})
 
 
 @verified_staff_required
@@ -38,18 +41,13 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
     conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
     start = history_start(conversation)
     history = conversation_history(conversation, start=start)
-    context = StoreContext(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
-    summaries = stored_entries(kind="summarize", context=context)
+    store = StoreContext(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    summaries = stored_entries(kind="summarize", context=store)
+    context = conversation_header(conversation, request, tab="seen")
     return render(
         request,
         "dashboard/conversation.html",
-        {
-            "conversation": conversation,
-            "history": history,
-            "summaries": summaries,
-            "start": start,
-            "nav": "dashboard",
-        },
+        {**context, "history": history, "summaries": summaries, "start": start},
     )
 
 
