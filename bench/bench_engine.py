@@ -5,6 +5,7 @@
 - tick claim throughput with 1,000 active conversations, on SQLite and on MariaDB when reachable
   (DATABASE_URL=mysql://... or the local server at 127.0.0.1:3306; a dedicated database, named by
   CINDY_BENCH_DATABASE_NAME or cindy_bench_<pid>, is created and dropped);
+- the gateway's CPU per idle pass with 100 sandbox agents, and its share of a core at the tick;
 - the gateway's resident memory (RSS) with 100 sandbox agents.
 
 Run: .venv/bin/python bench/bench_engine.py
@@ -29,6 +30,7 @@ OVERHEAD_RUNS = 20
 CONVERSATIONS = 1000
 GATEWAY_AGENTS = 100
 CLAIM_RUNS = 5
+IDLE_RUNS = 9
 CLAIM_GOALS = {"SQLite": 2000, "MariaDB": 1000}
 
 
@@ -196,6 +198,33 @@ def part_claims(label: str) -> None:
     )
 
 
+def part_idle() -> None:
+    """CPU of one gateway pass with nothing to do, 100 sandbox agents connected (in process)."""
+    from asgiref.sync import async_to_sync
+    from django.conf import settings
+
+    from engine.gateway import Gateway
+
+    for i in range(GATEWAY_AGENTS):
+        make_agent(f"Idle{i:03d}")
+    gateway = Gateway(gateway_id="bench-idle", enqueue=lambda node_id, owner: None, tick_seconds=0)
+    for _ in range(3):  # take the leases, connect, first media scan
+        async_to_sync(gateway.run_once)()
+    samples = []
+    for _ in range(IDLE_RUNS):
+        started = time.process_time()
+        async_to_sync(gateway.run_once)()
+        samples.append(time.process_time() - started)
+    per_pass = statistics.median(samples)
+    tick = settings.CINDY_TICK_SECONDS
+    share = per_pass / (per_pass + tick)
+    print(
+        f"gateway CPU while idle, {GATEWAY_AGENTS} agents: median {per_pass * 1000:.0f} ms per pass, "
+        f"{share:.1%} of a core with a {tick:g} s tick; goal ≤ 2%, {'meets' if share <= 0.02 else 'MISSES'} "
+        f"({IDLE_RUNS} runs)"
+    )
+
+
 # --- part 3: gateway RSS --------------------------------------------------------------------------------
 
 
@@ -291,6 +320,7 @@ def main() -> None:
                 mysql_admin(url, f"DROP DATABASE IF EXISTS {name}")
         else:
             print("tick claims on MariaDB: skipped (no MySQL/MariaDB server reachable)")
+        run_part("idle", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "idle.sqlite3")})
         run_part("rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "rss.sqlite3")})
 
 
@@ -307,6 +337,8 @@ if __name__ == "__main__":
             part_overhead()
         elif part == "claims":
             part_claims(args["--label"])
+        elif part == "idle":
+            part_idle()
         else:
             part_rss(child_env)
     else:

@@ -37,7 +37,7 @@ from engine.clients import AgentClient
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
 from engine.leases import agent_stop, lease_acquire, lease_release
-from engine.requests import execute_request, request_finish, requests_claim
+from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
 from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.tick import Ticker
@@ -224,10 +224,30 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
         await sync_to_async(agent_stop)(agent_id=agent_id, reason=reason, error=str(exc))
         await self._drop(agent_id, f"stopped: {exc.reason}")
 
+    def _quiet_transports(self, clients: list[AgentClient]) -> set[int]:
+        """Agent ids whose transport says, in one query per transport kind, that a poll finds nothing.
+
+        A transport class may offer `with_updates(transports)` (the sandbox does: its poll is a
+        query); the others (Telegram: an in-memory queue) are always polled.
+        """
+        by_kind: dict[type, list[AgentClient]] = {}
+        for client in clients:
+            by_kind.setdefault(type(client.transport), []).append(client)
+        quiet: set[int] = set()
+        for kind, group in by_kind.items():
+            check = getattr(kind, "with_updates", None)
+            if check is None:
+                continue
+            ready = check([c.transport for c in group])
+            quiet.update(c.agent.pk for c in group if c.transport not in ready)
+        return quiet
+
     async def step_ingest(self) -> bool:
         did = False
+        connected = [client for client in self.clients.values() if client.connected]
+        quiet = await sync_to_async(self._quiet_transports)(connected) if connected else set()
         for agent_id, client in list(self.clients.items()):
-            if not client.connected:
+            if not client.connected or agent_id in quiet:
                 continue
             try:
                 updates = await client.transport.poll_updates()
@@ -324,8 +344,10 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
 
     async def step_requests(self) -> bool:
         did = False
+        connected = [agent_id for agent_id, client in self.clients.items() if client.connected]
+        pending = await sync_to_async(requests_pending_agents)(agent_ids=connected)
         for agent_id, client in list(self.clients.items()):
-            if not client.connected:
+            if not client.connected or agent_id not in pending:
                 continue
             for request in await sync_to_async(requests_claim)(agent_id=agent_id, holder=self.gateway_id):
                 did = True
