@@ -16,6 +16,7 @@ from cindy_site.admin_utils import (
     ReadOnlyInline,
     change_link,
     changelist_link,
+    html_row,
     service_form,
     short,
 )
@@ -166,14 +167,16 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(description="See")
     def related(self, conversation: Conversation) -> str:
-        return (
-            changelist_link("conversations.message", "all messages", conversation__id__exact=conversation.pk)
-            + " · "
-            + changelist_link("conversations.taskgraph", "graphs", conversation__id__exact=conversation.pk)
-            + " · "
-            + changelist_link(
-                "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
-            )
+        return html_row(
+            [
+                changelist_link(
+                    "conversations.message", "all messages", conversation__id__exact=conversation.pk
+                ),
+                changelist_link("conversations.taskgraph", "graphs", conversation__id__exact=conversation.pk),
+                changelist_link(
+                    "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
+                ),
+            ]
         )
 
     def save_model(self, request, obj, form, change):
