@@ -104,6 +104,12 @@ def part_overhead() -> None:
             run_received(*queued.pop(0))
         samples.append(arrivals[-1] - start)
     server.stop()
+    status = Path("/proc/self/status").read_text()
+    rss_kb = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+    print(
+        f"RSS after planning, gateway and task in one process (an upper bound for one task worker after "
+        f"its first plan): {rss_kb / 1024:.0f} MiB; goal ≤ 90 MiB, {'meets' if rss_kb <= 90 * 1024 else 'MISSES'}"
+    )
     samples.sort()
     print(
         f"inbound → LLM request, {HISTORY} messages of history: median {statistics.median(samples) * 1000:.1f} ms, "
