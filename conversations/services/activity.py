@@ -36,24 +36,10 @@ def activity_event(
     )
 
 
-def record_event(
-    kind: str,
-    *,
-    agent_id: int | None = None,
-    conversation_id: int | None = None,
-    node_id: int | None = None,
-    summary: str = "",
-    data: dict[str, Any] | None = None,
-) -> ActivityEvent:
-    """Append one event; the web process relays it to dashboard sockets (see the dashboard relay)."""
-    event = activity_event(
-        kind,
-        agent_id=agent_id,
-        conversation_id=conversation_id,
-        node_id=node_id,
-        summary=summary,
-        data=data,
-    )
+def record_event(kind: str, **fields: Any) -> ActivityEvent:
+    """Append one event (the fields of `activity_event`); the web process relays it to dashboard
+    sockets (see the dashboard relay)."""
+    event = activity_event(kind, **fields)
     event.save()
     return event
 
