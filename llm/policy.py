@@ -2,7 +2,8 @@
 
 - block, unblock and clear-conversation only in direct messages;
 - shutdown only when the message that triggered the turn comes from an operator
-  (`CINDY_OPERATOR_IDS`, Telegram user ids).
+  (`CINDY_OPERATOR_IDS`, Telegram user ids);
+- xsend, event, schedule and send_media as `llm.policy_initiative` says.
 
 Every refusal is recorded as a `policy_refused` activity event with the reason.
 """
@@ -15,6 +16,7 @@ from django.conf import settings
 
 from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
+from llm.policy_initiative import initiative_refusal
 from llm.tasks import Task
 
 DM_ONLY = frozenset({"block", "unblock", "clear-conversation"})
@@ -37,7 +39,7 @@ def refusal_reason(task: Task, *, conversation: Conversation, trigger_sender_id:
                 f"shutdown needs the triggering message to come from an operator; sender "
                 f"{trigger_sender_id} is not in CINDY_OPERATOR_IDS"
             )
-    return ""
+    return initiative_refusal(task, conversation=conversation)
 
 
 def apply_policy(

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from llm.tasks import known_kinds
+from llm.tasks import KIND_ALIASES, known_kinds
 
 _MARKER = re.compile(r"<!--\s*SCHEMA_TASKS\s*:(.{0,2000}?)-->", re.IGNORECASE | re.DOTALL)
 
@@ -24,7 +24,8 @@ def kinds_from_prompt(text: str) -> set[str]:
     """The kinds named by the SCHEMA_TASKS markers in one prompt (the marker name is case-insensitive)."""
     found: set[str] = set()
     for match in _MARKER.finditer(text or ""):
-        found.update(name.strip().lower() for name in match.group(1).split(",") if name.strip())
+        names = (name.strip().lower() for name in match.group(1).split(",") if name.strip())
+        found.update(KIND_ALIASES.get(name, name) for name in names)
     return found
 
 
@@ -66,6 +67,19 @@ def task_list_schema(kinds: Iterable[str] | None = None) -> dict[str, Any]:
         "content": string,
         "created": string,
         "urls": {"type": "ARRAY", "items": string},
+        # initiative kinds: xsend, event, schedule, send_media
+        "target_channel_id": integer,
+        "intent": string,
+        "time": string,
+        "timezone": string,
+        "interval": string,
+        "occurrences": integer,
+        "start_time": string,
+        "end_time": string,
+        "activity_name": string,
+        "description": string,
+        "responsiveness": integer,
+        "unique_id": string,
     }
     return {
         "type": "ARRAY",

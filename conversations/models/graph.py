@@ -18,6 +18,9 @@ class NodeKind(models.TextChoices):
     UNBLOCK = "unblock", "Unblock"
     CLEAR_CONVERSATION = "clear-conversation", "Clear conversation"
     SHUTDOWN = "shutdown", "Shutdown"
+    # initiative kinds
+    XSEND = "xsend", "Cross-chat send"
+    SEND_MEDIA = "send_media", "Send media"
 
 
 #: Kinds that need an LLM and run on a django-q2 worker; every other kind runs in the gateway.
@@ -45,6 +48,9 @@ class TaskGraph(models.Model):
         REACTION = "reaction", "Reaction"
         XSEND = "xsend", "Cross-chat intention"
         CONTINUATION = "continuation", "Continuation"
+        # initiative triggers: the payload is in the graph's context ("xsend" / "event" intent)
+        EVENT = "event", "Scheduled event"
+        NUDGE = "nudge", "Operator nudge"
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="graphs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)

@@ -12,6 +12,7 @@ from engine.handlers import (  # noqa: F401  (each module registers its kind)
     unblock,
     wait,
 )
+from engine.handlers import send_media, xsend  # noqa: F401,E402  (initiative kinds)
 from engine.handlers.base import Defer, Done, HandlerContext, NodeLost, handler_for, register
 
 __all__ = ["Defer", "Done", "HandlerContext", "NodeLost", "handler_for", "register"]

@@ -12,22 +12,32 @@ TIME_FORMAT = "%A %B %d, %Y at %I:%M %p %Z"
 @dataclass(frozen=True)
 class TurnContext:
     """Why this turn happens. `trigger` is one of message, reaction, xsend, new_conversation,
-    continuation (the graph's trigger)."""
+    continuation, event, nudge (the graph's trigger); `xsend_intent` carries an xsend's or a nudge's
+    intent, `event_intent` a due event's."""
 
     trigger: str = "message"
     target_message_id: int | None = None
     xsend_intent: str = ""
     reactions: tuple[str, ...] = ()  # e.g. ("Alice reacted 👍",) for a reaction trigger
+    event_intent: str = ""
 
 
 def specific_instructions(turn: TurnContext) -> str:
-    """Exactly one of: cross-chat trigger, new conversation, target message, reaction, continuation."""
-    if turn.trigger == "xsend" and turn.xsend_intent:
-        body = (
+    """Exactly one of: cross-chat trigger, scheduled event, new conversation, target message, reaction,
+    continuation. The cross-channel trigger and the event are their own sections, shown once."""
+    if turn.trigger in ("xsend", "nudge") and turn.xsend_intent:
+        return (
+            "# Cross-channel Trigger\n\n"
             "You decided earlier, in another conversation, to write to this chat. Your intention was:\n\n"
             f"{turn.xsend_intent}\n\nAct on it now in a way that fits this conversation."
         )
-    elif turn.trigger == "new_conversation" and turn.target_message_id is not None:
+    if turn.trigger == "event" and turn.event_intent:
+        return (
+            "# Scheduled Event\n\n"
+            "An event you scheduled for this conversation is due now. Your intention was:\n\n"
+            f"{turn.event_intent}\n\nAct on it now in a way that fits this conversation."
+        )
+    if turn.trigger == "new_conversation" and turn.target_message_id is not None:
         body = (
             "This is the start of a new conversation: the message with message_id "
             f"{turn.target_message_id} is the first anyone has sent you here, and you have never talked "
@@ -65,4 +75,5 @@ def turn_context_from_graph(graph: Any, *, reactions: tuple[str, ...] = ()) -> T
         target_message_id=graph.target_message_id,
         xsend_intent=str(intent),
         reactions=reactions,
+        event_intent=str((context.get("event") or {}).get("intent", "")),
     )

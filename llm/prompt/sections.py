@@ -165,6 +165,8 @@ def stored_sections(agent: Agent, *, conversation: Conversation) -> str:
     context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
     blocks = []
     for spec in stored_kinds():
+        if not spec.in_prompt:
+            continue
         entries = stored_entries(kind=spec.kind, context=context)
         if entries:
             blocks.append(f"# {spec.section_title}\n\n" + _json_block(entries))

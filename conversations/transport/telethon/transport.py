@@ -28,6 +28,7 @@ from conversations.transport.base import (
 
 from .account import TelethonAccount
 from .client import TelethonConnection
+from .library import TelethonLibrary
 from .errors import error_code
 from .markdown import to_entities
 from .normalize import chat_kind_of, peer_id_of
@@ -65,7 +66,7 @@ def _dialog_marks(dialog: types.Dialog) -> dict[str, int]:
     }
 
 
-class TelethonTransport(TelethonAccount, TelethonConnection):
+class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
     """See the module docstring; connection and inbound plumbing live in `TelethonConnection`."""
 
     # --- sending ----------------------------------------------------------------------------------
