@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0006_persona_file_identity'),
+        ('agents', '0007_persona_file_identity'),
         ('memory', '0003_entry_ids'),
     ]
 

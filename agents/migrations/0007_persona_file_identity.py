@@ -16,7 +16,7 @@ def stems_from_source_files(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0005_agent_document'),
+        ('agents', '0006_gateway_request_account_kinds'),
     ]
 
     operations = [
