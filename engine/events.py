@@ -50,8 +50,8 @@ def event_fire(*, event_pk: int, at: dt.datetime) -> bool:
     """Fire one due event if this caller wins its claim. Returns whether it fired.
 
     1. Read the row; stop if it is no longer due.
-    2. Compare-and-set: move `due_at` to the next step (NULL when done) and count the firing, only if
-       `due_at` and `fired_count` are still what was read.
+    2. Compare-and-set, only if `due_at` and `fired_count` are still what was read: move `due_at` to
+       the next step and count the firing, or delete the event after its last occurrence.
     3. In the same transaction, start the turn in the event's conversation (none when the
        conversation is gone or quiet: the occurrence is spent and recorded as skipped).
     """
@@ -59,11 +59,7 @@ def event_fire(*, event_pk: int, at: dt.datetime) -> bool:
         event = ScheduledEvent.objects.select_related("agent").filter(pk=event_pk).first()
         if event is None or event.due_at is None or event.due_at > at:
             return False
-        following = event_next_due(event, after=at)
-        won = ScheduledEvent.objects.filter(pk=event.pk, due_at=event.due_at, fired_count=event.fired_count).update(
-            due_at=following, fired_count=event.fired_count + 1, last_fired=at
-        )
-        if won != 1:
+        if not event_claim(event=event, at=at):
             return False
         conversation = Conversation.objects.filter(agent_id=event.agent_id, peer_id=event.channel_id).first()
         reason = _skip_reason(event.agent, conversation)
@@ -97,6 +93,17 @@ def event_fire(*, event_pk: int, at: dt.datetime) -> bool:
             data={"trigger": "event", "event": event.entry_id, "occurrence": event.fired_count + 1},
         )
     return True
+
+
+def event_claim(*, event: ScheduledEvent, at: dt.datetime) -> bool:
+    """The compare-and-set on the occurrence `event` was read at; True when this caller won it."""
+    following = event_next_due(event, after=at)
+    claim = ScheduledEvent.objects.filter(pk=event.pk, due_at=event.due_at, fired_count=event.fired_count)
+    if following is None:
+        won, _ = claim.delete()
+    else:
+        won = claim.update(due_at=following, fired_count=event.fired_count + 1, last_fired=at)
+    return won == 1
 
 
 def _skip_reason(agent: Agent, conversation: Conversation | None) -> str:

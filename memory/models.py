@@ -196,8 +196,8 @@ class ScheduledEvent(models.Model):
 
     The gateway claims a due event with a compare-and-set on (`pk`, `due_at`, `fired_count`) in the
     same transaction that starts the turn, so each occurrence fires once across crashes, takeovers and
-    clock jumps (`engine.events`). A recurring event moves `due_at` on by `interval_seconds`; a finished
-    one has `due_at` NULL.
+    clock jumps (`engine.events`). A recurring event moves `due_at` on by `interval_seconds`; an event
+    is deleted after its last occurrence.
     """
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="scheduled_events")
