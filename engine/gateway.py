@@ -23,7 +23,6 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from agents.models import Agent
-from agents.schedule import asleep_until
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
@@ -38,6 +37,7 @@ from engine.events import event_next_due_at, events_fire_due
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
 from engine.leases import agent_stop, lease_acquire, lease_release
+from engine.responsiveness import asleep_until
 from engine.requests import execute_request, request_finish, requests_claim
 from engine.runner import run_node
 from engine.signin import SignInSteps
@@ -261,15 +261,15 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
             for agent_id, client in self.clients.items()
             if client.connected
             and (client.paused_until is None or client.paused_until <= when)
-            and asleep_until(schedule=client.agent.daily_schedule, timezone=client.agent.timezone, when=when)
-            is None
+            and asleep_until(agent=client.agent, at=when) is None
         ]
 
     async def step_tick(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
         held = list(self.clients)
         reaped = await sync_to_async(nodes_reap_expired)(agent_ids=held) if held else 0
-        claimed = await sync_to_async(self.ticker.claim)(agent_ids=self._active_agent_ids())
+        active = await sync_to_async(self._active_agent_ids)()  # reads the schedule: off the loop
+        claimed = await sync_to_async(self.ticker.claim)(agent_ids=active)
         actions = []
         for node, owner in claimed:
             if node.kind in BRAIN_KINDS:

@@ -16,6 +16,7 @@ from cindy_site.clock import get_clock
 from conversations.models import LLMCall, Message, TaskNode
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import agent_timezone, history_messages, to_chat_messages
+from llm.documents import file_content
 from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.media import warm_media_descriptions
 from llm.parsing import ParseResult, parse_reply
@@ -135,7 +136,8 @@ def plan_turn(
                     f"{max(0.0, deadline - clock.monotonic()):.0f} s away; the {len(retrieved)} pages "
                     "fetched so far are kept and the node will be retried"
                 )
-            retrieved.append(RetrievedPage(url, fetch_page(url).content))
+            content = file_content(agent=agent, url=url) if url.startswith("file:") else fetch_page(url).content
+            retrieved.append(RetrievedPage(url, content))
             fetched.add(url)
         graph.context = {**(graph.context or {}), "retrieved": [asdict(p) for p in retrieved]}
         graph.save(update_fields=["context"])
