@@ -37,8 +37,8 @@ from engine.events import event_next_due_at, events_fire_due
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
 from engine.leases import agent_stop, lease_acquire, lease_release
-from engine.responsiveness import asleep_until
 from engine.requests import execute_request, request_finish, requests_claim
+from engine.responsiveness import asleep_until
 from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.tick import Ticker
@@ -372,6 +372,7 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
             self.step_requests,
             self.step_signin,
             self.step_stickers,
+            self.step_library,
             self.step_dialogs,
         ):
             if self.stopping.is_set():

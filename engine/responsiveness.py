@@ -21,7 +21,9 @@ SLOWEST_SECONDS = 120.0  # responsiveness 1
 
 def current_entry(*, agent_id: int, at: dt.datetime) -> ScheduleEntry | None:
     """The schedule entry covering `at`, if any."""
-    return ScheduleEntry.objects.filter(agent_id=agent_id, start__lte=at, end__gt=at).order_by("start").first()
+    return (
+        ScheduleEntry.objects.filter(agent_id=agent_id, start__lte=at, end__gt=at).order_by("start").first()
+    )
 
 
 def responsiveness_delay(responsiveness: int) -> dt.timedelta:
@@ -46,7 +48,9 @@ def asleep_until(*, agent: Agent, at: dt.datetime) -> dt.datetime | None:
     return wake
 
 
-def reply_not_before(*, agent: Agent, seen_at: dt.datetime, default_delay: dt.timedelta, at: dt.datetime) -> dt.datetime:
+def reply_not_before(
+    *, agent: Agent, seen_at: dt.datetime, default_delay: dt.timedelta, at: dt.datetime
+) -> dt.datetime:
     """When a turn answering something seen at `seen_at` may start."""
     wake = asleep_until(agent=agent, at=at)
     if wake is not None:

@@ -136,7 +136,9 @@ def plan_turn(
                     f"{max(0.0, deadline - clock.monotonic()):.0f} s away; the {len(retrieved)} pages "
                     "fetched so far are kept and the node will be retried"
                 )
-            content = file_content(agent=agent, url=url) if url.startswith("file:") else fetch_page(url).content
+            content = (
+                file_content(agent=agent, url=url) if url.startswith("file:") else fetch_page(url).content
+            )
             retrieved.append(RetrievedPage(url, content))
             fetched.add(url)
         graph.context = {**(graph.context or {}), "retrieved": [asdict(p) for p in retrieved]}

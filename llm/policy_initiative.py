@@ -76,7 +76,9 @@ def _schedule(task: Task, conversation: Conversation) -> str:
         start = parse_entry_time(
             params.get("start_time") or existing.start, agent_timezone=agent.timezone, name="start_time"
         )
-        end = parse_entry_time(params.get("end_time") or existing.end, agent_timezone=agent.timezone, name="end_time")
+        end = parse_entry_time(
+            params.get("end_time") or existing.end, agent_timezone=agent.timezone, name="end_time"
+        )
     except TimeError as exc:
         return f"schedule: {exc}"
     if end <= start:

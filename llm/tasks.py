@@ -145,7 +145,9 @@ def _peer_id(raw: dict[str, Any], *names: str) -> int:
             continue
         text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
         if not text.lstrip("-").isdigit() or len(text) > 20 or int(text) == 0:
-            raise TaskError(f'"{name}" is {_short(value)}: give the channel id shown in the conversation list')
+            raise TaskError(
+                f'"{name}" is {_short(value)}: give the channel id shown in the conversation list'
+            )
         return int(text)
     raise TaskError(f'"{names[0]}" is missing: give the id of the conversation to act in')
 
@@ -251,7 +253,9 @@ def _stored(kind: str, raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     content = next((text for name in spec.content_names if (text := _optional_text(raw, name, notes))), "")
     if not content.strip() and _task_id(raw) is None:
         name = spec.content_names[0]
-        raise TaskError(f'"{name}" is missing or empty: write what to store (empty {name} needs an "id" to delete)')
+        raise TaskError(
+            f'"{name}" is missing or empty: write what to store (empty {name} needs an "id" to delete)'
+        )
     created = raw.get("created")
     if created is not None and not isinstance(created, str | int | float):
         raise TaskError(f'"created" is {_short(created)}: give an ISO 8601 date or date-time')

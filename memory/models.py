@@ -208,7 +208,9 @@ class ScheduledEvent(models.Model):
     timezone = models.CharField(max_length=64, blank=True, help_text="IANA zone for the time; empty: agent's")
     interval_raw = models.CharField(max_length=64, blank=True, help_text='e.g. "2 hours"; empty: once')
     interval_seconds = models.PositiveIntegerField(null=True, blank=True)
-    occurrences = models.PositiveIntegerField(null=True, blank=True, help_text="Times to fire; empty: until deleted")
+    occurrences = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Times to fire; empty: until deleted"
+    )
     fired_count = models.PositiveIntegerField(default=0)
     due_at = models.DateTimeField(null=True, blank=True, help_text="Next firing (UTC); empty once finished")
     last_fired = models.DateTimeField(null=True, blank=True)
@@ -225,17 +227,17 @@ class ScheduledEvent(models.Model):
     def __str__(self) -> str:
         return f"{self.entry_id}: {self.intent[:60]}"
 
-    @classmethod
-    def from_db(cls, db, field_names, values):
-        event = super().from_db(db, field_names, values)
-        event._original_times = (event.time_raw, event.timezone, event.interval_raw)
-        return event
-
     def save(self, *args, **kwargs) -> None:
         from memory.schedule_times import event_times_apply
 
         event_times_apply(self)
         super().save(*args, **kwargs)
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        event = super().from_db(db, field_names, values)
+        event._original_times = (event.time_raw, event.timezone, event.interval_raw)
+        return event
 
 
 class ScheduleEntry(models.Model):
@@ -256,8 +258,12 @@ class ScheduleEntry(models.Model):
         ordering = ["agent", "start", "id"]
         verbose_name_plural = "schedule entries"
         constraints = [
-            models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="schedule_end_after_start"),
-            models.CheckConstraint(condition=models.Q(responsiveness__lte=100), name="schedule_responsiveness_max"),
+            models.CheckConstraint(
+                condition=models.Q(end__gt=models.F("start")), name="schedule_end_after_start"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(responsiveness__lte=100), name="schedule_responsiveness_max"
+            ),
         ]
         indexes = [
             # engine.schedule (the reply delay, the dashboard's current activity): entries around now.

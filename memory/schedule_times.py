@@ -17,7 +17,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from agents.schedule import _zone
 
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*$", re.IGNORECASE)
-_UNITS = {"second": 1, "sec": 1, "minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400, "week": 604800}
+_UNITS = {
+    "second": 1,
+    "sec": 1,
+    "minute": 60,
+    "min": 60,
+    "hour": 3600,
+    "hr": 3600,
+    "day": 86400,
+    "week": 604800,
+}
 #: The shortest recurrence accepted: a tighter loop would only burn LLM calls.
 MIN_INTERVAL_SECONDS = 60
 

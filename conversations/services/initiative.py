@@ -15,7 +15,9 @@ class XSendRefused(ValueError):
     pass
 
 
-def conversation_xsend(*, source: Conversation, target_peer_id: int, intent: str, source_node_id: int) -> TaskGraph:
+def conversation_xsend(
+    *, source: Conversation, target_peer_id: int, intent: str, source_node_id: int
+) -> TaskGraph:
     """Start a turn in the agent's conversation with `target_peer_id`, carrying `intent`.
 
     The policy holds here too, whoever calls: the target belongs to the same agent and is not `source`.
@@ -52,7 +54,8 @@ def conversation_nudge(*, conversation: Conversation, intent: str = "", operator
         ActivityEvent.Kind.TRIGGER,
         agent_id=conversation.agent_id,
         conversation_id=conversation.pk,
-        summary=f"nudged by {operator or 'an operator'}" + (f": {intent.strip()[:200]}" if intent.strip() else ""),
+        summary=f"nudged by {operator or 'an operator'}"
+        + (f": {intent.strip()[:200]}" if intent.strip() else ""),
         data={"trigger": "nudge", "graph_id": graph.pk},
     )
     return graph

@@ -18,7 +18,9 @@ def sandbox_library_part(item: LibraryRef) -> dict[str, Any]:
     """The media part of a sandbox message that shows `item`; its file is copied beside the uploads."""
     source = Path(settings.MEDIA_ROOT) / item.file if item.file else None
     if source is None or not source.is_file():
-        raise PermanentError("MEDIA_NOT_FOUND", f"library item {item.unique_id} has no uploaded file ({item.file!r})")
+        raise PermanentError(
+            "MEDIA_NOT_FOUND", f"library item {item.unique_id} has no uploaded file ({item.file!r})"
+        )
     relative = f"{SANDBOX_PHOTO_DIR}/{item.unique_id}{source.suffix.lower()}"
     target = Path(settings.MEDIA_ROOT) / relative
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from engine.handlers import (  # noqa: F401  (each module registers its kind)
+from engine.handlers import (  # noqa: F401  (each module registers its kind)  # noqa: F401,E402  (initiative kinds)
     block,
     clear_conversation,
     react,
     send,
+    send_media,
     shutdown,
     sticker,
     unblock,
     wait,
+    xsend,
 )
-from engine.handlers import send_media, xsend  # noqa: F401,E402  (initiative kinds)
 from engine.handlers.base import Defer, Done, HandlerContext, NodeLost, handler_for, register
 
 __all__ = ["Defer", "Done", "HandlerContext", "NodeLost", "handler_for", "register"]

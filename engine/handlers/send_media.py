@@ -29,10 +29,14 @@ async def handle_send_media(ctx: HandlerContext) -> Done:
     unique_id = str(ctx.params.get("unique_id") or "")
     ref = await sync_to_async(library_ref)(agent_id=ctx.agent.pk, unique_id=unique_id)
     if ref is None:
-        raise PermanentError("MEDIA_NOT_FOUND", f"{unique_id!r} is not in agent {ctx.agent.name}'s media library")
+        raise PermanentError(
+            "MEDIA_NOT_FOUND", f"{unique_id!r} is not in agent {ctx.agent.name}'s media library"
+        )
     random_id = await stored_random_id(ctx)
     reply_to = ctx.params.get("reply_to")
-    sent = await ctx.transport.send_media(ctx.conversation.peer_id, ref, random_id=random_id, reply_to=reply_to)
+    sent = await ctx.transport.send_media(
+        ctx.conversation.peer_id, ref, random_id=random_id, reply_to=reply_to
+    )
     part = {"kind": "media", "media_kind": ref.media_kind, "unique_id": ref.unique_id, "mime": ref.mime}
     await sync_to_async(message_record_sent)(
         agent=ctx.agent, conversation=ctx.conversation, sent=sent, reply_to=reply_to, media=[part]

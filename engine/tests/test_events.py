@@ -26,7 +26,11 @@ def _local(clock, agent, **delta) -> str:
     """A naive local time in the agent's zone, `delta` from now."""
     from zoneinfo import ZoneInfo
 
-    return (clock.now() + dt.timedelta(**delta)).astimezone(ZoneInfo(agent.timezone)).strftime("%Y-%m-%dT%H:%M:%S")
+    return (
+        (clock.now() + dt.timedelta(**delta))
+        .astimezone(ZoneInfo(agent.timezone))
+        .strftime("%Y-%m-%dT%H:%M:%S")
+    )
 
 
 @pytest.fixture
@@ -71,7 +75,12 @@ def test_the_events_timezone_wins_over_the_agents_and_any_offset(paris, clock, h
 
 
 def test_an_event_is_updated_by_id_and_deleted_by_an_empty_intent(paris, clock, harness, fake_llm):
-    _turn(paris, harness, fake_llm, {"kind": "event", "id": "e1", "intent": "one", "time": _local(clock, paris, hours=1)})
+    _turn(
+        paris,
+        harness,
+        fake_llm,
+        {"kind": "event", "id": "e1", "intent": "one", "time": _local(clock, paris, hours=1)},
+    )
     later = _local(clock, paris, hours=3)
     _turn(paris, harness, fake_llm, {"kind": "event", "id": "e1", "intent": "two", "time": later})
     event = ScheduledEvent.objects.get()
@@ -82,7 +91,12 @@ def test_an_event_is_updated_by_id_and_deleted_by_an_empty_intent(paris, clock, 
 
 
 def test_an_event_in_the_past_is_refused(paris, clock, harness, fake_llm):
-    _turn(paris, harness, fake_llm, {"kind": "event", "intent": "too late", "time": _local(clock, paris, hours=-1)})
+    _turn(
+        paris,
+        harness,
+        fake_llm,
+        {"kind": "event", "intent": "too late", "time": _local(clock, paris, hours=-1)},
+    )
 
     assert not ScheduledEvent.objects.exists()
     refusal = ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED)
@@ -98,17 +112,27 @@ def test_an_event_with_an_unreadable_time_or_interval_is_refused(paris, clock, h
         {"kind": "event", "intent": "b", "time": _local(clock, paris, hours=1), "interval": "often"},
     )
     assert not ScheduledEvent.objects.exists()
-    reasons = list(ActivityEvent.objects.filter(kind=ActivityEvent.Kind.POLICY_REFUSED).values_list("summary", flat=True))
+    reasons = list(
+        ActivityEvent.objects.filter(kind=ActivityEvent.Kind.POLICY_REFUSED).values_list("summary", flat=True)
+    )
     assert any("ISO 8601" in r for r in reasons) and any('"interval"' in r for r in reasons)
 
 
-def test_a_recurring_event_fires_its_occurrences_and_skips_steps_missed_in_a_clock_jump(paris, clock, harness, fake_llm):
+def test_a_recurring_event_fires_its_occurrences_and_skips_steps_missed_in_a_clock_jump(
+    paris, clock, harness, fake_llm
+):
     fake_llm.set_default_reply(tasks())
     _turn(
         paris,
         harness,
         fake_llm,
-        {"kind": "event", "intent": "stretch", "time": _local(clock, paris, hours=1), "interval": "1 hours", "occurrences": 3},
+        {
+            "kind": "event",
+            "intent": "stretch",
+            "time": _local(clock, paris, hours=1),
+            "interval": "1 hours",
+            "occurrences": 3,
+        },
     )
     event = ScheduledEvent.objects.get()
     first = event.due_at
@@ -131,7 +155,12 @@ def test_a_recurring_event_fires_its_occurrences_and_skips_steps_missed_in_a_clo
 
 
 def test_a_claim_lost_to_another_gateway_fires_nothing(paris, clock, harness, fake_llm):
-    _turn(paris, harness, fake_llm, {"kind": "event", "intent": "once", "time": _local(clock, paris, minutes=30)})
+    _turn(
+        paris,
+        harness,
+        fake_llm,
+        {"kind": "event", "intent": "once", "time": _local(clock, paris, minutes=30)},
+    )
     seen_by_this_gateway = ScheduledEvent.objects.get()
     seen_by_the_other = ScheduledEvent.objects.get()
     clock.set(seen_by_this_gateway.due_at)
@@ -143,7 +172,12 @@ def test_a_claim_lost_to_another_gateway_fires_nothing(paris, clock, harness, fa
 
 def test_a_clock_set_back_does_not_fire_an_event_again(paris, clock, harness, fake_llm):
     fake_llm.set_default_reply(tasks())
-    _turn(paris, harness, fake_llm, {"kind": "event", "intent": "once", "time": _local(clock, paris, minutes=30)})
+    _turn(
+        paris,
+        harness,
+        fake_llm,
+        {"kind": "event", "intent": "once", "time": _local(clock, paris, minutes=30)},
+    )
     event = ScheduledEvent.objects.get()
     clock.set(event.due_at + dt.timedelta(minutes=1))
     assert events_fire_due(agent_ids=[paris.pk]) == 1
@@ -153,7 +187,12 @@ def test_a_clock_set_back_does_not_fire_an_event_again(paris, clock, harness, fa
 
 
 def test_a_due_event_of_a_muted_chat_is_spent_without_a_turn(paris, clock, harness, fake_llm):
-    _turn(paris, harness, fake_llm, {"kind": "event", "intent": "ping", "time": _local(clock, paris, minutes=30)})
+    _turn(
+        paris,
+        harness,
+        fake_llm,
+        {"kind": "event", "intent": "ping", "time": _local(clock, paris, minutes=30)},
+    )
     Conversation.objects.filter(agent=paris).update(muted=True)
     event = ScheduledEvent.objects.get()
     clock.set(event.due_at)
@@ -164,7 +203,12 @@ def test_a_due_event_of_a_muted_chat_is_spent_without_a_turn(paris, clock, harne
 
 
 def test_the_gateway_sleeps_no_longer_than_until_the_next_event(paris, clock, harness, fake_llm):
-    _turn(paris, harness, fake_llm, {"kind": "event", "intent": "soon", "time": _local(clock, paris, minutes=30)})
+    _turn(
+        paris,
+        harness,
+        fake_llm,
+        {"kind": "event", "intent": "soon", "time": _local(clock, paris, minutes=30)},
+    )
     event = ScheduledEvent.objects.get()
     assert event_next_due_at(agent_ids=[paris.pk]) == event.due_at
     harness.gateway.tick_seconds = 3600

@@ -11,7 +11,13 @@ import time
 
 import pytest
 
-from engine.tests.test_gateway_process import agent_texts, child, manage, start_gateway, wait_for  # noqa: F401
+from engine.tests.test_gateway_process import (  # noqa: F401
+    agent_texts,
+    child,
+    manage,
+    start_gateway,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +57,8 @@ def test_a_due_event_fires_exactly_once_across_a_sigkill_and_a_takeover(child, k
         process = start_gateway(env, log)  # takes the agent over once the dead one's lease expires
         wait_for(lambda: "Event fired" in agent_texts(db), "the event's turn", log)
         wait_for(
-            lambda: db.query("SELECT status FROM conversations_taskgraph WHERE trigger = 'event'") == [("done",)],
+            lambda: db.query("SELECT status FROM conversations_taskgraph WHERE trigger = 'event'")
+            == [("done",)],
             "the event's graph done",
             log,
         )

@@ -52,7 +52,12 @@ def test_schedule_entries_are_created_updated_and_deleted_by_id(scheduled, clock
     assert (entry.entry_id, entry.activity, entry.responsiveness) == ("act-1", "Baking", 60)
     assert entry.end - entry.start == dt.timedelta(hours=2)
 
-    _turn(scheduled, harness, fake_llm, {"kind": "schedule", "id": "act-1", "activity_name": "Selling bread", "responsiveness": 80})
+    _turn(
+        scheduled,
+        harness,
+        fake_llm,
+        {"kind": "schedule", "id": "act-1", "activity_name": "Selling bread", "responsiveness": 80},
+    )
     entry.refresh_from_db()
     assert (entry.activity, entry.responsiveness) == ("Selling bread", 80)
 
@@ -70,7 +75,13 @@ def test_an_overlapping_schedule_entry_is_refused(scheduled, clock, harness, fak
 
 
 def test_an_entry_touching_another_at_its_boundary_is_allowed(scheduled, clock, harness, fake_llm):
-    _turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3), _entry(clock, entry_id="act-2", start=3, end=4))
+    _turn(
+        scheduled,
+        harness,
+        fake_llm,
+        _entry(clock, start=1, end=3),
+        _entry(clock, entry_id="act-2", start=3, end=4),
+    )
     assert ScheduleEntry.objects.count() == 2
 
 
@@ -89,7 +100,9 @@ def test_file_schedule_json_shows_the_entries_to_the_model(scheduled, clock, har
     sandbox_say(agent=scheduled, text="when do you bake?")
     harness.settle(until=clock.now() + dt.timedelta(minutes=3))
 
-    texts = [part.get("text", "") for turn in fake_llm.requests[-1].json["contents"] for part in turn["parts"]]
+    texts = [
+        part.get("text", "") for turn in fake_llm.requests[-1].json["contents"] for part in turn["parts"]
+    ]
     at = next(i for i, text in enumerate(texts) if text.startswith("# Retrieved from file:schedule.json"))
     schedule = json.loads(texts[at + 1].split("\n", 1)[1].rsplit("\n", 1)[0])
     assert [a["activity_name"] for a in schedule["activities"]] == ["Baking"]
@@ -106,13 +119,20 @@ def test_responsiveness_sets_the_reply_delay_from_4_to_120_seconds():
 
 def test_a_message_during_a_slow_activity_is_answered_later(scheduled, clock, harness, fake_llm):
     ScheduleEntry.objects.create(
-        agent=scheduled, entry_id="a", activity="Gardening", start=clock.now(), end=clock.now() + dt.timedelta(hours=1),
-        responsiveness=1, created=clock.now(),
+        agent=scheduled,
+        entry_id="a",
+        activity="Gardening",
+        start=clock.now(),
+        end=clock.now() + dt.timedelta(hours=1),
+        responsiveness=1,
+        created=clock.now(),
     )
     sandbox_say(agent=scheduled, text="hi")
     harness.ingest()
     received = TaskNode.objects.get(kind="received")
-    assert received.not_before - clock.now() == pytest.approx(dt.timedelta(seconds=120), abs=dt.timedelta(seconds=2))
+    assert received.not_before - clock.now() == pytest.approx(
+        dt.timedelta(seconds=120), abs=dt.timedelta(seconds=2)
+    )
 
 
 def test_at_responsiveness_0_the_agent_sleeps_until_wake_time_and_leaves_messages_unread(
@@ -120,8 +140,13 @@ def test_at_responsiveness_0_the_agent_sleeps_until_wake_time_and_leaves_message
 ):
     wake = clock.now() + dt.timedelta(hours=2)
     ScheduleEntry.objects.create(
-        agent=scheduled, entry_id="s", activity="Sleeping", start=clock.now() - dt.timedelta(hours=6), end=wake,
-        responsiveness=0, created=clock.now(),
+        agent=scheduled,
+        entry_id="s",
+        activity="Sleeping",
+        start=clock.now() - dt.timedelta(hours=6),
+        end=wake,
+        responsiveness=0,
+        created=clock.now(),
     )
     assert asleep_until(agent=scheduled, at=clock.now()) == wake
     fake_llm.reply_with(tasks({"kind": "send", "text": "Good morning!"}))

@@ -67,7 +67,9 @@ def test_xsend_to_the_current_chat_is_refused(agent, harness, fake_llm, two_chat
 
 def test_xsend_to_another_agents_chat_is_refused(agent, harness, fake_llm, two_chats):
     heidi = make_agent("Heidi", phone="+15550000002")
-    foreign = Conversation.objects.create(agent=heidi, peer_id=777_001, kind=Conversation.Kind.DM, title="Carol")
+    foreign = Conversation.objects.create(
+        agent=heidi, peer_id=777_001, kind=Conversation.Kind.DM, title="Carol"
+    )
     fake_llm.reply_with(tasks({"kind": "xsend", "target_channel_id": foreign.peer_id, "intent": "sneak"}))
     sandbox_say(agent=agent, text="tell Carol")
     harness.settle()
@@ -86,7 +88,9 @@ def test_an_operator_nudge_starts_a_turn_with_its_intent_shown_once(agent, harne
     assert sandbox_transcript(agent=agent, as_name="Bob")[-1] == "Wendy: Bob, are you free tonight?"
     prompt = _prompt_text(fake_llm.requests[-1])
     assert prompt.count("Ask Bob whether he is free tonight") == 1
-    assert ActivityEvent.objects.filter(kind=ActivityEvent.Kind.TRIGGER, summary__startswith="nudged").exists()
+    assert ActivityEvent.objects.filter(
+        kind=ActivityEvent.Kind.TRIGGER, summary__startswith="nudged"
+    ).exists()
 
 
 def test_a_nudge_without_intent_asks_the_agent_to_continue(agent, harness, fake_llm, two_chats):

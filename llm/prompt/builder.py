@@ -4,7 +4,7 @@ Stable material first, volatile material last, so that consecutive turns share a
 providers bill at the cached rate:
 
 1. system instruction: response format, agent instructions, role prompts (templates substituted),
-   stickers, channel details, curated memories, the stored kinds' entries (global memories,
+   stickers, the media library, channel details, curated memories, the stored kinds' entries (global memories,
    channel plan, ...) and intentions;
 2. the history, oldest first (the window start moves in steps, see llm.conversation);
 3. retrieved web pages of this turn, marked as untrusted;
@@ -25,6 +25,7 @@ from llm.prompt.sections import (
     base_prompt,
     channel_details_section,
     intentions_section,
+    media_library_section,
     memory_section,
     sticker_section,
     stored_sections,
@@ -55,6 +56,7 @@ def system_instruction(conversation: Conversation, *, include_retrieve: bool = T
     sections = [
         base,
         sticker_section(agent),
+        media_library_section(agent),
         channel_details_section(conversation),
         memory_section(agent, partner_id=conversation.peer_id),
         stored_sections(agent, conversation=conversation),

@@ -31,7 +31,9 @@ def _input_media(message):
     if isinstance(media, types.MessageMediaPhoto):
         photo = media.photo
         return types.InputMediaPhoto(
-            id=types.InputPhoto(id=photo.id, access_hash=photo.access_hash, file_reference=photo.file_reference)
+            id=types.InputPhoto(
+                id=photo.id, access_hash=photo.access_hash, file_reference=photo.file_reference
+            )
         )
     doc = media.document
     return types.InputMediaDocument(
@@ -67,7 +69,9 @@ class TelethonLibrary:
         self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None
     ) -> SentMessage:
         if item.saved_message_id is None:
-            raise PermanentError("MEDIA_NOT_SAVED", f"library item {item.unique_id} has no Saved Messages message")
+            raise PermanentError(
+                "MEDIA_NOT_SAVED", f"library item {item.unique_id} has no Saved Messages message"
+            )
         found = await self._call(
             functions.messages.GetMessagesRequest(id=[types.InputMessageID(id=item.saved_message_id)])
         )

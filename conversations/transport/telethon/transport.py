@@ -28,8 +28,8 @@ from conversations.transport.base import (
 
 from .account import TelethonAccount
 from .client import TelethonConnection
-from .library import TelethonLibrary
 from .errors import error_code
+from .library import TelethonLibrary
 from .markdown import to_entities
 from .normalize import chat_kind_of, peer_id_of
 
