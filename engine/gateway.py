@@ -33,9 +33,9 @@ from conversations.services.nodes import node_release, nodes_reap_expired, nodes
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
 from engine.clients import AgentClient
-from engine.events import event_next_due_at, events_fire_due
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
+from engine.initiative_steps import InitiativeSteps
 from engine.leases import agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim
 from engine.responsiveness import asleep_until
@@ -62,7 +62,7 @@ def enqueue_received(node_id: int, owner: str) -> None:
     async_task("engine.tasks.run_received", node_id, owner)
 
 
-class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
+class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, InitiativeSteps):
     def __init__(
         self,
         *,
@@ -321,20 +321,6 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
         elif result.outcome == "auth":
             await self._drop(node.agent_id, "stopped: authorization failed")
 
-    # --- time-based work -------------------------------------------------------------------------
-
-    async def step_events(self) -> bool:
-        """Fire the due events of the agents this gateway holds (compare-and-set claim: engine/events.py)."""
-        held = [agent_id for agent_id, client in self.clients.items() if client.connected]
-        return bool(await sync_to_async(events_fire_due)(agent_ids=held)) if held else False
-
-    async def idle_seconds(self) -> float:
-        """How long the loop may sleep: the tick interval, or less when an event comes due sooner."""
-        due = await sync_to_async(event_next_due_at)(agent_ids=list(self.clients)) if self.clients else None
-        if due is None:
-            return self.tick_seconds
-        return max(0.0, min(self.tick_seconds, (due - now()).total_seconds()))
-
     # --- requests -----------------------------------------------------------------------------------
 
     async def step_requests(self) -> bool:
@@ -367,6 +353,7 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
             self.step_ingest,
             self.step_media,
             self.step_events,
+            self.step_schedules,
             self.step_tick,
             self.step_reap_requests,
             self.step_requests,

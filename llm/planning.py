@@ -149,7 +149,7 @@ def plan_turn(
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
     sender_id = target.sender_id if target is not None and not target.is_agent else None
     allowed, _refused = apply_policy(
-        tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk
+        tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk, trigger=graph.trigger
     )
     return PlanResult(tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids)
 

@@ -3,7 +3,8 @@
 - block, unblock and clear-conversation only in direct messages;
 - shutdown only when the message that triggered the turn comes from an operator
   (`CINDY_OPERATOR_IDS`, Telegram user ids);
-- xsend, event, schedule and send_media as `llm.policy_initiative` says.
+- xsend, event, schedule and send_media as `llm.policy_initiative` says;
+- the daily schedule planning turn (trigger `schedule`) only changes the agent's records.
 
 Every refusal is recorded as a `policy_refused` activity event with the reason.
 """
@@ -18,6 +19,7 @@ from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from llm.policy_initiative import initiative_refusal
 from llm.tasks import Task
+from memory.stored_kinds import is_stored_kind
 
 DM_ONLY = frozenset({"block", "unblock", "clear-conversation"})
 
@@ -28,8 +30,16 @@ class Refusal:
     reason: str
 
 
-def refusal_reason(task: Task, *, conversation: Conversation, trigger_sender_id: int | None) -> str:
+#: What the daily schedule planning turn may do: change the agent's own records, nothing else.
+SCHEDULE_TURN_KINDS = frozenset({"think", "retrieve"})
+
+
+def refusal_reason(
+    task: Task, *, conversation: Conversation, trigger_sender_id: int | None, trigger: str = ""
+) -> str:
     """Why `task` may not run here, or "" when it may."""
+    if trigger == "schedule" and task.kind not in SCHEDULE_TURN_KINDS and not is_stored_kind(task.kind):
+        return f"{task.kind} is not allowed in the schedule planning turn: it only plans, it never acts in a chat"
     if task.kind in DM_ONLY and conversation.kind != Conversation.Kind.DM:
         return f"{task.kind} is only allowed in direct messages, and this is a {conversation.kind}"
     if task.kind == "shutdown":
@@ -48,12 +58,15 @@ def apply_policy(
     conversation: Conversation,
     trigger_sender_id: int | None,
     node_id: int | None = None,
+    trigger: str = "",
 ) -> tuple[list[Task], list[Refusal]]:
     """Split tasks into allowed and refused, recording one activity event per refusal."""
     allowed: list[Task] = []
     refused: list[Refusal] = []
     for task in tasks:
-        reason = refusal_reason(task, conversation=conversation, trigger_sender_id=trigger_sender_id)
+        reason = refusal_reason(
+            task, conversation=conversation, trigger_sender_id=trigger_sender_id, trigger=trigger
+        )
         if not reason:
             allowed.append(task)
             continue

@@ -280,3 +280,23 @@ class ScheduleEntry(models.Model):
         self.start = parse_entry_time(self.start, agent_timezone=tz, name="start_time")
         self.end = parse_entry_time(self.end, agent_timezone=tz, name="end_time")
         super().save(*args, **kwargs)
+
+
+class ScheduleRefresh(models.Model):
+    """When the agent's daily planning turn is next due (agents whose persona keeps a schedule).
+
+    Claimed by the gateway with a compare-and-set on `due_at`, like events (`engine.schedule_planning`).
+    """
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="schedule_refresh")
+    due_at = models.DateTimeField()
+    last_run = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # engine.schedule_planning.schedule_refresh_due: due refreshes of the agents a gateway holds.
+            models.Index(fields=["due_at", "agent"], name="schedule_refresh_due_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"schedule refresh of {self.agent_id} due {self.due_at:%Y-%m-%d %H:%M}"

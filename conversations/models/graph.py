@@ -51,6 +51,7 @@ class TaskGraph(models.Model):
         # initiative triggers: the payload is in the graph's context ("xsend" / "event" intent)
         EVENT = "event", "Scheduled event"
         NUDGE = "nudge", "Operator nudge"
+        SCHEDULE = "schedule", "Daily schedule planning"
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="graphs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)

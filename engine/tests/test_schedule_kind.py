@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conversations.models import ActivityEvent, TaskNode
+from conversations.models.sandbox import SandboxMessage
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.responsiveness import asleep_until, responsiveness_delay
 from engine.tests.harness import tasks
@@ -166,3 +167,33 @@ def test_asleep_lines_still_work_for_personas_without_a_schedule(agent, clock):
     agent.timezone = "UTC"
     agent.save()
     assert asleep_until(agent=agent, at=clock.now()) is not None
+
+
+def test_the_daily_planning_turn_fills_the_schedule_and_sends_nothing(scheduled, clock, harness, fake_llm):
+    scheduled.refresh_from_db()
+    assert scheduled.telegram_user_id  # recorded when the gateway connected
+    fake_llm.reply_with(
+        tasks(
+            _entry(clock, entry_id="act-morning", start=1, end=4, activity="Baking"),
+            _entry(clock, entry_id="act-night", start=10, end=18, activity="Sleeping", responsiveness=0),
+            {"kind": "send", "text": "I planned my day!"},
+        )
+    )
+    assert harness.step("step_schedules") is True
+    harness.settle(until=clock.now() + dt.timedelta(minutes=3))
+
+    assert list(ScheduleEntry.objects.values_list("activity", flat=True)) == ["Baking", "Sleeping"]
+    prompt = json.dumps(fake_llm.requests[-1].json, ensure_ascii=False)
+    assert "# Schedule Planning" in prompt
+    assert not SandboxMessage.objects.filter(sender__agent=scheduled).exists()
+    refusal = ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED)
+    assert "not allowed in the schedule planning turn" in refusal.summary
+
+    assert harness.step("step_schedules") is False  # once a day
+    clock.advance(hours=24)
+    fake_llm.reply_with(tasks())
+    assert harness.step("step_schedules") is True
+
+
+def test_no_planning_turn_for_a_persona_without_a_daily_schedule(agent, harness):
+    assert harness.step("step_schedules") is False

@@ -20,6 +20,7 @@ class TurnContext:
     xsend_intent: str = ""
     reactions: tuple[str, ...] = ()  # e.g. ("Alice reacted 👍",) for a reaction trigger
     event_intent: str = ""
+    schedule: dict[str, Any] | None = None  # the daily planning turn: {"through", "filled_until", ...}
 
 
 def specific_instructions(turn: TurnContext) -> str:
@@ -31,6 +32,8 @@ def specific_instructions(turn: TurnContext) -> str:
             "You decided earlier, in another conversation, to write to this chat. Your intention was:\n\n"
             f"{turn.xsend_intent}\n\nAct on it now in a way that fits this conversation."
         )
+    if turn.trigger == "schedule":
+        return schedule_instructions(turn.schedule or {})
     if turn.trigger == "event" and turn.event_intent:
         return (
             "# Scheduled Event\n\n"
@@ -61,6 +64,26 @@ def specific_instructions(turn: TurnContext) -> str:
     return "# Instructions For This Turn\n\n" + body
 
 
+def schedule_instructions(schedule: dict[str, Any]) -> str:
+    """Cindy's Instructions-Schedule: the daily planning turn that keeps the schedule filled ahead."""
+    filled = schedule.get("filled_until") or "nothing is planned yet"
+    return (
+        "# Schedule Planning\n\n"
+        "This is your daily planning moment, not a conversation: nobody will read what you send, so send "
+        "nothing. Keep your daily schedule filled until "
+        f"{schedule.get('through', 'two days from now')} (it is filled until: {filled}).\n\n"
+        "Retrieve file:schedule.json to see what is planned. Then add the missing activities with "
+        "`schedule` tasks, one per activity, following the Daily Schedule in your persona: "
+        '`{"kind": "schedule", "start_time": "...", "end_time": "...", "activity_name": "...", '
+        '"description": "...", "responsiveness": 0-100}`. Times are ISO 8601 with your timezone\'s '
+        "offset. Activities must not overlap; one may start exactly when the previous one ends. "
+        "Responsiveness is how readily you answer messages during the activity: 100 at once, 1 only "
+        "after a couple of minutes, 0 not at all (asleep: messages wait unread until the activity ends). "
+        "Vary your days the way a real person would. To change or remove a planned activity, give its id "
+        "(an empty activity_name removes it)."
+    )
+
+
 def current_time_section(now: dt.datetime, tz: dt.tzinfo) -> str:
     return "# Current Time\n\nThe current time is: " + now.astimezone(tz).strftime(TIME_FORMAT)
 
@@ -76,4 +99,5 @@ def turn_context_from_graph(graph: Any, *, reactions: tuple[str, ...] = ()) -> T
         xsend_intent=str(intent),
         reactions=reactions,
         event_intent=str((context.get("event") or {}).get("intent", "")),
+        schedule=context.get("schedule") if isinstance(context.get("schedule"), dict) else None,
     )
