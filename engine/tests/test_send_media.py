@@ -11,6 +11,7 @@ from conversations.models import ActivityEvent, Message
 from conversations.models.sandbox import SandboxMessage
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from conversations.transport.base import LibraryRef
+from dashboard.selectors import sandbox_message_row
 from engine.tests.harness import tasks
 from media_catalog.models import LibraryItem
 from media_catalog.services.library import library_item_upload, library_sync_saved
@@ -44,6 +45,8 @@ def test_send_media_sends_the_library_item_and_the_sandbox_chat_shows_it(agent, 
     sent = SandboxMessage.objects.filter(sender__agent=agent).get()
     assert sent.media[0]["media_kind"] == "photo" and sent.media[0]["unique_id"] == cat.unique_id
     assert sent.media[0]["file"].startswith("sandbox/")
+    shown = sandbox_message_row(sent)["media"][0]  # what the sandbox chat page draws
+    assert shown["media_kind"] == "photo" and shown["url"].startswith("/")
     mirrored = Message.objects.get(is_agent=True)
     assert mirrored.media[0]["unique_id"] == cat.unique_id
 

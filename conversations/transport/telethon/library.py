@@ -42,7 +42,7 @@ def _input_media(message):
 
 
 class TelethonLibrary:
-    """Mixed into `TelethonTransport`; relies on its `_call`, `_peer_call`, `_sent` and `_earlier_send`."""
+    """Mixed into `TelethonTransport`; relies on its `_call` and `_send_input_media`."""
 
     async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:
         result = await self._call(
@@ -81,20 +81,10 @@ class TelethonLibrary:
                 "MEDIA_NOT_FOUND",
                 f"library item {item.unique_id} is no longer in Saved Messages (message {item.saved_message_id})",
             )
-        media = _input_media(message)
-        reply = types.InputReplyToMessage(reply_to_msg_id=reply_to) if reply_to else None
-
-        def build(peer):
-            return functions.messages.SendMediaRequest(
-                peer=peer, media=media, message="", random_id=random_id, reply_to=reply
-            )
-
-        try:
-            result = await self._peer_call(peer_id, build)
-        except PermanentError as exc:
-            if exc.reason != "RANDOM_ID_DUPLICATE":
-                raise
-            return await self._earlier_send(
-                peer_id, random_id, lambda m: (_media_of(m) or ("",))[0] == item.unique_id
-            )
-        return self._sent(result, peer_id, random_id)
+        return await self._send_input_media(
+            peer_id,
+            _input_media(message),
+            random_id=random_id,
+            reply_to=reply_to,
+            matches=lambda m: (_media_of(m) or ("",))[0] == item.unique_id,
+        )

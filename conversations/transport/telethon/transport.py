@@ -213,6 +213,18 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
         media = types.InputMediaDocument(
             id=types.InputDocument(id=doc.id, access_hash=doc.access_hash, file_reference=doc.file_reference)
         )
+        return await self._send_input_media(
+            peer_id,
+            media,
+            random_id=random_id,
+            reply_to=reply_to,
+            matches=lambda m: getattr(getattr(m.media, "document", None), "id", None) == doc.id,
+        )
+
+    async def _send_input_media(
+        self, peer_id: int, media, *, random_id: int, reply_to: int | None, matches
+    ) -> SentMessage:
+        """messages.sendMedia; on RANDOM_ID_DUPLICATE, the earlier message for which `matches` holds."""
 
         def build(peer):
             return functions.messages.SendMediaRequest(
@@ -224,11 +236,7 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
         except PermanentError as exc:
             if exc.reason != "RANDOM_ID_DUPLICATE":
                 raise
-            return await self._earlier_send(
-                peer_id,
-                random_id,
-                lambda m: getattr(getattr(m.media, "document", None), "id", None) == doc.id,
-            )
+            return await self._earlier_send(peer_id, random_id, matches)
         return self._sent(result, peer_id, random_id)
 
     # --- other actions ----------------------------------------------------------------------------
