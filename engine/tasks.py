@@ -8,6 +8,7 @@ reply's `depends_on` edges.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 
 from django.db import transaction
@@ -16,12 +17,19 @@ from cindy_site.clock import now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
 from conversations.services.activity import record_event
 from conversations.services.graphs import PlannedNode, graph_append_plan, graph_finish_if_complete
-from conversations.services.nodes import node_fail
-from llm.errors import LLMConfigError
+from conversations.services.nodes import node_defer, node_fail
+from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
 from memory.services.stored import stored_entry_apply
 from memory.stored_kinds import StoreContext, is_stored_kind
 
 logger = logging.getLogger(__name__)
+
+#: While the LLM provider keeps failing (429, 5xx, timeouts after the call's own retries), the turn
+#: waits instead of failing: first this long, doubling up to LLM_WAIT_MAX_SECONDS, never dropped.
+#: Each later try makes a single request (no retries), so a storm costs one request per wait.
+LLM_WAIT_FIRST_SECONDS = 60
+LLM_WAIT_MAX_SECONDS = 900
+
 
 #: Kinds that become nodes; `think` and `retrieve` are consumed by the LLM layer, the rest stored here.
 CHAIN_KINDS = {k.value for k in NodeKind} - {NodeKind.RECEIVED}
@@ -49,11 +57,50 @@ def run_received(node_id: int, owner: str | None = None) -> str:
         result = plan_turn(node_id=node_id)
     except LLMConfigError as exc:
         return f"node {node_id}: {node_fail(node_id=node_id, owner=owner, error=str(exc), permanent=True)}"
+    except LLMTransientError as exc:
+        if isinstance(exc, LLMDeadlineError):  # the turn ran out of time: an attempt, as any failure
+            return f"node {node_id}: {node_fail(node_id=node_id, owner=owner, error=str(exc))}"
+        return f"node {node_id}: {received_wait_for_llm(node_id=node_id, owner=owner, error=str(exc))}"
     except Exception as exc:  # any other failure is transient: the engine retries the node
         logger.exception("planning node %s failed", node_id)
         error = f"{type(exc).__name__}: {exc}"
         return f"node {node_id}: {node_fail(node_id=node_id, owner=owner, error=error)}"
     return received_apply(node_id=node_id, owner=owner, result=result)
+
+
+def received_wait_for_llm(*, node_id: int, owner: str, error: str) -> str:
+    """The provider is down: put the turn back to wait for it, without counting an attempt.
+
+    The chat stays visibly waiting (a `node_deferred` event and an `info` event flagged
+    `waiting_for_llm`, the node pending with its next try time); the wait doubles from
+    LLM_WAIT_FIRST_SECONDS up to LLM_WAIT_MAX_SECONDS. Returns "waiting" or "lost".
+    """
+    node = TaskNode.objects.filter(pk=node_id).only("params", "agent_id", "conversation_id").first()
+    if node is None:
+        return "lost"
+    waits = int((node.params or {}).get("llm_waits", 0)) + 1
+    delay = min(LLM_WAIT_MAX_SECONDS, LLM_WAIT_FIRST_SECONDS * 2 ** (waits - 1))
+    until = now() + dt.timedelta(seconds=delay)
+    with transaction.atomic():
+        deferred = node_defer(
+            node_id=node_id,
+            owner=owner,
+            until=until,
+            reason=f"waiting for the LLM to come back (try {waits + 1} in {delay} s)",
+            params={"llm_waits": waits},
+        )
+        if not deferred:
+            return "lost"
+        record_event(
+            ActivityEvent.Kind.INFO,
+            agent_id=node.agent_id,
+            conversation_id=node.conversation_id,
+            node_id=node_id,
+            summary=f"waiting for the LLM to come back: {error}"[:2000],
+            data={"waiting_for_llm": True, "llm_waits": waits, "until": until.isoformat()},
+        )
+    logger.warning("node %s waits %s s for the LLM (wait %s): %s", node_id, delay, waits, error)
+    return "waiting"
 
 
 def received_apply(*, node_id: int, owner: str, result) -> str:
@@ -93,6 +140,8 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
                     params=params,
                 )
                 stored.append(outcome.describe())
+                if outcome.action == "absent":
+                    notes.append(f"{task.kind} {outcome.entry_id}: nothing to delete, no entry has that id")
             elif task.kind in CHAIN_KINDS:
                 planned.append(
                     PlannedNode(

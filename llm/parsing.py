@@ -2,24 +2,51 @@
 
 The reply should be a JSON array of task objects. Models wrap it in code fences, add prose around it
 or break the JSON slightly; all of that is tolerated. Broken JSON is repaired with `json_repair`. The
-legacy Markdown task blocks (`# «send»`, `# «sticker» 123` + set line + name line, `# «retrieve»` +
-URL lines, ...) are accepted too, including the oldest sticker block with only a name line (its set is
-left empty here and filled in by planning with the agent's first configured sticker set).
+legacy Markdown task blocks (`# «send»`, ...) are read as the original system read them
+(`llm.legacy_markdown`), and so is a reply of plain text with no task in it: one `send` of that text.
+
+Replies are untrusted and may be hostile, so the work per reply is bounded: a reply larger than
+MAX_REPLY_CHARS is refused; the decoder's RecursionError on deep nesting is caught like any decode
+error; the exact scan stops after decoding SCAN_BUDGET_FACTOR characters per character of the reply
+(a failed deep decode counts as RECURSION_COST); json_repair, whose cost grows faster than the size
+and which recurses per level, only sees spans up to MAX_REPAIR_CHARS nested at most MAX_NESTING deep.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import json_repair
 
-from llm.tasks import CANONICAL_STICKER_SET, Task, validate_tasks
+from llm.legacy_markdown import is_legacy, parse_legacy
+from llm.tasks import Task, validate_tasks
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_LEGACY_HEADING = re.compile(r"^#\s*«\s*([A-Za-z-]+)\s*»[ \t]*(.*)$", re.MULTILINE)
+
+#: Replies larger than this are refused (a model's reply is far smaller; a 2,000,000-character send
+#: still parses, and is split and cut by validation).
+MAX_REPLY_CHARS = 4_000_000
+#: Task JSON nests 3 deep; spans nested deeper than this are not given to json_repair.
+MAX_NESTING = 64
+#: At most this many places are decoded per reply (a task list comes within the first few).
+MAX_SCAN_ATTEMPTS = 200
+#: The first window of text given to the decoder at a place (grown when a value goes on past it).
+DECODE_WINDOW = 256
+#: What a decode that ended in RecursionError counts against the scan budget (about the recursion limit).
+RECURSION_COST = 1000
+#: json_repair is only tried on spans up to this size (its cost grows faster than the size)...
+MAX_REPAIR_CHARS = 8_000
+#: ... and on at most this many characters in all, per reply.
+MAX_REPAIR_TOTAL = 12_000
+#: Tasks after this many in one reply are dropped with an error line.
+MAX_TASKS = 500
+#: The exact scan decodes at most this many characters per character of the reply.
+SCAN_BUDGET_FACTOR = 2
 
 
 @dataclass
@@ -32,48 +59,101 @@ class ParseResult:
 def parse_reply(text: str) -> ParseResult:
     """Parse and validate a reply. An empty reply or `[]` means: do nothing."""
     raw_tasks, error = extract_raw_tasks(text or "")
+    legacy_errors: list[str] = []
+    if isinstance(raw_tasks, _Legacy):
+        raw_tasks, legacy_errors = raw_tasks.tasks, raw_tasks.errors
+    too_many = []
+    if len(raw_tasks) > MAX_TASKS:
+        too_many = [f"the reply has {len(raw_tasks)} tasks: only the first {MAX_TASKS} are used"]
+        raw_tasks = raw_tasks[:MAX_TASKS]
     tasks, errors, notes = validate_tasks(raw_tasks)
+    errors = legacy_errors + too_many + errors
     if error:
         errors.insert(0, error)
     return ParseResult(tasks=tasks, errors=errors, notes=notes)
 
 
-def extract_raw_tasks(text: str) -> tuple[list[Any], str]:
+@dataclass
+class _Legacy:
+    tasks: list[Any]
+    errors: list[str]
+
+
+def extract_raw_tasks(text: str) -> tuple[list[Any] | _Legacy, str]:
     """The raw task objects in `text`, and an error line when nothing usable was found.
 
-    1. The whole text as JSON.
-    2. Every `[` / `{` from the left, decoded exactly (`raw_decode`): the first value that is a task
+    1. Refuse an oversized reply (`reply_shape_error`).
+    2. A reply starting with `# ` is legacy Markdown task blocks.
+    3. The whole text as JSON.
+    4. Every `[` / `{` from the left, decoded exactly (`raw_decode`): the first value that is a task
        list or task object wins, joined with the task lists right after it (only whitespace, commas or
        code fences in between), so `[...][...]` keeps both and prose brackets before or after are skipped.
-    3. Only then `json_repair`, on the most plausible span: it repairs broken JSON but, given two
+    5. Only then `json_repair`, on the most plausible span: it repairs broken JSON but, given two
        values, silently returns only the last.
+    6. Text that holds no task JSON and does not look like JSON is one `send` of that text, as the
+       original read a reply without task headings; text that looks like broken JSON is an error.
     """
     stripped = text.strip()
     if not stripped:
         return [], ""
-    if _LEGACY_HEADING.search(stripped) and not _looks_like_json(stripped):
-        return parse_legacy_blocks(stripped), ""
+    shape_error = reply_shape_error(stripped)
+    if shape_error:
+        return [], shape_error
+    if is_legacy(stripped):
+        return _Legacy(*parse_legacy(stripped)), ""
     whole = _loads_exact(stripped)
     tasks = _as_task_list(whole)
     if tasks is not None:
         return tasks, ""
     scan = _scan(stripped)
+    repair = _Repairer()
     if scan.tasks is not None and scan.broken_start is not None and scan.broken_start < scan.start:
         # A task-looking span that does not decode came first: the value found may be one element of
         # that broken list. Keep whichever reading recovers more tasks.
-        repaired = _repair(stripped[scan.broken_start :])
+        repaired = repair(stripped[scan.broken_start :])
         if repaired is not None and len(repaired) > len(scan.tasks):
             return repaired, ""
     if scan.tasks is not None:
         return scan.tasks, ""
     spans = [stripped[scan.broken_start :]] if scan.broken_start is not None else []
-    for candidate in spans + _candidates(stripped):
-        tasks = _repair(candidate)
+    for candidate in dict.fromkeys(spans + _candidates(stripped)):
+        tasks = repair(candidate)
         if tasks is not None:
             return tasks, ""
     if scan.empty:
         return [], ""
-    return [], f"the reply is not a JSON list of tasks: {_preview(stripped)}"
+    if _looks_like_json(stripped) or scan.broken_start is not None or scan.exhausted:
+        return [], f"the reply is not a JSON list of tasks: {_preview(stripped)}"
+    return _Legacy(*parse_legacy(stripped)), ""
+
+
+def reply_shape_error(text: str) -> str:
+    """An error line when `text` is too large to be a reply, else ""."""
+    if len(text) > MAX_REPLY_CHARS:
+        return f"the reply has {len(text)} characters: more than {MAX_REPLY_CHARS} cannot be a task list"
+    return ""
+
+
+def nesting_depth(text: str, *, limit: int = MAX_NESTING) -> int:
+    """How deep brackets nest in `text` (JSON strings skipped), counting at most to `limit` + 1.
+
+    A Python loop over the brackets: used only on spans up to MAX_REPAIR_CHARS.
+    """
+    depth = deepest = 0
+    for token in _BRACKETS.findall(text):
+        if token == "[" or token == "{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif depth and (token == "]" or token == "}"):
+            depth -= 1
+    return deepest
+
+
+#: JSON strings (skipped whole; escapes are not followed, so no match can go quadratic) and brackets.
+_BRACKETS = re.compile(r'"[^"\n]*"|[\[\]{}]')
 
 
 def _looks_like_json(text: str) -> bool:
@@ -81,7 +161,28 @@ def _looks_like_json(text: str) -> bool:
 
 
 _DECODER = json.JSONDecoder()
-_START = re.compile(r"[\[{]")
+#: Where a task list or task object may start: `[` before `{` or `]`, or `{` before a key. The tight
+#: forms are found with str.find (fast on any text); the spaced forms by a regex, only when present.
+_TIGHT_STARTS = ("[{", "[]", '{"')
+_SPACED_START = re.compile(r'\[\s+[{\]]|\{\s+"')
+_SPACED_HINTS = ("[ ", "[\n", "{ ", "{\n")
+
+
+def _starts(text: str) -> Iterator[int]:
+    """Every place a task list or task object may start, in order (lazily)."""
+
+    def tight(token: str) -> Iterator[int]:
+        position = text.find(token)
+        while position >= 0:
+            yield position
+            position = text.find(token, position + 1)
+
+    sources = [tight(token) for token in _TIGHT_STARTS]
+    if any(hint in text for hint in _SPACED_HINTS):
+        sources.append(match.start() for match in _SPACED_START.finditer(text))
+    return heapq.merge(*sources)
+
+
 #: What may stand between two task lists that belong together: whitespace, commas, code fences.
 _BETWEEN = re.compile(r"(?:\s|,|```[a-zA-Z0-9_-]*)*")
 #: A span that is meant to be task JSON even when it does not decode: `[{` or `{"kind"` / `{"tasks"`.
@@ -94,18 +195,26 @@ class _Scan:
     start: int = -1  # where the first of them starts
     broken_start: int | None = None  # the first task-looking span that did not decode
     empty: bool = False  # an exact `[]` was seen: "nothing to do"
+    attempts: int = 0  # decodes tried
+    decoded: int = 0  # characters handed to the decoder, across all attempts
+    exhausted: bool = False  # the scan stopped at its budget
 
 
 def _scan(text: str) -> _Scan:
+    """Decode at each place a task list could start, within the scan budget."""
     scan = _Scan()
-    for match in _START.finditer(text):
-        position = match.start()
-        try:
-            value, end = _DECODER.raw_decode(text, position)
-        except ValueError:
+    budget = SCAN_BUDGET_FACTOR * len(text) + 10_000
+    for position in _starts(text):
+        if scan.attempts >= MAX_SCAN_ATTEMPTS or scan.decoded > budget:
+            scan.exhausted = True
+            return scan
+        scan.attempts += 1
+        decoded = _decode_at(text, position, scan)
+        if decoded is None:
             if scan.broken_start is None and _TASK_LIKE.match(text, position):
                 scan.broken_start = position
             continue
+        value, end = decoded
         if value == []:
             scan.empty = True
             continue
@@ -113,22 +222,53 @@ def _scan(text: str) -> _Scan:
         if tasks is None:
             continue  # a value that is not a task list, e.g. {"response": [...]}: look inside it
         scan.tasks, scan.start = list(tasks), position
-        scan.tasks += _following_tasks(text, end)
+        scan.tasks += _following_tasks(text, end, scan)
         return scan
     return scan
 
 
-def _following_tasks(text: str, end: int) -> list[Any]:
+def _decode_at(text: str, position: int, scan: _Scan) -> tuple[Any, int] | None:
+    """The JSON value starting at `position` and where it ends, or None.
+
+    The decoder is given a window of the text, grown 8-fold while the error is at the window's end
+    (the value may go on): a decode error in a full-length text costs time in proportion to its
+    position (JSONDecodeError counts the lines before it), which would make scanning quadratic. A
+    window already nested deeper than MAX_NESTING is not grown.
+    """
+    window = DECODE_WINDOW
+    while True:
+        chunk = text[position : position + window]
+        truncated = position + window < len(text)
+        scan.decoded += len(chunk)
+        try:
+            value, end = _DECODER.raw_decode(chunk)
+        except RecursionError:
+            scan.decoded += RECURSION_COST
+            return None
+        except json.JSONDecodeError as exc:
+            at_end = exc.pos >= len(chunk) - 16 or exc.msg.startswith("Unterminated string")
+            if truncated and at_end and scan.decoded <= SCAN_BUDGET_FACTOR * len(text) + 10_000:
+                if nesting_depth(chunk) > MAX_NESTING:
+                    return None  # nested too deep to be a task list: not worth a larger window
+                window *= 8
+                continue
+            return None
+        except ValueError:  # e.g. an integer literal longer than Python's 4,300-digit limit
+            return None
+        return value, position + end
+
+
+def _following_tasks(text: str, end: int, scan: _Scan) -> list[Any]:
     """Task lists that directly follow the one ending at `end` (a model that wrote two arrays)."""
     found: list[Any] = []
     while True:
         position = _BETWEEN.match(text, end).end()
         if position >= len(text) or text[position] not in "[{":
             return found
-        try:
-            value, end = _DECODER.raw_decode(text, position)
-        except ValueError:
+        decoded = _decode_at(text, position, scan)
+        if decoded is None:
             return found
+        value, end = decoded
         tasks = _as_task_list(value, strict=True)
         if tasks is None:
             return found
@@ -151,21 +291,32 @@ def _candidates(text: str) -> list[str]:
 def _loads_exact(candidate: str) -> Any:
     try:
         return json.loads(candidate)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
-def _repair(candidate: str) -> list[Any] | None:
-    """The task list in broken JSON, via json_repair, or None."""
-    candidate = candidate.strip()
-    if not candidate.startswith(("[", "{")):
-        return None
-    try:
-        # json_repair fixes missing commas/quotes/brackets and trailing commas without inventing tasks.
-        value = json_repair.loads(candidate)
-    except Exception:  # json_repair raises assorted errors on hopeless input
-        return None
-    return _as_task_list(value)
+class _Repairer:
+    """json_repair within the per-reply budget: spans up to MAX_REPAIR_CHARS, MAX_REPAIR_TOTAL in all."""
+
+    def __init__(self) -> None:
+        self.left = MAX_REPAIR_TOTAL
+        self.attempts = 0
+
+    def __call__(self, candidate: str) -> list[Any] | None:
+        """The task list in broken JSON, via json_repair, or None."""
+        candidate = candidate.strip()
+        if not candidate.startswith(("[", "{")) or len(candidate) > min(MAX_REPAIR_CHARS, self.left):
+            return None
+        if nesting_depth(candidate) > MAX_NESTING:
+            return None
+        self.left -= len(candidate)
+        self.attempts += 1
+        try:
+            # json_repair fixes missing commas/quotes/brackets and trailing commas without inventing tasks.
+            value = json_repair.loads(candidate)
+        except Exception:  # json_repair raises assorted errors (RecursionError too) on hopeless input
+            return None
+        return _as_task_list(value)
 
 
 def _as_task_list(value: Any, *, strict: bool = False) -> list[Any] | None:
@@ -192,41 +343,3 @@ def _as_task_list(value: Any, *, strict: bool = False) -> list[Any] | None:
 def _preview(text: str, limit: int = 120) -> str:
     flat = " ".join(text.split())
     return repr(flat if len(flat) <= limit else flat[:limit] + "…")
-
-
-def parse_legacy_blocks(text: str) -> list[dict[str, Any]]:
-    """Legacy Markdown blocks → raw task dicts (validated afterwards like JSON tasks)."""
-    headings = list(_LEGACY_HEADING.finditer(text))
-    tasks: list[dict[str, Any]] = []
-    for index, heading in enumerate(headings):
-        end = headings[index + 1].start() if index + 1 < len(headings) else len(text)
-        kind = heading.group(1).strip().lower()
-        arg = heading.group(2).strip()
-        body = text[heading.end() : end].strip("\n")
-        tasks.append(_legacy_task(kind, arg, body))
-    return tasks
-
-
-def _legacy_task(kind: str, arg: str, body: str) -> dict[str, Any]:
-    lines = [line.strip() for line in body.splitlines() if line.strip()]
-    task: dict[str, Any] = {"kind": kind}
-    if kind == "send":
-        task.update(text=body.strip(), reply_to=arg or None)
-    elif kind == "sticker":
-        task["reply_to"] = arg or None
-        if len(lines) >= 2:
-            task.update(sticker_set=lines[0], name=lines[1])
-        elif lines:
-            # The oldest form: only the sticker name; planning puts in the agent's first sticker set.
-            task.update(sticker_set=CANONICAL_STICKER_SET, name=lines[0])
-    elif kind == "retrieve":
-        task["urls"] = [line for line in lines if line.startswith(("http://", "https://"))]
-    elif kind == "react":
-        task.update(message_id=arg or None, emoji=lines[0] if lines else "")
-    elif kind == "wait":
-        task["delay"] = arg or (lines[0] if lines else None)
-    elif kind in ("remember", "plan"):
-        task["content"] = body.strip()
-    elif kind == "think":
-        task["text"] = body.strip()
-    return task

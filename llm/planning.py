@@ -16,8 +16,8 @@ from cindy_site.clock import get_clock
 from conversations.models import LLMCall, Message, TaskNode
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import agent_timezone, history_messages, to_chat_messages
-from llm.documents import file_content
 from llm.errors import LLMConfigError, LLMDeadlineError
+from llm.file_sources import is_file_url, read_file_url
 from llm.media import warm_media_descriptions
 from llm.parsing import ParseResult, parse_reply
 from llm.policy import apply_policy
@@ -25,10 +25,12 @@ from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
 from llm.prompt.sections import RETRIEVE_PROMPT
 from llm.prompt.sections import can_retrieve as retrieval_enabled
+from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
 from llm.routing import UnknownModelError, route_for
-from llm.tasks import Task
+from llm.task_schema import schema_kinds
+from llm.tasks import MAX_RETRIEVE_URLS, Task
 
 _NOT_SCHEDULED = ("think", "retrieve")
 
@@ -67,9 +69,13 @@ def plan_turn(
     2. Warm media descriptions within MEDIA_DESC_BUDGET_PER_TICK.
     3. Build the prompt, route, call the LLM (LLMCall rows and llm_call events are written).
     4. Parse and validate the reply. While it asks to retrieve pages (and the agent has the Retrieve
-       prompt), fetch new URLs into graph.context["retrieved"] and ask again, at most
+       prompt), fetch up to MAX_RETRIEVE_URLS new URLs (`file:NAME` from the agent's documents) into
+       graph.context["retrieved"], tell the model which it skipped, and ask again, at most
        RETRIEVAL_MAX_ROUNDS times; repeated URLs drop the Retrieve prompt instead of fetching.
-    5. Drop think tasks, apply the policy (refusals become policy_refused events) and return.
+    5. Drop think tasks and kinds the agent's prompts do not teach, apply the policy (refusals become
+       policy_refused events) and return.
+
+    A node that already waited for the provider (`llm_waits`) calls it without retries: one probe.
     """
     clock = get_clock()
     if deadline is None:
@@ -89,10 +95,13 @@ def plan_turn(
     target = _target_message(conversation.pk, graph.target_message_id)
     turn = turn_context_from_graph(graph, reactions=_reaction_notes(target))
 
+    # A turn that already waited for the provider to come back probes it with a single request.
+    max_retries = 0 if (node.params or {}).get("llm_waits") else None
     can_retrieve = retrieval_enabled(agent)
     retrieved = [RetrievedPage(p["url"], p["content"]) for p in (graph.context or {}).get("retrieved", [])]
     fetched = {page.url for page in retrieved}
     suppress_retrieve = False
+    retrieval_notes: list[str] = []
     errors: list[str] = []
     call_ids: list[int] = []
     rounds = 0
@@ -103,9 +112,16 @@ def plan_turn(
             history=history,
             retrieved=retrieved,
             include_retrieve=can_retrieve and not suppress_retrieve,
+            notes=retrieval_notes,
         )
         reply = call_llm(
-            request, route=route, purpose=LLMCall.Purpose.PLAN, sleep=sleep, deadline=deadline, **ids
+            request,
+            route=route,
+            purpose=LLMCall.Purpose.PLAN,
+            sleep=sleep,
+            deadline=deadline,
+            max_retries=max_retries,
+            **ids,
         )
         call_ids.append(reply.llm_call_id)
         if reply.status != "ok":
@@ -129,22 +145,17 @@ def plan_turn(
         if not new_urls:
             suppress_retrieve = True
             continue
-        for url in new_urls:
-            if deadline - clock.monotonic() < FETCH_TIMEOUT_SECONDS + MIN_ATTEMPT_SECONDS:
-                raise LLMDeadlineError(
-                    f"retrieval stopped before {url}: the turn's deadline (CINDY_Q_TIMEOUT) is "
-                    f"{max(0.0, deadline - clock.monotonic()):.0f} s away; the {len(retrieved)} pages "
-                    "fetched so far are kept and the node will be retried"
-                )
-            content = (
-                file_content(agent=agent, url=url) if url.startswith("file:") else fetch_page(url).content
+        skipped = new_urls[MAX_RETRIEVE_URLS:]
+        for url in new_urls[:MAX_RETRIEVE_URLS]:
+            retrieved.append(
+                RetrievedPage(url, _retrieve(url, agent_id=agent.pk, deadline=deadline, so_far=retrieved))
             )
-            retrieved.append(RetrievedPage(url, content))
             fetched.add(url)
         graph.context = {**(graph.context or {}), "retrieved": [asdict(p) for p in retrieved]}
         graph.save(update_fields=["context"])
+        retrieval_notes = [_skipped_note(skipped)] if skipped else []
 
-    tasks = [t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED]
+    tasks = _only_allowed_kinds([t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, errors)
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
     sender_id = target.sender_id if target is not None and not target.is_agent else None
@@ -152,6 +163,43 @@ def plan_turn(
         tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk, trigger=graph.trigger
     )
     return PlanResult(tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids)
+
+
+def _retrieve(url: str, *, agent_id: int, deadline: float, so_far: list[RetrievedPage]) -> str:
+    """A page's text: `file:NAME` from the agent's documents, anything else fetched from the web."""
+    if is_file_url(url):
+        return read_file_url(agent_id=agent_id, url=url)
+    clock = get_clock()
+    if deadline - clock.monotonic() < FETCH_TIMEOUT_SECONDS + MIN_ATTEMPT_SECONDS:
+        raise LLMDeadlineError(
+            f"retrieval stopped before {url}: the turn's deadline (CINDY_Q_TIMEOUT) is "
+            f"{max(0.0, deadline - clock.monotonic()):.0f} s away; the {len(so_far)} pages "
+            "fetched so far are kept and the node will be retried"
+        )
+    return fetch_page(url).content
+
+
+def _skipped_note(urls: list[str]) -> str:
+    return (
+        f"Only {MAX_RETRIEVE_URLS} pages are fetched per retrieve; these were skipped: "
+        + ", ".join(urls)
+        + ". Retrieve them again if you still need them."
+    )
+
+
+def _only_allowed_kinds(tasks: list[Task], request: LLMRequest, errors: list[str]) -> list[Task]:
+    """Tasks of kinds the reply schema allows: the kinds the agent's prompts teach (SCHEMA_TASKS)."""
+    allowed = set(schema_kinds(request.response_schema))
+    kept = []
+    for task in tasks:
+        if task.kind in allowed:
+            kept.append(task)
+        else:
+            errors.append(
+                f'task kind "{task.kind}" is not taught by this agent\'s prompts (SCHEMA_TASKS markers): '
+                "dropped; add a role prompt that teaches it"
+            )
+    return kept
 
 
 def _fill_canonical_sticker_set(tasks: list[Task], *, agent, errors: list[str]) -> list[Task]:

@@ -90,3 +90,10 @@ def task_list_schema(kinds: Iterable[str] | None = None) -> dict[str, Any]:
             "propertyOrdering": list(properties),
         },
     }
+
+
+def schema_kinds(schema: dict[str, Any] | None) -> tuple[str, ...]:
+    """The kinds a schema made by `task_list_schema` allows (every known kind without a schema)."""
+    if not schema:
+        return known_kinds()
+    return tuple(schema["items"]["properties"]["kind"]["enum"])

@@ -11,13 +11,29 @@ stored kinds (`remember`, `plan`, ... see `memory.stored_kinds`) are validated b
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
+from llm.task_fields import (
+    MAX_MESSAGE_ID,
+    MAX_WAIT_SECONDS,
+    TELEGRAM_MESSAGE_LIMIT,
+    TaskError,
+    check_url,
+    clean_text,
+    depends_on_of,
+    message_id_of,
+    optional_text,
+    required_text,
+    retrieve_urls,
+    short_repr,
+    split_message,
+    task_id_of,
+    wait_delay,
+)
 from memory.stored_kinds import stored_kind, stored_kinds
+
+__all__ = ["MAX_MESSAGE_ID", "MAX_WAIT_SECONDS", "TELEGRAM_MESSAGE_LIMIT", "TaskError", "check_url"]
 
 #: The kinds that act (or are consumed by planning); the stored kinds come from the registry.
 ACTION_KINDS = (
@@ -39,18 +55,8 @@ ACTION_KINDS = (
 KIND_ALIASES = {"photo": "send_media"}
 #: Pages fetched per retrieve round; further URLs are skipped and the model is told so.
 MAX_RETRIEVE_URLS = 3
-#: URLs looked at in one retrieve task; the rest are ignored without a fetch.
-MAX_URLS_PER_TASK = 20
-#: Telegram refuses longer messages: a longer send is split into parts of at most this many characters.
-TELEGRAM_MESSAGE_LIMIT = 4096
 #: At most this many parts of one send are kept, so its typing time stays sane; the rest is cut.
 MAX_SEND_PARTS = 4
-#: A wait longer than this is shortened to it (a week): longer ones cannot be meant.
-MAX_WAIT_SECONDS = 7 * 24 * 3600
-#: Telegram message ids are positive 32-bit integers.
-MAX_MESSAGE_ID = 2**31 - 1
-MAX_TASK_ID_LENGTH = 100
-MAX_DEPENDENCIES = 50
 
 #: Stands for "the agent's canonical sticker set" in a legacy sticker block that names only the
 #: sticker. It is not a JSON value, so a JSON task can never ask for it; the task gets sticker_set ""
@@ -89,176 +95,25 @@ class Task:
     depends_on: tuple[str, ...] | None = None  # None: not given (run after the task before it)
 
 
-class TaskError(ValueError):
-    pass
-
-
 def normalize_reaction(emoji: str) -> str | None:
     """The emoji in Telegram's spelling if it is an allowed reaction, else None."""
     cleaned = (emoji or "").strip().replace("\ufe0f", "")
     return cleaned if cleaned in TELEGRAM_REACTIONS else None
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(value: str, notes: list[str], where: str) -> str:
-    """`value` with lone surrogates (invalid UTF-16 halves, unsendable) replaced by U+FFFD."""
-    if not _SURROGATE.search(value):
-        return value
-    notes.append(f"{where}: invalid characters (lone surrogates) were replaced by �")
-    return _SURROGATE.sub("\ufffd", value)
-
-
-def _message_id(raw: dict[str, Any], *names: str, required: bool) -> int | None:
-    for name in names:
-        value = raw.get(name)
-        if value is None or value == "":
-            continue
-        number: int | None = None
-        if isinstance(value, bool):
-            number = None
-        elif isinstance(value, int):
-            number = value
-        elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            number = int(value)
-        elif isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) <= 20:
-            number = int(value.strip())
-        if number is None:
-            raise TaskError(f'"{name}" is {_short(value)}: it must be a message id (a number)')
-        if not 0 < number <= MAX_MESSAGE_ID:
-            raise TaskError(
-                f'"{name}" is {_short(number)}: not a Telegram message id (1 to {MAX_MESSAGE_ID}); '
-                "use the message_id shown in the conversation"
-            )
-        return number
-    if required:
-        raise TaskError(f'"{names[0]}" is missing: give the message id')
-    return None
-
-
-def _peer_id(raw: dict[str, Any], *names: str) -> int:
-    """A Telegram peer id (users positive, chats and channels negative) from the first name given."""
-    for name in names:
-        value = raw.get(name)
-        if value is None or value == "":
-            continue
-        text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
-        if not text.lstrip("-").isdigit() or len(text) > 20 or int(text) == 0:
-            raise TaskError(
-                f'"{name}" is {_short(value)}: give the channel id shown in the conversation list'
-            )
-        return int(text)
-    raise TaskError(f'"{names[0]}" is missing: give the id of the conversation to act in')
-
-
-def _text(raw: dict[str, Any], *names: str, notes: list[str]) -> str:
-    for name in names:
-        value = raw.get(name)
-        if isinstance(value, str) and value.strip():
-            return clean_text(value, notes, f'"{name}"')
-        if value is not None and not isinstance(value, str):
-            raise TaskError(f'"{name}" is {type(value).__name__}: it must be text')
-    raise TaskError(f'"{names[0]}" is missing or empty')
-
-
-def _optional_text(raw: dict[str, Any], name: str, notes: list[str]) -> str:
-    value = raw.get(name)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise TaskError(f'"{name}" is {type(value).__name__}: it must be text')
-    return clean_text(value, notes, f'"{name}"')
-
-
-def _delay(raw: dict[str, Any], notes: list[str]) -> float:
-    value = raw.get("delay", raw.get("seconds"))
-    if isinstance(value, str):
-        try:
-            value = float(value.strip()[:40])
-        except ValueError:
-            raise TaskError(f'"delay" is {_short(value)}: it must be a number of seconds') from None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TaskError(f'"delay" is {_short(value)}: it must be a number of seconds')
-    value = float(value)
-    if math.isnan(value):
-        raise TaskError('"delay" is NaN: it must be a number of seconds')
-    if value < 0:
-        notes.append(f"wait of {_short(value)} s is negative: waited 0 s instead")
-        return 0.0
-    if value > MAX_WAIT_SECONDS:
-        notes.append(f"wait of {_short(value)} s is longer than a week: waited {MAX_WAIT_SECONDS} s instead")
-        return float(MAX_WAIT_SECONDS)
-    return value
-
-
-def check_url(url: str) -> str:
-    """`url` stripped if it is an http(s) URL with a host, or a `file:NAME` document; else TaskError."""
-    text = url.strip()
-    if text.startswith("file:"):
-        if not text[5:].strip():
-            raise TaskError(f"URL {_short(url)} names no document: write file:NAME, e.g. file:Friends.md")
-        return text
-    try:
-        parts = urlsplit(text)
-        host, _port = parts.hostname, parts.port  # .port raises on a bad port
-    except ValueError as exc:
-        raise TaskError(f"URL {_short(url)} is malformed ({exc}): give a complete http(s) URL") from None
-    if parts.scheme not in ("http", "https") or not host:
-        raise TaskError(f"URL {_short(url)} is not an http(s) URL")
-    return text
-
-
-def _urls(raw: dict[str, Any]) -> list[str]:
-    value = raw.get("urls", raw.get("url"))
-    if isinstance(value, str):
-        value = [value]
-    if value is None:
-        raise TaskError('"urls" is missing: give a list of 1 to 3 http(s) URLs')
-    if not isinstance(value, list):
-        raise TaskError(f'"urls" is {type(value).__name__}: give a list of 1 to 3 http(s) URLs')
-    urls = []
-    for url in value[:MAX_URLS_PER_TASK]:
-        if not isinstance(url, str):
-            raise TaskError(f"URL {_short(url)} is not text: give http(s) URLs as strings")
-        urls.append(check_url(url))
-    return list(dict.fromkeys(urls))
-
-
-def _task_id(raw: dict[str, Any]) -> str | None:
-    value = raw.get("id")
-    if value is None or isinstance(value, bool | dict | list):
-        return None
-    text = str(value).strip()
-    if len(text) > MAX_TASK_ID_LENGTH:
-        raise TaskError(f'"id" is {_short(text)}: ids are at most {MAX_TASK_ID_LENGTH} characters')
-    return text or None
-
-
-def _depends_on(raw: dict[str, Any]) -> tuple[str, ...] | None:
-    value = raw.get("depends_on")
-    if value is None:
-        return None
-    if value == "":
-        return ()
-    items = value if isinstance(value, list) else [value]
-    ids = tuple(dict.fromkeys(str(item).strip() for item in items[:MAX_DEPENDENCIES] if item is not None))
-    return tuple(i for i in ids if i and len(i) <= MAX_TASK_ID_LENGTH)
-
-
 def _stored(kind: str, raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """The shared rule for stored kinds: content (empty deletes), created, declared extra fields."""
     spec = stored_kind(kind)
     assert spec is not None
-    content = next((text for name in spec.content_names if (text := _optional_text(raw, name, notes))), "")
-    if not content.strip() and _task_id(raw) is None:
+    content = next((text for name in spec.content_names if (text := optional_text(raw, name, notes))), "")
+    if not content.strip() and task_id_of(raw) is None:
         name = spec.content_names[0]
         raise TaskError(
             f'"{name}" is missing or empty: write what to store (empty {name} needs an "id" to delete)'
         )
     created = raw.get("created")
     if created is not None and not isinstance(created, str | int | float):
-        raise TaskError(f'"created" is {_short(created)}: give an ISO 8601 date or date-time')
+        raise TaskError(f'"created" is {short_repr(created)}: give an ISO 8601 date or date-time')
     params: dict[str, Any] = {"content": content}
     if created not in (None, ""):
         params["created"] = str(created)[:64]
@@ -270,7 +125,7 @@ def _stored(kind: str, raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
             if isinstance(value, bool) or not (
                 isinstance(value, int) or str(value).strip().lstrip("-").isdigit()
             ):
-                raise TaskError(f'"{param.name}" is {_short(value)}: it must be a whole number')
+                raise TaskError(f'"{param.name}" is {short_repr(value)}: it must be a whole number')
             value = int(str(value).strip()[:20])
         elif not isinstance(value, str):
             raise TaskError(f'"{param.name}" is {type(value).__name__}: it must be text')
@@ -280,25 +135,19 @@ def _stored(kind: str, raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return params
 
 
-def split_message(text: str, limit: int = TELEGRAM_MESSAGE_LIMIT) -> list[str]:
-    """`text` in parts of at most `limit` characters, cut at a paragraph, line, sentence or word end."""
-    parts: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = -1
-        for separator in ("\n\n", "\n", ". ", "! ", "? ", " "):
-            found = window.rfind(separator)
-            if found >= limit // 2:
-                cut = found + len(separator)
-                break
-        if cut <= 0:
-            cut = limit
-        parts.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        parts.append(rest)
-    return parts
+def _peer_id(raw: dict[str, Any], *names: str) -> int:
+    """A Telegram peer id (users positive, chats and channels negative) from the first name given."""
+    for name in names:
+        value = raw.get(name)
+        if value is None or value == "":
+            continue
+        text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
+        if not text.lstrip("-").isdigit() or len(text) > 20 or int(text) == 0:
+            raise TaskError(
+                f'"{name}" is {short_repr(value)}: give the channel id shown in the conversation list'
+            )
+        return int(text)
+    raise TaskError(f'"{names[0]}" is missing: give the id of the conversation to act in')
 
 
 def _send(raw: dict[str, Any], task_id: str | None, notes: list[str]) -> list[dict[str, Any]]:
@@ -309,20 +158,16 @@ def _send(raw: dict[str, Any], task_id: str | None, notes: list[str]) -> list[di
         notes.append("a send task without text was dropped")
         return []
     text = clean_text(value, notes, '"text"')
-    reply_to = _message_id(raw, "reply_to", required=False)
-    parts = split_message(text) if len(text) > TELEGRAM_MESSAGE_LIMIT else [text]
+    reply_to = message_id_of(raw, "reply_to", required=False)
+    parts, left = [text], 0
+    if len(text) > TELEGRAM_MESSAGE_LIMIT:
+        parts, left = split_message(text, max_parts=MAX_SEND_PARTS)
     if len(parts) > 1:
-        kept = parts[:MAX_SEND_PARTS]
+        cut = f"; the last {left} characters were cut" if left else ""
         notes.append(
-            f"a send of {len(text)} characters was split into {len(kept)} messages (Telegram allows "
-            f"{TELEGRAM_MESSAGE_LIMIT} per message)"
-            + (
-                f"; the last {sum(map(len, parts[MAX_SEND_PARTS:]))} characters were cut"
-                if len(parts) > len(kept)
-                else ""
-            )
+            f"a send of {len(text)} characters was split into {len(parts)} messages (Telegram allows "
+            f"{TELEGRAM_MESSAGE_LIMIT} per message){cut}"
         )
-        parts = kept
     return [{"text": part, "reply_to": reply_to if index == 0 else None} for index, part in enumerate(parts)]
 
 
@@ -340,8 +185,8 @@ def validate_task(raw: Any, notes: list[str] | None = None) -> list[Task]:
     kind = kind.strip().lower()
     kind = KIND_ALIASES.get(kind, kind)
     if kind not in known_kinds():
-        raise TaskError(f'kind "{_short(kind)[1:-1]}" is unknown: use one of {", ".join(known_kinds())}')
-    task_id, depends_on = _task_id(raw), _depends_on(raw)
+        raise TaskError(f'kind "{short_repr(kind)[1:-1]}" is unknown: use one of {", ".join(known_kinds())}')
+    task_id, depends_on = task_id_of(raw), depends_on_of(raw)
     if kind == "send":
         sends = _send(raw, task_id, notes)
         return [
@@ -356,37 +201,39 @@ def validate_task(raw: Any, notes: list[str] | None = None) -> list[Task]:
     if kind == "sticker":
         canonical = raw.get("sticker_set") is CANONICAL_STICKER_SET
         params = {
-            "sticker_set": "" if canonical else _text(raw, "sticker_set", "set", notes=notes),
-            "name": _text(raw, "name", "sticker", notes=notes),
-            "reply_to": _message_id(raw, "reply_to", required=False),
+            "sticker_set": "" if canonical else required_text(raw, "sticker_set", "set", notes=notes),
+            "name": required_text(raw, "name", "sticker", notes=notes),
+            "reply_to": message_id_of(raw, "reply_to", required=False),
         }
     elif kind == "react":
         emoji = raw.get("emoji")
         normalized = normalize_reaction(emoji) if isinstance(emoji, str) else None
         if normalized is None:
-            raise TaskError(f'"emoji" is {_short(emoji)}: not one of Telegram\'s reactions (e.g. 👍 ❤ 😁 🔥)')
+            raise TaskError(
+                f'"emoji" is {short_repr(emoji)}: not one of Telegram\'s reactions (e.g. 👍 ❤ 😁 🔥)'
+            )
         params = {
             "emoji": normalized,
-            "message_id": _message_id(raw, "message_id", "reply_to", required=True),
+            "message_id": message_id_of(raw, "message_id", "reply_to", required=True),
         }
     elif kind == "wait":
-        params = {"delay": _delay(raw, notes)}
+        params = {"delay": wait_delay(raw, notes)}
     elif kind == "think":
         params = {"text": raw.get("text") if isinstance(raw.get("text"), str) else ""}
     elif kind == "retrieve":
-        urls = _urls(raw)
+        urls = retrieve_urls(raw)
         if not urls:
             return []  # an empty list asks for nothing: dropped silently, as the original does
         params = {"urls": urls}
     elif kind == "xsend":
         params = {
             "target_channel_id": _peer_id(raw, "target_channel_id", "channel_id"),
-            "intent": _optional_text(raw, "intent", notes).strip(),
+            "intent": optional_text(raw, "intent", notes).strip(),
         }
     elif kind == "send_media":
         params = {
-            "unique_id": _text(raw, "unique_id", "id", notes=notes).strip(),
-            "reply_to": _message_id(raw, "reply_to", required=False),
+            "unique_id": required_text(raw, "unique_id", "id", notes=notes).strip(),
+            "reply_to": message_id_of(raw, "reply_to", required=False),
         }
     elif stored_kind(kind) is not None:
         params = _stored(kind, raw, notes)
@@ -413,7 +260,7 @@ def _raw_id(raw: Any) -> str | None:
     if not isinstance(raw, dict):
         return None
     try:
-        return _task_id(raw)
+        return task_id_of(raw)
     except TaskError:
         return None
 
@@ -428,11 +275,6 @@ def validate_tasks(raw_tasks: list[Any]) -> tuple[list[Task], list[str], list[st
             tasks.extend(validate_task(raw, notes))
         except TaskError as exc:
             kind = raw.get("kind") if isinstance(raw, dict) else None
-            label = f" ({_short(kind)[1:-1]})" if isinstance(kind, str) else ""
+            label = f" ({short_repr(kind)[1:-1]})" if isinstance(kind, str) else ""
             errors.append(f"task {index + 1}{label}: {exc}")
     return tasks, errors, notes
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -118,13 +118,36 @@ def test_an_exception_in_one_conversation_does_not_stop_the_others(agent, flaky)
     assert TaskGraph.objects.filter(status=TaskGraph.Status.FAILED).count() == 1
 
 
-def test_a_failing_llm_call_retries_the_received_node(agent, flaky, fake_llm, settings):
+def test_a_failing_llm_call_waits_for_the_provider_and_then_answers(agent, flaky, fake_llm, settings):
     settings.LLM_MAX_RETRIES = 0
     fake_llm.fail_next(500, times=1)
     sandbox_say(agent=agent, text="hi")
     flaky.settle()
     received = TaskNode.objects.get(kind="received")
-    assert received.status == NodeStatus.DONE and received.attempts == 1
+    assert received.status == NodeStatus.DONE and received.attempts == 0
+    assert received.params["llm_waits"] == 1
+    assert sandbox_transcript(agent=agent) == ["You: hi", "Wendy: hello back"]
+
+
+def test_a_permanent_llm_storm_costs_one_request_per_wait_and_never_drops_the_message(
+    agent, flaky, fake_llm, settings, clock
+):
+    settings.LLM_MAX_RETRIES = 1
+    fake_llm.fail_next(429, times=10_000)
+    sandbox_say(agent=agent, text="hi")
+    start = clock.now()
+    flaky.settle(until=start + dt.timedelta(hours=3))
+    received = TaskNode.objects.get(kind="received")
+    waits = received.params["llm_waits"]
+    # Tries after 0, 60, 180, 420 and 900 s, then every 900 s: 15 in three hours, each one failing.
+    assert waits == 15 and received.status == NodeStatus.PENDING and received.attempts == 0
+    assert len(fake_llm.requests) == 2 + (waits - 1)  # the first turn retries once; later tries probe
+    assert TaskGraph.objects.get().status == TaskGraph.Status.ACTIVE
+    waiting = [e for e in events("info") if e.data.get("waiting_for_llm")]
+    assert len(waiting) == waits and "429" in waiting[-1].summary
+    assert len(events("node_deferred")) >= waits
+    fake_llm.clear()
+    flaky.settle()
     assert sandbox_transcript(agent=agent) == ["You: hi", "Wendy: hello back"]
 
 

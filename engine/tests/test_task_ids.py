@@ -130,6 +130,11 @@ def test_remember_creates_updates_and_deletes_by_id(agent, harness, fake_llm):
     done = TaskNode.objects.filter(kind="received").order_by("id").last()
     assert done.result["stored"] == ["remember pet deleted"]
 
+    _turn(agent, harness, fake_llm, {"kind": "remember", "id": "pet", "content": ""})
+    done = TaskNode.objects.filter(kind="received").order_by("id").last()
+    assert done.result["stored"] == ["remember pet absent"]
+    assert done.result["notes"] == ["remember pet: nothing to delete, no entry has that id"]
+
 
 def test_remember_honours_created(agent, harness, fake_llm):
     _turn(

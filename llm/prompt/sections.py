@@ -38,8 +38,9 @@ def role_prompt_texts(agent: Agent, names: list[str]) -> dict[str, str]:
     return found
 
 
-def base_prompt(agent: Agent, *, include_retrieve: bool) -> str:
-    """Shared response-format instructions, the agent's instructions, then its role prompts."""
+def included_prompts(agent: Agent, *, include_retrieve: bool) -> list[tuple[str, str]]:
+    """(name, text) of the prompts a turn includes: the response-format instructions, then the
+    agent's role prompts that are imported (their SCHEMA_TASKS markers shape the reply schema)."""
     names = [n for n in agent.role_prompt_names or [] if include_retrieve or n not in RETRIEVE_PROMPTS]
     texts = role_prompt_texts(agent, [INSTRUCTIONS_PROMPT, *names])
     instructions = texts.get(INSTRUCTIONS_PROMPT)
@@ -47,17 +48,26 @@ def base_prompt(agent: Agent, *, include_retrieve: bool) -> str:
         allow_retrieve = any(n in RETRIEVE_PROMPTS for n in names)
         lines = DEFAULT_INSTRUCTIONS.splitlines()
         instructions = "\n".join(line for line in lines if allow_retrieve or '"retrieve"' not in line)
-    blocks = [instructions.strip()]
-    blocks.append("# Agent Instructions\n\n" + (agent.instructions or "").strip())
-    if (agent.daily_schedule or "").strip():
-        blocks.append("# Daily Schedule\n\n" + agent.daily_schedule.strip())
+    prompts = [(INSTRUCTIONS_PROMPT, instructions)]
     for name in names:
         if name == INSTRUCTIONS_PROMPT:
             continue
         if name not in texts:
             logger.warning('agent %s lists role prompt "%s", which is not imported', agent.name, name)
             continue
-        blocks.append(texts[name].strip())
+        prompts.append((name, texts[name]))
+    return prompts
+
+
+def base_prompt(agent: Agent, *, include_retrieve: bool, prompts: list[tuple[str, str]] | None = None) -> str:
+    """Shared response-format instructions, the agent's instructions, then its role prompts."""
+    if prompts is None:
+        prompts = included_prompts(agent, include_retrieve=include_retrieve)
+    blocks = [prompts[0][1].strip()]
+    blocks.append("# Agent Instructions\n\n" + (agent.instructions or "").strip())
+    if (agent.daily_schedule or "").strip():
+        blocks.append("# Daily Schedule\n\n" + agent.daily_schedule.strip())
+    blocks += [text.strip() for _name, text in prompts[1:]]
     return "\n\n".join(b for b in blocks if b)
 
 

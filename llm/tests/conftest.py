@@ -8,7 +8,7 @@ import pytest
 
 from agents.models import Agent
 from conversations.models import Conversation, Message, TaskGraph, TaskNode
-from llm.tests.local_site import running_site
+from llm.tests.local_site import retriever, site  # noqa: F401 - fixtures
 
 START = dt.datetime(2026, 1, 5, 12, 0, tzinfo=dt.UTC)
 
@@ -84,10 +84,3 @@ def received_node(conversation, *, trigger="message", target=None, context=None)
 @pytest.fixture
 def make_node():
     return received_node
-
-
-@pytest.fixture
-def site():
-    """The base URL of a local web site on 127.0.0.1 (see llm.tests.local_site)."""
-    with running_site() as url:
-        yield url

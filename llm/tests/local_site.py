@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 PAGE = (
     "<html><head><title>Bread</title><style>body{}</style><script>alert(1)</script></head>"
     '<body><h1>Rye</h1><p>Rye bread is dense. <a href="https://example.com/rye">More</a></p></body></html>'
@@ -52,3 +54,22 @@ def running_site() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def site():
+    """The base URL of a local web site on 127.0.0.1."""
+    with running_site() as url:
+        yield url
+
+
+@pytest.fixture
+def retriever(agent, settings):
+    """`agent` with the Retrieve role prompt, allowed to fetch from 127.0.0.1 (the local site)."""
+    from agents.models import RolePrompt
+
+    settings.CINDY_RETRIEVAL_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    RolePrompt.objects.create(name="Retrieve", text="RETRIEVE-PROMPT: you may fetch pages.")
+    agent.role_prompt_names = ["Retrieve"]
+    agent.save()
+    return agent

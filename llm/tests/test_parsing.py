@@ -49,11 +49,19 @@ def test_empty_reply_and_empty_list_mean_nothing_to_do():
     assert parse_reply("[]").tasks == [] and parse_reply("[]").errors == []
 
 
-def test_prose_without_tasks_is_an_error():
+def test_prose_without_tasks_is_one_send_as_in_the_original():
     result = parse_reply("I don't feel like answering.")
 
-    assert result.tasks == []
-    assert "not a JSON list of tasks" in result.errors[0]
+    assert result.errors == []
+    assert [(t.kind, t.params["text"]) for t in result.tasks] == [("send", "I don't feel like answering.")]
+
+
+def test_broken_json_without_tasks_is_an_error_not_a_send():
+    result = parse_reply('[{"kind": "send", "text": "hi"')
+
+    assert [t.kind for t in result.tasks] == ["send"]  # repaired
+    result = parse_reply('{"kind" {"kind" {"kind"')
+    assert result.tasks == [] and "not a JSON list of tasks" in result.errors[0]
 
 
 def test_legacy_markdown_blocks():
@@ -218,3 +226,9 @@ def test_a_json_sticker_without_a_set_is_still_an_error():
     result = parse_reply('[{"kind": "sticker", "name": "😉", "sticker_set": ""}]')
 
     assert result.tasks == [] and '"sticker_set" is missing' in result.errors[0]
+
+
+def test_a_markdown_title_before_task_json_keeps_the_tasks():
+    result = parse_reply('# My answer\n\n```json\n[{"kind": "send", "text": "hi"}]\n```')
+
+    assert [(t.kind, t.params["text"]) for t in result.tasks] == [("send", "hi")]

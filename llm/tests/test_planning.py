@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from agents.models import RolePrompt
 from conversations.models import ActivityEvent, LLMCall
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
 from llm.planning import plan_turn, turn_budget_seconds
@@ -96,15 +95,6 @@ def test_missing_key_and_unknown_llm_are_config_errors(dm, fake_llm, make_node, 
     dm.agent.save()
     with pytest.raises(LLMConfigError, match='agent Wendy: LLM "nosuch-9" is not a known name'):
         _plan(node)
-
-
-@pytest.fixture
-def retriever(agent, settings):
-    settings.CINDY_RETRIEVAL_ALLOWED_NETWORKS = ["127.0.0.1/32"]
-    RolePrompt.objects.create(name="Retrieve", text="RETRIEVE-PROMPT: you may fetch pages.")
-    agent.role_prompt_names = ["Retrieve"]
-    agent.save()
-    return agent
 
 
 def test_retrieved_pages_are_fed_back_and_kept_in_the_graph(retriever, dm, fake_llm, make_node, site, clock):

@@ -1,0 +1,141 @@
+"""The legacy Markdown reply format, read the way the original system read it before it switched to JSON.
+
+A reply is a sequence of task blocks. A block starts at a line that begins exactly with `# «kind»`,
+optionally followed by a number (the message to reply to; for `xsend`, the target chat), and its body
+runs to the next such line:
+
+    # «send» 1234
+    Hello there!
+
+    # «wait»
+    delay: 10
+
+Rules kept from the original:
+
+- A reply wrapped whole in a ```` ```markdown ```` fence is unwrapped first.
+- A reply that does not start with `# ` is a `send` of its text: the text before the first task heading
+  becomes one send (a model that ignored the task format still answers). Task headings further down
+  still start their own blocks.
+- A body that starts with a ```` ```markdown ```` fence is unwrapped (a `remember` body also from a
+  ```` ```json ```` or bare fence).
+- `wait` needs a `delay: <seconds>` line in its body; `sticker` takes the set on its first line and the
+  sticker on its second; `retrieve` keeps the body lines that are URLs; `think` is private.
+
+Where Cindy goes further (see docs/compatibility.md): `react` (`# «react» <message id>` + emoji) and
+`plan` blocks, and a sticker block with only the sticker's name (the agent's first sticker set).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from llm.tasks import CANONICAL_STICKER_SET
+
+#: The original's heading rule: at the start of a line, `# «kind»`, then optionally a (signed) number.
+HEADING = re.compile(r"# «([^»]+)»(?:\s+(-?\d+))?")
+_DELAY = re.compile(r"delay:\s*(\d+)")
+
+
+_ANY_HEADING = re.compile(r"^# «[^»\n]+»", re.MULTILINE)
+
+
+def is_legacy(text: str) -> bool:
+    """True when the original would read `text` as Markdown task blocks: it starts with `# ` and has
+    a task heading (a reply that only starts with a Markdown title may still hold task JSON)."""
+    text = unwrap_reply(text)
+    return text.startswith("# ") and _ANY_HEADING.search(text) is not None
+
+
+def unwrap_reply(text: str) -> str:
+    """The reply without a ```` ```markdown ```` fence around all of it."""
+    if text.startswith("```markdown\n"):
+        if text.endswith("```\n"):
+            return text.removeprefix("```markdown\n").removesuffix("```\n")
+        if text.endswith("```"):
+            return text.removeprefix("```markdown\n").removesuffix("```")
+    return text
+
+
+def parse_legacy(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Markdown task blocks → (raw task dicts, validated later like JSON tasks; error lines)."""
+    text = unwrap_reply(text)
+    if not text.startswith("# "):
+        text = "# «send»\n\n" + text
+    tasks: list[dict[str, Any]] = []
+    errors: list[str] = []
+    kind: str | None = None
+    number: int | None = None
+    body: list[str] = []
+    for line in text.splitlines():
+        heading = HEADING.match(line)
+        if heading is None:
+            body.append(line)
+            continue
+        _flush(kind, number, body, tasks, errors)
+        kind = heading.group(1).strip().lower()
+        number = int(heading.group(2)) if heading.group(2) and len(heading.group(2)) <= 20 else None
+        body = []
+    _flush(kind, number, body, tasks, errors)
+    return tasks, errors
+
+
+def _unfence(body: str, *languages: str) -> str:
+    for language in languages:
+        opening = f"```{language}\n"
+        if body.startswith(opening):
+            body = body.removeprefix(opening)
+            if body.endswith("```"):
+                body = body.removesuffix("```")
+            return body
+    return body
+
+
+def _flush(
+    kind: str | None, number: int | None, lines: list[str], tasks: list[dict[str, Any]], errors: list[str]
+) -> None:
+    if kind is None:
+        return  # text before the first heading of a reply that starts with "# " is not a task
+    body = _unfence("\n".join(lines).strip(), "markdown")
+    where = f"block {len(tasks) + len(errors) + 1} (# «{kind}»)"
+    task: dict[str, Any] = {"kind": kind}
+    if kind == "send":
+        task.update(text=body, reply_to=number)
+    elif kind == "sticker":
+        names = [line.strip() for line in body.splitlines() if line.strip()]
+        if not names:
+            errors.append(f"{where}: no sticker named: put the set on one line and the sticker on the next")
+            return
+        if len(names) == 1:
+            task.update(sticker_set=CANONICAL_STICKER_SET, name=names[0], reply_to=number)
+        else:
+            task.update(sticker_set=names[0], name=names[1], reply_to=number)
+    elif kind == "wait":
+        delay = _DELAY.search(body)
+        if delay is None:
+            errors.append(f"{where}: no 'delay: <seconds>' line, e.g. delay: 10")
+            return
+        task["delay"] = int(delay.group(1)[:12])
+    elif kind == "retrieve":
+        urls = [
+            u.strip() for u in body.splitlines() if u.strip().startswith(("http://", "https://", "file:"))
+        ]
+        if not urls:
+            return  # nothing to fetch: dropped, as the original does
+        task["urls"] = urls
+    elif kind == "remember":
+        body = _unfence(body, "json", "").strip()
+        if not body:
+            return  # the original stores nothing for an empty remember block
+        task["content"] = body
+    elif kind == "plan":
+        task["content"] = body
+    elif kind == "think":
+        task["text"] = body
+    elif kind == "react":
+        task.update(message_id=number, emoji=body.splitlines()[0].strip() if body else "")
+    elif kind == "xsend":
+        task.update(target_channel_id=number, intent=body)
+    elif kind == "shutdown" and body:
+        task["reason"] = body
+    tasks.append(task)
