@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.handlers import (  # noqa: F401  (each module registers its kind)  # noqa: F401,E402  (initiative kinds)
+from engine.handlers import (  # noqa: F401  (each module registers its kind)
     block,
     clear_conversation,
     react,
