@@ -23,7 +23,7 @@ from conversations.models import Conversation
 from conversations.services.initiative import conversation_nudge
 from media_catalog.models import LibraryItem
 from media_catalog.services.library import library_item_upload
-from memory.models import ScheduledEvent, ScheduleEntry
+from memory.models import ScheduledEvent, ScheduleEntry, ScheduleRefresh
 from memory.schedule_times import TimeError, parse_event_time, parse_interval
 
 # --- events -------------------------------------------------------------------------------------
@@ -164,6 +164,15 @@ class ScheduleEntryAdmin(admin.ModelAdmin):
             "zone": str(zone) if isinstance(zone, ZoneInfo) else "UTC",
         }
         return TemplateResponse(request, "admin/initiative/schedule_timeline.html", context)
+
+
+@admin.register(ScheduleRefresh)
+class ScheduleRefreshAdmin(admin.ModelAdmin):
+    """When each agent's daily schedule planning turn is next due; move `due_at` to run it sooner."""
+
+    list_display = ["agent", "due_at", "last_run"]
+    list_select_related = ["agent"]
+    readonly_fields = ["last_run"]
 
 
 # --- the media library --------------------------------------------------------------------------
