@@ -28,56 +28,100 @@ if ! $PY manage.py importagents; then
     echo "warning: some persona files did not import (see the table above); starting with the rest" >&2
 fi
 
+# The sign-in hint is for a fresh install only: it goes once a superuser exists.
+HAS_SUPERUSER=0
+if $PY manage.py shell -c "from django.contrib.auth import get_user_model as m
+raise SystemExit(0 if m().objects.filter(is_superuser=True).exists() else 1)" >/dev/null 2>&1; then
+    HAS_SUPERUSER=1
+fi
+
 GATEWAY=1
 if ! $PY manage.py help runagents >/dev/null 2>&1; then
     echo "warning: 'manage.py runagents' is not available in this checkout: starting the web process only" >&2
     GATEWAY=0
 fi
 
-WEB_PID=
-GATEWAY_PID=
-stop_all() {
-    trap - INT TERM
-    echo
-    echo "Stopping web and gateway..."
-    for pid in $WEB_PID $GATEWAY_PID; do kill -TERM "$pid" 2>/dev/null || true; done
-    # The gateway finishes the work in flight before it exits; give it a moment, then insist.
+# Each service runs in a process group of its own (setsid), and stopping a service signals its whole
+# group, so the processes it started (the gateway's task workers) stop with it. The terminal's Ctrl-C
+# reaches this script, which stops the groups: the services' own handling of SIGINT does not matter
+# (a background runserver ignores it), nor whether the script's output still has a reader (with
+# `./run.sh | tee log`, Ctrl-C ends tee too: writes then fail quietly instead of killing the script
+# before it stopped anything). If the script itself is killed outright, a watchdog stops the groups.
+trap '' PIPE
+say() { printf '%s\n' "$*" 2>/dev/null || true; }
+
+SERVICES=()
+start_service() {
+    setsid "$@" &
+    SERVICES+=("$!")
+}
+signal_services() {
+    local pid
+    for pid in "${SERVICES[@]}"; do kill "-$1" -- "-$pid" 2>/dev/null || true; done
+}
+services_alive() {
+    local pid
+    for pid in "${SERVICES[@]}"; do kill -0 -- "-$pid" 2>/dev/null && return 0; done
+    return 1
+}
+watchdog() {
+    trap '' INT HUP PIPE
+    local parent=$1
+    shift
+    while kill -0 "$parent" 2>/dev/null; do sleep 1; done
+    local pid alive
+    for pid in "$@"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
     for _ in $(seq 1 30); do
         alive=0
-        for pid in $WEB_PID $GATEWAY_PID; do kill -0 "$pid" 2>/dev/null && alive=1; done
-        [ "$alive" = 0 ] && break
+        for pid in "$@"; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done
+        [ "$alive" = 0 ] && exit 0
         sleep 1
     done
-    for pid in $WEB_PID $GATEWAY_PID; do kill -KILL "$pid" 2>/dev/null || true; done
+    for pid in "$@"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+}
+WATCHDOG=
+stop_all() {
+    trap - INT TERM HUP
+    signal_services TERM # first, before any output that could fail
+    say ""
+    say "Stopping web and gateway..."
+    # The gateway finishes the work in flight before it exits; give it a moment, then insist.
+    for _ in $(seq 1 30); do
+        services_alive || break
+        sleep 1
+    done
+    signal_services KILL
+    [ -n "$WATCHDOG" ] && kill "$WATCHDOG" 2>/dev/null
     wait 2>/dev/null || true
 }
 trap 'stop_all; exit 130' INT
 trap 'stop_all; exit 143' TERM
+trap 'stop_all; exit 129' HUP
 
 # --noreload: one process per service, so a signal reaches the server itself.
-$PY manage.py runserver --noreload "127.0.0.1:$PORT" &
-WEB_PID=$!
+start_service $PY manage.py runserver --noreload "127.0.0.1:$PORT"
 if [ "$GATEWAY" = 1 ]; then
-    $PY manage.py runagents &
-    GATEWAY_PID=$!
+    start_service $PY manage.py runagents
 fi
+watchdog $$ "${SERVICES[@]}" </dev/null >/dev/null 2>&1 &
+WATCHDOG=$!
 
-cat <<MSG
+say ""
+say "  Cindy is running."
+say "    Admin:         http://127.0.0.1:$PORT/admin/"
+say "    Dashboard:     http://127.0.0.1:$PORT/dashboard/"
+say "    Sandbox chat:  http://127.0.0.1:$PORT/dashboard/sandbox/"
+if [ "$HAS_SUPERUSER" = 0 ]; then
+    say "  First time? In another terminal:"
+    say "    .venv/bin/python manage.py createsuperuser"
+    say "    .venv/bin/python manage.py otp_setup YOUR_USERNAME --static 5"
+fi
+say "  Press Ctrl-C to stop."
+say ""
 
-  Cindy is running.
-    Admin:         http://127.0.0.1:$PORT/admin/
-    Dashboard:     http://127.0.0.1:$PORT/dashboard/
-    Sandbox chat:  http://127.0.0.1:$PORT/dashboard/sandbox/
-  First time? In another terminal:
-    .venv/bin/python manage.py createsuperuser
-    .venv/bin/python manage.py otp_setup YOUR_USERNAME --static 5
-  Press Ctrl-C to stop.
-
-MSG
-
-# Whichever process ends first (a crash, say) stops the other too.
+# Whichever service ends first (a crash, say) stops the other too.
 set +e
-wait -n
+wait -n "${SERVICES[@]}"
 status=$?
 set -e
 stop_all

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib import admin, messages
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
+from agents.admin_restart import AgentRestartMixin
+from agents.forms import AgentForm
 from agents.models import (
     Agent,
     AgentDocument,
@@ -20,7 +25,7 @@ from agents.models.otp_device import TelegramDevice
 from agents.services import curation
 from agents.telegram_pages import TelegramPagesMixin
 from cindy_site import clock
-from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, service_form, short
+from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, html_row, service_form, short
 from memory.models import Memory
 from memory.services.curation import memory_save, memory_validate
 
@@ -61,18 +66,20 @@ def _lease_state(agent: Agent) -> str:
     return "online" if lease.expires_at > clock.now() else "lease expired"
 
 
+def _local(moment: datetime, pattern: str) -> str:
+    return timezone.localtime(moment).strftime(pattern)
+
+
 @admin.register(Agent)
-class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
-    form = service_form(lambda obj: curation.agent_validate(agent=obj))
+class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
+    form = AgentForm
+    change_form_template = "admin/agents/agent/change_form.html"
     list_display = [
         "name",
         "transport",
         "telegram_account",
         "state",
         "llm_display",
-        "disabled",
-        "gagged",
-        "stopped",
         "related",
     ]
     list_filter = ["transport", "disabled", "gagged", "stopped", "config_dir"]
@@ -161,7 +168,10 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
 
     @admin.display(description="Gateway")
     def state(self, agent: Agent) -> str:
-        return _lease_state(agent)
+        """The lease state and any flag that keeps the agent quiet, in one column (the list filters
+        by each flag): separate boolean columns squeezed the See links into four lines."""
+        flags = [flag for flag in ("disabled", "stopped", "gagged") if getattr(agent, flag)]
+        return " · ".join([_lease_state(agent), *flags])
 
     @admin.display(description="LLM", ordering="llm")
     def llm_display(self, agent: Agent) -> str:
@@ -172,12 +182,13 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
         lease = getattr(agent, "lease", None)
         if lease is None:
             return "No gateway holds this agent."
+        # Dates are formatted before format_html, which escapes (and so stringifies) its arguments.
         return format_html(
-            "{} · held by {} · heartbeat {:%Y-%m-%d %H:%M:%S} · expires {:%H:%M:%S}",
+            "{} · held by {} · heartbeat {} · expires {}",
             _lease_state(agent),
             change_link(lease, lease.holder),
-            lease.heartbeat_at,
-            lease.expires_at,
+            _local(lease.heartbeat_at, "%Y-%m-%d %H:%M:%S"),
+            _local(lease.expires_at, "%H:%M:%S"),
         )
 
     @admin.display(description="Prompts in use")
@@ -199,7 +210,7 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
                 parts.append(format_html('<strong style="color:#ba2121">{}: missing</strong>', name))
             else:
                 parts.append(change_link(prompt, f"{name} ({prompt.scope})"))
-        return format_html(" · ".join(["{}"] * len(parts)), *parts)
+        return html_row(parts)
 
     @admin.display(description="See")
     def related(self, agent: Agent) -> str:
@@ -219,7 +230,7 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
                 '<a href="{}">Telegram sign-in</a>', reverse("admin:agents_agent_signin", args=[agent.pk])
             ),
         ]
-        return format_html(" · ".join(["{}"] * len(links)), *links)
+        return html_row(links)
 
     def save_model(self, request, obj, form, change):
         curation.agent_save(agent=obj)
@@ -242,12 +253,6 @@ class AgentAdmin(TelegramPagesMixin, admin.ModelAdmin):
         for agent in queryset:
             curation.agent_set_disabled(agent=agent, disabled=True)
         self.message_user(request, f"{queryset.count()} agent(s) disabled.", messages.SUCCESS)
-
-    @admin.action(description="Enable the selected agents")
-    def enable_agents(self, request, queryset):
-        for agent in queryset:
-            curation.agent_set_disabled(agent=agent, disabled=False)
-        self.message_user(request, f"{queryset.count()} agent(s) enabled.", messages.SUCCESS)
 
 
 class PromptScopeFilter(admin.SimpleListFilter):

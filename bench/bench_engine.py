@@ -231,7 +231,7 @@ def run_part(part: str, env: dict[str, str], label: str = "") -> None:
 
 
 def main() -> None:
-    base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": "/nonexistent", "LOG_LEVEL": "ERROR"}
+    base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
     with tempfile.TemporaryDirectory() as tmp:
         sqlite = {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "overhead.sqlite3")}
         run_part("overhead", sqlite)

@@ -28,7 +28,7 @@ TARGET_RATIO = 0.90
 def setup_django(workdir: Path) -> None:
     sys.path.insert(0, str(ROOT))
     os.environ["DJANGO_SETTINGS_MODULE"] = "cindy_site.settings"
-    os.environ["CINDY_ENV_FILE"] = str(workdir / "no.env")
+    os.environ["CINDY_ENV_FILE"] = os.devnull
     os.environ["CINDY_SQLITE_PATH"] = str(workdir / "bench.sqlite3")
     os.environ["CINDY_MEDIA_ROOT"] = str(workdir / "media")
     os.environ.pop("DATABASE_URL", None)

@@ -10,7 +10,8 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 
 def change_link(obj: models.Model | None, label: object | None = None) -> str:
@@ -29,6 +30,11 @@ def changelist_link(model_label: str, label: object, **filters: object) -> str:
     if filters:
         url += "?" + urlencode(filters)
     return format_html('<a href="{}">{}</a>', url, label)
+
+
+def html_row(parts: list[str], separator: str = " · ") -> SafeString:
+    """Safe HTML pieces (links, badges) joined by a separator, still marked safe as a whole."""
+    return format_html_join(separator, "{}", ((part,) for part in parts))
 
 
 def short(text: str | None, length: int = 80) -> str:

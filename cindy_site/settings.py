@@ -14,8 +14,15 @@ from django.core.exceptions import ImproperlyConfigured
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
-_env_file = Path(env.str("CINDY_ENV_FILE", default=str(BASE_DIR / ".env")))
-if _env_file.is_file():
+_env_file_setting = env.str("CINDY_ENV_FILE", default="")
+_env_file = Path(_env_file_setting) if _env_file_setting else BASE_DIR / ".env"
+if _env_file_setting and not _env_file.exists():
+    # The default .env may be absent; a file someone named must be there, or their settings are lost.
+    raise ImproperlyConfigured(
+        f"CINDY_ENV_FILE is {_env_file_setting!r}, but there is no such file "
+        f"(looked at {_env_file.resolve()}): fix the path, or unset CINDY_ENV_FILE to read .env"
+    )
+if _env_file.exists() and not _env_file.is_dir():
     env.read_env(str(_env_file), overwrite=False)
 
 
@@ -40,6 +47,19 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- HTTPS --------------------------------------------------------------------------------------
+# Production runs behind a proxy that terminates TLS and says so in a header. With DEBUG off every
+# protection below is on unless turned off; with DEBUG on (plain http on 127.0.0.1) they are off.
+# `manage.py check --deploy` is clean once the two HSTS commitments (subdomains, preload) are made.
+_proxy_header = env.str("SECURE_PROXY_SSL_HEADER", default="" if DEBUG else "HTTP_X_FORWARDED_PROTO")
+SECURE_PROXY_SSL_HEADER = (_proxy_header, "https") if _proxy_header else None
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 
 INSTALLED_APPS = [
     "daphne",
@@ -202,13 +222,20 @@ MEDIA_ROOT = Path(env.str("CINDY_MEDIA_ROOT", default=str(BASE_DIR / "var" / "me
 LOGIN_URL = "admin:login"
 OTP_TOTP_ISSUER = env.str("OTP_TOTP_ISSUER", default="Cindy")
 
+# One handler, on the root logger. Django's default configuration gives the "django" logger a console
+# handler of its own, which printed every request and server line a second time (without the
+# timestamp): its handlers are emptied here so those lines reach the root handler only.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"telethon": {"level": env.str("TELETHON_LOG_LEVEL", default="WARNING")}},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+        "telethon": {"level": env.str("TELETHON_LOG_LEVEL", default="WARNING")},
+    },
 }
 
 # --- Cindy ------------------------------------------------------------------------------------
@@ -262,3 +289,6 @@ LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
 
 TELEGRAM_API_ID = env.str("TELEGRAM_API_ID", default="")
 TELEGRAM_API_HASH = env.str("TELEGRAM_API_HASH", default="")
+# Another MTProto server instead of Telegram (the loopback stand-in): host:port, and its RSA public key.
+CINDY_TELEGRAM_SERVER = env.str("CINDY_TELEGRAM_SERVER", default="")
+CINDY_TELEGRAM_SERVER_KEY = env.str("CINDY_TELEGRAM_SERVER_KEY", default="")

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 urlpatterns = [
+    # The site's front door is the dashboard (which sends a visitor who is not signed in to the login).
+    path("", RedirectView.as_view(pattern_name="dashboard:index"), name="home"),
+    # Browsers ask for /favicon.ico whatever the page says; the icon lives with the static files.
+    path("favicon.ico", RedirectView.as_view(url=static("cindy/favicon.ico"), permanent=True)),
     # admin.site is cindy_site.admin_site.CindyAdminSite (OTP required), see CindyAdminConfig.
     path("admin/", admin.site.urls),
     path("dashboard/", include("dashboard.urls")),

@@ -16,6 +16,7 @@ from cindy_site.admin_utils import (
     ReadOnlyInline,
     change_link,
     changelist_link,
+    html_row,
     service_form,
     short,
 )
@@ -177,26 +178,26 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(description="See")
     def related(self, conversation: Conversation) -> str:
-        return (
-            changelist_link("conversations.message", "all messages", conversation__id__exact=conversation.pk)
-            + " · "
-            + changelist_link("conversations.taskgraph", "graphs", conversation__id__exact=conversation.pk)
-            + " · "
-            + changelist_link(
-                "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
-            )
-            + " · "
-            + changelist_link(
-                "memory.scheduledevent",
-                "events",
-                agent__id__exact=conversation.agent_id,
-                channel_id=conversation.peer_id,
-            )
-            + " · "
-            + format_html(
-                '<a href="{}">XSend</a>',
-                reverse("admin:conversations_conversation_xsend", args=[conversation.pk]),
-            )
+        return html_row(
+            [
+                changelist_link(
+                    "conversations.message", "all messages", conversation__id__exact=conversation.pk
+                ),
+                changelist_link("conversations.taskgraph", "graphs", conversation__id__exact=conversation.pk),
+                changelist_link(
+                    "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
+                ),
+                changelist_link(
+                    "memory.scheduledevent",
+                    "events",
+                    agent__id__exact=conversation.agent_id,
+                    channel_id=conversation.peer_id,
+                ),
+                format_html(
+                    '<a href="{}">XSend</a>',
+                    reverse("admin:conversations_conversation_xsend", args=[conversation.pk]),
+                ),
+            ]
         )
 
     def save_model(self, request, obj, form, change):

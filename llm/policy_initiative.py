@@ -110,3 +110,5 @@ def _send_media(task: Task, conversation: Conversation) -> str:
 
 
 _CHECKS = {"xsend": _xsend, "event": _event, "schedule": _schedule, "send_media": _send_media}
+#: The kinds checked here, stored (event, schedule) or not (xsend, send_media).
+INITIATIVE_KINDS = frozenset(_CHECKS)

@@ -180,16 +180,9 @@ class StickerSetFilter(admin.SimpleListFilter):
 
 @admin.register(MediaDescription)
 class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
-    list_display = [
-        "preview",
-        "unique_id",
-        "kind",
-        "sticker_set_name",
-        "sticker_name",
-        "description",
-        "status",
-        "source",
-    ]
+    # Set and name, status and source share a column each, so that the editable description gets
+    # the room it needs beside the admin's sidebars instead of being cut off at the list's edge.
+    list_display = ["preview", "unique_id", "kind", "sticker", "description", "state"]
     list_display_links = ["unique_id"]
     list_editable = ["description"]
     list_filter = [StickerSetFilter, "status", "source", "kind"]
@@ -261,6 +254,16 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
     @admin.display(description="Preview")
     def preview(self, description: MediaDescription) -> str:
         return self._preview(description, 96)
+
+    @admin.display(description="Sticker", ordering="sticker_set_name")
+    def sticker(self, description: MediaDescription) -> str:
+        if not description.sticker_set_name:
+            return "-"
+        return f"{description.sticker_set_name} · {description.sticker_name or '?'}"
+
+    @admin.display(description="Status", ordering="status")
+    def state(self, description: MediaDescription) -> str:
+        return f"{description.get_status_display()} · {description.get_source_display()}"
 
     @admin.display(description="Preview")
     def large_preview(self, description: MediaDescription) -> str:
@@ -360,13 +363,25 @@ class StickerAdmin(FileViewMixin, admin.ModelAdmin):
                 description_pk=Subquery(described.values("pk")[:1]),
                 description_text=Subquery(described.values("description")[:1]),
                 description_status=Subquery(described.values("status")[:1]),
+                description_file=Subquery(described.values("file")[:1]),
+                description_mime=Subquery(described.values("mime")[:1]),
             )
         )
 
     @admin.display(description="Preview")
     def preview(self, sticker: Sticker) -> str:
-        url = reverse("admin:media_catalog_sticker_file", args=[sticker.pk]) if sticker.file else None
-        mime = _mime_of(sticker.file, sticker.mime)
+        """The sticker's own file, or else the file its description has (a curated description
+        ships with its picture; a set seen only through the sandbox has no files of its own)."""
+        if sticker.file:
+            url = reverse("admin:media_catalog_sticker_file", args=[sticker.pk])
+            mime = _mime_of(sticker.file, sticker.mime)
+        elif getattr(sticker, "description_file", None):
+            url = reverse("admin:media_catalog_mediadescription_file", args=[sticker.description_pk])
+            mime = (
+                sticker.description_mime or mimetypes.guess_type(sticker.description_file)[0] or ""
+            ).lower()
+        else:
+            url, mime = None, _mime_of(sticker.file, sticker.mime)
         if not mime and sticker.format == Sticker.Format.ANIMATED:
             mime = "application/x-tgsticker"
         return preview_html(url=url, mime=mime, emoji=sticker.name, size=72)

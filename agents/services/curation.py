@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from agents.models import Agent, AgentDocument, RolePrompt
+from agents.signals import agent_restarted
 from llm.routing import UnknownModelError, resolve
 
 
@@ -49,6 +50,25 @@ def agent_save(*, agent: Agent) -> Agent:
     agent_validate(agent=agent)
     agent.full_clean(validate_unique=True)
     agent.save()
+    return agent
+
+
+def agent_restart(*, agent: Agent, by: str) -> Agent:
+    """Let a disabled or stopped agent run again; the gateway picks it up at its next scan.
+
+    Clears `disabled`, `stopped` (set by a shutdown task or an authorization error) and the error
+    that stopped it, then sends `agent_restarted` (the activity stream records it).
+    """
+    was = [reason for reason, flag in (("disabled", agent.disabled), ("stopped", agent.stopped)) if flag]
+    if agent.last_error:
+        was.append(f"last error: {agent.last_error}")
+    with transaction.atomic():
+        Agent.objects.filter(pk=agent.pk).update(
+            disabled=False, stopped=False, last_error="", last_error_at=None
+        )
+        agent.disabled = agent.stopped = False
+        agent.last_error, agent.last_error_at = "", None
+        agent_restarted.send(sender=Agent, agent=agent, by=by, was="; ".join(was) or "running")
     return agent
 
 

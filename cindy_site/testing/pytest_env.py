@@ -26,3 +26,5 @@ for name in _documented_variables() - KEPT:
 os.environ["CINDY_ENV_FILE"] = os.devnull
 os.environ["SECRET_KEY"] = "test-only-secret-key"
 os.environ["CINDY_SESSION_KEY"] = "test-only-session-key"
+# Tests run with DEBUG off, whose defaults redirect to HTTPS; Django's test client speaks plain http.
+os.environ["SECURE_SSL_REDIRECT"] = "false"

@@ -20,7 +20,7 @@ def run_manage(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedPr
     child_env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
-        "CINDY_ENV_FILE": str(tmp_path / "absent.env"),
+        "CINDY_ENV_FILE": os.devnull,
         "CINDY_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
         **env,
     }
@@ -84,3 +84,92 @@ def test_readme_table_lists_every_variable_the_settings_read():
     readme = (BASE_DIR / "README.md").read_text()
     rows = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", readme, flags=re.MULTILINE))
     assert sorted(variables_read_by_settings() - rows) == []
+
+
+def test_a_mistyped_env_file_stops_startup_and_names_the_path(tmp_path):
+    missing = tmp_path / "prod.evn"
+    result = run_manage(tmp_path, "check", CINDY_ENV_FILE=str(missing), DEBUG="true")
+    assert result.returncode != 0
+    assert f"CINDY_ENV_FILE is '{missing}', but there is no such file" in result.stderr
+    assert "fix the path, or unset CINDY_ENV_FILE" in result.stderr
+
+
+def test_without_cindy_env_file_an_absent_default_env_is_fine(tmp_path):
+    env = {"PATH": os.environ.get("PATH", ""), "DEBUG": "true", "CINDY_SQLITE_PATH": str(tmp_path / "db")}
+    code = "import cindy_site.settings as s; print(s.DEBUG)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(BASE_DIR)},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+
+
+PRODUCTION = {
+    "DEBUG": "false",
+    "SECRET_KEY": "k9V2-production-like-secret-key-with-enough-length-and-variety-8xQ!z",
+    "ALLOWED_HOSTS": "cindy.example.com",
+    "CSRF_TRUSTED_ORIGINS": "https://cindy.example.com",
+}
+
+
+def test_check_deploy_is_clean_with_production_settings(tmp_path):
+    result = run_manage(
+        tmp_path,
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        **PRODUCTION,
+        SECURE_HSTS_INCLUDE_SUBDOMAINS="true",
+        SECURE_HSTS_PRELOAD="true",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_production_defaults_are_secure_and_each_can_be_overridden(tmp_path):
+    code = (
+        "from django.conf import settings as s;"
+        "print(s.SECURE_PROXY_SSL_HEADER, s.SECURE_SSL_REDIRECT, s.SECURE_HSTS_SECONDS,"
+        " s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE)"
+    )
+    secure = run_manage(tmp_path, "shell", "-c", code, **PRODUCTION)
+    assert (
+        secure.stdout.strip().splitlines()[-1]
+        == "('HTTP_X_FORWARDED_PROTO', 'https') True 31536000 True True"
+    )
+    relaxed = run_manage(
+        tmp_path,
+        "shell",
+        "-c",
+        code,
+        **PRODUCTION,
+        SECURE_PROXY_SSL_HEADER="",
+        SECURE_SSL_REDIRECT="false",
+        SECURE_HSTS_SECONDS="0",
+        SESSION_COOKIE_SECURE="false",
+        CSRF_COOKIE_SECURE="false",
+    )
+    assert relaxed.stdout.strip().splitlines()[-1] == "None False 0 False False"
+    development = run_manage(tmp_path, "shell", "-c", code, DEBUG="true")
+    assert development.stdout.strip().splitlines()[-1] == "None False 0 False False"
+
+
+def test_each_log_line_is_printed_once_with_its_timestamp(tmp_path):
+    """Server and request lines go through Django's loggers; they reach stderr once, formatted."""
+    code = (
+        "import logging;"
+        "logging.getLogger('django.channels.server').info('HTTP GET /probe 200');"
+        "logging.getLogger('django.request').warning('Not Found: /probe');"
+        "logging.getLogger('django.server').info('served /probe');"
+        "logging.getLogger('engine.gateway').info('gateway probe')"
+    )
+    result = run_manage(tmp_path, "shell", "-c", code, DEBUG="true")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "probe" in line]
+    assert len(lines) == 4, result.stderr
+    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (INFO|WARNING) ", line) for line in lines), lines

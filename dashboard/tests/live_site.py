@@ -58,7 +58,7 @@ class LiveSite:
             "DEBUG": "true",
             "SECRET_KEY": "browser-test-secret-key",
             "CINDY_SESSION_KEY": "browser-test-session-key",
-            "CINDY_ENV_FILE": str(workdir / "no.env"),
+            "CINDY_ENV_FILE": os.devnull,
             "DATABASE_URL": database_url,
             "CINDY_SQLITE_PATH": str(workdir / "cindy.sqlite3"),
             "CINDY_MEDIA_ROOT": str(workdir / "media"),

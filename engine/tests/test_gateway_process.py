@@ -56,7 +56,7 @@ class ChildDatabase:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-        env["CINDY_ENV_FILE"] = "/nonexistent"
+        env["CINDY_ENV_FILE"] = os.devnull
         if self.mysql:
             env["DATABASE_URL"] = self.url
         else:

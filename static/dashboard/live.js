@@ -37,16 +37,24 @@ window.Cindy = (function () {
     return date.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hour12: false });
   }
 
-  function nodeRow(node) {
-    return el("tr", { className: "node status-" + node.status, attrs: { "data-node-id": node.id } }, [
+  const NODE_COLUMNS = ["#", "Kind", "Status", "Attempts", "Next run", "Details"];
+
+  /* A node's row, and under it, across the whole table, its error: an error column beside the
+   * others was too narrow to read (words cut into pieces) or pushed the table past its panel. */
+  function nodeRows(node) {
+    const row = el("tr", { className: "node status-" + node.status, attrs: { "data-node-id": node.id } }, [
       el("td", { className: "num", text: node.sequence }),
       el("td", { className: "mono", text: node.kind }),
       el("td", {}, [el("span", { className: "badge status-" + node.status, text: node.status })]),
       el("td", { className: "num", text: node.attempts }),
       el("td", { text: node.status === "pending" ? formatDateTime(node.not_before) : "—" }),
       el("td", { className: "params", text: describeParams(node.params) }),
-      el("td", { className: "error", text: node.error || "" }),
     ]);
+    if (!node.error) return [row];
+    row.classList.add("has-error");
+    return [row, el("tr", { className: "node-error", attrs: { "data-node-id": node.id } }, [
+      el("td", { className: "error", text: node.error, attrs: { colspan: NODE_COLUMNS.length } }),
+    ])];
   }
 
   function describeParams(params) {
@@ -81,10 +89,10 @@ window.Cindy = (function () {
           graph.trigger ? el("span", { className: "muted", text: "trigger: " + graph.trigger }) : null,
         ]),
         el("table", { className: "table nodes" }, [
-          el("thead", {}, [el("tr", {}, ["#", "Kind", "Status", "Attempts", "Next run", "Details", "Error"].map(function (h) {
+          el("thead", {}, [el("tr", {}, NODE_COLUMNS.map(function (h) {
             return el("th", { text: h, className: h === "#" || h === "Attempts" ? "num" : "" });
           }))]),
-          el("tbody", {}, graph.nodes.map(nodeRow)),
+          el("tbody", {}, graph.nodes.flatMap(nodeRows)),
         ]),
       ]);
     }

@@ -1,0 +1,126 @@
+"""The agent's admin form: pickers for the persona's lists instead of raw JSON.
+
+Role prompts are picked among those the agent can use (the global ones and its own), sticker sets
+among those the media catalog knows (imported sets and the sets curated descriptions name), and
+explicit stickers are written one `SET::NAME` per line. A value already on the agent that is not
+among the choices (a prompt file not imported yet, say) stays offered, marked, so saving the form
+never drops it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+
+from agents.models import Agent, RolePrompt
+from agents.services import curation
+from cindy_site.admin_utils import service_form
+
+
+def _ordered_choices(
+    current: Iterable[str], available: dict[str, str], missing: str
+) -> list[tuple[str, str]]:
+    """The agent's values first, in their order (a form posts checked boxes in page order, so the
+    order survives a save), then the other choices by name. `available` maps value to label."""
+    current = [value for value in current if isinstance(value, str)]
+    choices = [(value, available.get(value, f"{value} ({missing})")) for value in dict.fromkeys(current)]
+    choices += [
+        (value, available[value]) for value in sorted(available, key=str.lower) if value not in current
+    ]
+    return choices
+
+
+def role_prompt_choices(agent: Agent) -> dict[str, str]:
+    """Role prompt names the agent can use, labelled with where each comes from."""
+    scope = Q(agent__isnull=True) | Q(agent_id=agent.pk) if agent.pk else Q(agent__isnull=True)
+    labels: dict[str, str] = {}
+    for prompt in RolePrompt.objects.filter(scope).order_by("scope_key"):  # global first, own wins
+        labels[prompt.name] = f"{prompt.name} ({'own' if prompt.agent_id else 'global'})"
+    return labels
+
+
+def sticker_set_choices() -> dict[str, str]:
+    """Sticker sets the media catalog knows: imported from Telegram, or named by descriptions."""
+    from media_catalog.models import MediaDescription, MediaKind, StickerSet
+
+    labels = {s.short_name: s.title or s.short_name for s in StickerSet.objects.all()}
+    described = (
+        MediaDescription.objects.filter(kind=MediaKind.STICKER)
+        .exclude(sticker_set_name="")
+        .values_list("sticker_set_name", "sticker_set_title")
+        .distinct()
+    )
+    for name, title in described:
+        labels.setdefault(name, title or name)
+    return {name: name if title == name else f"{name} · {title}" for name, title in labels.items()}
+
+
+class StickerLinesField(forms.CharField):
+    """Explicit stickers as lines of `SET::NAME`; stored as the list of those strings."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 40, "placeholder": "WendyFaces::wink"})
+
+    def prepare_value(self, value):
+        if isinstance(value, list | tuple):
+            return "\n".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value) -> list[str]:
+        text = super().to_python(value)
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        for number, line in enumerate(lines, start=1):
+            set_name, _, name = line.partition("::")
+            if not set_name.strip() or not name.strip():
+                raise ValidationError(
+                    f'line {number}, "{line}": write each sticker as SET::NAME, e.g. WendyFaces::wink'
+                )
+        return lines
+
+    def has_changed(self, initial, data) -> bool:
+        return self.prepare_value(initial or []) != self.prepare_value(self.to_python(data))
+
+
+class ListChoiceField(forms.MultipleChoiceField):
+    widget = forms.CheckboxSelectMultiple
+
+    def has_changed(self, initial, data) -> bool:
+        return list(initial or []) != list(data or [])
+
+
+class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
+    role_prompt_names = ListChoiceField(
+        label="Role prompts",
+        required=False,
+        help_text="Prompts added to this agent's instructions, in this order; its own prompts "
+        "(below) override global ones of the same name.",
+    )
+    sticker_set_names = ListChoiceField(
+        label="Sticker sets",
+        required=False,
+        help_text="Every sticker of these sets is offered to the agent.",
+    )
+    explicit_stickers = StickerLinesField(
+        label="Explicit stickers",
+        required=False,
+        help_text="One SET::NAME per line, offered besides the whole sets above.",
+    )
+
+    class Meta:
+        model = Agent
+        fields = "__all__"
+        labels = {"llm": "LLM"}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        agent = self.instance
+        self.fields["role_prompt_names"].choices = _ordered_choices(
+            agent.role_prompt_names or [], role_prompt_choices(agent), "no such prompt yet"
+        )
+        self.fields["sticker_set_names"].choices = _ordered_choices(
+            agent.sticker_set_names or [], sticker_set_choices(), "not in the media catalog"
+        )
+        if "llm" in self.fields:
+            self.fields["llm"].label = "LLM"

@@ -1,0 +1,9 @@
+"""Signals other apps listen to, so that `agents` needs to know nothing about them."""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+#: Sent after an operator starts an agent again. Arguments: `agent`, `by` (who did it),
+#: `was` (what had kept it from running: "disabled", "stopped", or the error that stopped it).
+agent_restarted = Signal()
