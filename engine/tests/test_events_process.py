@@ -57,14 +57,14 @@ def test_a_due_event_fires_exactly_once_across_a_sigkill_and_a_takeover(child, k
         process = start_gateway(env, log)  # takes the agent over once the dead one's lease expires
         wait_for(lambda: "Event fired" in agent_texts(db), "the event's turn", log)
         wait_for(
-            lambda: db.query("SELECT status FROM conversations_taskgraph WHERE trigger = 'event'")
+            lambda: db.query("SELECT status FROM conversations_taskgraph WHERE `trigger` = 'event'")
             == [("done",)],
             "the event's graph done",
             log,
         )
         time.sleep(1.0)  # a duplicate firing would have started a second turn by now (tick: 0.05 s)
         assert agent_texts(db) == ["Hi", "Event fired"]
-        assert db.query("SELECT COUNT(*) FROM conversations_taskgraph WHERE trigger = 'event'") == [(1,)]
+        assert db.query("SELECT COUNT(*) FROM conversations_taskgraph WHERE `trigger` = 'event'") == [(1,)]
         assert db.query("SELECT id FROM memory_scheduledevent") == []
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
