@@ -8,18 +8,12 @@ import json
 import pytest
 
 from conversations.models import ActivityEvent, Conversation, TaskGraph
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
+from conversations.services.sandbox import sandbox_transcript
 from engine.events import event_claim, event_fire, event_next_due_at, events_fire_due
-from engine.tests.harness import tasks
+from engine.tests.harness import scripted_turn, tasks
 from memory.models import ScheduledEvent
 
 pytestmark = pytest.mark.django_db
-
-
-def _turn(agent, harness, fake_llm, *items: dict, text: str = "hello") -> None:
-    fake_llm.reply_with(tasks(*items))
-    sandbox_say(agent=agent, text=text)
-    harness.settle(until=harness.clock.now() + dt.timedelta(minutes=5))
 
 
 def _local(clock, agent, **delta) -> str:
@@ -40,9 +34,13 @@ def paris(agent):
     return agent
 
 
-def test_an_event_is_stored_in_the_agents_timezone_and_fires_once_as_a_turn(paris, clock, harness, fake_llm):
+def test_an_event_is_stored_in_the_agents_timezone_and_fires_once_as_ascripted_turn(
+    paris, clock, harness, fake_llm
+):
     when = _local(clock, paris, hours=2)
-    _turn(paris, harness, fake_llm, {"kind": "event", "intent": "Ask how the exam went", "time": when})
+    scripted_turn(
+        paris, harness, fake_llm, {"kind": "event", "intent": "Ask how the exam went", "time": when}
+    )
     event = ScheduledEvent.objects.get()
     expected = dt.datetime.fromisoformat(when).replace(tzinfo=dt.timezone(dt.timedelta(hours=1)))
     assert event.due_at == expected.astimezone(dt.UTC)  # Paris is UTC+1 in November
@@ -64,7 +62,7 @@ def test_an_event_is_stored_in_the_agents_timezone_and_fires_once_as_a_turn(pari
 
 def test_the_events_timezone_wins_over_the_agents_and_any_offset(paris, clock, harness, fake_llm):
     tomorrow = (clock.now() + dt.timedelta(days=1)).date().isoformat()
-    _turn(
+    scripted_turn(
         paris,
         harness,
         fake_llm,
@@ -75,23 +73,23 @@ def test_the_events_timezone_wins_over_the_agents_and_any_offset(paris, clock, h
 
 
 def test_an_event_is_updated_by_id_and_deleted_by_an_empty_intent(paris, clock, harness, fake_llm):
-    _turn(
+    scripted_turn(
         paris,
         harness,
         fake_llm,
         {"kind": "event", "id": "e1", "intent": "one", "time": _local(clock, paris, hours=1)},
     )
     later = _local(clock, paris, hours=3)
-    _turn(paris, harness, fake_llm, {"kind": "event", "id": "e1", "intent": "two", "time": later})
+    scripted_turn(paris, harness, fake_llm, {"kind": "event", "id": "e1", "intent": "two", "time": later})
     event = ScheduledEvent.objects.get()
     assert (event.entry_id, event.intent, event.time_raw) == ("e1", "two", later)
 
-    _turn(paris, harness, fake_llm, {"kind": "event", "id": "e1", "intent": ""})
+    scripted_turn(paris, harness, fake_llm, {"kind": "event", "id": "e1", "intent": ""})
     assert not ScheduledEvent.objects.exists()
 
 
 def test_an_event_in_the_past_is_refused(paris, clock, harness, fake_llm):
-    _turn(
+    scripted_turn(
         paris,
         harness,
         fake_llm,
@@ -104,7 +102,7 @@ def test_an_event_in_the_past_is_refused(paris, clock, harness, fake_llm):
 
 
 def test_an_event_with_an_unreadable_time_or_interval_is_refused(paris, clock, harness, fake_llm):
-    _turn(
+    scripted_turn(
         paris,
         harness,
         fake_llm,
@@ -122,7 +120,7 @@ def test_a_recurring_event_fires_its_occurrences_and_skips_steps_missed_in_a_clo
     paris, clock, harness, fake_llm
 ):
     fake_llm.set_default_reply(tasks())
-    _turn(
+    scripted_turn(
         paris,
         harness,
         fake_llm,
@@ -155,7 +153,7 @@ def test_a_recurring_event_fires_its_occurrences_and_skips_steps_missed_in_a_clo
 
 
 def test_a_claim_lost_to_another_gateway_fires_nothing(paris, clock, harness, fake_llm):
-    _turn(
+    scripted_turn(
         paris,
         harness,
         fake_llm,
@@ -172,7 +170,7 @@ def test_a_claim_lost_to_another_gateway_fires_nothing(paris, clock, harness, fa
 
 def test_a_clock_set_back_does_not_fire_an_event_again(paris, clock, harness, fake_llm):
     fake_llm.set_default_reply(tasks())
-    _turn(
+    scripted_turn(
         paris,
         harness,
         fake_llm,
@@ -186,8 +184,8 @@ def test_a_clock_set_back_does_not_fire_an_event_again(paris, clock, harness, fa
     assert events_fire_due(agent_ids=[paris.pk]) == 0
 
 
-def test_a_due_event_of_a_muted_chat_is_spent_without_a_turn(paris, clock, harness, fake_llm):
-    _turn(
+def test_a_due_event_of_a_muted_chat_is_spent_without_ascripted_turn(paris, clock, harness, fake_llm):
+    scripted_turn(
         paris,
         harness,
         fake_llm,
@@ -203,7 +201,7 @@ def test_a_due_event_of_a_muted_chat_is_spent_without_a_turn(paris, clock, harne
 
 
 def test_the_gateway_sleeps_no_longer_than_until_the_next_event(paris, clock, harness, fake_llm):
-    _turn(
+    scripted_turn(
         paris,
         harness,
         fake_llm,

@@ -11,7 +11,7 @@ from conversations.models import ActivityEvent, TaskNode
 from conversations.models.sandbox import SandboxMessage
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.responsiveness import asleep_until, responsiveness_delay
-from engine.tests.harness import tasks
+from engine.tests.harness import scripted_turn, tasks
 from memory.models import ScheduleEntry
 
 pytestmark = pytest.mark.django_db
@@ -29,12 +29,6 @@ def _iso(clock, **delta) -> str:
     return (clock.now() + dt.timedelta(**delta)).isoformat()
 
 
-def _turn(agent, harness, fake_llm, *items: dict, text: str = "hello") -> None:
-    fake_llm.reply_with(tasks(*items))
-    sandbox_say(agent=agent, text=text)
-    harness.settle(until=harness.clock.now() + dt.timedelta(minutes=3))
-
-
 def _entry(clock, *, entry_id="act-1", start=0, end=2, activity="Baking", responsiveness=60) -> dict:
     return {
         "kind": "schedule",
@@ -48,12 +42,12 @@ def _entry(clock, *, entry_id="act-1", start=0, end=2, activity="Baking", respon
 
 
 def test_schedule_entries_are_created_updated_and_deleted_by_id(scheduled, clock, harness, fake_llm):
-    _turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
+    scripted_turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
     entry = ScheduleEntry.objects.get()
     assert (entry.entry_id, entry.activity, entry.responsiveness) == ("act-1", "Baking", 60)
     assert entry.end - entry.start == dt.timedelta(hours=2)
 
-    _turn(
+    scripted_turn(
         scheduled,
         harness,
         fake_llm,
@@ -62,13 +56,15 @@ def test_schedule_entries_are_created_updated_and_deleted_by_id(scheduled, clock
     entry.refresh_from_db()
     assert (entry.activity, entry.responsiveness) == ("Selling bread", 80)
 
-    _turn(scheduled, harness, fake_llm, {"kind": "schedule", "id": "act-1", "activity_name": ""})
+    scripted_turn(scheduled, harness, fake_llm, {"kind": "schedule", "id": "act-1", "activity_name": ""})
     assert not ScheduleEntry.objects.exists()
 
 
 def test_an_overlapping_schedule_entry_is_refused(scheduled, clock, harness, fake_llm):
-    _turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
-    _turn(scheduled, harness, fake_llm, _entry(clock, entry_id="act-2", start=2, end=4, activity="Nap"))
+    scripted_turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
+    scripted_turn(
+        scheduled, harness, fake_llm, _entry(clock, entry_id="act-2", start=2, end=4, activity="Nap")
+    )
 
     assert list(ScheduleEntry.objects.values_list("entry_id", flat=True)) == ["act-1"]
     refusal = ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED)
@@ -76,7 +72,7 @@ def test_an_overlapping_schedule_entry_is_refused(scheduled, clock, harness, fak
 
 
 def test_an_entry_touching_another_at_its_boundary_is_allowed(scheduled, clock, harness, fake_llm):
-    _turn(
+    scripted_turn(
         scheduled,
         harness,
         fake_llm,
@@ -87,7 +83,7 @@ def test_an_entry_touching_another_at_its_boundary_is_allowed(scheduled, clock, 
 
 
 def test_a_persona_without_a_daily_schedule_keeps_no_schedule(agent, clock, harness, fake_llm):
-    _turn(agent, harness, fake_llm, _entry(clock, start=1, end=3))
+    scripted_turn(agent, harness, fake_llm, _entry(clock, start=1, end=3))
     assert not ScheduleEntry.objects.exists()
     assert "keeps no schedule" in ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED).summary
 
@@ -95,7 +91,7 @@ def test_a_persona_without_a_daily_schedule_keeps_no_schedule(agent, clock, harn
 def test_file_schedule_json_shows_the_entries_to_the_model(scheduled, clock, harness, fake_llm):
     scheduled.role_prompt_names = [*scheduled.role_prompt_names, "Task-Retrieve"]
     scheduled.save(update_fields=["role_prompt_names"])
-    _turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
+    scripted_turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
     fake_llm.reply_with(tasks({"kind": "retrieve", "urls": ["file:schedule.json"]}))
     fake_llm.reply_with(tasks({"kind": "send", "text": "I bake at noon"}))
     sandbox_say(agent=scheduled, text="when do you bake?")
