@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from engine.tests.test_gateway_process import (  # noqa: F401
+from engine.tests.processes import (  # noqa: F401
     agent_texts,
     child,
     manage,
