@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.db.models import OuterRef, Subquery
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from cindy_site.admin_utils import (
@@ -20,6 +20,7 @@ from cindy_site.admin_utils import (
     service_form,
     short,
 )
+from conversations.admin_initiative import nudge_conversations, xsend_view
 from conversations.admin_llms import register_llm_admin
 from conversations.admin_sandbox import register_sandbox_admins
 from conversations.admin_telegram import (
@@ -144,7 +145,17 @@ class ConversationAdmin(admin.ModelAdmin):
         "updated",
     ]
     inlines = [TaskNodeInline, MessageInline]
-    actions = ["mute_in_telegram", "unmute_in_telegram", "leave_in_telegram", "summarize_now"]
+    actions = ["mute_in_telegram", "unmute_in_telegram", "leave_in_telegram", "summarize_now", nudge_conversations]
+
+    def get_urls(self):
+        xsend = path(
+            "<int:conversation_id>/xsend/",
+            self.admin_site.admin_view(
+                lambda request, conversation_id: xsend_view(self, request, conversation_id)
+            ),
+            name="conversations_conversation_xsend",
+        )
+        return [xsend, *super().get_urls()]
 
     def has_add_permission(self, request) -> bool:
         return False  # conversations come from Telegram (or the sandbox), never from a form
@@ -182,6 +193,16 @@ class ConversationAdmin(admin.ModelAdmin):
                     "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
                 ),
                 *memory_links(conversation),
+                changelist_link(
+                    "memory.scheduledevent",
+                    "events",
+                    agent__id__exact=conversation.agent_id,
+                    channel_id=conversation.peer_id,
+                ),
+                format_html(
+                    '<a href="{}">XSend</a>',
+                    reverse("admin:conversations_conversation_xsend", args=[conversation.pk]),
+                ),
             ]
         )
 

@@ -29,6 +29,7 @@ from conversations.models import (
     TaskGraph,
     TaskNode,
 )
+from memory.models import ScheduledEvent, ScheduleEntry
 
 #: How many conversations the dashboard lists, most recent first.
 CONVERSATION_LIMIT = 40
@@ -43,9 +44,22 @@ def _iso(value: dt.datetime | None) -> str | None:
 
 # --- Agents -----------------------------------------------------------------------------------
 
+#: The dashboard shows each agent's next few events, from the soonest events of all agents.
+NEXT_EVENTS_PER_AGENT = 3
+NEXT_EVENTS_SCAN = 500
 
-def _agent_row(agent: Agent, lease: AgentLease | None, at: dt.datetime) -> dict[str, Any]:
+
+def _agent_row(
+    agent: Agent,
+    lease: AgentLease | None,
+    at: dt.datetime,
+    activity: ScheduleEntry | None = None,
+    events: list[ScheduledEvent] | None = None,
+) -> dict[str, Any]:
     online = lease is not None and lease.expires_at > at
+    asleep = asleep_until(schedule=agent.daily_schedule, timezone=agent.timezone, when=at)
+    if activity is not None:
+        asleep = activity.end if activity.responsiveness == 0 else None
     return {
         "id": agent.pk,
         "name": agent.name,
@@ -56,7 +70,20 @@ def _agent_row(agent: Agent, lease: AgentLease | None, at: dt.datetime) -> dict[
         "lease_expires": _iso(lease.expires_at) if lease else None,
         "disabled": agent.disabled,
         "stopped": agent.stopped,
-        "asleep_until": _iso(asleep_until(schedule=agent.daily_schedule, timezone=agent.timezone, when=at)),
+        "asleep_until": _iso(asleep),
+        "activity": (
+            {
+                "name": activity.activity,
+                "until": _iso(activity.end),
+                "responsiveness": activity.responsiveness,
+                "description": activity.description,
+            }
+            if activity is not None
+            else None
+        ),
+        "next_events": [
+            {"intent": e.intent, "due": _iso(e.due_at), "channel_id": e.channel_id} for e in events or []
+        ],
         "last_error": agent.last_error,
         "last_error_at": _iso(agent.last_error_at),
     }
@@ -65,7 +92,17 @@ def _agent_row(agent: Agent, lease: AgentLease | None, at: dt.datetime) -> dict[
 def agent_rows(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
     at = at or now()
     leases = {lease.agent_id: lease for lease in AgentLease.objects.all()}
-    return [_agent_row(agent, leases.get(agent.pk), at) for agent in Agent.objects.order_by("name")]
+    activities = {
+        e.agent_id: e for e in ScheduleEntry.objects.filter(start__lte=at, end__gt=at).order_by("-start")
+    }
+    upcoming: dict[int, list[ScheduledEvent]] = {}
+    for event in ScheduledEvent.objects.filter(due_at__isnull=False).order_by("due_at")[:NEXT_EVENTS_SCAN]:
+        if len(upcoming.setdefault(event.agent_id, [])) < NEXT_EVENTS_PER_AGENT:
+            upcoming[event.agent_id].append(event)
+    return [
+        _agent_row(agent, leases.get(agent.pk), at, activities.get(agent.pk), upcoming.get(agent.pk))
+        for agent in Agent.objects.order_by("name")
+    ]
 
 
 # --- LLM usage --------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from agents.models import Agent
-from agents.schedule import asleep_until
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
@@ -36,8 +35,10 @@ from conversations.transport.factory import transport_for
 from engine.clients import AgentClient, clients_quiet
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
+from engine.initiative_steps import InitiativeSteps
 from engine.leases import agent_offline_unless_held, agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
+from engine.responsiveness import asleep_until
 from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.tick import Ticker
@@ -62,7 +63,7 @@ def enqueue_received(node_id: int, owner: str) -> None:
     async_task("engine.tasks.run_received", node_id, owner)
 
 
-class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog):
+class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, InitiativeSteps):
     def __init__(
         self,
         *,
@@ -270,15 +271,15 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog):
             for agent_id, client in self.clients.items()
             if client.connected
             and (client.paused_until is None or client.paused_until <= when)
-            and asleep_until(schedule=client.agent.daily_schedule, timezone=client.agent.timezone, when=when)
-            is None
+            and asleep_until(agent=client.agent, at=when) is None
         ]
 
     async def step_tick(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
         held = list(self.clients)
         reaped = await sync_to_async(nodes_reap_expired)(agent_ids=held) if held else 0
-        claimed = await sync_to_async(self.ticker.claim)(agent_ids=self._active_agent_ids())
+        active = await sync_to_async(self._active_agent_ids)()  # reads the schedule: off the loop
+        claimed = await sync_to_async(self.ticker.claim)(agent_ids=active)
         actions = []
         for node, owner in claimed:
             if node.kind in BRAIN_KINDS:
@@ -365,11 +366,14 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog):
             self.step_connect,
             self.step_ingest,
             self.step_media,
+            self.step_events,
+            self.step_schedules,
             self.step_tick,
             self.step_reap_requests,
             self.step_requests,
             self.step_signin,
             self.step_stickers,
+            self.step_library,
             self.step_dialogs,
         ):
             if self.stopping.is_set():
@@ -392,7 +396,7 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog):
             while not self.stopping.is_set():
                 if not await self.run_once():
                     try:
-                        await asyncio.wait_for(self.stopping.wait(), timeout=self.tick_seconds)
+                        await asyncio.wait_for(self.stopping.wait(), timeout=await self.idle_seconds())
                     except TimeoutError:
                         pass
         finally:

@@ -11,7 +11,8 @@ stored (`created=False`) and never triggering.
 
 The `received` node of a replan waits until the triggering message is CINDY_READ_DELAY_SECONDS old
 (for a reaction: that long after it was seen), so the chat is not read the instant a message lands,
-and a burst typed within the delay costs one LLM call.
+and a burst typed within the delay costs one LLM call. An agent with a daily schedule waits as its
+current activity's responsiveness says instead (`engine.responsiveness`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from conversations.transport.base import (
     Transport,
     Update,
 )
+from engine.responsiveness import reply_not_before
 from engine.triggers import Decision, message_decision, reaction_decision
 
 logger = logging.getLogger(__name__)
@@ -72,7 +74,9 @@ def _replan_all(pending: dict[int, _Trigger]) -> list[int]:
             conversation=item.conversation,
             trigger=item.decision.trigger,
             target_message_id=item.message_id,
-            not_before=max(now(), item.seen_at + delay),
+            not_before=reply_not_before(
+                agent=item.conversation.agent, seen_at=item.seen_at, default_delay=delay, at=now()
+            ),
         )
         graph_ids.append(graph.pk)
     return graph_ids

@@ -25,6 +25,7 @@ from engine.stickers import (
     sticker_sets_to_refresh,
     wanted_sticker_sets,
 )
+from media_catalog.services.library import library_sync_saved
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
@@ -33,6 +34,8 @@ Kind = ActivityEvent.Kind
 DIALOG_REFRESH_SECONDS = 60.0
 #: Besides on connect and on changes, each agent's sets are checked for staleness this often.
 STICKER_RECHECK_SECONDS = 3600.0
+#: How often each agent's media library is re-read from its Saved Messages.
+LIBRARY_REFRESH_SECONDS = 600.0
 #: How often the request reaper looks for requests left running by a stopped gateway.
 REQUEST_REAP_SECONDS = 30.0
 
@@ -90,6 +93,7 @@ class UpkeepSteps:
                 "sticker_failed": {},
                 "dialogs": {},
                 "reaped_at": None,
+                "library": {},
             }
         return state
 
@@ -199,6 +203,29 @@ class UpkeepSteps:
                 logger.warning("agent %s: dialog refresh failed: %r", client.agent.name, exc)
                 continue
             did = did or bool(changed)
+        return did
+
+    async def step_library(self) -> bool:
+        """On connect and every LIBRARY_REFRESH_SECONDS per agent: list Saved Messages as its media library."""
+        last = self._upkeep_state()["library"]
+        clock = get_clock()
+        did = False
+        for agent_id, client in self._connected():
+            seen = last.get(agent_id)
+            if (
+                seen is not None
+                and seen[0] is client
+                and clock.monotonic() - seen[1] < LIBRARY_REFRESH_SECONDS
+            ):
+                continue
+            last[agent_id] = (client, clock.monotonic())
+            try:
+                saved = await client.transport.saved_media()
+                added, removed = await sync_to_async(library_sync_saved)(agent_id=agent_id, saved=saved)
+            except Exception as exc:
+                logger.warning("agent %s: media library refresh failed: %r", client.agent.name, exc)
+                continue
+            did = did or bool(added or removed)
         return did
 
     async def step_reap_requests(self) -> bool:

@@ -8,4 +8,7 @@ class LlmConfig(AppConfig):
     verbose_name = "LLM"
 
     def ready(self) -> None:
-        from llm import checks  # noqa: F401  (registers the system checks)
+        from llm import (
+            checks,  # noqa: F401  (registers the system checks)
+            schedule_file,  # noqa: F401  (registers file:schedule.json)
+        )

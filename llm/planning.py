@@ -167,7 +167,7 @@ def plan_turn(
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
     inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=messages)
-    allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk)
+    allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
     thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
     return PlanResult(
         tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids, thoughts=thoughts

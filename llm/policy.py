@@ -17,6 +17,9 @@ The rules:
   agent's last turn and every one of those messages, and every message the prompt showed, was written
   by an operator and not forwarded, and the turn read nothing from outside the chat. In a group with
   other members this refuses shutdown; operators can ask in a direct message;
+- xsend, send_media, event and schedule as `llm.policy_initiative` says (another conversation of the
+  same agent; the agent's own library; a future time; no overlapping entries);
+- the daily schedule planning turn (trigger `schedule`) only changes the agent's own records;
 - every other kind that is neither an ordinary conversational kind nor a stored kind (which changes
   only the agent's own records) is refused until it has a rule here (a kind that writes to other
   chats, for instance).
@@ -35,6 +38,7 @@ from django.db.models import Q
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
 from llm.file_sources import is_file_url
+from llm.policy_initiative import INITIATIVE_KINDS, initiative_refusal
 from llm.tasks import Task
 from memory.stored_kinds import is_stored_kind
 
@@ -43,6 +47,8 @@ OPERATOR_ONLY = frozenset({"shutdown"})
 #: Kinds that act only inside this conversation's ordinary flow and need no privilege. Stored kinds
 #: (`memory.stored_kinds`: remember, plan, ...), which change only the agent's own records, are too.
 ORDINARY = frozenset({"send", "sticker", "react", "wait", "think", "retrieve"})
+#: What the daily schedule planning turn may do besides the stored kinds: nothing that acts in a chat.
+SCHEDULE_TURN_KINDS = frozenset({"think", "retrieve"})
 #: More messages than this since the agent's last turn are not checked one by one: shutdown is refused.
 MAX_CHECKED_MESSAGES = 500
 
@@ -74,6 +80,7 @@ class TurnInputs:
     shown: tuple[Source, ...] = ()
     outside: tuple[str, ...] = ()  # e.g. "2 retrieved web pages"
     too_many: bool = False  # more than MAX_CHECKED_MESSAGES since the agent's last turn
+    trigger: str = ""  # the graph's trigger: message, xsend, event, schedule, ...
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,7 @@ def turn_inputs(*, conversation: Conversation, graph: TaskGraph, history: Iterab
         shown=tuple(Source.of(m) for m in history if not m.is_agent),
         outside=tuple(outside),
         too_many=len(rows) > MAX_CHECKED_MESSAGES,
+        trigger=graph.trigger or "",
     )
 
 
@@ -137,9 +145,15 @@ def _not_from_an_operator(sources: Iterable[Source], operators: set[int]) -> str
 
 def refusal_reason(task: Task, *, inputs: TurnInputs) -> str:
     """Why `task` may not run in this turn, or "" when it may."""
+    conversation = inputs.conversation
+    if inputs.trigger == TaskGraph.Trigger.SCHEDULE and not (
+        task.kind in SCHEDULE_TURN_KINDS or is_stored_kind(task.kind)
+    ):
+        return f"{task.kind} is not allowed in the schedule planning turn: it only plans, it never acts in a chat"
+    if task.kind in INITIATIVE_KINDS:
+        return initiative_refusal(task, conversation=conversation)
     if is_ordinary(task.kind):
         return ""
-    conversation = inputs.conversation
     outside = ", ".join(inputs.outside)
     if task.kind in DM_ONLY:
         if conversation.kind != Conversation.Kind.DM:
@@ -169,15 +183,21 @@ def is_ordinary(kind: str) -> bool:
 
 
 def apply_policy(
-    tasks: list[Task], *, inputs: TurnInputs | Callable[[], TurnInputs], node_id: int | None = None
+    tasks: list[Task],
+    *,
+    inputs: TurnInputs | Callable[[], TurnInputs],
+    node_id: int | None = None,
+    trigger: str = "",
 ) -> tuple[list[Task], list[Refusal]]:
     """Split tasks into allowed and refused, recording one activity event per refusal.
 
-    `inputs` may be a function that reads them: it is called only when a task is privileged, so an
-    ordinary turn costs no queries here.
+    `inputs` may be a function that reads them: it is called only when a task is privileged (or checked
+    against the database, or the turn is the schedule planning turn, `trigger`), so an ordinary turn
+    costs no queries here.
     """
     if callable(inputs):
-        if all(is_ordinary(task.kind) for task in tasks):
+        unchecked = all(is_ordinary(t.kind) and t.kind not in INITIATIVE_KINDS for t in tasks)
+        if unchecked and trigger != TaskGraph.Trigger.SCHEDULE:
             return list(tasks), []
         inputs = inputs()
     conversation = inputs.conversation

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from llm.tasks import known_kinds
+from llm.tasks import KIND_ALIASES, known_kinds
 from memory.stored_kinds import stored_kinds
 
 _MARKER = re.compile(r"<!--\s*SCHEMA_TASKS\s*:(.{0,2000}?)-->", re.IGNORECASE | re.DOTALL)
@@ -25,7 +25,8 @@ def kinds_from_prompt(text: str) -> set[str]:
     """The kinds named by the SCHEMA_TASKS markers in one prompt (the marker name is case-insensitive)."""
     found: set[str] = set()
     for match in _MARKER.finditer(text or ""):
-        found.update(name.strip().lower() for name in match.group(1).split(",") if name.strip())
+        names = (name.strip().lower() for name in match.group(1).split(",") if name.strip())
+        found.update(KIND_ALIASES.get(name, name) for name in names)
     return found
 
 
@@ -67,6 +68,19 @@ def task_list_schema(kinds: Iterable[str] | None = None) -> dict[str, Any]:
         "content": string,
         "created": string,
         "urls": {"type": "ARRAY", "items": string},
+        # initiative kinds: xsend, event, schedule, send_media
+        "target_channel_id": integer,
+        "intent": string,
+        "time": string,
+        "timezone": string,
+        "interval": string,
+        "occurrences": integer,
+        "start_time": string,
+        "end_time": string,
+        "activity_name": string,
+        "description": string,
+        "responsiveness": integer,
+        "unique_id": string,
     }
     for spec in stored_kinds():  # the stored kinds' declared fields (summarize: min_message_id, ...)
         for param in spec.params:

@@ -47,7 +47,12 @@ ACTION_KINDS = (
     "retrieve",
     "clear-conversation",
     "shutdown",
+    # Initiative kinds: a turn in another of the agent's chats, and an item of its media library.
+    "xsend",
+    "send_media",
 )
+#: Older names the original accepts for a kind.
+KIND_ALIASES = {"photo": "send_media"}
 #: Pages fetched per retrieve round; further URLs are skipped and the model is told so.
 MAX_RETRIEVE_URLS = 3
 #: At most this many parts of one send are kept, so its typing time stays sane; the rest is cut.
@@ -100,10 +105,11 @@ def _stored(kind: str, raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """The shared rule for stored kinds: content (empty deletes), created, declared extra fields."""
     spec = stored_kind(kind)
     assert spec is not None
-    content = optional_text(raw, "content", notes) or optional_text(raw, "text", notes)
+    content = next((text for name in spec.content_names if (text := optional_text(raw, name, notes))), "")
     if not content.strip() and task_id_of(raw) is None:
+        name = spec.content_names[0]
         raise TaskError(
-            '"content" is missing or empty: write what to store (empty content needs an "id" to delete)'
+            f'"{name}" is missing or empty: write what to store (empty {name} needs an "id" to delete)'
         )
     created = raw.get("created")
     if created is not None and not isinstance(created, str | int | float):
@@ -127,6 +133,21 @@ def _stored(kind: str, raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
             value = clean_text(value, notes, f'"{param.name}"')
         params[param.name] = value
     return params
+
+
+def _peer_id(raw: dict[str, Any], *names: str) -> int:
+    """A Telegram peer id (users positive, chats and channels negative) from the first name given."""
+    for name in names:
+        value = raw.get(name)
+        if value is None or value == "":
+            continue
+        text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
+        if not text.lstrip("-").isdigit() or len(text) > 20 or int(text) == 0:
+            raise TaskError(
+                f'"{name}" is {short_repr(value)}: give the channel id shown in the conversation list'
+            )
+        return int(text)
+    raise TaskError(f'"{names[0]}" is missing: give the id of the conversation to act in')
 
 
 def _send(raw: dict[str, Any], task_id: str | None, notes: list[str]) -> list[dict[str, Any]]:
@@ -162,6 +183,7 @@ def validate_task(raw: Any, notes: list[str] | None = None) -> list[Task]:
     if not isinstance(kind, str) or not kind.strip():
         raise TaskError('the task has no "kind"')
     kind = kind.strip().lower()
+    kind = KIND_ALIASES.get(kind, kind)
     if kind not in known_kinds():
         raise TaskError(f'kind "{short_repr(kind)[1:-1]}" is unknown: use one of {", ".join(known_kinds())}')
     task_id, depends_on = task_id_of(raw), depends_on_of(raw)
@@ -203,6 +225,16 @@ def validate_task(raw: Any, notes: list[str] | None = None) -> list[Task]:
         if not urls:
             return []  # an empty list asks for nothing: dropped silently, as the original does
         params = {"urls": urls}
+    elif kind == "xsend":
+        params = {
+            "target_channel_id": _peer_id(raw, "target_channel_id", "channel_id"),
+            "intent": optional_text(raw, "intent", notes).strip(),
+        }
+    elif kind == "send_media":
+        params = {
+            "unique_id": required_text(raw, "unique_id", "id", notes=notes).strip(),
+            "reply_to": message_id_of(raw, "reply_to", required=False),
+        }
     elif stored_kind(kind) is not None:
         params = _stored(kind, raw, notes)
     else:

@@ -125,3 +125,32 @@ class Sticker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sticker_set.short_name} :: {self.name}"
+
+
+class LibraryItem(models.Model):
+    """One item of an agent's media library: what `send_media` (alias `photo`) may send.
+
+    On Telegram the library is the account's Saved Messages (`saved_message_id`), listed by the
+    gateway; in the sandbox it is files uploaded in the admin (`file`). The curated `description` is
+    what the prompt lists beside the `unique_id` the agent names.
+    """
+
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="media_library")
+    unique_id = models.CharField(max_length=128, help_text="Telegram's file_unique_id, or the upload's id")
+    kind = models.CharField(max_length=32, choices=MediaKind.choices, default=MediaKind.PHOTO)
+    description = models.TextField(blank=True, help_text="Curated: shown to the agent in its prompt")
+    file = models.FileField(upload_to="media_library/", blank=True, help_text="Sandbox: the file to send")
+    mime = models.CharField(max_length=100, blank=True)
+    saved_message_id = models.BigIntegerField(
+        null=True, blank=True, help_text="Telegram: the Saved Messages message holding the media"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent", "unique_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "unique_id"], name="libraryitem_unique_per_agent")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.unique_id}: {self.description[:60]}"

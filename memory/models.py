@@ -217,3 +217,122 @@ class Intention(models.Model):
 
     def __str__(self) -> str:
         return self.content[:80]
+
+
+def new_event_id() -> str:
+    return new_entry_id("event")
+
+
+def new_activity_id() -> str:
+    return new_entry_id("act")
+
+
+class ScheduledEvent(models.Model):
+    """An `event` task: an intent for one conversation that fires as a turn at `due_at`.
+
+    The gateway claims a due event with a compare-and-set on (`pk`, `due_at`, `fired_count`) in the
+    same transaction that starts the turn, so each occurrence fires once across crashes, takeovers and
+    clock jumps (`engine.events`). A recurring event moves `due_at` on by `interval_seconds`; an event
+    is deleted after its last occurrence.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="scheduled_events")
+    channel_id = models.BigIntegerField(help_text="The conversation's Telegram peer id")
+    entry_id = models.CharField(max_length=100, default=new_event_id, help_text="The event task's id")
+    intent = models.TextField(help_text="What the agent told its future self to do")
+    time_raw = models.CharField(max_length=64, blank=True, help_text="The event's time as the task gave it")
+    timezone = models.CharField(max_length=64, blank=True, help_text="IANA zone for the time; empty: agent's")
+    interval_raw = models.CharField(max_length=64, blank=True, help_text='e.g. "2 hours"; empty: once')
+    interval_seconds = models.PositiveIntegerField(null=True, blank=True)
+    occurrences = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Times to fire; empty: until deleted"
+    )
+    fired_count = models.PositiveIntegerField(default=0)
+    due_at = models.DateTimeField(null=True, blank=True, help_text="Next firing (UTC); empty once finished")
+    last_fired = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField()
+
+    class Meta:
+        ordering = ["agent", "due_at", "id"]
+        indexes = [
+            # engine.events.events_fire_due / event_next_due: due events of the agents a gateway holds.
+            models.Index(fields=["due_at", "agent"], name="event_due_idx"),
+            models.Index(fields=["agent", "channel_id"], name="event_channel_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entry_id}: {self.intent[:60]}"
+
+    def save(self, *args, **kwargs) -> None:
+        from memory.schedule_times import event_times_apply
+
+        event_times_apply(self)
+        super().save(*args, **kwargs)
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        event = super().from_db(db, field_names, values)
+        event._original_times = (event.time_raw, event.timezone, event.interval_raw)
+        return event
+
+
+class ScheduleEntry(models.Model):
+    """One activity of an agent's daily schedule (a `schedule` task), in the original's fields."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="schedule_entries")
+    entry_id = models.CharField(max_length=100, default=new_activity_id, help_text="The schedule task's id")
+    activity = models.CharField(max_length=200, help_text="activity_name: what the agent is doing")
+    description = models.TextField(blank=True)
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    responsiveness = models.PositiveSmallIntegerField(
+        default=50, help_text="0 (asleep, messages stay unread) to 100 (answers within seconds)"
+    )
+    created = models.DateTimeField()
+
+    class Meta:
+        ordering = ["agent", "start", "id"]
+        verbose_name_plural = "schedule entries"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(end__gt=models.F("start")), name="schedule_end_after_start"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(responsiveness__lte=100), name="schedule_responsiveness_max"
+            ),
+        ]
+        indexes = [
+            # engine.schedule (the reply delay, the dashboard's current activity): entries around now.
+            models.Index(fields=["agent", "start", "end"], name="schedule_agent_time_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.activity} ({self.start:%Y-%m-%d %H:%M}-{self.end:%H:%M})"
+
+    def save(self, *args, **kwargs) -> None:
+        from memory.schedule_times import parse_entry_time
+
+        tz = self.agent.timezone
+        self.start = parse_entry_time(self.start, agent_timezone=tz, name="start_time")
+        self.end = parse_entry_time(self.end, agent_timezone=tz, name="end_time")
+        super().save(*args, **kwargs)
+
+
+class ScheduleRefresh(models.Model):
+    """When the agent's daily planning turn is next due (agents whose persona keeps a schedule).
+
+    Claimed by the gateway with a compare-and-set on `due_at`, like events (`engine.schedule_planning`).
+    """
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="schedule_refresh")
+    due_at = models.DateTimeField()
+    last_run = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # engine.schedule_planning.schedule_refresh_due: due refreshes of the agents a gateway holds.
+            models.Index(fields=["due_at", "agent"], name="schedule_refresh_due_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"schedule refresh of {self.agent_id} due {self.due_at:%Y-%m-%d %H:%M}"

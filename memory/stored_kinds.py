@@ -24,7 +24,7 @@ from typing import Any
 
 from django.db import models
 
-from memory.models import Intention, Memory, Note, Plan, Summary, new_entry_id
+from memory.models import Intention, Memory, Note, Plan, ScheduledEvent, ScheduleEntry, Summary, new_entry_id
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,8 @@ class StoredKind:
     # `<agent>/memory.json` (per agent) or `<agent>/memory/<channel id>.json` (per channel); "" = none.
     file_property: str = ""
     per_channel: bool = False
+    content_names: tuple[str, ...] = ("content", "text")  # the task fields that carry the content
+    in_prompt: bool = True  # False: entries are fetched on demand (e.g. `file:schedule.json`)
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
@@ -223,5 +225,78 @@ SUMMARIZE = register(
         section_order=900,
         file_property="summary",
         per_channel=True,
+    )
+)
+
+
+# --- Initiative kinds: events and the daily schedule -----------------------------------------------
+
+
+def _event_entry(event: ScheduledEvent) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": event.entry_id, "intent": event.intent, "time": event.time_raw}
+    if event.due_at:
+        item["next"] = event.due_at.isoformat()
+    for name, value in (
+        ("timezone", event.timezone),
+        ("interval", event.interval_raw),
+        ("occurrences", event.occurrences),
+    ):
+        if value:
+            item[name] = value
+    return item
+
+
+def schedule_entry_json(entry: ScheduleEntry) -> dict[str, Any]:
+    """One schedule entry in the original's `schedule.json` activity form."""
+    return {
+        "id": entry.entry_id,
+        "start_time": entry.start.isoformat(),
+        "end_time": entry.end.isoformat(),
+        "activity_name": entry.activity,
+        "responsiveness": entry.responsiveness,
+        "description": entry.description,
+    }
+
+
+#: `event`: a scheduled intent for this conversation (`engine.events` fires it as a turn).
+EVENT = register(
+    StoredKind(
+        kind="event",
+        model=ScheduledEvent,
+        id_prefix="event",
+        scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
+        section_title="Scheduled Events",
+        section_entry=_event_entry,
+        content_field="intent",
+        content_names=("intent", "content"),
+        params=(
+            StoredParam("time", "time_raw"),
+            StoredParam("timezone", "timezone"),
+            StoredParam("interval", "interval_raw"),
+            StoredParam("occurrences", "occurrences", "int"),
+        ),
+        ordering=("due_at", "id"),
+    )
+)
+
+#: `schedule`: one activity of the agent's daily schedule (shown through `file:schedule.json`).
+SCHEDULE = register(
+    StoredKind(
+        kind="schedule",
+        model=ScheduleEntry,
+        id_prefix="act",
+        scope=lambda context: {"agent_id": context.agent_id},
+        section_title="Schedule",
+        section_entry=schedule_entry_json,
+        content_field="activity",
+        content_names=("activity_name", "activity"),
+        params=(
+            StoredParam("start_time", "start"),
+            StoredParam("end_time", "end"),
+            StoredParam("description", "description"),
+            StoredParam("responsiveness", "responsiveness", "int"),
+        ),
+        ordering=("start", "id"),
+        in_prompt=False,
     )
 )

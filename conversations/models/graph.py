@@ -18,6 +18,9 @@ class NodeKind(models.TextChoices):
     UNBLOCK = "unblock", "Unblock"
     CLEAR_CONVERSATION = "clear-conversation", "Clear conversation"
     SHUTDOWN = "shutdown", "Shutdown"
+    # initiative kinds
+    XSEND = "xsend", "Cross-chat send"
+    SEND_MEDIA = "send_media", "Send media"
 
 
 #: Kinds that need an LLM and run on a django-q2 worker; every other kind runs in the gateway.
@@ -47,6 +50,10 @@ class TaskGraph(models.Model):
         CONTINUATION = "continuation", "Continuation"
         # Memory: a conversation's unsummarized messages reached the threshold, or an operator asked.
         SUMMARIZE = "summarize", "Summarization"
+        # initiative triggers: the payload is in the graph's context ("xsend" / "event" intent)
+        EVENT = "event", "Scheduled event"
+        NUDGE = "nudge", "Operator nudge"
+        SCHEDULE = "schedule", "Daily schedule planning"
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="graphs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)

@@ -189,6 +189,18 @@ class StickerRef:
 
 
 @dataclass(frozen=True)
+class LibraryRef:
+    """An item of the agent's media library that can be sent: on Telegram a Saved Messages message
+    (`saved_message_id`), in the sandbox an uploaded file (`file`, relative to MEDIA_ROOT)."""
+
+    unique_id: str
+    media_kind: str = "photo"
+    saved_message_id: int | None = None
+    file: str = ""
+    mime: str = ""
+
+
+@dataclass(frozen=True)
 class StickerSetInfo:
     short_name: str
     title: str
@@ -261,6 +273,16 @@ class Transport(Protocol):
     async def send_sticker(
         self, peer_id: int, sticker: StickerRef, *, random_id: int, reply_to: int | None = None
     ) -> SentMessage: ...
+
+    async def send_media(
+        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None
+    ) -> SentMessage:
+        """Send an item of the agent's media library. A repeated random_id sends nothing new."""
+        ...
+
+    async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:
+        """The media in the account's Saved Messages, newest first: its media library on Telegram."""
+        ...
 
     async def react(self, peer_id: int, message_id: int, emoji: str) -> None: ...
 

@@ -21,10 +21,12 @@ from agents.models import Agent
 from cindy_site.clock import now
 from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
 from conversations.services import sandbox as sandbox_services
+from conversations.services.sandbox_library import sandbox_library_part
 from conversations.transport.base import (
     AccountInfo,
     ChatDetails,
     InboundMessage,
+    LibraryRef,
     MediaItem,
     MessageEdited,
     MessagesDeleted,
@@ -306,6 +308,16 @@ class SandboxTransport(SandboxAccount):
             "unique_id": sticker.unique_id,
         }
         return await sync_to_async(self._send)(peer_id, "", [part], random_id, reply_to)
+
+    async def send_media(
+        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None
+    ) -> SentMessage:
+        """The library file is shown in the chat like an uploaded photo (MEDIA_ROOT/sandbox/...)."""
+        part = await sync_to_async(sandbox_library_part)(item)
+        return await sync_to_async(self._send)(peer_id, "", [part], random_id, reply_to)
+
+    async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:
+        return []  # the sandbox library is the admin's uploads (media_catalog.LibraryItem)
 
     def _send(self, peer_id, text, media, random_id, reply_to) -> SentMessage:
         me = self._require_me()

@@ -93,3 +93,32 @@ def test_agent_rows_say_when_an_asleep_agent_wakes(sandbox_agent, clock):
     assert row["asleep_until"] == "2026-02-02T07:00:00+00:00"
     (row,) = selectors.agent_rows(at=night.replace(hour=12))
     assert row["asleep_until"] is None
+
+
+def test_agent_rows_show_the_current_activity_and_the_next_events(sandbox_agent, clock):
+    import datetime as dt
+
+    from memory.models import ScheduledEvent, ScheduleEntry
+
+    at = clock.now()
+    ScheduleEntry.objects.create(
+        agent=sandbox_agent,
+        activity="Baking",
+        start=at - dt.timedelta(hours=1),
+        end=at + dt.timedelta(hours=1),
+        responsiveness=70,
+        created=at,
+    )
+    for hours in (3, 1, 2, 4):
+        ScheduledEvent.objects.create(
+            agent=sandbox_agent,
+            channel_id=5,
+            intent=f"in {hours} h",
+            time_raw=(at + dt.timedelta(hours=hours)).isoformat(),
+            created=at,
+        )
+    (row,) = selectors.agent_rows(at=at)
+
+    assert row["activity"]["name"] == "Baking" and row["activity"]["responsiveness"] == 70
+    assert row["asleep_until"] is None
+    assert [e["intent"] for e in row["next_events"]] == ["in 1 h", "in 2 h", "in 3 h"]

@@ -7,10 +7,12 @@ from engine.handlers import (  # noqa: F401  (each module registers its kind)
     clear_conversation,
     react,
     send,
+    send_media,
     shutdown,
     sticker,
     unblock,
     wait,
+    xsend,
 )
 from engine.handlers.base import Defer, Done, HandlerContext, NodeLost, handler_for, register
 

@@ -8,6 +8,7 @@ transaction that other connections cannot see.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 from asgiref.sync import async_to_sync
@@ -85,3 +86,14 @@ class Harness:
 def tasks(*items: dict) -> str:
     """A scripted LLM reply: the task list as JSON."""
     return json.dumps(list(items))
+
+
+def scripted_turn(
+    agent, harness: Harness, fake_llm, *items: dict, text: str = "hello", minutes: int = 5
+) -> None:
+    """A person writes `text`; the LLM answers with `items`; the engine runs for up to `minutes`."""
+    from conversations.services.sandbox import sandbox_say
+
+    fake_llm.reply_with(tasks(*items))
+    sandbox_say(agent=agent, text=text)
+    harness.settle(until=harness.clock.now() + dt.timedelta(minutes=minutes))

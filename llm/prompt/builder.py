@@ -4,8 +4,9 @@ Stable material first, volatile material last, so that consecutive turns share a
 providers bill at the cached rate:
 
 1. system instruction: response format, agent instructions, role prompts (templates substituted),
-   stickers, channel details, curated memories, the stored kinds' entries (global memories,
-   conversation notes, channel plan, intentions, ...) and last the conversation summaries;
+   stickers, the media library, channel details, curated memories, the stored kinds' entries
+   (global memories, conversation notes, channel plan, intentions, ...) and last the conversation
+   summaries;
 2. the history, oldest first: it starts after the last summarized message with a small overlap, and
    its window start moves in steps (see llm.conversation.history_start / history_messages);
 3. retrieved web pages of this turn, marked as untrusted;
@@ -29,6 +30,7 @@ from llm.prompt.sections import (
     base_prompt,
     channel_details_section,
     included_prompts,
+    media_library_section,
     memory_section,
     sticker_section,
     stored_sections,
@@ -64,6 +66,7 @@ def system_instruction(
     sections = [
         base,
         sticker_section(agent),
+        media_library_section(agent),
         channel_details_section(conversation),
         memory_section(agent, partner_id=conversation.peer_id),
         stored_sections(agent, conversation=conversation),

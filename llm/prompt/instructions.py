@@ -12,25 +12,39 @@ TIME_FORMAT = "%A %B %d, %Y at %I:%M %p %Z"
 @dataclass(frozen=True)
 class TurnContext:
     """Why this turn happens. `trigger` is one of message, reaction, xsend, new_conversation,
-    continuation (the graph's trigger)."""
+    continuation, event, nudge (the graph's trigger); `xsend_intent` carries an xsend's or a nudge's
+    intent, `event_intent` a due event's."""
 
     trigger: str = "message"
     target_message_id: int | None = None
     xsend_intent: str = ""
     reactions: tuple[str, ...] = ()  # e.g. ("Alice reacted 👍",) for a reaction trigger
     summarization: str = ""  # a summarization turn's instructions (trigger "summarize")
+    event_intent: str = ""
+    schedule: dict[str, Any] | None = None  # the daily planning turn: {"through", "filled_until", ...}
 
 
 def specific_instructions(turn: TurnContext) -> str:
-    """Exactly one of: cross-chat trigger, new conversation, target message, reaction, continuation."""
+    """Exactly one of: summarization, cross-chat trigger, scheduled event, new conversation, target
+    message, reaction, continuation. The cross-channel trigger and the event are their own sections,
+    shown once."""
     if turn.trigger == "summarize":
-        body = turn.summarization
-    elif turn.trigger == "xsend" and turn.xsend_intent:
-        body = (
+        return "# Instructions For This Turn\n\n" + turn.summarization
+    if turn.trigger in ("xsend", "nudge") and turn.xsend_intent:
+        return (
+            "# Cross-channel Trigger\n\n"
             "You decided earlier, in another conversation, to write to this chat. Your intention was:\n\n"
             f"{turn.xsend_intent}\n\nAct on it now in a way that fits this conversation."
         )
-    elif turn.trigger == "new_conversation" and turn.target_message_id is not None:
+    if turn.trigger == "schedule":
+        return schedule_instructions(turn.schedule or {})
+    if turn.trigger == "event" and turn.event_intent:
+        return (
+            "# Scheduled Event\n\n"
+            "An event you scheduled for this conversation is due now. Your intention was:\n\n"
+            f"{turn.event_intent}\n\nAct on it now in a way that fits this conversation."
+        )
+    if turn.trigger == "new_conversation" and turn.target_message_id is not None:
         body = (
             "This is the start of a new conversation: the message with message_id "
             f"{turn.target_message_id} is the first anyone has sent you here, and you have never talked "
@@ -54,6 +68,26 @@ def specific_instructions(turn: TurnContext) -> str:
     return "# Instructions For This Turn\n\n" + body
 
 
+def schedule_instructions(schedule: dict[str, Any]) -> str:
+    """Cindy's Instructions-Schedule: the daily planning turn that keeps the schedule filled ahead."""
+    filled = schedule.get("filled_until") or "nothing is planned yet"
+    return (
+        "# Schedule Planning\n\n"
+        "This is your daily planning moment, not a conversation: nobody will read what you send, so send "
+        "nothing. Keep your daily schedule filled until "
+        f"{schedule.get('through', 'two days from now')} (it is filled until: {filled}).\n\n"
+        "Retrieve file:schedule.json to see what is planned. Then add the missing activities with "
+        "`schedule` tasks, one per activity, following the Daily Schedule in your persona: "
+        '`{"kind": "schedule", "start_time": "...", "end_time": "...", "activity_name": "...", '
+        '"description": "...", "responsiveness": 0-100}`. Times are ISO 8601 with your timezone\'s '
+        "offset. Activities must not overlap; one may start exactly when the previous one ends. "
+        "Responsiveness is how readily you answer messages during the activity: 100 at once, 1 only "
+        "after a couple of minutes, 0 not at all (asleep: messages wait unread until the activity ends). "
+        "Vary your days the way a real person would. To change or remove a planned activity, give its id "
+        "(an empty activity_name removes it)."
+    )
+
+
 def current_time_section(now: dt.datetime, tz: dt.tzinfo) -> str:
     return "# Current Time\n\nThe current time is: " + now.astimezone(tz).strftime(TIME_FORMAT)
 
@@ -68,4 +102,6 @@ def turn_context_from_graph(graph: Any, *, reactions: tuple[str, ...] = ()) -> T
         target_message_id=graph.target_message_id,
         xsend_intent=str(intent),
         reactions=reactions,
+        event_intent=str((context.get("event") or {}).get("intent", "")),
+        schedule=context.get("schedule") if isinstance(context.get("schedule"), dict) else None,
     )

@@ -9,7 +9,7 @@ from typing import Any
 from agents.models import Agent, RolePrompt
 from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
-from media_catalog.models import MediaDescription, Sticker
+from media_catalog.models import LibraryItem, MediaDescription, Sticker
 from memory.models import Memory
 from memory.services.stored import stored_entries
 from memory.stored_kinds import StoreContext, stored_kinds
@@ -123,6 +123,28 @@ def sticker_section(agent: Agent) -> str:
     )
 
 
+def media_library_section(agent: Agent) -> str:
+    """`# Media Library`: the items `send_media` may send, by unique id, with their curated descriptions.
+
+    Items without a description of their own use the catalog's curated or AI description of the media.
+    """
+    items = list(LibraryItem.objects.filter(agent=agent).order_by("unique_id"))
+    if not items:
+        return ""
+    missing = [i.unique_id for i in items if not i.description.strip()]
+    catalog = dict(
+        MediaDescription.objects.filter(unique_id__in=missing).values_list("unique_id", "description")
+    )
+    lines = []
+    for item in items:
+        description = _one_line(item.description.strip() or catalog.get(item.unique_id))
+        lines.append(f"- {item.unique_id} ({item.kind})" + (f" - ‹{description}›" if description else ""))
+    return (
+        "# Media Library\n\nYou can send these from your own collection with a send_media task "
+        "(give the unique_id):\n\n" + "\n".join(lines)
+    )
+
+
 def _sticker_descriptions(
     entries: list[tuple[str, str, str]],
 ) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
@@ -177,6 +199,8 @@ def stored_sections(agent: Agent, *, conversation: Conversation) -> str:
     context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
     blocks = []
     for spec in stored_kinds():
+        if not spec.in_prompt:
+            continue
         entries = stored_entries(kind=spec.kind, context=context)
         if entries:
             blocks.append(f"# {spec.section_title}\n\n" + _json_block(entries))

@@ -21,12 +21,28 @@
     return el("td", { className: "badges" }, badges);
   }
 
+  function agentPlans(agent) {
+    const lines = [];
+    if (agent.activity) {
+      lines.push(el("div", {
+        className: "activity-now",
+        text: agent.activity.name + " until " + formatDateTime(agent.activity.until) + " · responsiveness " + agent.activity.responsiveness,
+        title: agent.activity.description || "",
+      }));
+    }
+    (agent.next_events || []).forEach(function (event) {
+      lines.push(el("div", { className: "next-event", text: "⏰ " + formatDateTime(event.due) + " " + event.intent }));
+    });
+    return el("td", {}, lines.length ? lines : [el("span", { text: "—" })]);
+  }
+
   function renderAgents(agents) {
     const body = document.querySelector("#agents-table tbody");
     body.replaceChildren(...agents.map(function (agent) {
       return el("tr", { attrs: { "data-agent-id": agent.id } }, [
         el("td", { className: "strong", text: agent.name }),
         agentState(agent),
+        agentPlans(agent),
         el("td", { className: "mono", text: agent.gateway || "—" }),
         el("td", { text: formatDateTime(agent.last_heartbeat) }),
         el("td", { className: "error", text: agent.last_error || "", title: agent.last_error_at || "" }),

@@ -29,6 +29,7 @@ from conversations.transport.base import (
 from .account import TelethonAccount
 from .client import TelethonConnection
 from .errors import error_code
+from .library import TelethonLibrary
 from .markdown import to_entities
 from .normalize import chat_kind_of, peer_id_of
 
@@ -65,7 +66,7 @@ def _dialog_marks(dialog: types.Dialog) -> dict[str, int]:
     }
 
 
-class TelethonTransport(TelethonAccount, TelethonConnection):
+class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
     """See the module docstring; connection and inbound plumbing live in `TelethonConnection`."""
 
     # --- sending ----------------------------------------------------------------------------------
@@ -212,6 +213,18 @@ class TelethonTransport(TelethonAccount, TelethonConnection):
         media = types.InputMediaDocument(
             id=types.InputDocument(id=doc.id, access_hash=doc.access_hash, file_reference=doc.file_reference)
         )
+        return await self._send_input_media(
+            peer_id,
+            media,
+            random_id=random_id,
+            reply_to=reply_to,
+            matches=lambda m: getattr(getattr(m.media, "document", None), "id", None) == doc.id,
+        )
+
+    async def _send_input_media(
+        self, peer_id: int, media, *, random_id: int, reply_to: int | None, matches
+    ) -> SentMessage:
+        """messages.sendMedia; on RANDOM_ID_DUPLICATE, the earlier message for which `matches` holds."""
 
         def build(peer):
             return functions.messages.SendMediaRequest(
@@ -223,11 +236,7 @@ class TelethonTransport(TelethonAccount, TelethonConnection):
         except PermanentError as exc:
             if exc.reason != "RANDOM_ID_DUPLICATE":
                 raise
-            return await self._earlier_send(
-                peer_id,
-                random_id,
-                lambda m: getattr(getattr(m.media, "document", None), "id", None) == doc.id,
-            )
+            return await self._earlier_send(peer_id, random_id, matches)
         return self._sent(result, peer_id, random_id)
 
     # --- other actions ----------------------------------------------------------------------------

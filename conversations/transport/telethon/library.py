@@ -1,0 +1,90 @@
+"""The agent's media library on Telegram: the photos and files in the account's Saved Messages.
+
+Items are named by the media's id (as `normalize` names media everywhere), and sent again by reading
+the Saved Messages message for a fresh file reference, then `messages.sendMedia` with the send's
+random_id, so a retried send never duplicates.
+"""
+
+from __future__ import annotations
+
+from telethon import functions, types
+
+from conversations.transport.base import LibraryRef, PermanentError, SentMessage
+
+
+def _media_of(message) -> tuple[str, str, str] | None:
+    """(unique id, media kind, mime) of a message's photo or document, or None."""
+    media = getattr(message, "media", None)
+    if isinstance(media, types.MessageMediaPhoto) and isinstance(media.photo, types.Photo):
+        return str(media.photo.id), "photo", "image/jpeg"
+    if isinstance(media, types.MessageMediaDocument) and isinstance(media.document, types.Document):
+        mime = media.document.mime_type or ""
+        kind = "photo" if mime.startswith("image/") else "video" if mime.startswith("video/") else "document"
+        if any(isinstance(a, types.DocumentAttributeSticker) for a in media.document.attributes):
+            kind = "sticker"
+        return str(media.document.id), kind, mime
+    return None
+
+
+def _input_media(message):
+    media = message.media
+    if isinstance(media, types.MessageMediaPhoto):
+        photo = media.photo
+        return types.InputMediaPhoto(
+            id=types.InputPhoto(
+                id=photo.id, access_hash=photo.access_hash, file_reference=photo.file_reference
+            )
+        )
+    doc = media.document
+    return types.InputMediaDocument(
+        id=types.InputDocument(id=doc.id, access_hash=doc.access_hash, file_reference=doc.file_reference)
+    )
+
+
+class TelethonLibrary:
+    """Mixed into `TelethonTransport`; relies on its `_call` and `_send_input_media`."""
+
+    async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:
+        result = await self._call(
+            functions.messages.GetHistoryRequest(
+                peer=types.InputPeerSelf(),
+                offset_id=0,
+                offset_date=None,
+                add_offset=0,
+                limit=limit,
+                max_id=0,
+                min_id=0,
+                hash=0,
+            )
+        )
+        items: list[LibraryRef] = []
+        for message in getattr(result, "messages", []):
+            found = _media_of(message)
+            if found is not None:
+                unique_id, kind, mime = found
+                items.append(LibraryRef(unique_id, kind, saved_message_id=message.id, mime=mime))
+        return items
+
+    async def send_media(
+        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None
+    ) -> SentMessage:
+        if item.saved_message_id is None:
+            raise PermanentError(
+                "MEDIA_NOT_SAVED", f"library item {item.unique_id} has no Saved Messages message"
+            )
+        found = await self._call(
+            functions.messages.GetMessagesRequest(id=[types.InputMessageID(id=item.saved_message_id)])
+        )
+        message = next(iter(getattr(found, "messages", [])), None)
+        if message is None or _media_of(message) is None or _media_of(message)[0] != item.unique_id:
+            raise PermanentError(
+                "MEDIA_NOT_FOUND",
+                f"library item {item.unique_id} is no longer in Saved Messages (message {item.saved_message_id})",
+            )
+        return await self._send_input_media(
+            peer_id,
+            _input_media(message),
+            random_id=random_id,
+            reply_to=reply_to,
+            matches=lambda m: (_media_of(m) or ("",))[0] == item.unique_id,
+        )

@@ -1,0 +1,60 @@
+"""How quickly an agent answers, from its daily schedule's responsiveness (0-100), as the original does.
+
+- No schedule entry now: the configured read delay (CINDY_READ_DELAY_SECONDS) and the persona's
+  `Asleep:` lines (`agents.schedule`) apply, as before.
+- Responsiveness 1-100: the reply waits about 4 s at 100 and about 120 s at 1, linearly between.
+- Responsiveness 0: the agent is asleep until the entry (and any directly following 0 entries) ends;
+  nothing runs and messages stay unread until then (the chat is read when the turn runs).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from agents.models import Agent
+from agents.schedule import asleep_until as asleep_by_persona
+from memory.models import ScheduleEntry
+
+FASTEST_SECONDS = 4.0  # responsiveness 100
+SLOWEST_SECONDS = 120.0  # responsiveness 1
+
+
+def current_entry(*, agent_id: int, at: dt.datetime) -> ScheduleEntry | None:
+    """The schedule entry covering `at`, if any."""
+    return (
+        ScheduleEntry.objects.filter(agent_id=agent_id, start__lte=at, end__gt=at).order_by("start").first()
+    )
+
+
+def responsiveness_delay(responsiveness: int) -> dt.timedelta:
+    """The reply delay for a responsiveness of 1 to 100 (0 means asleep: see `asleep_until`)."""
+    level = min(max(responsiveness, 1), 100)
+    seconds = FASTEST_SECONDS + (100 - level) * (SLOWEST_SECONDS - FASTEST_SECONDS) / 99
+    return dt.timedelta(seconds=seconds)
+
+
+def asleep_until(*, agent: Agent, at: dt.datetime) -> dt.datetime | None:
+    """When the agent wakes if it is asleep at `at` (schedule responsiveness 0, or `Asleep:` lines)."""
+    entry = current_entry(agent_id=agent.pk, at=at)
+    if entry is None:
+        return asleep_by_persona(schedule=agent.daily_schedule, timezone=agent.timezone, when=at)
+    if entry.responsiveness > 0:
+        return None
+    wake = entry.end
+    for following in ScheduleEntry.objects.filter(agent_id=agent.pk, start__gte=wake).order_by("start")[:48]:
+        if following.start != wake or following.responsiveness > 0:
+            break
+        wake = following.end
+    return wake
+
+
+def reply_not_before(
+    *, agent: Agent, seen_at: dt.datetime, default_delay: dt.timedelta, at: dt.datetime
+) -> dt.datetime:
+    """When a turn answering something seen at `seen_at` may start."""
+    wake = asleep_until(agent=agent, at=at)
+    if wake is not None:
+        return wake
+    entry = current_entry(agent_id=agent.pk, at=at)
+    delay = responsiveness_delay(entry.responsiveness) if entry is not None else default_delay
+    return max(at, seen_at + delay)

@@ -1,0 +1,195 @@
+"""schedule: daily schedule entries by id, `file:schedule.json`, and responsiveness driving replies."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from conversations.models import ActivityEvent, TaskNode
+from conversations.models.sandbox import SandboxMessage
+from conversations.services.sandbox import sandbox_say, sandbox_transcript
+from engine.responsiveness import asleep_until, responsiveness_delay
+from engine.tests.harness import scripted_turn, tasks
+from memory.models import ScheduleEntry
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def scheduled(agent):
+    agent.timezone = "UTC"
+    agent.daily_schedule = "Keep a daily schedule: work in the bakery by day, sleep at night."
+    agent.save(update_fields=["timezone", "daily_schedule"])
+    return agent
+
+
+def _iso(clock, **delta) -> str:
+    return (clock.now() + dt.timedelta(**delta)).isoformat()
+
+
+def _entry(clock, *, entry_id="act-1", start=0, end=2, activity="Baking", responsiveness=60) -> dict:
+    return {
+        "kind": "schedule",
+        "id": entry_id,
+        "start_time": _iso(clock, hours=start),
+        "end_time": _iso(clock, hours=end),
+        "activity_name": activity,
+        "description": "Bread and buns",
+        "responsiveness": responsiveness,
+    }
+
+
+def test_schedule_entries_are_created_updated_and_deleted_by_id(scheduled, clock, harness, fake_llm):
+    scripted_turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
+    entry = ScheduleEntry.objects.get()
+    assert (entry.entry_id, entry.activity, entry.responsiveness) == ("act-1", "Baking", 60)
+    assert entry.end - entry.start == dt.timedelta(hours=2)
+
+    scripted_turn(
+        scheduled,
+        harness,
+        fake_llm,
+        {"kind": "schedule", "id": "act-1", "activity_name": "Selling bread", "responsiveness": 80},
+    )
+    entry.refresh_from_db()
+    assert (entry.activity, entry.responsiveness) == ("Selling bread", 80)
+
+    scripted_turn(scheduled, harness, fake_llm, {"kind": "schedule", "id": "act-1", "activity_name": ""})
+    assert not ScheduleEntry.objects.exists()
+
+
+def test_an_overlapping_schedule_entry_is_refused(scheduled, clock, harness, fake_llm):
+    scripted_turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
+    scripted_turn(
+        scheduled, harness, fake_llm, _entry(clock, entry_id="act-2", start=2, end=4, activity="Nap")
+    )
+
+    assert list(ScheduleEntry.objects.values_list("entry_id", flat=True)) == ["act-1"]
+    refusal = ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED)
+    assert 'overlaps "Baking"' in refusal.summary
+
+
+def test_an_entry_touching_another_at_its_boundary_is_allowed(scheduled, clock, harness, fake_llm):
+    scripted_turn(
+        scheduled,
+        harness,
+        fake_llm,
+        _entry(clock, start=1, end=3),
+        _entry(clock, entry_id="act-2", start=3, end=4),
+    )
+    assert ScheduleEntry.objects.count() == 2
+
+
+def test_a_persona_without_a_daily_schedule_keeps_no_schedule(agent, clock, harness, fake_llm):
+    scripted_turn(agent, harness, fake_llm, _entry(clock, start=1, end=3))
+    assert not ScheduleEntry.objects.exists()
+    assert "keeps no schedule" in ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED).summary
+
+
+def test_file_schedule_json_shows_the_entries_to_the_model(scheduled, clock, harness, fake_llm):
+    scheduled.role_prompt_names = [*scheduled.role_prompt_names, "Task-Retrieve"]
+    scheduled.save(update_fields=["role_prompt_names"])
+    scripted_turn(scheduled, harness, fake_llm, _entry(clock, start=1, end=3))
+    fake_llm.reply_with(tasks({"kind": "retrieve", "urls": ["file:schedule.json"]}))
+    fake_llm.reply_with(tasks({"kind": "send", "text": "I bake at noon"}))
+    sandbox_say(agent=scheduled, text="when do you bake?")
+    harness.settle(until=clock.now() + dt.timedelta(minutes=3))
+
+    texts = [
+        part.get("text", "") for turn in fake_llm.requests[-1].json["contents"] for part in turn["parts"]
+    ]
+    at = next(i for i, text in enumerate(texts) if text.startswith("# Retrieved from file:schedule.json"))
+    schedule = json.loads(texts[at + 1].split("\n", 1)[1].rsplit("\n", 1)[0])
+    assert [a["activity_name"] for a in schedule["activities"]] == ["Baking"]
+    assert schedule["activities"][0]["responsiveness"] == 60
+    assert "Baking" not in json.dumps(fake_llm.requests[0].json)  # only shown when retrieved
+    assert sandbox_transcript(agent=scheduled)[-1] == "Wendy: I bake at noon"
+
+
+def test_responsiveness_sets_the_reply_delay_from_4_to_120_seconds():
+    assert responsiveness_delay(100) == dt.timedelta(seconds=4)
+    assert responsiveness_delay(1) == dt.timedelta(seconds=120)
+    assert dt.timedelta(seconds=4) < responsiveness_delay(50) < dt.timedelta(seconds=120)
+
+
+def test_a_message_during_a_slow_activity_is_answered_later(scheduled, clock, harness, fake_llm):
+    ScheduleEntry.objects.create(
+        agent=scheduled,
+        entry_id="a",
+        activity="Gardening",
+        start=clock.now(),
+        end=clock.now() + dt.timedelta(hours=1),
+        responsiveness=1,
+        created=clock.now(),
+    )
+    sandbox_say(agent=scheduled, text="hi")
+    harness.ingest()
+    received = TaskNode.objects.get(kind="received")
+    assert received.not_before - clock.now() == pytest.approx(
+        dt.timedelta(seconds=120), abs=dt.timedelta(seconds=2)
+    )
+
+
+def test_at_responsiveness_0_the_agent_sleeps_until_wake_time_and_leaves_messages_unread(
+    scheduled, clock, harness, fake_llm
+):
+    wake = clock.now() + dt.timedelta(hours=2)
+    ScheduleEntry.objects.create(
+        agent=scheduled,
+        entry_id="s",
+        activity="Sleeping",
+        start=clock.now() - dt.timedelta(hours=6),
+        end=wake,
+        responsiveness=0,
+        created=clock.now(),
+    )
+    assert asleep_until(agent=scheduled, at=clock.now()) == wake
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Good morning!"}))
+    sandbox_say(agent=scheduled, text="are you up?")
+    harness.settle(until=wake - dt.timedelta(minutes=1))
+
+    assert fake_llm.requests == []
+    assert sandbox_transcript(agent=scheduled) == ["You: are you up?"]
+    assert scheduled.conversations.get().last_read_message_id in (None, 0)
+
+    harness.settle()
+    assert sandbox_transcript(agent=scheduled)[-1] == "Wendy: Good morning!"
+
+
+def test_asleep_lines_still_work_for_personas_without_a_schedule(agent, clock):
+    agent.daily_schedule = "Asleep: 00:00-23:59"
+    agent.timezone = "UTC"
+    agent.save()
+    assert asleep_until(agent=agent, at=clock.now()) is not None
+
+
+def test_the_daily_planning_turn_fills_the_schedule_and_sends_nothing(scheduled, clock, harness, fake_llm):
+    scheduled.refresh_from_db()
+    assert scheduled.telegram_user_id  # recorded when the gateway connected
+    fake_llm.reply_with(
+        tasks(
+            _entry(clock, entry_id="act-morning", start=1, end=4, activity="Baking"),
+            _entry(clock, entry_id="act-night", start=10, end=18, activity="Sleeping", responsiveness=0),
+            {"kind": "send", "text": "I planned my day!"},
+        )
+    )
+    assert harness.step("step_schedules") is True
+    harness.settle(until=clock.now() + dt.timedelta(minutes=3))
+
+    assert list(ScheduleEntry.objects.values_list("activity", flat=True)) == ["Baking", "Sleeping"]
+    prompt = json.dumps(fake_llm.requests[-1].json, ensure_ascii=False)
+    assert "# Schedule Planning" in prompt
+    assert not SandboxMessage.objects.filter(sender__agent=scheduled).exists()
+    refusal = ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED)
+    assert "not allowed in the schedule planning turn" in refusal.summary
+
+    assert harness.step("step_schedules") is False  # once a day
+    clock.advance(hours=24)
+    fake_llm.reply_with(tasks())
+    assert harness.step("step_schedules") is True
+
+
+def test_no_planning_turn_for_a_persona_without_a_daily_schedule(agent, harness):
+    assert harness.step("step_schedules") is False

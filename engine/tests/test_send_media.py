@@ -1,0 +1,96 @@
+"""send_media (alias photo): the media library in the prompt, sending by unique id, and refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from conversations.models import ActivityEvent, Message
+from conversations.models.sandbox import SandboxMessage
+from conversations.services.sandbox import sandbox_say, sandbox_transcript
+from conversations.transport.base import LibraryRef
+from dashboard.selectors import sandbox_message_row
+from engine.tests.harness import tasks
+from media_catalog.models import LibraryItem
+from media_catalog.services.library import library_item_upload, library_sync_saved
+
+pytestmark = pytest.mark.django_db
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    return tmp_path
+
+
+@pytest.fixture
+def cat(agent, media_root) -> LibraryItem:
+    upload = SimpleUploadedFile("cat.png", PNG, content_type="image/png")
+    return library_item_upload(agent_id=agent.pk, upload=upload, description="A ginger cat asleep on bread")
+
+
+@pytest.mark.parametrize("kind", ["send_media", "photo"])
+def test_send_media_sends_the_library_item_and_the_sandbox_chat_shows_it(agent, harness, fake_llm, cat, kind):
+    fake_llm.reply_with(tasks({"kind": kind, "unique_id": cat.unique_id}))
+    sandbox_say(agent=agent, text="show me your cat")
+    harness.settle()
+
+    prompt = json.dumps(fake_llm.requests[0].json, ensure_ascii=False)
+    assert "# Media Library" in prompt
+    assert f"- {cat.unique_id} (photo) - ‹A ginger cat asleep on bread›" in prompt
+    sent = SandboxMessage.objects.filter(sender__agent=agent).get()
+    assert sent.media[0]["media_kind"] == "photo" and sent.media[0]["unique_id"] == cat.unique_id
+    assert sent.media[0]["file"].startswith("sandbox/")
+    shown = sandbox_message_row(sent)["media"][0]  # what the sandbox chat page draws
+    assert shown["media_kind"] == "photo" and shown["url"].startswith("/")
+    mirrored = Message.objects.get(is_agent=True)
+    assert mirrored.media[0]["unique_id"] == cat.unique_id
+
+
+def test_an_unknown_media_id_is_refused(agent, harness, fake_llm, cat):
+    fake_llm.reply_with(tasks({"kind": "send_media", "unique_id": "nope"}, {"kind": "send", "text": "oops"}))
+    sandbox_say(agent=agent, text="show me a dog")
+    harness.settle()
+
+    assert sandbox_transcript(agent=agent)[1:] == ["Wendy: oops"]
+    refusal = ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED)
+    assert "'nope' is not in agent Wendy's media library" in refusal.summary
+
+
+def test_another_agents_library_item_is_refused(agent, other_agent, harness, fake_llm, media_root):
+    upload = SimpleUploadedFile("dog.png", PNG + b"dog", content_type="image/png")
+    theirs = library_item_upload(agent_id=other_agent.pk, upload=upload, description="Heidi's dog")
+    fake_llm.reply_with(tasks({"kind": "send_media", "unique_id": theirs.unique_id}))
+    sandbox_say(agent=agent, text="show me Heidi's dog")
+    harness.settle()
+
+    assert ActivityEvent.objects.filter(kind=ActivityEvent.Kind.POLICY_REFUSED).exists()
+    assert not SandboxMessage.objects.filter(sender__agent=agent).exists()
+
+
+def test_the_same_upload_again_keeps_one_item_and_updates_its_description(agent, cat):
+    again = SimpleUploadedFile("cat-copy.png", PNG, content_type="image/png")
+    item = library_item_upload(agent_id=agent.pk, upload=again, description="The bakery cat")
+    assert item.pk == cat.pk
+    assert LibraryItem.objects.get().description == "The bakery cat"
+
+
+def test_a_saved_messages_refresh_adds_new_items_and_drops_gone_ones_keeping_descriptions(agent, cat):
+    library_sync_saved(agent_id=agent.pk, saved=[LibraryRef("111", "photo", saved_message_id=5)])
+    LibraryItem.objects.filter(unique_id="111").update(description="Sunset over the harbour")
+    added, removed = library_sync_saved(
+        agent_id=agent.pk,
+        saved=[
+            LibraryRef("111", "photo", saved_message_id=9),
+            LibraryRef("222", "video", saved_message_id=10),
+        ],
+    )
+    assert (added, removed) == (1, 0)
+    kept = LibraryItem.objects.get(unique_id="111")
+    assert (kept.description, kept.saved_message_id) == ("Sunset over the harbour", 9)
+    assert library_sync_saved(agent_id=agent.pk, saved=[]) == (0, 2)
+    assert list(LibraryItem.objects.values_list("unique_id", flat=True)) == [cat.unique_id]  # uploads stay
