@@ -145,7 +145,13 @@ class ConversationAdmin(admin.ModelAdmin):
         "updated",
     ]
     inlines = [TaskNodeInline, MessageInline]
-    actions = ["mute_in_telegram", "unmute_in_telegram", "leave_in_telegram", "summarize_now", nudge_conversations]
+    actions = [
+        "mute_in_telegram",
+        "unmute_in_telegram",
+        "leave_in_telegram",
+        "summarize_now",
+        nudge_conversations,
+    ]
 
     def get_urls(self):
         xsend = path(
