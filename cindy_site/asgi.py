@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels.
 
-Sockets must come from this site's own pages (SameOriginValidator: the Origin equals the Host, which
-must be in ALLOWED_HOSTS, or is one of CSRF_TRUSTED_ORIGINS) and carry the session user
+Sockets must come from this site's own pages (SameOriginValidator: the Origin has the site's own
+scheme, host and port, the Host being in ALLOWED_HOSTS, or is one of CSRF_TRUSTED_ORIGINS) and carry
+the session user
 (AuthMiddlewareStack); each consumer then checks staff and OTP itself, at connect and while it runs.
 """
 

@@ -1,28 +1,40 @@
 """The sandbox chat: talk to a sandbox agent as a simulated Telegram user, in a DM or a group.
 
-The page is chosen with a GET form (agent, display name, group title), so a chat has a URL. Sending
-and reacting are POSTs answered with JSON; the messages themselves, the agent's typing and its
-replies reach the page over the dashboard socket, like everything the gateway writes.
+A chat has a URL (`?agent=…&as_name=…&group=…`), and a GET of it only reads: it shows the chat when
+it exists and otherwise offers to start it. Starting a chat (which creates the simulated person,
+the group and their memberships) is the setup form's POST, answered with a redirect to the chat's
+URL. Sending and reacting are POSTs answered with JSON; the messages themselves, the agent's typing
+and its replies reach the page over the dashboard socket, like everything the gateway writes.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from conversations.models import Conversation, SandboxChat
+from agents.models import Agent
+from conversations.models import Conversation, SandboxChat, SandboxUser
 from conversations.services.sandbox import (
     SandboxError,
     sandbox_chat_for,
-    sandbox_person,
+    sandbox_find_chat,
     sandbox_react,
     sandbox_say,
-    sandbox_user_for_agent,
 )
 from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required
@@ -40,6 +52,10 @@ def _agent_peer_id(chat: SandboxChat, person_user_id: int) -> int:
 def sandbox_chat(request: HttpRequest) -> HttpResponse:
     agents = selectors.sandbox_agents()
     context: dict[str, Any] = {"nav": "sandbox", "agents": agents, "chat": None}
+    if request.method == "POST":
+        return _start_chat(request, context)
+    if request.method not in ("GET", "HEAD"):
+        return HttpResponseNotAllowed(["GET", "HEAD", "POST"])
     if "agent" not in request.GET:
         initial = {"agent": agents[0].pk} if agents else {}
         context["form"] = ChatForm(initial={"as_name": "You", **initial})
@@ -49,49 +65,69 @@ def sandbox_chat(request: HttpRequest) -> HttpResponse:
     context["form"] = form
     if not form.is_valid():
         return render(request, "dashboard/sandbox.html", context, status=400)
-    agent = form.cleaned_data["agent"]
-    as_name = form.cleaned_data["as_name"]
+    agent, as_name = form.cleaned_data["agent"], form.cleaned_data["as_name"]
     group = form.cleaned_data["group"] or None
+    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group)
+    if chat is None:
+        context["not_started"] = True
+        return render(request, "dashboard/sandbox.html", context)
+    # sandbox_find_chat found both users; the same look-ups give them here.
+    me = SandboxUser.objects.filter(agent=agent).first()
+    person = SandboxUser.objects.filter(agent__isnull=True, name=as_name).first()
+    context.update(_chat_context(agent=agent, chat=chat, me=me, person=person, as_name=as_name, group=group))
+    return render(request, "dashboard/sandbox.html", context)
+
+
+def _start_chat(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+    """The setup form's POST: create what the chat needs, then show it at its own URL."""
+    form = ChatForm(request.POST)
+    context["form"] = form
+    if not form.is_valid():
+        return render(request, "dashboard/sandbox.html", context, status=400)
+    agent, as_name = form.cleaned_data["agent"], form.cleaned_data["as_name"]
+    group = form.cleaned_data["group"]
     try:
-        chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group)
-        person = sandbox_person(name=as_name)
+        sandbox_chat_for(agent=agent, as_name=as_name, group=group or None)
     except SandboxError as exc:
         form.add_error(None, str(exc))
         return render(request, "dashboard/sandbox.html", context, status=400)
-    me = sandbox_user_for_agent(agent=agent)
+    query = urlencode({"agent": agent.pk, "as_name": as_name, **({"group": group} if group else {})})
+    return HttpResponseRedirect(f"{reverse('dashboard:sandbox')}?{query}", status=303)
+
+
+def _chat_context(
+    *, agent: Agent, chat: SandboxChat, me: SandboxUser, person: SandboxUser, as_name: str, group: str | None
+) -> dict[str, Any]:
     conversation = Conversation.objects.filter(
         agent=agent, peer_id=_agent_peer_id(chat, person.user_id)
     ).first()
-    context.update(
-        {
-            "chat": chat,
-            "agent": agent,
-            "group_titles": selectors.sandbox_group_titles(agent=agent),
-            "stickers": selectors.agent_stickers(agent=agent),
-            "max_photo_mb": MAX_PHOTO_BYTES // (1024 * 1024),
-            "config": {
-                "chat_id": chat.pk,
-                "chat_kind": chat.kind,
-                "agent_id": agent.pk,
-                "agent_name": agent.name,
-                "agent_handle": me.username or agent.name,
-                "as_name": as_name,
-                "group": group or "",
-                "my_user_id": person.user_id,
-                "peer_id": _agent_peer_id(chat, person.user_id),
-                "conversation_id": conversation.pk if conversation else None,
-                "conversation": selectors.conversation_row(conversation_id=conversation.pk)
-                if conversation
-                else None,
-                "events": selectors.recent_events(conversation_id=conversation.pk, limit=50)
-                if conversation
-                else [],
-                "last_event_id": selectors.last_event_id(),
-                "reactions": REACTIONS,
-            },
-        }
-    )
-    return render(request, "dashboard/sandbox.html", context)
+    return {
+        "chat": chat,
+        "agent": agent,
+        "group_titles": selectors.sandbox_group_titles(agent=agent),
+        "stickers": selectors.agent_stickers(agent=agent),
+        "max_photo_mb": MAX_PHOTO_BYTES // (1024 * 1024),
+        "config": {
+            "chat_id": chat.pk,
+            "chat_kind": chat.kind,
+            "agent_id": agent.pk,
+            "agent_name": agent.name,
+            "agent_handle": me.username or agent.name,
+            "as_name": as_name,
+            "group": group or "",
+            "my_user_id": person.user_id,
+            "peer_id": _agent_peer_id(chat, person.user_id),
+            "conversation_id": conversation.pk if conversation else None,
+            "conversation": selectors.conversation_row(conversation_id=conversation.pk)
+            if conversation
+            else None,
+            "events": selectors.recent_events(conversation_id=conversation.pk, limit=50)
+            if conversation
+            else [],
+            "last_event_id": selectors.last_event_id(),
+            "reactions": REACTIONS,
+        },
+    }
 
 
 def _form_errors(form: Any) -> dict[str, list[str]]:

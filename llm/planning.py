@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 from django.conf import settings
 
@@ -20,7 +21,7 @@ from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.file_sources import is_file_url, read_file_url
 from llm.media import warm_media_descriptions
 from llm.parsing import ParseResult, parse_reply
-from llm.policy import apply_policy
+from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
 from llm.prompt.sections import RETRIEVE_PROMPT
@@ -158,10 +159,8 @@ def plan_turn(
     tasks = _only_allowed_kinds([t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, errors)
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
-    sender_id = target.sender_id if target is not None and not target.is_agent else None
-    allowed, _refused = apply_policy(
-        tasks, conversation=conversation, trigger_sender_id=sender_id, node_id=node.pk
-    )
+    inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=messages)
+    allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk)
     return PlanResult(tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids)
 
 

@@ -1,23 +1,79 @@
 """The policy for privileged task kinds. The LLM asks; this code decides.
 
-- block, unblock and clear-conversation only in direct messages;
-- shutdown only when the message that triggered the turn comes from an operator
-  (`CINDY_OPERATOR_IDS`, Telegram user ids).
+Text anyone wrote can ask the LLM for anything, so a privileged task is judged against everything
+that could have caused it (`TurnInputs`), not only against the message the turn answers:
+
+- the messages since the agent's last turn (its last message, or the end of its last completed plan),
+  including older messages edited since;
+- the messages the prompt showed (the history window), which reach further back: a request refused
+  once must not succeed later because an operator wrote something unrelated;
+- text from outside the chat that the turn read: retrieved web pages, a cross-chat intention.
+
+The rules:
+
+- block, unblock and clear-conversation only in direct messages, and not in a turn that read text
+  from outside the chat (a web page must not clear a conversation);
+- shutdown only when at least one operator (`CINDY_OPERATOR_IDS`, Telegram user ids) wrote since the
+  agent's last turn and every one of those messages, and every message the prompt showed, was written
+  by an operator and not forwarded, and the turn read nothing from outside the chat. In a group with
+  other members this refuses shutdown; operators can ask in a direct message;
+- every other kind that is neither an ordinary conversational kind nor a stored kind (which changes
+  only the agent's own records) is refused until it has a rule here (a kind that writes to other
+  chats, for instance).
 
 Every refusal is recorded as a `policy_refused` activity event with the reason.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import Q
 
-from conversations.models import ActivityEvent, Conversation
+from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
+from llm.file_sources import is_file_url
 from llm.tasks import Task
+from memory.stored_kinds import is_stored_kind
 
 DM_ONLY = frozenset({"block", "unblock", "clear-conversation"})
+OPERATOR_ONLY = frozenset({"shutdown"})
+#: Kinds that act only inside this conversation's ordinary flow and need no privilege. Stored kinds
+#: (`memory.stored_kinds`: remember, plan, ...), which change only the agent's own records, are too.
+ORDINARY = frozenset({"send", "sticker", "react", "wait", "think", "retrieve"})
+#: More messages than this since the agent's last turn are not checked one by one: shutdown is refused.
+MAX_CHECKED_MESSAGES = 500
+
+
+@dataclass(frozen=True)
+class Source:
+    """One message the turn could have acted on."""
+
+    message_id: int
+    sender_id: int | None
+    sender_name: str
+    forwarded_from: str
+
+    @classmethod
+    def of(cls, message: Message) -> Source:
+        return cls(message.message_id, message.sender_id, message.sender_name, message.forwarded_from)
+
+    def describe(self) -> str:
+        who = f"{self.sender_name} ({self.sender_id})" if self.sender_name else f"sender {self.sender_id}"
+        return f"message #{self.message_id} from {who}"
+
+
+@dataclass(frozen=True)
+class TurnInputs:
+    """What could have caused a turn's tasks (see the module docstring)."""
+
+    conversation: Conversation
+    since_last_turn: tuple[Source, ...] = ()
+    shown: tuple[Source, ...] = ()
+    outside: tuple[str, ...] = ()  # e.g. "2 retrieved web pages"
+    too_many: bool = False  # more than MAX_CHECKED_MESSAGES since the agent's last turn
 
 
 @dataclass(frozen=True)
@@ -26,32 +82,109 @@ class Refusal:
     reason: str
 
 
-def refusal_reason(task: Task, *, conversation: Conversation, trigger_sender_id: int | None) -> str:
-    """Why `task` may not run here, or "" when it may."""
-    if task.kind in DM_ONLY and conversation.kind != Conversation.Kind.DM:
-        return f"{task.kind} is only allowed in direct messages, and this is a {conversation.kind}"
-    if task.kind == "shutdown":
-        operators = set(settings.CINDY_OPERATOR_IDS)
-        if trigger_sender_id is None or trigger_sender_id not in operators:
-            return (
-                f"shutdown needs the triggering message to come from an operator; sender "
-                f"{trigger_sender_id} is not in CINDY_OPERATOR_IDS"
-            )
+def turn_inputs(*, conversation: Conversation, graph: TaskGraph, history: Iterable[Message]) -> TurnInputs:
+    """The inputs of the turn planned in `graph` (of `conversation`), whose prompt showed `history`."""
+    boundary = _last_turn_end(conversation, exclude_graph_id=graph.pk)
+    recent = Message.objects.filter(conversation=conversation, is_agent=False)
+    if boundary is not None:
+        recent = recent.filter(Q(date__gte=boundary) | Q(edited_at__gte=boundary))
+    rows = list(recent.order_by("-message_id")[: MAX_CHECKED_MESSAGES + 1])
+    context = graph.context or {}
+    outside = []
+    # The agent's own documents (file:NAME) are the operators' text; web pages are anyone's.
+    web = [p for p in context.get("retrieved") or [] if not is_file_url(str(p.get("url", "")))]
+    if pages := len(web):
+        outside.append(f"{pages} retrieved web page{'s' if pages != 1 else ''}")
+    if graph.trigger == TaskGraph.Trigger.XSEND or context.get("xsend"):
+        outside.append("a cross-chat intention")
+    return TurnInputs(
+        conversation=conversation,
+        since_last_turn=tuple(Source.of(m) for m in reversed(rows[:MAX_CHECKED_MESSAGES])),
+        shown=tuple(Source.of(m) for m in history if not m.is_agent),
+        outside=tuple(outside),
+        too_many=len(rows) > MAX_CHECKED_MESSAGES,
+    )
+
+
+def _last_turn_end(conversation: Conversation, *, exclude_graph_id: int | None):
+    """When the agent last acted here: its newest message, or the end of its last completed plan."""
+    said = (
+        Message.objects.filter(conversation=conversation, is_agent=True)
+        .order_by("-message_id")
+        .values_list("date", flat=True)
+        .first()
+    )
+    planned = (
+        TaskGraph.objects.filter(
+            conversation=conversation, status=TaskGraph.Status.DONE, finished__isnull=False
+        )
+        .exclude(pk=exclude_graph_id)
+        .order_by("-finished")
+        .values_list("finished", flat=True)
+        .first()
+    )
+    return max((t for t in (said, planned) if t is not None), default=None)
+
+
+def _not_from_an_operator(sources: Iterable[Source], operators: set[int]) -> str:
+    for source in sources:
+        if source.forwarded_from:
+            return f"{source.describe()} is forwarded from {source.forwarded_from}"
+        if source.sender_id is None or source.sender_id not in operators:
+            return f"{source.describe()} is not from an operator"
     return ""
 
 
+def refusal_reason(task: Task, *, inputs: TurnInputs) -> str:
+    """Why `task` may not run in this turn, or "" when it may."""
+    if is_ordinary(task.kind):
+        return ""
+    conversation = inputs.conversation
+    outside = ", ".join(inputs.outside)
+    if task.kind in DM_ONLY:
+        if conversation.kind != Conversation.Kind.DM:
+            return f"{task.kind} is only allowed in direct messages, and this is a {conversation.kind}"
+        if outside:
+            return f"{task.kind} is not allowed in a turn that read text from outside the chat ({outside})"
+        return ""
+    if task.kind in OPERATOR_ONLY:
+        operators = set(settings.CINDY_OPERATOR_IDS)
+        rule = (
+            f"{task.kind} needs every message since the agent's last turn, and every message its prompt "
+            "showed, to come from an operator (CINDY_OPERATOR_IDS)"
+        )
+        if outside:
+            return f"{rule} and nothing from outside the chat; this turn read {outside}"
+        if inputs.too_many:
+            return f"{rule}; more than {MAX_CHECKED_MESSAGES} messages arrived since the agent's last turn"
+        if not inputs.since_last_turn:
+            return f"{rule}; no one has written since the agent's last turn"
+        offender = _not_from_an_operator((*inputs.since_last_turn, *inputs.shown), operators)
+        return f"{rule}: {offender}" if offender else ""
+    return f"{task.kind} has no policy rule, so it is refused"
+
+
+def is_ordinary(kind: str) -> bool:
+    return kind in ORDINARY or is_stored_kind(kind)
+
+
 def apply_policy(
-    tasks: list[Task],
-    *,
-    conversation: Conversation,
-    trigger_sender_id: int | None,
-    node_id: int | None = None,
+    tasks: list[Task], *, inputs: TurnInputs | Callable[[], TurnInputs], node_id: int | None = None
 ) -> tuple[list[Task], list[Refusal]]:
-    """Split tasks into allowed and refused, recording one activity event per refusal."""
+    """Split tasks into allowed and refused, recording one activity event per refusal.
+
+    `inputs` may be a function that reads them: it is called only when a task is privileged, so an
+    ordinary turn costs no queries here.
+    """
+    if callable(inputs):
+        if all(is_ordinary(task.kind) for task in tasks):
+            return list(tasks), []
+        inputs = inputs()
+    conversation = inputs.conversation
     allowed: list[Task] = []
     refused: list[Refusal] = []
     for task in tasks:
-        reason = refusal_reason(task, conversation=conversation, trigger_sender_id=trigger_sender_id)
+        reason = refusal_reason(task, inputs=inputs)
         if not reason:
             allowed.append(task)
             continue

@@ -1,28 +1,48 @@
 """SSRF-safe web retrieval for `retrieve` tasks.
 
-- Only http and https.
-- Every address the host resolves to must be public; this is checked again on every redirect hop.
+- Only http and https; a malformed URL (bad port, broken IPv6 literal, invalid host name) gets a short
+  note, never an exception.
+- Every address the host resolves to must be public (`llm.retrieval_addresses`); this is checked again
+  on every redirect hop, and at most `max_redirects` (5) hops are followed.
 - The connection goes to the address that was checked (the IP is pinned in the URL, while the Host
   header and TLS SNI/certificate check keep the real host name), so DNS cannot change in between.
-- Size and time are capped; only HTML is read ("Content-Type: X - not fetched (non-HTML content)"
-  otherwise); the text kept is at most 40,000 characters.
-
-Tests allow a loopback server through the `CINDY_RETRIEVAL_ALLOWED_NETWORKS` setting (a list of CIDR
-strings); it is not meant for production.
+- One wall deadline (`timeout`, 10 s) covers resolving, connecting, TLS, headers, every redirect hop
+  and the body, however slowly the server trickles bytes (`llm.retrieval_stream.DeadlineBackend`).
+- At most `max_bytes` (2 MB) of body are kept, counted after undoing Content-Encoding (gzip, deflate,
+  br, stacked up to 3 deep), and decoding stops at that cap; only HTML is read ("Content-Type: X -
+  not fetched (non-HTML content)" otherwise), reduced to text by `llm.html_text` in time linear in
+  its size; the text kept is at most 40,000 characters.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import socket
+import codecs
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from html.parser import HTMLParser
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin
 
+import httpcore
 import httpx
-from django.conf import settings
+
+from llm.html_text import html_to_text
+from llm.retrieval_addresses import (
+    Resolver,
+    RetrievalRefused,
+    Target,
+    checked_addresses,
+    is_public_address,
+    parse_target,
+    resolve_host,
+)
+from llm.retrieval_stream import (
+    DECODE_ERRORS,
+    SUPPORTED_ENCODINGS,
+    BoundedDecoder,
+    DeadlineBackend,
+    UnsupportedEncoding,
+)
+
+__all__ = ["FetchResult", "RetrievalRefused", "fetch_page", "html_to_text", "is_public_address"]
 
 MAX_CHARS = 40_000
 MAX_BYTES = 2_000_000
@@ -32,12 +52,13 @@ USER_AGENT = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36"
 )
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
-
-Resolver = Callable[[str, int], list[str]]
-
-
-class RetrievalRefused(Exception):
-    """The URL may not be fetched (scheme, private address, too many redirects)."""
+_REDIRECTS = (301, 302, 303, 307, 308)
+_NETWORK_ERRORS = (
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.UnsupportedProtocol,
+    httpcore.ProxyError,
+)
 
 
 @dataclass(frozen=True)
@@ -45,150 +66,142 @@ class FetchResult:
     url: str
     content: str
     ok: bool
-
-
-def resolve_host(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(info[4][0] for info in infos))
-
-
-def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    raw = getattr(settings, "CINDY_RETRIEVAL_ALLOWED_NETWORKS", []) or []
-    return [ipaddress.ip_network(n, strict=False) for n in raw]
-
-
-def is_public_address(address: str) -> bool:
-    """Public unicast only: no loopback, private, link-local, CGNAT, multicast or reserved ranges."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if any(ip in net for net in _allowed_networks()):
-        return True
-    return ip.is_global and not ip.is_multicast
-
-
-def checked_addresses(host: str, port: int, *, resolve: Resolver) -> list[str]:
-    """Resolve `host` and require every address to be public; RetrievalRefused otherwise."""
-    try:
-        addresses = [str(ipaddress.ip_address(host.strip("[]")))]
-    except ValueError:
-        try:
-            addresses = resolve(host, port)
-        except OSError as exc:
-            raise RetrievalRefused(f"cannot resolve {host}: {exc}") from exc
-    if not addresses:
-        raise RetrievalRefused(f"{host} has no address")
-    private = [a for a in addresses if not is_public_address(a)]
-    if private:
-        raise RetrievalRefused(f"{host} resolves to a non-public address ({', '.join(private)})")
-    return addresses
-
-
-def _pinned_url(parts, address: str) -> str:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    host = f"[{ip}]" if ip.version == 6 else str(ip)
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+    #: Body bytes kept after decoding (at most max_bytes), and whether the body went on past them.
+    size: int = 0
+    truncated: bool = False
 
 
 def fetch_page(
-    url: str, *, resolve: Resolver = resolve_host, timeout: float = TIMEOUT_SECONDS
+    url: str,
+    *,
+    resolve: Resolver = resolve_host,
+    timeout: float = TIMEOUT_SECONDS,
+    max_bytes: int = MAX_BYTES,
+    max_redirects: int = MAX_REDIRECTS,
 ) -> FetchResult:
-    """Fetch one page safely. Failures become a short note in `content`, never an exception."""
+    """Fetch one page safely, within `timeout` seconds of wall time in all.
+
+    Failures become a short note in `content`, never an exception.
+    """
     deadline = time.monotonic() + timeout
+    timed_out = FetchResult(
+        url, f"Error: Request Timeout - the request timed out after {timeout:g} seconds.", False
+    )
     current = url
     try:
-        for _hop in range(MAX_REDIRECTS + 1):
-            parts = urlsplit(current)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise RetrievalRefused(f"{current!r} is not an http(s) URL")
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-            address = checked_addresses(parts.hostname, port, resolve=resolve)[0]
-            outcome = _request_once(current, parts, address, deadline)
+        for _hop in range(max_redirects + 1):
+            target = parse_target(current)
+            address = checked_addresses(target.host, target.port, resolve=resolve, deadline=deadline)[0]
+            if time.monotonic() >= deadline:
+                return timed_out
+            outcome = _request_once(url, target, address, deadline, max_bytes)
             if isinstance(outcome, str):
-                current = urljoin(current, outcome)
+                try:
+                    current = urljoin(current, outcome)
+                except ValueError as exc:
+                    raise RetrievalRefused(
+                        f"the redirect to {outcome[:200]!r} is not a valid URL ({exc})"
+                    ) from None
                 continue
             return outcome
-        raise RetrievalRefused(f"more than {MAX_REDIRECTS} redirects")
+        raise RetrievalRefused(f"more than {max_redirects} redirects")
     except RetrievalRefused as exc:
         return FetchResult(url, f"Not fetched: {exc}", ok=False)
-    except httpx.TimeoutException:
-        return FetchResult(
-            url, f"Error: Request Timeout - the request timed out after {timeout:g} seconds.", False
-        )
-    except httpx.HTTPError as exc:
-        return FetchResult(url, f"Error: {type(exc).__name__}: {exc}", ok=False)
+    except httpcore.TimeoutException:
+        return timed_out
+    except _NETWORK_ERRORS as exc:
+        return FetchResult(url, f"Error: {type(exc).__name__}: {exc or 'connection failed'}", ok=False)
 
 
-def _request_once(url: str, parts, address: str, deadline: float) -> FetchResult | str:
+def _pinned_url(target: Target, address: str) -> str:
+    host = f"[{address.split('%', 1)[0]}]" if ":" in address else address
+    path = target.parts.path or "/"
+    query = f"?{target.parts.query}" if target.parts.query else ""
+    return f"{target.scheme}://{host}:{target.port}{path}{query}"
+
+
+def _request_once(
+    url: str, target: Target, address: str, deadline: float, max_bytes: int
+) -> FetchResult | str:
     """One hop to the pinned address: a FetchResult, or the Location of a redirect."""
-    remaining = max(0.1, deadline - time.monotonic())
-    host_header = parts.netloc.rsplit("@", 1)[-1]
-    extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
-    headers = {"Host": host_header, "User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml"}
-    # trust_env=False: a proxy from the environment would connect somewhere we did not check.
-    with httpx.Client(timeout=remaining, follow_redirects=False, trust_env=False) as client:
-        request = client.build_request(
-            "GET", _pinned_url(parts, address), headers=headers, extensions=extensions
-        )
-        response = client.send(request, stream=True)
-        try:
-            if response.is_redirect and response.headers.get("location"):
-                return response.headers["location"]
-            content_type = response.headers.get("content-type", "")
-            mime = content_type.split(";", 1)[0].strip().lower()
+    left = max(0.001, deadline - time.monotonic())
+    headers = [
+        (b"Host", target.host_header.encode("ascii")),
+        (b"User-Agent", USER_AGENT.encode()),
+        (b"Accept", b"text/html,application/xhtml+xml"),
+        (b"Accept-Encoding", ", ".join(SUPPORTED_ENCODINGS).encode()),
+    ]
+    extensions: dict = {"timeout": {"connect": left, "read": left, "write": left, "pool": left}}
+    if target.scheme == "https":
+        extensions["sni_hostname"] = target.host
+    # No proxy: a proxy from the environment would connect somewhere we did not check.
+    with httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(), network_backend=DeadlineBackend(deadline), retries=0
+    ) as pool:
+        with pool.stream(
+            "GET", _pinned_url(target, address), headers=headers, extensions=extensions
+        ) as response:
+            head = _header_map(response.headers)
+            if response.status in _REDIRECTS and head.get("location"):
+                return head["location"]
+            mime = head.get("content-type", "").split(";", 1)[0].strip().lower()
             if mime not in _HTML_TYPES:
                 return FetchResult(
                     url, f"Content-Type: {mime or 'unknown'} - not fetched (non-HTML content)", False
                 )
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) >= MAX_BYTES or time.monotonic() > deadline:
-                    break
-            text = bytes(body[:MAX_BYTES]).decode(response.encoding or "utf-8", errors="replace")
-        finally:
-            response.close()
-    status = "" if response.status_code < 400 else f"HTTP {response.status_code}\n\n"
-    return FetchResult(url, (status + html_to_text(text))[:MAX_CHARS], ok=response.status_code < 400)
+            try:
+                decoder = BoundedDecoder(head.get("content-encoding", ""), limit=max_bytes)
+            except UnsupportedEncoding as exc:
+                return FetchResult(url, f"Not fetched: {exc}", ok=False)
+            body, truncated = _read_body(response, decoder, max_bytes)
+    text = body.decode(_charset(head.get("content-type", "")), errors="replace")
+    status = "" if response.status < 400 else f"HTTP {response.status}\n\n"
+    ok = response.status < 400
+    return FetchResult(
+        url, (status + html_to_text(text))[:MAX_CHARS], ok, size=len(body), truncated=truncated
+    )
 
 
-class _TextExtractor(HTMLParser):
-    """Visible text with link targets kept (search results need them); scripts and styles dropped."""
-
-    _SKIP = {"script", "style", "noscript", "svg", "template"}
-    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "title"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self._skipping = 0
-        self._href: str | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self._SKIP:
-            self._skipping += 1
-        elif tag in self._BLOCK:
-            self.out.append("\n")
-        if tag == "a":
-            href = dict(attrs).get("href") or ""
-            self._href = href if href.startswith(("http://", "https://", "/")) else None
-
-    def handle_endtag(self, tag):
-        if tag in self._SKIP and self._skipping:
-            self._skipping -= 1
-        elif tag == "a" and self._href:
-            self.out.append(f" ({self._href})")
-            self._href = None
-
-    def handle_data(self, data):
-        if not self._skipping:
-            self.out.append(data)
+def _header_map(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Lower-cased names; a repeated Content-Encoding lists all its layers, other repeats keep the first."""
+    head: dict[str, str] = {}
+    for key, value in raw:
+        name, text = key.decode("latin-1").lower(), value.decode("latin-1")
+        if name == "content-encoding" and name in head:
+            head[name] = f"{head[name]}, {text}"
+        else:
+            head.setdefault(name, text)
+    return head
 
 
-def html_to_text(html: str) -> str:
-    parser = _TextExtractor()
-    parser.feed(html)
-    parser.close()
-    lines = (" ".join(line.split()) for line in "".join(parser.out).splitlines())
-    return "\n".join(line for line in lines if line)
+def _read_body(response: httpcore.Response, decoder: BoundedDecoder, max_bytes: int) -> tuple[bytes, bool]:
+    """The decoded body up to `max_bytes`, and whether more was left unread or undecoded.
+
+    Raw bytes are capped too, so an undecodable or endless body stops at the same size.
+    """
+    body = bytearray()
+    raw = 0
+    try:
+        for chunk in response.iter_stream():
+            raw += len(chunk)
+            body += decoder.feed(chunk)
+            if decoder.full or raw >= max_bytes:
+                return bytes(body), True
+        body += decoder.flush()
+    except DECODE_ERRORS as exc:
+        if not body:
+            raise RetrievalRefused(f"the body could not be decoded ({exc})") from None
+        return bytes(body), True  # a corrupt tail: keep what decoded cleanly
+    return bytes(body), decoder.full
+
+
+def _charset(content_type: str) -> str:
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            candidate = value.strip().strip('"').strip("'")
+            try:
+                return codecs.lookup(candidate).name
+            except LookupError:
+                break
+    return "utf-8"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import SandboxMessage
+from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUser
 from conversations.services.sandbox import sandbox_say
 from dashboard import forms
 from media_catalog.models import MediaDescription, Sticker, StickerSet
@@ -28,8 +28,19 @@ def _send(visitor, agent, **fields):
     return visitor.client.post("/dashboard/sandbox/send/", data)
 
 
+def _open(visitor, agent, **fields):
+    """Start the chat with the setup form's POST and follow the redirect to its URL."""
+    data = {"agent": agent.pk, "as_name": "Alice", "group": "", **fields}
+    return visitor.client.post("/dashboard/sandbox/", data, follow=True)
+
+
+def _sandbox_rows() -> tuple[int, int, int]:
+    return SandboxUser.objects.count(), SandboxChat.objects.count(), SandboxMember.objects.count()
+
+
 def test_sandbox_page_lists_sandbox_agents_and_opens_a_dm(verified, sandbox_agent):
-    response = verified.client.get("/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Alice"})
+    response = _open(verified, sandbox_agent)
+    assert response.redirect_chain == [(f"/dashboard/sandbox/?agent={sandbox_agent.pk}&as_name=Alice", 303)]
     assert response.status_code == 200
     config = response.context["config"]
     assert config["chat_kind"] == "dm"
@@ -38,21 +49,50 @@ def test_sandbox_page_lists_sandbox_agents_and_opens_a_dm(verified, sandbox_agen
 
 
 def test_sandbox_page_opens_a_group_by_title(verified, sandbox_agent):
-    response = verified.client.get(
-        "/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Alice", "group": "Book club"}
-    )
+    response = _open(verified, sandbox_agent, group="Book club")
     assert response.context["chat"].title == "Book club"
     assert response.context["group_titles"] == ["Book club"]
 
 
+def test_a_get_of_a_chat_never_started_changes_nothing_and_offers_to_start_it(verified, sandbox_agent):
+    before = _sandbox_rows()
+    response = verified.client.get(
+        "/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Mallory", "group": "Secret club"}
+    )
+    assert response.status_code == 200 and response.context["chat"] is None
+    assert "This chat has not been started yet" in response.content.decode()
+    assert _sandbox_rows() == before
+    assert not SandboxUser.objects.filter(name="Mallory").exists()
+
+
+def test_a_get_of_a_started_chat_shows_it_and_changes_nothing(verified, sandbox_agent):
+    _open(verified, sandbox_agent, group="Book club")
+    before = _sandbox_rows()
+    response = verified.client.get(
+        "/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Alice", "group": "Book club"}
+    )
+    assert response.context["chat"].title == "Book club"
+    assert _sandbox_rows() == before
+
+
+def test_the_setup_form_posts_with_a_csrf_token(verified, sandbox_agent):
+    page = verified.client.get("/dashboard/sandbox/").content.decode()
+    assert 'method="post" action="/dashboard/sandbox/" id="chat-setup"' in page
+    assert 'name="csrfmiddlewaretoken"' in page
+
+
 def test_sandbox_page_names_an_unknown_agent(verified, sandbox_agent):
-    response = verified.client.get("/dashboard/sandbox/", {"agent": 999, "as_name": "Alice"})
-    assert response.status_code == 400
-    assert "There is no sandbox agent with id 999: pick one from the list." in response.content.decode()
+    for response in (
+        verified.client.get("/dashboard/sandbox/", {"agent": 999, "as_name": "Alice"}),
+        verified.client.post("/dashboard/sandbox/", {"agent": 999, "as_name": "Alice"}),
+    ):
+        assert response.status_code == 400
+        assert "There is no sandbox agent with id 999: pick one from the list." in response.content.decode()
+    assert _sandbox_rows() == (0, 0, 0)
 
 
 def test_sandbox_page_refuses_an_empty_display_name(verified, sandbox_agent):
-    response = verified.client.get("/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "  "})
+    response = verified.client.post("/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "  "})
     assert response.status_code == 400
     assert "Your display name is empty" in response.content.decode()
 
@@ -154,7 +194,7 @@ def _sticker_set(agent) -> Sticker:
 
 def test_sticker_from_the_agents_sets_is_sent_as_a_sticker_part(verified, sandbox_agent):
     _sticker_set(sandbox_agent)
-    page = verified.client.get("/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Alice"})
+    page = _open(verified, sandbox_agent)
     assert "a cheeky wink" in page.content.decode()
     response = _send(verified, sandbox_agent, sticker="WendyFaces::😉")
     assert response.status_code == 200

@@ -172,8 +172,12 @@ def test_a_csrf_trusted_origin_may_open_the_socket(verified, settings):
     ("origin", "host", "allowed"),
     [
         ("http://localhost:8000", "localhost:8000", True),
-        ("https://LOCALHOST", "localhost", True),
+        ("http://LOCALHOST", "localhost", True),
+        ("http://localhost:80", "localhost", True),  # the default port, spelled out
+        ("http://localhost", "localhost:80", True),
+        ("https://localhost", "localhost", False),  # an https page for this http site
         ("http://localhost:8001", "localhost:8000", False),
+        ("http://localhost:99999", "localhost", False),
         ("https://evil.example", "localhost", False),
         ("", "localhost", False),
         ("null", "localhost", False),
@@ -186,4 +190,59 @@ def test_a_csrf_trusted_origin_may_open_the_socket(verified, settings):
 def test_origin_must_be_the_site_itself_or_a_trusted_origin(settings, origin, host, allowed):
     settings.ALLOWED_HOSTS = ["localhost"]
     settings.CSRF_TRUSTED_ORIGINS = ["https://*.example.com"]
-    assert origin_allowed(origin=origin, host=host) is allowed
+    assert origin_allowed(origin=origin, host=host, secure=False) is allowed
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "allowed"),
+    [
+        ("https://cindy.example.org", "cindy.example.org", True),
+        ("https://cindy.example.org:443", "cindy.example.org", True),
+        ("http://cindy.example.org", "cindy.example.org", False),  # a plain-http page, e.g. injected
+        ("http://cindy.example.org:443", "cindy.example.org", False),
+        ("https://cindy.example.org:8443", "cindy.example.org", False),
+    ],
+)
+def test_an_https_site_accepts_only_its_https_origin(settings, origin, host, allowed):
+    settings.ALLOWED_HOSTS = ["cindy.example.org"]
+    settings.CSRF_TRUSTED_ORIGINS = []
+    assert origin_allowed(origin=origin, host=host, secure=True) is allowed
+
+
+def test_an_exact_trusted_origin_needs_its_own_scheme(settings):
+    settings.ALLOWED_HOSTS = ["localhost"]
+    settings.CSRF_TRUSTED_ORIGINS = ["https://cindy.example.org"]
+
+    assert origin_allowed(origin="https://cindy.example.org", host="localhost", secure=False)
+    assert not origin_allowed(origin="http://cindy.example.org", host="localhost", secure=False)
+
+
+def _attempt(verified, *, origin: str, host: str, scheme: str = "ws", extra=()) -> bool:
+    async def attempt():
+        communicator = _communicator(verified.session_key, origin=origin, host=host)
+        communicator.scope["scheme"] = scheme
+        communicator.scope["headers"] = [*communicator.scope["headers"], *extra]
+        connected, _ = await communicator.connect(timeout=RECEIVE_TIMEOUT)
+        await communicator.disconnect()
+        return connected
+
+    return async_to_sync(attempt)()
+
+
+def test_a_wss_socket_refuses_an_http_origin_of_the_same_host(verified, settings):
+    settings.ALLOWED_HOSTS = ["cindy.example.org"]
+
+    assert _attempt(verified, origin="https://cindy.example.org", host="cindy.example.org", scheme="wss")
+    assert not _attempt(verified, origin="http://cindy.example.org", host="cindy.example.org", scheme="wss")
+    assert not _attempt(verified, origin="https://cindy.example.org", host="cindy.example.org", scheme="ws")
+
+
+def test_the_proxy_ssl_header_makes_the_site_https(verified, settings):
+    settings.ALLOWED_HOSTS = ["cindy.example.org"]
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    forwarded = [(b"x-forwarded-proto", b"https")]
+
+    assert _attempt(verified, origin="https://cindy.example.org", host="cindy.example.org", extra=forwarded)
+    assert not _attempt(
+        verified, origin="http://cindy.example.org", host="cindy.example.org", extra=forwarded
+    )

@@ -106,3 +106,35 @@ def test_public_address_check():
         "224.0.0.1",
     ):
         assert not is_public_address(private), private
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "::127.0.0.1",  # IPv4-compatible (deprecated)
+        "::5db8:d822",  # IPv4-compatible, even of a public address: never routed
+        "::ffff:0:7f00:1",  # IPv4-translated 127.0.0.1
+        "64:ff9b::7f00:1",  # NAT64 127.0.0.1
+        "64:ff9b::a00:1",  # NAT64 10.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 169.254.169.254
+        "64:ff9b:1::5db8:d822",  # local-use NAT64 prefix
+        "2002:7f00:1::",  # 6to4 127.0.0.1
+        "2002:c0a8:101::1",  # 6to4 192.168.1.1
+        "2001:0:7f00:1::",  # Teredo with server 127.0.0.1
+    ],
+)
+def test_ipv6_forms_of_private_ipv4_addresses_are_not_public(address):
+    assert not is_public_address(address)
+    result = fetch_page(f"http://[{address}]/")
+    assert not result.ok and "non-public address" in result.content
+
+
+@pytest.mark.parametrize("address", ["64:ff9b::5db8:d822", "2002:5db8:d822::1"])
+def test_ipv6_forms_of_public_ipv4_addresses_stay_public(address):
+    assert is_public_address(address)
+
+
+def test_a_name_resolving_to_an_embedded_loopback_is_refused():
+    result = fetch_page("http://nat64.test/", resolve=lambda host, port: ["64:ff9b::7f00:1"])
+
+    assert not result.ok and "non-public address (64:ff9b::7f00:1)" in result.content
