@@ -16,7 +16,8 @@ from cwimport.services import cw_state_import
 from cwimport.tests.test_import_sessions import open_with_lease
 
 mtproto = pytest.importorskip(
-    "conversations.testing.mtproto", reason="the loopback MTProto stand-in (conversations/testing/mtproto) is absent"
+    "conversations.testing.mtproto",
+    reason="the loopback MTProto stand-in (conversations/testing/mtproto) is absent",
 )
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +54,9 @@ def test_the_imported_session_connects_without_logging_in(standin, state_dir, cl
     heidi = standin.run(standin.world.create_user, phone=PHONE, first_name="Heidi", username="heidi")
     (state_dir / "Heidi").mkdir()
     sign_in_like_the_original(standin, state_dir / "Heidi" / "telegram.session")
-    agent = Agent.objects.create(name="Heidi", config_name="Heidi", phone=PHONE, instructions="x", transport="telegram")
+    agent = Agent.objects.create(
+        name="Heidi", config_name="Heidi", phone=PHONE, instructions="x", transport="telegram"
+    )
     report = cw_state_import(mysql_url=None, state_dir=state_dir, agent_names=[])
     assert report.sessions[0].startswith("Heidi: created")
     agent.refresh_from_db()
