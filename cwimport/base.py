@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from django.db import DatabaseError, models, transaction
 
 from agents.models import Agent
+from cindy_site import clock
 from cwimport.matching import AgentMatcher
 from cwimport.report import Outcome, RowError, SkipRow, TableReport
 from cwimport.source import Row, source_datetime
@@ -26,12 +27,14 @@ def upsert(
 ) -> Outcome:
     """Create the row `lookup` names, or update the fields of `values` that differ; say which happened.
 
+    A `lookup` may reach into JSON (`data__import_key`); such keys must also be set by `values`.
     `create_only` holds values used only when creating (a stand-in "created" time for a source row
     without one), so that a second run finds the row unchanged.
     """
     existing = model.objects.filter(**lookup).first()
     if existing is None:
-        model.objects.create(**lookup, **values, **(create_only or {}))
+        plain = {name: value for name, value in lookup.items() if "__" not in name}
+        model.objects.create(**plain, **values, **(create_only or {}))
         return Outcome.CREATED
     changed = [name for name, value in values.items() if getattr(existing, name) != value]
     if not changed:
@@ -91,6 +94,20 @@ class TableImporter:
             self.report.errors.append(f"{self.table} id={self.row_id(row)}: {exc}")
             return
         self.report.counts[outcome] += 1
+
+    def content_and_created(self, row: Row) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """`content` (required) and `created` for a model whose `created` may not be empty.
+
+        A row without a date gets the import time, but only when created: a second run leaves it.
+        """
+        if not row.get("content"):
+            raise RowError("content is empty")
+        values: dict[str, Any] = {"content": row["content"]}
+        created = self.when(row, "created")
+        if created is None:
+            return values, {"created": clock.now()}
+        values["created"] = created
+        return values, None
 
     @staticmethod
     def when(row: Row, column: str) -> Any:

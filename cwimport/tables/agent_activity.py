@@ -4,7 +4,7 @@ time, so the dashboard's history shows where each agent was active before the sw
 from __future__ import annotations
 
 from conversations.models import ActivityEvent, Conversation
-from cwimport.base import TableImporter
+from cwimport.base import TableImporter, upsert
 from cwimport.report import Outcome, RowError
 
 ORIGIN = "cw-telegram-agent"
@@ -16,7 +16,6 @@ def history_event(
     """Create or refresh the one ActivityEvent that stands for source row `key`."""
     payload = {"imported_from": ORIGIN, "import_key": key, "channel_id": channel_id, **data}
     conversation = Conversation.objects.filter(agent=agent, peer_id=channel_id).first()
-    existing = ActivityEvent.objects.filter(agent=agent, data__import_key=key).first()
     values = {
         "created": created,
         "kind": kind,
@@ -24,16 +23,7 @@ def history_event(
         "data": payload,
         "conversation": conversation,
     }
-    if existing is None:
-        ActivityEvent.objects.create(agent=agent, **values)
-        return Outcome.CREATED
-    changed = [name for name, value in values.items() if getattr(existing, name) != value]
-    if not changed:
-        return Outcome.UNCHANGED
-    for name in changed:
-        setattr(existing, name, values[name])
-    existing.save(update_fields=changed)
-    return Outcome.UPDATED
+    return upsert(ActivityEvent, lookup={"agent": agent, "data__import_key": key}, values=values)
 
 
 class AgentActivityImporter(TableImporter):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from cindy_site import clock
 from cwimport.base import TableImporter, upsert
-from cwimport.report import Outcome, RowError
+from cwimport.report import Outcome
 from memory.models import Plan
 
 
@@ -13,15 +12,10 @@ class PlansImporter(TableImporter):
     order_by = "agent_telegram_id, channel_id, created, id"
 
     def import_row(self, row, agent) -> Outcome:
-        if not row.get("content"):
-            raise RowError("content is empty")
-        values = {"content": row["content"]}
-        created = self.when(row, "created")
-        if created is not None:
-            values["created"] = created
+        values, create_only = self.content_and_created(row)
         return upsert(
             Plan,
             lookup={"agent": agent, "channel_id": int(row["channel_id"]), "plan_id": row["id"]},
             values=values,
-            create_only=None if created else {"created": clock.now()},
+            create_only=create_only,
         )
