@@ -75,25 +75,38 @@ class TableImporter:
         raise NotImplementedError
 
     def run_row(self, row: Row) -> None:
-        agent = None
-        if self.per_agent:
-            telegram_id = int(row[self.agent_column])
-            found = self.matcher.match(telegram_id)
-            if found is None:
-                self.report.unknown_agents[telegram_id] += 1
-                return
-            agent = found.agent
         try:
+            agent = self._agent_of(row) if self.per_agent else None
+            if self.per_agent and agent is None:
+                return
             with transaction.atomic():
                 outcome = self.import_row(row, agent)
         except SkipRow as skip:
             self.report.counts[Outcome.SKIPPED] += 1
             self.report.skip_reasons[str(skip)] += 1
             return
-        except (RowError, ValueError, TypeError, KeyError, DatabaseError) as exc:
+        except KeyError as exc:
+            self.report.errors.append(f"{self.table} id={self.row_id(row)}: column {exc} is missing")
+            return
+        except (RowError, ValueError, TypeError, DatabaseError) as exc:
             self.report.errors.append(f"{self.table} id={self.row_id(row)}: {exc}")
             return
         self.report.counts[outcome] += 1
+
+    def _agent_of(self, row: Row) -> Agent | None:
+        """The row's agent; None (counted) for an unknown agent or one not selected with --agent."""
+        value = row.get(self.agent_column)
+        if value is None:
+            raise RowError(f"{self.agent_column} is empty")
+        telegram_id = int(value)
+        found = self.matcher.match(telegram_id)
+        if found is None:
+            self.report.unknown_agents[telegram_id] += 1
+            return None
+        if not self.matcher.is_selected(found.agent):
+            self.report.not_selected += 1
+            return None
+        return found.agent
 
     def content_and_created(self, row: Row) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """`content` (required) and `created` for a model whose `created` may not be empty.

@@ -25,15 +25,16 @@ class Match:
 
 @dataclasses.dataclass
 class AgentMatcher:
-    agents: list[Agent]
+    agents: list[Agent]  # the agents to import (all, or those named with --agent)
     state_dir: Path | None
+    known: list[Agent] = dataclasses.field(default_factory=list)  # every agent, for matching
     sessions: dict[int, SessionFile] = dataclasses.field(default_factory=dict)  # agent pk -> file
     session_errors: dict[int, str] = dataclasses.field(default_factory=dict)
     _cache: dict[int, Match | None] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def build(cls, *, names: list[str], state_dir: Path | None) -> AgentMatcher:
-        agents = list(Agent.objects.order_by("name"))
+        known = agents = list(Agent.objects.order_by("name"))
         if names:
             wanted = set(names)
             unknown = wanted - {a.name for a in agents} - {a.config_name for a in agents}
@@ -43,7 +44,7 @@ class AgentMatcher:
                     f"or give a name from the admin's agent list"
                 )
             agents = [a for a in agents if a.name in wanted or a.config_name in wanted]
-        matcher = cls(agents=agents, state_dir=state_dir)
+        matcher = cls(agents=agents, state_dir=state_dir, known=known)
         matcher._read_sessions()
         return matcher
 
@@ -53,8 +54,11 @@ class AgentMatcher:
     def session_path(self, agent: Agent) -> Path | None:
         return session_path(self.state_dir, self.config_name(agent)) if self.state_dir else None
 
+    def is_selected(self, agent: Agent) -> bool:
+        return any(a.pk == agent.pk for a in self.agents)
+
     def _read_sessions(self) -> None:
-        for agent in self.agents:
+        for agent in self.known:
             path = self.session_path(agent)
             if path is None or not path.exists():
                 continue
@@ -71,10 +75,10 @@ class AgentMatcher:
         return self._cache[telegram_id]
 
     def _match(self, telegram_id: int) -> Match | None:
-        for agent in self.agents:
+        for agent in self.known:
             if telegram_id in (agent.telegram_user_id, agent.telegram_id):
                 return Match(agent, "telegram id")
-        for agent in self.agents:
+        for agent in self.known:
             session = self.sessions.get(agent.pk)
             digits = only_digits(agent.phone or "")
             if session and digits and session.entity_with_phone(digits) == telegram_id:

@@ -29,6 +29,7 @@ class TableReport:
     note: str = ""
     counts: Counter = dataclasses.field(default_factory=Counter)
     unknown_agents: Counter = dataclasses.field(default_factory=Counter)
+    not_selected: int = 0
     skip_reasons: Counter = dataclasses.field(default_factory=Counter)
     errors: list[str] = dataclasses.field(default_factory=list)
 
@@ -39,6 +40,8 @@ class TableReport:
         unknown = sum(self.unknown_agents.values())
         if unknown:
             parts.append(f"{unknown} for unknown agents")
+        if self.not_selected:
+            parts.append(f"{self.not_selected} for agents not selected with --agent")
         if self.errors:
             parts.append(f"{len(self.errors)} errors")
         text = ", ".join(parts) or "no rows"

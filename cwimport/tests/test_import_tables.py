@@ -261,7 +261,17 @@ def test_only_the_named_agents_are_imported(agents, cw_source, capsys):
     assert set(Memory.objects.values_list("agent__name", flat=True)) == set()  # Heidi's id is not known
     out = capsys.readouterr().out
     assert "Heidi: no Telegram id known" in out
-    assert "agent_telegram_id 1001" in out  # Wendy's rows, not selected, are reported as unmatched
+    assert "agent_telegram_id 1001" not in out
+    assert "memories: 2 for unknown agents, 4 for agents not selected with --agent" in out
+
+
+def test_a_row_without_an_agent_id_is_an_error_and_the_rest_go_on(agents, cw_source):
+    cw_source.execute("ALTER TABLE plans DROP PRIMARY KEY, MODIFY agent_telegram_id BIGINT NULL")  # hand-edited
+    cw_source.insert("plans", id="plan-0", agent_telegram_id=None, channel_id=5, content="orphan")
+    cw_source.insert("plans", id="plan-1", agent_telegram_id=WENDY, channel_id=5, content="kept")
+    report = run(cw_source)
+    assert report.tables["plans"].errors == ["plans id=plan-0: agent_telegram_id is empty"]
+    assert Plan.objects.get().content == "kept"
 
 
 def test_a_long_table_shows_progress(agents, cw_source, capsys, monkeypatch):
