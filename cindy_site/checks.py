@@ -94,4 +94,25 @@ def check_telegram_settings(app_configs, **kwargs):
                 id="cindy.W003",
             )
         )
+    messages += _telegram_server_problems()
     return messages
+
+
+def _telegram_server_problems() -> list[Error]:
+    """CINDY_TELEGRAM_SERVER (another MTProto server, such as the stand-in) must be usable."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from conversations.transport.telethon.server import configured_server, server_public_key
+
+    try:
+        if configured_server() is not None:
+            server_public_key()
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                hint="python manage.py telegram_standin prints both settings; clear both to use Telegram.",
+                id="cindy.E010",
+            )
+        ]
+    return []

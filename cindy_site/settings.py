@@ -290,3 +290,6 @@ LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
 
 TELEGRAM_API_ID = env.str("TELEGRAM_API_ID", default="")
 TELEGRAM_API_HASH = env.str("TELEGRAM_API_HASH", default="")
+# Another MTProto server instead of Telegram (the loopback stand-in): host:port, and its RSA public key.
+CINDY_TELEGRAM_SERVER = env.str("CINDY_TELEGRAM_SERVER", default="")
+CINDY_TELEGRAM_SERVER_KEY = env.str("CINDY_TELEGRAM_SERVER_KEY", default="")

@@ -36,6 +36,9 @@ def make_client(session, api_id: str, api_hash: str):
     """The Telethon client used to log in (replaced by a double in tests)."""
     from telethon import TelegramClient
 
+    from conversations.transport.telethon.server import point_at_configured_server
+
+    point_at_configured_server(session)
     return TelegramClient(session, int(api_id), api_hash, receive_updates=False)
 
 

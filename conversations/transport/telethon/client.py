@@ -57,6 +57,7 @@ from .normalize import (
     unsupported_message,
     updates_from,
 )
+from .server import point_at_configured_server
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class LeaseNotHeld(TransportError):
 def default_client_factory(session: DatabaseSession, api_id: str, api_hash: str):
     from telethon import TelegramClient
 
+    point_at_configured_server(session)
     return TelegramClient(
         session,
         int(api_id),
@@ -83,6 +85,12 @@ def default_client_factory(session: DatabaseSession, api_id: str, api_hash: str)
         sequential_updates=True,
         # Never let Telethon sleep through a flood wait on its own: the engine reschedules instead.
         flood_sleep_threshold=0,
+        # Telethon files RANDOM_ID_DUPLICATE under "internal server errors": with its own retries it
+        # would send the request six times, two seconds apart, then raise a bare ValueError (which
+        # reads as an unknown peer). One attempt, and the RPC error itself, lets the transport find
+        # the earlier message; the engine retries what is really transient.
+        request_retries=0,
+        raise_last_call_error=True,
     )
 
 

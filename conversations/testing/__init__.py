@@ -1,0 +1,1 @@
+"""Test support for the conversations app: the loopback MTProto server (`mtproto`)."""
