@@ -266,7 +266,9 @@ def test_only_the_named_agents_are_imported(agents, cw_source, capsys):
 
 
 def test_a_row_without_an_agent_id_is_an_error_and_the_rest_go_on(agents, cw_source):
-    cw_source.execute("ALTER TABLE plans DROP PRIMARY KEY, MODIFY agent_telegram_id BIGINT NULL")  # hand-edited
+    cw_source.execute(
+        "ALTER TABLE plans DROP PRIMARY KEY, MODIFY agent_telegram_id BIGINT NULL"
+    )  # hand-edited
     cw_source.insert("plans", id="plan-0", agent_telegram_id=None, channel_id=5, content="orphan")
     cw_source.insert("plans", id="plan-1", agent_telegram_id=WENDY, channel_id=5, content="kept")
     report = run(cw_source)
