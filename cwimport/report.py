@@ -43,7 +43,7 @@ class TableReport:
         if self.not_selected:
             parts.append(f"{self.not_selected} for agents not selected with --agent")
         if self.errors:
-            parts.append(f"{len(self.errors)} errors")
+            parts.append(f"{len(self.errors)} error" + ("s" if len(self.errors) > 1 else ""))
         text = ", ".join(parts) or "no rows"
         return f"{self.table}: {text}" + (f" ({self.note})" if self.note else "")
 

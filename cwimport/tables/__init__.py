@@ -30,7 +30,10 @@ IMPORTERS: list[type[TableImporter]] = [
 NOT_IMPORTED: dict[str, str] = {
     "schedules": "not yet imported: Cindy's schedule model is not in this release",
     "events": "not yet imported: Cindy's scheduled events model is not in this release",
-    "translations": "not yet imported: Cindy keeps no translation cache in this release",
+    "translations": (
+        "dropped: the original keys each translation by a hash of the message text and keeps neither the "
+        "text nor the language, so it cannot be matched to a message; Cindy translates again on demand"
+    ),
     "conversation_gagged": "not yet imported: Cindy gags whole agents, not single conversations",
     "available_llms": "dropped: Cindy's LLM names and prices live in settings and the ModelPrice table",
 }
