@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from django.core.management import CommandError, call_command
 from telethon.crypto import AuthKey
 
 from agents.models import Agent, AgentLease, TelegramEntity, TelegramSession
@@ -149,3 +150,19 @@ def test_entities_are_the_telethon_rows(heidi, state_dir):
         (555, -222, "zoe", None, "Zoë Ünal"),
         (-1000000000777, 333, None, None, "Bücherclub 📚"),  # Telethon's marked channel id
     }
+
+
+def test_the_command_prints_the_report_and_fails_when_a_session_is_refused(heidi, state_dir, capsys):
+    write_session(state_dir, "Heidi", self_id=1002, phone="15550000002", age_seconds=5)
+    with pytest.raises(CommandError, match=r"1 session\(s\) not imported"):
+        call_command("import_cw_state", "--state-dir", str(state_dir))
+    assert "Heidi: REFUSED" in capsys.readouterr().out
+
+
+def test_the_command_needs_a_source(db):
+    with pytest.raises(CommandError, match="give --mysql URL, --state-dir PATH, or both"):
+        call_command("import_cw_state")
+    with pytest.raises(CommandError, match="not a directory"):
+        call_command("import_cw_state", "--state-dir", "/nonexistent/state")
+    with pytest.raises(CommandError, match="expected mysql://USER:PASS@HOST/DB"):
+        call_command("import_cw_state", "--mysql", "postgres://x@y/z")

@@ -57,3 +57,6 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         for line in report.lines():
             self.stdout.write(line)
+        refused = [line for line in report.sessions if ": REFUSED " in line or ": ERROR " in line]
+        if refused:
+            raise CommandError(f"{len(refused)} session(s) not imported; see Sessions above")
