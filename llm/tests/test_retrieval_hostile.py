@@ -53,9 +53,9 @@ def test_a_trickling_server_is_cut_off_at_the_deadline(hostile, path):
 def test_slow_redirect_hops_share_one_deadline(hostile):
     result, elapsed = _timed_fetch(hostile.url + "/slow-hop")
 
-    # Each hop takes about a third of the deadline: several hops start, and the chain still ends
-    # at the deadline rather than after the hop limit.
-    assert 2 <= len(hostile.hits) <= 4
+    # Each hop takes about a quarter of the deadline (longer on a busy machine): several hops start,
+    # and the chain still ends at the deadline rather than after the hop limit.
+    assert 2 <= len(hostile.hits) <= 5
     _assert_near_deadline(elapsed)
     assert "timed out after 1.5 seconds" in result.content
 
