@@ -24,12 +24,14 @@ def upsert(
     lookup: dict[str, Any],
     values: dict[str, Any],
     create_only: dict[str, Any] | None = None,
+    save_all: bool = False,
 ) -> Outcome:
     """Create the row `lookup` names, or update the fields of `values` that differ; say which happened.
 
     A `lookup` may reach into JSON (`data__import_key`); such keys must also be set by `values`.
     `create_only` holds values used only when creating (a stand-in "created" time for a source row
-    without one), so that a second run finds the row unchanged.
+    without one), so that a second run finds the row unchanged. `save_all` saves every field, for a
+    model whose `save()` derives some fields from others.
     """
     existing = model.objects.filter(**lookup).first()
     if existing is None:
@@ -41,7 +43,7 @@ def upsert(
         return Outcome.UNCHANGED
     for name in changed:
         setattr(existing, name, values[name])
-    existing.save(update_fields=changed)
+    existing.save(**({} if save_all else {"update_fields": changed}))
     return Outcome.UPDATED
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conversations.models import Conversation
-from cwimport.base import TableImporter
+from cwimport.base import TableImporter, upsert
 from cwimport.report import Outcome, RowError
 
 
@@ -24,14 +24,9 @@ class ConversationLLMOverridesImporter(TableImporter):
         if not model or len(model) > 100:
             raise RowError(f"llm_model {model!r} is empty or longer than 100 characters")
         peer_id = int(row["channel_id"])
-        conversation = Conversation.objects.filter(agent=agent, peer_id=peer_id).first()
-        if conversation is None:
-            Conversation.objects.create(
-                agent=agent, peer_id=peer_id, kind=peer_kind(peer_id), llm_model=model
-            )
-            return Outcome.CREATED
-        if conversation.llm_model == model:
-            return Outcome.UNCHANGED
-        conversation.llm_model = model
-        conversation.save(update_fields=["llm_model"])
-        return Outcome.UPDATED
+        return upsert(
+            Conversation,
+            lookup={"agent": agent, "peer_id": peer_id},
+            values={"llm_model": model},
+            create_only={"kind": peer_kind(peer_id)},
+        )
