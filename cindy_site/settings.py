@@ -275,6 +275,7 @@ GEMINI_MODEL = env.str("GEMINI_MODEL", default="")
 GROK_MODEL = env.str("GROK_MODEL", default="")
 OPENROUTER_MODEL = env.str("OPENROUTER_MODEL", default="")
 MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
+TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
 
 GOOGLE_GEMINI_API_KEY = env.str("GOOGLE_GEMINI_API_KEY", default="")

@@ -20,12 +20,14 @@ from cindy_site.admin_utils import (
     service_form,
     short,
 )
+from conversations.admin_llms import register_llm_admin
 from conversations.admin_sandbox import register_sandbox_admins
 from conversations.admin_telegram import (
     conversations_request_leave,
     gateway_note,
     telegram_requests_display,
 )
+from conversations.admin_work import register_work_queue_actions
 from conversations.models import (
     ActivityEvent,
     Conversation,
@@ -97,12 +99,13 @@ class ConversationAdmin(admin.ModelAdmin):
         "peer_id",
         "username",
         "muted",
+        "gagged",
         "blocked",
         "llm_model",
         "last_message_at",
         "graph",
     ]
-    list_filter = ["agent", "kind", "muted", "blocked"]
+    list_filter = ["agent", "kind", "muted", "gagged", "blocked"]
     search_fields = ["title", "username", "=peer_id", "agent__name"]
     list_select_related = ["agent"]
     date_hierarchy = "last_message_at"
@@ -113,6 +116,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "title",
         "username",
         "muted",
+        "gagged",
         "llm_model",
         "blocked",
         "last_read_message_id",
@@ -388,3 +392,5 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
 
 register_sandbox_admins()
+register_work_queue_actions()
+register_llm_admin()

@@ -16,7 +16,7 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
     """Nodes the tick may start now, oldest `not_before` first.
 
     Eligible means: pending; `not_before` reached; every dependency done; the graph active; the agent
-    neither disabled, gagged nor stopped; and no other node of the conversation running (one running
+    neither disabled, gagged nor stopped; the conversation not gagged; and no other node of the conversation running (one running
     node per conversation). The scan uses `tasknode_eligible_idx` (status, not_before).
     """
     agent_ids = list(agent_ids)
@@ -37,6 +37,7 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
             agent__disabled=False,
             agent__gagged=False,
             agent__stopped=False,
+            conversation__gagged=False,
         )
         .filter(~Exists(unfinished_dependency), ~Exists(running_sibling))
         .order_by("not_before", "id")

@@ -2,13 +2,58 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard import sandbox_views, views
+from dashboard import console_views, conversation_views, sandbox_views, views
 
 app_name = "dashboard"
 
 urlpatterns = [
     path("", views.dashboard_index, name="index"),
     path("conversations/<int:conversation_id>/", views.conversation_seen, name="conversation"),
+    path(
+        "conversations/<int:conversation_id>/log/",
+        conversation_views.conversation_log,
+        name="conversation_log",
+    ),
+    path(
+        "conversations/<int:conversation_id>/translations/",
+        conversation_views.conversation_translations,
+        name="conversation_translations",
+    ),
+    path(
+        "conversations/<int:conversation_id>/translate/",
+        conversation_views.conversation_translate,
+        name="conversation_translate",
+    ),
+    path(
+        "conversations/<int:conversation_id>/print/",
+        conversation_views.conversation_print,
+        name="conversation_print",
+    ),
+    path(
+        "conversations/<int:conversation_id>/download.<str:fmt>",
+        conversation_views.conversation_download,
+        name="conversation_download",
+    ),
+    path(
+        "conversations/<int:conversation_id>/gag/",
+        conversation_views.conversation_gag_view,
+        name="conversation_gag",
+    ),
+    path(
+        "conversations/<int:conversation_id>/llm/",
+        conversation_views.conversation_llm_view,
+        name="conversation_llm",
+    ),
+    path(
+        "conversations/<int:conversation_id>/cancel/",
+        conversation_views.conversation_work_cancel,
+        name="conversation_cancel",
+    ),
+    path(
+        "agents/<int:agent_id>/cancel-work/", conversation_views.agent_work_delete, name="agent_work_delete"
+    ),
+    path("users/", console_views.users_index, name="users"),
+    path("users/<int:peer_id>/", console_views.user_detail, name="user"),
     path("sandbox/", sandbox_views.sandbox_chat, name="sandbox"),
     path("sandbox/send/", sandbox_views.sandbox_send, name="sandbox_send"),
     path("sandbox/react/", sandbox_views.sandbox_react_view, name="sandbox_react"),

@@ -8,6 +8,8 @@ from django.shortcuts import get_object_or_404, render
 from conversations.models import Conversation
 from dashboard import selectors
 from dashboard.access import verified_staff_required
+from dashboard.conversation_tools import conversation_header
+from dashboard.costs import cost_chart, daily_costs
 from llm.conversation import conversation_history
 
 
@@ -22,7 +24,8 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
         "events": selectors.recent_events(),
         "last_event_id": selectors.last_event_id(),
     }
-    return render(request, "dashboard/index.html", {"initial": initial})
+    chart = cost_chart(daily_costs())
+    return render(request, "dashboard/index.html", {"initial": initial, "chart": chart})
 
 
 @verified_staff_required
@@ -31,8 +34,5 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
     text, and media as their catalog descriptions, capped at the prompt's history size."""
     conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
     history = conversation_history(conversation)
-    return render(
-        request,
-        "dashboard/conversation.html",
-        {"conversation": conversation, "history": history, "nav": "dashboard"},
-    )
+    context = conversation_header(conversation, request, tab="seen")
+    return render(request, "dashboard/conversation.html", {**context, "history": history})

@@ -126,11 +126,14 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         )
         planned: list[PlannedNode] = []
         stored: list[str] = []
+        stored_entries: list[dict[str, str]] = []
         errors = list(result.errors)
         notes = list(getattr(result, "notes", []))
         for task in result.tasks:
             if is_stored_kind(task.kind):
                 params = dict(task.params)
+                if task.params.get("content"):
+                    stored_entries.append({"kind": task.kind, "content": task.params["content"]})
                 outcome = stored_entry_apply(
                     kind=task.kind,
                     context=context,
@@ -162,6 +165,9 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             "errors": errors,
             "notes": notes,
             "llm_call_ids": list(result.llm_call_ids),
+            # For the operator's task log: what the agent thought and stored (remember, plan...).
+            "think": list(result.thoughts),
+            "stored_entries": stored_entries,
         }
         node.save(update_fields=["status", "finished", "lease_owner", "lease_expires_at", "error", "result"])
         summary = ", ".join(c.kind for c in children) or "no actions"

@@ -6,8 +6,8 @@
   `new_conversation`, so the prompt tells the agent that someone new is writing to it. Groups always
   trigger `message`: the mirror of a group starts wherever the agent joined, not where the talk began.
 - An unread reaction on the agent's last message triggers, in DMs and groups alike.
-- Nothing triggers for a muted chat, a blocked user, a channel, or a disabled, gagged or stopped agent:
-  the message is still recorded.
+- Nothing triggers for a muted chat, a gagged chat, a blocked user, a channel, or a disabled, gagged
+  or stopped agent: the message is still recorded.
 
 An agent asleep per its Daily Schedule (`agents/schedule.py`) still replans, but the tick runs none of
 its nodes until it wakes: the night's messages are answered once, in the morning.
@@ -41,6 +41,8 @@ def quiet_reason(*, agent: Agent, conversation: Conversation) -> str | None:
         return "agent gagged"
     if conversation.muted:
         return "chat muted"
+    if conversation.gagged:
+        return "chat gagged"
     if conversation.blocked:
         return "user blocked"
     if conversation.kind == Conversation.Kind.CHANNEL:

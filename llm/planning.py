@@ -54,6 +54,7 @@ class PlanResult:
     errors: list[str] = field(default_factory=list)  # invalid or unknown tasks, never executed
     notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
     llm_call_ids: list[int] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
 
 
 def plan_turn(
@@ -161,7 +162,10 @@ def plan_turn(
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
     inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=messages)
     allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk)
-    return PlanResult(tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids)
+    thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
+    return PlanResult(
+        tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids, thoughts=thoughts
+    )
 
 
 def _retrieve(url: str, *, agent_id: int, deadline: float, so_far: list[RetrievedPage]) -> str:

@@ -6,6 +6,7 @@ at this server through their base URL settings, and the SDKs build, send and par
 - Gemini: `POST /v1beta/models/{model}:generateContent` (any API version prefix is accepted).
 - OpenAI: `POST /v1/chat/completions` and `POST /chat/completions` (any prefix ending in
   `/chat/completions`, so OpenRouter-style `/api/v1/...` works too).
+- OpenRouter's model list: `GET .../models` answers `{"data": models}` from the `models` attribute.
 
 Replies are queued with `reply_with` (first in, first out); when the queue is empty the default reply
 is used. `fail_next(status, times)` makes the next requests fail with that HTTP status, in the
@@ -80,6 +81,8 @@ class FakeLLMServer:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        #: The entries `GET .../models` lists, in OpenRouter's format (id, name, pricing, ...).
+        self.models: list[dict[str, Any]] = []
         self._state = _State()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -229,7 +232,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, openai_response(outcome, model=model))
 
     def do_GET(self) -> None:  # noqa: N802
-        self._send(404, {"error": {"code": 404, "message": "the fake LLM server only answers POST"}})
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/models"):
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            with self.owner._lock:
+                self.owner.requests.append(RecordedRequest("GET", path, headers, None, "openrouter", ""))
+            self._send(200, {"data": list(self.owner.models)})
+            return
+        self._send(404, {"error": {"code": 404, "message": f"no fake route for GET {path}"}})
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()

@@ -1,5 +1,6 @@
 from conversations.models.activity import ActivityEvent, LLMCall, ModelPrice
 from conversations.models.chat import Conversation, Message
+from conversations.models.console import OfferedModel, Translation
 from conversations.models.graph import NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.sandbox import (
     SandboxChat,
@@ -16,6 +17,7 @@ __all__ = [
     "Message",
     "ModelPrice",
     "NodeKind",
+    "OfferedModel",
     "NodeStatus",
     "SandboxChat",
     "SandboxMember",
@@ -24,4 +26,5 @@ __all__ = [
     "SandboxUser",
     "TaskGraph",
     "TaskNode",
+    "Translation",
 ]

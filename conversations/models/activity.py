@@ -25,6 +25,7 @@ class ActivityEvent(models.Model):
         NODE_RETRIED = "node_retried", "Node retried"
         NODE_DEFERRED = "node_deferred", "Node deferred"
         GRAPH_DELETED = "graph_deleted", "Graph deleted"
+        WORK_CANCELLED = "work_cancelled", "Work cancelled"
         LLM_CALL = "llm_call", "LLM call"
         POLICY_REFUSED = "policy_refused", "Policy refused"
         TYPING = "typing", "Typing"
@@ -65,6 +66,7 @@ class LLMCall(models.Model):
         PLAN = "plan", "Plan a turn"
         DESCRIBE = "describe", "Describe media"
         SUMMARIZE = "summarize", "Summarize"
+        TRANSLATE = "translate", "Translate for an operator"
 
     created = models.DateTimeField()
     agent = models.ForeignKey(

@@ -20,6 +20,9 @@ class Conversation(models.Model):
     username = models.CharField(max_length=64, blank=True)
     muted = models.BooleanField(default=False)
     blocked = models.BooleanField(default=False)
+    gagged = models.BooleanField(
+        default=False, help_text="Messages are still recorded, but the agent does not act in this chat"
+    )
     llm_model = models.CharField(
         max_length=100, blank=True, help_text="Per-conversation LLM override; beats the agent's LLM"
     )

@@ -67,3 +67,36 @@ def conversations_set_muted(*, conversations: list[Conversation], muted: bool) -
         conversation.muted = muted
         conversation_settings_save(conversation=conversation, changed=["muted"])
     return len(changed)
+
+
+@transaction.atomic
+def conversation_gag(*, conversation: Conversation, gagged: bool, by: str = "") -> Conversation:
+    """Gag or ungag one conversation: while gagged, its messages are recorded but the agent does not act."""
+    if conversation.gagged != gagged:
+        conversation.gagged = gagged
+        conversation.save(update_fields=["gagged", "updated"])
+        record_event(
+            "info",
+            agent_id=conversation.agent_id,
+            conversation_id=conversation.pk,
+            summary=("Gagged" if gagged else "Ungagged") + (f" by {by}" if by else ""),
+            data={"gagged": gagged, "by": by},
+        )
+    return conversation
+
+
+@transaction.atomic
+def conversation_llm_set(*, conversation: Conversation, llm_model: str, by: str = "") -> Conversation:
+    """Set (or clear, with "") the conversation's LLM override; an unknown name is a ValidationError."""
+    llm_model = llm_model.strip()
+    conversation.llm_model = llm_model
+    conversation_validate(conversation=conversation)
+    conversation.save(update_fields=["llm_model", "updated"])
+    record_event(
+        "info",
+        agent_id=conversation.agent_id,
+        conversation_id=conversation.pk,
+        summary=f"LLM set to {llm_model or 'the agent default'}" + (f" by {by}" if by else ""),
+        data={"llm_model": llm_model, "by": by},
+    )
+    return conversation

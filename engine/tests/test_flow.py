@@ -177,3 +177,21 @@ def test_planning_marks_the_chat_read_up_to_the_newest_message(agent, harness, f
     harness.settle()
     assert Conversation.objects.get().last_read_message_id == 2
     assert sandbox_user_for_agent(agent=agent).sandboxmember_set.get().read_up_to == 3  # its own reply
+
+
+def test_the_received_node_keeps_the_turn_s_thoughts_and_stored_entries_for_the_task_log(
+    agent, harness, fake_llm
+):
+    fake_llm.reply_with(
+        tasks(
+            {"kind": "think", "text": "A first hello; be warm."},
+            {"kind": "remember", "content": "They said hello first."},
+            {"kind": "send", "text": "Hello to you!"},
+        )
+    )
+    sandbox_say(agent=agent, text="hello")
+    harness.settle()
+
+    result = TaskNode.objects.get(kind="received").result
+    assert result["think"] == ["A first hello; be warm."]
+    assert result["stored_entries"] == [{"kind": "remember", "content": "They said hello first."}]

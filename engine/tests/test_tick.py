@@ -120,3 +120,15 @@ def test_claiming_a_node_costs_a_fixed_number_of_queries(agent, clock, django_as
     # savepoint, compare-and-set, read back, activity event, release savepoint
     with django_assert_max_num_queries(5):
         assert node_claim(node_id=node.pk, owner="gw#1") is not None
+
+
+def test_a_gagged_conversation_s_pending_nodes_wait_until_it_is_ungagged(agent, clock):
+    from cindy_site.clock import now
+
+    chat = conversation_with(agent, "Hushed")
+    queue_sends(chat, 1)
+    Conversation.objects.filter(pk=chat.pk).update(gagged=True)
+
+    assert eligible_nodes(agent_ids=[agent.pk], at=now()) == []
+    Conversation.objects.filter(pk=chat.pk).update(gagged=False)
+    assert [n.kind for n in eligible_nodes(agent_ids=[agent.pk], at=now())] == ["send"]

@@ -84,3 +84,24 @@ def test_a_new_dm_gets_the_new_conversation_instruction(agent, clock, fake_llm):
     finals = [r.json["contents"][-1]["parts"][0]["text"] for r in fake_llm.requests]
     assert "This is the start of a new conversation" in finals[0]
     assert "start of a new conversation" not in finals[1]
+
+
+def test_a_gagged_chat_records_messages_but_does_not_trigger(agent, clock):
+    chat = _chat(agent)
+    chat.gagged = True
+    chat.save()
+
+    message = _message(chat, 1)
+
+    assert Message.objects.filter(pk=message.pk).exists()
+    assert _trigger(agent, chat, message) is None
+    assert message_decision(agent=agent, conversation=chat, message=message).reason == "chat gagged"
+
+
+def test_gagging_one_chat_leaves_the_agents_other_chats_triggering(agent, clock):
+    gagged, open_chat = _chat(agent), _chat(agent, peer_id=1002)
+    gagged.gagged = True
+    gagged.save()
+
+    assert _trigger(agent, gagged, _message(gagged, 2)) is None
+    assert _trigger(agent, open_chat, _message(open_chat, 2)) == "new_conversation"

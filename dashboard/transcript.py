@@ -1,0 +1,182 @@
+"""A conversation as an operator reads it: messages interleaved with the agent's task log.
+
+The log comes from the conversation's task nodes: each `received` node shows what the agent thought,
+which pages it retrieved (the graph's context), what it stored (remember, plan and the other stored
+kinds) and what it planned; each action
+node shows what it did. Operator cancellations and policy refusals come from the activity stream.
+Entries are plain dicts for the templates (which escape everything) and the Markdown export.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from conversations.models import ActivityEvent, Conversation, Message, NodeKind, TaskNode
+from llm.conversation import agent_timezone, descriptions_for, render_media
+
+#: How many of the newest messages the log page shows (downloads take the whole conversation).
+LOG_LIMIT = 500
+SINCE_MARGIN = dt.timedelta(minutes=10)
+#: Images above this size are left out of downloads (named, not embedded).
+MAX_EMBED_BYTES = 5_000_000
+_IMAGE_MIMES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+_LOGGED_EVENTS = (
+    ActivityEvent.Kind.WORK_CANCELLED,
+    ActivityEvent.Kind.POLICY_REFUSED,
+    ActivityEvent.Kind.GRAPH_DELETED,
+)
+
+
+def image_data_uri(part: dict[str, Any]) -> str:
+    """A data: URI for a stored image part (photos, static stickers), or "" when there is none."""
+    relative = str(part.get("file") or "")
+    if not relative:
+        return ""
+    root = Path(settings.MEDIA_ROOT).resolve()
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root) or not path.is_file() or path.stat().st_size > MAX_EMBED_BYTES:
+        return ""
+    mime = (part.get("mime") or mimetypes.guess_type(path.name)[0] or "").lower()
+    if mime not in _IMAGE_MIMES:
+        return ""
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def _messages(conversation: Conversation, limit: int | None) -> list[Message]:
+    rows = Message.objects.filter(conversation=conversation).order_by("-message_id")
+    newest = list(rows[:limit] if limit else rows)
+    newest.sort(key=lambda m: (m.date, m.message_id))
+    return newest
+
+
+def _message_entry(
+    message: Message,
+    conversation: Conversation,
+    descriptions: dict,
+    embed: bool,
+    translations: dict[int, str],
+) -> dict[str, Any]:
+    media = []
+    for part in message.media or []:
+        media.append(
+            {
+                "label": render_media(part, descriptions.get(part.get("unique_id", ""))),
+                "data_uri": image_data_uri(part) if embed else "",
+            }
+        )
+    who = (
+        conversation.agent.name
+        if message.is_agent
+        else (message.sender_name or str(message.sender_id or "?"))
+    )
+    return {
+        "type": "message",
+        "when": message.date,
+        "message_id": message.message_id,
+        "who": who,
+        "is_agent": message.is_agent,
+        "text": message.text,
+        "translation": translations.get(message.message_id, ""),
+        "reply_to_id": message.reply_to_id,
+        "edited": message.edited,
+        "deleted": message.deleted,
+        "media": media,
+    }
+
+
+def action_text(node: TaskNode) -> str:
+    params = node.params or {}
+    if node.kind == NodeKind.SEND:
+        return params.get("text", "")
+    if node.kind == NodeKind.STICKER:
+        return " · ".join(str(params[k]) for k in ("sticker_set", "name") if params.get(k))
+    if node.kind == NodeKind.REACT:
+        return f"{params.get('emoji', '')} on #{params.get('message_id', '?')}"
+    if node.kind == NodeKind.WAIT:
+        return f"{params.get('delay', '?')} s"
+    return ""
+
+
+def _node_entry(node: TaskNode) -> dict[str, Any]:
+    when = node.finished or node.started or node.created
+    entry: dict[str, Any] = {
+        "type": "task",
+        "when": when,
+        "node_id": node.pk,
+        "kind": node.kind,
+        "status": node.status,
+        "text": action_text(node),
+        "error": node.error,
+        "lines": [],
+    }
+    if node.kind == NodeKind.RECEIVED:
+        result = node.result or {}
+        entry["text"] = (
+            f"{node.graph.get_trigger_display() or 'turn'} on #{node.graph.target_message_id or '?'}"
+        )
+        lines = entry["lines"]
+        lines += [("think", text) for text in result.get("think", [])]
+        lines += [
+            ("retrieve", page.get("url", "")) for page in (node.graph.context or {}).get("retrieved", [])
+        ]
+        lines += [(entry["kind"], entry["content"]) for entry in result.get("stored_entries", [])]
+        if result.get("tasks"):
+            lines.append(("planned", ", ".join(result["tasks"])))
+        elif node.status == "done":
+            lines.append(("planned", "no actions"))
+        lines += [("problem", text) for text in result.get("errors", [])]
+    return entry
+
+
+def _event_entry(event: ActivityEvent) -> dict[str, Any]:
+    return {
+        "type": "task",
+        "when": event.created,
+        "node_id": event.node_id,
+        "kind": event.kind,
+        "status": event.get_kind_display(),
+        "text": event.summary,
+        "error": "",
+        "lines": [],
+    }
+
+
+def conversation_transcript(
+    conversation: Conversation,
+    *,
+    limit: int | None = LOG_LIMIT,
+    embed_media: bool = False,
+    translations: dict[int, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Messages and task-log entries of the conversation in time order (a fixed number of queries)."""
+    messages = _messages(conversation, limit)
+    descriptions = descriptions_for(messages)
+    entries = [
+        _message_entry(m, conversation, descriptions, embed_media, translations or {}) for m in messages
+    ]
+    # The log covers the shown messages; a margin keeps the turn that answered the first of them
+    # even when Telegram's message date and this machine's clock differ a little.
+    since = messages[0].date - SINCE_MARGIN if messages and limit else None
+    nodes = TaskNode.objects.filter(conversation=conversation).select_related("graph")
+    events = ActivityEvent.objects.filter(conversation=conversation, kind__in=_LOGGED_EVENTS)
+    if since is not None:
+        nodes = nodes.filter(created__gte=since)
+        events = events.filter(created__gte=since)
+    entries += [_node_entry(node) for node in nodes.order_by("id")]
+    entries += [_event_entry(event) for event in events.order_by("id")]
+    tz = agent_timezone(conversation.agent)
+    entries.sort(key=lambda e: (e["when"], 0 if e["type"] == "message" else 1))
+    for entry in entries:
+        entry["local_time"] = entry["when"].astimezone(tz).strftime("%Y-%m-%d %H:%M:%S")
+    return entries
+
+
+def transcript_times(entries: list[dict[str, Any]]) -> tuple[dt.datetime | None, dt.datetime | None]:
+    messages = [e["when"] for e in entries if e["type"] == "message"]
+    return (messages[0], messages[-1]) if messages else (None, None)
