@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cwimport.base import TableImporter
 from cwimport.tables.agent_activity import AgentActivityImporter
+from cwimport.tables.conversation_gagged import ConversationGaggedImporter
 from cwimport.tables.conversation_llm_overrides import ConversationLLMOverridesImporter
 from cwimport.tables.intentions import IntentionsImporter
 from cwimport.tables.media_metadata import MediaMetadataImporter
@@ -22,6 +23,7 @@ IMPORTERS: list[type[TableImporter]] = [
     IntentionsImporter,
     MediaMetadataImporter,
     ConversationLLMOverridesImporter,
+    ConversationGaggedImporter,
     AgentActivityImporter,
     TaskExecutionLogImporter,
 ]
@@ -34,6 +36,5 @@ NOT_IMPORTED: dict[str, str] = {
         "dropped: the original keys each translation by a hash of the message text and keeps neither the "
         "text nor the language, so it cannot be matched to a message; Cindy translates again on demand"
     ),
-    "conversation_gagged": "not yet imported: Cindy gags whole agents, not single conversations",
     "available_llms": "dropped: Cindy's LLM names and prices live in settings and the ModelPrice table",
 }

@@ -88,6 +88,7 @@ def fill(src) -> None:
     )
     src.insert("conversation_llm_overrides", agent_telegram_id=WENDY, channel_id=-100777, llm_model="grok-4")
     src.insert("conversation_gagged", agent_telegram_id=WENDY, channel_id=555, is_gagged=1)
+    src.insert("conversation_gagged", agent_telegram_id=WENDY, channel_id=556, is_gagged=0)
     src.insert(
         "agent_activity",
         agent_telegram_id=WENDY,
@@ -189,6 +190,8 @@ def test_every_table_lands_field_by_field(agents, cw_source, state_dir):
     dm = Conversation.objects.get(agent=wendy, peer_id=555)
     assert (dm.kind, dm.llm_model) == ("dm", "gemini-2.5-pro")
     assert Conversation.objects.get(agent=wendy, peer_id=-100777).kind == "group"
+    assert dm.gagged is True
+    assert Conversation.objects.get(agent=wendy, peer_id=556).gagged is False
 
     history = list(ActivityEvent.objects.filter(agent=wendy).order_by("created"))
     assert [(e.kind, e.created, e.conversation) for e in history] == [
@@ -208,7 +211,7 @@ def test_every_table_lands_field_by_field(agents, cw_source, state_dir):
     assert "memories id=memory-bad: content is empty" in text
     assert "media_metadata: 1 with status budget_exhausted" in text
     assert "media_metadata: 1 already curated in Cindy (curated descriptions win)" in text
-    assert "conversation_gagged (1 rows): not yet imported" in text
+    assert Conversation.objects.get(agent=wendy, peer_id=555).gagged is True
     assert "events (1 rows): not yet imported" in text
     assert "schedules (1 rows): not yet imported" in text
     assert report.tables["memories"].counts["created"] == 4
