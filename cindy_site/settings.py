@@ -247,6 +247,8 @@ CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 50)
 CINDY_TICK_SECONDS = env.float("CINDY_TICK_SECONDS", default=1.0)
 CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
+# The gateway's planning watchdog (engine/watchdog.py): how long claimed planning may wait for a worker.
+CINDY_PLANNING_STALL_SECONDS = _positive_int("CINDY_PLANNING_STALL_SECONDS", 45)
 CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
 # Seconds after a message before the agent reads it (and plans); a burst within it costs one LLM call.

@@ -36,12 +36,13 @@ from conversations.transport.factory import transport_for
 from engine.clients import AgentClient
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
-from engine.leases import agent_stop, lease_acquire, lease_release
+from engine.leases import agent_offline_unless_held, agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim
 from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.tick import Ticker
 from engine.upkeep import UpkeepSteps
+from engine.watchdog import PlanningWatchdog
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
@@ -61,7 +62,7 @@ def enqueue_received(node_id: int, owner: str) -> None:
     async_task("engine.tasks.run_received", node_id, owner)
 
 
-class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
+class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog):
     def __init__(
         self,
         *,
@@ -109,9 +110,10 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
             taken_at = get_clock().monotonic()  # the lease runs from no earlier than this
             result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)
             if not result.acquired:
-                if self.refusals.get(agent_id) != result.message:
+                # Logged once per holder: the message's heartbeat time changes at every renewal.
+                if self.refusals.get(agent_id) != result.holder:
                     logger.warning("refused: %s", result.message)
-                    self.refusals[agent_id] = result.message
+                    self.refusals[agent_id] = result.holder
                 continue
             self.refusals.pop(agent_id, None)
             # With our own task workers, the previous gateway's workers died with it (parent-death
@@ -156,7 +158,13 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
         await self._quiet_disconnect(client)
         if release:
             await self._db(lease_release, isolated=isolated)(holder=self.gateway_id, agent_ids=[agent_id])
-        await self._db(record_event, isolated=isolated)(Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason)
+            await self._db(record_event, isolated=isolated)(
+                Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason
+            )
+        else:  # fenced or lost: another gateway may drive the agent already
+            await self._db(agent_offline_unless_held, isolated=isolated)(
+                agent_id=agent_id, gateway_id=self.gateway_id, reason=reason
+            )
         logger.info("released agent %s: %s", client.agent.name, reason)
 
     @staticmethod
@@ -334,11 +342,13 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
         return did
 
     async def step_workers(self) -> bool:
+        """Check that planning moves (engine/watchdog.py), then (re)start our task workers if needed."""
+        did = await self.step_watchdog()
         if self.workers is None:
-            return False
+            return did
         # On the loop's (main) thread, never a pool thread: the child's parent-death signal
         # (PR_SET_PDEATHSIG) fires when the thread that started it ends, which must be the gateway's.
-        return self.workers.step()
+        return self.workers.step() or did
 
     # --- the loop -----------------------------------------------------------------------------------
 
@@ -395,16 +405,18 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps):
         self.stopping.set()
 
     async def drain(self) -> None:
-        """Ingest each client's last updates, disconnect it and release its lease; stop the workers.
+        """Stop the workers; then ingest each client's last updates, disconnect it and release its lease.
 
-        The heartbeat keeps renewing the leases not yet released while this runs.
+        The workers go first: once a lease is free, the next gateway re-plans this one's planning
+        nodes at once, so none of this gateway's workers may still be running them. The heartbeat
+        keeps renewing the leases not yet released while this runs.
         """
+        if self.workers is not None:
+            await asyncio.to_thread(self.workers.stop)
         for agent_id in list(self.clients):
             try:
                 await self._drop(agent_id, "gateway stopped", flush=True)
             except Exception:
                 logger.exception("could not release agent %s cleanly", agent_id)
         await sync_to_async(lease_release)(holder=self.gateway_id)
-        if self.workers is not None:
-            await asyncio.to_thread(self.workers.stop)
         logger.info("gateway %s stopped", self.gateway_id)

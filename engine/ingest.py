@@ -134,9 +134,14 @@ def _known_conversations(agent_id: int) -> list[tuple[int, int | None]]:
 
 
 def _apply_dialogs(agent_id: int, dialogs) -> list[tuple[int, int | None]]:
-    """Refresh conversations from the dialog list; returns (peer, read_inbox_max_id) of new ones."""
+    """Refresh conversations from the dialog list; returns (peer, read_inbox_max_id) of new ones.
+
+    A conversation the mirror has no message of counts as new even if its row exists: a reconcile cut
+    off (a killed gateway) after creating the row and before reading its history must not leave its
+    messages unread for good.
+    """
     agent = Agent.objects.get(pk=agent_id)
-    known = set(Conversation.objects.filter(agent=agent).values_list("peer_id", flat=True))
+    known = {c.peer_id for c in conversations_with_messages(agent_id=agent_id)}
     fresh = []
     for details in dialogs:
         conversation_apply_details(agent=agent, details=details)

@@ -24,6 +24,7 @@ from conversations.services.activity import record_event
 class LeaseResult:
     acquired: bool
     message: str = ""
+    holder: str = ""  # who holds it, when refused
 
 
 def _ttl() -> dt.timedelta:
@@ -50,8 +51,9 @@ def lease_acquire(*, agent: Agent, holder: str) -> LeaseResult:
     if lease is None:  # released between our insert and update: try once more
         return lease_acquire(agent=agent, holder=holder)
     return LeaseResult(
-        False,
-        f"agent {agent.name} is driven by gateway {lease.holder} (last heartbeat "
+        acquired=False,
+        holder=lease.holder,
+        message=f"agent {agent.name} is driven by gateway {lease.holder} (last heartbeat "
         f"{lease.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC, lease valid until {lease.expires_at:%H:%M:%S}); "
         "stop that gateway, or wait for its lease to expire if it is gone",
     )
@@ -84,3 +86,20 @@ def agent_stop(*, agent_id: int, reason: str, error: str = "") -> None:
     Agent.objects.filter(pk=agent_id).update(**fields)
     kind = ActivityEvent.Kind.AGENT_ERROR if error else ActivityEvent.Kind.AGENT_OFFLINE
     record_event(kind, agent_id=agent_id, summary=reason)
+
+
+def agent_offline_unless_held(*, agent_id: int, gateway_id: str, reason: str) -> bool:
+    """Record that a gateway stopped driving an agent, unless another gateway drives it by now.
+
+    A gateway that lost the lease, or fenced itself after failing to renew it, says nothing once the
+    agent is live elsewhere: its "offline" would contradict the holder's "online" on the dashboard.
+    """
+    taken = (
+        AgentLease.objects.filter(agent_id=agent_id, expires_at__gte=now())
+        .exclude(holder=gateway_id)
+        .exists()
+    )
+    if taken:
+        return False
+    record_event(ActivityEvent.Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason)
+    return True

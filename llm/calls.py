@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import time
@@ -10,11 +11,12 @@ from collections.abc import Callable
 from django.conf import settings
 
 from cindy_site.clock import get_clock
+from conversations.models import LLMCall, TaskNode
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError, ProviderRetryable
 from llm.providers import provider_for
 from llm.request import LLMReply, LLMRequest, Usage
 from llm.routing import Route
-from llm.usage import llm_call_record
+from llm.usage import estimate_input_tokens, llm_call_finish, llm_call_start
 
 logger = logging.getLogger(__name__)
 
@@ -49,22 +51,30 @@ def call_llm(
        With a `deadline` (the injected clock's monotonic time the caller must be done by), no attempt
        starts with less than MIN_ATTEMPT_SECONDS left (counting the backoff before it), and each
        attempt's timeout is cut to the time left.
-    3. Record one LLMCall row for the outcome (ok, blocked, empty or error).
+    3. Record one LLMCall row: written as pending (costed at the request's estimated input) before
+       the first attempt, so a worker killed mid-request still leaves its cost; then finished with the
+       outcome (ok, blocked, empty or error) and the real usage.
     4. Raise LLMTransientError when the retries ran out, LLMDeadlineError (a LLMTransientError) when
        the time did; return the reply otherwise.
     """
+    fingerprint = plan_fingerprint(request, route=route, node_id=node_id) if purpose == "plan" else ""
+    earlier = finished_reply(node_id=node_id, fingerprint=fingerprint)
+    if earlier is not None:
+        return earlier
     provider = provider_for(route.provider)
     retries = settings.LLM_MAX_RETRIES if max_retries is None else max_retries
     clock = get_clock()
     started = time.perf_counter()
     last_error = ""
-    record = dict(
+    record = llm_call_start(
         provider=route.provider,
         model=route.model,
         purpose=purpose,
         agent_id=agent_id,
         conversation_id=conversation_id,
         node_id=node_id,
+        estimated_input_tokens=estimate_input_tokens(request),
+        fingerprint=fingerprint,
     )
     attempts = 0
     for attempt in range(retries + 1):
@@ -89,18 +99,20 @@ def call_llm(
                 sleep(delay)
             continue
         except (LLMConfigError, LLMError) as exc:
-            llm_call_record(usage=Usage(), status="error", latency_ms=_ms(started), error=str(exc), **record)
+            _failed(record, started=started, error=str(exc))
             raise
-        call = llm_call_record(usage=reply.usage, status=reply.status, latency_ms=_ms(started), **record)
-        reply.llm_call_id = call.pk
+        llm_call_finish(
+            record, usage=reply.usage, status=reply.status, latency_ms=_ms(started), reply=reply.text
+        )
+        reply.llm_call_id = record.pk
         return reply
     message = f"{route.provider}/{route.model} failed {retries + 1} times; last error: {last_error}"
-    llm_call_record(usage=Usage(), status="error", latency_ms=_ms(started), error=message, **record)
+    _failed(record, started=started, error=message)
     raise LLMTransientError(message)
 
 
 def _out_of_time(
-    route: Route, attempts: int, left: float, last_error: str, *, started: float, record: dict
+    route: Route, attempts: int, left: float, last_error: str, *, started: float, record: LLMCall
 ) -> LLMDeadlineError:
     """Record the call as failed and return the error that ends the turn."""
     tried = f"after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else "before any attempt"
@@ -108,8 +120,52 @@ def _out_of_time(
         f"{route.provider}/{route.model}: stopped {tried}, {max(0.0, left):.0f} s before the turn's "
         "deadline (the worker would be killed at CINDY_Q_TIMEOUT); the node will be retried"
     ) + (f"; last error: {last_error}" if last_error else "")
-    llm_call_record(usage=Usage(), status="error", latency_ms=_ms(started), error=message, **record)
+    _failed(record, started=started, error=message, attempted=attempts > 0)
     return LLMDeadlineError(message)
+
+
+def _failed(record: LLMCall, *, started: float, error: str, attempted: bool = True) -> None:
+    """Finish a call that got no reply. Once a request was sent it keeps its estimated input cost: a
+    provider may have billed an attempt that timed out or failed after reading the request."""
+    usage = Usage(input_tokens=record.input_tokens if attempted else 0)
+    llm_call_finish(record, usage=usage, status="error", latency_ms=_ms(started), error=error)
+
+
+def plan_fingerprint(request: LLMRequest, *, route: Route, node_id: int | None) -> str:
+    """The identity of a planning request within its node's attempt: the node, its attempt count, the
+    route and everything before the final turn (which carries the current time). A planning task
+    that ran again after its worker was killed asks the same; one retried after a failure does not."""
+    if node_id is None:
+        return ""
+    attempts = TaskNode.objects.filter(pk=node_id).values_list("attempts", flat=True).first()
+    digest = hashlib.sha256(f"{node_id}:{attempts}:{route.provider}/{route.model}\0".encode())
+    digest.update(request.system.encode("utf-8", "surrogatepass"))
+    for turn in request.turns[:-1]:
+        digest.update(f"\0{turn.role}".encode())
+        for part in turn.parts:
+            digest.update(b"\1" + part.text.encode("utf-8", "surrogatepass"))
+            if part.data is not None:
+                digest.update(b"\2" + hashlib.sha256(part.data).digest())
+    return digest.hexdigest()
+
+
+def finished_reply(*, node_id: int | None, fingerprint: str) -> LLMReply | None:
+    """The reply of a finished call with this fingerprint, if its planning task was killed before it
+    could act on it; None if there is none (the call must be made)."""
+    if not fingerprint:
+        return None
+    call = (
+        LLMCall.objects.filter(node_id=node_id, fingerprint=fingerprint, status=LLMCall.Status.OK)
+        .exclude(reply="")
+        .order_by("-pk")
+        .first()
+    )
+    if call is None:
+        return None
+    logger.info(
+        "node %s: reusing the reply of LLM call %s, made before its worker was stopped", node_id, call.pk
+    )
+    return LLMReply(text=call.reply, provider=call.provider, model=call.model, llm_call_id=call.pk)
 
 
 def _ms(started: float) -> int:

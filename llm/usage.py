@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import ROUND_HALF_UP, Decimal
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, LLMCall, ModelPrice
 from conversations.services.activity import record_event
-from llm.request import Usage
+from llm.request import LLMRequest, Usage
 
 _MILLION = Decimal(1_000_000)
 
@@ -38,6 +39,85 @@ def estimate_cost(provider: str, model: str, usage: Usage) -> Decimal:
     return total.quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
 
 
+def estimate_input_tokens(request: LLMRequest) -> int:
+    """A rough input size for a call whose usage never came back: 4 characters a token, 258 a media part
+    (a provider's flat rate for an image)."""
+    chars, media = len(request.system), 0
+    for turn in request.turns:
+        for part in turn.parts:
+            chars += len(part.text)
+            media += part.is_media
+    return chars // 4 + 258 * media
+
+
+def llm_call_start(
+    *,
+    provider: str,
+    model: str,
+    purpose: str,
+    agent_id: int | None,
+    conversation_id: int | None,
+    node_id: int | None,
+    estimated_input_tokens: int = 0,
+    fingerprint: str = "",
+) -> LLMCall:
+    """Write the call's row before its request is sent: pending, costed at its estimated input.
+
+    A worker killed during the request leaves this row behind, so the call still counts in the usage
+    and cost figures; `llm_calls_mark_interrupted` later closes it.
+    """
+    usage = Usage(input_tokens=estimated_input_tokens)
+    return LLMCall.objects.create(
+        created=now(),
+        agent_id=agent_id,
+        conversation_id=conversation_id,
+        node_id=node_id,
+        purpose=purpose,
+        provider=provider,
+        model=model,
+        input_tokens=usage.input_tokens,
+        cost=estimate_cost(provider, model, usage),
+        status=LLMCall.Status.PENDING,
+        fingerprint=fingerprint,
+    )
+
+
+def llm_call_finish(
+    call: LLMCall,
+    *,
+    usage: Usage,
+    status: str,
+    latency_ms: int,
+    error: str = "",
+    reply: str = "",
+) -> LLMCall:
+    """Record the outcome of a started call (its real usage and cost) and its activity event."""
+    call.input_tokens = usage.input_tokens
+    call.output_tokens = usage.output_tokens
+    call.cached_tokens = usage.cached_tokens
+    call.thinking_tokens = usage.thinking_tokens
+    call.cost = estimate_cost(call.provider, call.model, usage)
+    call.latency_ms = latency_ms
+    call.status = status
+    call.error = error[:4000]
+    call.reply = reply if call.fingerprint and status == LLMCall.Status.OK else ""
+    call.save(
+        update_fields=[
+            "input_tokens",
+            "output_tokens",
+            "cached_tokens",
+            "thinking_tokens",
+            "cost",
+            "latency_ms",
+            "status",
+            "error",
+            "reply",
+        ]
+    )
+    _record_call_event(call)
+    return call
+
+
 def llm_call_record(
     *,
     provider: str,
@@ -51,46 +131,56 @@ def llm_call_record(
     node_id: int | None,
     error: str = "",
 ) -> LLMCall:
-    """Write the LLMCall row and its activity event."""
-    cost = estimate_cost(provider, model, usage)
-    call = LLMCall.objects.create(
-        created=now(),
-        agent_id=agent_id,
-        conversation_id=conversation_id,
-        node_id=node_id,
-        purpose=purpose,
+    """Write a finished call's row and its activity event at once."""
+    call = llm_call_start(
         provider=provider,
         model=model,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_tokens=usage.cached_tokens,
-        thinking_tokens=usage.thinking_tokens,
-        cost=cost,
-        latency_ms=latency_ms,
-        status=status,
-        error=error[:4000],
-    )
-    record_event(
-        ActivityEvent.Kind.LLM_CALL,
+        purpose=purpose,
         agent_id=agent_id,
         conversation_id=conversation_id,
         node_id=node_id,
+    )
+    return llm_call_finish(call, usage=usage, status=status, latency_ms=latency_ms, error=error)
+
+
+def llm_calls_mark_interrupted(*, started_before: dt.datetime) -> int:
+    """Close the calls still pending that started before `started_before`: their worker was killed
+    (a live worker is stopped at CINDY_Q_TIMEOUT). They keep their estimated cost."""
+    closed = 0
+    stale = LLMCall.objects.filter(status=LLMCall.Status.PENDING, created__lt=started_before)
+    for call in stale.order_by("pk")[:500]:
+        updated = LLMCall.objects.filter(pk=call.pk, status=LLMCall.Status.PENDING).update(
+            status=LLMCall.Status.INTERRUPTED,
+            error="the task worker was killed during the call; cost estimated from the request size",
+        )
+        if updated:
+            call.refresh_from_db()
+            _record_call_event(call)
+            closed += 1
+    return closed
+
+
+def _record_call_event(call: LLMCall) -> None:
+    record_event(
+        ActivityEvent.Kind.LLM_CALL,
+        agent_id=call.agent_id,
+        conversation_id=call.conversation_id,
+        node_id=call.node_id,
         summary=(
-            f"{purpose} {provider}/{model} {status}: {usage.input_tokens} in "
-            f"({usage.cached_tokens} cached), {usage.output_tokens} out, ${cost}"
+            f"{call.purpose} {call.provider}/{call.model} {call.status}: {call.input_tokens} in "
+            f"({call.cached_tokens} cached), {call.output_tokens} out, ${call.cost}"
         ),
         data={
             "llm_call_id": call.pk,
-            "purpose": purpose,
-            "provider": provider,
-            "model": model,
-            "status": status,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cached_tokens": usage.cached_tokens,
-            "thinking_tokens": usage.thinking_tokens,
-            "cost": str(cost),
-            "latency_ms": latency_ms,
+            "purpose": call.purpose,
+            "provider": call.provider,
+            "model": call.model,
+            "status": call.status,
+            "input_tokens": call.input_tokens,
+            "output_tokens": call.output_tokens,
+            "cached_tokens": call.cached_tokens,
+            "thinking_tokens": call.thinking_tokens,
+            "cost": str(call.cost),
+            "latency_ms": call.latency_ms,
         },
     )
-    return call

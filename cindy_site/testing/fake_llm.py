@@ -9,8 +9,10 @@ at this server through their base URL settings, and the SDKs build, send and par
 - OpenRouter's model list: `GET .../models` answers `{"data": models}` from the `models` attribute.
 
 Replies are queued with `reply_with` (first in, first out); when the queue is empty the default reply
-is used. `fail_next(status, times)` makes the next requests fail with that HTTP status, in the
-provider's error format. Every request is recorded in `requests`.
+is used, or, when set, the `responder` (a function of the recorded request, called in the request's
+handler thread, that may take its time like a real model). `fail_next(status, times)` makes the next
+requests fail with that HTTP status, in the provider's error format. Every request is recorded in
+`requests`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -74,6 +77,7 @@ class _State:
     replies: deque[FakeReply] = field(default_factory=deque)
     failures: deque[_Failure | _Stall] = field(default_factory=deque)
     default: FakeReply = field(default_factory=lambda: FakeReply(text="[]"))
+    responder: Callable[[RecordedRequest], FakeReply] | None = None
 
 
 class FakeLLMServer:
@@ -161,6 +165,11 @@ class FakeLLMServer:
         with self._lock:
             self._state.default = FakeReply(text=text, **usage)
 
+    def set_responder(self, responder: Callable[[RecordedRequest], FakeReply] | None) -> None:
+        """Answer requests (after any queued failures and replies) with `responder(request)`."""
+        with self._lock:
+            self._state.responder = responder
+
     def fail_next(self, status: int, times: int = 1, *, message: str = "") -> None:
         """Answer the next `times` requests with HTTP `status` in the provider's error format."""
         with self._lock:
@@ -192,7 +201,10 @@ class FakeLLMServer:
                 return self._state.failures.popleft()
             if self._state.replies:
                 return self._state.replies.popleft()
-            return self._state.default
+            responder = self._state.responder
+            if responder is None:
+                return self._state.default
+        return responder(recorded)
 
 
 class _Handler(BaseHTTPRequestHandler):

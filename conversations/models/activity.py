@@ -61,6 +61,9 @@ class LLMCall(models.Model):
         ERROR = "error", "Error"
         BLOCKED = "blocked", "Blocked"
         EMPTY = "empty", "Empty"
+        #: Recorded before the request is sent; a call still pending was cut off by a killed worker.
+        PENDING = "pending", "Pending"
+        INTERRUPTED = "interrupted", "Interrupted"
 
     class Purpose(models.TextChoices):
         PLAN = "plan", "Plan a turn"
@@ -87,6 +90,10 @@ class LLMCall(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OK)
     error = models.TextField(blank=True)
+    #: A planning call's identity within its node's attempt (node, attempt, route, request before the
+    #: final turn): a planning task killed after the reply came runs again without a second call.
+    fingerprint = models.CharField(max_length=64, blank=True)
+    reply = models.TextField(blank=True, help_text="The reply text of a finished planning call")
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -94,6 +101,10 @@ class LLMCall(models.Model):
         indexes = [
             # The dashboard's "usage today per agent" aggregate.
             models.Index(fields=["created", "agent"], name="llmcall_day_idx"),
+            # call_llm's look-up of a finished call to reuse for the same planning request.
+            models.Index(fields=["node_id", "fingerprint"], name="llmcall_fingerprint_idx"),
+            # The task workers' sweep of calls left pending by a killed worker.
+            models.Index(fields=["status", "created"], name="llmcall_pending_idx"),
         ]
 
     def __str__(self) -> str:

@@ -224,3 +224,15 @@ def nodes_take_over(*, agent_id: int, gateway_id: str, include_brain: bool = Fal
         node_release(node_id=pk, owner=owner, reason="previous gateway gone; back to pending")
         for pk, owner in stale
     )
+
+
+def brain_nodes_release(*, gateway_id: str, reason: str) -> int:
+    """Return the gateway's running planning nodes to pending: the task workers that had them died.
+
+    Only for workers that served this gateway alone (its own `runworkers`), killed as a whole: no
+    other worker can be running these nodes, so they are planned again at once.
+    """
+    running = TaskNode.objects.filter(
+        status=NodeStatus.RUNNING, kind__in=BRAIN_KINDS, lease_owner__startswith=f"{gateway_id}#"
+    ).values_list("pk", "lease_owner")
+    return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner in list(running))

@@ -2,6 +2,7 @@ import pytest
 
 from engine.tests.cast import agent, other_agent  # noqa: F401
 from engine.tests.harness import Harness
+from engine.tests.processes import child  # noqa: F401  (the real-process fixture)
 
 
 @pytest.fixture

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from agents.models import GatewayRequest
 from conversations.models import (
     ActivityEvent,
+    Conversation,
     Message,
     SandboxMember,
     SandboxMessage,
     SandboxUpdate,
     TaskGraph,
 )
+from conversations.services.ingest import conversation_apply_details
 from conversations.services.sandbox import sandbox_person, sandbox_say, sandbox_transcript
 from conversations.transport.base import TransportError
 from conversations.transport.sandbox import SandboxTransport
@@ -210,3 +213,20 @@ def test_a_flood_wait_while_connecting_waits_as_long_as_telegram_asks(agent, clo
     assert harness.step("step_connect") is False  # no call before Telegram's wait is over
     clock.advance(1)
     assert harness.step("step_connect") is True and client.connected
+
+
+def test_a_chat_whose_first_reconcile_was_cut_off_is_read_and_answered_on_the_next(agent, clock, fake_llm):
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "here now"}]))
+    sandbox_say(agent=agent, text="anyone?", as_name="Bob")
+    # The killed gateway had applied the dialog list (creating the conversation) but read no history.
+    dead = SandboxTransport(agent, gateway_id="gw-dead")
+    async_to_sync(dead.connect)()
+    dialogs = async_to_sync(dead.dialogs)()
+    for details in dialogs:
+        conversation_apply_details(agent=agent, details=details)
+    assert Conversation.objects.filter(agent=agent).exists() and not Message.objects.exists()
+
+    harness = Harness(clock)
+    harness.start()
+    harness.settle()
+    assert sandbox_transcript(agent=agent, as_name="Bob") == ["Bob: anyone?", "Wendy: here now"]

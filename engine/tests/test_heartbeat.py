@@ -39,14 +39,20 @@ def counted(agent, clock, settings):
     return harness
 
 
+def _database_gone(**kwargs):
+    raise OperationalError("Lost connection to server during query")
+
+
+@pytest.fixture
+def renewals_fail(monkeypatch):
+    """The database is away for the heartbeat's renewals; `monkeypatch.undo()` brings it back."""
+    monkeypatch.setattr("engine.heartbeat.lease_heartbeat", _database_gone)
+
+
 @pytest.mark.django_db
 def test_a_gateway_that_cannot_renew_its_leases_disconnects_before_they_can_expire(
-    agent, counted, clock, monkeypatch
+    agent, counted, clock, monkeypatch, renewals_fail
 ):
-    def database_gone(**kwargs):
-        raise OperationalError("Lost connection to server during query")
-
-    monkeypatch.setattr("engine.heartbeat.lease_heartbeat", database_gone)
     for seconds in (10, 10, 4.9):  # two renewals fail; 24.9 s after the last one it still holds on
         clock.advance(seconds)
         counted.step("step_heartbeat")
@@ -135,7 +141,9 @@ def test_the_lease_is_renewed_while_a_step_is_stuck_on_the_database_thread(agent
 
 
 @pytest.mark.django_db
-def test_a_lease_taken_by_another_gateway_drops_the_agent_without_releasing_it(agent, counted, clock):
+def test_a_lease_taken_by_another_gateway_drops_the_agent_without_releasing_it_or_calling_it_offline(
+    agent, counted, clock
+):
     AgentLease.objects.update(holder="gw-b")  # taken over, e.g. after a clock jump on this host
     counted.step("step_heartbeat")
     clock.advance(10)
@@ -143,7 +151,8 @@ def test_a_lease_taken_by_another_gateway_drops_the_agent_without_releasing_it(a
     assert counted.gateway.clients == {}
     assert CountingSandbox.disconnects == 1
     assert AgentLease.objects.get().holder == "gw-b"
-    assert ActivityEvent.objects.filter(kind="agent_offline", summary="lease lost").exists()
+    # The agent is live on gw-b: this gateway must not call it offline.
+    assert not ActivityEvent.objects.filter(kind="agent_offline").exists()
 
 
 def test_the_task_workers_are_started_from_the_gateway_thread():
@@ -159,3 +168,16 @@ def test_the_task_workers_are_started_from_the_gateway_thread():
     workers = RecordingWorkers()
     assert asyncio.run(Gateway(gateway_id="gw", workers=workers).step_workers()) is True
     assert workers.threads == [threading.current_thread()]
+
+
+@pytest.mark.django_db
+def test_a_fenced_gateway_does_not_call_an_agent_offline_that_another_gateway_took(
+    agent, counted, clock, renewals_fail
+):
+    AgentLease.objects.update(holder="gw-b")  # taken over while this gateway could not renew
+    for seconds in (10, 10, 5):
+        clock.advance(seconds)
+        counted.step("step_heartbeat")
+    assert counted.gateway.clients == {}
+    assert CountingSandbox.disconnects == 1
+    assert not ActivityEvent.objects.filter(kind="agent_offline").exists()

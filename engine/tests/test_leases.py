@@ -68,3 +68,18 @@ def test_draining_the_gateway_releases_its_leases(agent, clock):
     harness.start()
     harness.step("drain")
     assert not AgentLease.objects.exists()
+
+
+def test_a_refusal_is_logged_once_while_the_same_gateway_keeps_renewing(agent, clock, caplog, settings):
+    settings.CINDY_LEASE_SECONDS = 30
+    lease_acquire(agent=agent, holder="host-a:1:aa")
+    harness = Harness(clock, gateway_id="host-b:2:bb")
+    for _ in range(4):  # host-a renews between our attempts: the refusal message's times change
+        clock.advance(10)
+        lease_heartbeat(holder="host-a:1:aa", agent_ids=[agent.pk])
+        harness.step("step_leases")
+    assert caplog.text.count("refused: agent Wendy") == 1
+
+    AgentLease.objects.update(holder="host-c:3:cc")  # a different gateway now: worth saying again
+    harness.step("step_leases")
+    assert caplog.text.count("refused: agent Wendy") == 2

@@ -18,7 +18,7 @@ import pytest
 from telethon.tl import types
 
 from conversations.testing.mtproto import StandIn
-from engine.tests.test_gateway_process import (
+from engine.tests.processes import (
     MANAGE,
     child,  # noqa: F401 - the fixture this one extends
     manage,

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-workers",
             action="store_true",
-            help="do not start the task workers (run `manage.py qcluster` separately)",
+            help="do not start the task workers (run `manage.py runworkers` separately)",
         )
 
     def handle(self, *args, **options):
@@ -36,7 +36,8 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"unknown agent(s): {', '.join(missing)}; import them first with `manage.py importagents`"
                 )
-        workers = None if options["no_workers"] else WorkerProcess()
-        gateway = Gateway(names=names, workers=workers)
+        gateway = Gateway(names=names)
+        if not options["no_workers"]:
+            gateway.workers = WorkerProcess(gateway_id=gateway.gateway_id)
         self.stdout.write(f"gateway {gateway.gateway_id} running; press Ctrl+C to stop")
         asyncio.run(gateway.run())

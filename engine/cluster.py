@@ -1,0 +1,213 @@
+"""The task workers (`manage.py runworkers`): django-q2's worker pool, guarded so no death can wedge it.
+
+django-q2's sentinel feeds its workers through multiprocessing queues whose locks are shared by every
+worker: an idle worker waits in `Queue.get` holding the queue's read lock. A worker killed there (OOM
+killer, an operator's `kill -9`) takes the lock with it, and the respawned and surviving workers then
+block on it forever while the pusher keeps taking tasks off the broker. The pusher and the monitor hold
+the queues' other locks the same way.
+
+`GuardedSentinel` runs django-q2's pool but treats any sudden death of a pool process (a worker that
+neither finished, recycled nor timed out; the pusher; the monitor) as a broken cluster: it kills every
+process of the pool, builds fresh queues and starts a new pool, within one guard cycle (0.5 s). Tasks
+in the dead pool's queue are lost, so the planning nodes its gateway had dispatched go back to pending
+at once (run by this pool only, they cannot be running anywhere else), and the agents of that gateway
+show the outage in their activity stream while it lasts.
+
+Every pool process asks for SIGKILL when the sentinel dies (`engine.lifeline`), and SIGTERM or SIGINT
+kill the pool and end the sentinel at once: no handler waits on a lock, so a repeated signal cannot
+deadlock it, and nothing of the pool outlives this process. `runagents` starts this command with its
+own parent-death signal, so the whole tree dies with the gateway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+import signal
+import uuid
+from multiprocessing import Event, Process, Value
+from typing import Any
+
+from django import db
+from django.conf import settings
+from django_q.cluster import Sentinel, get_mp_context
+from django_q.conf import Conf
+from django_q.queues import Queue
+from django_q.scheduler import scheduler
+from django_q.status import Stat
+from django_q.worker import worker
+
+from agents.models import AgentLease
+from cindy_site.clock import now
+from conversations.models import ActivityEvent
+from conversations.services.activity import record_event
+from conversations.services.nodes import brain_nodes_release
+from engine.lifeline import die_with_parent_hook
+from llm.usage import llm_calls_mark_interrupted
+
+logger = logging.getLogger("engine.workers")
+Kind = ActivityEvent.Kind
+
+#: Worker timer values django-q2 uses: idle, recycled (exited after RECYCLE tasks), timed out.
+IDLE, RECYCLED, TIMED_OUT = -1, -2, 0
+#: How often the sentinel runs the schedule and closes LLM calls interrupted by a killed worker.
+HOUSEKEEPING_SECONDS = 30.0
+#: How long a killed pool process may take to be reaped before the new pool starts anyway.
+JOIN_SECONDS = 5.0
+
+
+def _run_with_lifeline(hook: Any, target: Any, *args: Any) -> None:
+    if hook is not None:
+        hook()
+    target(*args)
+
+
+class GuardedSentinel(Sentinel):
+    """django-q2's sentinel, run in this process, that replaces the whole pool after a sudden death."""
+
+    def __init__(self, *, gateway_id: str = "") -> None:
+        self.gateway_id = gateway_id
+        self.replacements = 0
+        self._since_housekeeping = HOUSEKEEPING_SECONDS  # run it on the first guard cycle
+        super().__init__(Event(), Event(), uuid.uuid4(), start=False)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._kill_and_exit)
+
+    # --- processes ---------------------------------------------------------------------------------
+
+    def spawn_process(self, target, *args) -> Process:
+        """As django-q2 does, but each process gets SIGKILL when this sentinel dies."""
+        hook = die_with_parent_hook()
+        process = get_mp_context().Process(
+            target=_run_with_lifeline, args=(hook, target, *args), name=f"Process-{uuid.uuid4().hex}"
+        )
+        process.daemon = True
+        if target == worker:
+            process.daemon = Conf.DAEMONIZE_WORKERS
+            process.timer = args[2]
+            self.pool.append(process)
+        process.start()
+        return process
+
+    def spawn_worker(self) -> None:
+        self.spawn_process(worker, self.task_queue, self.result_queue, Value("f", IDLE), self.timeout)
+
+    def _children(self) -> list[Process]:
+        return [p for p in (*self.pool, self.pusher, self.monitor) if p is not None]
+
+    def _kill_and_exit(self, signum: int, frame: Any) -> None:
+        """SIGTERM/SIGINT: kill the pool and exit now. Idempotent, takes no lock, never waits."""
+        for process in self._children():
+            if process.pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(process.pid, signal.SIGKILL)
+        os._exit(0)
+
+    # --- guarding ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _timer(process: Process) -> float:
+        """The worker's state without its lock: a worker may have died holding that lock."""
+        return process.timer.get_obj().value
+
+    def sudden_death(self) -> str:
+        """What died in a way that may have left a queue lock held, or '' if nothing did."""
+        for process, role in ((self.pusher, "pusher"), (self.monitor, "monitor")):
+            if not process.is_alive():
+                return f"the task {role} (pid {process.pid}) died"
+        for process in self.pool:
+            if not process.is_alive() and self._timer(process) not in (RECYCLED, TIMED_OUT):
+                state = "idle" if self._timer(process) == IDLE else "busy"
+                return f"{state} task worker pid {process.pid} died (exit status {process.exitcode})"
+        return ""
+
+    def tend_workers(self, cycle: float) -> None:
+        """django-q2's own worker care: respawn recycled and timed-out workers, count busy time down."""
+        for process in list(self.pool):
+            if not process.is_alive() or self._timer(process) == TIMED_OUT:
+                self.reincarnate(process)
+                continue
+            lock = process.timer.get_lock()
+            if lock.acquire(timeout=1):  # a worker that died holding it is caught next cycle
+                try:
+                    if process.timer.get_obj().value > 0:
+                        process.timer.get_obj().value -= cycle
+                finally:
+                    lock.release()
+
+    def replace_pool(self, reason: str) -> None:
+        """Kill every pool process, start a fresh pool on new queues, and re-plan what was lost."""
+        logger.critical("%s: the task queues may be locked; replacing all task workers", reason)
+        agents = self._agents()
+        self._announce(agents, Kind.AGENT_ERROR, f"planning stalled: {reason}; replacing the task workers")
+        children = self._children()
+        for process in children:
+            with contextlib.suppress(OSError):
+                process.kill()
+        for process in children:
+            process.join(JOIN_SECONDS)
+        self.task_queue = Queue(maxsize=Conf.QUEUE_LIMIT) if Conf.QUEUE_LIMIT else Queue()
+        self.result_queue = Queue()
+        self.event_out = Event()
+        released = 0
+        if self.gateway_id:
+            try:
+                released = brain_nodes_release(
+                    gateway_id=self.gateway_id, reason=f"task workers replaced: {reason}"
+                )
+            except Exception:  # the gateway's watchdog re-queues them once the database answers
+                logger.exception("could not return the lost planning nodes to pending")
+        self.spawn_cluster()
+        self.replacements += 1
+        self.reincarnations += 1
+        self._announce(
+            agents,
+            Kind.INFO,
+            f"task workers replaced; planning resumed ({released} planning node(s) queued again)",
+        )
+
+    def _agents(self) -> list[int]:
+        if not self.gateway_id:
+            return []
+        return list(AgentLease.objects.filter(holder=self.gateway_id).values_list("agent_id", flat=True))
+
+    def _announce(self, agents: list[int], kind: str, summary: str) -> None:
+        """An event for each agent the outage touches (one without an agent when none is known)."""
+        try:
+            for agent_id in agents or [None]:
+                record_event(kind, agent_id=agent_id, summary=summary, data={"workers": os.getpid()})
+        except Exception:  # the database being away must not stop the repair
+            logger.exception("could not record the task worker outage")
+        finally:
+            db.connections.close_all()
+
+    def housekeeping(self) -> None:
+        if Conf.SCHEDULER:
+            scheduler(broker=self.broker)
+        try:
+            cutoff = now() - dt.timedelta(seconds=settings.Q_CLUSTER["timeout"])
+            llm_calls_mark_interrupted(started_before=cutoff)
+        except Exception:
+            logger.exception("could not close interrupted LLM calls")
+        finally:
+            db.connections.close_all()
+
+    def guard(self) -> None:
+        logger.info("task workers running (pid %s, %s workers)", os.getpid(), self.pool_size)
+        self.start_event.set()
+        Stat(self).save()
+        cycle = Conf.GUARD_CYCLE
+        while not self.stop_event.is_set():
+            reason = self.sudden_death()
+            if reason:
+                self.replace_pool(reason)
+            else:
+                self.tend_workers(cycle)
+            self._since_housekeeping += cycle
+            if self._since_housekeeping >= HOUSEKEEPING_SECONDS:
+                self._since_housekeeping = 0.0
+                self.housekeeping()
+            Stat(self).save()
+            self.stop_event.wait(cycle)

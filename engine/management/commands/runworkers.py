@@ -1,0 +1,24 @@
+"""`manage.py runworkers`: the django-q2 task workers, guarded against a wedged pool (engine/cluster.py)."""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from engine.cluster import GuardedSentinel
+
+#: Set by `runagents` for the workers it supervises: the gateway whose planning tasks they run.
+GATEWAY_ENV = "CINDY_WORKERS_GATEWAY"
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the task workers (django-q2) for LLM planning and media descriptions. Use it instead of "
+        "`qcluster`: a worker killed at any point is detected and the pool replaced within a second."
+    )
+
+    def handle(self, *args, **options):
+        settings.SECRET_KEY  # noqa: B018  (task signing needs it: fail here, not in a worker)
+        GuardedSentinel(gateway_id=os.environ.get(GATEWAY_ENV, "")).start()

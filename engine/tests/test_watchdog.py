@@ -1,0 +1,120 @@
+"""The planning watchdog: planning that no worker starts is shown, and our own workers are restarted."""
+
+from __future__ import annotations
+
+import pytest
+
+from conversations.models import ActivityEvent, NodeStatus, TaskNode
+from conversations.services.graphs import graph_replan
+from engine.tests.harness import Harness
+from engine.tests.test_tick import conversation_with
+from llm.usage import llm_call_start
+
+pytestmark = pytest.mark.django_db
+
+
+def claimed_planning(agent, clock) -> tuple[Harness, TaskNode]:
+    """A gateway that claimed a planning node and queued it; no worker ever takes it."""
+    conversation = conversation_with(agent, "Pat")
+    graph_replan(conversation=conversation, trigger="message", target_message_id=None)
+    harness = Harness(clock)
+    harness.start()
+    harness.tick()
+    node = TaskNode.objects.get(kind="received")
+    assert node.status == NodeStatus.RUNNING and harness.queued
+    return harness, node
+
+
+def stalled_events() -> list[str]:
+    return list(
+        ActivityEvent.objects.filter(summary__startswith="planning").values_list("summary", flat=True)
+    )
+
+
+def test_planning_no_worker_starts_is_reported_once_queued_again_and_its_end_reported(
+    agent, clock, settings, fake_llm
+):
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    lost_task = harness.queued.pop()  # the pool that had it was replaced: nobody will run it
+    clock.advance(40)
+    harness.step("step_workers")
+    assert stalled_events() == []
+
+    clock.advance(10)
+    harness.step("step_workers")
+    [stalled] = stalled_events()
+    assert stalled.startswith("planning stalled: 1 planning task(s) queued over 45 s ago have not started")
+    assert ActivityEvent.objects.get(summary=stalled).kind == "agent_error"
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING  # to be queued again
+
+    harness.tick()  # claimed and queued again; still no worker: reported only once
+    clock.advance(50)
+    harness.step("step_workers")
+    assert stalled_events() == [stalled]
+
+    harness.tick()
+    harness.queued.insert(0, lost_task)  # the lost task turns up after all: it does nothing
+    harness.work()
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
+    assert len(fake_llm.requests) == 1
+    clock.advance(10)
+    harness.step("step_workers")
+    assert stalled_events()[0] == "planning resumed"
+
+
+def test_a_pool_busy_with_slow_llm_calls_is_not_a_stall(agent, clock, settings):
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=None,
+        node_id=None,  # another chat's planning, in flight on the only worker
+    )
+    clock.advance(120)
+    harness.step("step_workers")
+    assert stalled_events() == []
+
+
+class RecordingWorkers:
+    """Stands in for `WorkerProcess`: records the restarts the watchdog asks for."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def step(self) -> bool:
+        return False
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+
+def test_our_own_workers_are_restarted_with_a_growing_grace_while_planning_stays_stuck(
+    agent, clock, settings
+):
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    workers = harness.gateway.workers = RecordingWorkers()
+    clock.advance(50)
+    harness.step("step_workers")
+    assert workers.calls == ["stop", "start"]
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING  # queued again for the new pool
+    assert "restarting the task workers" in stalled_events()[0]
+
+    harness.tick()  # the new pool does not start it either
+    clock.advance(50)
+    harness.step("step_workers")
+    assert workers.calls == ["stop", "start"] * 2
+    harness.tick()
+    clock.advance(50)  # the third restart waits twice as long
+    harness.step("step_workers")
+    assert workers.calls == ["stop", "start"] * 2
+    clock.advance(45)
+    harness.step("step_workers")
+    assert workers.calls == ["stop", "start"] * 3

@@ -1,0 +1,166 @@
+"""The planning watchdog: planning the gateway queued that no task worker starts.
+
+`runworkers` replaces a pool wedged by a killed process itself (engine/cluster.py). This watchdog is
+the gateway's own check, whatever runs the tasks (`runworkers`, or django-q2's plain `qcluster`,
+which a killed idle worker can wedge for good). A planning node claimed more than
+CINDY_PLANNING_STALL_SECONDS (45 s) ago with no LLM call started for it, while no LLM call is in
+flight on any of the gateway's agents, means no worker takes tasks. Then:
+
+- each held agent's activity shows "planning stalled", once, and "planning resumed" when an LLM call
+  starts again;
+- workers this gateway supervises are killed and started afresh, and its planning nodes go back to
+  pending, so they are queued again for the new workers;
+- with workers run elsewhere, the stalled nodes go back to pending under a new claim, so a task lost
+  with a replaced pool is queued again (and the old one, should it turn up, does nothing). The gateway
+  cannot restart those workers: a pool wedged for good (plain `qcluster`) stays reported until
+  someone restarts it.
+
+Detection and repair take at most CINDY_PLANNING_STALL_SECONDS + CHECK_SECONDS. A busy pool (every
+worker waiting on a slow model) is not a stall: its calls are in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from typing import TYPE_CHECKING
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from cindy_site.clock import get_clock, now
+from conversations.models import ActivityEvent, LLMCall, NodeStatus, TaskNode
+from conversations.models.graph import BRAIN_KINDS
+from conversations.services.activity import record_event
+from conversations.services.nodes import brain_nodes_release, node_release
+from engine.clients import AgentClient
+
+if TYPE_CHECKING:
+    from engine.workers import WorkerProcess
+
+logger = logging.getLogger("engine.gateway")
+Kind = ActivityEvent.Kind
+
+#: How often the watchdog looks.
+CHECK_SECONDS = 5.0
+
+
+def planning_stalled(
+    *, gateway_id: str, agent_ids: list[int], claimed_before: dt.datetime
+) -> list[tuple[int, str]]:
+    """(node id, claim token) of this gateway's planning nodes claimed before `claimed_before` that no
+    worker has started an LLM call for, provided no LLM call of these agents is in flight (then the
+    pool is busy, not stuck)."""
+    in_flight = LLMCall.objects.filter(
+        status=LLMCall.Status.PENDING,
+        agent_id__in=agent_ids,
+        created__gte=now() - dt.timedelta(seconds=settings.Q_CLUSTER["timeout"]),
+    )
+    if in_flight.exists():
+        return []
+    # Running nodes are few; the status prefix of tasknode_lease_idx finds them.
+    waiting = TaskNode.objects.filter(
+        status=NodeStatus.RUNNING,
+        kind__in=BRAIN_KINDS,
+        lease_owner__startswith=f"{gateway_id}#",
+        started__lt=claimed_before,
+    ).values_list("pk", "lease_owner", "started")
+    return [
+        (pk, owner)
+        for pk, owner, started in waiting
+        if not LLMCall.objects.filter(node_id=pk, created__gte=started).exists()
+    ]
+
+
+def stalled_release(*, stalled: list[tuple[int, str]]) -> int:
+    """Return stalled planning nodes to pending under a new claim: the tick queues them again, and a
+    task of the old claim that still turns up does nothing."""
+    reason = "planning not started by any task worker; queued again"
+    return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner in stalled)
+
+
+def planning_moved(*, agent_ids: list[int], since: dt.datetime) -> bool:
+    """Whether a worker started an LLM call for these agents since `since`."""
+    return LLMCall.objects.filter(agent_id__in=agent_ids, created__gte=since).exists()
+
+
+class PlanningWatchdog:
+    """A mixin of `engine.gateway.Gateway`, which sets the attributes below."""
+
+    clients: dict[int, AgentClient]
+    gateway_id: str
+    workers: WorkerProcess | None
+
+    def _watchdog_state(self) -> dict:
+        state = self.__dict__.get("_watchdog")
+        if state is None:
+            state = self.__dict__["_watchdog"] = {
+                "checked_at": None,
+                "stalled_agents": [],
+                "stalled_at": None,
+                "restarted_at": None,
+                "restarts": 0,  # in a row, without planning moving in between
+            }
+        return state
+
+    async def step_watchdog(self) -> bool:
+        """Every CHECK_SECONDS: report planning that no worker starts, and restart our own workers."""
+        state = self._watchdog_state()
+        clock = get_clock()
+        if state["checked_at"] is not None and clock.monotonic() - state["checked_at"] < CHECK_SECONDS:
+            return False
+        state["checked_at"] = clock.monotonic()
+        held = list(self.clients)
+        limit = settings.CINDY_PLANNING_STALL_SECONDS
+        restarted = state["restarted_at"]
+        # Workers we restarted get the stall limit to come up, doubled at each restart in a row, so
+        # a machine too slow to start them within the limit does not restart them forever.
+        grace = limit * 2 ** max(state["restarts"] - 1, 0)
+        if not held or (restarted is not None and clock.monotonic() - restarted < grace):
+            return False
+        stalled = await sync_to_async(planning_stalled)(
+            gateway_id=self.gateway_id, agent_ids=held, claimed_before=now() - dt.timedelta(seconds=limit)
+        )
+        if not stalled:
+            if state["stalled_agents"] and await sync_to_async(planning_moved)(
+                agent_ids=state["stalled_agents"], since=state["stalled_at"]
+            ):
+                await self._announce(state["stalled_agents"], Kind.INFO, "planning resumed")
+                state["stalled_agents"], state["restarts"] = [], 0
+            return False
+        if self.workers is None:
+            # Workers run elsewhere: say so, and queue the planning again in case its task was lost
+            # with a pool that was replaced (`runworkers`).
+            await sync_to_async(stalled_release)(stalled=stalled)
+            if not state["stalled_agents"]:
+                state["stalled_agents"], state["stalled_at"] = held, now()
+                await self._announce(
+                    held,
+                    Kind.AGENT_ERROR,
+                    f"planning stalled: {len(stalled)} planning task(s) queued over {limit} s "
+                    "ago have not started; the task workers may be wedged: restart them "
+                    "(`manage.py runworkers` replaces a wedged pool by itself)",
+                )
+            return True
+        state["stalled_agents"], state["stalled_at"] = held, now()
+        logger.error("planning stalled (nodes %s): restarting the task workers", [pk for pk, _ in stalled])
+        await self._announce(
+            held,
+            Kind.AGENT_ERROR,
+            f"planning stalled: {len(stalled)} planning task(s) queued over {limit} s ago "
+            "have not started; restarting the task workers",
+        )
+        await asyncio.to_thread(self.workers.stop)
+        await sync_to_async(brain_nodes_release)(
+            gateway_id=self.gateway_id, reason="task workers restarted after a stall"
+        )
+        self.workers.start()  # on the loop's (main) thread: see `Gateway.step_workers`
+        state["restarted_at"] = clock.monotonic()
+        state["restarts"] += 1
+        return True
+
+    @staticmethod
+    async def _announce(agent_ids: list[int], kind: str, summary: str) -> None:
+        for agent_id in agent_ids:
+            await sync_to_async(record_event)(kind, agent_id=agent_id, summary=summary)
