@@ -3,8 +3,9 @@
 - inbound → LLM request: from a sandbox message to the request reaching the (local, fake) LLM server,
   through ingest, replan, tick, history sync and planning, with 500 messages of history;
 - tick claim throughput with 1,000 active conversations, on SQLite and on MariaDB when reachable
-  (DATABASE_URL=mysql://... or the local server at 127.0.0.1:3306; a dedicated database is created and
-  dropped);
+  (DATABASE_URL=mysql://... or the local server at 127.0.0.1:3306; a dedicated database, named by
+  CINDY_BENCH_DATABASE_NAME or cindy_bench_<pid>, is created and dropped);
+- the gateway's CPU per idle pass with 100 sandbox agents, and its share of a core at the tick;
 - the gateway's resident memory (RSS) with 100 sandbox agents.
 
 Run: .venv/bin/python bench/bench_engine.py
@@ -28,6 +29,9 @@ HISTORY = 500
 OVERHEAD_RUNS = 20
 CONVERSATIONS = 1000
 GATEWAY_AGENTS = 100
+CLAIM_RUNS = 5
+IDLE_RUNS = 9
+CLAIM_GOALS = {"SQLite": 2000, "MariaDB": 1000}
 
 
 def setup_django(env: dict[str, str]) -> None:
@@ -100,6 +104,12 @@ def part_overhead() -> None:
             run_received(*queued.pop(0))
         samples.append(arrivals[-1] - start)
     server.stop()
+    status = Path("/proc/self/status").read_text()
+    rss_kb = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+    print(
+        f"RSS after planning, gateway and task in one process (an upper bound for one task worker after "
+        f"its first plan): {rss_kb / 1024:.0f} MiB; goal ≤ 90 MiB, {'meets' if rss_kb <= 90 * 1024 else 'MISSES'}"
+    )
     samples.sort()
     print(
         f"inbound → LLM request, {HISTORY} messages of history: median {statistics.median(samples) * 1000:.1f} ms, "
@@ -109,6 +119,48 @@ def part_overhead() -> None:
 
 
 # --- part 2: tick claim throughput ---------------------------------------------------------------------
+
+
+def _claim_per_node(ticker, agent_ids: list[int]) -> int:
+    """The previous claim: one transaction per node (UPDATE, joined read, one event insert)."""
+    from django.db import transaction
+
+    from cindy_site.clock import now
+    from conversations.models import ActivityEvent, NodeStatus, TaskNode
+    from conversations.selectors import eligible_nodes
+    from conversations.services.activity import record_event
+    from conversations.services.nodes import new_claim_token
+    from engine.tick import SCAN_LIMIT
+
+    won = 0
+    for candidate in ticker.select(eligible_nodes(agent_ids=agent_ids, at=now(), limit=SCAN_LIMIT)):
+        owner = new_claim_token(ticker.gateway_id)
+        with transaction.atomic():
+            when = now()
+            changed = TaskNode.objects.filter(pk=candidate.pk, status=NodeStatus.PENDING).update(
+                status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when, started=when
+            )
+            if changed != 1:
+                continue
+            node = TaskNode.objects.select_related("conversation", "agent", "graph").get(pk=candidate.pk)
+            record_event(ActivityEvent.Kind.NODE_CLAIMED, agent_id=node.agent_id, node_id=node.pk)
+            won += 1
+    return won
+
+
+def _claims_per_second(claim) -> float:
+    from conversations.models import ActivityEvent, NodeStatus, TaskNode
+
+    TaskNode.objects.update(status=NodeStatus.PENDING, lease_owner="", lease_expires_at=None, started=None)
+    ActivityEvent.objects.all().delete()
+    claimed = 0
+    start = time.perf_counter()
+    while claimed < CONVERSATIONS:
+        got = claim()
+        if not got:
+            break
+        claimed += got
+    return claimed / (time.perf_counter() - start)
 
 
 def part_claims(label: str) -> None:
@@ -136,22 +188,46 @@ def part_claims(label: str) -> None:
         )
         for g, c in zip(graphs, conversations, strict=True)
     )
-    ticker = Ticker(gateway_id="bench")
     agent_ids = [a.pk for a in agents]
-    ticks, claimed, tick_times = 0, 0, []
-    start = time.perf_counter()
-    while claimed < CONVERSATIONS:
-        t0 = time.perf_counter()
-        got = ticker.claim(agent_ids=agent_ids)
-        tick_times.append(time.perf_counter() - t0)
-        ticks += 1
-        claimed += len(got)
-        if not got:
-            break
-    elapsed = time.perf_counter() - start
+    old, new = [], []
+    for _ in range(CLAIM_RUNS):  # interleaved, so both paths see the same machine load
+        ticker = Ticker(gateway_id="bench")
+        old.append(_claims_per_second(lambda t=ticker: _claim_per_node(t, agent_ids)))
+        ticker = Ticker(gateway_id="bench")
+        new.append(_claims_per_second(lambda t=ticker: len(t.claim(agent_ids=agent_ids))))
+    now_rate, before = statistics.median(new), statistics.median(old)
+    goal = CLAIM_GOALS[label]
     print(
-        f"tick claims, {CONVERSATIONS} active conversations on {label}: {claimed} nodes in {elapsed:.2f} s "
-        f"({claimed / elapsed:.0f} claims/s), {ticks} ticks, median tick {statistics.median(tick_times) * 1000:.0f} ms"
+        f"tick claims, {CONVERSATIONS} active conversations on {label}: median {now_rate:.0f} claims/s "
+        f"(one transaction per node: {before:.0f}/s, {now_rate / before:.1f}x); goal ≥ {goal:,}/s, "
+        f"{'meets' if now_rate >= goal else 'MISSES'} ({CLAIM_RUNS} runs)"
+    )
+
+
+def part_idle() -> None:
+    """CPU of one gateway pass with nothing to do, 100 sandbox agents connected (in process)."""
+    from asgiref.sync import async_to_sync
+    from django.conf import settings
+
+    from engine.gateway import Gateway
+
+    for i in range(GATEWAY_AGENTS):
+        make_agent(f"Idle{i:03d}")
+    gateway = Gateway(gateway_id="bench-idle", enqueue=lambda node_id, owner: None, tick_seconds=0)
+    for _ in range(3):  # take the leases, connect, first media scan
+        async_to_sync(gateway.run_once)()
+    samples = []
+    for _ in range(IDLE_RUNS):
+        started = time.process_time()
+        async_to_sync(gateway.run_once)()
+        samples.append(time.process_time() - started)
+    per_pass = statistics.median(samples)
+    tick = settings.CINDY_TICK_SECONDS
+    share = per_pass / (per_pass + tick)
+    print(
+        f"gateway CPU while idle, {GATEWAY_AGENTS} agents: median {per_pass * 1000:.0f} ms per pass, "
+        f"{share:.1%} of a core with a {tick:g} s tick; goal ≤ 2%, {'meets' if share <= 0.02 else 'MISSES'} "
+        f"({IDLE_RUNS} runs)"
     )
 
 
@@ -239,7 +315,8 @@ def main() -> None:
         url = mysql_url()
         if url:
             parts = urlsplit(url)
-            name = f"cindy_bench_{os.getpid()}"
+            name = os.environ.get("CINDY_BENCH_DATABASE_NAME") or f"cindy_bench_{os.getpid()}"
+            mysql_admin(url, f"DROP DATABASE IF EXISTS {name}")
             mysql_admin(url, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
             try:
                 run_part(
@@ -249,6 +326,7 @@ def main() -> None:
                 mysql_admin(url, f"DROP DATABASE IF EXISTS {name}")
         else:
             print("tick claims on MariaDB: skipped (no MySQL/MariaDB server reachable)")
+        run_part("idle", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "idle.sqlite3")})
         run_part("rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "rss.sqlite3")})
 
 
@@ -265,6 +343,8 @@ if __name__ == "__main__":
             part_overhead()
         elif part == "claims":
             part_claims(args["--label"])
+        elif part == "idle":
+            part_idle()
         else:
             part_rss(child_env)
     else:

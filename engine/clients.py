@@ -42,3 +42,22 @@ class AgentClient:
         self.retry_at = get_clock().monotonic() + delay
         logger.warning("agent %s: client failed (%r); reconnecting in %ss", self.agent.name, exc, delay)
         return delay
+
+
+def clients_quiet(clients: list[AgentClient]) -> set[int]:
+    """Agent ids whose transport says, in one query per transport kind, that a poll finds nothing.
+
+    A transport class may offer `with_updates(transports)` (the sandbox does: its poll is a
+    query); the others (Telegram: an in-memory queue) are always polled.
+    """
+    by_kind: dict[type, list[AgentClient]] = {}
+    for client in clients:
+        by_kind.setdefault(type(client.transport), []).append(client)
+    quiet: set[int] = set()
+    for kind, group in by_kind.items():
+        check = getattr(kind, "with_updates", None)
+        if check is None:
+            continue
+        ready = check([c.transport for c in group])
+        quiet.update(c.agent.pk for c in group if c.transport not in ready)
+    return quiet

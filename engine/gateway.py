@@ -33,11 +33,11 @@ from conversations.services.ingest import conversation_mark_read
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
-from engine.clients import AgentClient
+from engine.clients import AgentClient, clients_quiet
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile, sync_recent
 from engine.leases import agent_offline_unless_held, agent_stop, lease_acquire, lease_release
-from engine.requests import execute_request, request_finish, requests_claim
+from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
 from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.tick import Ticker
@@ -234,8 +234,10 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog):
 
     async def step_ingest(self) -> bool:
         did = False
+        connected = [client for client in self.clients.values() if client.connected]
+        quiet = await sync_to_async(clients_quiet)(connected) if connected else set()
         for agent_id, client in list(self.clients.items()):
-            if not client.connected:
+            if not client.connected or agent_id in quiet:
                 continue
             try:
                 updates = await client.transport.poll_updates()
@@ -332,8 +334,10 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog):
 
     async def step_requests(self) -> bool:
         did = False
+        connected = [agent_id for agent_id, client in self.clients.items() if client.connected]
+        pending = await sync_to_async(requests_pending_agents)(agent_ids=connected)
         for agent_id, client in list(self.clients.items()):
-            if not client.connected:
+            if not client.connected or agent_id not in pending:
                 continue
             for request in await sync_to_async(requests_claim)(agent_id=agent_id, holder=self.gateway_id):
                 did = True

@@ -25,7 +25,7 @@ from pathlib import Path
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 
 from conversations.models import Message
 from conversations.transport.base import AuthError, FloodWait, PermanentError, Transport, TransportError
@@ -71,6 +71,22 @@ def media_cursor_start(*, agent_id: int) -> int:
         .values_list("pk", flat=True)[:FIRST_SCAN_MESSAGES]
     )
     return pks[-1] - 1 if pks else 0
+
+
+def media_agents_with_news(*, cursors: dict[int, int]) -> set[int]:
+    """The agents (of `cursors`, agent id → media cursor) with a message after their cursor.
+
+    One grouped query for every agent, so an idle pass scans nobody (the gateway's media step).
+    """
+    if not cursors:
+        return set()
+    newest = (
+        Message.objects.filter(pk__gt=min(cursors.values()), conversation__agent_id__in=list(cursors))
+        .values("conversation__agent_id")
+        .annotate(newest=Max("pk"))
+        .values_list("conversation__agent_id", "newest")
+    )
+    return {agent_id for agent_id, pk in newest if pk > cursors[agent_id]}
 
 
 def media_wanted(*, agent_id: int, after_pk: int, limit: int = SCAN_BATCH) -> list[Wanted]:

@@ -52,6 +52,17 @@ def _claim_seconds() -> int:
     return max(settings.CINDY_LEASE_SECONDS * 2, 60)
 
 
+def requests_pending_agents(*, agent_ids: list[int]) -> set[int]:
+    """Which of these agents have pending requests: one query, so an idle pass claims for nobody."""
+    if not agent_ids:
+        return set()
+    return set(
+        GatewayRequest.objects.filter(agent_id__in=agent_ids, status=Status.PENDING)
+        .values_list("agent_id", flat=True)
+        .distinct()
+    )
+
+
 def requests_claim(*, agent_id: int, holder: str) -> list[GatewayRequest]:
     """Claim the agent's pending requests, oldest first (compare-and-set on status), with a lease."""
     claimed = []

@@ -18,7 +18,7 @@ from cindy_site.clock import now
 from conversations.models import TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.selectors import eligible_nodes
-from conversations.services.nodes import new_claim_token, node_claim
+from conversations.services.nodes import new_claim_token, nodes_claim
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +69,11 @@ class Ticker:
     ) -> list[tuple[TaskNode, str]]:
         """Select and claim this tick's nodes; returns (node, claim token) pairs actually won."""
         candidates = eligible_nodes(agent_ids=agent_ids, at=now(), limit=SCAN_LIMIT)
-        claimed = []
-        for candidate in self.select(candidates, limit=limit):
-            owner = new_claim_token(self.gateway_id)
-            node = node_claim(
-                node_id=candidate.pk, owner=owner, lease_seconds=settings.CINDY_NODE_LEASE_SECONDS
-            )
-            if node is not None:
-                claimed.append((node, owner))
-        return claimed
+        chosen = self.select(candidates, limit=limit)
+        if not chosen:
+            return []
+        owner = new_claim_token(self.gateway_id)
+        won = nodes_claim(
+            node_ids=[n.pk for n in chosen], owner=owner, lease_seconds=settings.CINDY_NODE_LEASE_SECONDS
+        )
+        return [(node, owner) for node in won]

@@ -17,7 +17,7 @@ from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport
 from engine.clients import AgentClient
-from engine.media import download_new_media, media_cursor_start
+from engine.media import download_new_media, media_agents_with_news, media_cursor_start
 from engine.requests import mute_requests_pending, requests_reap_expired
 from engine.stickers import (
     RETRY_AFTER_SECONDS,
@@ -101,10 +101,19 @@ class UpkeepSteps:
         cursors = self._upkeep_state()["media_cursor"]
         budget = settings.MEDIA_DESC_BUDGET_PER_TICK
         spent_total = 0
-        for agent_id, client in self._connected():
-            try:
-                if agent_id not in cursors:
+        connected = self._connected()
+        for agent_id, client in connected:
+            if agent_id not in cursors:
+                try:
                     cursors[agent_id] = await sync_to_async(media_cursor_start)(agent_id=agent_id)
+                except Exception:
+                    logger.exception("agent %s: media downloads failed", client.agent.name)
+        ready = {agent_id: cursors[agent_id] for agent_id, _ in connected if agent_id in cursors}
+        news = await sync_to_async(media_agents_with_news)(cursors=ready)
+        for agent_id, client in connected:
+            if agent_id not in news:
+                continue
+            try:
                 cursors[agent_id], spent = await download_new_media(
                     agent_id=agent_id,
                     transport=client.transport,

@@ -15,10 +15,11 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from agents.models import Agent
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.services.activity import record_event
+from conversations.services.activity import activity_event, events_record
 from conversations.services.graphs import graph_close, graph_finish_if_complete
 
 logger = logging.getLogger(__name__)
@@ -26,34 +27,75 @@ Kind = ActivityEvent.Kind
 
 
 def new_claim_token(gateway_id: str) -> str:
-    """A lease owner unique to one claim: `<gateway id>#<nonce>`."""
+    """A claim token unique to one claim batch: `<gateway id>#<nonce>` (see `nodes_claim`)."""
     return f"{gateway_id[:180]}#{secrets.token_hex(6)}"
 
 
-def _event(kind: str, node: TaskNode, summary: str, **data: Any) -> None:
-    record_event(
+def event_for(kind: str, node: TaskNode, summary: str, *, when: dt.datetime | None = None, **data: Any):
+    """An unsaved activity event about `node` (see `events_record` to store many at once)."""
+    return activity_event(
         kind,
         agent_id=node.agent_id,
         conversation_id=node.conversation_id,
         node_id=node.pk,
-        summary=f"{node.kind} #{node.pk}: {summary}"[:2000],
+        summary=f"{node.kind} #{node.pk}: {summary}",
         data={"kind": node.kind, "graph_id": node.graph_id, **data},
+        when=when,
     )
+
+
+def _event(kind: str, node: TaskNode, summary: str, **data: Any) -> None:
+    event_for(kind, node, summary, **data).save()
 
 
 def node_claim(*, node_id: int, owner: str, lease_seconds: int | None = None) -> TaskNode | None:
     """Claim a pending node: compare-and-set to running with a lease. None if someone else got it."""
+    won = nodes_claim(node_ids=[node_id], owner=owner, lease_seconds=lease_seconds)
+    return won[0] if won else None
+
+
+def nodes_claim(*, node_ids: list[int], owner: str, lease_seconds: int | None = None) -> list[TaskNode]:
+    """Claim pending nodes in one transaction; returns the nodes won, in `node_ids` order.
+
+    One compare-and-set UPDATE over the ids (only rows still pending change), one read of the rows
+    now carrying the claim token, one bulk insert of their claimed events. A node another gateway
+    claimed first keeps its token and is not returned. The token is shared by the batch; every later
+    change checks (node id, token), so it still names exactly one claim of each node.
+    """
+    if not node_ids:
+        return []
     when = now()
     lease = dt.timedelta(seconds=lease_seconds or settings.CINDY_NODE_LEASE_SECONDS)
+    gateway = owner.split("#")[0]
     with transaction.atomic():
-        changed = TaskNode.objects.filter(pk=node_id, status=NodeStatus.PENDING).update(
+        changed = TaskNode.objects.filter(pk__in=node_ids, status=NodeStatus.PENDING).update(
             status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when + lease, started=when
         )
-        if changed != 1:
-            return None
-        node = TaskNode.objects.select_related("conversation", "agent", "graph").get(pk=node_id)
-        _event(Kind.NODE_CLAIMED, node, f"claimed by {owner.split('#')[0]}", attempt=node.attempts + 1)
-    return node
+        if not changed:
+            return []
+        # A batch has few agents and many nodes: it reads each agent once, not once per node; a
+        # single node takes its agent in the join.
+        single = len(node_ids) == 1
+        related = ("conversation", "graph", "agent") if single else ("conversation", "graph")
+        won = {
+            node.pk: node
+            for node in TaskNode.objects.select_related(*related).filter(
+                pk__in=node_ids, status=NodeStatus.RUNNING, lease_owner=owner
+            )
+        }
+        if not single:
+            agents = Agent.objects.in_bulk({node.agent_id for node in won.values()})
+            for node in won.values():
+                node.agent = agents[node.agent_id]
+        events_record(
+            [
+                event_for(
+                    Kind.NODE_CLAIMED, node, f"claimed by {gateway}", attempt=node.attempts + 1, when=when
+                )
+                for node in won.values()
+            ]
+        )
+    return [won[pk] for pk in node_ids if pk in won]
 
 
 def _locked(node_id: int, owner: str) -> TaskNode | None:

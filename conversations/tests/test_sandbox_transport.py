@@ -220,3 +220,17 @@ def test_a_sticker_set_named_by_curated_descriptions_is_known_to_the_sandbox(age
     assert [(s.name, s.unique_id) for s in found.stickers] == [("👋", "G1"), ("🍄", "G2")]
     with pytest.raises(PermanentError, match="knows no sticker set 'Nope'"):
         async_to_sync(transport.resolve_sticker_set)("Nope")
+
+
+def test_with_updates_names_exactly_the_transports_whose_poll_finds_something(agent, clock):
+    from agents.models import Agent
+
+    other = Agent.objects.create(name="Other", phone="+15550000001", transport="sandbox")
+    mine, theirs = connected(agent), connected(other)
+    assert SandboxTransport.with_updates([mine, theirs]) == set()
+
+    sandbox_say(agent=agent, text="hello")
+    assert SandboxTransport.with_updates([mine, theirs]) == {mine}
+
+    assert [u.message.text for u in async_to_sync(mine.poll_updates)()] == ["hello"]
+    assert SandboxTransport.with_updates([mine, theirs]) == set()

@@ -164,6 +164,44 @@ class SandboxTransport(SandboxAccount):
         recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
         return Q(id__gt=max(self.cursor - TRAILING_IDS, 0)) | Q(created__gte=recent)
 
+    @classmethod
+    def with_updates(cls, transports: list[SandboxTransport]) -> set[SandboxTransport]:
+        """Which connected transports have something for `poll_updates`: one query for all of them.
+
+        The same test as the poll (a non-typing row in the transport's window, in one of its chats,
+        not seen yet), over the union of the windows, so a gateway's idle pass polls nobody. A
+        subclass with a poll of its own, or a transport not connected, is always named: its poll
+        decides.
+        """
+        ready = {
+            t
+            for t in transports
+            if type(t).poll_updates is not SandboxTransport.poll_updates or not t.connected or t.me is None
+        }
+        live = [t for t in transports if t not in ready]
+        if not live:
+            return ready
+        recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
+        floor = max(min(t.cursor for t in live) - TRAILING_IDS, 0)
+        rows = (
+            SandboxUpdate.objects.filter(
+                Q(id__gt=floor) | Q(created__gte=recent), chat__members__in=[t.me for t in live]
+            )
+            .exclude(kind=SandboxUpdate.Kind.TYPING)
+            .values_list("id", "created", "chat__members")
+        )
+        by_member: dict[int, list[tuple[int, dt.datetime]]] = {}
+        for row_id, created, member_id in rows:
+            by_member.setdefault(member_id, []).append((row_id, created))
+        for transport in live:
+            own_floor = max(transport.cursor - TRAILING_IDS, 0)
+            if any(
+                (row_id > own_floor or created >= recent) and row_id not in transport.seen
+                for row_id, created in by_member.get(transport.me.pk, ())
+            ):
+                ready.add(transport)
+        return ready
+
     def _poll_updates(self) -> list[Update]:
         """Updates after the cursor, plus a re-read of a trailing window.
 

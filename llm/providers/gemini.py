@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import threading
 from typing import Any
 
@@ -65,7 +66,27 @@ def build_contents(request: LLMRequest) -> list[types.Content]:
     ]
 
 
-def build_config(request: LLMRequest, *, timeout: float | None = None) -> types.GenerateContentConfig:
+def _wire_part(part: Part) -> dict[str, Any]:
+    if part.is_media:
+        return {"inlineData": {"data": base64.b64encode(part.data or b"").decode(), "mime_type": part.mime}}
+    return {"text": part.text}
+
+
+def wire_contents(request: LLMRequest) -> list[dict[str, Any]]:
+    """The contents in the API's wire format, as the SDK would send them, built without pydantic.
+
+    The SDK validates and converts every turn through its models on each call (hundreds of
+    milliseconds for a long history); these plain dicts reach the body through `extra_body`.
+    """
+    return [
+        {"parts": [_wire_part(p) for p in turn.parts], "role": "model" if turn.role == "agent" else "user"}
+        for turn in request.turns
+    ]
+
+
+def build_config(
+    request: LLMRequest, *, timeout: float | None = None, wire: list[dict[str, Any]] | None = None
+) -> types.GenerateContentConfig:
     config: dict[str, Any] = {
         "system_instruction": request.system,
         "safety_settings": safety_settings(),
@@ -75,9 +96,16 @@ def build_config(request: LLMRequest, *, timeout: float | None = None) -> types.
     if request.response_schema is not None:
         config["response_mime_type"] = "application/json"
         config["response_schema"] = request.response_schema
+    http_options: dict[str, Any] = {}
     if timeout is not None:
         # Merged with the client's options by the SDK: only this request's timeout changes.
-        config["http_options"] = types.HttpOptions(timeout=max(1, int(timeout * 1000)))
+        http_options["timeout"] = max(1, int(timeout * 1000))
+    if wire is not None:
+        # The documented escape hatch for request fields in the backend's own structure: it replaces
+        # the body's `contents` after the SDK built it, so the SDK only converts one turn.
+        http_options["extra_body"] = {"contents": wire}
+    if http_options:
+        config["http_options"] = types.HttpOptions(**http_options)
     return types.GenerateContentConfig(**config)
 
 
@@ -98,8 +126,15 @@ class GeminiProvider:
 
     def generate(self, request: LLMRequest, *, model: str, timeout: float | None = None) -> LLMReply:
         try:
+            # The SDK builds the body from the last turn only; `extra_body` carries the whole history
+            # already in wire format (see wire_contents).
+            last = LLMRequest(system=request.system, turns=request.turns[-1:])
             response = self._client.models.generate_content(
-                model=model, contents=build_contents(request), config=build_config(request, timeout=timeout)
+                model=model,
+                contents=build_contents(last),
+                config=build_config(
+                    request, timeout=timeout, wire=wire_contents(request) if request.turns else None
+                ),
             )
         except genai_errors.APIError as exc:
             raise self._translate(exc) from exc

@@ -71,9 +71,13 @@ class OpenAICompatibleProvider:
 
     def generate(self, request: LLMRequest, *, model: str, timeout: float | None = None) -> LLMReply:
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        messages = build_messages(request)
         try:
+            # The SDK walks every message against its typed schema (about 0.2 ms each); it sees only
+            # the last one, and the documented `extra_body` puts the whole list, already in wire
+            # format, into the body in its place.
             response = self._client.chat.completions.create(
-                model=model, messages=build_messages(request), **extra
+                model=model, messages=messages[-1:], extra_body={"messages": messages}, **extra
             )
         except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
             # APIConnectionError covers APITimeoutError.

@@ -188,3 +188,39 @@ def test_timeouts_are_retried(fake_llm, db, settings, sleeps, route):
 
     assert reply.status == "ok"
     assert len(fake_llm.requests) == 2 and len(sleeps) == 1
+
+
+def _mixed_request() -> LLMRequest:
+    request = _request()
+    request.turns.append(Turn("user", (Part(text="Describe this."), Part(data=b"\x89PNG", mime="image/png"))))
+    return request
+
+
+def test_gemini_body_matches_the_sdk_own_conversion_of_every_turn(fake_llm):
+    from llm.providers.gemini import GeminiProvider, build_config, build_contents
+
+    provider = GeminiProvider(api_key="test", base_url=fake_llm.url)
+    request = _mixed_request()
+    provider._client.models.generate_content(
+        model="m", contents=build_contents(request), config=build_config(request)
+    )
+    provider.generate(request, model="m")
+
+    sdk_body, sent_body = (r.json for r in fake_llm.requests)
+    assert sent_body == sdk_body
+    assert len(sent_body["contents"]) == 4
+
+
+def test_openai_body_matches_the_sdk_own_conversion_of_every_message(fake_llm):
+    from llm.providers.openai_compat import OpenAICompatibleProvider, build_messages
+
+    provider = OpenAICompatibleProvider(
+        name="openai", key_variable="OPENAI_API_KEY", api_key="test", base_url=fake_llm.url + "/v1"
+    )
+    request = _mixed_request()
+    provider._client.chat.completions.create(model="m", messages=build_messages(request))
+    provider.generate(request, model="m")
+
+    sdk_body, sent_body = (r.json for r in fake_llm.requests)
+    assert sent_body == sdk_body
+    assert len(sent_body["messages"]) == 5
