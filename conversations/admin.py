@@ -44,6 +44,7 @@ from conversations.services.curation import (
     model_price_save,
     model_price_validate,
 )
+from conversations.services.summaries import conversations_summarize_now
 
 INLINE_ROWS = 50  # conversations can hold thousands of messages: inlines show the newest ones
 
@@ -143,7 +144,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "updated",
     ]
     inlines = [TaskNodeInline, MessageInline]
-    actions = ["mute_in_telegram", "unmute_in_telegram", "leave_in_telegram"]
+    actions = ["mute_in_telegram", "unmute_in_telegram", "leave_in_telegram", "summarize_now"]
 
     def has_add_permission(self, request) -> bool:
         return False  # conversations come from Telegram (or the sandbox), never from a form
@@ -180,6 +181,7 @@ class ConversationAdmin(admin.ModelAdmin):
                 changelist_link(
                     "conversations.activityevent", "activity", conversation__id__exact=conversation.pk
                 ),
+                *memory_links(conversation),
             ]
         )
 
@@ -211,6 +213,21 @@ class ConversationAdmin(admin.ModelAdmin):
         self.message_user(
             request, conversations_request_leave(conversations=list(queryset.select_related("agent")))
         )
+
+    @admin.action(description="Summarize now")
+    def summarize_now(self, request, queryset):
+        self.message_user(
+            request, conversations_summarize_now(conversations=list(queryset.select_related("agent")))
+        )
+
+
+def memory_links(conversation: Conversation) -> list[str]:
+    """Links to the conversation's summaries and notes in the memory admin."""
+    filters = {"agent__id__exact": conversation.agent_id, "channel_id": conversation.peer_id}
+    return [
+        changelist_link("memory.summary", "summaries", **filters),
+        changelist_link("memory.note", "notes", **filters),
+    ]
 
 
 @admin.register(Message)

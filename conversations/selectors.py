@@ -68,3 +68,14 @@ def conversations_with_messages(*, agent_id: int) -> list[Conversation]:
             Q(Exists(Message.objects.filter(conversation=OuterRef("pk"))))
         )
     )
+
+
+def first_partner_message_id(*, conversation: Conversation) -> int | None:
+    """The partner's first visible message in a DM (None in groups, or before they wrote).
+
+    With Reset Context On First Message, the agent's history of a DM starts here.
+    """
+    if conversation.kind != Conversation.Kind.DM:
+        return None
+    rows = Message.objects.filter(conversation=conversation, deleted=False, is_agent=False, is_service=False)
+    return rows.order_by("message_id").values_list("message_id", flat=True).first()

@@ -10,6 +10,11 @@ urlpatterns = [
     path("", views.dashboard_index, name="index"),
     path("conversations/<int:conversation_id>/", views.conversation_seen, name="conversation"),
     path(
+        "conversations/<int:conversation_id>/summarize/",
+        views.conversation_summarize,
+        name="conversation_summarize",
+    ),
+    path(
         "conversations/<int:conversation_id>/log/",
         conversation_views.conversation_log,
         name="conversation_log",

@@ -36,6 +36,7 @@ from conversations.services.ingest import (
     message_upsert,
     messages_mark_deleted,
 )
+from conversations.services.summaries import first_message_clear, summarization_start_if_due
 from conversations.transport.base import (
     InboundMessage,
     MessageEdited,
@@ -89,10 +90,14 @@ def ingest_updates(*, agent_id: int, updates: Iterable[Update], trigger: bool = 
 def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) -> list[int]:
     agent = Agent.objects.get(pk=agent_id)
     pending: dict[int, _Trigger] = {}
+    grown: set[int] = set()  # conversations with new messages, checked for a due summarization
     for update in updates:
         if isinstance(update, NewMessage | MessageEdited):
             edited = isinstance(update, MessageEdited)
             conversation, message, created = message_upsert(agent=agent, record=update.message, edited=edited)
+            if created:
+                grown.add(conversation.pk)
+                first_message_clear(conversation=conversation, message=message)
             if trigger and created:
                 decision = message_decision(
                     agent=agent,
@@ -118,7 +123,13 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
                     pending[message.conversation_id] = _Trigger(
                         message.conversation, decision, message.message_id, now()
                     )
-    return _replan_all(pending)
+    graph_ids = _replan_all(pending)
+    if trigger:
+        for conversation_id in sorted(grown - set(pending)):
+            graph = summarization_start_if_due(conversation_id=conversation_id)
+            if graph is not None:
+                graph_ids.append(graph.pk)
+    return graph_ids
 
 
 def ingest_history(*, agent_id: int, records: Iterable[InboundMessage], trigger: bool) -> list[int]:

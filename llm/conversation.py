@@ -15,7 +15,12 @@ from typing import Any
 from django.conf import settings
 
 from conversations.models import Conversation, Message
+from conversations.selectors import first_partner_message_id
 from media_catalog.models import MediaDescription
+from memory.services.summaries import summary_covered_id
+
+#: Summarized messages the history still shows before the first unsummarized one, for continuity.
+HISTORY_OVERLAP = 4
 
 _DESCRIBED = {MediaDescription.Status.OK, MediaDescription.Status.CURATED}
 _KIND_PHRASES = {
@@ -69,16 +74,66 @@ def part_text(part: dict[str, Any]) -> str:
     return part.get("text", "")
 
 
-def history_messages(conversation: Conversation, *, limit: int | None = None) -> list[Message]:
-    """The newest messages of a conversation, oldest first, at most `limit` (CINDY_HISTORY_SIZE).
+@dataclass(frozen=True)
+class HistoryStart:
+    """Where the prompt's history starts: the first message id it may show (None: the beginning).
 
-    When the conversation is longer than the cap, the window start moves in steps of
+    `reason` says why: "summary" (after the last summarized message, with a small overlap),
+    "first message" (Reset Context On First Message) or "" (no limit but the window cap).
+    `covered` is the highest message id a summary covers.
+    """
+
+    message_id: int | None = None
+    reason: str = ""
+    covered: int | None = None
+
+
+def visible_messages(conversation: Conversation):
+    return Message.objects.filter(conversation=conversation, deleted=False)
+
+
+def history_start(conversation: Conversation) -> HistoryStart:
+    """The first message the prompt's history may show.
+
+    1. With Reset Context On First Message, a DM's history starts at the partner's first visible
+       message: what came before (the agent's own openers, a cleared chat) is not shown.
+    2. With summaries, it starts HISTORY_OVERLAP messages before the end of the last summarized
+       message, so the history and the summaries overlap a little. This start moves only when a
+       summary is written, so the prompt prefix stays the same between two summarizations.
+    """
+    floor = None
+    if conversation.agent.reset_context_on_first_message:
+        floor = first_partner_message_id(conversation=conversation)
+    covered = summary_covered_id(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    if covered is not None:
+        rows = visible_messages(conversation).filter(message_id__lte=covered)
+        if floor is not None:
+            rows = rows.filter(message_id__gte=floor)
+        overlap = list(rows.order_by("-message_id").values_list("message_id", flat=True)[:HISTORY_OVERLAP])
+        start = overlap[-1] if overlap else covered + 1
+        return HistoryStart(max(start, floor or start), "summary", covered)
+    if floor is not None:
+        return HistoryStart(floor, "first message")
+    return HistoryStart()
+
+
+def history_messages(
+    conversation: Conversation, *, limit: int | None = None, start: HistoryStart | None = None
+) -> list[Message]:
+    """The newest messages of a conversation from its history start, oldest first, at most `limit`.
+
+    The start is `history_start(conversation)`: after the summaries, or the partner's first message.
+    When more messages than the cap (CINDY_HISTORY_SIZE) follow it, the window start moves in steps of
     CINDY_HISTORY_STEP messages (at most half the cap), so the window holds between cap - step + 1
     and cap messages: its first message then stays the same for `step` turns, which keeps the prompt
     prefix cacheable, and the prefix breaks once per step.
     """
     limit = limit or settings.CINDY_HISTORY_SIZE
-    visible = Message.objects.filter(conversation=conversation, deleted=False)
+    if start is None:
+        start = history_start(conversation)
+    visible = visible_messages(conversation)
+    if start.message_id is not None:
+        visible = visible.filter(message_id__gte=start.message_id)
     newest = list(visible.order_by("-message_id")[:limit])
     if len(newest) == limit:
         total = visible.count()
@@ -179,8 +234,10 @@ def to_chat_messages(messages: Sequence[Message], *, tz: dt.tzinfo) -> list[Chat
     ]
 
 
-def conversation_history(conversation: Conversation, *, limit: int | None = None) -> list[ChatMessage]:
-    """The conversation as the agent sees it, oldest first, capped at `limit` (CINDY_HISTORY_SIZE)."""
-    return to_chat_messages(
-        history_messages(conversation, limit=limit), tz=agent_timezone(conversation.agent)
-    )
+def conversation_history(
+    conversation: Conversation, *, limit: int | None = None, start: HistoryStart | None = None
+) -> list[ChatMessage]:
+    """The conversation as the agent sees it, oldest first, from its history start (see
+    `history_start`), capped at `limit` (CINDY_HISTORY_SIZE)."""
+    messages = history_messages(conversation, limit=limit, start=start)
+    return to_chat_messages(messages, tz=agent_timezone(conversation.agent))

@@ -14,7 +14,7 @@ from functools import partial
 from django.conf import settings
 
 from cindy_site.clock import get_clock
-from conversations.models import LLMCall, Message, TaskNode
+from conversations.models import LLMCall, Message, TaskGraph, TaskNode
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import agent_timezone, history_messages, to_chat_messages
 from llm.errors import LLMConfigError, LLMDeadlineError
@@ -89,6 +89,12 @@ def plan_turn(
         route = route_for(agent_llm=agent.llm, conversation_llm=conversation.llm_model)
     except UnknownModelError as exc:
         raise LLMConfigError(f"agent {agent.name}: {exc}") from exc
+    if graph.trigger == TaskGraph.Trigger.SUMMARIZE:
+        from llm.summarization import summarize_turn
+
+        return summarize_turn(
+            node=node, conversation=conversation, route=route, sleep=sleep, deadline=deadline
+        )
 
     messages = history_messages(conversation)
     ids = dict(agent_id=agent.pk, conversation_id=conversation.pk, node_id=node.pk)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from llm.tasks import known_kinds
+from memory.stored_kinds import stored_kinds
 
 _MARKER = re.compile(r"<!--\s*SCHEMA_TASKS\s*:(.{0,2000}?)-->", re.IGNORECASE | re.DOTALL)
 
@@ -67,6 +68,9 @@ def task_list_schema(kinds: Iterable[str] | None = None) -> dict[str, Any]:
         "created": string,
         "urls": {"type": "ARRAY", "items": string},
     }
+    for spec in stored_kinds():  # the stored kinds' declared fields (summarize: min_message_id, ...)
+        for param in spec.params:
+            properties.setdefault(param.name, integer if param.type == "int" else string)
     return {
         "type": "ARRAY",
         "items": {

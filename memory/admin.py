@@ -1,11 +1,12 @@
-"""Admin for what agents remember: curated memories per partner, episodic memories, plans, summaries."""
+"""Admin for what agents remember: curated memories per partner, episodic memories, plans (and, in
+`memory.admin_entries`, summaries, notes and intentions)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, service_form, short
-from memory.models import CuratedMemoryFile, Intention, Memory, Plan, Summary
+from memory.models import CuratedMemoryFile, Memory, Plan
 from memory.services.curation import memory_save, memory_validate, plan_save, plan_validate
 
 
@@ -88,48 +89,6 @@ class PlanAdmin(admin.ModelAdmin):
         plan_save(plan=obj)
 
 
-@admin.register(Summary)
-class SummaryAdmin(admin.ModelAdmin):
-    """Summaries are written by the summarizer; people read them and may delete a bad one."""
-
-    list_display = ["preview", "agent", "channel_id", "first_message_id", "last_message_id", "created"]
-    list_filter = ["agent"]
-    search_fields = ["content", "=channel_id"]
-    list_select_related = ["agent"]
-    readonly_fields = [
-        "agent",
-        "channel_id",
-        "content",
-        "first_message_id",
-        "last_message_id",
-        "created",
-        "extra",
-    ]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    @admin.display(description="Summary")
-    def preview(self, summary: Summary) -> str:
-        return short(summary.content)
-
-
-@admin.register(Intention)
-class IntentionAdmin(admin.ModelAdmin):
-    list_display = ["preview", "agent", "kind", "channel_id", "created", "consumed"]
-    list_filter = ["agent", "kind", ("consumed", admin.EmptyFieldListFilter)]
-    search_fields = ["content", "=channel_id"]
-    list_select_related = ["agent"]
-    readonly_fields = ["agent", "kind", "channel_id", "content", "created", "consumed", "extra"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    @admin.display(description="Intention")
-    def preview(self, intention: Intention) -> str:
-        return short(intention.content)
-
-
 @admin.register(CuratedMemoryFile)
 class CuratedMemoryFileAdmin(ReadOnlyAdmin):
     """Which memory files were imported, and their shape; the memories themselves are edited as Memory rows."""
@@ -142,3 +101,7 @@ class CuratedMemoryFileAdmin(ReadOnlyAdmin):
     @admin.display(description="shape")
     def shape(self, record: CuratedMemoryFile) -> str:
         return "object {memory: [...]}" if isinstance(record.envelope, dict) else "list [...]"
+
+
+# Summaries, notes and intentions (memory/admin_entries.py).
+from memory import admin_entries  # noqa: E402, F401

@@ -34,6 +34,10 @@ def new_intention_id() -> str:
     return new_entry_id("intent")
 
 
+def new_note_id() -> str:
+    return new_entry_id("note")
+
+
 class Memory(models.Model):
     class Kind(models.TextChoices):
         CURATED = "curated", "Curated (per partner)"
@@ -132,7 +136,11 @@ class Plan(models.Model):
 
 
 class Summary(models.Model):
-    """A summary of a past stretch of one conversation; shown before the history."""
+    """A summary of a past stretch of one conversation (a `summarize` task's content).
+
+    It covers the messages `first_message_id` .. `last_message_id` (the task's `min_message_id` and
+    `max_message_id`); the prompt's history starts after the highest `last_message_id` of the channel.
+    """
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="summaries")
     channel_id = models.BigIntegerField()
@@ -140,22 +148,50 @@ class Summary(models.Model):
         max_length=100, default=new_summary_id, help_text="The id the agent uses to update or delete it"
     )
     content = models.TextField()
-    first_message_id = models.BigIntegerField(null=True, blank=True)
-    last_message_id = models.BigIntegerField(null=True, blank=True)
+    first_message_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The first message it covers (min_message_id)"
+    )
+    last_message_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The last message it covers (max_message_id)"
+    )
+    first_message_date = models.DateField(null=True, blank=True)
+    last_message_date = models.DateField(null=True, blank=True)
     created = models.DateTimeField()
     extra = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        ordering = ["agent", "channel_id", "created", "id"]
+        ordering = ["agent", "channel_id", "first_message_id", "created", "id"]
         verbose_name_plural = "summaries"
+        # Prompt assembly (the history start) and the summarization need check after ingest / graphs.
         indexes = [models.Index(fields=["agent", "channel_id"], name="summary_channel_idx")]
 
     def __str__(self) -> str:
         return self.content[:80]
 
 
+class Note(models.Model):
+    """A `note` task's content: something the agent keeps about one conversation."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="notes")
+    channel_id = models.BigIntegerField()
+    entry_id = models.CharField(
+        max_length=100, default=new_note_id, help_text="The id the agent uses to update or delete it"
+    )
+    content = models.TextField()
+    created = models.DateTimeField()
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["agent", "channel_id", "created", "id"]
+        # Prompt assembly: the notes of one (agent, channel).
+        indexes = [models.Index(fields=["agent", "channel_id"], name="note_channel_idx")]
+
+    def __str__(self) -> str:
+        return self.content[:80]
+
+
 class Intention(models.Model):
-    """Something the agent intends to do, possibly in another chat (an `xsend` intent)."""
+    """The agent's standing goal (`intend`, shown under "# Intentions"), or an `xsend` intent."""
 
     class Kind(models.TextChoices):
         INTEND = "intend", "Intention"

@@ -24,7 +24,7 @@ from typing import Any
 
 from django.db import models
 
-from memory.models import Memory, Plan, new_entry_id
+from memory.models import Intention, Memory, Note, Plan, Summary, new_entry_id
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class StoredParam:
 
     name: str
     field: str
-    type: str = "text"  # "text" or "int"
+    type: str = "text"  # "text", "int" or "date" (text in the task, a date in the model)
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,11 @@ class StoredKind:
     on_create: Callable[[StoreContext], dict[str, Any]] = lambda context: {}  # fields set once
     params: tuple[StoredParam, ...] = ()
     ordering: tuple[str, ...] = ("created", "id")
+    section_order: int = 100  # where its prompt section goes among the stored kinds' (lowest first)
+    # The original system's state files (memory.services.state_io): the entries' property name in
+    # `<agent>/memory.json` (per agent) or `<agent>/memory/<channel id>.json` (per channel); "" = none.
+    file_property: str = ""
+    per_channel: bool = False
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
@@ -79,7 +84,8 @@ def stored_kind(kind: str) -> StoredKind | None:
 
 
 def stored_kinds() -> tuple[StoredKind, ...]:
-    return tuple(_REGISTRY.values())
+    """The registered kinds in prompt order: by `section_order`, then in registration order."""
+    return tuple(sorted(_REGISTRY.values(), key=lambda spec: spec.section_order))
 
 
 def is_stored_kind(kind: str) -> bool:
@@ -121,6 +127,8 @@ REMEMBER = register(
         section_title="Global Memories",
         section_entry=_memory_entry,
         ordering=("position", "id"),
+        section_order=10,
+        file_property="memory",
     )
 )
 
@@ -134,5 +142,86 @@ PLAN = register(
         scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
         section_title="Channel Plan",
         section_entry=_plan_entry,
+        section_order=30,
+        file_property="plan",
+        per_channel=True,
+    )
+)
+
+
+# --- Memory that lasts: notes, intentions and conversation summaries --------------------------------
+
+
+def _note_entry(note: Note) -> dict[str, Any]:
+    return {"id": note.entry_id, "content": note.content, "created": note.created.isoformat()}
+
+
+def _intention_entry(intention: Intention) -> dict[str, Any]:
+    return {"id": intention.entry_id, "content": intention.content, "created": intention.created.isoformat()}
+
+
+def summary_entry(summary: Summary) -> dict[str, Any]:
+    """A summary as the prompt (and the exported file) shows it, in the original system's fields."""
+    item: dict[str, Any] = {"id": summary.entry_id, "content": summary.content}
+    for name, value in (
+        ("min_message_id", summary.first_message_id),
+        ("max_message_id", summary.last_message_id),
+        ("first_message_date", summary.first_message_date),
+        ("last_message_date", summary.last_message_date),
+    ):
+        if value is not None:
+            item[name] = value.isoformat() if isinstance(value, dt.date) else value
+    return item
+
+
+#: `note`: what the agent keeps about one conversation, shown beside its memories.
+NOTE = register(
+    StoredKind(
+        kind="note",
+        model=Note,
+        id_prefix="note",
+        scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
+        section_title="Conversation Notes",
+        section_entry=_note_entry,
+        section_order=20,
+        file_property="note",
+        per_channel=True,
+    )
+)
+
+#: `intend`: the agent's standing goals, across all its chats; shown after the channel plan.
+INTEND = register(
+    StoredKind(
+        kind="intend",
+        model=Intention,
+        id_prefix="intent",
+        scope=lambda context: {"agent_id": context.agent_id, "kind": Intention.Kind.INTEND},
+        section_title="Intentions",
+        section_entry=_intention_entry,
+        section_order=40,
+        file_property="intention",
+    )
+)
+
+#: `summarize`: summaries of past stretches of one conversation. Their section is the last of the
+#: system instruction, right before the history, which starts after the last summarized message.
+SUMMARIZE = register(
+    StoredKind(
+        kind="summarize",
+        model=Summary,
+        id_prefix="summary",
+        scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
+        params=(
+            StoredParam("min_message_id", "first_message_id", "int"),
+            StoredParam("max_message_id", "last_message_id", "int"),
+            StoredParam("first_message_date", "first_message_date", "date"),
+            StoredParam("last_message_date", "last_message_date", "date"),
+        ),
+        section_title="Conversation Summary",
+        section_entry=summary_entry,
+        ordering=("first_message_id", "created", "id"),
+        section_order=900,
+        file_property="summary",
+        per_channel=True,
     )
 )

@@ -18,6 +18,7 @@ from agents.models import Agent, AgentDocument, RolePrompt
 from agents.persona import PersonaError, write_persona
 from media_catalog.services import curated_io as media_io
 from memory.services import curated_io as memory_io
+from memory.services.state_io import state_export
 
 
 class ExportError(ValueError):
@@ -56,6 +57,7 @@ def config_export(*, out_dir: Path) -> Counter:
         for partner_id, text in memory_io.curated_memories_export(agent=agent).items():
             _write(agents_dir / name / "memory" / f"{partner_id}.json", text)
             counts["memory"] += 1
+        counts["state"] += state_export(agent_id=agent.pk, agent_dir=out_dir / "state" / name)
         for document in AgentDocument.objects.filter(agent=agent).order_by("name"):
             _write(agents_dir / name / "docs" / _safe_name(document.name, "document"), document.content)
             counts["document"] += 1

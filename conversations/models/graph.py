@@ -45,6 +45,8 @@ class TaskGraph(models.Model):
         REACTION = "reaction", "Reaction"
         XSEND = "xsend", "Cross-chat intention"
         CONTINUATION = "continuation", "Continuation"
+        # Memory: a conversation's unsummarized messages reached the threshold, or an operator asked.
+        SUMMARIZE = "summarize", "Summarization"
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="graphs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)

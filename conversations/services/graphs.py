@@ -84,7 +84,7 @@ def graph_replan(
             agent_id=conversation.agent_id,
             conversation_id=conversation.pk,
             node_id=node.pk,
-            summary=f"{trigger} on #{target_message_id}"
+            summary=(f"{trigger} on #{target_message_id}" if target_message_id is not None else trigger)
             + (f" (replaces graph {previous.pk})" if previous else ""),
             data={"graph_id": graph.pk, "trigger": trigger, "target_message_id": target_message_id},
         )
@@ -183,11 +183,20 @@ def graph_append_chain(*, after: TaskNode, tasks: Iterable[tuple[str, dict[str, 
 
 
 def graph_finish_if_complete(*, graph_id: int) -> bool:
-    """Mark the graph done once none of its nodes is pending or running."""
+    """Mark the graph done once none of its nodes is pending or running.
+
+    A conversation left idle is then checked for a due summarization turn (see services.summaries).
+    """
     if TaskNode.objects.filter(graph_id=graph_id, status__in=OPEN_NODE_STATUSES).exists():
         return False
-    return bool(
+    finished = bool(
         TaskGraph.objects.filter(pk=graph_id, status=TaskGraph.Status.ACTIVE).update(
             status=TaskGraph.Status.DONE, active_slot=None, finished=now()
         )
     )
+    if finished:
+        from conversations.services.summaries import summarization_start_if_due
+
+        conversation_id = TaskGraph.objects.filter(pk=graph_id).values_list("conversation_id", flat=True)
+        summarization_start_if_due(conversation_id=conversation_id.get())
+    return finished

@@ -108,8 +108,8 @@ def test_conversation_see_row_shows_links_not_html_source(site_db, page):
     page.goto(f"/admin/conversations/conversation/{conversation.pk}/change/")
 
     see = page.locator(".field-related .readonly")
-    expect(see).to_have_text("all messages · graphs · activity")
-    expect(see.locator("a")).to_have_count(3)
+    expect(see).to_have_text("all messages · graphs · activity · summaries · notes")
+    expect(see.locator("a")).to_have_count(5)
     see.get_by_role("link", name="graphs").click()
     expect(page).to_have_url(re.compile(rf"/taskgraph/\?conversation__id__exact={conversation.pk}$"))
     page.go_back()

@@ -58,3 +58,28 @@ def test_the_page_needs_a_verified_staff_session(client, unverified, conversatio
 
 def test_an_unknown_conversation_is_not_found(verified):
     assert verified.client.get("/dashboard/conversations/999999/").status_code == 404
+
+
+def test_the_page_shows_the_summaries_and_where_the_history_starts(verified, conversation):
+    from memory.models import Summary
+
+    for number in range(3, 12):
+        Message.objects.create(
+            conversation=conversation, message_id=number, date=now(), text=f"line {number}"
+        )
+    Summary.objects.create(
+        agent=conversation.agent,
+        channel_id=conversation.peer_id,
+        entry_id="summary-seen",
+        content="They waved at each other.",
+        first_message_id=1,
+        last_message_id=8,
+        created=now(),
+    )
+    html = verified.client.get(f"/dashboard/conversations/{conversation.pk}/").content.decode()
+    assert "They waved at each other." in html and "summary-seen" in html
+    assert "The history starts at message #5: the summaries cover up to #8" in html
+    assert 'data-message-id="4"' not in html and 'data-message-id="5"' in html
+
+    response = verified.client.post(f"/dashboard/conversations/{conversation.pk}/summarize/", follow=True)
+    assert "summarizing 1 chat(s)" in response.content.decode()

@@ -5,10 +5,14 @@ providers bill at the cached rate:
 
 1. system instruction: response format, agent instructions, role prompts (templates substituted),
    stickers, channel details, curated memories, the stored kinds' entries (global memories,
-   channel plan, ...) and intentions;
-2. the history, oldest first (the window start moves in steps, see llm.conversation);
+   conversation notes, channel plan, intentions, ...) and last the conversation summaries;
+2. the history, oldest first: it starts after the last summarized message with a small overlap, and
+   its window start moves in steps (see llm.conversation.history_start / history_messages);
 3. retrieved web pages of this turn, marked as untrusted;
-4. a final user turn: current time, conversation summary, the instructions for this turn (once).
+4. a final user turn: current time and the instructions for this turn (once).
+
+The summaries and the history start change only when a summary is written, so between two
+summarizations consecutive turns share everything up to the final turn.
 """
 
 from __future__ import annotations
@@ -25,12 +29,10 @@ from llm.prompt.sections import (
     base_prompt,
     channel_details_section,
     included_prompts,
-    intentions_section,
     memory_section,
     sticker_section,
     stored_sections,
     substitute,
-    summary_section,
     template_values,
 )
 from llm.request import LLMRequest, Part, Turn
@@ -65,7 +67,6 @@ def system_instruction(
         channel_details_section(conversation),
         memory_section(agent, partner_id=conversation.peer_id),
         stored_sections(agent, conversation=conversation),
-        intentions_section(agent, channel_id=conversation.peer_id),
     ]
     return "\n\n".join(s for s in sections if s)
 
@@ -101,7 +102,6 @@ def final_turn(conversation: Conversation, turn: TurnContext, *, at: dt.datetime
     agent = conversation.agent
     sections = [
         current_time_section(at, agent_timezone(agent)),
-        summary_section(agent, channel_id=conversation.peer_id),
         specific_instructions(turn),
     ]
     return Turn(role="user", parts=(Part(text="\n\n".join(s for s in sections if s)),))
@@ -116,11 +116,13 @@ def build_plan_request(
     include_retrieve: bool = True,
     notes: Sequence[str] = (),
     at: dt.datetime | None = None,
+    kinds: Sequence[str] | None = None,
 ) -> LLMRequest:
     """The request for one planning turn. Reads descriptions from the catalog only; no media work.
 
     The reply schema allows the kinds the included prompts teach (their SCHEMA_TASKS markers), or
     every kind when none of them has a marker.
+    `kinds` narrows it further (a summarization turn answers with summarize tasks only).
     """
     if history is None:
         history = conversation_history(conversation)
@@ -130,5 +132,7 @@ def build_plan_request(
     return LLMRequest(
         system=system_instruction(conversation, include_retrieve=include_retrieve, prompts=prompts),
         turns=turns,
-        response_schema=task_list_schema(allowed_kinds(text for _name, text in prompts)),
+        response_schema=task_list_schema(
+            kinds if kinds is not None else allowed_kinds(text for _name, text in prompts)
+        ),
     )

@@ -18,11 +18,14 @@ class TurnContext:
     target_message_id: int | None = None
     xsend_intent: str = ""
     reactions: tuple[str, ...] = ()  # e.g. ("Alice reacted 👍",) for a reaction trigger
+    summarization: str = ""  # a summarization turn's instructions (trigger "summarize")
 
 
 def specific_instructions(turn: TurnContext) -> str:
     """Exactly one of: cross-chat trigger, new conversation, target message, reaction, continuation."""
-    if turn.trigger == "xsend" and turn.xsend_intent:
+    if turn.trigger == "summarize":
+        body = turn.summarization
+    elif turn.trigger == "xsend" and turn.xsend_intent:
         body = (
             "You decided earlier, in another conversation, to write to this chat. Your intention was:\n\n"
             f"{turn.xsend_intent}\n\nAct on it now in a way that fits this conversation."

@@ -17,6 +17,12 @@ Task kinds:
   `id` of a memory to change it, and empty `content` to forget it.
 - `{"kind": "plan", "content": "..."}`: keep a plan for this chat; an `id` replaces that plan, empty
   `content` with its `id` deletes it.
+- `{"kind": "note", "content": "..."}`: keep a note about this conversation (shown under "Conversation
+  Notes"); an `id` changes that note, empty `content` with its `id` deletes it.
+- `{"kind": "intend", "content": "..."}`: keep a standing goal of yours across all your chats (shown
+  under "Intentions"); an `id` changes it, empty `content` with its `id` drops it.
+- `{"kind": "summarize", "id": "summary-...", "content": "..."}`: correct a summary listed under
+  "Conversation Summary" by its `id`; empty `content` deletes it.
 - `{"kind": "retrieve", "urls": ["https://..."]}`: fetch up to 3 web pages before answering.
 - `{"kind": "block"}`, `{"kind": "unblock"}`, `{"kind": "clear-conversation"}`: only in direct messages.
 - `{"kind": "shutdown"}`: stop yourself; only an operator may ask for it.

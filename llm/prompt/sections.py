@@ -10,7 +10,7 @@ from agents.models import Agent, RolePrompt
 from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from media_catalog.models import MediaDescription, Sticker
-from memory.models import Intention, Memory, Summary
+from memory.models import Memory
 from memory.services.stored import stored_entries
 from memory.stored_kinds import StoreContext, stored_kinds
 
@@ -167,10 +167,12 @@ def _memory_json(memory: Memory) -> dict[str, Any]:
 
 
 def stored_sections(agent: Agent, *, conversation: Conversation) -> str:
-    """One `# <title>` section per stored kind (global memories, channel plan, ...), ids included.
+    """One `# <title>` section per stored kind, ids included, in the kinds' `section_order`.
 
-    Each kind declares its title and entries in `memory.stored_kinds`; the agent names an entry's id to
-    update it, or gives it empty content to delete it.
+    Global memories, conversation notes, channel plan, intentions, ..., and last the conversation
+    summaries, right before the history (which starts where they end). Each kind declares its title
+    and entries in `memory.stored_kinds`; the agent names an entry's id to update it, or gives it empty
+    content to delete it.
     """
     context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
     blocks = []
@@ -179,15 +181,6 @@ def stored_sections(agent: Agent, *, conversation: Conversation) -> str:
         if entries:
             blocks.append(f"# {spec.section_title}\n\n" + _json_block(entries))
     return "\n\n".join(blocks)
-
-
-def intentions_section(agent: Agent, *, channel_id: int) -> str:
-    """`# Intentions`: the agent's open intentions."""
-    intentions = [
-        {"content": i.content, "created": i.created.isoformat()}
-        for i in Intention.objects.filter(agent=agent, consumed__isnull=True, kind=Intention.Kind.INTEND)
-    ]
-    return "# Intentions\n\n" + _json_block(intentions) if intentions else ""
 
 
 _DETAIL_LABELS = {
@@ -222,11 +215,3 @@ def channel_details_section(conversation: Conversation) -> str:
     if isinstance(participants, list) and participants:
         lines.append("- Members: " + ", ".join(str(p) for p in participants))
     return "# Channel Details\n\n" + "\n".join(lines)
-
-
-def summary_section(agent: Agent, *, channel_id: int) -> str:
-    summaries = [s.content.strip() for s in Summary.objects.filter(agent=agent, channel_id=channel_id)]
-    summaries = [s for s in summaries if s]
-    if not summaries:
-        return ""
-    return "# Conversation Summary\n\n" + "\n\n".join(summaries)

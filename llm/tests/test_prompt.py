@@ -60,16 +60,15 @@ def test_sections_come_in_cache_friendly_order(furnished, dm):
         "# Global Memories",
         "# Channel Plan",
         "# Intentions",
+        "# Conversation Summary",
     ]
     positions = [system.index(marker) for marker in order]
     assert positions == sorted(positions)
+    assert system.rstrip().endswith("```")  # the summaries close the system instruction
     assert "# Current Time" not in system and "Consider responding" not in system
     final = _final_text(request)
-    assert (
-        final.index("# Current Time")
-        < final.index("# Conversation Summary")
-        < final.index("# Instructions For This Turn")
-    )
+    assert final.index("# Current Time") < final.index("# Instructions For This Turn")
+    assert "# Conversation Summary" not in final
     assert [t.role for t in request.turns] == ["user", "user"]
 
 

@@ -83,7 +83,22 @@ def stored_entry_apply(
 
 
 def _mapped_params(spec: StoredKind, params: dict[str, Any]) -> dict[str, Any]:
-    return {p.field: params[p.name] for p in spec.params if params.get(p.name) is not None}
+    """The declared fields the task gave. A date that does not parse is left out (the old value stays)."""
+    values: dict[str, Any] = {}
+    for param in spec.params:
+        value = params.get(param.name)
+        if value is None:
+            continue
+        if param.type == "date":
+            if not isinstance(value, dt.date):
+                parsed = parse_created(str(value))
+                if parsed is None:
+                    continue
+                value = parsed.date()
+            elif isinstance(value, dt.datetime):
+                value = value.date()
+        values[param.field] = value
+    return values
 
 
 def _created_values(spec: StoredKind, raw: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from agents.services.exporting import ExportError, config_export
 class Command(BaseCommand):
     help = (
         "Write agents, role prompts, curated memories and curated media (with files) into DIR, in the "
-        "layout importagents reads. Files with the same names are overwritten."
+        "layout importagents reads, and the agents' global memories, plans, notes, intentions and "
+        "summaries into DIR/state (importagents --state DIR/state). Files with the same names are overwritten."
     )
 
     def add_arguments(self, parser):
@@ -27,6 +28,7 @@ class Command(BaseCommand):
         except ExportError as exc:
             raise CommandError(str(exc)) from exc
         parts = ", ".join(
-            f"{counts[kind]} {kind}" for kind in ("persona", "prompt", "agent prompt", "memory", "media")
+            f"{counts[kind]} {kind}"
+            for kind in ("persona", "prompt", "agent prompt", "memory", "media", "state")
         )
         self.stdout.write(self.style.SUCCESS(f"Exported to {out_dir}: {parts} files"))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.services.import_report import plural
 from agents.services.importing import config_import, configured_dirs
+from memory.services.state_io import StateFileError, state_import_all
 
 # Below this many media files a progress line is more noise than help.
 PROGRESS_THRESHOLD = 20
@@ -20,8 +23,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("dirs", nargs="*", help="Config directories, highest priority first")
         parser.add_argument("--dry-run", action="store_true", help="Report what would change, save nothing")
+        parser.add_argument(
+            "--state",
+            metavar="STATE_DIR",
+            help="Also import the original's state files (<agent>/memory.json, <agent>/memory/<channel>.json): "
+            "global memories, intentions, plans, notes and summaries, by id",
+        )
 
-    def handle(self, *args, dirs, dry_run, **options):
+    def handle(self, *args, dirs, dry_run, state=None, **options):
         report = config_import(dirs=configured_dirs(dirs), dry_run=dry_run, progress=self._progress)
         rows = [(r.path, r.kind.value, r.outcome.value, _detail(r)) for r in report.results]
         self._table(rows)
@@ -33,6 +42,13 @@ class Command(BaseCommand):
                 self.stderr.write(self.style.ERROR(f"error: {result.detail}"))
             raise CommandError(f"{summary}. Fix the files above and run importagents again.")
         self.stdout.write(self.style.SUCCESS(summary))
+        if state and not dry_run:
+            try:
+                counts = state_import_all(state_dir=Path(state))
+            except StateFileError as exc:
+                raise CommandError(f"{exc}. Fix it and run importagents --state again.") from exc
+            parts = ", ".join(f"{counts[kind]} {kind}" for kind in sorted(counts)) or "no entries"
+            self.stdout.write(self.style.SUCCESS(f"State from {state}: {parts}"))
 
     def _progress(self, done: int, total: int) -> None:
         if total < PROGRESS_THRESHOLD:

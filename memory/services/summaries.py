@@ -1,0 +1,26 @@
+"""Reading and clearing a conversation's summaries; writing them goes through `stored_entry_apply`."""
+
+from __future__ import annotations
+
+from django.db.models import Max
+
+from memory.models import Plan, Summary
+
+
+def summary_covered_id(*, agent_id: int, channel_id: int) -> int | None:
+    """The highest message id a summary of this channel covers (None without summaries)."""
+    rows = Summary.objects.filter(agent_id=agent_id, channel_id=channel_id)
+    return rows.aggregate(covered=Max("last_message_id"))["covered"]
+
+
+def summary_count(*, agent_id: int, channel_id: int) -> int:
+    return Summary.objects.filter(agent_id=agent_id, channel_id=channel_id).count()
+
+
+def summaries_clear(*, agent_id: int, channel_id: int, plans: bool = False) -> int:
+    """Delete the channel's summaries (and its plans, with `plans`). Returns the rows deleted."""
+    deleted, _ = Summary.objects.filter(agent_id=agent_id, channel_id=channel_id).delete()
+    if plans:
+        more, _ = Plan.objects.filter(agent_id=agent_id, channel_id=channel_id).delete()
+        deleted += more
+    return deleted
