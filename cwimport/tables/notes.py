@@ -1,12 +1,11 @@
-"""`notes` (called `curated_memories` before the original renamed it): what the agent noted about one
-chat partner -> memory.Memory (kind curated, partner = the channel)."""
+"""`notes` (called `curated_memories` before the original renamed it): what the agent keeps about one
+conversation -> memory.Note."""
 
 from __future__ import annotations
 
-from cwimport.base import TableImporter
-from cwimport.report import Outcome, RowError
-from cwimport.tables.memories import upsert_memory
-from memory.models import Memory
+from cwimport.base import TableImporter, upsert
+from cwimport.report import Outcome
+from memory.models import Note
 
 
 class NotesImporter(TableImporter):
@@ -14,14 +13,12 @@ class NotesImporter(TableImporter):
     order_by = "agent_telegram_id, channel_id, created, id"
 
     def import_row(self, row, agent) -> Outcome:
-        if not row.get("content"):
-            raise RowError("content is empty")
-        return upsert_memory(
-            agent=agent,
-            kind=Memory.Kind.CURATED,
-            partner_id=int(row["channel_id"]),
-            entry_id=row["id"],
-            values={"content": row["content"], "created": self.when(row, "created")},
+        values, create_only = self.content_and_created(row)
+        return upsert(
+            Note,
+            lookup={"agent": agent, "channel_id": int(row["channel_id"]), "entry_id": row["id"]},
+            values=values,
+            create_only=create_only,
         )
 
 

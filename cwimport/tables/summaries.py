@@ -13,15 +13,12 @@ class SummariesImporter(TableImporter):
 
     def import_row(self, row, agent) -> Outcome:
         values, create_only = self.content_and_created(row)
-        extra = {}
-        for column in ("first_message_date", "last_message_date"):
-            value = self.when(row, column)
-            if value is not None:
-                extra[column] = value.isoformat()
+        first, last = self.when(row, "first_message_date"), self.when(row, "last_message_date")
         values |= {
             "first_message_id": row.get("min_message_id"),
             "last_message_id": row.get("max_message_id"),
-            "extra": extra,
+            "first_message_date": first.date() if first else None,
+            "last_message_date": last.date() if last else None,
         }
         return upsert(
             Summary,
