@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "engine",
     "llm",
     "dashboard",
+    "cwimport",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,2 @@
+from cwimport.tests.cw_source import cw_source  # noqa: F401
+from cwimport.tests.sessions import state_dir  # noqa: F401
