@@ -6,11 +6,13 @@ from cwimport.base import TableImporter
 from cwimport.tables.agent_activity import AgentActivityImporter
 from cwimport.tables.conversation_gagged import ConversationGaggedImporter
 from cwimport.tables.conversation_llm_overrides import ConversationLLMOverridesImporter
+from cwimport.tables.events import EventsImporter
 from cwimport.tables.intentions import IntentionsImporter
 from cwimport.tables.media_metadata import MediaMetadataImporter
 from cwimport.tables.memories import MemoriesImporter
 from cwimport.tables.notes import CuratedMemoriesImporter, NotesImporter
 from cwimport.tables.plans import PlansImporter
+from cwimport.tables.schedules import SchedulesImporter
 from cwimport.tables.summaries import SummariesImporter
 from cwimport.tables.task_execution_log import TaskExecutionLogImporter
 
@@ -21,6 +23,8 @@ IMPORTERS: list[type[TableImporter]] = [
     PlansImporter,
     SummariesImporter,
     IntentionsImporter,
+    EventsImporter,
+    SchedulesImporter,
     MediaMetadataImporter,
     ConversationLLMOverridesImporter,
     ConversationGaggedImporter,
@@ -30,8 +34,6 @@ IMPORTERS: list[type[TableImporter]] = [
 
 # Tables of the original that Cindy does not import, with the reason shown in the report.
 NOT_IMPORTED: dict[str, str] = {
-    "schedules": "not yet imported: Cindy's schedule model is not in this release",
-    "events": "not yet imported: Cindy's scheduled events model is not in this release",
     "translations": (
         "dropped: the original keys each translation by a hash of the message text and keeps neither the "
         "text nor the language, so it cannot be matched to a message; Cindy translates again on demand"

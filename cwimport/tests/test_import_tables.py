@@ -14,7 +14,7 @@ from conversations.models import ActivityEvent, Conversation
 from cwimport.services import cw_state_import
 from cwimport.tests.sessions import write_session
 from media_catalog.models import MediaDescription
-from memory.models import Intention, Memory, Note, Plan, Summary
+from memory.models import Intention, Memory, Note, Plan, ScheduledEvent, ScheduleEntry, Summary
 
 pytestmark = pytest.mark.django_db
 
@@ -213,8 +213,6 @@ def test_every_table_lands_field_by_field(agents, cw_source, state_dir, clock):
     assert "media_metadata: 1 with status budget_exhausted" in text
     assert "media_metadata: 1 already curated in Cindy (curated descriptions win)" in text
     assert Conversation.objects.get(agent=wendy, peer_id=555).gagged is True
-    assert "events (1 rows): not yet imported" in text
-    assert "schedules (1 rows): not yet imported" in text
     assert report.tables["memories"].counts["created"] == 4
     assert report.error_count == 1
 
@@ -287,3 +285,50 @@ def test_a_long_table_shows_progress(agents, cw_source, capsys, monkeypatch):
     call_command("import_cw_state", "--mysql", cw_source.url)
     err = capsys.readouterr().err
     assert "memories: 2/5" in err and "memories: 4/5" in err
+
+
+def test_events_and_schedules_land(agents, cw_source):
+    wendy, _ = agents
+    wendy.timezone = "Europe/Paris"
+    wendy.save()
+    cw_source.insert("events", id="ev-1", agent_telegram_id=WENDY, channel_id=555, time_utc="2030-04-01 09:00:00",
+                     intent="Wish Zoë luck 🍀", interval_value="1 days", occurrences=3)  # fmt: skip
+    cw_source.insert("events", id="ev-2", agent_telegram_id=WENDY, channel_id=555, time_utc="2030-04-01 09:00:00",
+                     intent="too often", interval_value="5 seconds")  # fmt: skip
+    activities = [
+        {"id": "act-1", "start_time": "2030-04-01T08:00:00+02:00", "end_time": "2030-04-01T12:00:00+02:00",
+         "activity_name": "Café shift ☕", "description": "Busy", "responsiveness": 30},
+        {"start_time": "2030-04-01T23:00:00", "end_time": "2030-04-02T07:00:00", "activity_name": "Sleep",
+         "responsiveness": 0},
+    ]  # fmt: skip
+    cw_source.insert(
+        "schedules", agent_telegram_id=WENDY, timezone="Europe/Paris", activities=json.dumps(activities)
+    )
+    report = run(cw_source)
+
+    event = ScheduledEvent.objects.get(entry_id="ev-1")
+    assert (event.agent, event.channel_id, event.intent) == (wendy, 555, "Wish Zoë luck 🍀")
+    assert event.due_at == dt.datetime(2030, 4, 1, 9, tzinfo=UTC)
+    assert (event.interval_seconds, event.occurrences, event.fired_count) == (86400, 3, 0)
+    assert not ScheduledEvent.objects.filter(entry_id="ev-2").exists()
+    assert any(
+        e.startswith("events id=ev-2:") and "once a minute" in e for e in report.tables["events"].errors
+    )
+
+    cafe, sleep = ScheduleEntry.objects.filter(agent=wendy).order_by("start")
+    assert (cafe.entry_id, cafe.activity, cafe.description, cafe.responsiveness) == (
+        "act-1",
+        "Café shift ☕",
+        "Busy",
+        30,
+    )
+    assert (cafe.start, cafe.end) == (
+        dt.datetime(2030, 4, 1, 6, tzinfo=UTC),
+        dt.datetime(2030, 4, 1, 10, tzinfo=UTC),
+    )
+    assert (sleep.activity, sleep.responsiveness) == ("Sleep", 0)
+    assert sleep.start == dt.datetime(2030, 4, 1, 21, tzinfo=UTC)  # no offset: the agent's zone
+    assert sleep.entry_id.startswith("act-")
+
+    again = run(cw_source)
+    assert again.changed == 0
