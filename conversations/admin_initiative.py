@@ -99,8 +99,40 @@ class ScheduledEventAdmin(admin.ModelAdmin):
 # --- the daily schedule -------------------------------------------------------------------------
 
 
+class ScheduleEntryForm(forms.ModelForm):
+    """The schedule as operators edit it keeps the rules the `schedule` task keeps: an entry ends after
+    it starts and overlaps no other entry of the same agent (one may start when the previous ends)."""
+
+    class Meta:
+        model = ScheduleEntry
+        fields = ["agent", "entry_id", "activity", "description", "start", "end", "responsiveness", "created"]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        agent, start, end = data.get("agent"), data.get("start"), data.get("end")
+        if agent is None or start is None or end is None:
+            return data
+        if end <= start:
+            raise ValidationError(
+                {"end": f"The entry ends ({end:%Y-%m-%d %H:%M}) before it starts: give a later end."}
+            )
+        clash = (
+            ScheduleEntry.objects.filter(agent=agent, start__lt=end, end__gt=start)
+            .exclude(pk=self.instance.pk)
+            .order_by("start")
+            .first()
+        )
+        if clash is not None:
+            raise ValidationError(
+                f'This entry overlaps "{clash.activity}" ({clash.entry_id}, {clash.start:%Y-%m-%d %H:%M}-'
+                f"{clash.end:%H:%M}): move it, or change or delete that entry first."
+            )
+        return data
+
+
 @admin.register(ScheduleEntry)
 class ScheduleEntryAdmin(admin.ModelAdmin):
+    form = ScheduleEntryForm
     list_display = ["activity", "agent", "start", "end", "responsiveness", "entry_id", "timeline"]
     list_select_related = ["agent"]
     list_filter = ["agent"]

@@ -126,3 +126,62 @@ def test_a_library_upload_in_the_admin_is_previewed_and_sendable(
     assert f'<img src="{preview}"' in listing
     image = verified_client.get(preview)
     assert image["Content-Type"] == "image/png" and b"".join(image.streaming_content) == PNG
+
+
+def test_the_schedule_admin_refuses_an_entry_that_overlaps_another(verified_client, conversation, clock):
+    start = dt.datetime(2030, 4, 1, 8, tzinfo=dt.UTC)
+    milking = ScheduleEntry.objects.create(
+        agent=conversation.agent,
+        entry_id="act-milking",
+        activity="Milking",
+        start=start,
+        end=start + dt.timedelta(hours=4),
+        responsiveness=40,
+        created=clock.now(),
+    )
+    url = reverse("admin:memory_scheduleentry_add")
+    form = {
+        "agent": conversation.agent.pk,
+        "entry_id": "act-market",
+        "activity": "Market",
+        "description": "",
+        "responsiveness": 60,
+        "created_0": "2030-03-01",
+        "created_1": "08:00:00",
+    }
+
+    overlapping = {
+        **form,
+        "start_0": "2030-04-01",
+        "start_1": "11:00:00",
+        "end_0": "2030-04-01",
+        "end_1": "13:00:00",
+    }
+    page = verified_client.post(url, overlapping).content.decode()
+    assert "overlaps &quot;Milking&quot; (act-milking, 2030-04-01 08:00-12:00)" in page
+    assert not ScheduleEntry.objects.filter(entry_id="act-market").exists()
+
+    backwards = {
+        **form,
+        "start_0": "2030-04-01",
+        "start_1": "15:00:00",
+        "end_0": "2030-04-01",
+        "end_1": "14:00:00",
+    }
+    assert "before it starts" in verified_client.post(url, backwards).content.decode()
+
+    touching = {
+        **form,
+        "start_0": "2030-04-01",
+        "start_1": "12:00:00",
+        "end_0": "2030-04-01",
+        "end_1": "13:00:00",
+    }
+    assert verified_client.post(url, touching).status_code == 302
+    assert ScheduleEntry.objects.filter(entry_id="act-market").exists()
+
+    # Editing an entry does not make it clash with itself.
+    change = reverse("admin:memory_scheduleentry_change", args=[milking.pk])
+    edit = {**form, "entry_id": "act-milking", "activity": "Milking", "start_0": "2030-04-01", "start_1": "07:00:00",
+            "end_0": "2030-04-01", "end_1": "12:00:00"}  # fmt: skip
+    assert verified_client.post(change, edit).status_code == 302
