@@ -109,7 +109,7 @@ def test_conversation_see_row_shows_links_not_html_source(site_db, page):
 
     see = page.locator(".field-related .readonly")
     expect(see).to_have_text("all messages · graphs · activity · summaries · notes · events · XSend")
-    expect(see.locator("a")).to_have_count(5)
+    expect(see.locator("a")).to_have_count(7)
     see.get_by_role("link", name="graphs").click()
     expect(page).to_have_url(re.compile(rf"/taskgraph/\?conversation__id__exact={conversation.pk}$"))
     page.go_back()
