@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from agents.models import Agent, RolePrompt
@@ -11,7 +13,7 @@ from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from media_catalog.models import LibraryItem, MediaDescription, Sticker
 from memory.models import Memory
-from memory.services.stored import stored_entries
+from memory.services.stored import stored_entries, stored_entries_split
 from memory.stored_kinds import StoreContext, stored_kinds
 
 logger = logging.getLogger(__name__)
@@ -188,23 +190,46 @@ def _memory_json(memory: Memory) -> dict[str, Any]:
     return item
 
 
-def stored_sections(agent: Agent, *, conversation: Conversation) -> str:
-    """One `# <title>` section per stored kind, ids included, in the kinds' `section_order`.
+def stored_section(title: str, entries: list[dict[str, Any]]) -> str:
+    """`# <title>` and the entries as a JSON list ("" without entries)."""
+    return f"# {title}\n\n" + _json_block(entries) if entries else ""
 
-    Global memories, conversation notes, channel plan, intentions, ..., and last the conversation
-    summaries, right before the history (which starts where they end). Each kind declares its title
-    and entries in `memory.stored_kinds`; the agent names an entry's id to update it, or gives it empty
-    content to delete it.
+
+@dataclass(frozen=True)
+class StoredSections:
+    """The stored kinds' sections of one request: those in the system instruction and those after the
+    history (see `memory.stored_kinds.StoredKind.prompt_place`)."""
+
+    system: str
+    late: str
+
+
+def stored_sections(
+    agent: Agent, *, conversation: Conversation, history_began: dt.datetime | None
+) -> StoredSections:
+    """One `# <title>` section per stored kind with entries, ids included, in the kinds' `section_order`:
+    global memories, conversation notes, channel plan, intentions, events, and last the conversation
+    summaries (always in the system instruction, right before the history, which starts where they end).
+
+    Entries dated up to `history_began` (the first history message's date) go into the system
+    instruction, the ones written since into sections of the same titles after the history: writing or
+    changing one of those leaves everything before the history as it was, so the next request still
+    shares the cached prefix. Each kind declares its title, entries and place in `memory.stored_kinds`;
+    the agent names an entry's id to update it, or gives it empty content to delete it.
     """
     context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
-    blocks = []
+    system: list[str] = []
+    late: list[str] = []
     for spec in stored_kinds():
         if not spec.in_prompt:
             continue
-        entries = stored_entries(kind=spec.kind, context=context)
-        if entries:
-            blocks.append(f"# {spec.section_title}\n\n" + _json_block(entries))
-    return "\n\n".join(blocks)
+        if spec.prompt_place == "system":
+            older, newer = stored_entries(kind=spec.kind, context=context), []
+        else:
+            older, newer = stored_entries_split(kind=spec.kind, context=context, boundary=history_began)
+        system.append(stored_section(spec.section_title, older))
+        late.append(stored_section(spec.section_title, newer))
+    return StoredSections("\n\n".join(b for b in system if b), "\n\n".join(b for b in late if b))
 
 
 _DETAIL_LABELS = {
