@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from cindy_site.clock import now as clock_now
 from conversations.models import Conversation
-from llm.conversation import ChatMessage, agent_timezone, conversation_history, part_text
+from llm.conversation import ChatMessage, agent_timezone, conversation_history
 from llm.prompt.instructions import TurnContext, current_time_section, specific_instructions
 from llm.prompt.sections import (
     StoredSections,
@@ -98,10 +98,7 @@ def recent_entries_turn(stored: StoredSections) -> list[Turn]:
 
 
 def history_turns(history: Sequence[ChatMessage]) -> list[Turn]:
-    return [
-        Turn(role="agent" if m.is_agent else "user", parts=tuple(Part(text=part_text(p)) for p in m.parts))
-        for m in history
-    ]
+    return [m.turn for m in history]
 
 
 def retrieved_turns(pages: Sequence[RetrievedPage]) -> list[Turn]:

@@ -8,6 +8,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Q
+
 from agents.models import Agent, RolePrompt
 from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
@@ -98,12 +100,14 @@ def sticker_section(agent: Agent) -> str:
     entries: list[tuple[str, str, str]] = []  # (set, name, unique_id)
     set_names = [s for s in agent.sticker_set_names or [] if s]
     if set_names:
-        stickers = Sticker.objects.filter(sticker_set__short_name__in=set_names).select_related("sticker_set")
-        by_set: dict[str, list[Sticker]] = {}
-        for sticker in stickers:
-            by_set.setdefault(sticker.sticker_set.short_name, []).append(sticker)
+        stickers = Sticker.objects.filter(sticker_set__short_name__in=set_names).values_list(
+            "sticker_set__short_name", "name", "unique_id"
+        )
+        by_set: dict[str, list[tuple[str, str, str]]] = {}
+        for row in stickers:
+            by_set.setdefault(row[0], []).append(row)
         for set_name in set_names:
-            entries += [(set_name, s.name, s.unique_id) for s in by_set.get(set_name, [])]
+            entries += by_set.get(set_name, [])
     seen = {(s, n) for s, n, _ in entries}
     for item in agent.explicit_stickers or []:
         set_name, _, name = str(item).partition("::")
@@ -150,14 +154,22 @@ def media_library_section(agent: Agent) -> str:
 def _sticker_descriptions(
     entries: list[tuple[str, str, str]],
 ) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
-    uids = [u for _, _, u in entries if u]
+    """Descriptions by sticker unique id and by (set, name), from one query in the catalog's order."""
+    uids = {u for _, _, u in entries if u}
     sets = {s for s, _, _ in entries}
-    rows = MediaDescription.objects.filter(status__in=_DESCRIBED).exclude(description=None)
-    by_uid = {r.unique_id: _one_line(r.description) for r in rows.filter(unique_id__in=uids)}
-    by_name = {
-        (r.sticker_set_name, r.sticker_name): _one_line(r.description)
-        for r in rows.filter(sticker_set_name__in=sets)
-    }
+    rows = (
+        MediaDescription.objects.filter(status__in=_DESCRIBED)
+        .exclude(description=None)
+        .filter(Q(unique_id__in=uids) | Q(sticker_set_name__in=sets))
+        .values_list("unique_id", "sticker_set_name", "sticker_name", "description")
+    )
+    by_uid: dict[str, str] = {}
+    by_name: dict[tuple[str, str], str] = {}
+    for unique_id, set_name, name, description in rows:
+        if unique_id in uids:
+            by_uid[unique_id] = _one_line(description)
+        if set_name in sets:
+            by_name[(set_name, name)] = _one_line(description)
     return by_uid, by_name
 
 
