@@ -302,12 +302,12 @@ def history_window(
 ) -> list[ChatMessage]:
     """Every message of the history window (`history_messages`' rule) as the agent sees it, oldest
     first, service messages without text included (`in_prompt` False), rendered through the cache."""
-    raw, convert = [], None
+    converters: list[Callable[[list[tuple]], list]] = []
 
     def fetch(queryset: QuerySet) -> list:
-        nonlocal raw, convert
-        raw, convert = _driver_rows(queryset.values_list(*_ROW_FIELDS))
-        return raw
+        rows, convert = _driver_rows(queryset.values_list(*_ROW_FIELDS))
+        converters.append(convert)
+        return rows
 
     rows = _window(conversation, limit=limit, start=start, fetch=fetch)
     tz = agent_timezone(conversation.agent)
@@ -325,7 +325,7 @@ def history_window(
     found = [_rendered.get(key) for key in keys] if caching else [None] * len(keys)
     missing = [i for i, hit in enumerate(found) if hit is None]
     if missing:
-        converted = convert([rows[i] for i in missing])
+        converted = converters[0]([rows[i] for i in missing])
         for i, values in zip(missing, converted, strict=True):
             message = Message(**dict(zip(_ROW_FIELDS, values, strict=True)))
             found[i] = _chat_message(message, descriptions=descriptions, tz=tz)
