@@ -243,7 +243,8 @@ LOGGING = {
 
 CINDY_AGENT_CONFIG_PATH = env.str("CINDY_AGENT_CONFIG_PATH", default="samples:configdir")
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
-CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 50)
+# 0: a quarter of the cap (llm.conversation.history_step).
+CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 0, minimum=0)
 CINDY_TICK_SECONDS = env.float("CINDY_TICK_SECONDS", default=1.0)
 CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
