@@ -6,7 +6,8 @@ It waits for the earliest of:
 - a **wake-up** from another process (a message in the sandbox, a plan stored by a worker, an operator's
   action: `conversations/services/wake.py`). `RedisWake` subscribes to the installation's channel and
   sets the gateway's `wakeup` event when a message comes; `DbWake` reads the `GatewayWake` counter every
-  CINDY_WAKE_POLL_SECONDS (one primary-key read) and wakes when it moved since the last read;
+  CINDY_WAKE_POLL_SECONDS (one primary-key read on a thread of its own) and sets it when the counter
+  moved since the last read;
 - an **update** a Telegram client received (the transport calls `on_update`, which sets `wakeup`);
 - the **next due timer**: the earliest future `not_before` of a pending node of a held agent (where the
   read delay, typing and retries end), a flood pause or a reconnect backoff ending, and the events and
@@ -25,10 +26,13 @@ import asyncio
 import contextlib
 import logging
 import math
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 
 from cindy_site.clock import get_clock, now
 from conversations.selectors import node_next_due_at
@@ -39,42 +43,73 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("engine.gateway")
 
-#: Backoff bounds of the Redis subscription after a failure.
+#: Backoff bounds of the Redis subscription (the first also the database poll's pause) after a failure.
 REDIS_RETRY_FIRST_SECONDS = 1.0
 REDIS_RETRY_MAX_SECONDS = 30.0
 
 
 class WakeListener(Protocol):
-    #: How often `signalled` must be asked while waiting (infinity: never, the listener sets the event).
-    poll_seconds: float
+    """Sets the gateway's `wakeup` event when another process made work for it."""
 
     async def start(self, event: asyncio.Event) -> None: ...
-
-    async def signalled(self) -> bool:
-        """Whether a wake-up came since the last call."""
-        ...
 
     async def stop(self) -> None: ...
 
 
 class DbWake:
-    """Reads the `GatewayWake` counter; a change since the previous read is a wake-up."""
+    """Reads the `GatewayWake` counter every `poll_seconds` on a thread (and database connection) of
+    its own, and sets the event when it moved since the previous read.
 
-    def __init__(self, *, poll_seconds: float | None = None) -> None:
+    The thread costs one primary-key read per poll and nothing on the event loop; `poll()` is one
+    such read, which tests call directly instead of starting the thread (`threaded=False`).
+    """
+
+    def __init__(self, *, poll_seconds: float | None = None, threaded: bool = True) -> None:
         self.poll_seconds = poll_seconds if poll_seconds is not None else settings.CINDY_WAKE_POLL_SECONDS
+        self.threaded = threaded
         self.seen: int | None = None
+        self._notify: Callable[[], object] | None = None
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
 
     async def start(self, event: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        self._notify = lambda: loop.call_soon_threadsafe(event.set)
         self.seen = await sync_to_async(wake_counter)()
+        if self.threaded:
+            self._thread = threading.Thread(target=self._run, name="wake poll", daemon=True)
+            self._thread.start()
 
-    async def signalled(self) -> bool:
-        value = await sync_to_async(wake_counter)()
+    def poll(self) -> bool:
+        """Read the counter once; wake the gateway if it moved. Returns whether it did."""
+        value = wake_counter()
         moved = self.seen is not None and value != self.seen
         self.seen = value
+        if moved and self._notify is not None:
+            self._notify()
         return moved
 
+    def _run(self) -> None:
+        failing = False
+        try:
+            while not self._stopped.wait(self.poll_seconds):
+                try:
+                    self.poll()
+                    failing = False
+                except Exception as exc:  # a locked or lost database: the tick still comes
+                    if not failing:
+                        logger.warning("wake-up poll failed (waking at each tick meanwhile): %r", exc)
+                    failing = True
+                    connection.close()
+                    self._stopped.wait(REDIS_RETRY_FIRST_SECONDS)
+        finally:
+            connection.close()
+
     async def stop(self) -> None:
-        pass
+        self._stopped.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 10)
+            self._thread = None
 
 
 class RedisWake:
@@ -83,8 +118,6 @@ class RedisWake:
     A lost connection is logged and retried with backoff (1 s doubling to 30 s); meanwhile the gateway
     wakes at each tick. Every (re)subscription also sets the event once, for what it may have missed.
     """
-
-    poll_seconds = math.inf
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -95,9 +128,6 @@ class RedisWake:
     async def start(self, event: asyncio.Event) -> None:
         self.channel = await sync_to_async(wake_channel)()
         self._task = asyncio.create_task(self._listen(event), name="wake subscription")
-
-    async def signalled(self) -> bool:
-        return False
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -175,29 +205,20 @@ class WakeWaits:
         return max(0.0, seconds)
 
     async def wait_for_work(self) -> str:
-        """Wait after an idle pass; returns why it ended: "wakeup", "signal", "timer" or "stopping"."""
+        """Wait after an idle pass; returns why it ended: "wakeup", "timer" or "stopping"."""
         seconds = await self.idle_seconds()
         if self.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
             return "stopping" if self.stopping.is_set() else "timer"
         seconds = min(seconds, await self.timer_seconds())
-        clock = get_clock()
-        deadline = clock.monotonic() + seconds
-        reason = "timer"
-        while not self.stopping.is_set():
-            if self.wakeup.is_set():
-                reason = "wakeup"
-                break
-            if await self.wake.signalled():
-                reason = "signal"
-                break
-            left = deadline - clock.monotonic()
-            if left <= 0:
-                break
-            await self._idle_pause(min(left, self.wake.poll_seconds))
+        if not self.wakeup.is_set() and seconds > 0:
+            await self._idle_pause(seconds)
+        woken = self.wakeup.is_set()
         self.wakeup.clear()
-        return "stopping" if self.stopping.is_set() else reason
+        if self.stopping.is_set():
+            return "stopping"
+        return "wakeup" if woken else "timer"
 
     async def _idle_pause(self, seconds: float) -> None:
         """Sleep `seconds` or until `wakeup` is set (tests replace this to move an injected clock)."""

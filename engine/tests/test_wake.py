@@ -40,15 +40,33 @@ def counted(callbacks) -> int:
 
 @pytest.mark.django_db
 def test_the_wake_row_round_trip_on_the_database():
-    listener = DbWake(poll_seconds=0.05)
-    async_to_sync(listener.start)(asyncio.Event())
-    assert async_to_sync(listener.signalled)() is False
+    woken: list[int] = []
+    listener = DbWake(threaded=False)
+    listener._notify = lambda: woken.append(listener.seen)  # what start() installs: set the event
+    assert listener.poll() is False  # the first read only sets the baseline
     wake_gateways()
-    assert async_to_sync(listener.signalled)() is True
-    assert async_to_sync(listener.signalled)() is False  # one wake-up is seen once
+    assert listener.poll() is True
+    assert listener.poll() is False  # one wake-up is seen once
+    assert woken == [wake_counter()]
     GatewayWake.objects.all().delete()  # a flushed database: the next bump creates the row again
     wake_gateways()
     assert GatewayWake.objects.get().counter == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_poll_thread_sets_the_gateways_event_when_the_counter_moves():
+    async def scenario() -> None:
+        event = asyncio.Event()
+        listener = DbWake(poll_seconds=0.01)
+        await listener.start(event)
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, wake_gateways)
+            await asyncio.wait_for(event.wait(), 30)  # a guard against a hang only
+        finally:
+            await listener.stop()
+        assert listener._thread is None
+
+    asyncio.run(scenario())
 
 
 @pytest.mark.django_db
@@ -176,15 +194,14 @@ def test_a_transports_update_ends_the_wait_at_once(agent, clock):
     harness.start()
     transport = harness.gateway.clients[agent.pk].transport
     assert transport.on_update == harness.gateway.on_update
-    pauses: list[float] = []
 
-    async def pause(seconds: float) -> None:
-        pauses.append(seconds)
-        transport.on_update()  # an update arrives while the gateway waits
+    async def scenario() -> str:
+        waiting = asyncio.create_task(harness.gateway.wait_for_work())
+        await asyncio.sleep(0)
+        transport.on_update()  # an update arrives while the gateway waits out its hour
+        return await asyncio.wait_for(waiting, 30)  # a guard against a hang only
 
-    harness.gateway._idle_pause = pause
-    assert harness.step("wait_for_work") == "wakeup"
-    assert len(pauses) == 1
+    assert async_to_sync(scenario)() == "wakeup"
     assert not harness.gateway.wakeup.is_set()  # consumed: the next wait waits again
 
 
@@ -192,10 +209,12 @@ MAX_PAUSES = 50
 
 
 class ScriptedGateway(Gateway):
-    """Runs for real, but its idle pause moves the FakeClock and plays the other processes' part."""
+    """Runs for real on a wake row read without its thread; its idle pause plays the other processes'
+    part, then the poll thread's (one read), and moves the FakeClock by the time asked unless woken."""
 
     def __init__(self, *, clock: FakeClock, during_pause, **kwargs) -> None:
         super().__init__(tick_seconds=3600, isolated_heartbeat=False, **kwargs)
+        self.wake = DbWake(threaded=False)
         self.clock = clock
         self.during_pause = during_pause
         self.pauses: list[float] = []
@@ -208,18 +227,23 @@ class ScriptedGateway(Gateway):
 
     async def _idle_pause(self, seconds: float) -> None:
         self.pauses.append(seconds)
-        self.clock.advance(seconds)
+        loop = asyncio.get_running_loop()
+        # Another process's writes: another thread, a fresh context (not the gateway's).
+        await loop.run_in_executor(None, contextvars.Context().run, self.during_pause)
+        await loop.run_in_executor(None, self.wake.poll)  # what the poll thread does meanwhile
+        await asyncio.sleep(0)  # the event is set through the loop, as from the poll thread
+        if not self.wakeup.is_set():
+            self.clock.advance(seconds)
         if len(self.pauses) > MAX_PAUSES:  # the scenario went wrong: stop, and let its asserts say how
             self.request_stop()
-        # Another process's writes: another thread, a fresh context (not the gateway's).
-        await asyncio.get_running_loop().run_in_executor(None, contextvars.Context().run, self.during_pause)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_gateway_wakes_on_a_bumped_signal_not_at_its_tick(agent, clock, settings):
-    """A person writes in the sandbox while the gateway idles with a one-hour tick: the next read of
-    the wake row ends the wait, and the pass after it ingests the message and queues planning."""
+    """A person writes in the sandbox while the gateway idles with a one-hour tick: the wake row moves,
+    the wait ends, and the pass after it ingests the message and queues planning."""
     settings.CINDY_READ_DELAY_SECONDS = 0
+    started = clock.now()
     queued: list[int] = []
     said: list[int] = []
 
@@ -232,18 +256,17 @@ def test_the_gateway_wakes_on_a_bumped_signal_not_at_its_tick(agent, clock, sett
     gateway = ScriptedGateway(
         clock=clock, during_pause=during_pause, enqueue=lambda node_id, owner: queued.append(node_id)
     )
-    gateway.wake = DbWake(poll_seconds=0.05)
     asyncio.run(gateway.run())
 
-    assert gateway.woke[0] == "signal"
-    assert gateway.pauses[0] == pytest.approx(0.05)  # one poll, not the hour's tick
+    assert gateway.woke[:2] == ["wakeup", "stopping"]
+    assert gateway.pauses[0] == 3600  # it would have slept the whole tick without the wake-up
+    assert clock.now() == started  # but it woke at once
     assert Message.objects.filter(text="are you there?").exists()
     assert TaskNode.objects.get(pk=queued[0]).kind == "received"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_gateway_wakes_when_a_nodes_read_delay_ends_not_at_its_tick(agent, clock, settings):
-    settings.CINDY_READ_DELAY_SECONDS = 0
     conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
     due = clock.now() + dt.timedelta(seconds=12)
     graph_replan(conversation=conversation, trigger="nudge", target_message_id=None, not_before=due)
@@ -256,11 +279,10 @@ def test_the_gateway_wakes_when_a_nodes_read_delay_ends_not_at_its_tick(agent, c
     gateway = ScriptedGateway(
         clock=clock, during_pause=during_pause, enqueue=lambda node_id, owner: queued.append(node_id)
     )
-    gateway.wake = DbWake(poll_seconds=5)
     asyncio.run(gateway.run())
 
     assert gateway.woke[0] == "timer"
-    assert gateway.pauses[:3] == pytest.approx([5, 5, 2])  # polls, then exactly until the node is due
+    assert gateway.pauses[0] == pytest.approx(12)  # until the node is due, not the hour's tick
     assert len(queued) == 1 and TaskNode.objects.get(pk=queued[0]).not_before == due
 
 
