@@ -6,7 +6,10 @@
   (DATABASE_URL=mysql://... or the local server at 127.0.0.1:3306; a dedicated database, named by
   CINDY_BENCH_DATABASE_NAME or cindy_bench_<pid>, is created and dropped);
 - the gateway's CPU per idle pass with 100 sandbox agents, and its share of a core at the tick;
-- the gateway's resident memory (RSS) with 100 sandbox agents.
+- the gateway's resident memory (RSS) with 100 sandbox agents;
+- `sandbox say` → reply stored, through a real `runagents` process and its task workers, with 1 and
+  with 100 sandbox agents, less the read delay (set to 0) and the typing time (subtracted), with
+  wake-ups beside the fixed tick and 0.2 s broker poll they replace; and the gateway's idle CPU in each.
 
 Run: .venv/bin/python bench/bench_engine.py
 Each part runs in its own process on its own temporary database and touches nothing else.
@@ -31,6 +34,14 @@ CONVERSATIONS = 1000
 GATEWAY_AGENTS = 100
 CLAIM_RUNS = 5
 IDLE_RUNS = 9
+LATENCY_RUNS = 7
+LATENCY_GOAL_MS = 300
+LATENCY_AGENTS = (1, 100)
+LATENCY_REPLY = "hi!"
+IDLE_CPU_SAMPLES = 5
+IDLE_CPU_SECONDS = 2.0
+#: The gateway and broker settings before wake-ups: a fixed 1 s tick, the ORM broker polled every 0.2 s.
+POLLING = {"CINDY_WAKE": "false", "CINDY_Q_POLL_SECONDS": "0.2"}
 CLAIM_GOALS = {"SQLite": 2000, "MariaDB": 1000}
 
 
@@ -261,6 +272,115 @@ def part_rss(env: dict[str, str]) -> None:
         process.wait(timeout=30)
 
 
+# --- part 4: sandbox say → reply stored, real processes -------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _wait(predicate, what: str, log: Path, seconds: float = 180):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise RuntimeError(f"timed out waiting for {what}; gateway log:\n{log.read_text()[-3000:]}")
+
+
+def _say_and_wait(agent, text: str, log: Path) -> float:
+    """Seconds from the person's message to the agent's reply as both are stored, less typing time."""
+    from conversations.models import SandboxMessage
+    from conversations.services.sandbox import sandbox_say
+    from engine.handlers.send import typing_seconds
+
+    said = sandbox_say(agent=agent, text=text)
+    reply = _wait(
+        lambda: SandboxMessage.objects.filter(
+            chat_id=said.chat_id, sender__agent=agent, message_id__gt=said.message_id
+        ).first(),
+        f"{agent.name}'s reply",
+        log,
+    )
+    return (reply.date - said.date).total_seconds() - typing_seconds(agent, reply.text)
+
+
+def _gateway_run(agents, env: dict[str, str], log: Path) -> tuple[list[float], float]:
+    """Start runagents (with its workers), measure LATENCY_RUNS replies, then its idle CPU share."""
+    import signal
+
+    from agents.models import AgentLease
+
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "runagents"],
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait(lambda: AgentLease.objects.count() >= len(agents), "every lease", log)
+        chosen = [agents[(i * 37) % len(agents)] for i in range(LATENCY_RUNS)]  # spread over the agents
+        for agent in dict.fromkeys(chosen):  # the workers are up; each chat exists and has had a turn
+            _say_and_wait(agent, "warm-up", log)
+        samples = [_say_and_wait(agent, f"message {i}", log) for i, agent in enumerate(chosen)]
+        time.sleep(IDLE_CPU_SECONDS)  # the replies' graphs finish, the typing indicators expire
+        shares = []
+        for _ in range(IDLE_CPU_SAMPLES):
+            cpu, wall = _cpu_seconds(process.pid), time.monotonic()
+            time.sleep(IDLE_CPU_SECONDS)
+            shares.append((_cpu_seconds(process.pid) - cpu) / (time.monotonic() - wall))
+        return samples, statistics.median(shares)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def part_latency(label: str) -> None:
+    from cindy_site.testing.fake_llm import FakeLLMServer
+
+    count = int(label)
+    server = FakeLLMServer().start()
+    server.set_default_reply(json.dumps([{"kind": "send", "text": LATENCY_REPLY}]))
+    agents = [make_agent(f"Wake{i:03d}") for i in range(count)]
+    from agents.models import Agent
+
+    Agent.objects.update(start_typing_delay=1, typing_speed=1000)  # the fastest typing allowed
+    agents = list(Agent.objects.order_by("pk"))
+    env = {
+        **os.environ,
+        "GEMINI_BASE_URL": server.url,
+        "GOOGLE_GEMINI_API_KEY": "bench",
+        "DEFAULT_AGENT_LLM": "gemini",
+        "CINDY_SESSION_KEY": "bench-only",
+        "CINDY_READ_DELAY_SECONDS": "0",
+        "LOG_LEVEL": "WARNING",
+    }
+    log = Path(tempfile.mkdtemp()) / "gateway.log"
+    try:
+        before, before_cpu = _gateway_run(agents, {**env, **POLLING}, log)
+        after, after_cpu = _gateway_run(agents, env, log)
+    finally:
+        server.stop()
+    median, old = statistics.median(after) * 1000, statistics.median(before) * 1000
+    print(
+        f"sandbox say → reply stored, {count} agent{'s' if count > 1 else ''} (less read delay and typing): "
+        f"median {median:.0f} ms (fixed tick and 0.2 s broker poll: {old:.0f} ms, {old / median:.1f}x); "
+        f"goal ≤ {LATENCY_GOAL_MS} ms, {'meets' if median <= LATENCY_GOAL_MS else 'MISSES'} ({LATENCY_RUNS} runs)"
+    )
+    print(
+        f"gateway process CPU while idle, {count} agent{'s' if count > 1 else ''}: {after_cpu:.1%} of a core "
+        f"with wake-ups ({before_cpu:.1%} with the fixed tick); goal ≤ 2%, "
+        f"{'meets' if after_cpu <= 0.02 else 'MISSES'} (median of {IDLE_CPU_SAMPLES} × {IDLE_CPU_SECONDS:g} s)"
+    )
+
+
 # --- driver ---------------------------------------------------------------------------------------------
 
 
@@ -328,6 +448,9 @@ def main() -> None:
             print("tick claims on MariaDB: skipped (no MySQL/MariaDB server reachable)")
         run_part("idle", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "idle.sqlite3")})
         run_part("rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "rss.sqlite3")})
+        for count in LATENCY_AGENTS:
+            path = str(Path(tmp) / f"latency{count}.sqlite3")
+            run_part("latency", {**base, "CINDY_SQLITE_PATH": path}, str(count))
 
 
 if __name__ == "__main__":
@@ -345,6 +468,8 @@ if __name__ == "__main__":
             part_claims(args["--label"])
         elif part == "idle":
             part_idle()
+        elif part == "latency":
+            part_latency(args["--label"])
         else:
             part_rss(child_env)
     else:

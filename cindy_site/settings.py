@@ -33,6 +33,15 @@ def _positive_int(name: str, default: int, *, minimum: int = 1) -> int:
     return value
 
 
+def _positive_float(name: str, default: float) -> float:
+    value = env.float(name, default=default)
+    if value <= 0:
+        raise ImproperlyConfigured(
+            f"{name} is {value}: it must be a positive number of seconds, e.g. {default}"
+        )
+    return value
+
+
 # --- Core -------------------------------------------------------------------------------------
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -192,7 +201,9 @@ Q_CLUSTER: dict[str, object] = {
     "ack_failures": True,
     "catch_up": False,
     "save_limit": 1000,
-    "poll": 0.2,
+    # The ORM broker's pause after finding no task: planning starts at most this late (one indexed
+    # read per pause when idle). The Redis broker blocks on BLPOP instead and ignores it.
+    "poll": _positive_float("CINDY_Q_POLL_SECONDS", 0.05),
     "label": "Task queue",
 }
 if REDIS_URL:
@@ -254,6 +265,10 @@ CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
 # Seconds after a message before the agent reads it (and plans); a burst within it costs one LLM call.
 CINDY_READ_DELAY_SECONDS = max(env.float("CINDY_READ_DELAY_SECONDS", default=3.0), 0.0)
+# An idle gateway wakes as soon as someone makes work for it (engine/wake.py): Redis pub/sub with
+# REDIS_URL, otherwise a database counter read every CINDY_WAKE_POLL_SECONDS. Off: it waits the tick.
+CINDY_WAKE = env.bool("CINDY_WAKE", default=True)
+CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 0.05)
 
 
 def _int_list(name: str) -> list[int]:
