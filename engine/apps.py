@@ -19,20 +19,22 @@ def task_providers(*, read_agents: bool = True) -> set[str]:
     A conversation's own LLM override is not read: its provider loads on the first turn that needs it.
     A bad LLM name is skipped here; the first task that needs it reports it.
     """
+    from django.db import DatabaseError
+
     from agents.models import Agent
-    from llm.routing import resolve
+    from llm.routing import UnknownModelError, resolve
 
     names = {""}  # the default route
     if read_agents:
         try:
             names |= set(Agent.objects.filter(disabled=False).values_list("llm", flat=True).distinct())
-        except Exception:  # the database being away must not stop the workers from starting
+        except DatabaseError:  # the database being away must not stop the workers from starting
             logger.warning("could not read the agents' LLMs; preloading the default route's provider only")
     providers = set()
     for name in names:
         try:
             providers.add(resolve(name).provider)
-        except Exception:
+        except UnknownModelError:
             continue
     return providers
 
