@@ -46,7 +46,7 @@ def preload_task_modules(*, read_agents: bool = True) -> list[str]:
 
     Called in the task pool's process before it forks its workers (`runworkers`, and django-q2's own
     `qcluster`), so every worker starts with all of it loaded, and a recycled worker, forked again,
-    too: otherwise each worker's first task pays 1-3 s of imports. Only the providers in use are
+    too: otherwise each worker's first task pays them (0.4 s or more). Only the providers in use are
     loaded: google-genai costs about 25 MiB of a worker's memory, openai about 13 MiB.
     """
     from llm.errors import LLMConfigError

@@ -15,7 +15,7 @@ show the outage in their activity stream while it lasts.
 
 Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
 the planning modules, and the SDK and client of each provider in use), so a worker's first task does
-not pay 1-3 s of imports.
+not pay the imports and the client set-up (0.4 s or more).
 
 Every pool process asks for SIGKILL when the sentinel dies (`engine.lifeline`), and SIGTERM or SIGINT
 kill the pool and end the sentinel at once: no handler waits on a lock, so a repeated signal cannot
