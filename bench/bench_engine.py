@@ -6,7 +6,11 @@
   (DATABASE_URL=mysql://... or the local server at 127.0.0.1:3306; a dedicated database, named by
   CINDY_BENCH_DATABASE_NAME or cindy_bench_<pid>, is created and dropped);
 - the gateway's CPU per idle pass with 100 sandbox agents, and its share of a core at the tick;
-- the gateway's resident memory (RSS) with 100 sandbox agents;
+- the gateway's resident memory (RSS) with 100 sandbox agents, lean (the default) and with
+  CINDY_LEAN_ENGINE=false;
+- one task worker's RSS after its first plan, in a real `runagents` with its `runworkers` pool and
+  the fake LLM server as Gemini, and that first plan's latency with and without the LLM stack
+  preloaded (docs/engine.md, "Memory");
 - `sandbox say` → reply stored, through a real `runagents` process and its task workers, with 1 and
   with 100 sandbox agents, less the read delay (set to 0) and the typing time (subtracted), with
   wake-ups beside the fixed tick and 0.2 s broker poll they replace; and the gateway's idle CPU in each.
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -55,6 +61,11 @@ def setup_django(env: dict[str, str]) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def _vm_rss_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
 
 
 def make_agent(name: str):
@@ -115,12 +126,6 @@ def part_overhead() -> None:
             run_received(*queued.pop(0))
         samples.append(arrivals[-1] - start)
     server.stop()
-    status = Path("/proc/self/status").read_text()
-    rss_kb = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
-    print(
-        f"RSS after planning, gateway and task in one process (an upper bound for one task worker after "
-        f"its first plan): {rss_kb / 1024:.0f} MiB; goal ≤ 90 MiB, {'meets' if rss_kb <= 90 * 1024 else 'MISSES'}"
-    )
     samples.sort()
     print(
         f"inbound → LLM request, {HISTORY} messages of history: median {statistics.median(samples) * 1000:.1f} ms, "
@@ -244,35 +249,165 @@ def part_idle() -> None:
 
 # --- part 3: gateway RSS --------------------------------------------------------------------------------
 
+GATEWAY_RSS_RUNS = 5
+GATEWAY_GOAL_MIB = 90
 
-def part_rss(env: dict[str, str]) -> None:
+
+def _gateway_rss_once(env: dict[str, str], lean: bool) -> float:
+    """Start `runagents --no-workers`, wait until it holds every agent and has had a moment to connect
+    and reconcile them, and read its RSS (MiB); it then stops and releases the agents."""
     from agents.models import AgentLease
 
-    for i in range(GATEWAY_AGENTS):
-        make_agent(f"Agent{i:03d}")
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), "runagents", "--no-workers"],
-        env={**os.environ, **env, "LOG_LEVEL": "WARNING"},
+        env={
+            **os.environ,
+            **env,
+            "LOG_LEVEL": "WARNING",
+            "CINDY_GATEWAY_NAME": "bench",
+            "CINDY_LEAN_ENGINE": "true" if lean else "false",
+        },
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
+        held = AgentLease.objects.filter(holder__startswith=f"bench:{process.pid}:")
         deadline = time.monotonic() + 120
-        while AgentLease.objects.count() < GATEWAY_AGENTS and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(2)  # let every client connect and reconcile before reading memory
-        status = Path(f"/proc/{process.pid}/status").read_text()
-        rss_kb = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
-        held = AgentLease.objects.count()
-        print(
-            f"gateway RSS with {held} sandbox agents: {rss_kb / 1024:.1f} MiB ({rss_kb / held:.0f} KiB per agent)"
-        )
+        while held.count() < GATEWAY_AGENTS:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the gateway holds {held.count()} of {GATEWAY_AGENTS} agents")
+            time.sleep(0.1)
+        time.sleep(1)  # let every client connect and reconcile before reading memory
+        return _vm_rss_kib(process.pid) / 1024
     finally:
         process.terminate()
         process.wait(timeout=30)
 
 
-# --- part 4: sandbox say → reply stored, real processes -------------------------------------------------
+def part_rss(env: dict[str, str]) -> None:
+    for i in range(GATEWAY_AGENTS):
+        make_agent(f"Agent{i:03d}")
+    lean, full = [], []
+    for _ in range(GATEWAY_RSS_RUNS):
+        lean.append(_gateway_rss_once(env, lean=True))
+        full.append(_gateway_rss_once(env, lean=False))
+    now, before = statistics.median(lean), statistics.median(full)
+    print(
+        f"gateway RSS with {GATEWAY_AGENTS} sandbox agents: median {now:.0f} MiB, {now * 1024 / GATEWAY_AGENTS:.0f} "
+        f"KiB per agent (with CINDY_LEAN_ENGINE=false: {before:.0f} MiB); goal ≤ {GATEWAY_GOAL_MIB} MiB, "
+        f"{'meets' if now <= GATEWAY_GOAL_MIB else 'MISSES'} ({GATEWAY_RSS_RUNS} runs)"
+    )
+
+
+# --- part 4: one task worker's RSS after its first plan ------------------------------------------------
+
+WORKER_RUNS = 5
+WORKER_GOAL_MIB = 90
+#: Each run of the worker part measures these, in turn, so all see the same machine load.
+WORKER_CONFIGS = {
+    "now": {},
+    "no preload": {"CINDY_PRELOAD_TASK_MODULES": "false"},
+    "before": {"CINDY_LEAN_ENGINE": "false", "CINDY_PRELOAD_TASK_MODULES": "false"},
+}
+_READY = re.compile(r"(Process-[0-9a-f]+) ready for work at (\d+)")
+_PROCESSING = re.compile(r"(Process-[0-9a-f]+) processing \S+ 'engine\.tasks\.run_received'")
+
+
+def _wait_log(log: Path, found, what: str, seconds: float = 90):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = log.read_text()
+        if found(text):
+            return text
+        time.sleep(0.02)
+    raise RuntimeError(f"timed out waiting for {what}; log:\n{log.read_text()[-3000:]}")
+
+
+def _worker_rss_once(env: dict[str, str], agent, arrivals: list[float], log: Path) -> tuple[float, float]:
+    """Start `runagents` with its task workers, send one sandbox message once the agent is held and a
+    worker is ready, and read the RSS of the worker that planned the reply once its task is done.
+    Returns (RSS in MiB, seconds from the message to the LLM request)."""
+    from conversations.services.sandbox import sandbox_say
+
+    log.write_text("")
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "runagents"],
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # the gateway, its worker pool and the pool's children in one group
+    )
+    try:
+        _wait_log(
+            log,
+            lambda t: "task workers running" in t and f"holding agent {agent.name}" in t,
+            "the task workers",
+        )
+        seen = len(arrivals)
+        sent = time.perf_counter()
+        sandbox_say(agent=agent, text="hello")
+        text = _wait_log(log, lambda t: "Processed 'engine.tasks.run_received'" in t, "the plan")
+        if len(arrivals) == seen:
+            raise RuntimeError(f"the plan did not reach the LLM server; log:\n{text[-3000:]}")
+        pids = dict(_READY.findall(text))
+        worker = int(pids[_PROCESSING.search(text).group(1)])
+        return _vm_rss_kib(worker) / 1024, arrivals[seen] - sent
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def part_worker_rss(env: dict[str, str]) -> None:
+    """One task worker of a real `runagents` (gateway + `runworkers` pool, django-q2 forked workers),
+    the fake LLM server as Gemini: its VmRSS after the first plan, and that plan's latency."""
+    from cindy_site.testing.fake_llm import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    server.set_default_reply("[]")
+    arrivals: list[float] = []
+
+    class TimedRequests(list):
+        def append(self, item) -> None:
+            arrivals.append(time.perf_counter())
+            super().append(item)
+
+    server.requests = TimedRequests()
+    agent = make_agent("Wendy")
+    child = {
+        **os.environ,
+        **env,
+        "GEMINI_BASE_URL": server.url,
+        "GOOGLE_GEMINI_API_KEY": "bench",
+        "DEFAULT_AGENT_LLM": "gemini",
+        "CINDY_TICK_SECONDS": "0.05",
+        "CINDY_READ_DELAY_SECONDS": "0",
+        "LOG_LEVEL": "INFO",
+    }
+    rss: dict[str, list[float]] = {name: [] for name in WORKER_CONFIGS}
+    latency: dict[str, list[float]] = {name: [] for name in WORKER_CONFIGS}
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "runagents.log"
+        for _ in range(WORKER_RUNS):
+            for name, extra in WORKER_CONFIGS.items():
+                mib, seconds = _worker_rss_once({**child, **extra}, agent, arrivals, log)
+                rss[name].append(mib)
+                latency[name].append(seconds)
+    server.stop()
+    now, before = statistics.median(rss["now"]), statistics.median(rss["before"])
+    print(
+        f"task worker RSS after its first plan (runagents + runworkers, fake Gemini): median {now:.0f} MiB "
+        f"(before: {before:.0f} MiB with CINDY_LEAN_ENGINE=false and no preload; without preload "
+        f"{statistics.median(rss['no preload']):.0f} MiB); goal ≤ {WORKER_GOAL_MIB} MiB, "
+        f"{'meets' if now <= WORKER_GOAL_MIB else 'MISSES'} ({WORKER_RUNS} runs)"
+    )
+    warm, cold = statistics.median(latency["now"]), statistics.median(latency["no preload"])
+    print(
+        f"first plan of a fresh worker pool, message → LLM request: median {warm * 1000:.0f} ms with the LLM "
+        f"stack preloaded, {cold * 1000:.0f} ms without ({cold / warm:.1f}x) ({WORKER_RUNS} runs)"
+    )
+
+
+# --- part 5: sandbox say → reply stored, real processes -------------------------------------------------
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -309,8 +444,6 @@ def _say_and_wait(agent, text: str, log: Path) -> float:
 
 def _gateway_run(agents, env: dict[str, str], log: Path) -> tuple[list[float], float]:
     """Start runagents (with its workers), measure LATENCY_RUNS replies, then its idle CPU share."""
-    import signal
-
     from agents.models import AgentLease
 
     process = subprocess.Popen(
@@ -448,6 +581,7 @@ def main() -> None:
             print("tick claims on MariaDB: skipped (no MySQL/MariaDB server reachable)")
         run_part("idle", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "idle.sqlite3")})
         run_part("rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "rss.sqlite3")})
+        run_part("worker_rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "worker_rss.sqlite3")})
         for count in LATENCY_AGENTS:
             path = str(Path(tmp) / f"latency{count}.sqlite3")
             run_part("latency", {**base, "CINDY_SQLITE_PATH": path}, str(count))
@@ -470,6 +604,8 @@ if __name__ == "__main__":
             part_idle()
         elif part == "latency":
             part_latency(args["--label"])
+        elif part == "worker_rss":
+            part_worker_rss(child_env)
         else:
             part_rss(child_env)
     else:

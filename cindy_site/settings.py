@@ -6,6 +6,7 @@ Every variable is listed with its default and meaning in `.env.example`. A `.env
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import environ
@@ -70,8 +71,21 @@ SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 
+# --- Process role -----------------------------------------------------------------------------
+# The gateway (`runagents`) and the task workers (`runworkers`, or django-q2's `qcluster`) serve no
+# HTTP. With CINDY_LEAN_ENGINE on (the default) they load only what they use: no daphne (its app
+# imports Twisted and OpenSSL, about 24 MiB of each process) and no admin modules (the admin app does
+# not autodiscover them). docs/engine.md, "Memory", lists what these processes must not import.
+ENGINE_COMMANDS = ("runagents", "runworkers", "qcluster")
+ENGINE_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ENGINE_COMMANDS
+CINDY_LEAN_ENGINE = env.bool("CINDY_LEAN_ENGINE", default=True)
+LEAN_PROCESS = ENGINE_PROCESS and CINDY_LEAN_ENGINE
+# `runworkers` imports the LLM stack before forking its workers, so their first task is not slowed by it.
+CINDY_PRELOAD_TASK_MODULES = env.bool("CINDY_PRELOAD_TASK_MODULES", default=True)
+
 INSTALLED_APPS = [
-    "daphne",
+    # daphne's `runserver` for the web process; before staticfiles, whose `runserver` it replaces.
+    *([] if LEAN_PROCESS else ["daphne"]),
     "cindy_site",
     "cindy_site.apps.CindyAdminConfig",  # django.contrib.admin on the OTP site
     "django.contrib.auth",
