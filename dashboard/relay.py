@@ -196,7 +196,12 @@ class Relay:
 
     async def run(self) -> None:
         failures = 0
+        task = asyncio.current_task()
         while True:
+            # A library on the way (the Redis channel layer's client, on Python 3.11) may swallow the
+            # CancelledError of a stop request: the request still counts, and ends the loop here.
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
             try:
                 await self.step()
                 failures = 0

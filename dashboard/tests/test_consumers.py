@@ -7,7 +7,6 @@ import os
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
@@ -18,12 +17,11 @@ from conversations.models import Conversation, SandboxMember, SandboxUpdate, Tas
 from conversations.services.activity import record_event
 from conversations.services.sandbox import sandbox_chat_for, sandbox_say, sandbox_user_for_agent
 from dashboard.consumers import CLOSE_NOT_ALLOWED
+from dashboard.tests.sockets import RECEIVE_TIMEOUT, receive_kind, run_scenario
 
 # Consumers reach the database through database_sync_to_async, which closes connections outside
 # atomic blocks as a long-lived server must; tests therefore commit instead of wrapping a transaction.
 pytestmark = pytest.mark.django_db(transaction=True)
-
-RECEIVE_TIMEOUT = 5
 
 
 def _communicator(session_key: str | None, *, origin: str = "http://localhost") -> WebsocketCommunicator:
@@ -31,15 +29,6 @@ def _communicator(session_key: str | None, *, origin: str = "http://localhost") 
     if session_key:
         headers.append((b"cookie", f"sessionid={session_key}".encode()))
     return WebsocketCommunicator(application, "/ws/dashboard/", headers=headers)
-
-
-async def _receive(communicator: WebsocketCommunicator, kind: str) -> dict[str, Any]:
-    """The next message of type `kind`; the snapshot and periodic agent tables before it are skipped."""
-    while True:
-        message = await communicator.receive_json_from(timeout=RECEIVE_TIMEOUT)
-        if message["type"] == kind:
-            return message
-        assert message["type"] in ("agents", "snapshot"), message
 
 
 def _refused(session_key: str | None, **kwargs: Any) -> tuple[bool, Any]:
@@ -50,7 +39,7 @@ def _refused(session_key: str | None, **kwargs: Any) -> tuple[bool, Any]:
             await communicator.disconnect()
         return connected, code
 
-    return async_to_sync(attempt)()
+    return run_scenario(attempt)
 
 
 def test_anonymous_socket_is_refused():
@@ -86,11 +75,11 @@ def test_verified_staff_gets_a_snapshot_after_hello(verified, sandbox_agent):
         connected, _ = await communicator.connect(timeout=RECEIVE_TIMEOUT)
         assert connected
         await communicator.send_json_to({"type": "hello", "last_event_id": 0})
-        snapshot = await _receive(communicator, "snapshot")
+        snapshot = await receive_kind(communicator, "snapshot")
         await communicator.disconnect()
         return snapshot
 
-    snapshot = async_to_sync(scenario)()
+    snapshot = run_scenario(scenario)
     assert snapshot["type"] == "snapshot"
     assert [a["name"] for a in snapshot["agents"]] == ["Wendy"]
     assert snapshot["agents"][0]["online"] is False
@@ -111,7 +100,7 @@ def test_reconnecting_browser_catches_up_from_its_last_event_id(verified, sandbo
         await communicator.disconnect()
         return received
 
-    *events, snapshot = async_to_sync(scenario)()
+    *events, snapshot = run_scenario(scenario)
     assert [m["type"] for m in events] == ["event", "event", "event"]
     # The last event it saw comes again (ids may commit out of order): the browser drops repeats.
     assert [m["event"]["id"] for m in events] == [seen.pk] + [e.pk for e in missed]
@@ -142,7 +131,7 @@ def test_a_browser_that_missed_more_than_the_limit_gets_a_reset_to_the_newest_ev
         await communicator.disconnect()
         return first, second
 
-    reset, snapshot = async_to_sync(scenario)()
+    reset, snapshot = run_scenario(scenario)
     assert reset["type"] == "events_reset"
     assert [e["id"] for e in reset["events"]] == sorted(newest)
     assert reset["events"][-1]["summary"] == f"missed {missed - 1}"
@@ -158,7 +147,7 @@ def test_bad_hello_gets_an_error_that_says_what_to_send(verified):
         await communicator.disconnect()
         return answer
 
-    answer = async_to_sync(scenario)()
+    answer = run_scenario(scenario)
     assert answer == {"type": "error", "error": "last_event_id and sandbox_chat_id must be integers"}
 
 
@@ -199,7 +188,7 @@ def test_events_written_elsewhere_are_relayed_with_a_fresh_graph(verified, sandb
         communicator = _communicator(verified.session_key)
         await communicator.connect(timeout=RECEIVE_TIMEOUT)
         await communicator.send_json_to({"type": "hello", "last_event_id": 0})
-        await _receive(communicator, "snapshot")
+        await receive_kind(communicator, "snapshot")
 
         def fail_node():
             TaskNode.objects.filter(pk=node.pk).update(status="failed", attempts=10, error="gave up")
@@ -219,7 +208,7 @@ def test_events_written_elsewhere_are_relayed_with_a_fresh_graph(verified, sandb
         await communicator.disconnect()
         return event, relayed
 
-    event, relayed = async_to_sync(scenario)()
+    event, relayed = run_scenario(scenario)
     assert relayed["event"]["event"]["id"] == event.pk
     graph = relayed["conversation"]["conversation"]["graph"]
     assert graph["nodes"][0] == graph["nodes"][0] | {"status": "failed", "attempts": 10, "error": "gave up"}
@@ -233,14 +222,14 @@ def test_sandbox_chat_follower_gets_history_then_new_messages(verified, sandbox_
         communicator = _communicator(verified.session_key)
         await communicator.connect(timeout=RECEIVE_TIMEOUT)
         await communicator.send_json_to({"type": "hello", "last_event_id": 0, "sandbox_chat_id": chat.pk})
-        await _receive(communicator, "snapshot")
-        history = await _receive(communicator, "sandbox_history")
+        await receive_kind(communicator, "snapshot")
+        history = await receive_kind(communicator, "sandbox_history")
         await database_sync_to_async(sandbox_say)(agent=sandbox_agent, text="are you there?", as_name="Alice")
-        live = await _receive(communicator, "sandbox_message")
+        live = await receive_kind(communicator, "sandbox_message")
         await communicator.disconnect()
         return history, live
 
-    history, live = async_to_sync(scenario)()
+    history, live = run_scenario(scenario)
     assert history["type"] == "sandbox_history"
     assert [m["text"] for m in history["messages"]] == ["hello"]
     assert history["messages"][0]["message_id"] == first.message_id
@@ -265,12 +254,12 @@ def test_agent_typing_in_a_followed_chat_is_relayed(verified, sandbox_agent, clo
         communicator = _communicator(verified.session_key)
         await communicator.connect(timeout=RECEIVE_TIMEOUT)
         await communicator.send_json_to({"type": "hello", "last_event_id": 0, "sandbox_chat_id": chat.pk})
-        history = await _receive(communicator, "sandbox_history")
+        history = await receive_kind(communicator, "sandbox_history")
         await database_sync_to_async(agent_starts_typing)()
-        typing = await _receive(communicator, "sandbox_typing")
+        typing = await receive_kind(communicator, "sandbox_typing")
         await communicator.disconnect()
         return history, typing
 
-    history, typing = async_to_sync(scenario)()
+    history, typing = run_scenario(scenario)
     assert history["typing"] == []
     assert typing == {"type": "sandbox_typing", "chat_id": chat.pk, "typing": ["Wendy"]}

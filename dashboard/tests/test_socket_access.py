@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
@@ -17,10 +16,9 @@ from conversations.services.activity import record_event
 from dashboard.consumers import AUTH_RECHECK_SECONDS, CLOSE_NOT_ALLOWED
 from dashboard.origin import origin_allowed
 from dashboard.relay import dashboard_group
+from dashboard.tests.sockets import RECEIVE_TIMEOUT, run_scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-RECEIVE_TIMEOUT = 5
 
 
 def _communicator(session_key: str, *, origin: str = "http://localhost", host: str = "localhost"):
@@ -61,7 +59,7 @@ def _hello_after(verified, change) -> int | None:
         assert sent == []
         return code
 
-    return async_to_sync(scenario)()
+    return run_scenario(scenario)
 
 
 def test_logging_out_ends_the_socket_at_its_next_hello(verified, clock):
@@ -106,7 +104,7 @@ def test_unconfirming_the_otp_device_ends_the_live_feed_within_the_recheck_inter
         code, sent = await _until_closed(communicator)
         return early, message, code, sent
 
-    early, delivered, code, sent = async_to_sync(scenario)()
+    early, delivered, code, sent = run_scenario(scenario)
     assert delivered["event"]["id"] == early.pk
     assert code == CLOSE_NOT_ALLOWED
     assert all(b"late" not in output.get("text", "").encode() for output in sent)
@@ -121,7 +119,7 @@ def test_an_idle_socket_is_closed_on_the_relays_recheck_tick(verified, staff_dev
         code, _ = await _until_closed(communicator)
         return code
 
-    assert async_to_sync(scenario)() == CLOSE_NOT_ALLOWED
+    assert run_scenario(scenario) == CLOSE_NOT_ALLOWED
 
 
 def test_a_socket_whose_access_still_holds_keeps_running_after_a_recheck(verified, sandbox_agent, clock):
@@ -139,7 +137,7 @@ def test_a_socket_whose_access_still_holds_keeps_running_after_a_recheck(verifie
         await communicator.disconnect()
         return event, message
 
-    event, message = async_to_sync(scenario)()
+    event, message = run_scenario(scenario)
     assert message["event"]["id"] == event.pk
 
 
@@ -153,7 +151,7 @@ def test_a_foreign_origin_is_refused_even_when_allowed_hosts_is_a_wildcard(verif
         communicator = _communicator(verified.session_key, origin="https://evil.example")
         return await communicator.connect(timeout=RECEIVE_TIMEOUT)
 
-    assert async_to_sync(attempt)() == (False, CLOSE_NOT_ALLOWED)
+    assert run_scenario(attempt) == (False, CLOSE_NOT_ALLOWED)
 
 
 def test_a_csrf_trusted_origin_may_open_the_socket(verified, settings):
@@ -165,7 +163,7 @@ def test_a_csrf_trusted_origin_may_open_the_socket(verified, settings):
         await communicator.disconnect()
         return connected
 
-    assert async_to_sync(attempt)() is True
+    assert run_scenario(attempt) is True
 
 
 @pytest.mark.parametrize(
@@ -226,7 +224,7 @@ def _attempt(verified, *, origin: str, host: str, scheme: str = "ws", extra=()) 
         await communicator.disconnect()
         return connected
 
-    return async_to_sync(attempt)()
+    return run_scenario(attempt)
 
 
 def test_a_wss_socket_refuses_an_http_origin_of_the_same_host(verified, settings):

@@ -2,7 +2,7 @@ import pytest
 
 from engine.tests.cast import agent, other_agent  # noqa: F401
 from engine.tests.harness import Harness
-from engine.tests.processes import child  # noqa: F401  (the real-process fixture)
+from engine.tests.processes import child, child_template  # noqa: F401  (the real-process fixtures)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Real processes for the engine's process tests: a throwaway database, manage.py children, polling.
 
 The children run on their own database: a temporary SQLite file, or, when DATABASE_URL points at
-MySQL/MariaDB, a dedicated database created and dropped here. The LLM is a FakeLLMServer in the test
+MySQL/MariaDB, a dedicated database created and dropped here. It is migrated once per run (the
+template) and copied for each test. The LLM is a FakeLLMServer in the test
 process. Waiting for a child is bounded polling with deadlines, the only way to observe another process.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -29,12 +32,12 @@ DEADLINE_SECONDS = 90
 class ChildDatabase:
     """A throwaway database for child processes, and raw SQL reads of it from the test."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, suffix: str = "") -> None:
         url = os.environ.get("DATABASE_URL", "")
         self.mysql = url.startswith("mysql")
         if self.mysql:
             parts = urlsplit(url)
-            self.name = f"cindy_proc_{os.getpid()}"
+            self.name = f"cindy_proc_{os.getpid()}{suffix}"
             self.conn_args = {
                 "host": parts.hostname or "127.0.0.1",
                 "port": parts.port or 3306,
@@ -77,24 +80,53 @@ class ChildDatabase:
             with MySQLdb.connect(**self.conn_args) as conn:
                 conn.cursor().execute(f"DROP DATABASE IF EXISTS {self.name}")
 
+    def copy_from(self, template: ChildDatabase) -> None:
+        """Make this (empty) database a copy of `template`: its tables with their indexes, foreign
+        keys and auto-increment counters, and its rows."""
+        if not self.mysql:
+            shutil.copyfile(template.path, self.path)
+            return
+        import MySQLdb
 
-@pytest.fixture
-def child(tmp_path):
-    """A migrated database with one sandbox agent, and an LLM server for the children."""
-    db = ChildDatabase(tmp_path)
-    llm = FakeLLMServer().start()
-    env = db.env() | {
+        with MySQLdb.connect(**self.conn_args) as conn:
+            cursor = conn.cursor()
+            cursor.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+                "AND table_type = 'BASE TABLE'",
+                [template.name],
+            )
+            tables = [row[0] for row in cursor.fetchall()]
+            cursor.execute("SET FOREIGN_KEY_CHECKS = 0")
+            for table in tables:
+                cursor.execute(f"SHOW CREATE TABLE `{template.name}`.`{table}`")
+                create = cursor.fetchone()[1]
+                cursor.execute(f"USE `{self.name}`")
+                cursor.execute(create)
+                cursor.execute(
+                    f"INSERT INTO `{self.name}`.`{table}` SELECT * FROM `{template.name}`.`{table}`"
+                )
+            cursor.execute("SET FOREIGN_KEY_CHECKS = 1")
+            conn.commit()
+
+
+def child_settings(db: ChildDatabase) -> dict[str, str]:
+    return db.env() | {
         "SECRET_KEY": "test-only",
         "CINDY_SESSION_KEY": "test-only",
-        "GEMINI_BASE_URL": llm.url,
-        "GOOGLE_GEMINI_API_KEY": "test",
-        "DEFAULT_AGENT_LLM": "gemini",
         "LLM_MAX_RETRIES": "0",
         "CINDY_TICK_SECONDS": "0.05",
         "CINDY_LEASE_SECONDS": "3",
         "CINDY_Q_WORKERS": "1",
         "LOG_LEVEL": "INFO",
     }
+
+
+@pytest.fixture(scope="session")
+def child_template(tmp_path_factory):
+    """Migrated once per run, with the sandbox agent Wendy: each test's child database is a copy
+    (a migration takes seconds; a copy, a fraction of one)."""
+    db = ChildDatabase(tmp_path_factory.mktemp("child-template"), suffix=f"_template_{secrets.token_hex(3)}")
+    env = child_settings(db)
     manage(env, "migrate", "--noinput", "-v", "0")
     manage(
         env,
@@ -104,6 +136,26 @@ def child(tmp_path):
         "instructions='You are Wendy.', transport='sandbox', llm='gemini', start_typing_delay=1, "
         "typing_speed=1000)",
     )
+    try:
+        yield db
+    finally:
+        db.drop()
+
+
+@pytest.fixture
+def child(tmp_path, child_template):
+    """A migrated database with one sandbox agent (a copy of the template), and an LLM server for
+    the children."""
+    db = ChildDatabase(tmp_path)
+    db.copy_from(child_template)
+    llm = FakeLLMServer().start()
+    env = child_settings(db) | {
+        "SECRET_KEY": "test-only",
+        "CINDY_SESSION_KEY": "test-only",
+        "GEMINI_BASE_URL": llm.url,
+        "GOOGLE_GEMINI_API_KEY": "test",
+        "DEFAULT_AGENT_LLM": "gemini",
+    }
     try:
         yield env, db, llm, tmp_path
     finally:

@@ -21,6 +21,7 @@ from conversations.testing.mtproto import StandIn
 from engine.tests.processes import (
     MANAGE,
     child,  # noqa: F401 - the fixture this one extends
+    child_template,  # noqa: F401 - the migrated database it copies
     manage,
     plan,
     start_gateway,
