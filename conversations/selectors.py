@@ -49,6 +49,20 @@ def conversation_last_message_id(*, conversation: Conversation) -> int | None:
     return Message.objects.filter(conversation=conversation).aggregate(m=Max("message_id"))["m"]
 
 
+def conversations_last_message_ids(*, conversation_ids: Iterable[int]) -> dict[int, int]:
+    """`conversation_last_message_id` of many conversations in one query (those without messages are
+    left out)."""
+    ids = list(conversation_ids)
+    if not ids:
+        return {}
+    return dict(
+        Message.objects.filter(conversation_id__in=ids)
+        .values("conversation_id")
+        .annotate(m=Max("message_id"))
+        .values_list("conversation_id", "m")
+    )
+
+
 def conversation_last_agent_message_id(*, conversation: Conversation) -> int | None:
     return Message.objects.filter(conversation=conversation, is_agent=True, deleted=False).aggregate(
         m=Max("message_id")

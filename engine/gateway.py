@@ -20,25 +20,24 @@ from collections.abc import Callable, Iterable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections
 
 from agents.models import Agent
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors import conversation_last_message_id
 from conversations.services.activity import record_event
-from conversations.services.ingest import conversation_mark_read
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
 from engine.clients import AgentClient, clients_quiet
+from engine.dispatch import PlanningDispatch, enqueue_received
 from engine.heartbeat import LeaseKeeper
-from engine.ingest import ingest_updates, reconcile, sync_recent
+from engine.ingest import ingest_updates, reconcile
 from engine.initiative_steps import InitiativeSteps
 from engine.leases import agent_offline_unless_held, agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
-from engine.responsiveness import asleep_until
+from engine.responsiveness import agents_asleep
 from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.tick import Ticker
@@ -56,14 +55,7 @@ def default_gateway_id() -> str:
     return f"{name}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def enqueue_received(node_id: int, owner: str) -> None:
-    """Queue planning on django-q2: the node id and the claim token the task may act under."""
-    from django_q.tasks import async_task
-
-    async_task("engine.tasks.run_received", node_id, owner)
-
-
-class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, InitiativeSteps):
+class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, InitiativeSteps, PlanningDispatch):
     def __init__(
         self,
         *,
@@ -263,58 +255,38 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
 
     # --- the tick -----------------------------------------------------------------------------------
 
-    def _active_agent_ids(self) -> list[int]:
+    def _claim_tick(self, clients: list[tuple[int, AgentClient]]) -> tuple[int, list[tuple[TaskNode, str]]]:
+        """Reap expired node leases of the held agents, then claim this tick's nodes of the active ones.
+
+        One trip to the database thread; `clients` is a snapshot taken on the loop (the heartbeat may
+        drop a client meanwhile).
+        """
+        held = [agent_id for agent_id, _ in clients]
+        reaped = nodes_reap_expired(agent_ids=held) if held else 0
+        return reaped, self.ticker.claim(agent_ids=self._active_agent_ids(clients))
+
+    @staticmethod
+    def _active_agent_ids(clients: list[tuple[int, AgentClient]]) -> list[int]:
         """Agents whose nodes may run now: connected, not paused by a flood wait, and awake."""
         when = now()
-        return [
-            agent_id
-            for agent_id, client in self.clients.items()
-            if client.connected
-            and (client.paused_until is None or client.paused_until <= when)
-            and asleep_until(agent=client.agent, at=when) is None
+        candidates = [
+            client.agent
+            for _, client in clients
+            if client.connected and (client.paused_until is None or client.paused_until <= when)
         ]
+        asleep = agents_asleep(agents=candidates, at=when)  # one schedule query for all of them
+        return [agent.pk for agent in candidates if agent.pk not in asleep]
 
     async def step_tick(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
-        held = list(self.clients)
-        reaped = await sync_to_async(nodes_reap_expired)(agent_ids=held) if held else 0
-        active = await sync_to_async(self._active_agent_ids)()  # reads the schedule: off the loop
-        claimed = await sync_to_async(self.ticker.claim)(agent_ids=active)
-        actions = []
-        for node, owner in claimed:
-            if node.kind in BRAIN_KINDS:
-                await self._dispatch_brain(node, owner)
-            else:
-                actions.append(self._run_action(node, owner))
+        reaped, claimed = await sync_to_async(self._claim_tick)(list(self.clients.items()))
+        brains = [(node, owner) for node, owner in claimed if node.kind in BRAIN_KINDS]
+        if brains:
+            await self._dispatch_brains(brains)  # engine/dispatch.py
+        actions = [self._run_action(node, owner) for node, owner in claimed if node.kind not in BRAIN_KINDS]
         if actions:
             await asyncio.gather(*actions)
         return bool(reaped or claimed)
-
-    async def _dispatch_brain(self, node: TaskNode, owner: str) -> None:
-        """Sync recent history and mark the chat read, then queue planning once that is committed."""
-        client = self.clients.get(node.agent_id)
-        if client is None:  # dropped (fenced, lease lost) while this tick was claiming
-            await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason="agent no longer held")
-            return
-        try:
-            await sync_recent(
-                agent_id=node.agent_id, transport=client.transport, conversation=node.conversation
-            )
-            last = await sync_to_async(conversation_last_message_id)(conversation=node.conversation)
-            if last:
-                await client.transport.mark_read(node.conversation.peer_id, last)
-                await sync_to_async(conversation_mark_read)(conversation=node.conversation, message_id=last)
-        except Exception as exc:  # planning can still go ahead on what the mirror has
-            logger.warning("agent %s: history sync before planning failed: %r", client.agent.name, exc)
-        try:
-            await sync_to_async(self._enqueue_on_commit)(node.pk, owner)
-        except Exception as exc:
-            logger.error("could not queue planning for node %s: %r", node.pk, exc)
-            await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason=f"queueing failed: {exc}")
-
-    def _enqueue_on_commit(self, node_id: int, owner: str) -> None:
-        with transaction.atomic():
-            transaction.on_commit(lambda: self.enqueue(node_id, owner))
 
     async def _run_action(self, node: TaskNode, owner: str) -> None:
         client = self.clients.get(node.agent_id)
