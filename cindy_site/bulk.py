@@ -1,4 +1,5 @@
-"""One UPDATE for many rows that each get their own value of one column."""
+"""Database work over many rows at once: one UPDATE giving each row its own value, and rows read
+without building model instances."""
 
 from __future__ import annotations
 
@@ -41,3 +42,12 @@ def update_by_pk(model: type[models.Model], field: str, values: Mapping[Any, Any
             )
             changed += cursor.rowcount
     return changed
+
+
+def raw_rows(queryset: models.QuerySet) -> list[tuple]:
+    """The rows of a `values_list` queryset as the database driver returns them, without Django's
+    field converters: cheap to read and to compare with an earlier read of the same query."""
+    sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())

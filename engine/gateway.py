@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from agents.models import Agent
+from cindy_site.bulk import raw_rows
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
@@ -48,6 +49,8 @@ logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
 #: How long a client being released may take to hand over the updates it already received.
 FLUSH_SECONDS = 5
+#: How often a pass ends with Django's check of the database connections (close_old_connections).
+CONNECTION_CHECK_SECONDS = 60.0
 
 
 def default_gateway_id() -> str:
@@ -84,10 +87,30 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
     # --- leases -----------------------------------------------------------------------------------
 
     def _wanted_agents(self) -> list[Agent]:
+        """The enabled, not stopped agents (of `names`), in name order, as the database has them now.
+
+        Each pass reads every row, so an admin edit reaches the held client at the next pass. The
+        rows are read as the driver returns them and compared with the last pass's; only a new or
+        changed row is built into an `Agent` (building every agent's model at every pass was most of
+        the cost of an idle pass).
+        """
         qs = Agent.objects.filter(disabled=False, stopped=False)
         if self.names:
             qs = qs.filter(name__in=self.names)
-        return list(qs)
+        pk = Agent._meta.pk.attname
+        columns = [pk, *(f.attname for f in Agent._meta.concrete_fields if f.attname != pk)]
+        rows = raw_rows(qs.values_list(*columns))
+        known: dict[int, tuple[tuple, Agent]] = self.__dict__.get("_agent_rows", {})
+        changed = [row[0] for row in rows if known.get(row[0], ((),))[0] != row]
+        fresh = Agent.objects.in_bulk(changed) if changed else {}
+        current = {}
+        for row in rows:
+            if row[0] in fresh:
+                current[row[0]] = (row, fresh[row[0]])
+            elif row[0] in known and known[row[0]][0] == row:
+                current[row[0]] = known[row[0]]
+        self.__dict__["_agent_rows"] = current
+        return [agent for _, agent in current.values()]
 
     async def step_leases(self) -> bool:
         """Take the leases of wanted agents we do not drive yet; drop agents no longer wanted."""
@@ -354,8 +377,27 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
                 did = await step() or did
             except Exception:
                 logger.exception("gateway step %s failed", step.__name__)
-        await sync_to_async(close_old_connections)()
+        await sync_to_async(self._close_old_connections)()
         return did
+
+    def _close_old_connections(self) -> None:
+        """Django's `close_old_connections`, at most every CONNECTION_CHECK_SECONDS, and after any pass
+        in which a database error occurred. A healthy connection stays open between passes:
+        reconnecting at every pass (on SQLite with its PRAGMAs) cost as much as the rest of an idle pass.
+        """
+        at = get_clock().monotonic()
+        checked = self.__dict__.get("_connections_checked_at")
+        if (
+            checked is None
+            or at - checked >= CONNECTION_CHECK_SECONDS
+            or any(
+                conn.errors_occurred
+                or (conn.connection is not None and conn.get_autocommit() != conn.settings_dict["AUTOCOMMIT"])
+                for conn in connections.all(initialized_only=True)
+            )
+        ):
+            self.__dict__["_connections_checked_at"] = at
+            close_old_connections()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
