@@ -263,13 +263,22 @@ def _previous_gateway():
 
     from agents.models import Agent
     from cindy_site.clock import now
+    from conversations.models import Conversation
     from conversations.models.graph import BRAIN_KINDS
     from conversations.selectors import conversation_last_message_id
-    from conversations.services.ingest import conversation_mark_read
     from conversations.services.nodes import node_release, nodes_reap_expired
     from engine.gateway import Gateway
-    from engine.ingest import sync_recent
+    from engine.ingest import RECONCILE_LIMIT, ingest_history
     from engine.responsiveness import asleep_until
+
+    async def sync_recent(*, agent_id: int, transport, conversation) -> None:
+        last_id = await sync_to_async(conversation_last_message_id)(conversation=conversation)
+        records = await transport.history(conversation.peer_id, since_id=last_id, limit=RECONCILE_LIMIT)
+        if records:
+            await sync_to_async(ingest_history)(agent_id=agent_id, records=records, trigger=False)
+
+    def conversation_mark_read(*, conversation, message_id: int) -> None:
+        Conversation.objects.filter(pk=conversation.pk).update(last_read_message_id=message_id)
 
     class PreviousGateway(Gateway):
         def _wanted_agents(self) -> list:
