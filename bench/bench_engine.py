@@ -9,7 +9,14 @@
 - claims per second end to end in a running gateway: 1,000 chats of 100 sandbox agents with a message
   waiting, driven through gateway passes until every planning node is claimed, synced, marked read
   and queued;
-- the gateway's resident memory (RSS) with 100 sandbox agents.
+- the gateway's resident memory (RSS) with 100 sandbox agents, lean (the default) and with
+  CINDY_LEAN_ENGINE=false;
+- one task worker's RSS after its first plan, in a real `runagents` with its `runworkers` pool and
+  the fake LLM server as Gemini, and that first plan's latency with and without the LLM stack
+  preloaded (docs/engine.md, "Memory");
+- `sandbox say` → reply stored, through a real `runagents` process and its task workers, with 1 and
+  with 100 sandbox agents, less the read delay (set to 0) and the typing time (subtracted), with
+  wake-ups beside the fixed tick and 0.2 s broker poll they replace; and the gateway's idle CPU in each.
 
 Run: .venv/bin/python bench/bench_engine.py
 Each part runs in its own process on its own temporary database and touches nothing else.
@@ -19,6 +26,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -36,6 +45,14 @@ CLAIM_RUNS = 5
 IDLE_RUNS = 9
 DISPATCH_RUNS = 5
 DISPATCH_GOAL = 500
+LATENCY_RUNS = 7
+LATENCY_GOAL_MS = 300
+LATENCY_AGENTS = (1, 100)
+LATENCY_REPLY = "hi!"
+IDLE_CPU_SAMPLES = 5
+IDLE_CPU_SECONDS = 2.0
+#: The gateway and broker settings before wake-ups: a fixed 1 s tick, the ORM broker polled every 0.2 s.
+POLLING = {"CINDY_WAKE": "false", "CINDY_Q_POLL_SECONDS": "0.2"}
 CLAIM_GOALS = {"SQLite": 2000, "MariaDB": 1000}
 
 
@@ -49,6 +66,11 @@ def setup_django(env: dict[str, str]) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def _vm_rss_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
 
 
 def make_agent(name: str):
@@ -109,12 +131,6 @@ def part_overhead() -> None:
             run_received(*queued.pop(0))
         samples.append(arrivals[-1] - start)
     server.stop()
-    status = Path("/proc/self/status").read_text()
-    rss_kb = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
-    print(
-        f"RSS after planning, gateway and task in one process (an upper bound for one task worker after "
-        f"its first plan): {rss_kb / 1024:.0f} MiB; goal ≤ 90 MiB, {'meets' if rss_kb <= 90 * 1024 else 'MISSES'}"
-    )
     samples.sort()
     print(
         f"inbound → LLM request, {HISTORY} messages of history: median {statistics.median(samples) * 1000:.1f} ms, "
@@ -405,32 +421,269 @@ def part_dispatch() -> None:
 
 # --- part 4: gateway RSS --------------------------------------------------------------------------------
 
+GATEWAY_RSS_RUNS = 5
+GATEWAY_GOAL_MIB = 90
 
-def part_rss(env: dict[str, str]) -> None:
+
+def _gateway_rss_once(env: dict[str, str], lean: bool) -> float:
+    """Start `runagents --no-workers`, wait until it holds every agent and has had a moment to connect
+    and reconcile them, and read its RSS (MiB); it then stops and releases the agents."""
     from agents.models import AgentLease
 
-    for i in range(GATEWAY_AGENTS):
-        make_agent(f"Agent{i:03d}")
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), "runagents", "--no-workers"],
-        env={**os.environ, **env, "LOG_LEVEL": "WARNING"},
+        env={
+            **os.environ,
+            **env,
+            "LOG_LEVEL": "WARNING",
+            "CINDY_GATEWAY_NAME": "bench",
+            "CINDY_LEAN_ENGINE": "true" if lean else "false",
+        },
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
+        held = AgentLease.objects.filter(holder__startswith=f"bench:{process.pid}:")
         deadline = time.monotonic() + 120
-        while AgentLease.objects.count() < GATEWAY_AGENTS and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(2)  # let every client connect and reconcile before reading memory
-        status = Path(f"/proc/{process.pid}/status").read_text()
-        rss_kb = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
-        held = AgentLease.objects.count()
-        print(
-            f"gateway RSS with {held} sandbox agents: {rss_kb / 1024:.1f} MiB ({rss_kb / held:.0f} KiB per agent)"
-        )
+        while held.count() < GATEWAY_AGENTS:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the gateway holds {held.count()} of {GATEWAY_AGENTS} agents")
+            time.sleep(0.1)
+        time.sleep(1)  # let every client connect and reconcile before reading memory
+        return _vm_rss_kib(process.pid) / 1024
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def part_rss(env: dict[str, str]) -> None:
+    for i in range(GATEWAY_AGENTS):
+        make_agent(f"Agent{i:03d}")
+    lean, full = [], []
+    for _ in range(GATEWAY_RSS_RUNS):
+        lean.append(_gateway_rss_once(env, lean=True))
+        full.append(_gateway_rss_once(env, lean=False))
+    now, before = statistics.median(lean), statistics.median(full)
+    print(
+        f"gateway RSS with {GATEWAY_AGENTS} sandbox agents: median {now:.0f} MiB, {now * 1024 / GATEWAY_AGENTS:.0f} "
+        f"KiB per agent (with CINDY_LEAN_ENGINE=false: {before:.0f} MiB); goal ≤ {GATEWAY_GOAL_MIB} MiB, "
+        f"{'meets' if now <= GATEWAY_GOAL_MIB else 'MISSES'} ({GATEWAY_RSS_RUNS} runs)"
+    )
+
+
+# --- part 4: one task worker's RSS after its first plan ------------------------------------------------
+
+WORKER_RUNS = 5
+WORKER_GOAL_MIB = 90
+#: Each run of the worker part measures these, in turn, so all see the same machine load.
+WORKER_CONFIGS = {
+    "now": {},
+    "no preload": {"CINDY_PRELOAD_TASK_MODULES": "false"},
+    "before": {"CINDY_LEAN_ENGINE": "false", "CINDY_PRELOAD_TASK_MODULES": "false"},
+}
+_READY = re.compile(r"(Process-[0-9a-f]+) ready for work at (\d+)")
+_PROCESSING = re.compile(r"(Process-[0-9a-f]+) processing \S+ 'engine\.tasks\.run_received'")
+
+
+def _wait_log(log: Path, found, what: str, seconds: float = 90):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = log.read_text()
+        if found(text):
+            return text
+        time.sleep(0.02)
+    raise RuntimeError(f"timed out waiting for {what}; log:\n{log.read_text()[-3000:]}")
+
+
+def _worker_rss_once(env: dict[str, str], agent, arrivals: list[float], log: Path) -> tuple[float, float]:
+    """Start `runagents` with its task workers, send one sandbox message once the agent is held and a
+    worker is ready, and read the RSS of the worker that planned the reply once its task is done.
+    Returns (RSS in MiB, seconds from the message to the LLM request)."""
+    from conversations.services.sandbox import sandbox_say
+
+    log.write_text("")
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "runagents"],
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # the gateway, its worker pool and the pool's children in one group
+    )
+    try:
+        _wait_log(
+            log,
+            lambda t: "task workers running" in t and f"holding agent {agent.name}" in t,
+            "the task workers",
+        )
+        seen = len(arrivals)
+        sent = time.perf_counter()
+        sandbox_say(agent=agent, text="hello")
+        text = _wait_log(log, lambda t: "Processed 'engine.tasks.run_received'" in t, "the plan")
+        if len(arrivals) == seen:
+            raise RuntimeError(f"the plan did not reach the LLM server; log:\n{text[-3000:]}")
+        pids = dict(_READY.findall(text))
+        worker = int(pids[_PROCESSING.search(text).group(1)])
+        return _vm_rss_kib(worker) / 1024, arrivals[seen] - sent
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def part_worker_rss(env: dict[str, str]) -> None:
+    """One task worker of a real `runagents` (gateway + `runworkers` pool, django-q2 forked workers),
+    the fake LLM server as Gemini: its VmRSS after the first plan, and that plan's latency."""
+    from cindy_site.testing.fake_llm import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    server.set_default_reply("[]")
+    arrivals: list[float] = []
+
+    class TimedRequests(list):
+        def append(self, item) -> None:
+            arrivals.append(time.perf_counter())
+            super().append(item)
+
+    server.requests = TimedRequests()
+    agent = make_agent("Wendy")
+    child = {
+        **os.environ,
+        **env,
+        "GEMINI_BASE_URL": server.url,
+        "GOOGLE_GEMINI_API_KEY": "bench",
+        "DEFAULT_AGENT_LLM": "gemini",
+        "CINDY_TICK_SECONDS": "0.05",
+        "CINDY_READ_DELAY_SECONDS": "0",
+        "LOG_LEVEL": "INFO",
+    }
+    rss: dict[str, list[float]] = {name: [] for name in WORKER_CONFIGS}
+    latency: dict[str, list[float]] = {name: [] for name in WORKER_CONFIGS}
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "runagents.log"
+        for _ in range(WORKER_RUNS):
+            for name, extra in WORKER_CONFIGS.items():
+                mib, seconds = _worker_rss_once({**child, **extra}, agent, arrivals, log)
+                rss[name].append(mib)
+                latency[name].append(seconds)
+    server.stop()
+    now, before = statistics.median(rss["now"]), statistics.median(rss["before"])
+    print(
+        f"task worker RSS after its first plan (runagents + runworkers, fake Gemini): median {now:.0f} MiB "
+        f"(before: {before:.0f} MiB with CINDY_LEAN_ENGINE=false and no preload; without preload "
+        f"{statistics.median(rss['no preload']):.0f} MiB); goal ≤ {WORKER_GOAL_MIB} MiB, "
+        f"{'meets' if now <= WORKER_GOAL_MIB else 'MISSES'} ({WORKER_RUNS} runs)"
+    )
+    warm, cold = statistics.median(latency["now"]), statistics.median(latency["no preload"])
+    print(
+        f"first plan of a fresh worker pool, message → LLM request: median {warm * 1000:.0f} ms with the LLM "
+        f"stack preloaded, {cold * 1000:.0f} ms without ({cold / warm:.1f}x) ({WORKER_RUNS} runs)"
+    )
+
+
+# --- part 5: sandbox say → reply stored, real processes -------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _wait(predicate, what: str, log: Path, seconds: float = 180):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise RuntimeError(f"timed out waiting for {what}; gateway log:\n{log.read_text()[-3000:]}")
+
+
+def _say_and_wait(agent, text: str, log: Path) -> float:
+    """Seconds from the person's message to the agent's reply as both are stored, less typing time."""
+    from conversations.models import SandboxMessage
+    from conversations.services.sandbox import sandbox_say
+    from engine.handlers.send import typing_seconds
+
+    said = sandbox_say(agent=agent, text=text)
+    reply = _wait(
+        lambda: SandboxMessage.objects.filter(
+            chat_id=said.chat_id, sender__agent=agent, message_id__gt=said.message_id
+        ).first(),
+        f"{agent.name}'s reply",
+        log,
+    )
+    return (reply.date - said.date).total_seconds() - typing_seconds(agent, reply.text)
+
+
+def _gateway_run(agents, env: dict[str, str], log: Path) -> tuple[list[float], float]:
+    """Start runagents (with its workers), measure LATENCY_RUNS replies, then its idle CPU share."""
+    from agents.models import AgentLease
+
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "runagents"],
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait(lambda: AgentLease.objects.count() >= len(agents), "every lease", log)
+        chosen = [agents[(i * 37) % len(agents)] for i in range(LATENCY_RUNS)]  # spread over the agents
+        for agent in dict.fromkeys(chosen):  # the workers are up; each chat exists and has had a turn
+            _say_and_wait(agent, "warm-up", log)
+        samples = [_say_and_wait(agent, f"message {i}", log) for i, agent in enumerate(chosen)]
+        time.sleep(IDLE_CPU_SECONDS)  # the replies' graphs finish, the typing indicators expire
+        shares = []
+        for _ in range(IDLE_CPU_SAMPLES):
+            cpu, wall = _cpu_seconds(process.pid), time.monotonic()
+            time.sleep(IDLE_CPU_SECONDS)
+            shares.append((_cpu_seconds(process.pid) - cpu) / (time.monotonic() - wall))
+        return samples, statistics.median(shares)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def part_latency(label: str) -> None:
+    from cindy_site.testing.fake_llm import FakeLLMServer
+
+    count = int(label)
+    server = FakeLLMServer().start()
+    server.set_default_reply(json.dumps([{"kind": "send", "text": LATENCY_REPLY}]))
+    agents = [make_agent(f"Wake{i:03d}") for i in range(count)]
+    from agents.models import Agent
+
+    Agent.objects.update(start_typing_delay=1, typing_speed=1000)  # the fastest typing allowed
+    agents = list(Agent.objects.order_by("pk"))
+    env = {
+        **os.environ,
+        "GEMINI_BASE_URL": server.url,
+        "GOOGLE_GEMINI_API_KEY": "bench",
+        "DEFAULT_AGENT_LLM": "gemini",
+        "CINDY_SESSION_KEY": "bench-only",
+        "CINDY_READ_DELAY_SECONDS": "0",
+        "LOG_LEVEL": "WARNING",
+    }
+    log = Path(tempfile.mkdtemp()) / "gateway.log"
+    try:
+        before, before_cpu = _gateway_run(agents, {**env, **POLLING}, log)
+        after, after_cpu = _gateway_run(agents, env, log)
+    finally:
+        server.stop()
+    median, old = statistics.median(after) * 1000, statistics.median(before) * 1000
+    print(
+        f"sandbox say → reply stored, {count} agent{'s' if count > 1 else ''} (less read delay and typing): "
+        f"median {median:.0f} ms (fixed tick and 0.2 s broker poll: {old:.0f} ms, {old / median:.1f}x); "
+        f"goal ≤ {LATENCY_GOAL_MS} ms, {'meets' if median <= LATENCY_GOAL_MS else 'MISSES'} ({LATENCY_RUNS} runs)"
+    )
+    print(
+        f"gateway process CPU while idle, {count} agent{'s' if count > 1 else ''}: {after_cpu:.1%} of a core "
+        f"with wake-ups ({before_cpu:.1%} with the fixed tick); goal ≤ 2%, "
+        f"{'meets' if after_cpu <= 0.02 else 'MISSES'} (median of {IDLE_CPU_SAMPLES} × {IDLE_CPU_SECONDS:g} s)"
+    )
 
 
 # --- driver ---------------------------------------------------------------------------------------------
@@ -501,6 +754,10 @@ def main() -> None:
         run_part("idle", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "idle.sqlite3")})
         run_part("dispatch", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "dispatch.sqlite3")})
         run_part("rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "rss.sqlite3")})
+        run_part("worker_rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "worker_rss.sqlite3")})
+        for count in LATENCY_AGENTS:
+            path = str(Path(tmp) / f"latency{count}.sqlite3")
+            run_part("latency", {**base, "CINDY_SQLITE_PATH": path}, str(count))
 
 
 if __name__ == "__main__":
@@ -520,6 +777,10 @@ if __name__ == "__main__":
             part_idle()
         elif part == "dispatch":
             part_dispatch()
+        elif part == "latency":
+            part_latency(args["--label"])
+        elif part == "worker_rss":
+            part_worker_rss(child_env)
         else:
             part_rss(child_env)
     else:

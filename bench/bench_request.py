@@ -3,8 +3,10 @@
 For each route (Gemini through google-genai, OpenAI-compatible through openai) it times, in the same
 run and on the same database, the request as sent now (`provider.generate`, which hands the SDK the
 history already in wire format) and the SDK's own conversion of every turn (the previous path), and
-prints the medians, their ratio and the goal. CPU time of the calling thread (`time.thread_time`), so
-the fake LLM server's thread in the same process does not count.
+prints the medians, their ratio and the goal. Prompt assembly is also timed with the rendered-message
+cache (`llm.conversation.history_window`) switched off, which renders every history message on each
+turn as before it existed. CPU time of the calling thread (`time.thread_time`), so the fake LLM
+server's thread in the same process does not count.
 
 Run: .venv/bin/python bench/bench_request.py
 It builds its own SQLite database in a temporary directory and touches nothing else.
@@ -26,6 +28,7 @@ from bench_prompt import HISTORY, populate, setup_django  # noqa: E402
 
 RUNS = 7
 GOAL_MS = 25.0
+AIM_MS = 15.0  # the margin the goal needs on a loaded machine
 
 
 def _median_cpu_ms(action: Callable[[], object]) -> float:
@@ -67,8 +70,15 @@ def main() -> None:
         def openai_old():
             openai._client.chat.completions.create(model="bench", messages=build_messages(build()))
 
+        from llm import conversation as history_cache
+
         try:
             build_ms = _median_cpu_ms(build)
+            cache_size, history_cache.RENDER_CACHE_SIZE = history_cache.RENDER_CACHE_SIZE, 0
+            try:
+                uncached_ms = _median_cpu_ms(build)
+            finally:
+                history_cache.RENDER_CACHE_SIZE = cache_size
             rows = [
                 (
                     "Gemini",
@@ -84,14 +94,16 @@ def main() -> None:
         finally:
             server.stop()
         print(
-            f"prompt assembly alone ({HISTORY}-message history): median {build_ms:.1f} ms CPU over {RUNS} runs"
+            f"prompt assembly alone ({HISTORY}-message history): median {build_ms:.1f} ms CPU over {RUNS} runs "
+            f"(without the rendered-message cache: {uncached_ms:.1f} ms, {uncached_ms / build_ms:.1f}x less)"
         )
         for label, old, new in rows:
             verdict = "meets" if new <= GOAL_MS else "MISSES"
+            aim = "within" if new <= AIM_MS else "over"
             print(
                 f"inbound → LLM request CPU, {HISTORY} messages of history, {label} route: median {new:.1f} ms "
                 f"(SDK converting every turn: {old:.1f} ms, {old / new:.1f}x less); goal ≤ {GOAL_MS:.0f} ms, "
-                f"{verdict} ({RUNS} runs)"
+                f"{verdict}; {aim} the {AIM_MS:.0f} ms aim ({RUNS} runs)"
             )
 
 

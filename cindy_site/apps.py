@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.conf import settings
 from django.contrib.admin import apps as admin_apps
 
 
@@ -18,3 +19,11 @@ class CindyAdminConfig(admin_apps.AdminConfig):
     default = False  # named explicitly in INSTALLED_APPS
 
     default_site = "cindy_site.admin_site.CindyAdminSite"
+
+    def ready(self) -> None:
+        if settings.LEAN_PROCESS:
+            # The gateway and the task workers never serve the admin: its modules (and what they
+            # import, such as httpx for the model lists) stay out of their memory.
+            admin_apps.SimpleAdminConfig.ready(self)
+        else:
+            super().ready()

@@ -6,6 +6,7 @@ Every variable is listed with its default and meaning in `.env.example`. A `.env
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import environ
@@ -30,6 +31,15 @@ def _positive_int(name: str, default: int, *, minimum: int = 1) -> int:
     value = env.int(name, default=default)
     if value < minimum:
         raise ImproperlyConfigured(f"{name} is {value}: it must be at least {minimum}")
+    return value
+
+
+def _positive_float(name: str, default: float) -> float:
+    value = env.float(name, default=default)
+    if value <= 0:
+        raise ImproperlyConfigured(
+            f"{name} is {value}: it must be a positive number of seconds, e.g. {default}"
+        )
     return value
 
 
@@ -61,8 +71,21 @@ SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 
+# --- Process role -----------------------------------------------------------------------------
+# The gateway (`runagents`) and the task workers (`runworkers`, or django-q2's `qcluster`) serve no
+# HTTP. With CINDY_LEAN_ENGINE on (the default) they load only what they use: no daphne (its app
+# imports Twisted and OpenSSL, about 24 MiB of each process) and no admin modules (the admin app does
+# not autodiscover them). docs/engine.md, "Memory", lists what these processes must not import.
+ENGINE_COMMANDS = ("runagents", "runworkers", "qcluster")
+ENGINE_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ENGINE_COMMANDS
+CINDY_LEAN_ENGINE = env.bool("CINDY_LEAN_ENGINE", default=True)
+LEAN_PROCESS = ENGINE_PROCESS and CINDY_LEAN_ENGINE
+# `runworkers` imports the LLM stack before forking its workers, so their first task is not slowed by it.
+CINDY_PRELOAD_TASK_MODULES = env.bool("CINDY_PRELOAD_TASK_MODULES", default=True)
+
 INSTALLED_APPS = [
-    "daphne",
+    # daphne's `runserver` for the web process; before staticfiles, whose `runserver` it replaces.
+    *([] if LEAN_PROCESS else ["daphne"]),
     "cindy_site",
     "cindy_site.apps.CindyAdminConfig",  # django.contrib.admin on the OTP site
     "django.contrib.auth",
@@ -192,7 +215,9 @@ Q_CLUSTER: dict[str, object] = {
     "ack_failures": True,
     "catch_up": False,
     "save_limit": 1000,
-    "poll": 0.2,
+    # The ORM broker's pause after finding no task: planning starts at most this late (one indexed
+    # read per pause when idle). The Redis broker blocks on BLPOP instead and ignores it.
+    "poll": _positive_float("CINDY_Q_POLL_SECONDS", 0.05),
     "label": "Task queue",
 }
 if REDIS_URL:
@@ -243,7 +268,8 @@ LOGGING = {
 
 CINDY_AGENT_CONFIG_PATH = env.str("CINDY_AGENT_CONFIG_PATH", default="samples:configdir")
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
-CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 50)
+# 0: a quarter of the cap (llm.conversation.history_step).
+CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 0, minimum=0)
 CINDY_TICK_SECONDS = env.float("CINDY_TICK_SECONDS", default=1.0)
 CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
@@ -253,6 +279,10 @@ CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
 # Seconds after a message before the agent reads it (and plans); a burst within it costs one LLM call.
 CINDY_READ_DELAY_SECONDS = max(env.float("CINDY_READ_DELAY_SECONDS", default=3.0), 0.0)
+# An idle gateway wakes as soon as someone makes work for it (engine/wake.py): Redis pub/sub with
+# REDIS_URL, otherwise a database counter read every CINDY_WAKE_POLL_SECONDS. Off: it waits the tick.
+CINDY_WAKE = env.bool("CINDY_WAKE", default=True)
+CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 0.05)
 
 
 def _int_list(name: str) -> list[int]:

@@ -45,6 +45,20 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
     )
 
 
+def node_next_due_at(*, agent_ids: Iterable[int], after: dt.datetime) -> dt.datetime | None:
+    """The earliest `not_before` after `after` of a pending node of `agent_ids`: when the next read
+    delay, typing pause or retry of those agents ends. One query on `tasknode_eligible_idx`."""
+    agent_ids = list(agent_ids)
+    if not agent_ids:
+        return None
+    return (
+        TaskNode.objects.filter(status=NodeStatus.PENDING, not_before__gt=after, agent_id__in=agent_ids)
+        .order_by("not_before")
+        .values_list("not_before", flat=True)
+        .first()
+    )
+
+
 def conversation_last_message_id(*, conversation: Conversation) -> int | None:
     return Message.objects.filter(conversation=conversation).aggregate(m=Max("message_id"))["m"]
 

@@ -1,28 +1,67 @@
 from __future__ import annotations
 
+import importlib
+import logging
 import sys
 
 from django.apps import AppConfig
 
+logger = logging.getLogger("engine.workers")
 
-def preload_task_modules() -> None:
-    """Import the LLM stack (prompt, planning, the default route's SDK) now: 1-3 s a first task pays.
+#: What every planning task imports, whatever its provider.
+TASK_MODULES = ("engine.tasks", "llm.planning")
 
-    Called in the `qcluster` process before it forks its workers, so every worker starts with the
-    modules loaded (and a recycled worker, forked again, too).
+
+def task_providers(*, read_agents: bool = True) -> set[str]:
+    """The LLM providers this deployment's planning uses: the default route's and (`read_agents`) each
+    enabled agent's.
+
+    A conversation's own LLM override is not read: its provider loads on the first turn that needs it.
+    A bad LLM name is skipped here; the first task that needs it reports it.
     """
-    import importlib
+    from django.db import DatabaseError
 
-    import engine.tasks  # noqa: F401
-    import llm.planning  # noqa: F401
-    from llm.providers import provider_module_for
-    from llm.routing import route_for
+    from agents.models import Agent
+    from llm.routing import UnknownModelError, resolve
 
-    try:
-        provider = route_for().provider
-    except Exception:  # a bad DEFAULT_AGENT_LLM is reported by the first task that needs it
-        return
-    importlib.import_module(provider_module_for(provider))
+    names = {""}  # the default route
+    if read_agents:
+        try:
+            names |= set(Agent.objects.filter(disabled=False).values_list("llm", flat=True).distinct())
+        except DatabaseError:  # the database being away must not stop the workers from starting
+            logger.warning("could not read the agents' LLMs; preloading the default route's provider only")
+    providers = set()
+    for name in names:
+        try:
+            providers.add(resolve(name).provider)
+        except UnknownModelError:
+            continue
+    return providers
+
+
+def preload_task_modules(*, read_agents: bool = True) -> list[str]:
+    """Load the LLM stack planning needs now: the planning modules, and for each provider in use its
+    SDK and its client (built once per process: CA certificates, the SDK's lazily loaded parts, the
+    models' validators). Returns the provider modules loaded.
+
+    Called in the task pool's process before it forks its workers (`runworkers`, and django-q2's own
+    `qcluster`), so every worker starts with all of it loaded, and a recycled worker, forked again,
+    too: otherwise each worker's first task pays them (0.4 s or more). Only the providers in use are
+    loaded: google-genai costs about 25 MiB of a worker's memory, openai about 13 MiB.
+    """
+    from llm.errors import LLMConfigError
+    from llm.providers import provider_for, provider_module_for
+
+    for name in TASK_MODULES:
+        importlib.import_module(name)
+    providers = task_providers(read_agents=read_agents)
+    for provider in sorted(providers):
+        importlib.import_module(provider_module_for(provider))
+        try:
+            provider_for(provider)  # builds the client the worker's calls reuse
+        except LLMConfigError:  # no key yet: the first task that needs it reports it
+            continue
+    return sorted({provider_module_for(p) for p in providers})
 
 
 class EngineConfig(AppConfig):
@@ -32,5 +71,5 @@ class EngineConfig(AppConfig):
     verbose_name = "Engine"
 
     def ready(self) -> None:
-        if sys.argv[1:2] == ["qcluster"]:
-            preload_task_modules()
+        if sys.argv[1:2] == ["qcluster"]:  # `runworkers` preloads in its pool (engine/cluster.py)
+            preload_task_modules(read_agents=False)  # no queries while apps load

@@ -13,6 +13,10 @@ in the dead pool's queue are lost, so the planning nodes its gateway had dispatc
 at once (run by this pool only, they cannot be running anywhere else), and the agents of that gateway
 show the outage in their activity stream while it lasts.
 
+Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
+the planning modules, and the SDK and client of each provider in use), so a worker's first task does
+not pay the imports and the client set-up (0.4 s or more).
+
 Every pool process asks for SIGKILL when the sentinel dies (`engine.lifeline`), and SIGTERM or SIGINT
 kill the pool and end the sentinel at once: no handler waits on a lock, so a repeated signal cannot
 deadlock it, and nothing of the pool outlives this process. `runagents` starts this command with its
@@ -44,6 +48,7 @@ from cindy_site.clock import now
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release
+from engine.apps import preload_task_modules
 from engine.lifeline import die_with_parent_hook
 from llm.usage import llm_calls_mark_interrupted
 
@@ -74,6 +79,12 @@ class GuardedSentinel(Sentinel):
         super().__init__(Event(), Event(), uuid.uuid4(), start=False)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._kill_and_exit)
+
+    def start(self) -> None:
+        if settings.CINDY_PRELOAD_TASK_MODULES:
+            modules = preload_task_modules()
+            logger.info("task workers preloaded the LLM stack (%s)", ", ".join(modules) or "no provider")
+        super().start()
 
     # --- processes ---------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
+from conversations.services.wake import wake_not_needed
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
 from engine.clients import AgentClient, clients_quiet
@@ -43,6 +44,7 @@ from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.tick import Ticker
 from engine.upkeep import UpkeepSteps
+from engine.wake import WakeWaits, wake_listener
 from engine.watchdog import PlanningWatchdog
 
 logger = logging.getLogger("engine.gateway")
@@ -58,7 +60,9 @@ def default_gateway_id() -> str:
     return f"{name}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, InitiativeSteps, PlanningDispatch):
+class Gateway(
+    LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, InitiativeSteps, WakeWaits, PlanningDispatch
+):
     def __init__(
         self,
         *,
@@ -80,6 +84,8 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
         self.refusals: dict[int, str] = {}
         self.ticker = Ticker(gateway_id=self.gateway_id)
         self.stopping = asyncio.Event()
+        self.wakeup = asyncio.Event()  # set by wake-ups, transports' updates and request_stop
+        self.wake = wake_listener()
         self.isolated_heartbeat = isolated_heartbeat
         self._last_heartbeat = 0.0
         self._renewal: asyncio.Future | None = None
@@ -143,11 +149,16 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
                 f" ({result.message})" if result.message else "",
                 f"; {released} node(s) returned to pending" if released else "",
             )
-            self.clients[agent_id] = AgentClient(
-                agent, self.transport_factory(agent, gateway_id=self.gateway_id), renewed_at=taken_at
-            )
+            self.clients[agent_id] = AgentClient(agent, self._new_transport(agent), renewed_at=taken_at)
             did = True
         return did
+
+    def _new_transport(self, agent: Agent) -> Transport:
+        """The agent's transport; one that receives updates on its own wakes the loop through them."""
+        transport = self.transport_factory(agent, gateway_id=self.gateway_id)
+        if self.wake is not None and hasattr(transport, "on_update"):
+            transport.on_update = self.on_update
+        return transport
 
     async def _drop(
         self,
@@ -406,25 +417,29 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
         logger.info("gateway %s starting", self.gateway_id)
         # The heartbeat runs beside the steps, not between them: see engine/heartbeat.py.
         heartbeat = asyncio.create_task(self.heartbeat_forever(), name="lease heartbeat")
-        try:
-            while not self.stopping.is_set():
-                if not await self.run_once():
-                    try:
-                        await asyncio.wait_for(self.stopping.wait(), timeout=await self.idle_seconds())
-                    except TimeoutError:
-                        pass
-        finally:
+        # Our own writes wake no gateway: after a pass that did work the loop runs another at once.
+        with wake_not_needed():
+            if self.wake is not None:
+                await self.wake.start(self.wakeup)
             try:
-                await self.drain()
+                while not self.stopping.is_set():
+                    if not await self.run_once():
+                        await self.wait_for_work()  # engine/wake.py
             finally:
-                heartbeat.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await heartbeat
+                try:
+                    await self.drain()
+                finally:
+                    heartbeat.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await heartbeat
+                    if self.wake is not None:
+                        await self.wake.stop()
 
     def request_stop(self) -> None:
         if not self.stopping.is_set():
             logger.info("shutting down: finishing the action in flight, then releasing leases")
         self.stopping.set()
+        self.wakeup.set()
 
     async def drain(self) -> None:
         """Stop the workers; then ingest each client's last updates, disconnect it and release its lease.

@@ -11,6 +11,7 @@ session, and releases the lease. Each step is stateless between requests:
 3. `sign_in_password` completes a two-step verification.
 
 The session's auth key is stored after each step, so the code and password apply to the same key.
+Telethon is imported only when a sign-in runs: a gateway of sandbox agents never loads it.
 Codes and passwords live in the request's params only until it runs: they are blanked when it
 finishes, and never logged or written to the activity stream. A successful sign-in records the
 account's user id and clears a stop caused by a session error, so the gateway picks the agent up.
@@ -23,12 +24,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from telethon import errors
-from telethon.tl import functions
 
 from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
-from agents.telethon_session import SessionKeyError, open_session_for
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from engine.leases import lease_acquire, lease_release
@@ -82,19 +80,26 @@ class SignInFailed(Exception):
     """A sign-in step Telegram refused; the message tells the operator what to do next."""
 
 
-SIGN_IN_ERRORS: dict[type, str] = {
-    errors.PhoneNumberInvalidError: 'Telegram rejects the phone number {phone}: set "Agent Phone" in '
-    "full international form (e.g. +15551234567), then start again",
-    errors.PhoneNumberBannedError: "Telegram has banned the phone number {phone}: this account cannot sign in",
-    errors.PhoneCodeInvalidError: "the code is wrong: type the code Telegram sent, or start again for a new one",
-    errors.PhoneCodeExpiredError: "the code has expired (or was shared in a chat, which cancels it): start "
-    "again and type the new code promptly",
-    errors.PhoneCodeEmptyError: "no code was given: type the code Telegram sent",
-    errors.PasswordHashInvalidError: "the two-step verification password is wrong: try again",
-}
+def sign_in_errors() -> dict[type, str]:
+    """Telethon's errors a sign-in step can meet, each with what the operator should do."""
+    from telethon import errors
+
+    return {
+        errors.PhoneNumberInvalidError: 'Telegram rejects the phone number {phone}: set "Agent Phone" in '
+        "full international form (e.g. +15551234567), then start again",
+        errors.PhoneNumberBannedError: "Telegram has banned the phone number {phone}: this account cannot sign in",
+        errors.PhoneCodeInvalidError: "the code is wrong: type the code Telegram sent, or start again for a new one",
+        errors.PhoneCodeExpiredError: "the code has expired (or was shared in a chat, which cancels it): start "
+        "again and type the new code promptly",
+        errors.PhoneCodeEmptyError: "no code was given: type the code Telegram sent",
+        errors.PasswordHashInvalidError: "the two-step verification password is wrong: try again",
+    }
 
 
 async def _run_step(client, agent: Agent, request: GatewayRequest) -> dict[str, Any]:
+    from telethon import errors
+    from telethon.tl import functions
+
     params = request.params or {}
     if request.kind == Kind.SIGN_IN_START:
         if await client.is_user_authorized():
@@ -129,6 +134,11 @@ async def _finish(client, agent: Agent) -> dict[str, Any]:
 
 async def signin_execute(*, agent: Agent, request: GatewayRequest, holder: str) -> tuple[dict[str, Any], str]:
     """Run one sign-in request on a login client over the agent's stored session; (result, error)."""
+    from telethon import errors
+
+    from agents.telethon_session import SessionKeyError, open_session_for
+
+    known = sign_in_errors()
     try:
         session = await sync_to_async(open_session_for)(agent, holder)
     except SessionKeyError as exc:
@@ -143,8 +153,8 @@ async def signin_execute(*, agent: Agent, request: GatewayRequest, holder: str) 
         return {}, f"Telegram asks to wait {exc.seconds}s before trying again"
     except SignInFailed as exc:
         return {}, str(exc)
-    except tuple(SIGN_IN_ERRORS) as exc:
-        return {}, SIGN_IN_ERRORS[type(exc)].format(phone=agent.phone)
+    except tuple(known) as exc:
+        return {}, known[type(exc)].format(phone=agent.phone)
     except errors.RPCError as exc:
         return {}, f"Telegram refused: {type(exc).__name__}"
     except (ConnectionError, OSError) as exc:

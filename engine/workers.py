@@ -21,9 +21,12 @@ import time
 from django.conf import settings
 
 from engine.lifeline import die_with_parent_hook
-from engine.management.commands.runworkers import GATEWAY_ENV
 
 logger = logging.getLogger(__name__)
+
+#: Set for the workers `runagents` supervises: the gateway whose planning tasks they run. (Defined
+#: here, not in `runworkers`, so the gateway does not import django-q2's pool.)
+GATEWAY_ENV = "CINDY_WORKERS_GATEWAY"
 
 MAX_BACKOFF_SECONDS = 60
 STOP_GRACE_SECONDS = 5

@@ -2,20 +2,33 @@
 
 Shared by prompt building and the dashboard. Media is rendered to compact text from the media catalog
 only (`MediaDescription` rows); nothing here downloads media or asks for a description.
+
+Rendering a 500-message history is most of a prompt's assembly time, and from one turn to the next
+only the newest messages differ. `history_window` therefore reads the window's rows as the database
+driver returns them (no model instances) and keeps each rendered message in a process-wide cache keyed
+by everything its rendering reads: the row's values, the agent's zone and the catalog rows of its
+media. An edit, a re-delivery that changes a name, or a new media description gives a new key, so a
+stale rendering is never served; only rows without a cached rendering are converted and rendered.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import threading
 import zoneinfo
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
+from django.db.models.sql.constants import MULTI
 
 from conversations.models import Conversation, Message
 from conversations.selectors import first_partner_message_id
+from llm.request import Part, Turn
 from media_catalog.models import MediaDescription
 from memory.services.summaries import summary_covered_id
 
@@ -49,11 +62,24 @@ class ChatMessage:
     date: dt.datetime
     reply_to_id: int | None
     parts: tuple[dict[str, Any], ...]
+    forwarded_from: str = ""
+    #: The message's media items as stored (for describing them), not the rendered parts.
+    media: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    #: False for a service message without text: it is part of the window but the prompt skips it.
+    in_prompt: bool = True
 
     @property
     def text(self) -> str:
         """The parts as one prompt string, one part per line."""
         return "\n".join(part_text(p) for p in self.parts)
+
+    @cached_property
+    def turn(self) -> Turn:
+        """The message as one turn of a request (built once per rendering, which the cache keeps)."""
+        return Turn(
+            role="agent" if self.is_agent else "user",
+            parts=tuple(Part(text=part_text(p)) for p in self.parts),
+        )
 
 
 def agent_timezone(agent: Any) -> dt.tzinfo:
@@ -123,31 +149,44 @@ def history_messages(
     """The newest messages of a conversation from its history start, oldest first, at most `limit`.
 
     The start is `history_start(conversation)`: after the summaries, or the partner's first message.
-    When more messages than the cap (CINDY_HISTORY_SIZE) follow it, the window start moves in steps of
-    CINDY_HISTORY_STEP messages (at most half the cap), so the window holds between cap - step + 1
-    and cap messages: its first message then stays the same for `step` turns, which keeps the prompt
-    prefix cacheable, and the prefix breaks once per step.
+    When more messages than the cap (CINDY_HISTORY_SIZE) follow it, the window start moves in steps
+    (`history_step`: CINDY_HISTORY_STEP, by default a quarter of the cap), so the window holds between
+    cap - step + 1 and cap messages: its first message then stays the same for `step` turns, which
+    keeps the prompt prefix cacheable, and the prefix breaks once per step.
     """
+    newest = _window(conversation, limit=limit, start=start, fetch=list)
+    newest.sort(key=lambda m: (m.date, m.message_id))
+    return newest
+
+
+def _window(
+    conversation: Conversation,
+    *,
+    limit: int | None,
+    start: HistoryStart | None,
+    fetch: Callable[[QuerySet], list],
+) -> list:
+    """The window's rows, newest first: `fetch` reads at most `limit` of them (see history_messages)."""
     limit = limit or settings.CINDY_HISTORY_SIZE
     if start is None:
         start = history_start(conversation)
     visible = visible_messages(conversation)
     if start.message_id is not None:
         visible = visible.filter(message_id__gte=start.message_id)
-    newest = list(visible.order_by("-message_id")[:limit])
+    newest = fetch(visible.order_by("-message_id")[:limit])
     if len(newest) == limit:
         total = visible.count()
         step = history_step(limit)
         skip = (step - (total - limit) % step) % step
         newest = newest[: limit - skip] if skip else newest
-    newest.sort(key=lambda m: (m.date, m.message_id))
     return newest
 
 
 def history_step(limit: int | None = None) -> int:
-    """How many messages the window start moves at a time: CINDY_HISTORY_STEP, at most half the cap."""
+    """How many messages the window start moves at a time: CINDY_HISTORY_STEP, or a quarter of the cap
+    when it is 0 (the default), at most half the cap."""
     limit = limit or settings.CINDY_HISTORY_SIZE
-    return max(1, min(settings.CINDY_HISTORY_STEP, limit // 2))
+    return max(1, min(settings.CINDY_HISTORY_STEP or limit // 4, limit // 2))
 
 
 def descriptions_for(messages: Iterable[Message]) -> dict[str, MediaDescription]:
@@ -220,15 +259,7 @@ def message_parts(
 def to_chat_messages(messages: Sequence[Message], *, tz: dt.tzinfo) -> list[ChatMessage]:
     descriptions = descriptions_for(messages)
     return [
-        ChatMessage(
-            message_id=m.message_id,
-            is_agent=m.is_agent,
-            sender_id=m.sender_id,
-            sender_name=m.sender_name,
-            date=m.date,
-            reply_to_id=m.reply_to_id,
-            parts=message_parts(m, descriptions=descriptions, tz=tz),
-        )
+        _chat_message(m, descriptions=descriptions, tz=tz)
         for m in messages
         if not (m.is_service and not m.text)
     ]
@@ -239,5 +270,119 @@ def conversation_history(
 ) -> list[ChatMessage]:
     """The conversation as the agent sees it, oldest first, from its history start (see
     `history_start`), capped at `limit` (CINDY_HISTORY_SIZE)."""
-    messages = history_messages(conversation, limit=limit, start=start)
-    return to_chat_messages(messages, tz=agent_timezone(conversation.agent))
+    return [m for m in history_window(conversation, limit=limit, start=start) if m.in_prompt]
+
+
+#: The fields a message's rendering reads, in the order of the cache key's row.
+_ROW_FIELDS = (
+    "id",
+    "message_id",
+    "is_agent",
+    "sender_id",
+    "sender_name",
+    "sender_username",
+    "date",
+    "text",
+    "reply_to_id",
+    "media",
+    "forwarded_from",
+    "is_service",
+    "edited_at",
+)
+_MEDIA_AT = _ROW_FIELDS.index("media")
+#: Rendered messages kept per process (about a kilobyte each); the cache starts over when it is full.
+#: 0 turns it off (bench/bench_request.py measures with and without it).
+RENDER_CACHE_SIZE = 10_000
+_rendered: dict[tuple, ChatMessage] = {}
+_rendered_lock = threading.Lock()
+
+
+def history_window(
+    conversation: Conversation, *, limit: int | None = None, start: HistoryStart | None = None
+) -> list[ChatMessage]:
+    """Every message of the history window (`history_messages`' rule) as the agent sees it, oldest
+    first, service messages without text included (`in_prompt` False), rendered through the cache."""
+    converters: list[Callable[[list[tuple]], list]] = []
+
+    def fetch(queryset: QuerySet) -> list:
+        rows, convert = _driver_rows(queryset.values_list(*_ROW_FIELDS))
+        converters.append(convert)
+        return rows
+
+    rows = _window(conversation, limit=limit, start=start, fetch=fetch)
+    tz = agent_timezone(conversation.agent)
+    media_ids = [_media_ids(row[_MEDIA_AT]) for row in rows]
+    wanted = {uid for ids in media_ids for uid in ids}
+    descriptions = (
+        {d.unique_id: d for d in MediaDescription.objects.filter(unique_id__in=wanted)} if wanted else {}
+    )
+    tz_key = str(tz)
+    keys = [
+        (row, tz_key, tuple(_description_key(descriptions.get(uid)) for uid in ids))
+        for row, ids in zip(rows, media_ids, strict=True)
+    ]
+    caching = RENDER_CACHE_SIZE > 0
+    found = [_rendered.get(key) for key in keys] if caching else [None] * len(keys)
+    missing = [i for i, hit in enumerate(found) if hit is None]
+    if missing:
+        converted = converters[0]([rows[i] for i in missing])
+        for i, values in zip(missing, converted, strict=True):
+            message = Message(**dict(zip(_ROW_FIELDS, values, strict=True)))
+            found[i] = _chat_message(message, descriptions=descriptions, tz=tz)
+        if caching:
+            with _rendered_lock:
+                if len(_rendered) + len(missing) > RENDER_CACHE_SIZE:
+                    _rendered.clear()
+                _rendered.update((keys[i], found[i]) for i in missing)
+    found.sort(key=lambda m: (m.date, m.message_id))
+    return found
+
+
+def _driver_rows(queryset: QuerySet) -> tuple[list[tuple], Callable[[list[tuple]], list]]:
+    """The rows of a values_list queryset as the database driver returns them (dates and JSON
+    undecoded), and a function that converts some of them as the queryset itself would."""
+    compiler = queryset.query.get_compiler(using=queryset.db)
+    rows = [tuple(row) for chunk in compiler.execute_sql(MULTI) for row in chunk]
+    fields = [column[0] for column in compiler.select[: compiler.col_count]]
+    converters = compiler.get_converters(fields)
+
+    def convert(some: list[tuple]) -> list:
+        return list(compiler.apply_converters(some, converters)) if converters else [list(r) for r in some]
+
+    return rows, convert
+
+
+def _media_ids(raw: Any) -> tuple[str, ...]:
+    """The unique ids of a row's media, from the column as the driver returns it."""
+    if raw is None or raw in ("[]", b"[]", "", []):
+        return ()
+    items = json.loads(raw) if isinstance(raw, str | bytes) else raw
+    return tuple(p.get("unique_id", "") for p in items or [] if isinstance(p, dict) and p.get("unique_id"))
+
+
+def _description_key(description: MediaDescription | None) -> tuple | None:
+    if description is None:
+        return None
+    return (
+        description.status,
+        description.description,
+        description.sticker_name,
+        description.sticker_set_name,
+    )
+
+
+def _chat_message(
+    message: Message, *, descriptions: dict[str, MediaDescription], tz: dt.tzinfo
+) -> ChatMessage:
+    return ChatMessage(
+        message_id=message.message_id,
+        is_agent=message.is_agent,
+        sender_id=message.sender_id,
+        sender_name=message.sender_name,
+        date=message.date,
+        reply_to_id=message.reply_to_id,
+        parts=message_parts(message, descriptions=descriptions, tz=tz),
+        forwarded_from=message.forwarded_from,
+        media=tuple(message.media or ()),
+        in_prompt=not (message.is_service and not message.text),
+    )

@@ -24,6 +24,7 @@ from django.conf import settings
 from cindy_site.clock import get_clock
 from conversations.models import LLMCall, Message
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
+from llm.conversation import ChatMessage
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
 from llm.providers import provider_for
 from llm.request import LLMRequest, Part, Turn
@@ -60,7 +61,7 @@ def _mime(part: dict[str, Any], path: Path) -> str:
     return (part.get("mime") or mimetypes.guess_type(path.name)[0] or "").lower()
 
 
-def pending_media(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def pending_media(messages: Iterable[Message | ChatMessage]) -> list[dict[str, Any]]:
     """Media parts that may need a description, newest message first, one per unique id."""
     seen: set[str] = set()
     found: list[dict[str, Any]] = []
@@ -74,7 +75,7 @@ def pending_media(messages: Iterable[Message]) -> list[dict[str, Any]]:
 
 
 def warm_media_descriptions(
-    messages: Sequence[Message],
+    messages: Sequence[Message | ChatMessage],
     *,
     budget: int | None = None,
     agent_id: int | None = None,

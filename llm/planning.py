@@ -16,7 +16,7 @@ from django.conf import settings
 from cindy_site.clock import get_clock
 from conversations.models import LLMCall, Message, TaskGraph, TaskNode
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
-from llm.conversation import agent_timezone, history_messages, to_chat_messages
+from llm.conversation import history_window
 from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.file_sources import is_file_url, read_file_url
 from llm.media import warm_media_descriptions
@@ -96,10 +96,11 @@ def plan_turn(
             node=node, conversation=conversation, route=route, sleep=sleep, deadline=deadline
         )
 
-    messages = history_messages(conversation)
+    window = history_window(conversation)
     ids = dict(agent_id=agent.pk, conversation_id=conversation.pk, node_id=node.pk)
-    warm_media_descriptions(messages, sleep=sleep, deadline=deadline, **ids)
-    history = to_chat_messages(messages, tz=agent_timezone(agent))
+    if warm_media_descriptions(window, sleep=sleep, deadline=deadline, **ids):
+        window = history_window(conversation)  # new descriptions change how those messages read
+    history = [m for m in window if m.in_prompt]
     target = _target_message(conversation.pk, graph.target_message_id)
     turn = turn_context_from_graph(graph, reactions=_reaction_notes(target))
 
@@ -166,7 +167,7 @@ def plan_turn(
     tasks = _only_allowed_kinds([t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, errors)
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
-    inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=messages)
+    inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=window)
     allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
     thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
     return PlanResult(

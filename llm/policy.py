@@ -37,6 +37,7 @@ from django.db.models import Q
 
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
+from llm.conversation import ChatMessage
 from llm.file_sources import is_file_url
 from llm.policy_initiative import INITIATIVE_KINDS, initiative_refusal
 from llm.tasks import Task
@@ -63,7 +64,7 @@ class Source:
     forwarded_from: str
 
     @classmethod
-    def of(cls, message: Message) -> Source:
+    def of(cls, message: Message | ChatMessage) -> Source:
         return cls(message.message_id, message.sender_id, message.sender_name, message.forwarded_from)
 
     def describe(self) -> str:
@@ -89,8 +90,11 @@ class Refusal:
     reason: str
 
 
-def turn_inputs(*, conversation: Conversation, graph: TaskGraph, history: Iterable[Message]) -> TurnInputs:
-    """The inputs of the turn planned in `graph` (of `conversation`), whose prompt showed `history`."""
+def turn_inputs(
+    *, conversation: Conversation, graph: TaskGraph, history: Iterable[Message | ChatMessage]
+) -> TurnInputs:
+    """The inputs of the turn planned in `graph` (of `conversation`), whose prompt showed `history`
+    (its window, `llm.conversation.history_window`, or the messages themselves)."""
     boundary = _last_turn_end(conversation, exclude_graph_id=graph.pk)
     recent = Message.objects.filter(conversation=conversation, is_agent=False)
     if boundary is not None:

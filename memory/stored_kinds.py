@@ -8,7 +8,8 @@ one id is unique among, and how its entries appear in the prompt. Everything els
 - storing it (`memory.services.stored.stored_entry_apply`): a new id creates an entry, an existing id
   updates it, empty content deletes it;
 - the prompt (`llm.prompt.sections.stored_sections`): one `# <title>` section of JSON entries, ids
-  included, so the agent can name the entry it wants to change.
+  included, so the agent can name the entry it wants to change; entries written since the history's
+  first message follow the history (`prompt_place`), so that writing one keeps the cached prefix.
 
 Adding a kind (`note`, `intend`, `summarize`, `event`, `schedule`, ...) means one more `register(...)`
 call with its model and its prompt section; the engine and the parser need no change. Channels are
@@ -67,6 +68,11 @@ class StoredKind:
     per_channel: bool = False
     content_names: tuple[str, ...] = ("content", "text")  # the task fields that carry the content
     in_prompt: bool = True  # False: entries are fetched on demand (e.g. `file:schedule.json`)
+    # Where the entries sit in a planning request (llm.prompt.builder, "Prompt order" in docs/llm.md):
+    # "split": entries dated up to the history's first message in the system instruction, newer ones
+    # after the history, so writing one keeps the cached prefix; "system": all in the system
+    # instruction (summaries, which change only together with the history start).
+    prompt_place: str = "split"
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
@@ -225,6 +231,7 @@ SUMMARIZE = register(
         section_order=900,
         file_property="summary",
         per_channel=True,
+        prompt_place="system",
     )
 )
 

@@ -146,6 +146,9 @@ class TelegramDevice(ThrottlingMixin, Device):
                 },
                 created=now,
             )
+            from conversations.services.wake import wake_gateways_on_commit
+
+            wake_gateways_on_commit()  # the code goes out at once rather than at the gateway's next tick
         return "a code was sent to your Telegram account"
 
     # --- verifying -------------------------------------------------------------------------

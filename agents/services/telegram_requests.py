@@ -42,7 +42,11 @@ USERNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{4,31}$")
 
 
 def gateway_request_create(*, agent: Agent, kind: str, params: dict[str, Any]) -> GatewayRequest:
-    return GatewayRequest.objects.create(agent=agent, kind=kind, params=params, created=now())
+    from conversations.services.wake import wake_gateways_on_commit
+
+    request = GatewayRequest.objects.create(agent=agent, kind=kind, params=params, created=now())
+    wake_gateways_on_commit()  # the agent's gateway runs it at once rather than at its next tick
+    return request
 
 
 def gateway_request_describe(request: GatewayRequest) -> str:

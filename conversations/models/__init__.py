@@ -1,7 +1,7 @@
 from conversations.models.activity import ActivityEvent, LLMCall, ModelPrice
 from conversations.models.chat import Conversation, Message
 from conversations.models.console import OfferedModel, Translation
-from conversations.models.graph import NodeKind, NodeStatus, TaskGraph, TaskNode
+from conversations.models.graph import GatewayWake, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.sandbox import (
     SandboxChat,
     SandboxMember,
@@ -13,6 +13,7 @@ from conversations.models.sandbox import (
 __all__ = [
     "ActivityEvent",
     "Conversation",
+    "GatewayWake",
     "LLMCall",
     "Message",
     "ModelPrice",

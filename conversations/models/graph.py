@@ -105,3 +105,18 @@ class TaskNode(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"
+
+
+class GatewayWake(models.Model):
+    """One row whose counter every writer of gateway work bumps after its commit (`engine/wake.py`).
+
+    Without Redis, idle gateways read this counter every CINDY_WAKE_POLL_SECONDS (a primary-key read)
+    and run a pass as soon as it moves, instead of waiting for the next tick.
+    """
+
+    ROW_ID = 1
+
+    counter = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"gateway wake-up #{self.counter}"

@@ -17,6 +17,7 @@ from django.db import transaction
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.services.activity import record_event
+from conversations.services.wake import wake_gateways_on_commit
 
 Kind = ActivityEvent.Kind
 OPEN_NODE_STATUSES = (NodeStatus.PENDING, NodeStatus.RUNNING)
@@ -88,6 +89,7 @@ def graph_replan(
             + (f" (replaces graph {previous.pk})" if previous else ""),
             data={"graph_id": graph.pk, "trigger": trigger, "target_message_id": target_message_id},
         )
+        wake_gateways_on_commit()
     return graph
 
 
@@ -114,6 +116,8 @@ def graph_append_plan(*, after: TaskNode, nodes: Sequence[PlannedNode]) -> list[
     """
     when = now()
     created: list[TaskNode] = []
+    if nodes:
+        wake_gateways_on_commit()
     for offset, planned in enumerate(nodes, start=1):
         created.append(
             TaskNode.objects.create(

@@ -17,6 +17,7 @@ from django.db.models import F, Max
 from agents.models import Agent
 from cindy_site.clock import now
 from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+from conversations.services.wake import wake_gateways_on_commit
 
 #: Agents' sandbox user ids live above this, people's below; they never collide.
 AGENT_USER_ID_BASE = 7_000_000_000
@@ -190,6 +191,7 @@ def sandbox_post(
             SandboxMember.objects.filter(chat=chat, user=sender).update(
                 typing_until=None, read_up_to=message_id
             )
+            wake_gateways_on_commit()  # the gateways of the chat's agents ingest it at once
     except IntegrityError:
         if random_id is None:
             raise
@@ -246,6 +248,7 @@ def sandbox_set_reaction(*, message: SandboxMessage, user: SandboxUser, emoji: s
             actor=user,
             created=now(),
         )
+        wake_gateways_on_commit()
     return message
 
 

@@ -241,7 +241,12 @@ class ContactInfo:
 
 @runtime_checkable
 class Transport(Protocol):
-    """Every Telegram operation Cindy uses. All methods are coroutines run on the gateway's loop."""
+    """Every Telegram operation Cindy uses. All methods are coroutines run on the gateway's loop.
+
+    A transport that receives updates on its own (Telethon) also has an `on_update` attribute: the
+    gateway sets it to a callable, which the transport calls on the loop when it queues an update, so
+    an idle gateway polls at once (`engine/wake.py`). The sandbox has none: its writers wake gateways.
+    """
 
     async def connect(self) -> AccountInfo: ...
 

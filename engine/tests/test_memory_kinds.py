@@ -11,6 +11,7 @@ from conversations.services.sandbox import sandbox_say
 from engine.tasks import received_apply, run_received
 from engine.tests.harness import tasks
 from llm.planning import plan_turn
+from llm.prompt.builder import RECENT_ENTRIES_TITLE
 from llm.summarization import summary_tasks
 from llm.tasks import Task
 from memory.models import Intention, Note, Plan, Summary
@@ -19,7 +20,16 @@ pytestmark = pytest.mark.django_db
 
 
 def _system(request) -> str:
-    return "".join(part["text"] for part in request.json["systemInstruction"]["parts"])
+    """The stored entries the request shows: the system instruction, then the entries written since
+    the history's first message, which follow the history (llm.prompt.builder)."""
+    system = "".join(part["text"] for part in request.json["systemInstruction"]["parts"])
+    recent = [
+        part["text"]
+        for content in request.json["contents"]
+        for part in content["parts"]
+        if part.get("text", "").startswith(RECENT_ENTRIES_TITLE)
+    ]
+    return "\n\n".join([system, *recent])
 
 
 def _section(system: str, title: str) -> list[dict]:

@@ -4,16 +4,18 @@ Stable material first, volatile material last, so that consecutive turns share a
 providers bill at the cached rate:
 
 1. system instruction: response format, agent instructions, role prompts (templates substituted),
-   stickers, the media library, channel details, curated memories, the stored kinds' entries
-   (global memories, conversation notes, channel plan, intentions, ...) and last the conversation
-   summaries;
+   stickers, the media library, channel details, curated memories, the stored kinds' entries dated up
+   to the history's first message (global memories, conversation notes, channel plan, intentions,
+   events) and last the conversation summaries;
 2. the history, oldest first: it starts after the last summarized message with a small overlap, and
    its window start moves in steps (see llm.conversation.history_start / history_messages);
-3. retrieved web pages of this turn, marked as untrusted;
-4. a final user turn: current time and the instructions for this turn (once).
+3. the stored entries written since the history's first message, in sections of the same titles
+   (`RECENT_ENTRIES_TITLE`), so a turn that remembers or plans changes nothing before this point;
+4. retrieved web pages of this turn, marked as untrusted;
+5. a final user turn: current time and the instructions for this turn (once).
 
-The summaries and the history start change only when a summary is written, so between two
-summarizations consecutive turns share everything up to the final turn.
+The summaries and the history start change only when a summary is written (or the window moves), so
+between two such points consecutive turns share everything up to the history's end.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from dataclasses import dataclass
 
 from cindy_site.clock import now as clock_now
 from conversations.models import Conversation
-from llm.conversation import ChatMessage, agent_timezone, conversation_history, part_text
+from llm.conversation import ChatMessage, agent_timezone, conversation_history
 from llm.prompt.instructions import TurnContext, current_time_section, specific_instructions
 from llm.prompt.sections import (
+    StoredSections,
     base_prompt,
     channel_details_section,
     included_prompts,
@@ -46,6 +49,13 @@ UNTRUSTED_NOTE = (
 )
 
 
+RECENT_ENTRIES_TITLE = "# Recent Entries"
+RECENT_ENTRIES_NOTE = (
+    "What you stored since the first message shown above. Each section below continues the section of "
+    "the same title in the system instructions; an id names an entry wherever it is shown."
+)
+
+
 @dataclass(frozen=True)
 class RetrievedPage:
     url: str
@@ -57,28 +67,38 @@ def system_instruction(
     *,
     include_retrieve: bool = True,
     prompts: list[tuple[str, str]] | None = None,
+    stored: StoredSections | None = None,
 ) -> str:
+    """The system instruction. `stored` is the stored kinds' split for this request (without it, every
+    entry is shown here, as for a request without history)."""
     agent = conversation.agent
     base = substitute(
         base_prompt(agent, include_retrieve=include_retrieve, prompts=prompts),
         template_values(agent, conversation),
     )
+    if stored is None:
+        stored = stored_sections(agent, conversation=conversation, history_began=None)
     sections = [
         base,
         sticker_section(agent),
         media_library_section(agent),
         channel_details_section(conversation),
         memory_section(agent, partner_id=conversation.peer_id),
-        stored_sections(agent, conversation=conversation),
+        stored.system,
     ]
     return "\n\n".join(s for s in sections if s)
 
 
+def recent_entries_turn(stored: StoredSections) -> list[Turn]:
+    """The stored entries written since the history's first message, right after the history."""
+    if not stored.late:
+        return []
+    text = f"{RECENT_ENTRIES_TITLE}\n\n{RECENT_ENTRIES_NOTE}\n\n{stored.late}"
+    return [Turn(role="user", parts=(Part(text=text),))]
+
+
 def history_turns(history: Sequence[ChatMessage]) -> list[Turn]:
-    return [
-        Turn(role="agent" if m.is_agent else "user", parts=tuple(Part(text=part_text(p)) for p in m.parts))
-        for m in history
-    ]
+    return [m.turn for m in history]
 
 
 def retrieved_turns(pages: Sequence[RetrievedPage]) -> list[Turn]:
@@ -129,11 +149,18 @@ def build_plan_request(
     """
     if history is None:
         history = conversation_history(conversation)
-    turns = history_turns(history) + retrieved_turns(retrieved) + notes_turn(notes)
+    stored = stored_sections(
+        conversation.agent, conversation=conversation, history_began=history[0].date if history else None
+    )
+    turns = (
+        history_turns(history) + recent_entries_turn(stored) + retrieved_turns(retrieved) + notes_turn(notes)
+    )
     turns.append(final_turn(conversation, turn, at=at or clock_now()))
     prompts = included_prompts(conversation.agent, include_retrieve=include_retrieve)
     return LLMRequest(
-        system=system_instruction(conversation, include_retrieve=include_retrieve, prompts=prompts),
+        system=system_instruction(
+            conversation, include_retrieve=include_retrieve, prompts=prompts, stored=stored
+        ),
         turns=turns,
         response_schema=task_list_schema(
             kinds if kinds is not None else allowed_kinds(text for _name, text in prompts)

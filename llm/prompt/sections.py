@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
+
+from django.db.models import Q
 
 from agents.models import Agent, RolePrompt
 from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from media_catalog.models import LibraryItem, MediaDescription, Sticker
 from memory.models import Memory
-from memory.services.stored import stored_entries
+from memory.services.stored import stored_entries, stored_entries_split
 from memory.stored_kinds import StoreContext, stored_kinds
 
 logger = logging.getLogger(__name__)
@@ -96,12 +100,14 @@ def sticker_section(agent: Agent) -> str:
     entries: list[tuple[str, str, str]] = []  # (set, name, unique_id)
     set_names = [s for s in agent.sticker_set_names or [] if s]
     if set_names:
-        stickers = Sticker.objects.filter(sticker_set__short_name__in=set_names).select_related("sticker_set")
-        by_set: dict[str, list[Sticker]] = {}
-        for sticker in stickers:
-            by_set.setdefault(sticker.sticker_set.short_name, []).append(sticker)
+        stickers = Sticker.objects.filter(sticker_set__short_name__in=set_names).values_list(
+            "sticker_set__short_name", "name", "unique_id"
+        )
+        by_set: dict[str, list[tuple[str, str, str]]] = {}
+        for row in stickers:
+            by_set.setdefault(row[0], []).append(row)
         for set_name in set_names:
-            entries += [(set_name, s.name, s.unique_id) for s in by_set.get(set_name, [])]
+            entries += by_set.get(set_name, [])
     seen = {(s, n) for s, n, _ in entries}
     for item in agent.explicit_stickers or []:
         set_name, _, name = str(item).partition("::")
@@ -148,14 +154,22 @@ def media_library_section(agent: Agent) -> str:
 def _sticker_descriptions(
     entries: list[tuple[str, str, str]],
 ) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
-    uids = [u for _, _, u in entries if u]
+    """Descriptions by sticker unique id and by (set, name), from one query in the catalog's order."""
+    uids = {u for _, _, u in entries if u}
     sets = {s for s, _, _ in entries}
-    rows = MediaDescription.objects.filter(status__in=_DESCRIBED).exclude(description=None)
-    by_uid = {r.unique_id: _one_line(r.description) for r in rows.filter(unique_id__in=uids)}
-    by_name = {
-        (r.sticker_set_name, r.sticker_name): _one_line(r.description)
-        for r in rows.filter(sticker_set_name__in=sets)
-    }
+    rows = (
+        MediaDescription.objects.filter(status__in=_DESCRIBED)
+        .exclude(description=None)
+        .filter(Q(unique_id__in=uids) | Q(sticker_set_name__in=sets))
+        .values_list("unique_id", "sticker_set_name", "sticker_name", "description")
+    )
+    by_uid: dict[str, str] = {}
+    by_name: dict[tuple[str, str], str] = {}
+    for unique_id, set_name, name, description in rows:
+        if unique_id in uids:
+            by_uid[unique_id] = _one_line(description)
+        if set_name in sets:
+            by_name[(set_name, name)] = _one_line(description)
     return by_uid, by_name
 
 
@@ -188,23 +202,46 @@ def _memory_json(memory: Memory) -> dict[str, Any]:
     return item
 
 
-def stored_sections(agent: Agent, *, conversation: Conversation) -> str:
-    """One `# <title>` section per stored kind, ids included, in the kinds' `section_order`.
+def stored_section(title: str, entries: list[dict[str, Any]]) -> str:
+    """`# <title>` and the entries as a JSON list ("" without entries)."""
+    return f"# {title}\n\n" + _json_block(entries) if entries else ""
 
-    Global memories, conversation notes, channel plan, intentions, ..., and last the conversation
-    summaries, right before the history (which starts where they end). Each kind declares its title
-    and entries in `memory.stored_kinds`; the agent names an entry's id to update it, or gives it empty
-    content to delete it.
+
+@dataclass(frozen=True)
+class StoredSections:
+    """The stored kinds' sections of one request: those in the system instruction and those after the
+    history (see `memory.stored_kinds.StoredKind.prompt_place`)."""
+
+    system: str
+    late: str
+
+
+def stored_sections(
+    agent: Agent, *, conversation: Conversation, history_began: dt.datetime | None
+) -> StoredSections:
+    """One `# <title>` section per stored kind with entries, ids included, in the kinds' `section_order`:
+    global memories, conversation notes, channel plan, intentions, events, and last the conversation
+    summaries (always in the system instruction, right before the history, which starts where they end).
+
+    Entries dated up to `history_began` (the first history message's date) go into the system
+    instruction, the ones written since into sections of the same titles after the history: writing or
+    changing one of those leaves everything before the history as it was, so the next request still
+    shares the cached prefix. Each kind declares its title, entries and place in `memory.stored_kinds`;
+    the agent names an entry's id to update it, or gives it empty content to delete it.
     """
     context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
-    blocks = []
+    system: list[str] = []
+    late: list[str] = []
     for spec in stored_kinds():
         if not spec.in_prompt:
             continue
-        entries = stored_entries(kind=spec.kind, context=context)
-        if entries:
-            blocks.append(f"# {spec.section_title}\n\n" + _json_block(entries))
-    return "\n\n".join(blocks)
+        if spec.prompt_place == "system":
+            older, newer = stored_entries(kind=spec.kind, context=context), []
+        else:
+            older, newer = stored_entries_split(kind=spec.kind, context=context, boundary=history_began)
+        system.append(stored_section(spec.section_title, older))
+        late.append(stored_section(spec.section_title, newer))
+    return StoredSections("\n\n".join(b for b in system if b), "\n\n".join(b for b in late if b))
 
 
 _DETAIL_LABELS = {

@@ -12,7 +12,7 @@ from google.genai import types
 
 from llm.errors import LLMConfigError, LLMError, ProviderRetryable
 from llm.providers.base import transport_errors
-from llm.request import LLMReply, LLMRequest, Part, Usage
+from llm.request import LLMReply, LLMRequest, Part, Turn, Usage
 
 #: The harm categories the Gemini API accepts; each is set to BLOCK_NONE (personas decide tone).
 SAFETY_CATEGORIES = (
@@ -42,7 +42,18 @@ def _client(api_key: str, base_url: str, timeout: float) -> genai.Client:
             )
             client = genai.Client(api_key=api_key, http_options=options)
             _clients[key] = client
+            _build_models()
         return client
+
+
+def _build_models() -> None:
+    """Have pydantic build the validators of the models every call uses (it builds them on first use,
+    about 0.1 s), with the client: the task pool builds both before forking its workers."""
+    request = LLMRequest(system="", turns=[Turn(role="user", parts=(Part(text=""),))], response_schema={})
+    build_config(request, timeout=1.0, wire=wire_contents(request))
+    types.GenerateContentResponse.model_validate(
+        {"candidates": [{"content": {"parts": [{"text": ""}], "role": "model"}}], "usage_metadata": {}}
+    )
 
 
 def safety_settings() -> list[types.SafetySetting]:

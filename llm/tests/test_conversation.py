@@ -2,8 +2,16 @@ from __future__ import annotations
 
 import datetime as dt
 
-from conversations.models import LLMCall
-from llm.conversation import conversation_history, history_messages, render_media
+from conversations.models import LLMCall, Message
+from llm.conversation import (
+    agent_timezone,
+    conversation_history,
+    history_messages,
+    history_step,
+    history_window,
+    render_media,
+    to_chat_messages,
+)
 from llm.tests.conftest import add_message
 from media_catalog.models import MediaDescription
 
@@ -122,3 +130,63 @@ def test_a_history_step_of_one_slides_every_turn(dm, settings):
         add_message(dm, i, f"m{i}")
 
     assert [m.message_id for m in history_messages(dm, limit=10)] == list(range(3, 13))
+
+
+def test_by_default_the_window_start_moves_a_quarter_of_the_cap_at_a_time(dm, settings):
+    """Cap 40, default step 10: the window holds 31 to 40 messages and its first message changes once
+    every 10 messages; at the default cap of 500 the step is 125."""
+    settings.CINDY_HISTORY_STEP = 0
+    for i in range(1, 41):
+        add_message(dm, i, f"m{i}")
+    firsts, sizes = [], set()
+    for i in range(41, 71):
+        add_message(dm, i, f"m{i}")
+        window = conversation_history(dm, limit=40)
+        assert window[-1].message_id == i
+        firsts.append(window[0].message_id)
+        sizes.add(len(window))
+
+    assert sorted(set(firsts)) == [11, 21, 31]
+    assert [i for i in range(1, len(firsts)) if firsts[i] != firsts[i - 1]] == [10, 20]
+    assert min(sizes) == 31 and max(sizes) == 40
+    assert history_step(500) == 125 and history_step(40) == 10
+    settings.CINDY_HISTORY_STEP = 400
+    assert history_step(500) == 250  # at most half the cap
+
+
+def test_an_edited_message_is_rendered_again(dm, say):
+    """Renderings are kept per process, keyed by what they read: an edit, a re-delivery with a new
+    name and a new media description each show up on the next read."""
+    say(dm, 1, "hello")
+    say(dm, 2, "", media=[{"kind": "media", "media_kind": "photo", "unique_id": "P1"}])
+    assert [m.text for m in conversation_history(dm)][0].endswith("hello")
+
+    Message.objects.filter(conversation=dm, message_id=1).update(
+        text="hello again", edited=True, edited_at=dt.datetime(2026, 1, 5, 13, 0, tzinfo=dt.UTC)
+    )
+    first, second = conversation_history(dm)
+    assert first.text.endswith("hello again")
+    assert second.parts[-1]["rendered_text"] == "‹a photo›"
+
+    Message.objects.filter(conversation=dm, message_id=1).update(sender_name="Alicia")
+    MediaDescription.objects.create(unique_id="P1", kind="photo", description="a loaf of rye")
+    first, second = conversation_history(dm)
+    assert "from Alicia (id 1001)" in first.parts[0]["text"]
+    assert second.parts[-1]["rendered_text"] == "‹a photo that appears as a loaf of rye›"
+
+
+def test_the_history_window_reads_the_same_as_the_messages_themselves(dm, say, settings):
+    """The cached rendering equals rendering the window's Message rows directly, service messages
+    without text left out of the prompt but kept in the window."""
+    settings.CINDY_HISTORY_STEP = 3
+    for i in range(1, 30):
+        say(dm, i, f"m{i}", is_agent=i % 3 == 0, forwarded_from="Bob" if i == 7 else "")
+    say(dm, 30, "", is_service=True)
+    conversation_history(dm, limit=12)  # warm the cache
+
+    window = history_window(dm, limit=12)
+    expected = to_chat_messages(history_messages(dm, limit=12), tz=agent_timezone(dm.agent))
+
+    assert [m for m in window if m.in_prompt] == expected == conversation_history(dm, limit=12)
+    assert [m.message_id for m in window] == [m.message_id for m in history_messages(dm, limit=12)]
+    assert not window[-1].in_prompt

@@ -226,3 +226,59 @@ def test_a_new_conversation_with_a_first_message_asks_to_answer_it():
     assert "This is the start of a new conversation" in text
     assert "message_id 1 is the first anyone has sent you" in text
     assert "nothing has been said yet" not in text
+
+
+def _stored(agent, dm, kind, content, entry_id=None):
+    from memory.services.stored import stored_entry_apply
+    from memory.stored_kinds import StoreContext
+
+    context = StoreContext(agent_id=agent.pk, channel_id=dm.peer_id, channel_name="Alice")
+    return stored_entry_apply(kind=kind, context=context, entry_id=entry_id, content=content).entry_id
+
+
+def test_a_remember_or_plan_turn_leaves_the_request_unchanged_up_to_the_recent_entries(agent, dm, clock):
+    """Entries dated up to the first history message stay in the system instruction; the ones written
+    since follow the history, so storing, updating or deleting one changes nothing before them."""
+    _stored(agent, dm, "remember", "The oven broke in May")  # before the history's first message
+    old_plan = _stored(agent, dm, "plan", "Teach Alice sourdough")
+    for i in range(1, 11):
+        add_message(dm, i, f"message number {i} about bread", is_agent=i % 2 == 0)
+    clock.advance(minutes=30)  # after the ten messages
+    recent_plan = _stored(agent, dm, "plan", "Ask about her starter")
+    first = build_plan_request(dm, TurnContext(target_message_id=9))
+
+    clock.advance(minutes=2)
+    _stored(agent, dm, "remember", "Alice's starter is called Bubbles")
+    _stored(agent, dm, "plan", "Ask how Bubbles is doing", entry_id=recent_plan)
+    _stored(agent, dm, "plan", "Offer the rye recipe")
+    add_message(dm, 11, "Bubbles is fine!", date=clock.now())
+    second = build_plan_request(dm, TurnContext(target_message_id=11))
+
+    assert second.system == first.system
+    assert second.turns[:10] == first.turns[:10]  # the history
+    assert "The oven broke in May" in first.system and "Teach Alice sourdough" in first.system
+    assert "Ask about her starter" not in first.system and "Bubbles" not in second.system
+    assert "Bubbles is fine!" in second.turns[10].parts[-1].text
+    recent = second.turns[11].parts[0].text
+    assert recent.startswith("# Recent Entries")
+    assert recent.index("# Global Memories") < recent.index("# Channel Plan")
+    for text in ("Alice's starter is called Bubbles", "Ask how Bubbles is doing", "Offer the rye recipe"):
+        assert text in recent
+    assert "Ask about her starter" not in recent and old_plan not in recent
+    assert first.turns[10].parts[0].text.startswith("# Recent Entries")
+    assert [t.role for t in second.turns[-2:]] == ["user", "user"]  # recent entries, then the final turn
+
+    _stored(agent, dm, "plan", "", entry_id=recent_plan)  # a delete, too, only changes what follows
+    third = build_plan_request(dm, TurnContext(target_message_id=11))
+    assert third.system == second.system and third.turns[:11] == second.turns[:11]
+    assert "Ask how Bubbles is doing" not in third.turns[11].parts[0].text
+
+
+def test_without_history_every_stored_entry_is_in_the_system_instruction(agent, dm, clock):
+    _stored(agent, dm, "remember", "The oven broke in May")
+    _stored(agent, dm, "plan", "Teach Alice sourdough")
+
+    request = build_plan_request(dm, TurnContext(trigger="new_conversation"))
+
+    assert "The oven broke in May" in request.system and "Teach Alice sourdough" in request.system
+    assert len(request.turns) == 1

@@ -115,3 +115,24 @@ def stored_entries(*, kind: str, context: StoreContext) -> list[dict[str, Any]]:
         return []
     rows = spec.model.objects.filter(**spec.scope(context)).order_by(*spec.ordering)
     return [spec.section_entry(row) for row in rows]
+
+
+def stored_entries_split(
+    *, kind: str, context: StoreContext, boundary: dt.datetime | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The kind's entries in `context` in two lists, each in the kind's order: those dated at or before
+    `boundary` (or undated), and those dated after it. Without a boundary every entry is in the first.
+
+    The date is the kind's `created` field, which an update keeps (unless the task gives a new one).
+    """
+    spec = stored_kind(kind)
+    if spec is None:
+        return [], []
+    rows = spec.model.objects.filter(**spec.scope(context)).order_by(*spec.ordering)
+    older: list[dict[str, Any]] = []
+    newer: list[dict[str, Any]] = []
+    for row in rows:
+        created = getattr(row, spec.created_field)
+        target = newer if boundary is not None and created is not None and created > boundary else older
+        target.append(spec.section_entry(row))
+    return older, newer

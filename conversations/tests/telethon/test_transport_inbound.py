@@ -51,6 +51,18 @@ def test_updates_are_queued_and_drained_oldest_first(transport, fake_client):
     assert run(transport.poll_updates) == []
 
 
+def test_a_queued_update_calls_on_update_so_an_idle_gateway_polls_at_once(transport, fake_client):
+    woken: list[int] = []
+    transport.on_update = lambda: woken.append(len(transport._queue))
+    update = types.UpdateNewMessage(
+        message=types.Message(id=3, peer_id=types.PeerUser(ANN), date=DATE, message="hi"), pts=3, pts_count=1
+    )
+    update._entities = {ANN: user(ANN)}
+    run(fake_client.dispatch, update)
+    assert woken == [1]  # called once the update is queued, not before
+    assert len(run(transport.poll_updates)) == 1
+
+
 def test_reply_to_a_message_sent_from_another_device_is_a_reply_to_the_agent(transport, fake_client):
     mine = types.Message(id=40, peer_id=types.PeerChannel(901), date=DATE, message="me", out=True)
     reply = types.Message(

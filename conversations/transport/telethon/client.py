@@ -121,6 +121,8 @@ class TelethonConnection:
         self._entities: dict[int, Any] = {}
         self._own_ids: dict[int, collections.deque[int]] = {}
         self._closing = False
+        #: Called (on the gateway's loop) whenever an update is queued, so the gateway polls at once.
+        self.on_update: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} agent={self.agent.name!r} gateway={self.gateway_id!r}>"
@@ -377,6 +379,8 @@ class TelethonConnection:
                 logger.exception(
                     "agents/%s: could not read a Telegram %s update", self.agent.name, type(update).__name__
                 )
+        if self._queue and self.on_update is not None:
+            self.on_update()
 
     async def poll_updates(self) -> list[Update]:
         """The queued updates; raises when the connection is gone, so the gateway reconnects.

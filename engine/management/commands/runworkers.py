@@ -8,9 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from engine.cluster import GuardedSentinel
-
-#: Set by `runagents` for the workers it supervises: the gateway whose planning tasks they run.
-GATEWAY_ENV = "CINDY_WORKERS_GATEWAY"
+from engine.workers import GATEWAY_ENV
 
 
 class Command(BaseCommand):

@@ -1,0 +1,305 @@
+"""Wake-ups: writers bump after commit, the gateway's idle wait ends on a wake-up or the next due timer.
+
+The loop tests drive `Gateway.run` on a FakeClock: the idle pause is replaced by one that moves the
+clock by the time asked, so what is checked is how long the gateway *would* have slept, never how long
+anything took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import datetime as dt
+import os
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.test import TestCase
+
+from cindy_site.clock import FakeClock
+from conversations.models import Conversation, GatewayWake, Message, NodeStatus, TaskNode
+from conversations.selectors import node_next_due_at
+from conversations.services.graphs import graph_replan
+from conversations.services.sandbox import sandbox_post, sandbox_say, sandbox_user_for_agent
+from conversations.services.wake import wake_counter, wake_gateways, wake_not_needed
+from conversations.transport.sandbox import SandboxTransport
+from engine.gateway import Gateway
+from engine.tests.harness import Harness
+from engine.tests.processes import plan
+from engine.wake import DbWake, RedisWake, wake_listener
+
+REDIS_URL = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def counted(callbacks) -> int:
+    return sum(1 for callback in callbacks if callback is wake_gateways)
+
+
+# --- the signal -------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_wake_row_round_trip_on_the_database():
+    woken: list[int] = []
+    listener = DbWake(threaded=False)
+    listener._notify = lambda: woken.append(listener.seen)  # what start() installs: set the event
+    assert listener.poll() is False  # the first read only sets the baseline
+    wake_gateways()
+    assert listener.poll() is True
+    assert listener.poll() is False  # one wake-up is seen once
+    assert woken == [wake_counter()]
+    GatewayWake.objects.all().delete()  # a flushed database: the next bump creates the row again
+    wake_gateways()
+    assert GatewayWake.objects.get().counter == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_poll_thread_sets_the_gateways_event_when_the_counter_moves():
+    async def scenario() -> None:
+        event = asyncio.Event()
+        listener = DbWake(poll_seconds=0.01)
+        await listener.start(event)
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, wake_gateways)
+            await asyncio.wait_for(event.wait(), 30)  # a guard against a hang only
+        finally:
+            await listener.stop()
+        assert listener._thread is None
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.django_db
+def test_no_wake_up_is_sent_with_wake_ups_off_or_from_the_gateways_own_writes(settings):
+    before = wake_counter()
+    with wake_not_needed():
+        wake_gateways()
+    settings.CINDY_WAKE = False
+    wake_gateways()
+    assert wake_counter() == before
+    assert wake_listener() is None
+
+
+@pytest.mark.django_db
+def test_the_redis_round_trip(settings):
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"no Redis server at {REDIS_URL} (set CINDY_TEST_REDIS_URL): {exc!r}")
+    settings.REDIS_URL = REDIS_URL
+    listener = wake_listener()
+    assert isinstance(listener, RedisWake)
+    before = wake_counter()
+
+    async def scenario() -> None:
+        event = asyncio.Event()
+        await listener.start(event)
+        try:
+            await asyncio.wait_for(listener.subscribed.wait(), 30)  # a guard against a hang only
+            event.clear()  # (re)subscribing sets it once, for what may have been missed
+            # From another thread with a fresh context, as a writer in another process would.
+            await asyncio.get_running_loop().run_in_executor(None, wake_gateways)
+            await asyncio.wait_for(event.wait(), 30)
+        finally:
+            await listener.stop()
+
+    asyncio.run(scenario())
+    assert wake_counter() == before  # with Redis the database row is not touched
+
+
+# --- writers bump after their commit ------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_sandbox_message_wakes_the_gateways_after_its_commit(agent):
+    before = wake_counter()
+    with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
+        sandbox_say(agent=agent, text="hello")
+        assert wake_counter() == before  # nothing before the commit
+    assert counted(callbacks) == 1
+    callbacks[-1]()
+    assert wake_counter() == before + 1
+
+
+@pytest.mark.django_db
+def test_the_agents_own_sandbox_send_in_the_gateway_wakes_no_one(agent):
+    chat = sandbox_say(agent=agent, text="hello").chat
+    with TestCase.captureOnCommitCallbacks(execute=False) as callbacks, wake_not_needed():
+        sandbox_post(chat=chat, sender=sandbox_user_for_agent(agent=agent), text="hi yourself")
+    assert counted(callbacks) == 0
+
+
+@pytest.mark.django_db
+def test_a_stored_plan_wakes_the_gateways_after_its_commit(agent, clock, fake_llm, settings):
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    harness = Harness(clock)
+    harness.start()
+    fake_llm.set_default_reply(plan("hi there"))
+    sandbox_say(agent=agent, text="hello")
+    harness.ingest()
+    harness.tick()
+    assert harness.queued
+    before = wake_counter()
+    with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
+        harness.work()
+        assert TaskNode.objects.filter(kind="send", status=NodeStatus.PENDING).exists()
+        assert wake_counter() == before
+    assert counted(callbacks) == 1
+    callbacks[-1]()
+    assert wake_counter() == before + 1
+
+
+@pytest.mark.django_db
+def test_a_replan_from_outside_the_gateway_wakes_it(agent, clock):
+    conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
+    with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
+        graph_replan(conversation=conversation, trigger="nudge", target_message_id=None)
+    assert counted(callbacks) == 1
+
+
+# --- the wait ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_next_timer_is_the_earliest_future_node_a_flood_pause_or_a_reconnect(agent, clock, harness):
+    harness.gateway.tick_seconds = 3600
+    conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
+    assert async_to_sync(harness.gateway.timer_seconds)() == float("inf")
+    graph_replan(
+        conversation=conversation,
+        trigger="nudge",
+        target_message_id=None,
+        not_before=clock.now() + dt.timedelta(seconds=12),
+    )
+    assert node_next_due_at(agent_ids=[agent.pk], after=clock.now()) == clock.now() + dt.timedelta(seconds=12)
+    assert async_to_sync(harness.gateway.timer_seconds)() == pytest.approx(12)
+    client = harness.gateway.clients[agent.pk]
+    client.paused_until = clock.now() + dt.timedelta(seconds=7)
+    assert async_to_sync(harness.gateway.timer_seconds)() == pytest.approx(7)
+    client.connected, client.retry_at = False, clock.monotonic() + 3
+    assert async_to_sync(harness.gateway.timer_seconds)() == pytest.approx(3)
+    clock.advance(20)  # everything is past: nothing is due in the future any more
+    assert async_to_sync(harness.gateway.timer_seconds)() == float("inf")
+
+
+@pytest.mark.django_db
+def test_a_transports_update_ends_the_wait_at_once(agent, clock):
+    class Receiving(SandboxTransport):
+        on_update = None
+
+    harness = Harness(clock, transport_factory=Receiving)
+    harness.gateway.tick_seconds = 3600
+    harness.start()
+    transport = harness.gateway.clients[agent.pk].transport
+    assert transport.on_update == harness.gateway.on_update
+
+    async def scenario() -> str:
+        waiting = asyncio.create_task(harness.gateway.wait_for_work())
+        await asyncio.sleep(0)
+        transport.on_update()  # an update arrives while the gateway waits out its hour
+        return await asyncio.wait_for(waiting, 30)  # a guard against a hang only
+
+    assert async_to_sync(scenario)() == "wakeup"
+    assert not harness.gateway.wakeup.is_set()  # consumed: the next wait waits again
+
+
+MAX_PAUSES = 50
+
+
+class ScriptedGateway(Gateway):
+    """Runs for real on a wake row read without its thread; its idle pause plays the other processes'
+    part, then the poll thread's (one read), and moves the FakeClock by the time asked unless woken."""
+
+    def __init__(self, *, clock: FakeClock, during_pause, **kwargs) -> None:
+        super().__init__(tick_seconds=3600, isolated_heartbeat=False, **kwargs)
+        self.wake = DbWake(threaded=False)
+        self.clock = clock
+        self.during_pause = during_pause
+        self.pauses: list[float] = []
+        self.woke: list[str] = []
+
+    async def wait_for_work(self) -> str:
+        reason = await super().wait_for_work()
+        self.woke.append(reason)
+        return reason
+
+    async def _idle_pause(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        loop = asyncio.get_running_loop()
+        # Another process's writes: another thread, a fresh context (not the gateway's).
+        await loop.run_in_executor(None, contextvars.Context().run, self.during_pause)
+        await loop.run_in_executor(None, self.wake.poll)  # what the poll thread does meanwhile
+        await asyncio.sleep(0)  # the event is set through the loop, as from the poll thread
+        if not self.wakeup.is_set():
+            self.clock.advance(seconds)
+        if len(self.pauses) > MAX_PAUSES:  # the scenario went wrong: stop, and let its asserts say how
+            self.request_stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gateway_wakes_on_a_bumped_signal_not_at_its_tick(agent, clock, settings):
+    """A person writes in the sandbox while the gateway idles with a one-hour tick: the wake row moves,
+    the wait ends, and the pass after it ingests the message and queues planning."""
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    started = clock.now()
+    queued: list[int] = []
+    said: list[int] = []
+
+    def during_pause() -> None:
+        if not said:
+            said.append(sandbox_say(agent=agent, text="are you there?").message_id)
+        elif queued:
+            gateway.request_stop()
+
+    gateway = ScriptedGateway(
+        clock=clock, during_pause=during_pause, enqueue=lambda node_id, owner: queued.append(node_id)
+    )
+    asyncio.run(gateway.run())
+
+    assert gateway.woke[:2] == ["wakeup", "stopping"]
+    assert gateway.pauses[0] == 3600  # it would have slept the whole tick without the wake-up
+    assert clock.now() == started  # but it woke at once
+    assert Message.objects.filter(text="are you there?").exists()
+    assert TaskNode.objects.get(pk=queued[0]).kind == "received"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gateway_wakes_when_a_nodes_read_delay_ends_not_at_its_tick(agent, clock, settings):
+    conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
+    due = clock.now() + dt.timedelta(seconds=12)
+    graph_replan(conversation=conversation, trigger="nudge", target_message_id=None, not_before=due)
+    queued: list[int] = []
+
+    def during_pause() -> None:
+        if queued:
+            gateway.request_stop()
+
+    gateway = ScriptedGateway(
+        clock=clock, during_pause=during_pause, enqueue=lambda node_id, owner: queued.append(node_id)
+    )
+    asyncio.run(gateway.run())
+
+    assert gateway.woke[0] == "timer"
+    assert gateway.pauses[0] == pytest.approx(12)  # until the node is due, not the hour's tick
+    assert len(queued) == 1 and TaskNode.objects.get(pk=queued[0]).not_before == due
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_wake_ups_off_the_gateway_waits_for_its_tick(agent, settings):
+    settings.CINDY_WAKE = False
+    gateway = Gateway(tick_seconds=3600, isolated_heartbeat=False)
+    assert gateway.wake is None
+
+    async def scenario() -> str:
+        gateway.clients = {}
+        waiting = asyncio.create_task(gateway.wait_for_work())
+        await asyncio.sleep(0)
+        await sync_to_async(wake_gateways)()  # sends nothing with wake-ups off
+        gateway.on_update()  # and a transport's update does not end this wait either
+        assert not waiting.done()
+        gateway.request_stop()
+        return await waiting
+
+    assert asyncio.run(scenario()) == "stopping"

@@ -1,0 +1,226 @@
+"""How an idle gateway waits: until a wake-up, the next due timer, the tick, or the stop signal.
+
+After a pass that did nothing, `Gateway.run` calls `wait_for_work` (a mixin of `engine.gateway.Gateway`).
+It waits for the earliest of:
+
+- a **wake-up** from another process (a message in the sandbox, a plan stored by a worker, an operator's
+  action: `conversations/services/wake.py`). `RedisWake` subscribes to the installation's channel and
+  sets the gateway's `wakeup` event when a message comes; `DbWake` reads the `GatewayWake` counter every
+  CINDY_WAKE_POLL_SECONDS (one primary-key read on a thread of its own) and sets it when the counter
+  moved since the last read;
+- an **update** a Telegram client received (the transport calls `on_update`, which sets `wakeup`);
+- the **next due timer**: the earliest future `not_before` of a pending node of a held agent (where the
+  read delay, typing and retries end), a flood pause or a reconnect backoff ending, and the events and
+  schedule refreshes `idle_seconds` already reports;
+- the **tick** (CINDY_TICK_SECONDS), which stays the upper bound: the lease, request and watchdog steps
+  keep their cadence, and a lost wake-up costs at most one tick;
+- the **stop** signal (`request_stop` sets `wakeup` too).
+
+With CINDY_WAKE off the gateway waits as it did before wake-ups existed: the tick, or an event or
+schedule refresh due sooner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import connection
+
+from cindy_site.clock import get_clock, now
+from conversations.selectors import node_next_due_at
+from conversations.services.wake import wake_channel, wake_counter
+
+if TYPE_CHECKING:
+    from engine.clients import AgentClient
+
+logger = logging.getLogger("engine.gateway")
+
+#: Backoff bounds of the Redis subscription (the first also the database poll's pause) after a failure.
+REDIS_RETRY_FIRST_SECONDS = 1.0
+REDIS_RETRY_MAX_SECONDS = 30.0
+
+
+class WakeListener(Protocol):
+    """Sets the gateway's `wakeup` event when another process made work for it."""
+
+    async def start(self, event: asyncio.Event) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class DbWake:
+    """Reads the `GatewayWake` counter every `poll_seconds` on a thread (and database connection) of
+    its own, and sets the event when it moved since the previous read.
+
+    The thread costs one primary-key read per poll and nothing on the event loop; `poll()` is one
+    such read, which tests call directly instead of starting the thread (`threaded=False`).
+    """
+
+    def __init__(self, *, poll_seconds: float | None = None, threaded: bool = True) -> None:
+        self.poll_seconds = poll_seconds if poll_seconds is not None else settings.CINDY_WAKE_POLL_SECONDS
+        self.threaded = threaded
+        self.seen: int | None = None
+        self._notify: Callable[[], object] | None = None
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    async def start(self, event: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        self._notify = lambda: loop.call_soon_threadsafe(event.set)
+        self.seen = await sync_to_async(wake_counter)()
+        if self.threaded:
+            self._thread = threading.Thread(target=self._run, name="wake poll", daemon=True)
+            self._thread.start()
+
+    def poll(self) -> bool:
+        """Read the counter once; wake the gateway if it moved. Returns whether it did."""
+        value = wake_counter()
+        moved = self.seen is not None and value != self.seen
+        self.seen = value
+        if moved and self._notify is not None:
+            self._notify()
+        return moved
+
+    def _run(self) -> None:
+        failing = False
+        try:
+            while not self._stopped.wait(self.poll_seconds):
+                try:
+                    self.poll()
+                    failing = False
+                except Exception as exc:  # a locked or lost database: the tick still comes
+                    if not failing:
+                        logger.warning("wake-up poll failed (waking at each tick meanwhile): %r", exc)
+                    failing = True
+                    connection.close()
+                    self._stopped.wait(REDIS_RETRY_FIRST_SECONDS)
+        finally:
+            connection.close()
+
+    async def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 10)
+            self._thread = None
+
+
+class RedisWake:
+    """Subscribes to the installation's wake channel; each message sets the gateway's `wakeup` event.
+
+    A lost connection is logged and retried with backoff (1 s doubling to 30 s); meanwhile the gateway
+    wakes at each tick. Every (re)subscription also sets the event once, for what it may have missed.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.channel = ""
+        self.subscribed = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    async def start(self, event: asyncio.Event) -> None:
+        self.channel = await sync_to_async(wake_channel)()
+        self._task = asyncio.create_task(self._listen(event), name="wake subscription")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _listen(self, event: asyncio.Event) -> None:
+        import redis.asyncio as aioredis
+
+        backoff = REDIS_RETRY_FIRST_SECONDS
+        while True:
+            client = aioredis.Redis.from_url(self.url)
+            try:
+                async with client.pubsub() as pubsub:
+                    await pubsub.subscribe(self.channel)
+                    self.subscribed.set()
+                    event.set()
+                    backoff = REDIS_RETRY_FIRST_SECONDS
+                    async for message in pubsub.listen():
+                        if message.get("type") == "message":
+                            event.set()
+            except Exception as exc:
+                self.subscribed.clear()
+                logger.warning(
+                    "wake-up subscription to Redis failed (waking at each tick meanwhile; retry in %g s): %r",
+                    backoff,
+                    exc,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, REDIS_RETRY_MAX_SECONDS)
+            finally:
+                await client.aclose()
+
+
+def wake_listener() -> WakeListener | None:
+    """The listener the settings ask for: None with CINDY_WAKE off."""
+    if not settings.CINDY_WAKE:
+        return None
+    if settings.REDIS_URL:
+        return RedisWake(settings.REDIS_URL)
+    return DbWake()
+
+
+class WakeWaits:
+    """The wait of `engine.gateway.Gateway` after an idle pass."""
+
+    clients: dict[int, AgentClient]
+    stopping: asyncio.Event
+    wakeup: asyncio.Event
+    wake: WakeListener | None
+
+    async def idle_seconds(self) -> float: ...
+
+    def on_update(self) -> None:
+        """Called by a transport when updates arrive on their own (Telethon): wake the loop."""
+        self.wakeup.set()
+
+    async def timer_seconds(self) -> float:
+        """Seconds until the earliest due timer of the held agents that `idle_seconds` does not cover:
+        a pending node's `not_before`, a flood pause or a reconnect backoff ending (infinity: none)."""
+        clients = list(self.clients.values())
+        if not clients:
+            return math.inf
+        when = now()
+        due = await sync_to_async(node_next_due_at)(agent_ids=list(self.clients), after=when)
+        seconds = (due - when).total_seconds() if due is not None else math.inf
+        mono = get_clock().monotonic()
+        for client in clients:
+            if client.paused_until is not None and client.paused_until > when:
+                seconds = min(seconds, (client.paused_until - when).total_seconds())
+            if not client.connected and client.retry_at > mono:
+                seconds = min(seconds, client.retry_at - mono)
+        return max(0.0, seconds)
+
+    async def wait_for_work(self) -> str:
+        """Wait after an idle pass; returns why it ended: "wakeup", "timer" or "stopping"."""
+        seconds = await self.idle_seconds()
+        if self.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
+            return "stopping" if self.stopping.is_set() else "timer"
+        seconds = min(seconds, await self.timer_seconds())
+        if not self.wakeup.is_set() and seconds > 0:
+            await self._idle_pause(seconds)
+        woken = self.wakeup.is_set()
+        self.wakeup.clear()
+        if self.stopping.is_set():
+            return "stopping"
+        return "wakeup" if woken else "timer"
+
+    async def _idle_pause(self, seconds: float) -> None:
+        """Sleep `seconds` or until `wakeup` is set (tests replace this to move an injected clock)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wakeup.wait(), timeout=seconds)
