@@ -162,8 +162,8 @@ def test_the_default_queue_writes_every_task_of_a_tick_in_order(agent, clock, fa
     assert {t["func"] for t in tasks} == {"engine.tasks.run_received"}
     queued = [t["args"] for t in tasks]
     running = dict(TaskNode.objects.filter(status=NodeStatus.RUNNING).values_list("pk", "lease_owner"))
-    assert sorted(queued) == sorted((pk, owner) for pk, owner in running.items())
-    assert {node_id for node_id, _ in queued} == {n.pk for n in nodes.values()}
+    # The claim order: one agent, messages of one moment, so oldest node first.
+    assert queued == [(nodes[name].pk, running[nodes[name].pk]) for name in PEOPLE]
 
 
 def test_queueing_many_tasks_matches_queueing_them_one_by_one(db):
