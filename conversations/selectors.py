@@ -12,6 +12,17 @@ from conversations.models import Conversation, Message, NodeStatus, TaskGraph, T
 DependsOn = TaskNode.depends_on.through
 
 
+def pending_nodes_due(*, agent_ids: Iterable[int], at: dt.datetime) -> bool:
+    """Whether any pending node of these agents has reached its `not_before`: the cheap first test of
+    an idle tick (`tasknode_eligible_idx`), before the full eligibility scan."""
+    agent_ids = list(agent_ids)
+    return bool(agent_ids) and (
+        TaskNode.objects.filter(
+            status=NodeStatus.PENDING, not_before__lte=at, agent_id__in=agent_ids
+        ).exists()
+    )
+
+
 def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[TaskNode]:
     """Nodes the tick may start now, oldest `not_before` first.
 
