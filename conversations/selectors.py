@@ -12,6 +12,17 @@ from conversations.models import Conversation, Message, NodeStatus, TaskGraph, T
 DependsOn = TaskNode.depends_on.through
 
 
+def pending_nodes_due(*, agent_ids: Iterable[int], at: dt.datetime) -> bool:
+    """Whether any pending node of these agents has reached its `not_before`: the cheap first test of
+    an idle tick (`tasknode_eligible_idx`), before the full eligibility scan."""
+    agent_ids = list(agent_ids)
+    return bool(agent_ids) and (
+        TaskNode.objects.filter(
+            status=NodeStatus.PENDING, not_before__lte=at, agent_id__in=agent_ids
+        ).exists()
+    )
+
+
 def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[TaskNode]:
     """Nodes the tick may start now, oldest `not_before` first.
 
@@ -61,6 +72,20 @@ def node_next_due_at(*, agent_ids: Iterable[int], after: dt.datetime) -> dt.date
 
 def conversation_last_message_id(*, conversation: Conversation) -> int | None:
     return Message.objects.filter(conversation=conversation).aggregate(m=Max("message_id"))["m"]
+
+
+def conversations_last_message_ids(*, conversation_ids: Iterable[int]) -> dict[int, int]:
+    """`conversation_last_message_id` of many conversations in one query (those without messages are
+    left out)."""
+    ids = list(conversation_ids)
+    if not ids:
+        return {}
+    return dict(
+        Message.objects.filter(conversation_id__in=ids)
+        .values("conversation_id")
+        .annotate(m=Max("message_id"))
+        .values_list("conversation_id", "m")
+    )
 
 
 def conversation_last_agent_message_id(*, conversation: Conversation) -> int | None:

@@ -20,26 +20,26 @@ from collections.abc import Callable, Iterable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connections
 
 from agents.models import Agent
+from cindy_site.bulk import raw_rows
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors import conversation_last_message_id
 from conversations.services.activity import record_event
-from conversations.services.ingest import conversation_mark_read
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.services.wake import wake_not_needed
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
 from engine.clients import AgentClient, clients_quiet
+from engine.dispatch import PlanningDispatch, enqueue_received
 from engine.heartbeat import LeaseKeeper
-from engine.ingest import ingest_updates, reconcile, sync_recent
+from engine.ingest import ingest_updates, reconcile
 from engine.initiative_steps import InitiativeSteps
 from engine.leases import agent_offline_unless_held, agent_stop, lease_acquire, lease_release
 from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
-from engine.responsiveness import asleep_until
+from engine.responsiveness import agents_asleep
 from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.tick import Ticker
@@ -51,6 +51,8 @@ logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
 #: How long a client being released may take to hand over the updates it already received.
 FLUSH_SECONDS = 5
+#: How often a pass ends with Django's check of the database connections (close_old_connections).
+CONNECTION_CHECK_SECONDS = 60.0
 
 
 def default_gateway_id() -> str:
@@ -58,14 +60,9 @@ def default_gateway_id() -> str:
     return f"{name}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def enqueue_received(node_id: int, owner: str) -> None:
-    """Queue planning on django-q2: the node id and the claim token the task may act under."""
-    from django_q.tasks import async_task
-
-    async_task("engine.tasks.run_received", node_id, owner)
-
-
-class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, InitiativeSteps, WakeWaits):
+class Gateway(
+    LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, InitiativeSteps, WakeWaits, PlanningDispatch
+):
     def __init__(
         self,
         *,
@@ -96,10 +93,30 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
     # --- leases -----------------------------------------------------------------------------------
 
     def _wanted_agents(self) -> list[Agent]:
+        """The enabled, not stopped agents (of `names`), in name order, as the database has them now.
+
+        Each pass reads every row, so an admin edit reaches the held client at the next pass. The
+        rows are read as the driver returns them and compared with the last pass's; only a new or
+        changed row is built into an `Agent` (building every agent's model at every pass was most of
+        the cost of an idle pass).
+        """
         qs = Agent.objects.filter(disabled=False, stopped=False)
         if self.names:
             qs = qs.filter(name__in=self.names)
-        return list(qs)
+        pk = Agent._meta.pk.attname
+        columns = [pk, *(f.attname for f in Agent._meta.concrete_fields if f.attname != pk)]
+        rows = raw_rows(qs.values_list(*columns))
+        known: dict[int, tuple[tuple, Agent]] = self.__dict__.get("_agent_rows", {})
+        changed = [row[0] for row in rows if known.get(row[0], ((),))[0] != row]
+        fresh = Agent.objects.in_bulk(changed) if changed else {}
+        current = {}
+        for row in rows:
+            if row[0] in fresh:
+                current[row[0]] = (row, fresh[row[0]])
+            elif row[0] in known and known[row[0]][0] == row:
+                current[row[0]] = known[row[0]]
+        self.__dict__["_agent_rows"] = current
+        return [agent for _, agent in current.values()]
 
     async def step_leases(self) -> bool:
         """Take the leases of wanted agents we do not drive yet; drop agents no longer wanted."""
@@ -272,58 +289,38 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
 
     # --- the tick -----------------------------------------------------------------------------------
 
-    def _active_agent_ids(self) -> list[int]:
+    def _claim_tick(self, clients: list[tuple[int, AgentClient]]) -> tuple[int, list[tuple[TaskNode, str]]]:
+        """Reap expired node leases of the held agents, then claim this tick's nodes of the active ones.
+
+        One trip to the database thread; `clients` is a snapshot taken on the loop (the heartbeat may
+        drop a client meanwhile).
+        """
+        held = [agent_id for agent_id, _ in clients]
+        reaped = nodes_reap_expired(agent_ids=held) if held else 0
+        return reaped, self.ticker.claim(agent_ids=self._active_agent_ids(clients))
+
+    @staticmethod
+    def _active_agent_ids(clients: list[tuple[int, AgentClient]]) -> list[int]:
         """Agents whose nodes may run now: connected, not paused by a flood wait, and awake."""
         when = now()
-        return [
-            agent_id
-            for agent_id, client in self.clients.items()
-            if client.connected
-            and (client.paused_until is None or client.paused_until <= when)
-            and asleep_until(agent=client.agent, at=when) is None
+        candidates = [
+            client.agent
+            for _, client in clients
+            if client.connected and (client.paused_until is None or client.paused_until <= when)
         ]
+        asleep = agents_asleep(agents=candidates, at=when)  # one schedule query for all of them
+        return [agent.pk for agent in candidates if agent.pk not in asleep]
 
     async def step_tick(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
-        held = list(self.clients)
-        reaped = await sync_to_async(nodes_reap_expired)(agent_ids=held) if held else 0
-        active = await sync_to_async(self._active_agent_ids)()  # reads the schedule: off the loop
-        claimed = await sync_to_async(self.ticker.claim)(agent_ids=active)
-        actions = []
-        for node, owner in claimed:
-            if node.kind in BRAIN_KINDS:
-                await self._dispatch_brain(node, owner)
-            else:
-                actions.append(self._run_action(node, owner))
+        reaped, claimed = await sync_to_async(self._claim_tick)(list(self.clients.items()))
+        brains = [(node, owner) for node, owner in claimed if node.kind in BRAIN_KINDS]
+        if brains:
+            await self._dispatch_brains(brains)  # engine/dispatch.py
+        actions = [self._run_action(node, owner) for node, owner in claimed if node.kind not in BRAIN_KINDS]
         if actions:
             await asyncio.gather(*actions)
         return bool(reaped or claimed)
-
-    async def _dispatch_brain(self, node: TaskNode, owner: str) -> None:
-        """Sync recent history and mark the chat read, then queue planning once that is committed."""
-        client = self.clients.get(node.agent_id)
-        if client is None:  # dropped (fenced, lease lost) while this tick was claiming
-            await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason="agent no longer held")
-            return
-        try:
-            await sync_recent(
-                agent_id=node.agent_id, transport=client.transport, conversation=node.conversation
-            )
-            last = await sync_to_async(conversation_last_message_id)(conversation=node.conversation)
-            if last:
-                await client.transport.mark_read(node.conversation.peer_id, last)
-                await sync_to_async(conversation_mark_read)(conversation=node.conversation, message_id=last)
-        except Exception as exc:  # planning can still go ahead on what the mirror has
-            logger.warning("agent %s: history sync before planning failed: %r", client.agent.name, exc)
-        try:
-            await sync_to_async(self._enqueue_on_commit)(node.pk, owner)
-        except Exception as exc:
-            logger.error("could not queue planning for node %s: %r", node.pk, exc)
-            await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason=f"queueing failed: {exc}")
-
-    def _enqueue_on_commit(self, node_id: int, owner: str) -> None:
-        with transaction.atomic():
-            transaction.on_commit(lambda: self.enqueue(node_id, owner))
 
     async def _run_action(self, node: TaskNode, owner: str) -> None:
         client = self.clients.get(node.agent_id)
@@ -391,8 +388,27 @@ class Gateway(LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, Initiativ
                 did = await step() or did
             except Exception:
                 logger.exception("gateway step %s failed", step.__name__)
-        await sync_to_async(close_old_connections)()
+        await sync_to_async(self._close_old_connections)()
         return did
+
+    def _close_old_connections(self) -> None:
+        """Django's `close_old_connections`, at most every CONNECTION_CHECK_SECONDS, and after any pass
+        in which a database error occurred. A healthy connection stays open between passes:
+        reconnecting at every pass (on SQLite with its PRAGMAs) cost as much as the rest of an idle pass.
+        """
+        at = get_clock().monotonic()
+        checked = self.__dict__.get("_connections_checked_at")
+        if (
+            checked is None
+            or at - checked >= CONNECTION_CHECK_SECONDS
+            or any(
+                conn.errors_occurred
+                or (conn.connection is not None and conn.get_autocommit() != conn.settings_dict["AUTOCOMMIT"])
+                for conn in connections.all(initialized_only=True)
+            )
+        ):
+            self.__dict__["_connections_checked_at"] = at
+            close_old_connections()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()

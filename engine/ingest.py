@@ -242,12 +242,3 @@ async def reconcile(*, agent_id: int, transport: Transport) -> int:
         if unread:
             await sync_to_async(ingest_history)(agent_id=agent_id, records=unread, trigger=True)
     return fetched
-
-
-async def sync_recent(*, agent_id: int, transport: Transport, conversation: Conversation) -> int:
-    """Before a `received` node is dispatched: bring the mirror up to date so the worker reads it."""
-    last_id = await sync_to_async(conversation_last_message_id)(conversation=conversation)
-    records = await transport.history(conversation.peer_id, since_id=last_id, limit=RECONCILE_LIMIT)
-    if records:
-        await sync_to_async(ingest_history)(agent_id=agent_id, records=records, trigger=False)
-    return len(records)

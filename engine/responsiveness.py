@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 from agents.models import Agent
 from agents.schedule import asleep_until as asleep_by_persona
@@ -35,7 +36,24 @@ def responsiveness_delay(responsiveness: int) -> dt.timedelta:
 
 def asleep_until(*, agent: Agent, at: dt.datetime) -> dt.datetime | None:
     """When the agent wakes if it is asleep at `at` (schedule responsiveness 0, or `Asleep:` lines)."""
-    entry = current_entry(agent_id=agent.pk, at=at)
+    return _asleep_given(agent, current_entry(agent_id=agent.pk, at=at), at=at)
+
+
+def agents_asleep(*, agents: Iterable[Agent], at: dt.datetime) -> set[int]:
+    """The ids of `agents` asleep at `at`, as `asleep_until` decides, with one query for all of them
+    (the gateway asks this for every agent at every tick)."""
+    agents = list(agents)
+    if not agents:
+        return set()
+    entries: dict[int, ScheduleEntry] = {}
+    covering = ScheduleEntry.objects.filter(agent_id__in=[a.pk for a in agents], start__lte=at, end__gt=at)
+    for entry in covering.order_by("start"):
+        entries.setdefault(entry.agent_id, entry)  # the earliest start, as `current_entry` picks
+    return {agent.pk for agent in agents if _asleep_given(agent, entries.get(agent.pk), at=at) is not None}
+
+
+def _asleep_given(agent: Agent, entry: ScheduleEntry | None, *, at: dt.datetime) -> dt.datetime | None:
+    """`asleep_until` once the entry covering `at` (or None) is known."""
     if entry is None:
         return asleep_by_persona(schedule=agent.daily_schedule, timezone=agent.timezone, when=at)
     if entry.responsiveness > 0:

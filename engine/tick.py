@@ -17,7 +17,7 @@ from django.conf import settings
 from cindy_site.clock import now
 from conversations.models import TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors import eligible_nodes
+from conversations.selectors import eligible_nodes, pending_nodes_due
 from conversations.services.nodes import new_claim_token, nodes_claim
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,10 @@ class Ticker:
         self, *, agent_ids: Iterable[int], limit: int = MAX_NODES_PER_TICK
     ) -> list[tuple[TaskNode, str]]:
         """Select and claim this tick's nodes; returns (node, claim token) pairs actually won."""
-        candidates = eligible_nodes(agent_ids=agent_ids, at=now(), limit=SCAN_LIMIT)
+        agent_ids, at = list(agent_ids), now()
+        if not pending_nodes_due(agent_ids=agent_ids, at=at):  # an idle tick: skip the full scan
+            return []
+        candidates = eligible_nodes(agent_ids=agent_ids, at=at, limit=SCAN_LIMIT)
         chosen = self.select(candidates, limit=limit)
         if not chosen:
             return []

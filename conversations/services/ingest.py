@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from agents.models import Agent
+from cindy_site.bulk import update_by_pk
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
@@ -256,10 +257,14 @@ def message_set_reactions(
     return message
 
 
-def conversation_mark_read(*, conversation: Conversation, message_id: int) -> None:
-    """Record that the agent has read the chat up to `message_id` (it did, just before planning)."""
-    Conversation.objects.filter(pk=conversation.pk).update(last_read_message_id=message_id)
-    conversation.last_read_message_id = message_id
+def conversations_mark_read(*, marks: list[tuple[Conversation, int]]) -> None:
+    """Record that the agent has read each chat up to its message id (it did, just before planning),
+    for many (conversation, message id) pairs in one statement."""
+    if not marks:
+        return
+    update_by_pk(Conversation, "last_read_message_id", {c.pk: message_id for c, message_id in marks})
+    for conversation, message_id in marks:
+        conversation.last_read_message_id = message_id
 
 
 def conversation_clear_mirror(*, conversation: Conversation) -> int:

@@ -41,6 +41,7 @@ from conversations.transport.base import (
     Update,
 )
 from conversations.transport.sandbox_account import SandboxAccount
+from conversations.transport.sandbox_batch import SandboxBatch
 
 #: How long a typing indicator shows without being renewed (Telegram: about 6 seconds).
 TYPING_SECONDS = 6
@@ -51,7 +52,7 @@ TRAILING_SECONDS = 10
 MAX_SEEN = 5000
 
 
-class SandboxTransport(SandboxAccount):
+class SandboxTransport(SandboxAccount, SandboxBatch):
     def __init__(self, agent: Agent, *, gateway_id: str = "") -> None:
         self.agent = agent
         self.gateway_id = gateway_id
@@ -59,6 +60,7 @@ class SandboxTransport(SandboxAccount):
         self.cursor = 0
         self.seen: dict[int, dt.datetime] = {}
         self.connected = False
+        self.dm_chat_ids: dict[int, int] = {}  # peer id → sandbox chat id, see `_chat_id_for_peer`
 
     # --- connection ---------------------------------------------------------------------------
 
@@ -96,9 +98,18 @@ class SandboxTransport(SandboxAccount):
             if other is None:
                 raise PermanentError("PEER_ID_INVALID", f"sandbox has no user {peer_id}")
             chat = sandbox_services.sandbox_dm_between(a=other, b=me)
+            self.dm_chat_ids[peer_id] = chat.pk
         if chat is None:
             raise PermanentError("PEER_ID_INVALID", f"{self.agent.name} is not in sandbox chat {peer_id}")
         return chat
+
+    def _chat_id_for_peer(self, peer_id: int) -> int:
+        """`_chat_for_peer`'s id, remembered for DMs: the DM between two users, once it exists, stays
+        the same chat (a group is looked up each time: the account may have left it)."""
+        self._require_me()
+        if peer_id > 0 and peer_id in self.dm_chat_ids:
+            return self.dm_chat_ids[peer_id]
+        return self._chat_for_peer(peer_id).pk
 
     def _partner_of(self, chat: SandboxChat) -> SandboxUser | None:
         """The other side of a DM (None in a group, or in the agent's chat with itself)."""
@@ -271,8 +282,8 @@ class SandboxTransport(SandboxAccount):
         return await sync_to_async(self._history)(peer_id, since_id, around_id, limit)
 
     def _history(self, peer_id: int, since_id: int | None, around_id: int | None, limit: int):
-        chat = self._chat_for_peer(peer_id)
-        qs = SandboxMessage.objects.filter(chat=chat, deleted=False).select_related("sender")
+        chat_id = self._chat_id_for_peer(peer_id)
+        qs = SandboxMessage.objects.filter(chat_id=chat_id, deleted=False).select_related("sender")
         if since_id is not None:
             rows = list(qs.filter(message_id__gt=since_id).order_by("message_id")[:limit])
         elif around_id is not None:
@@ -282,7 +293,9 @@ class SandboxTransport(SandboxAccount):
             rows = [*reversed(before), *after]
         else:
             rows = list(reversed(qs.order_by("-message_id")[:limit]))
-        return self._to_inbound(rows, chat)
+        if not rows:  # the usual answer before planning: the mirror is up to date
+            return []
+        return self._to_inbound(rows, SandboxChat.objects.get(pk=chat_id))
 
     async def dialogs(self, *, limit: int = 100) -> list[ChatDetails]:
         return await sync_to_async(self._dialogs)(limit)
@@ -353,14 +366,18 @@ class SandboxTransport(SandboxAccount):
 
     def _mark_read(self, peer_id: int, max_id: int) -> None:
         me = self._require_me()
-        chat = self._chat_for_peer(peer_id)
+        chat_id = self._chat_id_for_peer(peer_id)
         with transaction.atomic():
-            SandboxMember.objects.filter(chat=chat, user=me, read_up_to__lt=max_id).update(read_up_to=max_id)
+            SandboxMember.objects.filter(chat_id=chat_id, user=me, read_up_to__lt=max_id).update(
+                read_up_to=max_id
+            )
             # Reading the chat also reads the reactions on the account's own messages.
-            for message in SandboxMessage.objects.filter(chat=chat, sender=me, message_id__lte=max_id):
-                if any(r.get("unread") for r in message.reactions):
-                    message.reactions = [{**r, "unread": False} for r in message.reactions]
-                    message.save(update_fields=["reactions"])
+            own = SandboxMessage.objects.filter(chat_id=chat_id, sender=me, message_id__lte=max_id)
+            for pk, reactions in own.values_list("pk", "reactions"):
+                if any(r.get("unread") for r in reactions):
+                    SandboxMessage.objects.filter(pk=pk).update(
+                        reactions=[{**r, "unread": False} for r in reactions]
+                    )
 
     async def set_typing(self, peer_id: int, typing: bool = True) -> None:
         await sync_to_async(self._set_typing)(peer_id, typing)

@@ -1,0 +1,143 @@
+"""Batch forms of `SandboxTransport.history` and `mark_read`, for the gateway's planning dispatch.
+
+The gateway syncs and marks read every chat whose turn it is about to plan (engine/dispatch.py); a
+sandbox call is a few database queries, so answering a tick's chats one call at a time would cost the
+gateway more than the chats' own work. These classmethods answer many (transport, ...) requests in one
+trip to the database thread with a few queries for all of them, with the same result as the single
+calls. A subclass that overrides `history` or `mark_read` (a test double) is called one request at a
+time instead. Each request's failure is returned in its place, never raised.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.db.models import Max
+
+from cindy_site.bulk import update_by_pk
+from conversations.models import SandboxMember, SandboxMessage
+from conversations.transport.base import InboundMessage
+
+if TYPE_CHECKING:
+    from conversations.transport.sandbox import SandboxTransport
+
+
+def _plain(kind: type, name: str) -> bool:
+    """Whether `kind` keeps the sandbox's own `name` method."""
+    from conversations.transport.sandbox import SandboxTransport
+
+    return getattr(kind, name) is getattr(SandboxTransport, name)
+
+
+async def _one_by_one(requests: list[tuple], call) -> list[Any]:
+    answers: list[Any] = []
+    for request in requests:
+        try:
+            answers.append(await call(*request))
+        except Exception as exc:
+            answers.append(exc)
+    return answers
+
+
+def _chat_ids(requests: list[tuple], answers: list[Any]) -> dict[int, int]:
+    """Request index → sandbox chat id; a request whose chat cannot be found gets its error."""
+    chat_ids = {}
+    for i, (transport, peer_id, *_) in enumerate(requests):
+        try:
+            chat_ids[i] = transport._chat_id_for_peer(peer_id)
+        except Exception as exc:
+            answers[i] = exc
+    return chat_ids
+
+
+class SandboxBatch:
+    """Mixed into `SandboxTransport`."""
+
+    @classmethod
+    async def history_many(
+        cls, requests: list[tuple[SandboxTransport, int, int | None, int]]
+    ) -> list[list[InboundMessage] | Exception]:
+        """`history(peer_id, since_id=..., limit=...)` for each (transport, peer_id, since_id, limit).
+
+        One query finds each chat's newest message; only chats with messages after `since_id` are
+        read (the usual answer before planning is "nothing new").
+        """
+        if not _plain(cls, "history"):
+            return await _one_by_one(
+                requests,
+                lambda t, peer_id, since_id, limit: t.history(peer_id, since_id=since_id, limit=limit),
+            )
+        return await sync_to_async(cls._history_batch)(requests)
+
+    @staticmethod
+    def _history_batch(requests: list[tuple[SandboxTransport, int, int | None, int]]) -> list[Any]:
+        answers: list[Any] = [None] * len(requests)
+        chat_ids = _chat_ids(requests, answers)
+        newest = dict(
+            SandboxMessage.objects.filter(chat_id__in=set(chat_ids.values()), deleted=False)
+            .values("chat_id")
+            .annotate(m=Max("message_id"))
+            .values_list("chat_id", "m")
+        )
+        for i, chat_id in chat_ids.items():
+            transport, peer_id, since_id, limit = requests[i]
+            top = newest.get(chat_id)
+            if top is None or (since_id is not None and top <= since_id):
+                answers[i] = []
+                continue
+            try:
+                answers[i] = transport._history(peer_id, since_id, None, limit)
+            except Exception as exc:
+                answers[i] = exc
+        return answers
+
+    @classmethod
+    async def mark_read_many(
+        cls, requests: list[tuple[SandboxTransport, int, int]]
+    ) -> list[Exception | None]:
+        """`mark_read(peer_id, max_id)` for each (transport, peer_id, max_id), in one transaction."""
+        if not _plain(cls, "mark_read"):
+            return await _one_by_one(requests, lambda t, peer_id, max_id: t.mark_read(peer_id, max_id))
+        return await sync_to_async(cls._mark_read_batch)(requests)
+
+    @staticmethod
+    def _mark_read_batch(requests: list[tuple[SandboxTransport, int, int]]) -> list[Any]:
+        answers: list[Any] = [None] * len(requests)
+        wanted: dict[tuple[int, int], int] = {}  # (chat id, account's user pk) → read up to
+        for i, chat_id in _chat_ids(requests, answers).items():
+            transport, _, max_id = requests[i]
+            try:
+                key = (chat_id, transport._require_me().pk)
+            except Exception as exc:
+                answers[i] = exc
+                continue
+            wanted[key] = max(wanted.get(key, max_id), max_id)
+        if not wanted:
+            return answers
+        chats, users = {c for c, _ in wanted}, {u for _, u in wanted}
+        with transaction.atomic():
+            members = (
+                SandboxMember.objects.select_for_update()
+                .filter(chat_id__in=chats, user_id__in=users)
+                .values_list("pk", "chat_id", "user_id", "read_up_to")
+            )
+            behind = {
+                pk: wanted[(chat_id, user_id)]
+                for pk, chat_id, user_id, read_up_to in members
+                if read_up_to < wanted.get((chat_id, user_id), read_up_to)
+            }
+            update_by_pk(SandboxMember, "read_up_to", behind)
+            # Reading a chat also reads the reactions on the account's own messages.
+            own = SandboxMessage.objects.filter(
+                chat_id__in=chats, sender_id__in=users, message_id__lte=max(wanted.values())
+            ).values_list("pk", "chat_id", "sender_id", "message_id", "reactions")
+            for pk, chat_id, sender_id, message_id, reactions in own:
+                if message_id <= wanted.get((chat_id, sender_id), -1) and any(
+                    r.get("unread") for r in reactions
+                ):
+                    SandboxMessage.objects.filter(pk=pk).update(
+                        reactions=[{**r, "unread": False} for r in reactions]
+                    )
+        return answers

@@ -1,0 +1,50 @@
+"""An idle gateway pass: a fixed number of queries whatever the number of agents, and admin edits still
+reach the held clients at the next pass."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents.models import Agent
+from engine.gateway import Gateway
+from engine.tests.cast import make_agent
+from memory.models import ScheduleEntry
+
+
+def _idle_pass_queries(count: int, clock) -> int:
+    for i in range(count):
+        make_agent(f"Idle{i}", phone=f"+1555000{i:04d}")
+    gateway = Gateway(gateway_id=f"gw-idle-{count}", enqueue=lambda node_id, owner: None, tick_seconds=0)
+    for _ in range(3):  # leases, connections, first media scan
+        async_to_sync(gateway.run_once)()
+    assert len(gateway.clients) == count and all(c.connected for c in gateway.clients.values())
+    with CaptureQueriesContext(connection) as queries:
+        assert async_to_sync(gateway.run_once)() is False
+    Agent.objects.all().delete()
+    return len(queries.captured_queries)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_pass_costs_the_same_queries_for_two_agents_as_for_six(clock):
+    assert _idle_pass_queries(2, clock) == _idle_pass_queries(6, clock)
+
+
+@pytest.mark.django_db
+def test_an_edit_reaches_the_held_client_at_the_next_pass_and_unchanged_agents_are_not_rebuilt(
+    agent, other_agent, harness, clock
+):
+    harness.step("step_leases")  # picks up the account ids the connections recorded
+    heidi = harness.gateway.clients[other_agent.pk].agent
+    # A queryset update, as the admin's actions and the gateway itself write (no `updated` bump).
+    Agent.objects.filter(pk=agent.pk).update(daily_schedule="Asleep: 00:00-23:59", timezone="UTC")
+    ScheduleEntry.objects.all().delete()
+
+    harness.step("step_leases")
+
+    wendy = harness.gateway.clients[agent.pk].agent
+    assert (wendy.daily_schedule, wendy.timezone) == ("Asleep: 00:00-23:59", "UTC")
+    assert harness.gateway.clients[other_agent.pk].agent is heidi
+    assert harness.gateway._active_agent_ids(list(harness.gateway.clients.items())) == [other_agent.pk]
