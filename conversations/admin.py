@@ -32,6 +32,7 @@ from conversations.admin_work import register_work_queue_actions
 from conversations.models import (
     ActivityEvent,
     Conversation,
+    GatewayWake,
     LLMCall,
     Message,
     ModelPrice,
@@ -388,6 +389,14 @@ class ActivityEventAdmin(ReadOnlyAdmin):
     @admin.display(description="Summary")
     def summary_preview(self, event: ActivityEvent) -> str:
         return short(event.summary, 120)
+
+
+@admin.register(GatewayWake)
+class GatewayWakeAdmin(ReadOnlyAdmin):
+    """The wake-up counter idle gateways watch without Redis (docs/engine.md, "Waking the gateway"):
+    if it never moves while messages arrive, the writers' wake-ups are not reaching the database."""
+
+    list_display = ["__str__", "counter"]
 
 
 @admin.register(LLMCall)
