@@ -26,7 +26,6 @@ from dashboard.tests.test_browser import (  # noqa: F401
     _agent,
     _log_in,
     _staff,
-    chromium,
     expect,
     llm,
     page,

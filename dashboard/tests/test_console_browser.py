@@ -33,7 +33,6 @@ from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with 
     _agent,
     _log_in,
     _staff,
-    chromium,
     site_db,
     tasks,
 )
@@ -69,9 +68,9 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture(scope="module")
-def site(llm, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
+def site(llm, site_template, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
     with django_db_blocker.unblock():
-        live = LiveSite(tmp_path_factory.mktemp("console"), llm_url=llm.url)
+        live = LiveSite(tmp_path_factory.mktemp("console"), llm_url=llm.url, template=site_template)
         live.env.update({"OPENROUTER_API_KEY": "test", "OPENROUTER_BASE_URL": llm.url + "/api/v1"})
         try:
             yield live.start()
@@ -85,6 +84,7 @@ def page(chromium, site) -> Iterator[object]:
         base_url=site.url, viewport={"width": 1400, "height": 1000}, accept_downloads=True
     )
     page = context.new_page()
+    page.site = site
     page.set_default_timeout(15_000)
     page.console_errors = []
     page.on(
