@@ -22,7 +22,7 @@ import pytest
 
 from cindy_site.clock import now
 from cindy_site.testing.fake_llm import FakeLLMServer
-from conversations.models import Conversation, LLMCall, Message, NodeStatus, TaskNode
+from conversations.models import Conversation, LLMCall, Message, NodeStatus, OfferedModel, TaskNode
 from conversations.services.graphs import graph_append_chain, graph_replan
 from conversations.services.sandbox import sandbox_say
 from dashboard.tests.conftest import HOSTILE
@@ -36,6 +36,7 @@ from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with 
     site_db,
     tasks,
 )
+from engine.tests.processes import wait_for
 from memory.models import Memory
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
@@ -300,11 +301,13 @@ def test_the_llm_page_lists_prices_and_openrouter_models_fetched_by_a_worker(sit
     expect(page.locator("h1")).to_have_text("LLMs and prices")
     expect(page.locator("#llm-routes")).to_contain_text("gemini/gemini-3-flash-preview")
     expect(page.locator("#llm-parameters")).to_contain_text("OPENROUTER_API_KEY")
-    for _ in range(60):
-        if page.locator("#llm-offered").inner_text().count("openrouter:") >= 2:
-            break
-        page.wait_for_timeout(500)  # the worker's fetch lands in the database; the page is re-read
-        page.reload()
+    # The worker's fetch lands in the database; the page is read again once it has.
+    wait_for(
+        lambda: OfferedModel.objects.filter(provider="openrouter").count() >= 2,
+        "a worker to fetch OpenRouter's models",
+        site_db.logs / "gateway.log",
+    )
+    page.reload()
     offered = page.locator("#llm-offered")
     expect(offered).to_contain_text("openrouter:anthropic/claude-sonnet-4")
     expect(offered.locator("tr", has_text="claude-sonnet-4")).to_contain_text("15.0000")
