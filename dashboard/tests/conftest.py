@@ -1,7 +1,12 @@
-"""The dashboard's cast: OTP-verified staff, half-signed-in staff, a non-staff user, a sandbox agent."""
+"""The dashboard's cast: OTP-verified staff, half-signed-in staff, a non-staff user, a sandbox agent.
+And what the browser tests share: one migrated database that each live site copies, and one
+Chromium, launched for the first browser test and closed after the last of a run of them (each test
+has a browser context of its own, so no cookie or storage passes from one test to the next).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -13,6 +18,92 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from agents.models import Agent
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+class _SharedChromium:
+    """One Chromium for consecutive browser tests.
+
+    Playwright's sync API keeps an event loop running in the test thread, which would make the
+    tests after it look like async code to Django and asyncio: the browser is closed as soon as
+    the next test does not ask for it (see `pytest_runtest_teardown`), and launched again if a
+    later one does.
+    """
+
+    def __init__(self) -> None:
+        self.playwright = None
+        self.browser = None
+
+    def get(self):
+        if self.browser is None:
+            from playwright.sync_api import sync_playwright
+
+            self.playwright = sync_playwright().start()
+            try:
+                self.browser = self.playwright.chromium.launch(
+                    executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+                )
+            except BaseException:
+                self.close()
+                raise
+        return self.browser
+
+    def close(self) -> None:
+        browser, playwright = self.browser, self.playwright
+        self.browser = self.playwright = None
+        try:
+            if browser is not None:
+                browser.close()
+        finally:
+            if playwright is not None:
+                playwright.stop()
+
+
+_CHROMIUM = _SharedChromium()
+
+
+@pytest.fixture(scope="session")
+def _shared_chromium() -> Iterator[_SharedChromium]:
+    # Closed at the latest when the session's fixtures are torn down, before those set up earlier
+    # (the test databases): their teardown must not run beside Playwright's loop.
+    try:
+        yield _CHROMIUM
+    finally:
+        _CHROMIUM.close()
+
+
+@pytest.fixture
+def chromium(_shared_chromium):
+    """The shared Chromium; tests open their own context (`browser.new_context`) on it."""
+    pytest.importorskip("playwright.sync_api")
+    return _shared_chromium.get()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield  # the test's own fixtures (its browser context among them) are torn down first
+    if nextitem is None or "chromium" not in nextitem.fixturenames:
+        _CHROMIUM.close()
+
+
+@pytest.fixture(scope="session")
+def site_template(tmp_path_factory) -> Iterator[object]:
+    """The database every live site starts from: migrated once per run (seconds), copied per site
+    (a fraction of a second)."""
+    from dashboard.tests.live_site import migrated_template
+
+    template = migrated_template(tmp_path_factory.mktemp("site-template"))
+    try:
+        yield template
+    finally:
+        template.drop()
 
 
 @dataclass

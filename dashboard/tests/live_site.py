@@ -3,9 +3,10 @@ in its own process, sharing a database that the test process also writes to.
 
 pytest-django's SQLite test database lives in memory and cannot be shared with another process, so
 the site gets its own database: a temporary SQLite file, or (when the suite runs on MariaDB) a
-temporary MariaDB database. `manage.py migrate` prepares it; while a browser test runs, the test
-process's default connection points at it (`LiveSite.connected`), so factories and services write
-where the server reads.
+temporary MariaDB database, each a copy of one database migrated per run (the `site_template`
+fixture; the copy is engine/tests/processes.py's, as for the process tests). While a browser test
+runs, the test process's default connection points at it (`LiveSite.connected`), so factories and
+services write where the server reads.
 """
 
 from __future__ import annotations
@@ -24,9 +25,24 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.db import connections
+from django.test import Client, override_settings
+from django_otp import DEVICE_ID_SESSION_KEY
+
+from engine.tests.processes import ChildDatabase, child_settings, manage
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 START_TIMEOUT = 60
+
+
+def migrated_template(workdir: Path) -> ChildDatabase:
+    """An empty database migrated once, for `LiveSite` to copy (the caller drops it)."""
+    template = ChildDatabase(workdir, suffix=f"_site_template_{secrets.token_hex(3)}")
+    try:
+        manage(child_settings(template), "migrate", "--noinput", "-v", "0")
+    except BaseException:
+        template.drop()
+        raise
+    return template
 
 
 def _free_port() -> int:
@@ -36,22 +52,21 @@ def _free_port() -> int:
 
 
 class LiveSite:
-    def __init__(self, workdir: Path, *, llm_url: str) -> None:
+    def __init__(self, workdir: Path, *, llm_url: str, template: ChildDatabase) -> None:
         self.workdir = workdir
+        self.template = template
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.logs = workdir / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.processes: dict[str, subprocess.Popen] = {}
-        base = connections["default"].settings_dict
-        self.vendor = connections["default"].vendor
-        self.db_settings = {**base}
-        if self.vendor == "mysql":
-            self.db_settings["NAME"] = f"cindy_browser_{os.getpid()}_{secrets.token_hex(3)}"
-            auth = base["USER"] + (f":{base['PASSWORD']}" if base.get("PASSWORD") else "")
-            database_url = f"mysql://{auth}@{base['HOST'] or '127.0.0.1'}:{base['PORT'] or 3306}/{self.db_settings['NAME']}"
+        self.database = ChildDatabase(workdir, suffix=f"_site_{secrets.token_hex(3)}")
+        self.db_settings = {**connections["default"].settings_dict}
+        if self.database.mysql:
+            self.db_settings["NAME"] = self.database.name
+            database_url = self.database.url
         else:
-            self.db_settings["NAME"] = str(workdir / "cindy.sqlite3")
+            self.db_settings["NAME"] = str(self.database.path)
             database_url = ""
         self.env = {
             **os.environ,
@@ -66,6 +81,8 @@ class LiveSite:
             "GOOGLE_GEMINI_API_KEY": "test",
             "DEFAULT_AGENT_LLM": "gemini",
             "CINDY_TICK_SECONDS": "0.1",
+            # A turn starts this long after the message (3 s by default): still a wait, but short.
+            "CINDY_READ_DELAY_SECONDS": "0.5",
             "CINDY_Q_WORKERS": "1",
             "PYTHONUNBUFFERED": "1",
         }
@@ -74,17 +91,7 @@ class LiveSite:
     # --- lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> LiveSite:
-        if self.vendor == "mysql":
-            self._mysql(
-                f"CREATE DATABASE `{self.db_settings['NAME']}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
-            )
-        subprocess.run(
-            [sys.executable, MANAGE, "migrate", "--noinput"],
-            env=self.env,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+        self.database.copy_from(self.template)
         self._spawn("web", [MANAGE, "runserver", "--noreload", f"127.0.0.1:{self.port}"])
         self._wait_for_port()
         return self
@@ -103,8 +110,7 @@ class LiveSite:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-        if self.vendor == "mysql":
-            self._mysql(f"DROP DATABASE IF EXISTS `{self.db_settings['NAME']}`")
+        self.database.drop()
 
     def log(self, name: str) -> str:
         path = self.logs / f"{name}.log"
@@ -126,21 +132,6 @@ class LiveSite:
             time.sleep(0.1)  # polling a port that is not open yet; nothing to wait on instead
         raise RuntimeError(f"the web server did not listen on {self.port}:\n{self.log('web')}")
 
-    def _mysql(self, statement: str) -> None:
-        import MySQLdb
-
-        base = connections["default"].settings_dict
-        conn = MySQLdb.connect(
-            host=base["HOST"] or "127.0.0.1",
-            port=int(base["PORT"] or 3306),
-            user=base["USER"],
-            passwd=base.get("PASSWORD") or "",
-        )
-        try:
-            conn.cursor().execute(statement)
-        finally:
-            conn.close()
-
     # --- the test process's view of the site's database --------------------------------------------
 
     @contextlib.contextmanager
@@ -156,3 +147,14 @@ class LiveSite:
             wrapper.close()
             connections["default"] = previous
             ContentType.objects.clear_cache()
+
+    def session_for(self, device) -> str:
+        """The key of a new session of `device`'s user, signed in with a password and then that
+        device's one-time code: what the admin's OTP login leaves (written while `connected`)."""
+        with override_settings(SECRET_KEY=self.env["SECRET_KEY"]):
+            client = Client()
+            client.force_login(device.user)
+            session = client.session
+            session[DEVICE_ID_SESSION_KEY] = device.persistent_id
+            session.save()
+            return session.session_key

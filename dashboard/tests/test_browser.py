@@ -7,6 +7,7 @@ dashboard and the sandbox chat are saved under artifacts/.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django_otp.oath import totp
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
@@ -34,13 +36,6 @@ expect = playwright_sync.expect
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 PASSWORD = "correct horse battery staple"
 #: The agents act after typing; these keep each turn to a second or two.
 FAST_TYPING = {"start_typing_delay": 1, "typing_speed": 1000}
@@ -58,9 +53,9 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture(scope="module")
-def site(llm, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
+def site(llm, site_template, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
     with django_db_blocker.unblock():
-        live = LiveSite(tmp_path_factory.mktemp("site"), llm_url=llm.url)
+        live = LiveSite(tmp_path_factory.mktemp("site"), llm_url=llm.url, template=site_template)
         try:
             yield live.start()
         finally:
@@ -68,31 +63,24 @@ def site(llm, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
 
 
 @pytest.fixture
-def site_db(site, django_db_blocker, monkeypatch) -> Iterator[LiveSite]:
+def site_db(chromium, site, django_db_blocker, monkeypatch) -> Iterator[LiveSite]:
     """The test's ORM writes go to the live site's database.
 
     Playwright's sync API keeps an event loop running in this thread, which Django's async-safety
-    check mistakes for async code; the ORM calls here are plain synchronous ones.
+    check mistakes for async code; the ORM calls here are plain synchronous ones. Playwright must
+    be running before the connection is switched (hence `chromium` first): Django keeps connections
+    per execution context, and a switch made before Playwright starts is not seen by the test.
     """
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with django_db_blocker.unblock(), site.connected():
         yield site
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[object]:
-    with playwright_sync.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 @pytest.fixture
 def page(chromium, site) -> Iterator[object]:
     context = chromium.new_context(base_url=site.url, viewport={"width": 1400, "height": 1000})
     page = context.new_page()
+    page.site = site
     page.set_default_timeout(15_000)
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -103,9 +91,15 @@ def page(chromium, site) -> Iterator[object]:
         context.close()
 
 
+@functools.cache
+def _password_hash() -> str:
+    """PASSWORD hashed once (the hasher is slow by design), the same valid hash for every user."""
+    return make_password(PASSWORD)
+
+
 def _staff(name: str) -> TOTPDevice:
-    user = get_user_model().objects.create_user(
-        username=f"{name}-{secrets.token_hex(3)}", password=PASSWORD, is_staff=True, is_superuser=True
+    user = get_user_model().objects.create(
+        username=f"{name}-{secrets.token_hex(3)}", password=_password_hash(), is_staff=True, is_superuser=True
     )
     return TOTPDevice.objects.create(user=user, name="authenticator", confirmed=True)
 
@@ -115,7 +109,18 @@ def _code(device: TOTPDevice) -> str:
     return f"{code:0{device.digits}d}"
 
 
-def _log_in(page, device: TOTPDevice, *, next_url: str = "/admin/", code: str | None = None) -> None:
+def _log_in(page, device: TOTPDevice, *, next_url: str = "/admin/") -> None:
+    """Open `next_url` signed in as `device`'s user with a password and a one-time code: the
+    session the login form leaves (`_log_in_with_the_form`), put in the browser as its cookie."""
+    page.context.add_cookies(
+        [{"name": settings.SESSION_COOKIE_NAME, "value": page.site.session_for(device), "url": page.site.url}]
+    )
+    page.goto(next_url)
+
+
+def _log_in_with_the_form(
+    page, device: TOTPDevice, *, next_url: str = "/admin/", code: str | None = None
+) -> None:
     """The admin's two-step login: the password first lists the user's devices, then the code."""
     page.goto(f"/admin/login/?next={next_url}")
     page.fill("#id_username", device.user.username)
@@ -142,7 +147,7 @@ def _agent(name: str, **fields) -> Agent:
 def test_staff_logs_in_with_password_and_totp_then_opens_the_dashboard(site_db, page):
     ARTIFACTS.mkdir(exist_ok=True)
     device = _staff("operator")
-    _log_in(page, device)
+    _log_in_with_the_form(page, device)
     expect(page).to_have_url(re.compile(r"/admin/$"))
     expect(page.locator("#site-name")).to_contain_text("Cindy")
     page.screenshot(path=str(ARTIFACTS / "admin-index.png"))
@@ -154,7 +159,7 @@ def test_staff_logs_in_with_password_and_totp_then_opens_the_dashboard(site_db, 
 def test_wrong_one_time_code_keeps_the_dashboard_closed(site_db, page):
     device = _staff("operator")
     wrong = "000000" if _code(device) != "000000" else "111111"
-    _log_in(page, device, next_url="/dashboard/", code=wrong)
+    _log_in_with_the_form(page, device, next_url="/dashboard/", code=wrong)
     expect(page.locator(".errornote")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/admin/login/"))
     page.goto("/dashboard/")

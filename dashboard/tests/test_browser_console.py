@@ -1,7 +1,8 @@
 """The admin and dashboard pages as an operator sees them in Chromium: values where values exist,
 links instead of HTML source, a way back for a stopped agent, no broken words, no console errors.
 
-Shares the live site and the browser of test_browser.py (same fixtures, one site per module).
+Shares the live site of test_browser.py (same fixtures, one site per module) and the browser of
+all browser tests (conftest.py).
 Screenshots of each page go under artifacts/console/.
 """
 
@@ -22,8 +23,8 @@ from dashboard.tests.test_browser import ARTIFACTS, _agent, _log_in, _staff, exp
 
 pytestmark = pytest.mark.browser
 
-# The live site, its fake LLM and the browser: one of each for this module, as in test_browser.py.
-llm, site, site_db, chromium = shared.llm, shared.site, shared.site_db, shared.chromium
+# The live site and its fake LLM: one of each for this module, as in test_browser.py.
+llm, site, site_db = shared.llm, shared.site, shared.site_db
 
 SHOTS = ARTIFACTS / "console"
 RAW_HTML = re.compile(r"<\s*(a|span|strong)\b|&lt;|href=")
@@ -34,6 +35,7 @@ def page(chromium, site) -> Iterator[object]:
     """A page that records every console error and failed request: each test asserts there are none."""
     context = chromium.new_context(base_url=site.url, viewport={"width": 1400, "height": 1000})
     page = context.new_page()
+    page.site = site
     page.set_default_timeout(15_000)
     problems: list[str] = []
     page.on(

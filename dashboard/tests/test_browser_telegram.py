@@ -19,6 +19,8 @@ from asgiref.sync import async_to_sync
 from PIL import Image
 
 from agents.models import Agent, GatewayRequest
+from agents.selectors import telegram_request_waiting
+from agents.telegram_pages import ACCOUNT_PAGE_KINDS
 from conversations.models import Conversation, SandboxChat, SandboxMember, SandboxUser
 from conversations.services.sandbox import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
 from dashboard.tests.test_browser import (  # noqa: F401
@@ -26,7 +28,6 @@ from dashboard.tests.test_browser import (  # noqa: F401
     _agent,
     _log_in,
     _staff,
-    chromium,
     expect,
     llm,
     page,
@@ -35,6 +36,7 @@ from dashboard.tests.test_browser import (  # noqa: F401
 )
 from engine import signin
 from engine.gateway import Gateway
+from engine.tests.processes import wait_for
 from engine.tests.test_signin import CODE, PASSWORD, LoginClient
 
 pytestmark = pytest.mark.browser
@@ -78,6 +80,17 @@ def assert_reads_well(page, scope: str = "#content") -> None:
 def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def served(page, agent: Agent) -> None:
+    """Reload the account page once the gateway has served its requests. (While one waits the
+    page refreshes itself every few seconds, as the first step of the account test relies on.)"""
+    wait_for(
+        lambda: not telegram_request_waiting(agent=agent, kinds=ACCOUNT_PAGE_KINDS),
+        "the gateway to serve the account page's requests",
+        page.site.logs / "gateway.log",
+    )
+    page.reload()
 
 
 def gateway_signin_step(site, name: str) -> None:
@@ -186,6 +199,7 @@ def test_the_account_page_reads_and_changes_the_profile_photos_contacts_and_join
     page.fill("#id_profile-username", f"pia_{suffix}")
     page.fill("#id_profile-about", "Plays chess on Sundays & tells tales")
     page.get_by_role("button", name="Save the profile in the sandbox").click()
+    served(page, agent)
     expect(page.locator("#profile-bio")).to_have_text("Plays chess on Sundays & tells tales", timeout=30_000)
     expect(page.locator("#profile")).to_contain_text(f"Pia Lindqvist · @pia_{suffix}")
 
@@ -193,6 +207,7 @@ def test_the_account_page_reads_and_changes_the_profile_photos_contacts_and_join
         "#id_photo-photo", files=[{"name": "pia.png", "mimeType": "image/png", "buffer": _png()}]
     )
     page.get_by_role("button", name="Add the photo").click()
+    served(page, agent)
     photo = page.locator("#photos img")
     expect(photo).to_have_count(1, timeout=30_000)
     assert photo.evaluate("img => img.complete && img.naturalWidth") == 160
@@ -200,12 +215,14 @@ def test_the_account_page_reads_and_changes_the_profile_photos_contacts_and_join
     page.fill("#id_contact-target", f"@bob_{suffix}")
     page.fill("#id_contact-first_name", "Bob")
     page.get_by_role("button", name="Add the contact").click()
+    served(page, agent)
     expect(page.locator("#contacts tbody")).to_contain_text(f"@bob_{suffix}", timeout=30_000)
 
     page.fill("#id_join-target", f"https://t.me/chess_{suffix}")
     page.get_by_role("button", name="Join").click()
     page.fill("#id_join-target", "@no_such_group_here")
     page.get_by_role("button", name="Join").click()
+    served(page, agent)
     requests = page.locator(".cindy-requests")
     expect(requests).to_contain_text(f"Join https://t.me/chess_{suffix}", timeout=30_000)
     expect(requests.locator("tr.cindy-failed")).to_contain_text(
@@ -218,8 +235,10 @@ def test_the_account_page_reads_and_changes_the_profile_photos_contacts_and_join
 
     page.locator(f"#contacts input[aria-label='Select Bob {suffix}']").check()
     page.get_by_role("button", name="Delete the selected contacts").click()
+    served(page, agent)
     expect(page.locator("#contacts tbody")).to_contain_text("No contacts.", timeout=30_000)
     page.locator("#photos").get_by_role("button", name="Delete").click()
+    served(page, agent)
     expect(page.locator("#photos")).to_contain_text("No profile photos.", timeout=30_000)
     assert_reads_well(page)
 
@@ -244,11 +263,13 @@ def test_a_mute_set_in_the_admin_sticks_and_a_group_is_left(site_db, watched):
     page.get_by_role("button", name="Save and continue editing").click()
     expect(page.locator(".messagelist")).to_contain_text("Chat muted here")
     requests = page.locator(".field-telegram_requests")
-    for _ in range(60):
-        if "Done" in requests.inner_text():
-            break
-        page.wait_for_timeout(500)  # the gateway's pass; the admin page does not refresh itself
-        page.reload()
+    # The gateway's pass; the admin page does not refresh itself.
+    wait_for(
+        lambda: not telegram_request_waiting(agent=agent, kinds=ACCOUNT_PAGE_KINDS),
+        "the gateway to mute the chat",
+        site_db.logs / "gateway.log",
+    )
+    page.reload()
     expect(requests).to_contain_text(f"Mute chat {ann.user_id} · Done")
     assert SandboxMember.objects.get(chat__kind="dm", chat__members=ann, user=me).muted
     expect(page.locator("#id_muted")).to_be_checked()
@@ -264,10 +285,11 @@ def test_a_mute_set_in_the_admin_sticks_and_a_group_is_left(site_db, watched):
     page.get_by_role("button", name="Go").click()
     expect(page.locator(".messagelist")).to_contain_text("Asked the gateway to leave 1 chat(s).")
     shot(page, "conversation-leave.png")
-    for _ in range(60):
-        if not SandboxMember.objects.filter(chat=group, user=me).exists():
-            break
-        page.wait_for_timeout(500)
+    wait_for(
+        lambda: not SandboxMember.objects.filter(chat=group, user=me).exists(),
+        "the gateway to leave the group",
+        site_db.logs / "gateway.log",
+    )
     assert not SandboxMember.objects.filter(chat=group, user=me).exists()
     dm.refresh_from_db()
     assert dm.muted  # minutes of dialog refreshes later, still muted

@@ -22,7 +22,7 @@ import pytest
 
 from cindy_site.clock import now
 from cindy_site.testing.fake_llm import FakeLLMServer
-from conversations.models import Conversation, LLMCall, Message, NodeStatus, TaskNode
+from conversations.models import Conversation, LLMCall, Message, NodeStatus, OfferedModel, TaskNode
 from conversations.services.graphs import graph_append_chain, graph_replan
 from conversations.services.sandbox import sandbox_say
 from dashboard.tests.conftest import HOSTILE
@@ -33,10 +33,10 @@ from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with 
     _agent,
     _log_in,
     _staff,
-    chromium,
     site_db,
     tasks,
 )
+from engine.tests.processes import wait_for
 from memory.models import Memory
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
@@ -69,9 +69,9 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture(scope="module")
-def site(llm, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
+def site(llm, site_template, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
     with django_db_blocker.unblock():
-        live = LiveSite(tmp_path_factory.mktemp("console"), llm_url=llm.url)
+        live = LiveSite(tmp_path_factory.mktemp("console"), llm_url=llm.url, template=site_template)
         live.env.update({"OPENROUTER_API_KEY": "test", "OPENROUTER_BASE_URL": llm.url + "/api/v1"})
         try:
             yield live.start()
@@ -85,6 +85,7 @@ def page(chromium, site) -> Iterator[object]:
         base_url=site.url, viewport={"width": 1400, "height": 1000}, accept_downloads=True
     )
     page = context.new_page()
+    page.site = site
     page.set_default_timeout(15_000)
     page.console_errors = []
     page.on(
@@ -300,11 +301,13 @@ def test_the_llm_page_lists_prices_and_openrouter_models_fetched_by_a_worker(sit
     expect(page.locator("h1")).to_have_text("LLMs and prices")
     expect(page.locator("#llm-routes")).to_contain_text("gemini/gemini-3-flash-preview")
     expect(page.locator("#llm-parameters")).to_contain_text("OPENROUTER_API_KEY")
-    for _ in range(60):
-        if page.locator("#llm-offered").inner_text().count("openrouter:") >= 2:
-            break
-        page.wait_for_timeout(500)  # the worker's fetch lands in the database; the page is re-read
-        page.reload()
+    # The worker's fetch lands in the database; the page is read again once it has.
+    wait_for(
+        lambda: OfferedModel.objects.filter(provider="openrouter").count() >= 2,
+        "a worker to fetch OpenRouter's models",
+        site_db.logs / "gateway.log",
+    )
+    page.reload()
     offered = page.locator("#llm-offered")
     expect(offered).to_contain_text("openrouter:anthropic/claude-sonnet-4")
     expect(offered.locator("tr", has_text="claude-sonnet-4")).to_contain_text("15.0000")
