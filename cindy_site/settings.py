@@ -283,6 +283,9 @@ CINDY_READ_DELAY_SECONDS = max(env.float("CINDY_READ_DELAY_SECONDS", default=3.0
 # REDIS_URL, otherwise a database counter read every CINDY_WAKE_POLL_SECONDS. Off: it waits the tick.
 CINDY_WAKE = env.bool("CINDY_WAKE", default=True)
 CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 0.05)
+# With wake-ups on, the longest an idle gateway sleeps between passes (at least the tick): what it waits
+# for wakes it sooner, so the periodic pass is only the backstop for leases, reaping and upkeep.
+CINDY_IDLE_PASS_SECONDS = _positive_float("CINDY_IDLE_PASS_SECONDS", 5.0)
 
 
 def _int_list(name: str) -> list[int]:

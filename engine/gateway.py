@@ -80,6 +80,7 @@ class Gateway(
         self.enqueue = enqueue
         self.workers = workers
         self.tick_seconds = tick_seconds if tick_seconds is not None else settings.CINDY_TICK_SECONDS
+        self.idle_pass_seconds = settings.CINDY_IDLE_PASS_SECONDS  # with wake-ups: engine/wake.py
         self.clients: dict[int, AgentClient] = {}
         self.refusals: dict[int, str] = {}
         self.ticker = Ticker(gateway_id=self.gateway_id)

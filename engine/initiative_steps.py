@@ -28,10 +28,12 @@ class InitiativeSteps:
         held = [agent_id for agent_id, client in self.clients.items() if client.connected]
         return bool(await sync_to_async(schedule_refresh_due)(agent_ids=held)) if held else False
 
-    async def idle_seconds(self) -> float:
-        """How long the loop may sleep: the tick interval, or less when an event or refresh is due sooner."""
+    async def idle_seconds(self, longest: float | None = None) -> float:
+        """How long the loop may sleep: `longest` (the tick interval by default), or less when an event
+        or refresh is due sooner."""
+        longest = self.tick_seconds if longest is None else longest
         if not self.clients:
-            return self.tick_seconds
+            return longest
         held = list(self.clients)
         dues = [
             await sync_to_async(event_next_due_at)(agent_ids=held),
@@ -39,5 +41,5 @@ class InitiativeSteps:
         ]
         due = min((d for d in dues if d is not None), default=None)
         if due is None:
-            return self.tick_seconds
-        return max(0.0, min(self.tick_seconds, (due - now()).total_seconds()))
+            return longest
+        return max(0.0, min(longest, (due - now()).total_seconds()))

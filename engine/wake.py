@@ -1,4 +1,4 @@
-"""How an idle gateway waits: until a wake-up, the next due timer, the tick, or the stop signal.
+"""How an idle gateway waits: until a wake-up, the next due timer, the idle pass, or the stop signal.
 
 After a pass that did nothing, `Gateway.run` calls `wait_for_work` (a mixin of `engine.gateway.Gateway`).
 It waits for the earliest of:
@@ -12,8 +12,12 @@ It waits for the earliest of:
 - the **next due timer**: the earliest future `not_before` of a pending node of a held agent (where the
   read delay, typing and retries end), a flood pause or a reconnect backoff ending, and the events and
   schedule refreshes `idle_seconds` already reports;
-- the **tick** (CINDY_TICK_SECONDS), which stays the upper bound: the lease, request and watchdog steps
-  keep their cadence, and a lost wake-up costs at most one tick;
+- the **idle pass** (CINDY_IDLE_PASS_SECONDS, 5 s, or the tick if that is longer), the upper bound:
+  everything the gateway waits for wakes it sooner, so this pass is only the backstop for what nobody
+  announces (another gateway's lease running out, node leases to reap, the watchdog, upkeep), and a
+  lost wake-up costs at most one idle pass. An idle gateway with 100 agents thus runs a pass every few
+  seconds instead of every second. While the listener is unhealthy (the poll fails, the Redis
+  subscription is down) the tick is the bound again;
 - the **stop** signal (`request_stop` sets `wakeup` too).
 
 With CINDY_WAKE off the gateway waits as it did before wake-ups existed: the tick, or an event or
@@ -55,6 +59,10 @@ class WakeListener(Protocol):
 
     async def stop(self) -> None: ...
 
+    def healthy(self) -> bool:
+        """Whether wake-ups can arrive now; while not, the gateway runs a pass every tick."""
+        ...
+
 
 class DbWake:
     """Reads the `GatewayWake` counter every `poll_seconds` on a thread (and database connection) of
@@ -71,6 +79,10 @@ class DbWake:
         self._notify: Callable[[], object] | None = None
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+        self.failing = False
+
+    def healthy(self) -> bool:
+        return not self.failing
 
     async def start(self, event: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
@@ -90,16 +102,15 @@ class DbWake:
         return moved
 
     def _run(self) -> None:
-        failing = False
         try:
             while not self._stopped.wait(self.poll_seconds):
                 try:
                     self.poll()
-                    failing = False
-                except Exception as exc:  # a locked or lost database: the tick still comes
-                    if not failing:
+                    self.failing = False
+                except Exception as exc:  # a locked or lost database: the gateway passes every tick
+                    if not self.failing:
                         logger.warning("wake-up poll failed (waking at each tick meanwhile): %r", exc)
-                    failing = True
+                    self.failing = True
                     connection.close()
                     self._stopped.wait(REDIS_RETRY_FIRST_SECONDS)
         finally:
@@ -124,6 +135,9 @@ class RedisWake:
         self.channel = ""
         self.subscribed = asyncio.Event()
         self._task: asyncio.Task | None = None
+
+    def healthy(self) -> bool:
+        return self.subscribed.is_set()
 
     async def start(self, event: asyncio.Event) -> None:
         self.channel = await sync_to_async(wake_channel)()
@@ -180,8 +194,10 @@ class WakeWaits:
     stopping: asyncio.Event
     wakeup: asyncio.Event
     wake: WakeListener | None
+    tick_seconds: float
+    idle_pass_seconds: float
 
-    async def idle_seconds(self) -> float: ...
+    async def idle_seconds(self, longest: float | None = None) -> float: ...
 
     def on_update(self) -> None:
         """Called by a transport when updates arrive on their own (Telethon): wake the loop."""
@@ -206,11 +222,14 @@ class WakeWaits:
 
     async def wait_for_work(self) -> str:
         """Wait after an idle pass; returns why it ended: "wakeup", "timer" or "stopping"."""
-        seconds = await self.idle_seconds()
         if self.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
+            seconds = await self.idle_seconds()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
             return "stopping" if self.stopping.is_set() else "timer"
+        # While wake-ups cannot arrive (the poll fails, Redis is away) the tick is the backstop again.
+        longest = max(self.tick_seconds, self.idle_pass_seconds) if self.wake.healthy() else self.tick_seconds
+        seconds = await self.idle_seconds(longest)
         seconds = min(seconds, await self.timer_seconds())
         if not self.wakeup.is_set() and seconds > 0:
             await self._idle_pause(seconds)

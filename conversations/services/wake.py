@@ -1,10 +1,10 @@
 """Waking idle gateways: every writer that makes work for a gateway calls `wake_gateways_on_commit()`.
 
-A gateway that finds nothing to do waits for the next tick, a due timer or a wake-up, whichever comes
-first (`engine/wake.py`). The wake-up travels over Redis pub/sub when REDIS_URL is set, otherwise
+A gateway that finds nothing to do waits for its next idle pass, a due timer or a wake-up, whichever
+comes first (`engine/wake.py`). The wake-up travels over Redis pub/sub when REDIS_URL is set, otherwise
 through the `GatewayWake` row, whose counter gateways read every CINDY_WAKE_POLL_SECONDS. It is
 only a hint: it carries no data, every gateway wakes and runs one ordinary pass, and a lost wake-up
-costs at most one tick (CINDY_TICK_SECONDS), as before wake-ups existed. A failure to send one is
+costs at most one idle pass (CINDY_IDLE_PASS_SECONDS). A failure to send one is
 logged and never fails the writer.
 
 The bump runs after the writer's commit (`transaction.on_commit`), so the woken gateway sees the rows;

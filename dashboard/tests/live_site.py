@@ -81,6 +81,7 @@ class LiveSite:
             "GOOGLE_GEMINI_API_KEY": "test",
             "DEFAULT_AGENT_LLM": "gemini",
             "CINDY_TICK_SECONDS": "0.1",
+            "CINDY_IDLE_PASS_SECONDS": "0.1",
             # A turn starts this long after the message (3 s by default): still a wait, but short.
             "CINDY_READ_DELAY_SECONDS": "0.5",
             "CINDY_Q_WORKERS": "1",

@@ -115,6 +115,7 @@ def child_settings(db: ChildDatabase) -> dict[str, str]:
         "CINDY_SESSION_KEY": "test-only",
         "LLM_MAX_RETRIES": "0",
         "CINDY_TICK_SECONDS": "0.05",
+        "CINDY_IDLE_PASS_SECONDS": "0.05",
         "CINDY_LEASE_SECONDS": "3",
         "CINDY_Q_WORKERS": "1",
         "LOG_LEVEL": "INFO",

@@ -303,3 +303,37 @@ def test_with_wake_ups_off_the_gateway_waits_for_its_tick(agent, settings):
         return await waiting
 
     assert asyncio.run(scenario()) == "stopping"
+
+
+def _first_pause(gateway: ScriptedGateway) -> float:
+    def during_pause() -> None:
+        gateway.request_stop()
+
+    gateway.during_pause = during_pause
+    asyncio.run(gateway.run())
+    return gateway.pauses[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_gateway_with_wake_ups_sleeps_its_idle_pass_not_its_tick(agent, clock, settings):
+    """Nothing due and nothing announced: with wake-ups working, the next pass comes after the idle pass
+    (longer than the tick); the tick still bounds it when it is the longer of the two."""
+    settings.CINDY_IDLE_PASS_SECONDS = 5
+    gateway = ScriptedGateway(clock=clock, during_pause=None, enqueue=lambda node_id, owner: None)
+    gateway.tick_seconds = 1
+    assert _first_pause(gateway) == 5
+
+    settings.CINDY_IDLE_PASS_SECONDS = 0.5
+    gateway = ScriptedGateway(clock=clock, during_pause=None, enqueue=lambda node_id, owner: None)
+    gateway.tick_seconds = 1
+    assert _first_pause(gateway) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_while_wake_ups_cannot_arrive_the_gateway_passes_every_tick(agent, clock, settings):
+    settings.CINDY_IDLE_PASS_SECONDS = 5
+    gateway = ScriptedGateway(clock=clock, during_pause=None, enqueue=lambda node_id, owner: None)
+    gateway.tick_seconds = 1
+    gateway.wake.failing = True  # what the poll thread records when its read fails
+    assert not gateway.wake.healthy()
+    assert _first_pause(gateway) == 1
