@@ -5,8 +5,9 @@ run and on the same database, the request as sent now (`provider.generate`, whic
 history already in wire format) and the SDK's own conversion of every turn (the previous path), and
 prints the medians, their ratio and the goal. Prompt assembly is also timed with the rendered-message
 cache (`llm.conversation.history_window`) switched off, which renders every history message on each
-turn as before it existed. CPU time of the calling thread (`time.thread_time`), so the fake LLM
-server's thread in the same process does not count.
+turn as before it existed. CPU time of the calling thread (`time.thread_time`); the fake LLM server
+runs in a child process, as a real LLM is remote, so its work neither counts nor slows the caller
+(in the same process, its thread's GIL and cache contention made the figure swing by half).
 
 Run: .venv/bin/python bench/bench_request.py
 It builds its own SQLite database in a temporary directory and touches nothing else.
@@ -15,9 +16,11 @@ It builds its own SQLite database in a temporary directory and touches nothing e
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,19 +43,42 @@ def _median_cpu_ms(action: Callable[[], object]) -> float:
     return statistics.median(samples) * 1000
 
 
+class ServerProcess:
+    """The fake LLM server in a process of its own, as the real LLM is: its work (reading a 77 kB body,
+    answering) neither holds this process's GIL nor shares its caches, so the figure is the caller's own."""
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        self._process = context.Process(target=self._serve, args=(sender,), daemon=True)
+        self._process.start()
+        self.url = receiver.recv()
+
+    @staticmethod
+    def _serve(sender) -> None:
+        from cindy_site.testing.fake_llm import FakeLLMServer
+
+        server = FakeLLMServer().start()
+        server.set_default_reply("[]")
+        sender.send(server.url)
+        threading.Event().wait()
+
+    def stop(self) -> None:
+        self._process.terminate()
+        self._process.join()
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cindy-bench-") as tmp:
         setup_django(Path(tmp))
         from cindy_site.clock import FakeClock, set_clock
-        from cindy_site.testing.fake_llm import FakeLLMServer
         from llm.prompt import TurnContext, build_plan_request
         from llm.providers.gemini import GeminiProvider, build_config, build_contents
         from llm.providers.openai_compat import OpenAICompatibleProvider, build_messages
 
         conversation, last = populate()
         set_clock(FakeClock(last + dt.timedelta(minutes=1)))
-        server = FakeLLMServer().start()
-        server.set_default_reply("[]")
+        server = ServerProcess()
         gemini = GeminiProvider(api_key="bench", base_url=server.url)
         openai = OpenAICompatibleProvider(
             name="openai", key_variable="OPENAI_API_KEY", api_key="bench", base_url=server.url + "/v1"
