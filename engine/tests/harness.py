@@ -18,6 +18,7 @@ from cindy_site.clock import FakeClock
 from conversations.models import NodeStatus, TaskNode
 from engine.gateway import Gateway
 from engine.tasks import run_received
+from llm.prompt.builder import RECENT_ENTRIES_TITLE
 
 
 class Harness:
@@ -97,3 +98,16 @@ def scripted_turn(
     fake_llm.reply_with(tasks(*items))
     sandbox_say(agent=agent, text=text)
     harness.settle(until=harness.clock.now() + dt.timedelta(minutes=minutes))
+
+
+def stored_entries_text(request) -> str:
+    """The stored entries a recorded Gemini request shows: the system instruction, then the entries
+    written since the history's first message, which follow the history (llm.prompt.builder)."""
+    system = "".join(part["text"] for part in request.json["systemInstruction"]["parts"])
+    recent = [
+        part["text"]
+        for content in request.json["contents"]
+        for part in content["parts"]
+        if part.get("text", "").startswith(RECENT_ENTRIES_TITLE)
+    ]
+    return "\n\n".join([system, *recent])

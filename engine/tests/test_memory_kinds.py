@@ -9,27 +9,13 @@ import pytest
 from conversations.models import Conversation, NodeStatus, TaskNode
 from conversations.services.sandbox import sandbox_say
 from engine.tasks import received_apply, run_received
-from engine.tests.harness import tasks
+from engine.tests.harness import stored_entries_text, tasks
 from llm.planning import plan_turn
-from llm.prompt.builder import RECENT_ENTRIES_TITLE
 from llm.summarization import summary_tasks
 from llm.tasks import Task
 from memory.models import Intention, Note, Plan, Summary
 
 pytestmark = pytest.mark.django_db
-
-
-def _system(request) -> str:
-    """The stored entries the request shows: the system instruction, then the entries written since
-    the history's first message, which follow the history (llm.prompt.builder)."""
-    system = "".join(part["text"] for part in request.json["systemInstruction"]["parts"])
-    recent = [
-        part["text"]
-        for content in request.json["contents"]
-        for part in content["parts"]
-        if part.get("text", "").startswith(RECENT_ENTRIES_TITLE)
-    ]
-    return "\n\n".join([system, *recent])
 
 
 def _section(system: str, title: str) -> list[dict]:
@@ -55,13 +41,13 @@ def test_notes_are_created_updated_and_deleted_by_id_and_shown_beside_the_memori
     note = Note.objects.get()
     assert (note.entry_id, note.content, note.channel_id) == ("note-cat", "Has two cats.", note.channel_id)
     _turn(agent, harness, fake_llm)
-    system = _system(fake_llm.requests[-1])
+    system = stored_entries_text(fake_llm.requests[-1])
     assert [e["content"] for e in _section(system, "Conversation Notes")] == ["Has two cats."]
     assert system.index("# Global Memories") < system.index("# Conversation Notes")
     _turn(agent, harness, fake_llm, {"kind": "note", "id": "note-cat", "content": ""})
     assert not Note.objects.exists()
     _turn(agent, harness, fake_llm)
-    assert "# Conversation Notes" not in _system(fake_llm.requests[-1])
+    assert "# Conversation Notes" not in stored_entries_text(fake_llm.requests[-1])
 
 
 def test_intentions_are_created_updated_and_deleted_by_id_after_the_channel_plan(agent, harness, fake_llm):
@@ -77,13 +63,13 @@ def test_intentions_are_created_updated_and_deleted_by_id_after_the_channel_plan
     )
     intention = Intention.objects.get()
     assert (intention.kind, intention.content, intention.consumed) == ("intend", "Open a small bakery.", None)
-    system = _system(fake_llm.requests[-1])
+    system = stored_entries_text(fake_llm.requests[-1])
     assert [e["id"] for e in _section(system, "Intentions")] == ["intent-bakery"]
     assert system.index("# Channel Plan") < system.index("# Intentions")
     _turn(agent, harness, fake_llm, {"kind": "intend", "id": "intent-bakery", "content": ""})
     assert not Intention.objects.exists()
     _turn(agent, harness, fake_llm)
-    assert "# Intentions" not in _system(fake_llm.requests[-1])
+    assert "# Intentions" not in stored_entries_text(fake_llm.requests[-1])
 
 
 def _seed_history(agent, harness, fake_llm, clock) -> Conversation:

@@ -8,8 +8,7 @@ import pytest
 
 from conversations.models import ActivityEvent, Conversation, TaskNode
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
-from engine.tests.harness import tasks
-from llm.prompt.builder import RECENT_ENTRIES_TITLE
+from engine.tests.harness import stored_entries_text, tasks
 from memory.models import Memory, Plan
 
 pytestmark = pytest.mark.django_db
@@ -19,19 +18,6 @@ def _turn(agent, harness, fake_llm, *items: dict, text: str = "hello") -> None:
     fake_llm.reply_with(tasks(*items))
     sandbox_say(agent=agent, text=text)
     harness.settle()
-
-
-def _stored_text(request) -> str:
-    """The stored entries the request shows: the system instruction, then the entries written since
-    the history's first message, which follow the history (llm.prompt.builder)."""
-    system = "".join(part["text"] for part in request.json["systemInstruction"]["parts"])
-    recent = [
-        part["text"]
-        for content in request.json["contents"]
-        for part in content["parts"]
-        if part.get("text", "").startswith(RECENT_ENTRIES_TITLE)
-    ]
-    return "\n\n".join([system, *recent])
 
 
 def _nodes() -> list[TaskNode]:
@@ -198,7 +184,7 @@ def test_the_prompt_shows_stored_entries_with_their_ids(agent, harness, fake_llm
     fake_llm.reply_with(tasks({"kind": "send", "text": "ok"}))
     sandbox_say(agent=agent, text="again")
     harness.settle()
-    system = _stored_text(fake_llm.requests[-1])
+    system = stored_entries_text(fake_llm.requests[-1])
     assert '"id": "pet"' in system and "# Global Memories" in system
     assert '"id": "next"' in system and "# Channel Plan" in system
 
@@ -248,7 +234,7 @@ def test_a_newly_declared_stored_kind_runs_through_the_engine_unchanged(agent, h
         _turn(agent, harness, fake_llm, {"kind": "summarize", "id": "s", "content": "Hi and bye"})
         summary = Summary.objects.get()
         assert (summary.entry_id, summary.content, summary.first_message_id) == ("s", "Hi and bye", 1)
-        system = _stored_text(fake_llm.requests[-1])
+        system = stored_entries_text(fake_llm.requests[-1])
         assert "# Conversation Summary (test)" in system and '"id": "s"' in system
         schema_kinds = fake_llm.requests[-1].json["generationConfig"]["responseSchema"]["items"]["properties"]
         assert "summarize" in schema_kinds["kind"]["enum"]
