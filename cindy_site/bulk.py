@@ -3,10 +3,11 @@ without building model instances."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db import connections, models, router
+from django.db.models.sql.constants import MULTI
 
 #: Rows per statement (each row takes three parameters; well under SQLite's and MariaDB's limits).
 BATCH = 500
@@ -44,10 +45,16 @@ def update_by_pk(model: type[models.Model], field: str, values: Mapping[Any, Any
     return changed
 
 
-def raw_rows(queryset: models.QuerySet) -> list[tuple]:
-    """The rows of a `values_list` queryset as the database driver returns them, without Django's
-    field converters: cheap to read and to compare with an earlier read of the same query."""
-    sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(sql, params)
-        return list(cursor.fetchall())
+def driver_rows(queryset: models.QuerySet) -> tuple[list[tuple], Callable[[list[tuple]], list]]:
+    """The rows of a `values_list` queryset as the database driver returns them (dates and JSON
+    undecoded, no model instances): cheap to read, and to compare with an earlier read of the same
+    query. With them, a function that converts some of those rows as the queryset itself would."""
+    compiler = queryset.query.get_compiler(using=queryset.db)
+    rows = [tuple(row) for chunk in compiler.execute_sql(MULTI) for row in chunk]
+    fields = [column[0] for column in compiler.select[: compiler.col_count]]
+    converters = compiler.get_converters(fields)
+
+    def convert(some: list[tuple]) -> list:
+        return list(compiler.apply_converters(some, converters)) if converters else [list(r) for r in some]
+
+    return rows, convert

@@ -157,9 +157,6 @@ class PlanningDispatch:
     clients: dict[int, AgentClient]
     enqueue: Callable[[int, str], None]
 
-    async def _dispatch_brain(self, node: TaskNode, owner: str) -> None:
-        await self._dispatch_brains([(node, owner)])
-
     async def _dispatch_brains(self, claimed: Sequence[tuple[TaskNode, str]]) -> None:
         """Sync and mark read the chats of these claimed planning nodes, then queue their planning."""
         chats: list[_Chat] = []

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from agents.models import Agent
-from cindy_site.bulk import raw_rows
+from cindy_site.bulk import driver_rows
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
@@ -90,6 +90,9 @@ class Gateway(
         self.isolated_heartbeat = isolated_heartbeat
         self._last_heartbeat = 0.0
         self._renewal: asyncio.Future | None = None
+        # The last pass's enabled agents: id → (row as the driver returned it, the Agent built from it).
+        self._agent_rows: dict[int, tuple[tuple, Agent]] = {}
+        self._connections_checked_at: float | None = None  # monotonic; None: check at the first pass
 
     # --- leases -----------------------------------------------------------------------------------
 
@@ -106,17 +109,17 @@ class Gateway(
             qs = qs.filter(name__in=self.names)
         pk = Agent._meta.pk.attname
         columns = [pk, *(f.attname for f in Agent._meta.concrete_fields if f.attname != pk)]
-        rows = raw_rows(qs.values_list(*columns))
-        known: dict[int, tuple[tuple, Agent]] = self.__dict__.get("_agent_rows", {})
-        changed = [row[0] for row in rows if known.get(row[0], ((),))[0] != row]
+        rows, _ = driver_rows(qs.values_list(*columns))
+        known = self._agent_rows
+        changed = {row[0] for row in rows if row[0] not in known or known[row[0]][0] != row}
         fresh = Agent.objects.in_bulk(changed) if changed else {}
-        current = {}
+        current: dict[int, tuple[tuple, Agent]] = {}
         for row in rows:
             if row[0] in fresh:
                 current[row[0]] = (row, fresh[row[0]])
-            elif row[0] in known and known[row[0]][0] == row:
+            elif row[0] not in changed:  # unchanged since the last pass
                 current[row[0]] = known[row[0]]
-        self.__dict__["_agent_rows"] = current
+        self._agent_rows = current
         return [agent for _, agent in current.values()]
 
     async def step_leases(self) -> bool:
@@ -398,7 +401,7 @@ class Gateway(
         reconnecting at every pass (on SQLite with its PRAGMAs) cost as much as the rest of an idle pass.
         """
         at = get_clock().monotonic()
-        checked = self.__dict__.get("_connections_checked_at")
+        checked = self._connections_checked_at
         if (
             checked is None
             or at - checked >= CONNECTION_CHECK_SECONDS
@@ -408,7 +411,7 @@ class Gateway(
                 for conn in connections.all(initialized_only=True)
             )
         ):
-            self.__dict__["_connections_checked_at"] = at
+            self._connections_checked_at = at
             close_old_connections()
 
     async def run(self) -> None:

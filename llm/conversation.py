@@ -24,8 +24,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
-from django.db.models.sql.constants import MULTI
 
+from cindy_site.bulk import driver_rows
 from conversations.models import Conversation, Message
 from conversations.selectors import first_partner_message_id
 from llm.request import Part, Turn
@@ -305,7 +305,7 @@ def history_window(
     converters: list[Callable[[list[tuple]], list]] = []
 
     def fetch(queryset: QuerySet) -> list:
-        rows, convert = _driver_rows(queryset.values_list(*_ROW_FIELDS))
+        rows, convert = driver_rows(queryset.values_list(*_ROW_FIELDS))
         converters.append(convert)
         return rows
 
@@ -336,20 +336,6 @@ def history_window(
                 _rendered.update((keys[i], found[i]) for i in missing)
     found.sort(key=lambda m: (m.date, m.message_id))
     return found
-
-
-def _driver_rows(queryset: QuerySet) -> tuple[list[tuple], Callable[[list[tuple]], list]]:
-    """The rows of a values_list queryset as the database driver returns them (dates and JSON
-    undecoded), and a function that converts some of them as the queryset itself would."""
-    compiler = queryset.query.get_compiler(using=queryset.db)
-    rows = [tuple(row) for chunk in compiler.execute_sql(MULTI) for row in chunk]
-    fields = [column[0] for column in compiler.select[: compiler.col_count]]
-    converters = compiler.get_converters(fields)
-
-    def convert(some: list[tuple]) -> list:
-        return list(compiler.apply_converters(some, converters)) if converters else [list(r) for r in some]
-
-    return rows, convert
 
 
 def _media_ids(raw: Any) -> tuple[str, ...]:

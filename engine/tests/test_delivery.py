@@ -269,6 +269,6 @@ def test_a_planning_node_claimed_for_an_agent_dropped_meanwhile_goes_back_to_pen
     TaskNode.objects.filter(pk=node.pk).update(status=NodeStatus.RUNNING, lease_owner=owner)
     harness.gateway.clients.pop(agent.pk)  # fenced by the heartbeat while the tick was claiming
 
-    async_to_sync(harness.gateway._dispatch_brain)(TaskNode.objects.get(pk=node.pk), owner)
+    async_to_sync(harness.gateway._dispatch_brains)([(TaskNode.objects.get(pk=node.pk), owner)])
     node.refresh_from_db()
     assert node.status == NodeStatus.PENDING and harness.queued == []
