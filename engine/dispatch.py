@@ -94,7 +94,8 @@ async def transports_call(
 ) -> list[Any]:
     """Answer each (transport, *args) request with `one(transport, *args)`, or with the exception it
     raised, in request order. A transport kind with a classmethod `many` answers all its requests in
-    one call; the others' requests run one transport at a time per transport, transports concurrently.
+    one call, unless it declines (answers None: a subclass that changed the single call); the other
+    requests run one at a time per transport, transports concurrently.
     """
     answers: list[Any] = [None] * len(requests)
     by_kind: dict[type, list[int]] = {}
@@ -115,9 +116,10 @@ async def transports_call(
                 got = await batch([requests[i] for i in indices])
             except Exception as exc:
                 got = [exc] * len(indices)
-            for i, answer in zip(indices, got, strict=True):
-                answers[i] = answer
-            return
+            if got is not None:
+                for i, answer in zip(indices, got, strict=True):
+                    answers[i] = answer
+                return
         per_transport: dict[int, list[int]] = {}
         for i in indices:
             per_transport.setdefault(id(requests[i][0]), []).append(i)

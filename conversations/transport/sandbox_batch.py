@@ -4,8 +4,9 @@ The gateway syncs and marks read every chat whose turn it is about to plan (engi
 sandbox call is a few database queries, so answering a tick's chats one call at a time would cost the
 gateway more than the chats' own work. These classmethods answer many (transport, ...) requests in one
 trip to the database thread with a few queries for all of them, with the same result as the single
-calls. A subclass that overrides `history` or `mark_read` (a test double) is called one request at a
-time instead. Each request's failure is returned in its place, never raised.
+calls. For a subclass that overrides `history` or `mark_read` (a test double) they answer None, and
+the caller (`engine.dispatch.transports_call`) makes the single calls instead. Each request's failure
+is returned in its place, never raised.
 """
 
 from __future__ import annotations
@@ -31,16 +32,6 @@ def _plain(kind: type, name: str) -> bool:
     return getattr(kind, name) is getattr(SandboxTransport, name)
 
 
-async def _one_by_one(requests: list[tuple], call) -> list[Any]:
-    answers: list[Any] = []
-    for request in requests:
-        try:
-            answers.append(await call(*request))
-        except Exception as exc:
-            answers.append(exc)
-    return answers
-
-
 def _chat_ids(requests: list[tuple], answers: list[Any]) -> dict[int, int]:
     """Request index → sandbox chat id; a request whose chat cannot be found gets its error."""
     chat_ids = {}
@@ -58,17 +49,14 @@ class SandboxBatch:
     @classmethod
     async def history_many(
         cls, requests: list[tuple[SandboxTransport, int, int | None, int]]
-    ) -> list[list[InboundMessage] | Exception]:
+    ) -> list[list[InboundMessage] | Exception] | None:
         """`history(peer_id, since_id=..., limit=...)` for each (transport, peer_id, since_id, limit).
 
         One query finds each chat's newest message; only chats with messages after `since_id` are
         read (the usual answer before planning is "nothing new").
         """
         if not _plain(cls, "history"):
-            return await _one_by_one(
-                requests,
-                lambda t, peer_id, since_id, limit: t.history(peer_id, since_id=since_id, limit=limit),
-            )
+            return None
         return await sync_to_async(cls._history_batch)(requests)
 
     @staticmethod
@@ -96,10 +84,10 @@ class SandboxBatch:
     @classmethod
     async def mark_read_many(
         cls, requests: list[tuple[SandboxTransport, int, int]]
-    ) -> list[Exception | None]:
+    ) -> list[Exception | None] | None:
         """`mark_read(peer_id, max_id)` for each (transport, peer_id, max_id), in one transaction."""
         if not _plain(cls, "mark_read"):
-            return await _one_by_one(requests, lambda t, peer_id, max_id: t.mark_read(peer_id, max_id))
+            return None
         return await sync_to_async(cls._mark_read_batch)(requests)
 
     @staticmethod
