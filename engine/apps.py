@@ -5,6 +5,7 @@ import logging
 import sys
 
 from django.apps import AppConfig
+from django.conf import settings
 
 logger = logging.getLogger("engine.workers")
 
@@ -71,5 +72,6 @@ class EngineConfig(AppConfig):
     verbose_name = "Engine"
 
     def ready(self) -> None:
-        if sys.argv[1:2] == ["qcluster"]:  # `runworkers` preloads in its pool (engine/cluster.py)
+        # `runworkers` preloads in its pool (engine/cluster.py); django-q2's own `qcluster` here.
+        if sys.argv[1:2] == ["qcluster"] and settings.CINDY_PRELOAD_TASK_MODULES:
             preload_task_modules(read_agents=False)  # no queries while apps load
