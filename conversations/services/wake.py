@@ -69,7 +69,7 @@ def _bump_row() -> None:
 
 
 def wake_gateways() -> None:
-    """Wake every idle gateway now. Logs and returns on failure: the tick still comes."""
+    """Wake every idle gateway now. Logs and returns on failure: the gateways still pass at their next idle pass."""
     if not settings.CINDY_WAKE or _not_needed.get():
         return
     try:
@@ -78,7 +78,7 @@ def wake_gateways() -> None:
         else:
             _bump_row()
     except Exception as exc:
-        logger.warning("could not wake the gateways (they act at their next tick instead): %r", exc)
+        logger.warning("could not wake the gateways (they act at their next idle pass instead): %r", exc)
 
 
 def wake_gateways_on_commit() -> None:
