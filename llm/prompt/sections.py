@@ -15,7 +15,7 @@ from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from media_catalog.models import LibraryItem, MediaDescription, Sticker
 from memory.models import Memory
-from memory.services.stored import stored_entries, stored_entries_split
+from memory.services.stored import stored_entries_split
 from memory.stored_kinds import StoreContext, stored_kinds
 
 logger = logging.getLogger(__name__)
@@ -235,10 +235,8 @@ def stored_sections(
     for spec in stored_kinds():
         if not spec.in_prompt:
             continue
-        if spec.prompt_place == "system":
-            older, newer = stored_entries(kind=spec.kind, context=context), []
-        else:
-            older, newer = stored_entries_split(kind=spec.kind, context=context, boundary=history_began)
+        boundary = history_began if spec.prompt_place == "split" else None  # None: all in the system
+        older, newer = stored_entries_split(kind=spec.kind, context=context, boundary=boundary)
         system.append(stored_section(spec.section_title, older))
         late.append(stored_section(spec.section_title, newer))
     return StoredSections("\n\n".join(b for b in system if b), "\n\n".join(b for b in late if b))

@@ -110,11 +110,7 @@ def _created_values(spec: StoredKind, raw: str) -> dict[str, Any]:
 
 def stored_entries(*, kind: str, context: StoreContext) -> list[dict[str, Any]]:
     """The kind's entries in `context`, as the prompt shows them."""
-    spec = stored_kind(kind)
-    if spec is None:
-        return []
-    rows = spec.model.objects.filter(**spec.scope(context)).order_by(*spec.ordering)
-    return [spec.section_entry(row) for row in rows]
+    return stored_entries_split(kind=kind, context=context, boundary=None)[0]
 
 
 def stored_entries_split(
