@@ -184,7 +184,7 @@ def test_a_clock_set_back_does_not_fire_an_event_again(paris, clock, harness, fa
     assert events_fire_due(agent_ids=[paris.pk]) == 0
 
 
-def test_a_due_event_of_a_muted_chat_is_spent_without_ascripted_turn(paris, clock, harness, fake_llm):
+def test_a_due_event_of_a_muted_chat_is_spent_without_a_scripted_turn(paris, clock, harness, fake_llm):
     scripted_turn(
         paris,
         harness,
