@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from cindy_site.clock import FakeClock, set_clock
@@ -16,3 +18,26 @@ def clock():
     previous = set_clock(fake)
     yield fake
     set_clock(previous)
+
+
+@pytest.fixture(autouse=True)
+def _seeded_model_prices(request):
+    """The default model prices the migrations seed, present for every database test.
+
+    A transactional test empties every table when it ends, migration data included; which tests run
+    after one depends on how the run is split across processes, so each database test puts the seeded
+    prices back (the migration's own function: it never overwrites an edited price)."""
+    names = set(request.fixturenames)
+    if "transactional_db" in names:
+        request.getfixturevalue("transactional_db")
+    elif "db" in names:
+        request.getfixturevalue("db")
+    elif not request.node.get_closest_marker("django_db"):
+        return
+    from django.apps import apps
+
+    from conversations.models import ModelPrice
+
+    if not ModelPrice.objects.exists():
+        seed = importlib.import_module("conversations.migrations.0002_seed_model_prices")
+        seed.seed_prices(apps, None)

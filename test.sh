@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up and run Cindy's test suite.
 #   ./test.sh [--mariadb] [PYTEST ARGS...]
+# The tests run on two processes (pytest-xdist); CINDY_TEST_WORKERS=N changes that, 0 means one.
 # SQLite by default; --mariadb (or CINDY_TEST_DB=mariadb) runs the same suite on MariaDB at
 # 127.0.0.1:3306 as root without a password, starting the server if it is installed but not running.
 # As root, missing Debian packages (chromium for the browser tests; the MySQL client headers for
@@ -90,8 +91,16 @@ else
     echo "Testing on SQLite"
 fi
 
+# Tests run on CINDY_TEST_WORKERS processes (pytest-xdist; 2 by default, 0 for one process), a test
+# file to a process, unless the arguments choose (-n, -p no:xdist).
+XDIST=()
+case " ${PYTEST_ARGS[*]-} " in
+*" -n"* | *"no:xdist"* | *"--numprocesses"*) ;;
+*) [ "${CINDY_TEST_WORKERS:-2}" = 0 ] || XDIST=(-n "${CINDY_TEST_WORKERS:-2}" --dist loadfile) ;;
+esac
+
 set +e
-.venv/bin/python -m pytest "${PYTEST_ARGS[@]}"
+.venv/bin/python -m pytest ${XDIST[@]+"${XDIST[@]}"} ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"}
 status=$?
 set -e
 if [ "$status" = 5 ]; then

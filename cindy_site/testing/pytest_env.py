@@ -28,3 +28,8 @@ os.environ["SECRET_KEY"] = "test-only-secret-key"
 os.environ["CINDY_SESSION_KEY"] = "test-only-session-key"
 # Tests run with DEBUG off, whose defaults redirect to HTTPS; Django's test client speaks plain http.
 os.environ["SECURE_SSL_REDIRECT"] = "false"
+# Under pytest-xdist each worker gets a Redis database of its own (15, 14, ...), so tests that share
+# channel names or pub/sub subjects on different workers never hear each other.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker.startswith("gw") and "CINDY_TEST_REDIS_URL" not in os.environ:
+    os.environ["CINDY_TEST_REDIS_URL"] = f"redis://127.0.0.1:6379/{15 - int(_worker[2:]) % 15}"
