@@ -247,3 +247,55 @@ def test_the_admin_reads_in_words_not_raw_names_or_json(samples, site_db, page):
         'line 1, "Quiet until the launch.": start with a "# Heading"'
     )
     assert page.problems == []
+
+
+def test_what_orla_sees_and_her_users_at_1280_px(samples, site_db, page):
+    """Her curated memories about Sam (from the samples), what she stored, and her own chat read as
+    Saved Messages and kept out of the users."""
+    from conversations.models import Message
+    from memory.services.stored import stored_entry_apply
+    from memory.stored_kinds import StoreContext
+
+    orla = _orla_with_a_busy_day(site_db)
+    Agent.objects.filter(pk=orla.pk).update(telegram_user_id=700700)
+    sam = Conversation.objects.get(agent=orla, peer_id=100200300)
+    Message.objects.get_or_create(
+        conversation=sam,
+        message_id=1,
+        defaults={"sender_id": 100200300, "sender_name": "Sam", "date": now(), "text": "Any news on Foxton?"},
+    )
+    store = StoreContext(agent_id=orla.pk, channel_id=sam.peer_id, channel_name="Sam Whitaker")
+    stored_entry_apply(kind="note", context=store, entry_id="note-foxton", content="Sam is visiting Foxton")
+    stored_entry_apply(kind="plan", context=store, entry_id="plan-ledger", content="Find the lock ledger")
+    stored_entry_apply(
+        kind="event",
+        context=store,
+        entry_id="event-visit",
+        content="Ask how the visit went",
+        params={"time": "2031-05-01 10:00"},
+    )
+    own = Conversation.objects.create(
+        agent=orla, peer_id=700700, kind="dm", title="Orla", last_message_at=now()
+    )
+    _log_in(page, _staff("operator"), next_url=f"/dashboard/conversations/{sam.pk}/")
+
+    for section, text in [
+        ("curated_memories", "Likes short answers first"),
+        ("stored:note", "Sam is visiting Foxton"),
+        ("stored:plan", "Find the lock ledger"),
+        ("stored:event", "Ask how the visit went"),
+        ("stored:remember", "Sam's great-grandfather worked the locks at Foxton"),
+    ]:
+        expect(page.locator(f".seen-section[data-section='{section}']")).to_contain_text(text)
+    expect(page.locator(".seen-section[data-section='final']")).to_contain_text("# Current Time")
+    _shot(page, "what-orla-sees")
+    _fits(page, "what the agent sees")
+
+    page.goto(f"/dashboard/conversations/{own.pk}/")
+    expect(page.locator("h1")).to_have_text("Orla ↔ Saved Messages")
+    page.goto("/dashboard/users/")
+    expect(page.locator("#users-table tr[data-peer-id='100200300']")).to_contain_text("Orla")
+    expect(page.locator("#users-table tr[data-peer-id='700700']")).to_have_count(0)
+    _shot(page, "users")
+    _fits(page, "users")
+    assert page.problems == []
