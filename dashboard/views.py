@@ -46,7 +46,8 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
     conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
     start = history_start(conversation)
     history = conversation_history(conversation, start=start)
-    graph = conversation.graphs.order_by("-created", "-id").first()
+    # The latest turn's kind of instructions; a summarization turn's are written when it runs.
+    graph = conversation.graphs.exclude(trigger="summarize").order_by("-created", "-id").first()
     turn = turn_context_from_graph(graph) if graph is not None else TurnContext(trigger="continuation")
     outline = prompt_outline(conversation, turn, history=history)
     store = StoreContext(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
