@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django import forms
 from django.contrib import admin, messages
+from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -53,6 +55,7 @@ class AgentDocumentInline(admin.StackedInline):
 class MemoryInline(admin.TabularInline):
     model = Memory
     extra = 0
+    formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 3})}}
     fields = ["kind", "partner_id", "content", "created", "creation_channel"]
     readonly_fields = ["created"]
     show_change_link = True
@@ -91,7 +94,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
         "source_file",
         "config_dir",
         "content_hash",
-        "stopped",
+        "run_state",
         "last_error",
         "last_error_at",
         "lease_display",
@@ -139,7 +142,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
                     "telegram_user_id",
                     "telegram_username",
                     "lease_display",
-                    "stopped",
+                    "run_state",
                     "last_error",
                     "last_error_at",
                     "related",
@@ -176,6 +179,13 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
     @admin.display(description="LLM", ordering="llm")
     def llm_display(self, agent: Agent) -> str:
         return agent.llm or "(default)"
+
+    @admin.display(description="State")
+    def run_state(self, agent: Agent) -> str:
+        """Said in words: the admin's boolean icon for "stopped" read as an error on a running agent."""
+        if agent.stopped:
+            return "Stopped (by a shutdown task or an auth error): restart it to run again"
+        return "Running" if not agent.disabled else "Disabled"
 
     @admin.display(description="Lease")
     def lease_display(self, agent: Agent) -> str:

@@ -19,6 +19,9 @@ from agents.models import Agent, RolePrompt
 from agents.services import curation
 from cindy_site.admin_utils import service_form
 
+#: The global response-format prompt, always included (llm.prompt.sections.INSTRUCTIONS_PROMPT).
+INSTRUCTIONS_PROMPT = "Instructions"
+
 
 def _ordered_choices(
     current: Iterable[str], available: dict[str, str], missing: str
@@ -34,10 +37,12 @@ def _ordered_choices(
 
 
 def role_prompt_choices(agent: Agent) -> dict[str, str]:
-    """Role prompt names the agent can use, labelled with where each comes from."""
+    """Role prompt names the agent can use, labelled with where each comes from. `Instructions` is
+    not among them: every prompt includes it (`llm.prompt.sections.included_prompts`)."""
     scope = Q(agent__isnull=True) | Q(agent_id=agent.pk) if agent.pk else Q(agent__isnull=True)
     labels: dict[str, str] = {}
-    for prompt in RolePrompt.objects.filter(scope).order_by("scope_key"):  # global first, own wins
+    prompts = RolePrompt.objects.filter(scope).exclude(name=INSTRUCTIONS_PROMPT).order_by("scope_key")
+    for prompt in prompts:  # global first, own wins
         labels[prompt.name] = f"{prompt.name} ({'own' if prompt.agent_id else 'global'})"
     return labels
 
@@ -83,6 +88,46 @@ class StickerLinesField(forms.CharField):
         return self.prepare_value(initial or []) != self.prepare_value(self.to_python(data))
 
 
+class HeadingSectionsField(forms.CharField):
+    """Headed texts written as in a persona file: `# Heading` on a line, its text below, for the
+    headings the importer keeps aside (`extra_sections`, a list of [heading, text] pairs) and the
+    text under flag headings (`flag_notes`, heading: text). `as_dict` picks the stored shape."""
+
+    def __init__(self, *, as_dict: bool, **kwargs) -> None:
+        self.as_dict = as_dict
+        kwargs.setdefault(
+            "widget", forms.Textarea(attrs={"rows": 4, "cols": 60, "placeholder": "# Heading\ntext"})
+        )
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, dict):
+            value = list(value.items())
+        if isinstance(value, list | tuple):
+            return "\n\n".join(f"# {heading}\n{body}".rstrip() for heading, body in value)
+        return value
+
+    def to_python(self, value) -> list[list[str]] | dict[str, str]:
+        pairs: list[list[str]] = []
+        for number, line in enumerate(super().to_python(value).splitlines(), start=1):
+            if line.startswith("# ") and line[2:].strip():
+                pairs.append([line[2:].strip(), ""])
+            elif pairs:
+                pairs[-1][1] += line + "\n"
+            elif line.strip():
+                raise ValidationError(
+                    f'line {number}, "{line}": start with a "# Heading" line, then its text below it'
+                )
+        pairs = [[heading, body.strip()] for heading, body in pairs]
+        return dict(pairs) if self.as_dict else pairs
+
+    def has_changed(self, initial, data) -> bool:
+        try:
+            return self.prepare_value(initial or []) != self.prepare_value(self.to_python(data))
+        except ValidationError:
+            return True
+
+
 class ListChoiceField(forms.MultipleChoiceField):
     widget = forms.CheckboxSelectMultiple
 
@@ -107,6 +152,20 @@ class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
         required=False,
         help_text="One SET::NAME per line, offered besides the whole sets above.",
     )
+    extra_sections = HeadingSectionsField(
+        as_dict=False,
+        label="Other sections",
+        required=False,
+        help_text="Sections of the persona file Cindy does not use, kept for export: "
+        "a # Heading line, then its text.",
+    )
+    flag_notes = HeadingSectionsField(
+        as_dict=True,
+        label="Flag notes",
+        required=False,
+        help_text="Text written under a flag heading of the persona file (# Disabled, # Gagged): "
+        "a # Heading line, then its text.",
+    )
 
     class Meta:
         model = Agent
@@ -116,11 +175,21 @@ class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         agent = self.instance
+        offered = [n for n in agent.role_prompt_names or [] if n != INSTRUCTIONS_PROMPT]
+        self.initial["role_prompt_names"] = offered
         self.fields["role_prompt_names"].choices = _ordered_choices(
-            agent.role_prompt_names or [], role_prompt_choices(agent), "no such prompt yet"
+            offered, role_prompt_choices(agent), "no such prompt yet"
         )
         self.fields["sticker_set_names"].choices = _ordered_choices(
             agent.sticker_set_names or [], sticker_set_choices(), "not in the media catalog"
         )
         if "llm" in self.fields:
             self.fields["llm"].label = "LLM"
+
+    def clean_role_prompt_names(self) -> list[str]:
+        """An `Instructions` entry the agent already lists is not offered, but it is kept in its place."""
+        names = list(self.cleaned_data.get("role_prompt_names") or [])
+        before = [n for n in self.instance.role_prompt_names or [] if isinstance(n, str)]
+        if INSTRUCTIONS_PROMPT in before:
+            names.insert(min(before.index(INSTRUCTIONS_PROMPT), len(names)), INSTRUCTIONS_PROMPT)
+        return names

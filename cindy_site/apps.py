@@ -27,3 +27,21 @@ class CindyAdminConfig(admin_apps.AdminConfig):
             admin_apps.SimpleAdminConfig.ready(self)
         else:
             super().ready()
+
+
+class OTPTOTPConfig(AppConfig):
+    """django-otp's authenticator-app devices, under a name operators read (not "OTP_TOTP")."""
+
+    name = "django_otp.plugins.otp_totp"
+    label = "otp_totp"
+    default_auto_field = "django.db.models.AutoField"
+    verbose_name = "Sign-in: authenticator apps"
+
+
+class OTPStaticConfig(AppConfig):
+    """django-otp's backup codes, under a name operators read (not "OTP_STATIC")."""
+
+    name = "django_otp.plugins.otp_static"
+    label = "otp_static"
+    default_auto_field = "django.db.models.AutoField"
+    verbose_name = "Sign-in: backup codes"

@@ -94,8 +94,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_otp",
-    "django_otp.plugins.otp_totp",
-    "django_otp.plugins.otp_static",
+    "cindy_site.apps.OTPTOTPConfig",  # django_otp.plugins.otp_totp, named for operators
+    "cindy_site.apps.OTPStaticConfig",  # django_otp.plugins.otp_static
     "django_q",
     "channels",
     "agents",

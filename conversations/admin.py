@@ -101,9 +101,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "kind",
         "peer_id",
         "username",
-        "muted",
-        "gagged",
-        "blocked",
+        "flags",
         "llm_model",
         "last_message_at",
         "graph",
@@ -179,6 +177,12 @@ class ConversationAdmin(admin.ModelAdmin):
     @admin.display(description="Agent", ordering="agent__name")
     def agent_link(self, conversation: Conversation) -> str:
         return change_link(conversation.agent)
+
+    @admin.display(description="Flags")
+    def flags(self, conversation: Conversation) -> str:
+        """Muted, gagged and blocked in one column (the list filters by each): three icon columns
+        pushed the later columns past the list's edge at 1280 px."""
+        return " · ".join(f for f in ("muted", "gagged", "blocked") if getattr(conversation, f)) or "-"
 
     @admin.display(description="Active graph")
     def graph(self, conversation: Conversation) -> str:

@@ -25,13 +25,11 @@ def md_text(text: str) -> str:
 
 
 def conversation_title(conversation: Conversation) -> str:
-    return f"{conversation.agent.name} ↔ {conversation.title or conversation.peer_id}"
+    return f"{conversation.agent.name} ↔ {conversation.display_title}"
 
 
 def export_filename(conversation: Conversation, extension: str) -> str:
-    stem = (
-        slugify(f"{conversation.agent.name}-{conversation.title or conversation.peer_id}") or "conversation"
-    )
+    stem = slugify(f"{conversation.agent.name}-{conversation.display_title}") or "conversation"
     return f"{stem}-{conversation.pk}.{extension}"
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, DecimalField, OuterRef, Q, Subquery, Sum, Value
+from django.db.models import Count, DecimalField, F, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
 from conversations.models import Conversation, LLMCall
@@ -24,7 +24,9 @@ _MONEY = DecimalField(max_digits=14, decimal_places=6)
 
 
 def _dm_conversations():
-    """DMs with message counts and LLM cost annotated (one query however many there are)."""
+    """DMs with message counts and LLM cost annotated (one query however many there are).
+
+    The agent's chat with itself (Saved Messages, where its planning turns run) is no partner."""
     cost = (
         LLMCall.objects.filter(conversation=OuterRef("pk"))
         .order_by()
@@ -34,6 +36,7 @@ def _dm_conversations():
     )
     return (
         Conversation.objects.filter(kind=Conversation.Kind.DM)
+        .exclude(agent__telegram_user_id=F("peer_id"))
         .select_related("agent")
         .annotate(
             messages_in=Count("messages", filter=Q(messages__is_agent=False)),

@@ -178,7 +178,7 @@ def _conversation_row(conversation: Conversation, graph: TaskGraph | None) -> di
         "agent_id": conversation.agent_id,
         "agent": conversation.agent.name,
         "kind": conversation.kind,
-        "title": conversation.title or str(conversation.peer_id),
+        "title": conversation.display_title,
         "peer_id": conversation.peer_id,
         "muted": conversation.muted,
         "blocked": conversation.blocked,

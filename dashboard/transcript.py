@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-from conversations.models import ActivityEvent, Conversation, Message, NodeKind, TaskNode
+from conversations.models import ActivityEvent, Conversation, Message, NodeKind, TaskGraph, TaskNode
 from llm.conversation import agent_timezone, descriptions_for, render_media
 
 #: How many of the newest messages the log page shows (downloads take the whole conversation).
@@ -103,7 +103,45 @@ def action_text(node: TaskNode) -> str:
     return ""
 
 
-def _node_entry(node: TaskNode) -> dict[str, Any]:
+def trigger_text(graph: TaskGraph, sources: dict[int, Conversation] | None = None) -> str:
+    """What started a turn, as the log reads it: the message it answers, or the trigger's payload
+    (the event's intent, the nudge's operator and intent, the chat an xsend came from)."""
+    label = graph.get_trigger_display() or "Turn"
+    context = graph.context or {}
+    if graph.target_message_id is not None:
+        return f"{label} on #{graph.target_message_id}"
+    if graph.trigger == TaskGraph.Trigger.EVENT:
+        event = context.get("event") or {}
+        return f"{label} {event.get('id', '')}: {event.get('intent') or '(no intent)'}".replace(" :", ":")
+    if graph.trigger == TaskGraph.Trigger.NUDGE:
+        by = f" by {context['operator']}" if context.get("operator") else ""
+        return f"{label}{by}: {context.get('xsend') or '(no intent: continue on its own)'}"
+    if graph.trigger == TaskGraph.Trigger.XSEND:
+        source = (sources or {}).get(context.get("xsend_from"))
+        origin = source.display_title if source is not None else context.get("xsend_from", "another chat")
+        return f"{label} from {origin}: {context.get('xsend', '')}"
+    if graph.trigger == TaskGraph.Trigger.SCHEDULE:
+        through = str((context.get("schedule") or {}).get("through", ""))[:10]
+        return f"{label} through {through}" if through else label
+    return label
+
+
+def _xsend_sources(conversation: Conversation, nodes: list[TaskNode]) -> dict[int, Conversation]:
+    """The chats the xsend turns among `nodes` came from, by peer id (one query)."""
+    peers = {
+        (n.graph.context or {}).get("xsend_from")
+        for n in nodes
+        if n.kind == NodeKind.RECEIVED and n.graph.trigger == TaskGraph.Trigger.XSEND
+    } - {None}
+    if not peers:
+        return {}
+    rows = Conversation.objects.filter(agent_id=conversation.agent_id, peer_id__in=peers).select_related(
+        "agent"
+    )
+    return {row.peer_id: row for row in rows}
+
+
+def _node_entry(node: TaskNode, sources: dict[int, Conversation]) -> dict[str, Any]:
     when = node.finished or node.started or node.created
     entry: dict[str, Any] = {
         "type": "task",
@@ -117,9 +155,7 @@ def _node_entry(node: TaskNode) -> dict[str, Any]:
     }
     if node.kind == NodeKind.RECEIVED:
         result = node.result or {}
-        entry["text"] = (
-            f"{node.graph.get_trigger_display() or 'turn'} on #{node.graph.target_message_id or '?'}"
-        )
+        entry["text"] = trigger_text(node.graph, sources)
         lines = entry["lines"]
         lines += [("think", text) for text in result.get("think", [])]
         lines += [
@@ -168,7 +204,9 @@ def conversation_transcript(
     if since is not None:
         nodes = nodes.filter(created__gte=since)
         events = events.filter(created__gte=since)
-    entries += [_node_entry(node) for node in nodes.order_by("id")]
+    nodes = list(nodes.order_by("id"))
+    sources = _xsend_sources(conversation, nodes)
+    entries += [_node_entry(node, sources) for node in nodes]
     entries += [_event_entry(event) for event in events.order_by("id")]
     tz = agent_timezone(conversation.agent)
     entries.sort(key=lambda e: (e["when"], 0 if e["type"] == "message" else 1))

@@ -14,8 +14,10 @@ from dashboard.access import verified_staff_required
 from dashboard.conversation_tools import conversation_header
 from dashboard.costs import cost_chart, daily_costs
 from llm.conversation import conversation_history, history_start
+from llm.prompt import TurnContext, prompt_outline
+from llm.prompt.instructions import turn_context_from_graph
 from memory.services.stored import stored_entries
-from memory.stored_kinds import StoreContext
+from memory.stored_kinds import StoreContext, stored_kinds
 
 
 @verified_staff_required
@@ -35,19 +37,40 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
 
 @verified_staff_required
 def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    """The conversation exactly as the agent's prompt renders it (`llm.conversation`): its summaries,
-    where the history starts and why, then the history (headers, text, and media as their catalog
-    descriptions), capped at the prompt's history size."""
+    """The next planning request of the conversation as the prompt builder makes it
+    (`llm.prompt.prompt_outline`): the system instruction's sections (instructions and role prompts,
+    stickers, media library, channel details, curated memories, then the stored kinds' entries:
+    memories, notes, plan, intentions, events, summaries), where the history starts and why, the
+    history (headers, text, and media as their catalog descriptions), the entries stored since the
+    history began, and the turn's final text (current time, the instructions for the turn)."""
     conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
     start = history_start(conversation)
     history = conversation_history(conversation, start=start)
+    # The latest turn's kind of instructions; a summarization turn's are written when it runs.
+    graph = conversation.graphs.exclude(trigger="summarize").order_by("-created", "-id").first()
+    turn = turn_context_from_graph(graph) if graph is not None else TurnContext(trigger="continuation")
+    outline = prompt_outline(conversation, turn, history=history)
     store = StoreContext(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
     summaries = stored_entries(kind="summarize", context=store)
+    shown = {section.key for section in [*outline.system, *outline.recent]}
+    empty = [
+        spec.section_title
+        for spec in stored_kinds()
+        if spec.in_prompt and spec.kind != "summarize" and f"stored:{spec.kind}" not in shown
+    ]
     context = conversation_header(conversation, request, tab="seen")
     return render(
         request,
         "dashboard/conversation.html",
-        {**context, "history": history, "summaries": summaries, "start": start},
+        {
+            **context,
+            "outline": outline,
+            "history": history,
+            "summaries": summaries,
+            "start": start,
+            "empty_sections": empty,
+            "turn_trigger": graph.get_trigger_display() if graph is not None else "",
+        },
     )
 
 

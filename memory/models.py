@@ -329,6 +329,8 @@ class ScheduleRefresh(models.Model):
     last_run = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "schedule planning time"
+        verbose_name_plural = "schedule planning times"
         indexes = [
             # engine.schedule_planning.schedule_refresh_due: due refreshes of the agents a gateway holds.
             models.Index(fields=["due_at", "agent"], name="schedule_refresh_due_idx"),

@@ -88,3 +88,41 @@ def test_admin_change_page_shows_pickers_and_the_llm_label(verified_client, agen
     assert ">\nWendyFaces::wink</textarea>" in page
     assert '<label for="id_llm">LLM:</label>' in page
     assert "[&quot;" not in page  # no list shown as JSON
+
+
+def test_the_always_included_instructions_prompt_is_not_offered_but_kept(agent):
+    RolePrompt.objects.create(name="Instructions", text="global response format")
+    assert "Instructions" not in dict(AgentForm(instance=agent).fields["role_prompt_names"].choices)
+
+    Agent.objects.filter(pk=agent.pk).update(role_prompt_names=["Instructions", "Think", "Chatbot"])
+    agent.refresh_from_db()
+    form = AgentForm(instance=agent)
+    assert "Instructions" not in dict(form.fields["role_prompt_names"].choices)
+    bound = AgentForm(_data(form), instance=agent)
+    assert bound.is_valid(), bound.errors
+    assert bound.save().role_prompt_names == ["Instructions", "Think", "Chatbot"]
+
+
+def test_other_sections_and_flag_notes_are_written_as_headed_texts(agent):
+    Agent.objects.filter(pk=agent.pk).update(
+        extra_sections=[["Mood Board", "Sunny.\n\nWith puns."], ["Motto", "Look it up."]],
+        flag_notes={"Gagged": "Quiet until the launch."},
+    )
+    agent.refresh_from_db()
+    form = AgentForm(instance=agent)
+    assert form["extra_sections"].value() == "# Mood Board\nSunny.\n\nWith puns.\n\n# Motto\nLook it up."
+    assert form["flag_notes"].value() == "# Gagged\nQuiet until the launch."
+    assert AgentForm(instance=Agent(name="New"))["extra_sections"].value() == ""  # not "[]"
+
+    bound = AgentForm(_data(form), instance=agent)
+    assert bound.is_valid(), bound.errors
+    assert not bound.has_changed()
+    saved = bound.save()
+    assert saved.extra_sections == [["Mood Board", "Sunny.\n\nWith puns."], ["Motto", "Look it up."]]
+    assert saved.flag_notes == {"Gagged": "Quiet until the launch."}
+
+    bad = AgentForm(_data(form, flag_notes="Quiet.\n# Gagged\nyes"), instance=agent)
+    assert not bad.is_valid()
+    assert bad.errors["flag_notes"] == [
+        'line 1, "Quiet.": start with a "# Heading" line, then its text below it'
+    ]

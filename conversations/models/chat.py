@@ -6,6 +6,9 @@ from django.db import models
 
 from agents.models import Agent
 
+#: How the agent's own chat (peer id = its own user id) is shown, as Telegram's apps name it.
+SAVED_MESSAGES_TITLE = "Saved Messages"
+
 
 class Conversation(models.Model):
     class Kind(models.TextChoices):
@@ -41,7 +44,20 @@ class Conversation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.agent.name} ↔ {self.title or self.peer_id}"
+        return f"{self.agent.name} ↔ {self.display_title}"
+
+    @property
+    def is_saved_messages(self) -> bool:
+        """The agent's chat with itself (Telegram's Saved Messages), where its planning turns run."""
+        return self.agent.telegram_user_id is not None and self.peer_id == self.agent.telegram_user_id
+
+    @property
+    def display_title(self) -> str:
+        """The title operators read: "Saved Messages" for the agent's own chat (Telegram titles it
+        with the agent's own name), otherwise the title, or the peer id when there is none."""
+        if self.is_saved_messages:
+            return SAVED_MESSAGES_TITLE
+        return self.title or str(self.peer_id)
 
 
 class Message(models.Model):

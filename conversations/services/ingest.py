@@ -13,7 +13,8 @@ from cindy_site.bulk import update_by_pk
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
-from conversations.transport.base import ChatDetails, InboundMessage, ReactionInfo, SentMessage
+from conversations.transport.base import ChatDetails, InboundMessage, MediaItem, ReactionInfo, SentMessage
+from media_catalog.models import LibraryItem, MediaDescription
 
 Kind = ActivityEvent.Kind
 
@@ -161,7 +162,7 @@ def message_upsert(
                 kind,
                 agent_id=agent.pk,
                 conversation_id=conversation.pk,
-                summary=f"{record.sender_name or record.sender_id}: {_preview(message)}",
+                summary=f"{record.sender_name or record.sender_id}: {_preview(message, agent_id=agent.pk)}",
                 data={"message_id": record.message_id, "peer_id": record.peer_id},
             )
         elif edited:
@@ -169,7 +170,7 @@ def message_upsert(
                 Kind.MESSAGE_EDITED,
                 agent_id=agent.pk,
                 conversation_id=conversation.pk,
-                summary=f"{record.sender_name} edited #{record.message_id}: {_preview(message)}",
+                summary=f"{record.sender_name} edited #{record.message_id}: {_preview(message, agent_id=agent.pk)}",
                 data={"message_id": record.message_id},
             )
     return conversation, message, created
@@ -201,6 +202,8 @@ def message_record_sent(
         text=text,
         reply_to_id=reply_to,
         random_id=sent.random_id,
+        # With the media, so the message_out event names what was sent (a sticker or photo has no text).
+        media=tuple(MediaItem.from_part(part) for part in media or ()),
     )
     _, message, _ = message_upsert(agent=agent, record=record, redacted=redacted)
     if media and not message.media:
@@ -272,11 +275,34 @@ def conversation_clear_mirror(*, conversation: Conversation) -> int:
     return Message.objects.filter(conversation=conversation, deleted=False).update(deleted=True)
 
 
-def _preview(message: Message) -> str:
+def _preview(message: Message, *, agent_id: int) -> str:
     if message.text:
         return message.text[:200]
     if message.media:
-        part = message.media[0]
-        name = part.get("sticker_name") or part.get("file_name") or ""
-        return f"({part.get('media_kind', 'media')}{' ' + name if name else ''})"
+        return _media_preview(message.media[0], agent_id=agent_id)
     return ""
+
+
+def _media_preview(part: dict, *, agent_id: int) -> str:
+    """A media part as the activity stream names it: "sticker SET NAME", or the kind and what the
+    media shows (the catalog's description, the library's curated one) or else its file name or id."""
+    kind = part.get("media_kind") or "media"
+    if kind == "sticker":
+        return " ".join(str(p) for p in (kind, part.get("sticker_set_name"), part.get("sticker_name")) if p)
+    unique_id = part.get("unique_id") or ""
+    described = ""
+    if unique_id:
+        described = (
+            MediaDescription.objects.filter(unique_id=unique_id)
+            .exclude(description=None)
+            .exclude(description="")
+            .values_list("description", flat=True)
+            .first()
+            or LibraryItem.objects.filter(agent_id=agent_id, unique_id=unique_id)
+            .exclude(description="")
+            .values_list("description", flat=True)
+            .first()
+            or ""
+        )
+    label = " ".join(described.split()) or part.get("file_name") or unique_id
+    return f"{kind} {label[:200]}".strip()

@@ -83,3 +83,62 @@ def test_the_page_shows_the_summaries_and_where_the_history_starts(verified, con
 
     response = verified.client.post(f"/dashboard/conversations/{conversation.pk}/summarize/", follow=True)
     assert "summarizing 1 chat(s)" in response.content.decode()
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_the_page_shows_every_section_the_prompt_shows(clock, verified, conversation):
+    """Memories, notes, plan, intentions, events, curated memories, stickers and the instructions:
+    each line the next planning request carries, before and after the history, is on the page."""
+    from django.utils.html import escape
+
+    from llm.prompt import TurnContext, build_plan_request
+    from llm.prompt.builder import RECENT_ENTRIES_NOTE, RECENT_ENTRIES_TITLE
+    from memory.models import Memory
+    from memory.services.stored import stored_entry_apply
+    from memory.stored_kinds import StoreContext
+
+    agent = conversation.agent
+    store = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id, channel_name="Alice")
+    Memory.objects.create(agent=agent, kind="curated", partner_id=77, content="Alice is a night owl")
+    before = "2020-01-01 09:00:00 UTC"  # dated before the history: in the system instruction
+    stored_entry_apply(
+        kind="remember", context=store, entry_id=None, content="Alice has a cat", created=before
+    )
+    stored_entry_apply(kind="note", context=store, entry_id=None, content="Speaks French", created=before)
+    stored_entry_apply(kind="plan", context=store, entry_id=None, content="Ask about the cat", created=before)
+    stored_entry_apply(kind="intend", context=store, entry_id=None, content="Be kind", created=before)
+    stored_entry_apply(
+        kind="event",
+        context=store,
+        entry_id=None,
+        content="Wish her luck",
+        params={"time": "2031-05-01 10:00"},
+    )
+    clock.advance(60)  # after the history's messages: after the history
+    stored_entry_apply(kind="remember", context=store, entry_id=None, content="Alice moved to Lyon")
+
+    request = build_plan_request(conversation, TurnContext(trigger="continuation"))
+    recent = next(t.parts[0].text for t in request.turns if t.parts[0].text.startswith(RECENT_ENTRIES_TITLE))
+    html = verified.client.get(f"/dashboard/conversations/{conversation.pk}/").content.decode()
+
+    for needle in (
+        "Alice is a night owl",
+        "Alice has a cat",
+        "Speaks French",
+        "Ask about the cat",
+        "Be kind",
+    ):
+        assert needle in request.system  # what the agent sees...
+        assert needle in html  # ...the operator sees
+    assert "Wish her luck" in html and "Alice moved to Lyon" in html
+    for line in _lines(request.system):
+        assert escape(line) in html, f"the page leaves out a line of the system instruction: {line!r}"
+    for line in _lines(recent.removeprefix(RECENT_ENTRIES_TITLE).replace(RECENT_ENTRIES_NOTE, "")):
+        assert escape(line) in html, f"the page leaves out a line stored since the history began: {line!r}"
+    assert (
+        html.index("Alice has a cat") < html.index('data-message-id="1"') < html.index("Alice moved to Lyon")
+    )
+    assert escape("# Instructions For This Turn") in html and "# Current Time" in html

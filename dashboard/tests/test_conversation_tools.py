@@ -195,3 +195,32 @@ def test_hostile_texts_stay_inert_in_the_log_print_view_and_downloads(verified, 
         assert "<script>alert(1)" not in html and "<img src=x" not in html, url
     markdown = verified.client.get(f"{base}/download.md").content.decode()
     assert "<script>" not in markdown and "<img" not in markdown
+
+
+def test_the_log_names_what_started_turns_without_a_message(verified, chat, clock):
+    from conversations.services.initiative import conversation_nudge, conversation_xsend
+
+    other = Conversation.objects.create(agent=chat.agent, peer_id=1002, kind="dm", title="Bob")
+    _say(chat, 1, "Hello")
+    graph_replan(
+        conversation=chat,
+        trigger="event",
+        target_message_id=None,
+        context={"event": {"id": "event-tea", "intent": "Ask how the tea tasting went"}},
+    )
+    clock.advance(2)
+    conversation_nudge(conversation=chat, intent="Say good night", operator="olga")
+    clock.advance(2)
+    conversation_nudge(conversation=chat, operator="olga")
+    clock.advance(2)
+    conversation_xsend(
+        source=other, target_peer_id=chat.peer_id, intent="Tell her Bob says hi", source_node_id=1
+    )
+
+    html = verified.client.get(f"/dashboard/conversations/{chat.pk}/log/").content.decode()
+
+    assert "#?" not in html
+    assert "Scheduled event event-tea: Ask how the tea tasting went" in html
+    assert "Operator nudge by olga: Say good night" in html
+    assert "Operator nudge by olga: (no intent: continue on its own)" in html
+    assert "Cross-chat intention from Bob: Tell her Bob says hi" in html

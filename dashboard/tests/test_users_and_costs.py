@@ -131,3 +131,27 @@ def test_hostile_partner_names_and_memories_stay_inert(verified, hostile_agent, 
     for url in ("/dashboard/users/", "/dashboard/users/66/"):
         html = verified.client.get(url).content.decode()
         assert "<script>alert(1)" not in html and "<img src=x" not in html, url
+
+
+def test_the_agent_is_not_its_own_user_and_its_own_chat_reads_saved_messages(verified, agents, clock):
+    wendy, heidi = agents
+    Agent.objects.filter(pk=wendy.pk).update(telegram_user_id=5005)
+    wendy.refresh_from_db()
+    # Telegram titles the agent's chat with itself with the agent's own name.
+    own = _dm(wendy, 5005, "Wendy", messages_in=2, messages_out=0, cost="0.1")
+    _dm(heidi, 5005, "Wendy", messages_in=1, messages_out=1, cost="0")  # another agent's partner
+    _dm(wendy, 1001, "Alice", messages_in=1, messages_out=1, cost="0")
+
+    rows = {row["peer_id"]: row for row in partner_rows()}
+    assert rows[5005]["agents"] == ["Heidi"]
+    assert rows[1001]["agents"] == ["Wendy"]
+    assert [item["conversation"].agent for item in partner_detail(peer_id=5005)["agents"]] == [heidi]
+
+    html = verified.client.get("/dashboard/users/").content.decode()
+    assert html.count('data-peer-id="5005"') == 1
+    assert str(own) == "Wendy ↔ Saved Messages"
+    page = verified.client.get(f"/dashboard/conversations/{own.pk}/").content.decode()
+    assert "Wendy ↔ Saved Messages" in page and "Wendy ↔ Wendy" not in page
+    from dashboard.selectors import conversation_rows
+
+    assert {row["id"]: row["title"] for row in conversation_rows()}[own.pk] == "Saved Messages"

@@ -29,6 +29,7 @@ from conversations.models import Conversation
 from llm.conversation import ChatMessage, agent_timezone, conversation_history
 from llm.prompt.instructions import TurnContext, current_time_section, specific_instructions
 from llm.prompt.sections import (
+    PromptSection,
     StoredSections,
     base_prompt,
     channel_details_section,
@@ -62,15 +63,16 @@ class RetrievedPage:
     content: str
 
 
-def system_instruction(
+def system_sections(
     conversation: Conversation,
     *,
     include_retrieve: bool = True,
     prompts: list[tuple[str, str]] | None = None,
     stored: StoredSections | None = None,
-) -> str:
-    """The system instruction. `stored` is the stored kinds' split for this request (without it, every
-    entry is shown here, as for a request without history)."""
+) -> list[PromptSection]:
+    """The system instruction's sections, in order, those without content left out. `stored` is the
+    stored kinds' split for this request (without it, every entry is shown here, as for a request
+    without history)."""
     agent = conversation.agent
     base = substitute(
         base_prompt(agent, include_retrieve=include_retrieve, prompts=prompts),
@@ -79,14 +81,30 @@ def system_instruction(
     if stored is None:
         stored = stored_sections(agent, conversation=conversation, history_began=None)
     sections = [
-        base,
-        sticker_section(agent),
-        media_library_section(agent),
-        channel_details_section(conversation),
-        memory_section(agent, partner_id=conversation.peer_id),
-        stored.system,
+        PromptSection("instructions", "Instructions, persona and role prompts", base),
+        PromptSection("stickers", "Stickers", sticker_section(agent)),
+        PromptSection("media_library", "Media Library", media_library_section(agent)),
+        PromptSection("channel_details", "Channel Details", channel_details_section(conversation)),
+        PromptSection(
+            "curated_memories", "Curated Memories", memory_section(agent, partner_id=conversation.peer_id)
+        ),
+        *stored.system_parts,
     ]
-    return "\n\n".join(s for s in sections if s)
+    return [section for section in sections if section.text]
+
+
+def system_instruction(
+    conversation: Conversation,
+    *,
+    include_retrieve: bool = True,
+    prompts: list[tuple[str, str]] | None = None,
+    stored: StoredSections | None = None,
+) -> str:
+    """The system instruction: its sections (`system_sections`) one after the other."""
+    sections = system_sections(
+        conversation, include_retrieve=include_retrieve, prompts=prompts, stored=stored
+    )
+    return "\n\n".join(section.text for section in sections)
 
 
 def recent_entries_turn(stored: StoredSections) -> list[Turn]:
@@ -121,13 +139,50 @@ def notes_turn(notes: Sequence[str]) -> list[Turn]:
     return [Turn(role="user", parts=(Part(text="# System notes\n\n" + "\n".join(f"- {n}" for n in notes)),))]
 
 
-def final_turn(conversation: Conversation, turn: TurnContext, *, at: dt.datetime) -> Turn:
-    agent = conversation.agent
+def final_text(conversation: Conversation, turn: TurnContext, *, at: dt.datetime) -> str:
+    """The last user turn's text: the current time and the instructions for this turn."""
     sections = [
-        current_time_section(at, agent_timezone(agent)),
+        current_time_section(at, agent_timezone(conversation.agent)),
         specific_instructions(turn),
     ]
-    return Turn(role="user", parts=(Part(text="\n\n".join(s for s in sections if s)),))
+    return "\n\n".join(s for s in sections if s)
+
+
+def final_turn(conversation: Conversation, turn: TurnContext, *, at: dt.datetime) -> Turn:
+    return Turn(role="user", parts=(Part(text=final_text(conversation, turn, at=at)),))
+
+
+@dataclass(frozen=True)
+class PromptOutline:
+    """A planning request as an operator reads it (the dashboard's "What the agent sees"): the same
+    sections, history and final text `build_plan_request` sends, kept apart instead of joined."""
+
+    system: list[PromptSection]
+    history: list[ChatMessage]
+    recent: list[PromptSection]
+    final: str
+
+
+def prompt_outline(
+    conversation: Conversation,
+    turn: TurnContext,
+    *,
+    history: Sequence[ChatMessage] | None = None,
+    at: dt.datetime | None = None,
+) -> PromptOutline:
+    """What the next planning turn of `turn`'s kind sends, in `build_plan_request`'s order (retrieved
+    pages and system notes exist only within a turn, so they are not part of it)."""
+    if history is None:
+        history = conversation_history(conversation)
+    stored = stored_sections(
+        conversation.agent, conversation=conversation, history_began=history[0].date if history else None
+    )
+    return PromptOutline(
+        system=system_sections(conversation, stored=stored),
+        history=list(history),
+        recent=list(stored.late_parts),
+        final=final_text(conversation, turn, at=at or clock_now()),
+    )
 
 
 def build_plan_request(

@@ -208,12 +208,31 @@ def stored_section(title: str, entries: list[dict[str, Any]]) -> str:
 
 
 @dataclass(frozen=True)
+class PromptSection:
+    """One section of a planning request: `key` says where it comes from ("instructions", "stickers",
+    "media_library", "channel_details", "curated_memories", or "stored:<kind>"), `text` is what the
+    model reads (its `# <title>` heading included)."""
+
+    key: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
 class StoredSections:
     """The stored kinds' sections of one request: those in the system instruction and those after the
     history (see `memory.stored_kinds.StoredKind.prompt_place`)."""
 
-    system: str
-    late: str
+    system_parts: tuple[PromptSection, ...]
+    late_parts: tuple[PromptSection, ...]
+
+    @property
+    def system(self) -> str:
+        return "\n\n".join(part.text for part in self.system_parts)
+
+    @property
+    def late(self) -> str:
+        return "\n\n".join(part.text for part in self.late_parts)
 
 
 def stored_sections(
@@ -230,16 +249,18 @@ def stored_sections(
     the agent names an entry's id to update it, or gives it empty content to delete it.
     """
     context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
-    system: list[str] = []
-    late: list[str] = []
+    system: list[PromptSection] = []
+    late: list[PromptSection] = []
     for spec in stored_kinds():
         if not spec.in_prompt:
             continue
         boundary = history_began if spec.prompt_place == "split" else None  # None: all in the system
         older, newer = stored_entries_split(kind=spec.kind, context=context, boundary=boundary)
-        system.append(stored_section(spec.section_title, older))
-        late.append(stored_section(spec.section_title, newer))
-    return StoredSections("\n\n".join(b for b in system if b), "\n\n".join(b for b in late if b))
+        for entries, target in ((older, system), (newer, late)):
+            if entries:
+                text = stored_section(spec.section_title, entries)
+                target.append(PromptSection(f"stored:{spec.kind}", spec.section_title, text))
+    return StoredSections(tuple(system), tuple(late))
 
 
 _DETAIL_LABELS = {

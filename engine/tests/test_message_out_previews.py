@@ -1,0 +1,48 @@
+"""The activity stream names what the agent sent when a message has no text: a sticker by its set
+and name, a photo by its curated description."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from conversations.models import ActivityEvent
+from conversations.services.sandbox import sandbox_say
+from engine.tests.harness import tasks
+from media_catalog.models import Sticker, StickerSet
+from media_catalog.services.library import library_item_upload
+
+pytestmark = pytest.mark.django_db
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+
+
+def _sent_summaries(agent) -> list[str]:
+    return list(
+        ActivityEvent.objects.filter(agent=agent, kind=ActivityEvent.Kind.MESSAGE_OUT)
+        .order_by("id")
+        .values_list("summary", flat=True)
+    )
+
+
+def test_a_sent_sticker_is_named_by_its_set_and_name(agent, harness, fake_llm):
+    forest = StickerSet.objects.create(short_name="ForestFriends", title="Forest friends")
+    Sticker.objects.create(sticker_set=forest, name="🌰", unique_id="acorn-1", document_id=1, access_hash=2)
+    agent.sticker_set_names = ["ForestFriends"]
+    agent.save()
+    fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "ForestFriends", "name": "🌰"}))
+    sandbox_say(agent=agent, text="hi")
+    harness.settle()
+
+    assert _sent_summaries(agent) == [f"{agent.name}: sticker ForestFriends 🌰"]
+
+
+def test_a_sent_photo_is_named_by_its_curated_description(agent, harness, fake_llm, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    upload = SimpleUploadedFile("boat.png", PNG, content_type="image/png")
+    boat = library_item_upload(agent_id=agent.pk, upload=upload, description="A narrowboat by a lock")
+    fake_llm.reply_with(tasks({"kind": "send_media", "unique_id": boat.unique_id}))
+    sandbox_say(agent=agent, text="show me a boat")
+    harness.settle()
+
+    assert _sent_summaries(agent) == [f"{agent.name}: photo A narrowboat by a lock"]
