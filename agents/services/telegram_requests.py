@@ -19,6 +19,7 @@ from django.db import transaction
 
 from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
+from agents.signals import gateway_request_created
 from cindy_site.clock import now
 
 Kind = GatewayRequest.Kind
@@ -42,10 +43,9 @@ USERNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{4,31}$")
 
 
 def gateway_request_create(*, agent: Agent, kind: str, params: dict[str, Any]) -> GatewayRequest:
-    from conversations.services.wake import wake_gateways_on_commit
-
     request = GatewayRequest.objects.create(agent=agent, kind=kind, params=params, created=now())
-    wake_gateways_on_commit()  # the agent's gateway runs it at once rather than at its next tick
+    # the agent's gateway runs it at once rather than at its next tick
+    gateway_request_created.send(sender=GatewayRequest, request=request)
     return request
 
 
