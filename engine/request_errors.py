@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 from agents.models import GatewayRequest
+from agents.telegram_targets import TargetError
 from conversations.transport.base import AuthError, PermanentError
-from conversations.transport.targets import TargetError
 
 logger = logging.getLogger(__name__)
 

@@ -28,6 +28,21 @@ def test_the_project_has_no_import_circles(project_graph):
     assert not report, f"import circles between files (break each by moving the shared piece down):\n{report}"
 
 
+def test_agents_memory_and_media_catalog_import_nothing_from_conversations(project_graph):
+    # The house rule (dependencies point one way): the lower apps announce with signals
+    # (agents/signals.py) what the conversations app acts on. Their tests may check how the apps
+    # work together, so only product code counts.
+    lower = ("agents", "memory", "media_catalog")
+    found = [
+        f"{source} -> {target}  ({', '.join(f'{s.path.relative_to(ROOT)}:{s.line}' for s in sites)})"
+        for source, targets in sorted(project_graph.edges.items())
+        if source.split(".")[0] in lower and ".tests" not in source
+        for target, sites in sorted(targets.items())
+        if target.split(".")[0] == "conversations"
+    ]
+    assert not found, "lower apps importing conversations:\n" + "\n".join(found)
+
+
 def test_the_graph_covers_the_whole_project(project_graph):
     # The check above must not pass because the walk found nothing: the apps, their tests and
     # their migrations are all read, and their imports of each other are seen.
