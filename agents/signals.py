@@ -7,3 +7,7 @@ from django.dispatch import Signal
 #: Sent after an operator starts an agent again. Arguments: `agent`, `by` (who did it),
 #: `was` (what had kept it from running: "disabled", "stopped", or the error that stopped it).
 agent_restarted = Signal()
+
+#: Sent after a `GatewayRequest` is written, inside the writer's transaction, so that idle gateways
+#: can be woken to run it at once rather than at their next tick. Argument: `request`.
+gateway_request_created = Signal()

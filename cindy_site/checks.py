@@ -102,7 +102,7 @@ def _telegram_server_problems() -> list[Error]:
     """CINDY_TELEGRAM_SERVER (another MTProto server, such as the stand-in) must be usable."""
     from django.core.exceptions import ImproperlyConfigured
 
-    from conversations.transport.telethon.server import configured_server, server_public_key
+    from agents.telegram_server import configured_server, server_public_key
 
     try:
         if configured_server() is not None:

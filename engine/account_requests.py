@@ -21,6 +21,7 @@ from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.services.ingest import conversation_apply_details
 from conversations.transport.base import ChatDetails, Transport
+from engine.request_errors import request_error
 
 Kind = GatewayRequest.Kind
 
@@ -192,8 +193,6 @@ async def account_request_run(
     request: GatewayRequest, transport: Transport, handler: Handler
 ) -> tuple[dict[str, Any], str]:
     """Run one account request and record its outcome in the activity stream; returns (result, error)."""
-    from engine.requests import request_error
-
     try:
         result, error = await handler(request, transport, request.params or {}), ""
     except Exception as exc:

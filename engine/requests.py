@@ -23,10 +23,10 @@ from conversations.services.ingest import (
     conversation_upsert,
     message_record_sent,
 )
-from conversations.transport.base import AuthError, PermanentError, SentMessage, Transport
-from conversations.transport.targets import TargetError
+from conversations.transport.base import SentMessage, Transport
 from engine.account_requests import HANDLERS as ACCOUNT_HANDLERS
 from engine.account_requests import account_request_run
+from engine.request_errors import request_error
 from engine.stickers import sticker_set_import
 
 logger = logging.getLogger(__name__)
@@ -163,19 +163,6 @@ def _refresh_profile(*, agent_id: int, details) -> dict[str, Any]:
         "muted": details.muted,
         "blocked": details.blocked,
     }
-
-
-def request_error(request: GatewayRequest, exc: BaseException) -> str:
-    """The reason a request failed, as the operator reads it on the request and in the admin."""
-    if isinstance(exc, KeyError):
-        return f"{request.get_kind_display()} request {request.pk} is missing parameter {exc}"
-    if isinstance(exc, TargetError):
-        return str(exc)
-    logger.warning("gateway request %s (%s) failed: %r", request.pk, request.kind, exc)
-    if isinstance(exc, (PermanentError, AuthError)):
-        detail = str(exc)
-        return f"Telegram refused: {exc.reason}" + (f" ({detail})" if detail != exc.reason else "")
-    return f"{type(exc).__name__}: {exc}"
 
 
 async def execute_request(request: GatewayRequest, transport: Transport) -> tuple[dict[str, Any], str]:

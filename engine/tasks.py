@@ -16,7 +16,8 @@ from django.db import transaction
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
 from conversations.services.activity import record_event
-from conversations.services.graphs import PlannedNode, graph_append_plan, graph_finish_if_complete
+from conversations.services.graph_finish import graph_finish_if_complete
+from conversations.services.graphs import PlannedNode, graph_append_plan
 from conversations.services.nodes import node_defer, node_fail
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
 from memory.services.stored import stored_entry_apply

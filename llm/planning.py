@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import partial
 
 from django.conf import settings
@@ -21,6 +21,7 @@ from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.file_sources import is_file_url, read_file_url
 from llm.media import warm_media_descriptions
 from llm.parsing import ParseResult, parse_reply
+from llm.plan_result import PlanResult
 from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
@@ -30,6 +31,7 @@ from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
 from llm.routing import UnknownModelError, route_for
+from llm.summarization import summarize_turn
 from llm.task_schema import schema_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
 
@@ -44,17 +46,6 @@ def turn_budget_seconds() -> float:
     """How long one turn may plan: CINDY_Q_TIMEOUT (django-q2's `timeout`) minus the margin."""
     worker_timeout = float(settings.Q_CLUSTER.get("timeout") or 300)
     return worker_timeout - min(TURN_DEADLINE_MARGIN_SECONDS, worker_timeout / 4)
-
-
-@dataclass
-class PlanResult:
-    tasks: list[Task] = field(
-        default_factory=list
-    )  # LLM order; think dropped, retrieve resolved, refusals removed
-    errors: list[str] = field(default_factory=list)  # invalid or unknown tasks, never executed
-    notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
-    llm_call_ids: list[int] = field(default_factory=list)
-    thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
 
 
 def plan_turn(
@@ -90,8 +81,6 @@ def plan_turn(
     except UnknownModelError as exc:
         raise LLMConfigError(f"agent {agent.name}: {exc}") from exc
     if graph.trigger == TaskGraph.Trigger.SUMMARIZE:
-        from llm.summarization import summarize_turn
-
         return summarize_turn(
             node=node, conversation=conversation, route=route, sleep=sleep, deadline=deadline
         )

@@ -33,7 +33,7 @@ from llm.calls import call_llm
 from llm.conversation import agent_timezone, to_chat_messages
 from llm.media import warm_media_descriptions
 from llm.parsing import parse_reply
-from llm.planning import PlanResult
+from llm.plan_result import PlanResult
 from llm.prompt import build_plan_request
 from llm.prompt.instructions import TurnContext
 from llm.prompt.sections import role_prompt_texts

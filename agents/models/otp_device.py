@@ -31,6 +31,7 @@ from django_otp.models import (
 )
 
 from agents.models.agent import Agent, GatewayRequest
+from agents.signals import gateway_request_created
 from cindy_site import clock
 
 CODE_DIGITS = 6
@@ -137,7 +138,7 @@ class TelegramDevice(ThrottlingMixin, Device):
             TelegramDevice.objects.filter(pk=self.pk).update(
                 code_hash=self.code_hash, valid_until=self.valid_until, last_sent_at=now
             )
-            GatewayRequest.objects.create(
+            request = GatewayRequest.objects.create(
                 agent=agent,
                 kind=GatewayRequest.Kind.SEND_OTP,
                 params={
@@ -146,9 +147,8 @@ class TelegramDevice(ThrottlingMixin, Device):
                 },
                 created=now,
             )
-            from conversations.services.wake import wake_gateways_on_commit
-
-            wake_gateways_on_commit()  # the code goes out at once rather than at the gateway's next tick
+            # the code goes out at once rather than at the gateway's next tick
+            gateway_request_created.send(sender=GatewayRequest, request=request)
         return "a code was sent to your Telegram account"
 
     # --- verifying -------------------------------------------------------------------------

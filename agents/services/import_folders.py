@@ -14,8 +14,7 @@ from pathlib import Path
 
 from agents.models import Agent, AgentDocument
 from agents.services.curation import MAX_DOCUMENT_CHARS
-from agents.services.import_report import FileKind, ImportReport, Outcome
-from agents.services.importing import (
+from agents.services.import_files import (
     ConfigDir,
     ImportFileError,
     import_prompt,
@@ -23,6 +22,7 @@ from agents.services.importing import (
     read_file,
     run_file,
 )
+from agents.services.import_report import FileKind, ImportReport, Outcome
 from memory.services import curated_io as memory_io
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,29 +29,22 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from agents.models import Agent, RolePrompt, Transport
-from agents.persona import PERSONA_FIELDS, PersonaError, parse_persona
+from agents.models import Agent, Transport
+from agents.persona import PERSONA_FIELDS, parse_persona
 from agents.selectors import missing_role_prompts
+from agents.services.import_files import (
+    ConfigDir,
+    ImportFileError,
+    import_prompt,
+    list_files,
+    read_file,
+    run_file,
+)
+from agents.services.import_folders import import_agent_folders
 from agents.services.import_report import FileKind, ImportReport, Outcome
 from media_catalog.services import curated_io as media_io
-from memory.services import curated_io as memory_io
-
-logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
-
-
-class ImportFileError(ValueError):
-    """A file that cannot be imported; the message is the full sentence shown to the operator."""
-
-
-@dataclass(frozen=True)
-class ConfigDir:
-    display: str  # as configured, used in messages
-    path: Path  # resolved
-
-    def show(self, path: Path) -> str:
-        return f"{self.display.rstrip('/')}/{path.relative_to(self.path).as_posix()}"
 
 
 def configured_dirs(entries: Sequence[str] | None = None) -> list[ConfigDir]:
@@ -90,8 +82,6 @@ def config_import(
     agent folder's prompts and memories, then media. With `dry_run` all writes are rolled back and
     no media file is copied.
     """
-    from agents.services.import_folders import import_agent_folders  # it builds on this module
-
     report = ImportReport(dry_run=dry_run)
     existing = []
     for root in dirs:
@@ -114,43 +104,6 @@ def config_import(
         if dry_run:
             transaction.set_rollback(True)
     return report
-
-
-# --- helpers --------------------------------------------------------------------------------------
-
-
-def read_file(path: Path, display: str) -> tuple[str, str]:
-    """Return (text with LF line endings, sha256 of the raw bytes)."""
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ImportFileError(
-            f"{display}: not UTF-8 text (bad byte at position {exc.start}): save the file as UTF-8"
-        ) from exc
-    return text.replace("\r\n", "\n").replace("\r", "\n"), hashlib.sha256(raw).hexdigest()
-
-
-def run_file(report: ImportReport, display: str, kind: FileKind, work: Callable[[], tuple]) -> bool:
-    """Run one file's import in its own transaction and record the outcome; True unless it failed."""
-    try:
-        with transaction.atomic():
-            outcome, detail, *rest = work()
-    except (PersonaError, ImportFileError, memory_io.CuratedFileError, media_io.CuratedMediaError) as exc:
-        report.add(display, kind, Outcome.ERROR, str(exc))
-        return False
-    except Exception as exc:  # one bad file never stops the others; the traceback goes to the log
-        logger.exception("importing %s failed", display)
-        report.add(display, kind, Outcome.ERROR, f"{display}: {type(exc).__name__}: {exc}")
-        return False
-    report.add(display, kind, outcome, detail, rest[0] if rest else ())
-    return True
-
-
-def list_files(directory: Path, pattern: str) -> list[Path]:
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.glob(pattern) if p.is_file() and not p.name.startswith("."))
 
 
 # --- personas ------------------------------------------------------------------------------------
@@ -279,33 +232,6 @@ def _import_global_prompts(dirs: Iterable[ConfigDir], report: ImportReport) -> N
             display = root.show(path)
             work = functools.partial(import_prompt, root, path, display, None, winners)
             run_file(report, display, FileKind.PROMPT, work)
-
-
-def import_prompt(
-    root: ConfigDir, path: Path, display: str, agent: Agent | None, winners: dict[str, str]
-) -> tuple:
-    name = path.stem
-    if name in winners:
-        return Outcome.SHADOWED, f'prompt "{name}" comes from {winners[name]}'
-    text, digest = read_file(path, display)
-    if not text.strip():
-        raise ImportFileError(f"{display}: the prompt is empty: write the prompt text or delete the file")
-    if len(name) > 200:
-        raise ImportFileError(
-            f'{display}: prompt name "{name[:40]}…" is longer than 200 characters: rename it'
-        )
-    winners[name] = display  # only a valid file wins (a broken one must not hide a later valid one)
-    prompt = RolePrompt.objects.filter(agent=agent, name=name).first()
-    if prompt and prompt.content_hash == digest and prompt.source_file == str(path):
-        return Outcome.UNCHANGED, name
-    outcome = Outcome.UPDATED if prompt else Outcome.CREATED
-    prompt = prompt or RolePrompt(agent=agent, name=name)
-    prompt.text = text
-    prompt.origin_dir = str(root.path)
-    prompt.source_file = str(path)
-    prompt.content_hash = digest
-    prompt.save()
-    return outcome, f"{name} ({agent.name if agent else 'global'})"
 
 
 # --- media ---------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from django.db import transaction
 
 from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
+from agents.signals import gateway_request_created
+from agents.telegram_targets import TargetError, parse_join_target, parse_user_target
 from cindy_site.clock import now
 
 Kind = GatewayRequest.Kind
@@ -42,10 +44,9 @@ USERNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{4,31}$")
 
 
 def gateway_request_create(*, agent: Agent, kind: str, params: dict[str, Any]) -> GatewayRequest:
-    from conversations.services.wake import wake_gateways_on_commit
-
     request = GatewayRequest.objects.create(agent=agent, kind=kind, params=params, created=now())
-    wake_gateways_on_commit()  # the agent's gateway runs it at once rather than at its next tick
+    # the agent's gateway runs it at once rather than at its next tick
+    gateway_request_created.send(sender=GatewayRequest, request=request)
     return request
 
 
@@ -80,8 +81,6 @@ def conversation_request_leave(*, agent: Agent, peer_id: int) -> GatewayRequest:
 
 
 def chat_request_join(*, agent: Agent, target: str) -> GatewayRequest:
-    from conversations.transport.targets import TargetError, parse_join_target
-
     try:
         parse_join_target(target)
     except TargetError as exc:
@@ -149,8 +148,6 @@ def account_request_delete_photo(*, agent: Agent, photo_id: int) -> GatewayReque
 def account_request_add_contact(
     *, agent: Agent, target: str, first_name: str, last_name: str
 ) -> GatewayRequest:
-    from conversations.transport.targets import TargetError, parse_user_target
-
     try:
         parse_user_target(target)
     except TargetError as exc:

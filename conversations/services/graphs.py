@@ -184,23 +184,3 @@ def _has_cycle(edges: list[list[int | None]]) -> bool:
 def graph_append_chain(*, after: TaskNode, tasks: Iterable[tuple[str, dict[str, Any]]]) -> list[TaskNode]:
     """Add nodes to `after`'s graph, chained in order: each depends on the one before, the first on `after`."""
     return graph_append_plan(after=after, nodes=[PlannedNode(kind, params) for kind, params in tasks])
-
-
-def graph_finish_if_complete(*, graph_id: int) -> bool:
-    """Mark the graph done once none of its nodes is pending or running.
-
-    A conversation left idle is then checked for a due summarization turn (see services.summaries).
-    """
-    if TaskNode.objects.filter(graph_id=graph_id, status__in=OPEN_NODE_STATUSES).exists():
-        return False
-    finished = bool(
-        TaskGraph.objects.filter(pk=graph_id, status=TaskGraph.Status.ACTIVE).update(
-            status=TaskGraph.Status.DONE, active_slot=None, finished=now()
-        )
-    )
-    if finished:
-        from conversations.services.summaries import summarization_start_if_due
-
-        conversation_id = TaskGraph.objects.filter(pk=graph_id).values_list("conversation_id", flat=True)
-        summarization_start_if_due(conversation_id=conversation_id.get())
-    return finished

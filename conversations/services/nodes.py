@@ -20,7 +20,8 @@ from cindy_site.clock import now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import activity_event, events_record
-from conversations.services.graphs import graph_close, graph_finish_if_complete
+from conversations.services.graph_finish import graph_finish_if_complete
+from conversations.services.graphs import graph_close
 
 logger = logging.getLogger(__name__)
 Kind = ActivityEvent.Kind

@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 
 from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import first_partner_message_id
+from conversations.services.graphs import graph_active, graph_replan
 from memory.services.summaries import summaries_clear, summary_count, summary_covered_id
 
 logger = logging.getLogger(__name__)
@@ -103,8 +104,6 @@ def summarization_start(
     `everything` (an operator's "Summarize now") summarizes whenever anything is unsummarized.
     Returns the new graph, or None when nothing was started.
     """
-    from conversations.services.graphs import graph_active, graph_replan
-
     with transaction.atomic():
         if graph_active(conversation=conversation) is not None:
             return None
@@ -193,6 +192,4 @@ def conversations_summarize_now(*, conversations: list[Conversation]) -> str:
 
 
 def _busy(conversation: Conversation) -> bool:
-    from conversations.services.graphs import graph_active
-
     return graph_active(conversation=conversation) is not None

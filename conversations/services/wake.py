@@ -1,4 +1,5 @@
-"""Waking idle gateways: every writer that makes work for a gateway calls `wake_gateways_on_commit()`.
+"""Waking idle gateways: every writer that makes work for a gateway calls `wake_gateways_on_commit()`
+(the `agents` app, below this one, sends `gateway_request_created` instead: `conversations.receivers`).
 
 A gateway that finds nothing to do waits for its next idle pass, a due timer or a wake-up, whichever
 comes first (`engine/wake.py`). The wake-up travels over Redis pub/sub when REDIS_URL is set, otherwise

@@ -12,7 +12,8 @@ from django.db import transaction
 from agents.models import Agent
 from conversations.models import ActivityEvent, Conversation, NodeStatus, TaskGraph, TaskNode
 from conversations.services.activity import record_event
-from conversations.services.graphs import graph_active, graph_close, graph_finish_if_complete
+from conversations.services.graph_finish import graph_finish_if_complete
+from conversations.services.graphs import graph_active, graph_close
 
 Kind = ActivityEvent.Kind
 

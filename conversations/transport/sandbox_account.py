@@ -9,6 +9,7 @@ from pathlib import Path
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
+from agents.telegram_targets import parse_join_target, parse_user_target
 from cindy_site.clock import now
 from conversations.models import SandboxChat, SandboxMember, SandboxUser
 from conversations.transport.base import (
@@ -18,7 +19,6 @@ from conversations.transport.base import (
     ProfileInfo,
     ProfilePhoto,
 )
-from conversations.transport.targets import parse_join_target, parse_user_target
 
 
 class SandboxAccount:

@@ -11,7 +11,7 @@ is returned in its place, never raised.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -21,15 +21,12 @@ from cindy_site.bulk import update_by_pk
 from conversations.models import SandboxMember, SandboxMessage
 from conversations.transport.base import InboundMessage
 
-if TYPE_CHECKING:
-    from conversations.transport.sandbox import SandboxTransport
-
 
 def _plain(kind: type, name: str) -> bool:
-    """Whether `kind` keeps the sandbox's own `name` method."""
-    from conversations.transport.sandbox import SandboxTransport
-
-    return getattr(kind, name) is getattr(SandboxTransport, name)
+    """Whether `kind` keeps the sandbox's own `name` method: the one of the class that mixes
+    `SandboxBatch` in (`SandboxTransport`), which this module does not import, since it imports us."""
+    mixer = next(k for k in kind.__mro__ if SandboxBatch in k.__bases__)
+    return getattr(kind, name) is getattr(mixer, name)
 
 
 def _chat_ids(requests: list[tuple], answers: list[Any]) -> dict[int, int]:
@@ -44,11 +41,11 @@ def _chat_ids(requests: list[tuple], answers: list[Any]) -> dict[int, int]:
 
 
 class SandboxBatch:
-    """Mixed into `SandboxTransport`."""
+    """Mixed into `SandboxTransport`; the requests' transports are SandboxTransports."""
 
     @classmethod
     async def history_many(
-        cls, requests: list[tuple[SandboxTransport, int, int | None, int]]
+        cls, requests: list[tuple[SandboxBatch, int, int | None, int]]
     ) -> list[list[InboundMessage] | Exception] | None:
         """`history(peer_id, since_id=..., limit=...)` for each (transport, peer_id, since_id, limit).
 
@@ -60,7 +57,7 @@ class SandboxBatch:
         return await sync_to_async(cls._history_batch)(requests)
 
     @staticmethod
-    def _history_batch(requests: list[tuple[SandboxTransport, int, int | None, int]]) -> list[Any]:
+    def _history_batch(requests: list[tuple[SandboxBatch, int, int | None, int]]) -> list[Any]:
         answers: list[Any] = [None] * len(requests)
         chat_ids = _chat_ids(requests, answers)
         newest = dict(
@@ -83,7 +80,7 @@ class SandboxBatch:
 
     @classmethod
     async def mark_read_many(
-        cls, requests: list[tuple[SandboxTransport, int, int]]
+        cls, requests: list[tuple[SandboxBatch, int, int]]
     ) -> list[Exception | None] | None:
         """`mark_read(peer_id, max_id)` for each (transport, peer_id, max_id), in one transaction."""
         if not _plain(cls, "mark_read"):
@@ -91,7 +88,7 @@ class SandboxBatch:
         return await sync_to_async(cls._mark_read_batch)(requests)
 
     @staticmethod
-    def _mark_read_batch(requests: list[tuple[SandboxTransport, int, int]]) -> list[Any]:
+    def _mark_read_batch(requests: list[tuple[SandboxBatch, int, int]]) -> list[Any]:
         answers: list[Any] = [None] * len(requests)
         wanted: dict[tuple[int, int], int] = {}  # (chat id, account's user pk) → read up to
         for i, chat_id in _chat_ids(requests, answers).items():

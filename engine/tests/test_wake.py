@@ -16,6 +16,8 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.test import TestCase
 
+from agents.models import GatewayRequest, TelegramDevice
+from agents.services.telegram_requests import conversation_request_leave
 from cindy_site.clock import FakeClock
 from conversations.models import Conversation, GatewayWake, Message, NodeStatus, TaskNode
 from conversations.selectors import node_next_due_at
@@ -156,6 +158,28 @@ def test_a_replan_from_outside_the_gateway_wakes_it(agent, clock):
     conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
     with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
         graph_replan(conversation=conversation, trigger="nudge", target_message_id=None)
+    assert counted(callbacks) == 1
+
+
+@pytest.mark.django_db
+def test_a_sign_in_code_wakes_the_gateways_after_its_commit(agent, clock, settings, staff_user):
+    settings.CINDY_OTP_AGENT = agent.name
+    device = TelegramDevice.objects.create(user=staff_user, name="Telegram", telegram_user_id=4242)
+    before = wake_counter()
+    with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
+        device.generate_challenge()
+        assert wake_counter() == before
+    assert GatewayRequest.objects.get().kind == GatewayRequest.Kind.SEND_OTP
+    assert counted(callbacks) == 1
+    callbacks[-1]()
+    assert wake_counter() == before + 1
+
+
+@pytest.mark.django_db
+def test_an_operators_gateway_request_wakes_the_gateways(agent, clock):
+    with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
+        conversation_request_leave(agent=agent, peer_id=-100123)
+    assert GatewayRequest.objects.get().kind == GatewayRequest.Kind.LEAVE_CHAT
     assert counted(callbacks) == 1
 
 

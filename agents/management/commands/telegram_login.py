@@ -28,6 +28,7 @@ from django.db.models import Q
 from telethon import errors
 
 from agents.models import Agent, AgentLease, Transport
+from agents.telegram_server import point_at_configured_server
 from agents.telethon_session import SessionKeyError, open_session_for, session_cipher
 from cindy_site import clock
 
@@ -35,8 +36,6 @@ from cindy_site import clock
 def make_client(session, api_id: str, api_hash: str):
     """The Telethon client used to log in (replaced by a double in tests)."""
     from telethon import TelegramClient
-
-    from conversations.transport.telethon.server import point_at_configured_server
 
     point_at_configured_server(session)
     return TelegramClient(session, int(api_id), api_hash, receive_updates=False)

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from telethon import password as srp
 from telethon.tl import functions, types
 
 from .chats_api import ChatsApi
+from .context import Caller, Endpoint
 from .crypto import DH_G, DH_PRIME
 from .rpc import HANDLERS, RpcFail, handles
-
-if TYPE_CHECKING:
-    from .server import Connection, StandIn
 
 
 def test_code(phone: str) -> str | None:
@@ -31,13 +29,13 @@ def test_code(phone: str) -> str | None:
 
 
 class Api(ChatsApi):
-    def __init__(self, server: StandIn) -> None:
+    def __init__(self, server: Endpoint) -> None:
         self.server = server
         self.world = server.world
         self._codes: dict[str, str] = {}  # phone_code_hash -> phone
         self._srp: dict[int, tuple[int, int, int]] = {}  # srp_id -> (user id, b, B)
 
-    async def call(self, conn: Connection, request: Any) -> Any:
+    async def call(self, conn: Caller, request: Any) -> Any:
         handler = HANDLERS.get(type(request))
         if handler is None:
             raise RpcFail(400, "INPUT_METHOD_INVALID")

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from telethon.tl import functions, types
 
+from .context import Endpoint
 from .rpc import RpcFail, handles
 from .world import CHANNEL, CHAT, DM
 
 if TYPE_CHECKING:
-    from .server import StandIn
     from .world import Message, World
 
 DIFFERENCE_LIMIT = 1000
@@ -19,7 +19,7 @@ DIFFERENCE_LIMIT = 1000
 
 class ChatsApi:
     world: World
-    server: StandIn
+    server: Endpoint
 
     def _me(self, conn) -> int:
         if conn.user_id is None:

@@ -21,16 +21,16 @@ import os
 import struct
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from telethon.crypto import AuthKey
 from telethon.errors import TypeNotFoundError
 from telethon.extensions import BinaryReader
 from telethon.tl import functions, types
 from telethon.tl.core import GzipPacked, MessageContainer
 
 from .api import Api
+from .context import KeyState
 from .crypto import Handshake, HandshakeError, ServerKey, decrypt_message, encrypt_message
 from .framing import FramingError, FullTransport
 from .media import populate
@@ -47,16 +47,6 @@ WRAPPERS = (
     functions.InvokeAfterMsgsRequest,
 )
 GZIP_ABOVE = 512
-
-
-@dataclass
-class KeyState:
-    auth_key: AuthKey
-    salt: int
-    user_id: int | None = None
-    pending_user: int | None = None  # signed in with a code, waiting for the password
-    revoked: str = ""
-    connections: set = field(default_factory=set)
 
 
 @dataclass

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from telethon.tl import functions, types
 
+from agents.telegram_targets import TargetError
 from conversations.transport.base import PermanentError
-from conversations.transport.targets import TargetError
 from conversations.transport.telethon.account import MUTE_FOREVER
 
 from .account_server import fake_client, server  # noqa: F401

@@ -8,6 +8,7 @@ from pathlib import Path
 from telethon import utils
 from telethon.tl import functions, types
 
+from agents.telegram_targets import parse_join_target, parse_user_target
 from conversations.transport.base import (
     ChatDetails,
     ContactInfo,
@@ -16,7 +17,6 @@ from conversations.transport.base import (
     ProfilePhoto,
     TransportError,
 )
-from conversations.transport.targets import parse_join_target, parse_user_target
 
 #: Telegram's "for ever" for a mute: the largest date its 32-bit fields hold.
 MUTE_FOREVER = 2**31 - 1

@@ -25,6 +25,7 @@ from telethon import errors, events, utils
 from telethon.tl import functions, types
 
 from agents.models import Agent
+from agents.telegram_server import point_at_configured_server
 from agents.telethon_session import (
     DatabaseSession,
     SessionKeyError,
@@ -57,7 +58,6 @@ from .normalize import (
     unsupported_message,
     updates_from,
 )
-from .server import point_at_configured_server
 
 logger = logging.getLogger(__name__)
 

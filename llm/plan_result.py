@@ -1,0 +1,19 @@
+"""What planning one turn hands back to the engine, for a reply turn (`llm.planning`) and a
+summarization turn (`llm.summarization`) alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llm.tasks import Task
+
+
+@dataclass
+class PlanResult:
+    tasks: list[Task] = field(
+        default_factory=list
+    )  # LLM order; think dropped, retrieve resolved, refusals removed
+    errors: list[str] = field(default_factory=list)  # invalid or unknown tasks, never executed
+    notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
+    llm_call_ids: list[int] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
