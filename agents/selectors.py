@@ -83,3 +83,53 @@ def agent_document(*, agent_id: int, name: str) -> str | None:
         if candidate in found:
             return found[candidate]
     return None
+
+
+def phone_key(phone: str) -> str:
+    """A phone number reduced to its digits, so "+1 555-123" and "+1555123" are the same account."""
+    return "".join(ch for ch in phone if ch.isdigit())
+
+
+def agents_by_phone(*, enabled_only: bool = False) -> dict[str, list[Agent]]:
+    """Agents grouped by phone (digits compared), only the phones that more than one agent has.
+
+    `enabled_only` keeps the agents a gateway would start (not disabled, not stopped). One query.
+    """
+    qs = Agent.objects.only("pk", "name", "phone", "disabled", "stopped", "source_file").order_by("pk")
+    if enabled_only:
+        qs = qs.filter(disabled=False, stopped=False)
+    groups: dict[str, list[Agent]] = {}
+    for agent in qs:
+        groups.setdefault(phone_key(agent.phone), []).append(agent)
+    return {key: agents for key, agents in groups.items() if key and len(agents) > 1}
+
+
+def phone_sharer_that_runs(*, agent: Agent, holding: set[int] = frozenset()) -> Agent | None:
+    """The enabled agent that runs on `agent`'s phone instead of it, or None when `agent` may run.
+
+    Among the enabled agents sharing one phone, the one whose lease is live runs (`holding` adds the
+    agents this gateway drives); when none is, the oldest (lowest id) does. Every gateway computes the
+    same answer from the database, so two gateways never start two personas on one account.
+    """
+    from agents.models import AgentLease
+    from cindy_site.clock import now
+
+    key = phone_key(agent.phone)
+    sharers = [
+        other
+        for other in Agent.objects.filter(disabled=False, stopped=False).exclude(pk=agent.pk).order_by("pk")
+        if phone_key(other.phone) == key
+    ]
+    if not key or not sharers:
+        return None
+    live = set(
+        AgentLease.objects.filter(agent__in=[*sharers, agent], expires_at__gte=now()).values_list(
+            "agent_id", flat=True
+        )
+    ) | (set(holding) & {a.pk for a in [*sharers, agent]})
+    for other in sharers:
+        if other.pk in live:
+            return other
+    if agent.pk in live:
+        return None
+    return sharers[0] if sharers[0].pk < agent.pk else None
