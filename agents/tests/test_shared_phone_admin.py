@@ -1,0 +1,38 @@
+"""The admin shows which enabled agents share a phone, the reason the gateway starts only one of them."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.urls import reverse
+
+from agents.models import AgentLease
+from cindy_site.testing.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_agent_list_and_page_say_which_enabled_agents_share_a_phone(verified_client, clock):
+    heidi = AgentFactory(name="Heidi", phone="+12345678901")
+    mary = AgentFactory(name="Mary", phone="+1 234 567 8901")
+    AgentFactory(name="GameMaster", phone="+12345678901", disabled=True)
+    now = clock.now()
+    AgentLease.objects.create(  # Heidi's lease is live: she runs, Mary waits
+        agent=heidi,
+        holder="gw:1:aa",
+        acquired_at=now,
+        heartbeat_at=now,
+        expires_at=now + dt.timedelta(seconds=60),
+    )
+
+    listing = verified_client.get(reverse("admin:agents_agent_changelist")).content.decode()
+    assert "online · phone shared with Mary" in listing
+    assert "offline · phone shared with Heidi" in listing
+    assert "disabled · phone shared" not in listing
+
+    page = verified_client.get(reverse("admin:agents_agent_change", args=[mary.pk])).content.decode()
+    assert (
+        "No gateway holds this agent: its phone is also the phone of enabled agent Heidi, which runs on "
+        "that Telegram account." in page
+    )
