@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from django.db.models import Q
 
 from agents.models import Agent, AgentDocument, RolePrompt
@@ -104,7 +106,7 @@ def agents_by_phone(*, enabled_only: bool = False) -> dict[str, list[Agent]]:
     return {key: agents for key, agents in groups.items() if key and len(agents) > 1}
 
 
-def phone_sharer_that_runs(*, agent: Agent, holding: set[int] = frozenset()) -> Agent | None:
+def phone_sharer_that_runs(*, agent: Agent, holding: Collection[int] = ()) -> Agent | None:
     """The enabled agent that runs on `agent`'s phone instead of it, or None when `agent` may run.
 
     Among the enabled agents sharing one phone, the one whose lease is live runs (`holding` adds the

@@ -36,3 +36,19 @@ def test_the_agent_list_and_page_say_which_enabled_agents_share_a_phone(verified
         "No gateway holds this agent: its phone is also the phone of enabled agent Heidi, which runs on "
         "that Telegram account." in page
     )
+
+
+def test_enabling_a_persona_whose_phone_another_enabled_one_has_warns_naming_both(verified_client):
+    AgentFactory(name="Heidi", phone="+12345678901")
+    mary = AgentFactory(name="Mary", phone="+12345678901", disabled=True)
+
+    response = verified_client.post(
+        reverse("admin:agents_agent_changelist"),
+        {"action": "enable_agents", "_selected_action": [mary.pk]},
+        follow=True,
+    )
+
+    shown = [str(m) for m in response.context["messages"]]
+    assert any(
+        m.startswith("Heidi, Mary share the phone +12345678901: one Telegram account runs one") for m in shown
+    )
