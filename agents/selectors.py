@@ -106,6 +106,11 @@ def agents_by_phone(*, enabled_only: bool = False) -> dict[str, list[Agent]]:
     return {key: agents for key, agents in groups.items() if key and len(agents) > 1}
 
 
+def shared_phone_keys() -> set[str]:
+    """The phones (digits) that more than one enabled agent has. One query."""
+    return set(agents_by_phone(enabled_only=True))
+
+
 def phone_sharer_that_runs(*, agent: Agent, holding: Collection[int] = ()) -> Agent | None:
     """The enabled agent that runs on `agent`'s phone instead of it, or None when `agent` may run.
 

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from agents.models import Agent
+from agents.selectors import phone_key, shared_phone_keys
 from cindy_site.bulk import driver_rows
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
@@ -136,11 +137,16 @@ class Gateway(
         for agent_id in [a for a in self.clients if a not in wanted]:
             await self._drop(agent_id, "agent disabled or stopped", flush=True)
             did = True
+        shared_phones: set[str] | None = None
         for agent_id, agent in wanted.items():
             if agent_id in self.clients:
                 self.clients[agent_id].agent = agent  # pick up admin edits (schedule, typing speed...)
                 continue
-            refusal = await sync_to_async(phone_refusal)(agent=agent, holding=set(self.clients))
+            if shared_phones is None:  # read once per pass, and only when an agent is not held yet
+                shared_phones = await sync_to_async(shared_phone_keys)()
+            refusal = None
+            if phone_key(agent.phone) in shared_phones:
+                refusal = await sync_to_async(phone_refusal)(agent=agent, holding=set(self.clients))
             if refusal is not None:
                 if self.refusals.get(agent_id) != refusal.holder:
                     logger.warning("refused: %s", refusal.message)
