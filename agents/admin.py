@@ -171,7 +171,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
     def state(self, agent: Agent, shared: dict[int, list[str]] | None = None) -> str:
         """The lease state and any flag that keeps the agent quiet, in one column (the list filters
         by each flag): separate boolean columns squeezed the See links into four lines. `shared`:
-        the other enabled agents on each enabled agent's phone (only one of them can run)."""
+        the other enabled Telegram agents on each such agent's phone (only one of them can run)."""
         flags = [flag for flag in ("disabled", "stopped", "gagged") if getattr(agent, flag)]
         if shared and agent.pk in shared:
             flags.append("phone shared with " + ", ".join(shared[agent.pk]))
@@ -180,7 +180,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
     def get_list_display(self, request):
         """The list with the phones that enabled agents share, read once per page."""
         shared: dict[int, list[str]] = {}
-        for agents in agents_by_phone(enabled_only=True).values():
+        for agents in agents_by_phone(running_on_telegram=True).values():
             for one in agents:
                 shared[one.pk] = [other.name for other in agents if other.pk != one.pk]
 

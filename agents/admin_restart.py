@@ -29,7 +29,7 @@ class AgentRestartMixin:
             messages.SUCCESS,
         )
         chosen = {agent.pk for agent in queryset}
-        for sharers in agents_by_phone(enabled_only=True).values():
+        for sharers in agents_by_phone(running_on_telegram=True).values():
             if chosen & {a.pk for a in sharers}:
                 self.message_user(
                     request,

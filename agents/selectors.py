@@ -92,42 +92,52 @@ def phone_key(phone: str) -> str:
     return "".join(ch for ch in phone if ch.isdigit())
 
 
-def agents_by_phone(*, enabled_only: bool = False) -> dict[str, list[Agent]]:
+def agents_by_phone(*, running_on_telegram: bool = False) -> dict[str, list[Agent]]:
     """Agents grouped by phone (digits compared), only the phones that more than one agent has.
 
-    `enabled_only` keeps the agents a gateway would start (not disabled, not stopped). One query.
+    `running_on_telegram` keeps the agents a gateway would connect to a Telegram account: enabled, not
+    stopped, on the Telegram transport (sandbox agents never use their phone). One query.
     """
     qs = Agent.objects.only("pk", "name", "phone", "disabled", "stopped", "source_file").order_by("pk")
-    if enabled_only:
-        qs = qs.filter(disabled=False, stopped=False)
+    if running_on_telegram:
+        qs = _on_telegram(qs)
     groups: dict[str, list[Agent]] = {}
     for agent in qs:
         groups.setdefault(phone_key(agent.phone), []).append(agent)
     return {key: agents for key, agents in groups.items() if key and len(agents) > 1}
 
 
+def _on_telegram(qs):
+    from agents.models import Transport
+
+    return qs.filter(disabled=False, stopped=False, transport=Transport.TELEGRAM)
+
+
 def shared_phone_keys() -> set[str]:
-    """The phones (digits) that more than one enabled agent has. One query."""
-    return set(agents_by_phone(enabled_only=True))
+    """The phones (digits) that more than one enabled Telegram agent has. One query."""
+    return set(agents_by_phone(running_on_telegram=True))
 
 
 def phone_sharer_that_runs(*, agent: Agent, holding: Collection[int] = ()) -> Agent | None:
-    """The enabled agent that runs on `agent`'s phone instead of it, or None when `agent` may run.
+    """The enabled agent that runs on `agent`'s Telegram account instead of it, or None when `agent` may run.
 
-    Among the enabled agents sharing one phone, the one whose lease is live runs (`holding` adds the
-    agents this gateway drives); when none is, the oldest (lowest id) does. Every gateway computes the
-    same answer from the database, so two gateways never start two personas on one account.
+    Among the enabled Telegram agents sharing one phone, the one whose lease is live runs (`holding`
+    adds the agents this gateway drives); when none is, the oldest (lowest id) does. Every gateway
+    computes the same answer from the database, so two gateways never start two personas on one
+    account. A sandbox agent never connects to Telegram, so its phone is shared with no one.
     """
-    from agents.models import AgentLease
+    from agents.models import AgentLease, Transport
     from cindy_site.clock import now
 
     key = phone_key(agent.phone)
+    if not key or agent.transport != Transport.TELEGRAM:
+        return None
     sharers = [
         other
-        for other in Agent.objects.filter(disabled=False, stopped=False).exclude(pk=agent.pk).order_by("pk")
+        for other in _on_telegram(Agent.objects.exclude(pk=agent.pk)).order_by("pk")
         if phone_key(other.phone) == key
     ]
-    if not key or not sharers:
+    if not sharers:
         return None
     live = set(
         AgentLease.objects.filter(agent__in=[*sharers, agent], expires_at__gte=now()).values_list(

@@ -255,7 +255,8 @@ def _warn_shared_phones(report: ImportReport, personas: dict[str, str]) -> None:
     """One warning per phone that an imported persona shares with other agents, naming each of them.
 
     As in the original, personas may share a phone (its samples all do); only one of them can run on
-    the account at a time, so the gateway starts one enabled persona per phone and refuses the others.
+    the account at a time, so the gateway starts one enabled Telegram persona per phone and refuses the
+    others (sandbox personas never use their phone).
     """
     results = {r.path: r for r in report.results if r.outcome != Outcome.ERROR}
     for agents in agents_by_phone().values():
@@ -270,8 +271,8 @@ def _warn_shared_phones(report: ImportReport, personas: dict[str, str]) -> None:
         )
         enabled = [a.name for a in agents if not a.disabled]
         outcome = (
-            f"the gateway starts only one of {', '.join(enabled)} (the one already running, else the "
-            "first imported); disable the others or give each its own phone"
+            f"on Telegram the gateway starts only one of {', '.join(enabled)} (the one already running, else "
+            "the first imported); disable the others or give each its own phone"
             if len(enabled) > 1
             else f"keep at most one of them enabled (enabled now: {', '.join(enabled) or 'none'})"
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from django.urls import reverse
@@ -14,9 +15,10 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_agent_list_and_page_say_which_enabled_agents_share_a_phone(verified_client, clock):
-    heidi = AgentFactory(name="Heidi", phone="+12345678901")
-    mary = AgentFactory(name="Mary", phone="+1 234 567 8901")
-    AgentFactory(name="GameMaster", phone="+12345678901", disabled=True)
+    heidi = AgentFactory(name="Heidi", phone="+12345678901", transport="telegram")
+    mary = AgentFactory(name="Mary", phone="+1 234 567 8901", transport="telegram")
+    AgentFactory(name="GameMaster", phone="+12345678901", disabled=True, transport="telegram")
+    AgentFactory(name="Sandy", phone="+12345678901")  # the sandbox never uses its phone
     now = clock.now()
     AgentLease.objects.create(  # Heidi's lease is live: she runs, Mary waits
         agent=heidi,
@@ -30,6 +32,7 @@ def test_the_agent_list_and_page_say_which_enabled_agents_share_a_phone(verified
     assert "online · phone shared with Mary" in listing
     assert "offline · phone shared with Heidi" in listing
     assert "disabled · phone shared" not in listing
+    assert re.findall(r"phone shared with ([^<]*)<", listing) == ["Mary", "Heidi"]  # no Sandy, no GameMaster
 
     page = verified_client.get(reverse("admin:agents_agent_change", args=[mary.pk])).content.decode()
     assert (
@@ -39,8 +42,8 @@ def test_the_agent_list_and_page_say_which_enabled_agents_share_a_phone(verified
 
 
 def test_enabling_a_persona_whose_phone_another_enabled_one_has_warns_naming_both(verified_client):
-    AgentFactory(name="Heidi", phone="+12345678901")
-    mary = AgentFactory(name="Mary", phone="+12345678901", disabled=True)
+    AgentFactory(name="Heidi", phone="+12345678901", transport="telegram")
+    mary = AgentFactory(name="Mary", phone="+12345678901", disabled=True, transport="telegram")
 
     response = verified_client.post(
         reverse("admin:agents_agent_changelist"),

@@ -101,6 +101,7 @@ def test_two_enabled_personas_on_one_phone_are_warned_about_by_name(tmp_path):
     [warning] = report.warnings
     assert "samples/agents/Heidi.md (enabled), samples/agents/Martha.md (enabled)" in warning
     assert warning.endswith(
-        "the gateway starts only one of Heidi, Martha (the one already running, else the first imported); "
+        "on Telegram the gateway starts only one of Heidi, Martha (the one already running, else the first "
+        "imported); "
         "disable the others or give each its own phone"
     )
