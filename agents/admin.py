@@ -24,6 +24,7 @@ from agents.models import (
     TelegramUpdateState,
 )
 from agents.models.otp_device import TelegramDevice
+from agents.selectors import agents_by_phone, phone_sharer_that_runs
 from agents.services import curation
 from agents.telegram_pages import TelegramPagesMixin
 from cindy_site import clock
@@ -170,11 +171,27 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
         return str(agent.telegram_user_id or agent.telegram_id or "-")
 
     @admin.display(description="Gateway")
-    def state(self, agent: Agent) -> str:
+    def state(self, agent: Agent, shared: dict[int, list[str]] | None = None) -> str:
         """The lease state and any flag that keeps the agent quiet, in one column (the list filters
-        by each flag): separate boolean columns squeezed the See links into four lines."""
+        by each flag): separate boolean columns squeezed the See links into four lines. `shared`:
+        the other enabled Telegram agents on each such agent's phone (only one of them can run)."""
         flags = [flag for flag in ("disabled", "stopped", "gagged") if getattr(agent, flag)]
+        if shared and agent.pk in shared:
+            flags.append("phone shared with " + ", ".join(shared[agent.pk]))
         return " · ".join([_lease_state(agent), *flags])
+
+    def get_list_display(self, request):
+        """The list with the phones that enabled agents share, read once per page."""
+        shared: dict[int, list[str]] = {}
+        for agents in agents_by_phone(running_on_telegram=True).values():
+            for one in agents:
+                shared[one.pk] = [other.name for other in agents if other.pk != one.pk]
+
+        @admin.display(description="Gateway")
+        def state(agent: Agent) -> str:
+            return self.state(agent, shared)
+
+        return [state if name == "state" else name for name in super().get_list_display(request)]
 
     @admin.display(description="LLM", ordering="llm")
     def llm_display(self, agent: Agent) -> str:
@@ -191,6 +208,12 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
     def lease_display(self, agent: Agent) -> str:
         lease = getattr(agent, "lease", None)
         if lease is None:
+            runs = phone_sharer_that_runs(agent=agent) if agent.pk and agent.is_active else None
+            if runs is not None:
+                return (
+                    f"No gateway holds this agent: its phone is also the phone of enabled agent {runs.name}, "
+                    f"which runs on that Telegram account. Disable one of them or give one its own phone."
+                )
             return "No gateway holds this agent."
         # Dates are formatted before format_html, which escapes (and so stringifies) its arguments.
         return format_html(

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 
 from agents.models import Agent
+from agents.selectors import agents_by_phone
 from agents.services import curation
 
 
@@ -27,6 +28,16 @@ class AgentRestartMixin:
             f"{count} agent(s) enabled or restarted; a running gateway picks them up within seconds.",
             messages.SUCCESS,
         )
+        chosen = {agent.pk for agent in queryset}
+        for sharers in agents_by_phone(running_on_telegram=True).values():
+            if chosen & {a.pk for a in sharers}:
+                self.message_user(
+                    request,
+                    f"{', '.join(a.name for a in sharers)} share the phone {sharers[0].phone}: one Telegram "
+                    "account runs one persona, so the gateway starts only one of them (the one already "
+                    "running, else the oldest); disable the others or give each its own phone.",
+                    messages.WARNING,
+                )
 
     def get_urls(self):
         restart = self.admin_site.admin_view(self.restart_view)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from django.db.models import Q
 
 from agents.models import Agent, AgentDocument, RolePrompt
@@ -83,3 +85,68 @@ def agent_document(*, agent_id: int, name: str) -> str | None:
         if candidate in found:
             return found[candidate]
     return None
+
+
+def phone_key(phone: str) -> str:
+    """A phone number reduced to its digits, so "+1 555-123" and "+1555123" are the same account."""
+    return "".join(ch for ch in phone if ch.isdigit())
+
+
+def agents_by_phone(*, running_on_telegram: bool = False) -> dict[str, list[Agent]]:
+    """Agents grouped by phone (digits compared), only the phones that more than one agent has.
+
+    `running_on_telegram` keeps the agents a gateway would connect to a Telegram account: enabled, not
+    stopped, on the Telegram transport (sandbox agents never use their phone). One query.
+    """
+    qs = Agent.objects.only("pk", "name", "phone", "disabled", "stopped", "source_file").order_by("pk")
+    if running_on_telegram:
+        qs = _on_telegram(qs)
+    groups: dict[str, list[Agent]] = {}
+    for agent in qs:
+        groups.setdefault(phone_key(agent.phone), []).append(agent)
+    return {key: agents for key, agents in groups.items() if key and len(agents) > 1}
+
+
+def _on_telegram(qs):
+    from agents.models import Transport
+
+    return qs.filter(disabled=False, stopped=False, transport=Transport.TELEGRAM)
+
+
+def shared_phone_keys() -> set[str]:
+    """The phones (digits) that more than one enabled Telegram agent has. One query."""
+    return set(agents_by_phone(running_on_telegram=True))
+
+
+def phone_sharer_that_runs(*, agent: Agent, holding: Collection[int] = ()) -> Agent | None:
+    """The enabled agent that runs on `agent`'s Telegram account instead of it, or None when `agent` may run.
+
+    Among the enabled Telegram agents sharing one phone, the one whose lease is live runs (`holding`
+    adds the agents this gateway drives); when none is, the oldest (lowest id) does. Every gateway
+    computes the same answer from the database, so two gateways never start two personas on one
+    account. A sandbox agent never connects to Telegram, so its phone is shared with no one.
+    """
+    from agents.models import AgentLease, Transport
+    from cindy_site.clock import now
+
+    key = phone_key(agent.phone)
+    if not key or agent.transport != Transport.TELEGRAM:
+        return None
+    sharers = [
+        other
+        for other in _on_telegram(Agent.objects.exclude(pk=agent.pk)).order_by("pk")
+        if phone_key(other.phone) == key
+    ]
+    if not sharers:
+        return None
+    live = set(
+        AgentLease.objects.filter(agent__in=[*sharers, agent], expires_at__gte=now()).values_list(
+            "agent_id", flat=True
+        )
+    ) | (set(holding) & {a.pk for a in [*sharers, agent]})
+    for other in sharers:
+        if other.pk in live:
+            return other
+    if agent.pk in live:
+        return None
+    return sharers[0] if sharers[0].pk < agent.pk else None

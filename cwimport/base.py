@@ -6,8 +6,10 @@ table is adding one module and listing it in `cwimport/tables/__init__.py`.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any, ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.db import DatabaseError, models, transaction
 
@@ -66,9 +68,19 @@ class TableImporter:
     per_agent: ClassVar[bool] = True  # rows carry agent_telegram_id
     agent_column: ClassVar[str] = "agent_telegram_id"
 
-    def __init__(self, *, matcher: AgentMatcher, report: TableReport) -> None:
+    def __init__(
+        self,
+        *,
+        matcher: AgentMatcher,
+        report: TableReport,
+        source_zone: dt.tzinfo = dt.UTC,
+        server_offset: dt.timedelta = dt.timedelta(0),
+    ) -> None:
         self.matcher = matcher
         self.report = report
+        self.source_zone = source_zone  # the original's server zone: agents without "Agent Timezone"
+        self.server_zone = dt.timezone(server_offset)  # the MySQL server's: NOW() / CURRENT_TIMESTAMP
+        self._examples: set[tuple[str, str]] = set()
 
     def row_id(self, row: Row) -> str:
         return str(row.get("id", "?"))
@@ -110,15 +122,18 @@ class TableImporter:
             return None
         return found.agent
 
-    def content_and_created(self, row: Row) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """`content` (required) and `created` for a model whose `created` may not be empty.
+    def content_and_created(
+        self, row: Row, agent: Agent | None
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """`content` (required) and `created` (the agent's wall time) for a model whose `created` may
+        not be empty.
 
         A row without a date gets the import time, but only when created: a second run leaves it.
         """
         if not row.get("content"):
             raise RowError("content is empty")
         values: dict[str, Any] = {"content": row["content"]}
-        created = self.when(row, "created")
+        created = self.local_when(row, "created", agent)
         if created is None:
             return values, {"created": clock.now()}
         values["created"] = created
@@ -126,7 +141,43 @@ class TableImporter:
 
     @staticmethod
     def when(row: Row, column: str) -> Any:
+        """A column the original writes in UTC (`time_utc`, `timestamp`)."""
         try:
             return source_datetime(row.get(column))
         except ValueError as exc:
             raise RowError(f"{column}: {exc}") from None
+
+    def agent_zone(self, agent: Agent | None) -> tuple[dt.tzinfo, str]:
+        """The zone the original wrote the agent's local times in: its "Agent Timezone", else the server's."""
+        if agent is not None and agent.timezone:
+            try:
+                return ZoneInfo(agent.timezone), agent.timezone
+            except (ZoneInfoNotFoundError, ValueError):
+                pass
+        return self.source_zone, f"{getattr(self.source_zone, 'key', self.source_zone)} (--source-timezone)"
+
+    def local_when(self, row: Row, column: str, agent: Agent | None) -> dt.datetime | None:
+        """A column holding the agent's local wall time without an offset (`created`), as UTC.
+
+        The first value of each column and zone goes into the report, so an operator sees the shift.
+        """
+        zone, label = self.agent_zone(agent)
+        return self._converted(row, column, zone, f"{agent.name if agent else '-'}, {label}")
+
+    def server_when(self, row: Row, column: str) -> dt.datetime | None:
+        """A column the original fills with the server's NOW() / CURRENT_TIMESTAMP, as UTC."""
+        return self._converted(row, column, self.server_zone, f"MySQL server time, {self.server_zone}")
+
+    def _converted(self, row: Row, column: str, zone: dt.tzinfo, label: str) -> dt.datetime | None:
+        raw = row.get(column)
+        try:
+            value = source_datetime(raw, zone)
+        except ValueError as exc:
+            raise RowError(f"{column}: {exc}") from None
+        if value is not None and (column, label) not in self._examples:
+            self._examples.add((column, label))
+            shown = raw.strftime("%Y-%m-%d %H:%M:%S") if isinstance(raw, dt.datetime) else str(raw)
+            self.report.time_examples.append(
+                f"{self.table}.{column} ({label}): {shown} -> {value:%Y-%m-%d %H:%M:%S} UTC"
+            )
+        return value

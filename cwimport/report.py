@@ -32,6 +32,7 @@ class TableReport:
     not_selected: int = 0
     skip_reasons: Counter = dataclasses.field(default_factory=Counter)
     errors: list[str] = dataclasses.field(default_factory=list)
+    time_examples: list[str] = dataclasses.field(default_factory=list)
 
     def line(self) -> str:
         if not self.present:
@@ -88,6 +89,10 @@ class Report:
         if skips:
             out.append("Skipped rows:")
             out += [f"  {table}: {n} {reason}" for table, reason, n in skips]
+        examples = [e for t in self.tables.values() for e in t.time_examples]
+        if examples:
+            out.append("Times (the first value of each column and zone, as written -> as imported):")
+            out += [f"  {e}" for e in examples]
         errors = [e for t in self.tables.values() for e in t.errors]
         if errors:
             out.append("Errors (these rows were not imported; the others were):")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.db import transaction
 
@@ -23,19 +24,33 @@ def cw_state_import(
     agent_names: list[str],
     dry_run: bool = False,
     quiet_seconds: float = 300.0,
+    source_timezone: str = "UTC",
     progress: Callable[[str], None] = lambda line: None,
 ) -> Report:
     """Import the original's database rows and session files into Cindy; return the report.
 
     Steps: match the agents; import each table row by row (one bad row is reported, the rest go on);
     import each agent's session file. A dry run does all of it inside a transaction that is rolled
-    back, so its report is exactly what a real run would report.
+    back, so its report is exactly what a real run would report. `source_timezone` is the zone of the
+    original's server: the original wrote local times in it for agents without an "Agent Timezone".
     """
+    try:
+        source_zone = ZoneInfo(source_timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"--source-timezone {source_timezone!r}: not an IANA zone (e.g. America/Los_Angeles)"
+        ) from None
     report = Report(dry_run=dry_run)
     matcher = AgentMatcher.build(names=agent_names, state_dir=state_dir)
     with transaction.atomic():
         if mysql_url:
-            _import_tables(mysql_url=mysql_url, matcher=matcher, report=report, progress=progress)
+            _import_tables(
+                mysql_url=mysql_url,
+                matcher=matcher,
+                report=report,
+                progress=progress,
+                source_zone=source_zone,
+            )
         _describe_agents(matcher, report)
         for agent in matcher.agents:
             if state_dir is not None:
@@ -47,7 +62,9 @@ def cw_state_import(
     return report
 
 
-def _import_tables(*, mysql_url: str, matcher: AgentMatcher, report: Report, progress) -> None:
+def _import_tables(
+    *, mysql_url: str, matcher: AgentMatcher, report: Report, progress, source_zone: ZoneInfo
+) -> None:
     conn = connect(mysql_url)
     try:
         tables = existing_tables(conn)
@@ -60,7 +77,12 @@ def _import_tables(*, mysql_url: str, matcher: AgentMatcher, report: Report, pro
                     table_report.present = False
                 continue
             total = count_rows(conn, importer_class.table)
-            importer = importer_class(matcher=matcher, report=table_report)
+            importer = importer_class(
+                matcher=matcher,
+                report=table_report,
+                source_zone=source_zone,
+                server_offset=conn.cw_server_offset,
+            )
             for done, row in enumerate(
                 iter_rows(conn, importer_class.table, order_by=importer_class.order_by), 1
             ):
@@ -70,6 +92,14 @@ def _import_tables(*, mysql_url: str, matcher: AgentMatcher, report: Report, pro
         for table, reason in NOT_IMPORTED.items():
             if table in tables:
                 report.not_imported.append(f"{table} ({count_rows(conn, table)} rows): {reason}")
+            else:
+                report.not_imported.append(f"{table}: not in the source database (older installation)")
+        known = {importer.table for importer in IMPORTERS} | set(NOT_IMPORTED)
+        for table in sorted(tables - known):
+            report.not_imported.append(
+                f"{table} ({count_rows(conn, table)} rows): not imported: not a table of the original's schema "
+                "that Cindy knows"
+            )
     finally:
         conn.close()
 

@@ -37,8 +37,12 @@ def connect(url: str) -> MySQLdb.connections.Connection:
         )
     except MySQLdb.Error as exc:
         raise SourceError(f"--mysql {_redact(url)}: cannot connect: {exc}") from None
-    # A session time zone of UTC: the original writes its DATETIME columns in UTC.
-    conn.cursor().execute("SET time_zone = '+00:00'")
+    cursor = conn.cursor()
+    # Columns the original fills with NOW() / CURRENT_TIMESTAMP hold the server's wall time: measure the
+    # server zone's offset before switching this session to UTC (TIMESTAMP columns then read as UTC).
+    cursor.execute("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())")
+    conn.cw_server_offset = dt.timedelta(seconds=round(int(cursor.fetchone()[0]) / 60) * 60)
+    cursor.execute("SET time_zone = '+00:00'")
     return conn
 
 
@@ -79,19 +83,25 @@ def iter_rows(conn: MySQLdb.connections.Connection, table: str, *, order_by: str
 _TEXT_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
 
-def source_datetime(value: Any) -> dt.datetime | None:
+def source_datetime(value: Any, zone: dt.tzinfo = dt.UTC) -> dt.datetime | None:
     """A DATETIME value from the original as an aware UTC datetime.
 
-    The original writes UTC. Zero dates (`0000-00-00 00:00:00`, which MySQLdb hands back as text or
+    A value without an offset is wall time in `zone`: UTC for the columns the original writes in UTC
+    (`time_utc`, `timestamp`), the agent's zone for `created` (the original stores the agent's local
+    time without its offset). Zero dates (`0000-00-00 00:00:00`, which MySQLdb hands back as text or
     None) mean "unknown" and become None. Text in an older ISO form (with `T`, a zone offset or `Z`)
     is read too. Anything else raises ValueError naming the value.
     """
     if value is None:
         return None
     if isinstance(value, dt.datetime):
-        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+        return (
+            value.replace(tzinfo=zone).astimezone(dt.UTC)
+            if value.tzinfo is None
+            else value.astimezone(dt.UTC)
+        )
     if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
+        return dt.datetime(value.year, value.month, value.day, tzinfo=zone).astimezone(dt.UTC)
     text = value.decode() if isinstance(value, bytes) else str(value)
     text = text.strip()
     if not text or text.startswith("0000-00-00"):
@@ -108,4 +118,6 @@ def source_datetime(value: Any) -> dt.datetime | None:
                 continue
     if parsed is None:
         raise ValueError(f"date {text!r} is not a date the original writes (YYYY-MM-DD HH:MM:SS)")
-    return parsed.replace(tzinfo=dt.UTC) if parsed.tzinfo is None else parsed.astimezone(dt.UTC)
+    return (
+        parsed.replace(tzinfo=zone).astimezone(dt.UTC) if parsed.tzinfo is None else parsed.astimezone(dt.UTC)
+    )

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from agents.models import Agent
+from agents.selectors import phone_key, shared_phone_keys
 from cindy_site.bulk import driver_rows
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
@@ -37,7 +38,14 @@ from engine.dispatch import PlanningDispatch, enqueue_received
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile
 from engine.initiative_steps import InitiativeSteps
-from engine.leases import agent_offline_unless_held, agent_stop, lease_acquire, lease_release
+from engine.leases import (
+    agent_offline_unless_held,
+    agent_stop,
+    lease_acquire,
+    lease_release,
+    phone_refusal,
+    record_phone_refusal,
+)
 from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
 from engine.responsiveness import agents_asleep
 from engine.runner import run_node
@@ -129,9 +137,21 @@ class Gateway(
         for agent_id in [a for a in self.clients if a not in wanted]:
             await self._drop(agent_id, "agent disabled or stopped", flush=True)
             did = True
+        shared_phones: set[str] | None = None
         for agent_id, agent in wanted.items():
             if agent_id in self.clients:
                 self.clients[agent_id].agent = agent  # pick up admin edits (schedule, typing speed...)
+                continue
+            if shared_phones is None:  # read once per pass, and only when an agent is not held yet
+                shared_phones = await sync_to_async(shared_phone_keys)()
+            refusal = None
+            if phone_key(agent.phone) in shared_phones:
+                refusal = await sync_to_async(phone_refusal)(agent=agent, holding=set(self.clients))
+            if refusal is not None:
+                if self.refusals.get(agent_id) != refusal.holder:
+                    logger.warning("refused: %s", refusal.message)
+                    self.refusals[agent_id] = refusal.holder
+                    await sync_to_async(record_phone_refusal)(agent_id=agent_id, message=refusal.message)
                 continue
             taken_at = get_clock().monotonic()  # the lease runs from no earlier than this
             result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)

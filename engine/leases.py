@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from agents.models import Agent, AgentLease
+from agents.selectors import phone_sharer_that_runs
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
@@ -103,3 +104,28 @@ def agent_offline_unless_held(*, agent_id: int, gateway_id: str, reason: str) ->
         return False
     record_event(ActivityEvent.Kind.AGENT_OFFLINE, agent_id=agent_id, summary=reason)
     return True
+
+
+def phone_refusal(*, agent: Agent, holding: set[int]) -> LeaseResult | None:
+    """Why `agent` may not start because another enabled agent runs on its phone, or None.
+
+    One Telegram account runs one persona: of the enabled agents sharing a phone, the one already
+    running (anywhere) starts, else the oldest; the others are refused until one is disabled.
+    """
+    other = phone_sharer_that_runs(agent=agent, holding=holding)
+    if other is None:
+        return None
+    origin = f" ({other.source_file})" if other.source_file else ""
+    return LeaseResult(
+        acquired=False,
+        holder=f"phone:{other.pk}",
+        message=f"agent {agent.name} is not started: its phone {agent.phone} is also the phone of enabled "
+        f"agent {other.name}{origin}, which runs on that Telegram account; one account runs one persona: "
+        f"disable {agent.name} or {other.name}, or give one of them its own phone",
+    )
+
+
+def record_phone_refusal(*, agent_id: int, message: str) -> None:
+    """Show a phone refusal where operators look: the agent's last error (admin) and the activity log."""
+    Agent.objects.filter(pk=agent_id).update(last_error=message, last_error_at=now())
+    record_event(ActivityEvent.Kind.AGENT_ERROR, agent_id=agent_id, summary=message)

@@ -124,6 +124,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             agent_id=agent.pk,
             channel_id=conversation.peer_id,
             channel_name=conversation.title or str(conversation.peer_id),
+            channel_username=f"@{conversation.username}" if conversation.username else "",
         )
         planned: list[PlannedNode] = []
         stored: list[str] = []

@@ -10,5 +10,6 @@ class LlmConfig(AppConfig):
     def ready(self) -> None:
         from llm import (
             checks,  # noqa: F401  (registers the system checks)
+            media_file,  # noqa: F401  (registers file:media.json)
             schedule_file,  # noqa: F401  (registers file:schedule.json)
         )

@@ -28,9 +28,14 @@ def is_file_url(url: str) -> bool:
     return url.startswith(FILE_PREFIX)
 
 
+def file_url_name(url: str) -> str:
+    """The NAME of a `file:NAME` URL."""
+    return url[len(FILE_PREFIX) :].strip().lstrip("/")
+
+
 def read_file_url(*, agent_id: int, url: str) -> str:
     """The text a `file:NAME` URL stands for, or a line telling the model there is no such file."""
-    name = url[len(FILE_PREFIX) :].strip().lstrip("/")
+    name = file_url_name(url)
     source = _NAMED.get(name)
     text = source(agent_id, name) if source is not None else agent_document(agent_id=agent_id, name=name)
     if text is None:

@@ -64,7 +64,8 @@ def plan_turn(
     4. Parse and validate the reply. While it asks to retrieve pages (and the agent has the Retrieve
        prompt), fetch up to MAX_RETRIEVE_URLS new URLs (`file:NAME` from the agent's documents) into
        graph.context["retrieved"], tell the model which it skipped, and ask again, at most
-       RETRIEVAL_MAX_ROUNDS times; repeated URLs drop the Retrieve prompt instead of fetching.
+       RETRIEVAL_MAX_ROUNDS times. A retrieve of only URLs already in context ends the rounds at once
+       (no fetch, no further call; a note says so), as in the original.
     5. Drop think tasks and kinds the agent's prompts do not teach, apply the policy (refusals become
        policy_refused events) and return.
 
@@ -98,8 +99,8 @@ def plan_turn(
     can_retrieve = retrieval_enabled(agent)
     retrieved = [RetrievedPage(p["url"], p["content"]) for p in (graph.context or {}).get("retrieved", [])]
     fetched = {page.url for page in retrieved}
-    suppress_retrieve = False
     retrieval_notes: list[str] = []
+    repeat_notes: list[str] = []
     errors: list[str] = []
     call_ids: list[int] = []
     rounds = 0
@@ -109,7 +110,7 @@ def plan_turn(
             turn,
             history=history,
             retrieved=retrieved,
-            include_retrieve=can_retrieve and not suppress_retrieve,
+            include_retrieve=can_retrieve,
             notes=retrieval_notes,
         )
         reply = call_llm(
@@ -135,14 +136,20 @@ def plan_turn(
                 f"retrieve is not enabled for agent {agent.name}: add {RETRIEVE_PROMPT} to its role prompts"
             )
             break
+        new_urls = [url for url in dict.fromkeys(wanted) if url not in fetched]
+        repeated = [url for url in dict.fromkeys(wanted) if url in fetched]
+        if not new_urls:
+            # As the original: a retrieve of what is already in context does nothing and gets no
+            # further call; the reply's other tasks run.
+            repeat_notes.append(_repeated_note(repeated))
+            break
         if rounds >= settings.RETRIEVAL_MAX_ROUNDS:
-            errors.append(f"retrieval stopped after {rounds} rounds (RETRIEVAL_MAX_ROUNDS)")
+            errors.append(
+                f"retrieval stopped after {rounds} rounds (RETRIEVAL_MAX_ROUNDS): the reply still asked "
+                f"for {', '.join(new_urls)}; its other tasks ran"
+            )
             break
         rounds += 1
-        new_urls = [url for url in dict.fromkeys(wanted) if url not in fetched]
-        if not new_urls:
-            suppress_retrieve = True
-            continue
         skipped = new_urls[MAX_RETRIEVE_URLS:]
         for url in new_urls[:MAX_RETRIEVE_URLS]:
             retrieved.append(
@@ -152,6 +159,10 @@ def plan_turn(
         graph.context = {**(graph.context or {}), "retrieved": [asdict(p) for p in retrieved]}
         graph.save(update_fields=["context"])
         retrieval_notes = [_skipped_note(skipped)] if skipped else []
+        if repeated:
+            retrieval_notes.append(
+                f"Already in your context, not fetched again: {', '.join(repeated)}. Do not retrieve it again."
+            )
 
     tasks = _only_allowed_kinds([t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, errors)
     errors.extend(parsed.errors)
@@ -160,7 +171,11 @@ def plan_turn(
     allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
     thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
     return PlanResult(
-        tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids, thoughts=thoughts
+        tasks=allowed,
+        errors=errors,
+        notes=[*parsed.notes, *repeat_notes],
+        llm_call_ids=call_ids,
+        thoughts=thoughts,
     )
 
 
@@ -176,6 +191,13 @@ def _retrieve(url: str, *, agent_id: int, deadline: float, so_far: list[Retrieve
             "fetched so far are kept and the node will be retried"
         )
     return fetch_page(url).content
+
+
+def _repeated_note(urls: list[str]) -> str:
+    return (
+        f"retrieve {', '.join(urls)}: already in context from earlier in this turn, so it was answered from "
+        "there without fetching again or another LLM call; the reply's other tasks ran"
+    )
 
 
 def _skipped_note(urls: list[str]) -> str:

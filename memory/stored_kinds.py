@@ -35,6 +35,7 @@ class StoreContext:
     agent_id: int
     channel_id: int
     channel_name: str = ""
+    channel_username: str = ""  # "@name", as the original writes creation_channel_username
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,11 @@ REMEMBER = register(
         on_create=lambda context: {
             "creation_channel": context.channel_name[:255],
             "creation_channel_id": context.channel_id,
+            **(
+                {"extra": {"creation_channel_username": context.channel_username}}
+                if context.channel_username
+                else {}
+            ),
         },
         created_raw_field="created_raw",
         section_title="Global Memories",

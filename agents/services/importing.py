@@ -31,7 +31,7 @@ from django.db import transaction
 
 from agents.models import Agent, Transport
 from agents.persona import PERSONA_FIELDS, parse_persona
-from agents.selectors import missing_role_prompts
+from agents.selectors import agents_by_phone, missing_role_prompts
 from agents.services.import_files import (
     ConfigDir,
     ImportFileError,
@@ -101,6 +101,7 @@ def config_import(
         import_agent_folders(existing, report)
         _import_media(existing, report, progress=progress, store_files=not dry_run)
         _check_role_prompts(personas, report)
+        _warn_shared_phones(report, personas)
         if dry_run:
             transaction.set_rollback(True)
     return report
@@ -111,11 +112,10 @@ def config_import(
 
 @dataclass
 class PersonaWinners:
-    """What the personas imported so far in this run hold: stems, names and phones, each to its file."""
+    """What the personas imported so far in this run hold: stems and names, each to its file."""
 
     stems: dict[str, str] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
-    phones: dict[str, str] = field(default_factory=dict)
     agents: dict[str, str] = field(default_factory=dict)  # agent name -> file, for the role prompt check
 
 
@@ -154,11 +154,6 @@ def _check_role_prompts(personas: dict[str, str], report: ImportReport) -> None:
             )
 
 
-def phone_key(phone: str) -> str:
-    """A phone number reduced to its digits, so "+1 555-123" and "+1555123" are the same account."""
-    return "".join(ch for ch in phone if ch.isdigit())
-
-
 def _import_persona(root: ConfigDir, path: Path, display: str, winners: PersonaWinners) -> tuple:
     text, digest = read_file(path, display)
     persona = parse_persona(text, source=display)
@@ -170,18 +165,12 @@ def _import_persona(root: ConfigDir, path: Path, display: str, winners: PersonaW
             f'{display}: "Agent Name" {persona.name} is already used by {winners.names[persona.name]}: '
             "give one of the two personas another name"
         )
-    phone = phone_key(persona.phone)
-    if phone in winners.phones:
-        raise ImportFileError(
-            f'{display}: "Agent Phone" {persona.phone} is already used by {winners.phones[phone]}: '
-            "one Telegram account can run one persona; fix the phone number of one of them"
-        )
     agent = (
         Agent.objects.filter(config_name=stem).first()
         or Agent.objects.filter(name=persona.name, config_name="").first()
     )
-    _check_database_clashes(agent, persona.name, persona.phone, display)
-    winners.stems[stem] = winners.names[persona.name] = winners.phones[phone] = display
+    _check_database_clashes(agent, persona.name, display)
+    winners.stems[stem] = winners.names[persona.name] = display
     winners.agents[persona.name] = display
     if agent and agent.content_hash == digest and agent.source_file == str(path):
         return Outcome.UNCHANGED, persona.name, persona.warnings
@@ -203,8 +192,8 @@ def _import_persona(root: ConfigDir, path: Path, display: str, winners: PersonaW
     return outcome, detail, persona.warnings
 
 
-def _check_database_clashes(agent: Agent | None, name: str, phone: str, display: str) -> None:
-    """Another agent on record (from another file or made in the admin) must not have this name or phone."""
+def _check_database_clashes(agent: Agent | None, name: str, display: str) -> None:
+    """Another agent on record (from another file or made in the admin) must not have this name."""
     others = Agent.objects.exclude(pk=agent.pk) if agent else Agent.objects.all()
     other = others.filter(name=name).first()
     if other is not None:
@@ -213,13 +202,37 @@ def _check_database_clashes(agent: Agent | None, name: str, phone: str, display:
             f'{display}: "Agent Name" {name} is already the name of another agent (from {origin}): '
             "rename one of them, or delete the other agent in the admin if it is stale"
         )
-    key = phone_key(phone)
-    for other_name, other_phone in others.values_list("name", "phone"):
-        if phone_key(other_phone) == key:
-            raise ImportFileError(
-                f'{display}: "Agent Phone" {phone} is already the phone of agent {other_name}: '
-                "one Telegram account can run one persona; fix the phone number of one of them"
-            )
+
+
+def _warn_shared_phones(report: ImportReport, personas: dict[str, str]) -> None:
+    """One warning per phone that an imported persona shares with other agents, naming each of them.
+
+    As in the original, personas may share a phone (its samples all do); only one of them can run on
+    the account at a time, so the gateway starts one enabled Telegram persona per phone and refuses the
+    others (sandbox personas never use their phone).
+    """
+    results = {r.path: r for r in report.results if r.outcome != Outcome.ERROR}
+    for agents in agents_by_phone().values():
+        files = [personas.get(a.name) for a in agents]
+        first = next((results[f] for f in files if f in results), None)
+        if first is None:
+            continue
+        named = ", ".join(
+            f"{display or a.source_file or 'agent ' + a.name + ' (made in the admin)'}"
+            f" ({'disabled' if a.disabled else 'enabled'})"
+            for a, display in zip(agents, files, strict=True)
+        )
+        enabled = [a.name for a in agents if not a.disabled]
+        outcome = (
+            f"on Telegram the gateway starts only one of {', '.join(enabled)} (the one already running, else "
+            "the first imported); disable the others or give each its own phone"
+            if len(enabled) > 1
+            else f"keep at most one of them enabled (enabled now: {', '.join(enabled) or 'none'})"
+        )
+        first.warnings.append(
+            f'{first.path}: "Agent Phone" {agents[0].phone} is shared by {named}: one Telegram account '
+            f"runs one persona at a time; {outcome}"
+        )
 
 
 # --- prompts -------------------------------------------------------------------------------------

@@ -45,25 +45,29 @@ def test_a_nul_inside_a_name_is_refused(tmp_path):
     assert not Agent.objects.exists()
 
 
-def test_two_personas_with_the_same_phone_the_second_is_an_error(tmp_path):
+def test_two_personas_with_the_same_phone_both_import_with_one_warning_naming_both(tmp_path):
     report = run(
         tmp_path,
         {"agents/Anna.md": persona("Anna", "+1 555 0001"), "agents/Bert.md": persona("Bert", "+15550001")},
     )
 
-    assert report.by_path("agents/Anna.md").outcome == Outcome.CREATED
-    bert = report.by_path("agents/Bert.md")
-    assert bert.outcome == Outcome.ERROR
-    assert '"Agent Phone" +15550001 is already used by' in bert.detail and "agents/Anna.md" in bert.detail
-    assert list(Agent.objects.values_list("name", flat=True)) == ["Anna"]
+    assert report.errors == []
+    assert report.by_path("agents/Bert.md").outcome == Outcome.CREATED
+    [warning] = report.warnings
+    assert '"Agent Phone" +1 555 0001 is shared by' in warning
+    assert "agents/Anna.md (enabled)" in warning and "agents/Bert.md (enabled)" in warning
+    assert list(Agent.objects.values_list("name", flat=True)) == ["Anna", "Bert"]
 
 
-def test_a_phone_already_used_by_an_agent_made_in_the_admin_is_an_error(tmp_path):
-    AgentFactory(name="Manual", phone="+15550001")
+def test_a_phone_already_used_by_an_agent_made_in_the_admin_is_a_warning_naming_it(tmp_path):
+    AgentFactory(name="Manual", phone="+15550001", disabled=True)
 
     report = run(tmp_path, {"agents/Anna.md": persona("Anna", "+15550001")})
 
-    assert '"Agent Phone" +15550001 is already the phone of agent Manual' in report.errors[0].detail
+    assert report.errors == []
+    [warning] = report.warnings
+    assert "agent Manual (made in the admin) (disabled)" in warning
+    assert warning.endswith("keep at most one of them enabled (enabled now: Anna)")
 
 
 def test_two_stems_with_the_same_agent_name_the_second_is_an_error(tmp_path):

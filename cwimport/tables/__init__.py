@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from cwimport.base import TableImporter
+from cwimport.tables.administrators import (
+    AdministratorRolesImporter,
+    AdministratorsImporter,
+    AdminRoleNamesImporter,
+)
 from cwimport.tables.agent_activity import AgentActivityImporter
 from cwimport.tables.conversation_gagged import ConversationGaggedImporter
 from cwimport.tables.conversation_llm_overrides import ConversationLLMOverridesImporter
@@ -30,6 +35,9 @@ IMPORTERS: list[type[TableImporter]] = [
     ConversationGaggedImporter,
     AgentActivityImporter,
     TaskExecutionLogImporter,
+    AdministratorsImporter,
+    AdminRoleNamesImporter,
+    AdministratorRolesImporter,
 ]
 
 # Tables of the original that Cindy does not import, with the reason shown in the report.
@@ -39,4 +47,14 @@ NOT_IMPORTED: dict[str, str] = {
         "text nor the language, so it cannot be matched to a message; Cindy translates again on demand"
     ),
     "available_llms": "dropped: Cindy's LLM names and prices live in settings and the ModelPrice table",
+    "administrator_resource_grants": (
+        "not imported: the original limited an administrator to some agents; Cindy's staff permissions "
+        "are per model (Django groups and permissions), not per agent, so give each imported staff user "
+        "the permissions they need in the admin"
+    ),
+    "agent_profile_photos": (
+        "not imported: the profile photos themselves are on each Telegram account, and Cindy's account "
+        "page reads them from Telegram; the original's link from a photo to the Saved Messages media "
+        "it came from has no place in Cindy"
+    ),
 }

@@ -31,7 +31,7 @@ class AgentActivityImporter(TableImporter):
     order_by = "id"
 
     def import_row(self, row, agent) -> Outcome:
-        sent = self.when(row, "last_send_time")
+        sent = self.server_when(row, "last_send_time")
         if sent is None:
             raise RowError("last_send_time is empty")
         channel_id = int(row["channel_telegram_id"])

@@ -12,7 +12,7 @@ class IntentionsImporter(TableImporter):
     order_by = "agent_telegram_id, created, id"
 
     def import_row(self, row, agent) -> Outcome:
-        values, create_only = self.content_and_created(row)
+        values, create_only = self.content_and_created(row, agent)
         return upsert(
             Intention,
             lookup={"agent": agent, "kind": Intention.Kind.INTEND, "entry_id": row["id"]},

@@ -40,9 +40,6 @@ class MediaMetadataImporter(TableImporter):
         status = _STATUS.get(raw_status)
         if status is None:
             raise SkipRow(f"with status {raw_status or '(none)'} (not described yet; Cindy describes them)")
-        existing = MediaDescription.objects.filter(unique_id=unique_id).first()
-        if existing is not None and existing.is_curated:
-            raise SkipRow("already curated in Cindy (curated descriptions win)")
         extra = dict(json_value(row.get("metadata")) or {})
         kind = row.get("kind") or MediaKind.OTHER
         if kind not in MediaKind.values:
@@ -51,24 +48,27 @@ class MediaMetadataImporter(TableImporter):
         for column in ("media_file", "is_emoji_set", "description_retry_count"):
             if row.get(column) not in (None, "", 0):
                 extra[column] = bool(row[column]) if column == "is_emoji_set" else row[column]
-        last_used = self.when(row, "last_used_at")
+        last_used = self.server_when(row, "last_used_at")
         if last_used is not None:
             extra["last_used_at"] = last_used.isoformat()
         curated = status == Status.CURATED
         duration = row.get("duration")
-        return upsert(
-            MediaDescription,
-            lookup={"unique_id": unique_id},
-            values={
-                "kind": kind,
-                "description": row.get("description"),
-                "status": status,
-                "source": MediaDescription.Source.CURATED if curated else MediaDescription.Source.AI,
-                "sticker_set_name": (row.get("sticker_set_name") or "")[:128],
-                "sticker_set_title": (row.get("sticker_set_title") or "")[:255],
-                "sticker_name": (row.get("sticker_name") or "")[:64],
-                "mime": (row.get("mime_type") or "")[:100],
-                "duration": float(duration) if duration is not None else None,
-                "extra": extra,
-            },
-        )
+        values = {
+            "kind": kind,
+            "description": row.get("description"),
+            "status": status,
+            "source": MediaDescription.Source.CURATED if curated else MediaDescription.Source.AI,
+            "sticker_set_name": (row.get("sticker_set_name") or "")[:128],
+            "sticker_set_title": (row.get("sticker_set_title") or "")[:255],
+            "sticker_name": (row.get("sticker_name") or "")[:64],
+            "mime": (row.get("mime_type") or "")[:100],
+            "duration": float(duration) if duration is not None else None,
+            "extra": extra,
+        }
+        existing = MediaDescription.objects.filter(unique_id=unique_id).first()
+        if existing is not None and existing.is_curated:
+            # A curated description in Cindy wins; the one an earlier import wrote is the same row again.
+            if all(getattr(existing, name) == value for name, value in values.items() if name != "extra"):
+                return upsert(MediaDescription, lookup={"unique_id": unique_id}, values={"extra": extra})
+            raise SkipRow("already curated in Cindy (curated descriptions win)")
+        return upsert(MediaDescription, lookup={"unique_id": unique_id}, values=values)

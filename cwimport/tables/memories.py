@@ -27,7 +27,7 @@ class MemoriesImporter(TableImporter):
             entry_id=row["id"],
             values={
                 "content": content,
-                "created": self.when(row, "created"),
+                "created": self.local_when(row, "created", agent),
                 "creation_channel": row.get("creation_channel") or "",
                 "creation_channel_id": row.get("creation_channel_id"),
                 "extra": extra,

@@ -13,7 +13,7 @@ class NotesImporter(TableImporter):
     order_by = "agent_telegram_id, channel_id, created, id"
 
     def import_row(self, row, agent) -> Outcome:
-        values, create_only = self.content_and_created(row)
+        values, create_only = self.content_and_created(row, agent)
         return upsert(
             Note,
             lookup={"agent": agent, "channel_id": int(row["channel_id"]), "entry_id": row["id"]},

@@ -12,7 +12,7 @@ class PlansImporter(TableImporter):
     order_by = "agent_telegram_id, channel_id, created, id"
 
     def import_row(self, row, agent) -> Outcome:
-        values, create_only = self.content_and_created(row)
+        values, create_only = self.content_and_created(row, agent)
         return upsert(
             Plan,
             lookup={"agent": agent, "channel_id": int(row["channel_id"]), "plan_id": row["id"]},

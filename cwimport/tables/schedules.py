@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+from django.db import transaction
+
 from cindy_site import clock
 from cwimport.base import TableImporter, json_value, upsert
 from cwimport.report import Outcome, RowError
@@ -27,40 +29,51 @@ class SchedulesImporter(TableImporter):
         return str(row.get("agent_telegram_id"))
 
     def import_row(self, row, agent) -> Outcome:
+        """Each valid activity becomes an entry; a bad one is reported (agent, date, reason) and skipped."""
         activities = json_value(row.get("activities"))
         if not isinstance(activities, list):
             raise RowError("activities is not a JSON list")
         zone = agent.timezone or row.get("timezone") or "UTC"
         outcomes = []
         for n, item in enumerate(activities, 1):
-            if not isinstance(item, dict):
-                raise RowError(f"activity {n} is not an object")
-            name = (item.get("activity_name") or item.get("activity") or "").strip()
             try:
-                start = parse_entry_time(item.get("start_time"), agent_timezone=zone, name="start_time")
-                end = parse_entry_time(item.get("end_time"), agent_timezone=zone, name="end_time")
-            except TimeError as exc:
-                raise RowError(f"activity {n} ({name or 'unnamed'}): {exc}") from None
-            if end <= start:
-                raise RowError(f"activity {n} ({name or 'unnamed'}) ends before it starts")
-            responsiveness = item.get("responsiveness")
-            outcomes.append(
-                upsert(
-                    ScheduleEntry,
-                    lookup={"agent": agent, "entry_id": _entry_id(item)},
-                    values={
-                        "activity": name[:200],
-                        "description": item.get("description") or "",
-                        "start": start,
-                        "end": end,
-                        "responsiveness": min(max(int(responsiveness), 0), 100)
-                        if responsiveness is not None
-                        else 50,
-                    },
-                    create_only={"created": clock.now()},
+                outcomes.append(self._import_activity(item, n, agent=agent, zone=zone))
+            except (RowError, TypeError, ValueError) as exc:
+                day = str(item.get("start_time") or "")[:10] if isinstance(item, dict) else ""
+                self.report.errors.append(
+                    f"schedules agent {agent.name} ({row.get('agent_telegram_id')}), activity {n} on "
+                    f"{day or 'an unknown date'}: {exc}; the other activities were imported"
                 )
-            )
         for outcome in (Outcome.CREATED, Outcome.UPDATED):
             if outcome in outcomes:
                 return outcome
         return Outcome.UNCHANGED
+
+    def _import_activity(self, item, n: int, *, agent, zone: str) -> Outcome:
+        if not isinstance(item, dict):
+            raise RowError("not a JSON object")
+        name = (item.get("activity_name") or item.get("activity") or "").strip()
+        label = f"({name or 'unnamed'})"
+        try:
+            start = parse_entry_time(item.get("start_time"), agent_timezone=zone, name="start_time")
+            end = parse_entry_time(item.get("end_time"), agent_timezone=zone, name="end_time")
+        except TimeError as exc:
+            raise RowError(f"{label} {exc}") from None
+        if end <= start:
+            raise RowError(f"{label} ends before it starts")
+        responsiveness = item.get("responsiveness")
+        with transaction.atomic():
+            return upsert(
+                ScheduleEntry,
+                lookup={"agent": agent, "entry_id": _entry_id(item)},
+                values={
+                    "activity": name[:200],
+                    "description": item.get("description") or "",
+                    "start": start,
+                    "end": end,
+                    "responsiveness": min(max(int(responsiveness), 0), 100)
+                    if responsiveness is not None
+                    else 50,
+                },
+                create_only={"created": clock.now()},
+            )

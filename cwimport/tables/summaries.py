@@ -12,7 +12,8 @@ class SummariesImporter(TableImporter):
     order_by = "agent_telegram_id, channel_id, created, id"
 
     def import_row(self, row, agent) -> Outcome:
-        values, create_only = self.content_and_created(row)
+        values, create_only = self.content_and_created(row, agent)
+        # Calendar dates (the original writes YYYY-MM-DD as midnight): the date as written, not shifted.
         first, last = self.when(row, "first_message_date"), self.when(row, "last_message_date")
         values |= {
             "first_message_id": row.get("min_message_id"),

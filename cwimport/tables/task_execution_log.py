@@ -33,6 +33,7 @@ class TaskExecutionLogImporter(TableImporter):
             data={
                 "table": "task_execution_log",
                 "task_kind": kind,
+                "task_identifier": row.get("task_identifier") or "",
                 "details": details,
                 "failure": failure,
             },

@@ -34,6 +34,7 @@ def agents(db):
 
 
 def fill(src) -> None:
+    src.execute("ALTER TABLE memories ADD COLUMN metadata JSON")  # an older installation's column
     src.insert(
         "memories", id="memory-0001", agent_telegram_id=WENDY, content="Zoë loves crème brûlée 🍮",
         created="2025-03-01 09:30:00", creation_channel="Zoë Ünal", creation_channel_id=555,

@@ -7,7 +7,8 @@ import datetime as dt
 import pytest
 from asgiref.sync import async_to_sync
 
-from agents.models import AgentLease
+from agents.models import Agent, AgentLease
+from conversations.models import ActivityEvent
 from engine.leases import lease_acquire, lease_heartbeat, lease_release
 from engine.tests.harness import Harness
 
@@ -83,3 +84,76 @@ def test_a_refusal_is_logged_once_while_the_same_gateway_keeps_renewing(agent, c
     AgentLease.objects.update(holder="host-c:3:cc")  # a different gateway now: worth saying again
     harness.step("step_leases")
     assert caplog.text.count("refused: agent Wendy") == 2
+
+
+def _on_telegram(clock, gateway_id: str) -> Harness:
+    """A gateway whose Telegram agents talk to the sandbox (the transport seam), so no account is needed."""
+    from conversations.transport.sandbox import SandboxTransport
+
+    return Harness(
+        clock,
+        gateway_id=gateway_id,
+        transport_factory=lambda a, gateway_id: SandboxTransport(a, gateway_id=gateway_id),
+    )
+
+
+def test_a_second_enabled_persona_on_the_same_phone_is_refused_naming_both(agent, clock, caplog):
+    from engine.tests.cast import make_agent
+
+    Agent.objects.filter(pk=agent.pk).update(transport="telegram")
+    mary = make_agent(
+        "Mary", phone="+1 555 000 0001", source_file="samples/agents/Mary.md", transport="telegram"
+    )
+    harness = _on_telegram(clock, "gw-a")
+    harness.start()
+
+    assert list(harness.gateway.clients) == [agent.pk]
+    message = (
+        "agent Mary is not started: its phone +1 555 000 0001 is also the phone of enabled agent Wendy, "
+        "which runs on that Telegram account; one account runs one persona: disable Mary or Wendy, or give "
+        "one of them its own phone"
+    )
+    assert f"refused: {message}" in caplog.text
+    mary.refresh_from_db()
+    assert mary.last_error == message  # shown in the admin
+    assert (
+        ActivityEvent.objects.filter(agent=mary, kind=ActivityEvent.Kind.AGENT_ERROR, summary=message).count()
+        == 1
+    )
+
+    harness.step("step_leases")  # said once while nothing changes
+    assert caplog.text.count("refused: agent Mary") == 1
+
+
+def test_the_persona_already_running_keeps_the_phone_when_an_older_one_is_enabled(agent, clock):
+    from engine.tests.cast import make_agent
+
+    Agent.objects.filter(pk=agent.pk).update(transport="telegram", disabled=True)
+    mary = make_agent("Mary", phone="+15550000001", transport="telegram")
+    harness = _on_telegram(clock, "gw-a")
+    harness.start()
+    assert list(harness.gateway.clients) == [mary.pk]
+
+    Agent.objects.filter(pk=agent.pk).update(disabled=False)  # Wendy is older, but Mary runs: Wendy waits
+    other = _on_telegram(clock, "gw-b")
+    other.step("step_leases")
+    harness.step("step_leases")
+    assert list(harness.gateway.clients) == [mary.pk] and other.gateway.clients == {}
+    agent.refresh_from_db()
+    assert "agent Wendy is not started: its phone +15550000001 is also the phone of enabled agent Mary" in (
+        agent.last_error
+    )
+
+    Agent.objects.filter(pk=mary.pk).update(disabled=True)  # once Mary is disabled, Wendy starts
+    harness.step("step_leases")
+    assert list(harness.gateway.clients) == [agent.pk]
+
+
+def test_sandbox_personas_may_share_a_phone_they_never_use(agent, clock):
+    from engine.tests.cast import make_agent
+
+    mary = make_agent("Mary", phone="+15550000001")
+    harness = Harness(clock, gateway_id="gw-a")
+    harness.start()
+
+    assert set(harness.gateway.clients) == {agent.pk, mary.pk}

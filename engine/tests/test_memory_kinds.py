@@ -175,3 +175,17 @@ def test_a_summary_without_id_over_an_existing_range_updates_it(agent, clock):
         notes=[],
     )
     assert task.id == "summary-a" and task.params["max_message_id"] == 50
+
+
+def test_a_new_memory_keeps_the_channels_username_as_the_original_writes_it(agent, harness, fake_llm):
+    from memory.models import Memory
+
+    _turn(agent, harness, fake_llm, {"kind": "remember", "content": "Likes tea."})
+
+    dm = Conversation.objects.get(agent=agent)
+    assert dm.username  # the sandbox person has a username, as most Telegram users do
+    memory = Memory.objects.get(agent=agent)
+    assert (memory.creation_channel, memory.extra) == (
+        dm.title,
+        {"creation_channel_username": f"@{dm.username}"},
+    )

@@ -100,8 +100,8 @@ def test_file_schedule_json_shows_the_entries_to_the_model(scheduled, clock, har
     texts = [
         part.get("text", "") for turn in fake_llm.requests[-1].json["contents"] for part in turn["parts"]
     ]
-    at = next(i for i, text in enumerate(texts) if text.startswith("# Retrieved from file:schedule.json"))
-    schedule = json.loads(texts[at + 1].split("\n", 1)[1].rsplit("\n", 1)[0])
+    own = next(text for text in texts if text.startswith("# Your document file:schedule.json"))
+    schedule = json.loads(own.split("\n\n", 2)[2])
     assert [a["activity_name"] for a in schedule["activities"]] == ["Baking"]
     assert schedule["activities"][0]["responsiveness"] == 60
     assert "Baking" not in json.dumps(fake_llm.requests[0].json)  # only shown when retrieved

@@ -115,25 +115,26 @@ def test_retrieved_pages_are_fed_back_and_kept_in_the_graph(retriever, dm, fake_
     assert node.graph.context["retrieved"][0]["url"] == site + "/page"
 
 
-def test_repeated_urls_are_not_fetched_again_and_drop_the_retrieve_prompt(
-    retriever,
-    dm,
-    fake_llm,
-    make_node,
-    site,
-    clock,
+def test_a_repeated_retrieve_is_answered_from_context_without_another_call(
+    retriever, dm, fake_llm, make_node, site, clock
 ):
     add_message(dm, 1, "what is rye?")
     url = site + "/page"
     fake_llm.reply_with(_reply({"kind": "retrieve", "urls": [url]}))
-    fake_llm.reply_with(_reply({"kind": "retrieve", "urls": [url]}))
-    fake_llm.reply_with(_reply({"kind": "send", "text": "done"}))
+    fake_llm.reply_with(
+        _reply({"kind": "retrieve", "urls": [url]}, {"kind": "send", "text": "Rye is dense."})
+    )
+    fake_llm.reply_with(_reply({"kind": "send", "text": "never asked"}))
 
     result = _plan(make_node(dm, target=1))
 
-    assert [t.kind for t in result.tasks] == ["send"]
-    systems = [r.json["systemInstruction"]["parts"][0]["text"] for r in fake_llm.requests]
-    assert ["RETRIEVE-PROMPT" in s for s in systems] == [True, True, False]
+    assert len(fake_llm.requests) == 2
+    assert [t.params["text"] for t in result.tasks] == ["Rye is dense."]
+    assert result.errors == []
+    assert result.notes == [
+        f"retrieve {url}: already in context from earlier in this turn, so it was answered from there without "
+        "fetching again or another LLM call; the reply's other tasks ran"
+    ]
 
 
 def test_retrieval_rounds_are_bounded(retriever, dm, fake_llm, make_node, site, settings, clock):

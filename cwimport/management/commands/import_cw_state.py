@@ -30,6 +30,13 @@ class Command(BaseCommand):
             "--agent", action="append", default=[], metavar="NAME", help="Only this agent (repeatable)"
         )
         parser.add_argument(
+            "--source-timezone",
+            default="UTC",
+            metavar="ZONE",
+            help="The original server's time zone (IANA name): the original wrote the local times of agents "
+            "without an 'Agent Timezone' in it (default UTC)",
+        )
+        parser.add_argument(
             "--quiet-seconds",
             type=float,
             default=300.0,
@@ -51,6 +58,7 @@ class Command(BaseCommand):
                 agent_names=options["agent"],
                 dry_run=options["dry_run"],
                 quiet_seconds=options["quiet_seconds"],
+                source_timezone=options["source_timezone"],
                 progress=lambda line: self.stderr.write(line),
             )
         except (SourceError, ValueError) as exc:
