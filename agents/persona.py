@@ -27,6 +27,7 @@ turns anything with the same attributes (a `Persona` or an `Agent`) back into te
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import unicodedata
@@ -194,7 +195,9 @@ def parse_persona(text: str, *, source: str = "persona") -> Persona:
             warn(_unknown_heading(heading, source))
     for heading in REQUIRED:
         if heading not in latest:
-            errors.append(f'{source}: "{heading}" is missing: add a "# {heading}" section')
+            typo = next((h for h in persona.extra_sections if _closest_heading(h[0]) == heading), None)
+            hint = f' (the file has "# {typo[0]}": did you mean "# {heading}"?)' if typo else ""
+            errors.append(f'{source}: "{heading}" is missing{hint}: add a "# {heading}" section')
     if errors:
         raise PersonaError(errors)
     return persona
@@ -208,10 +211,23 @@ def _unknown_heading(heading: str, source: str) -> str:
                 f'{source}: heading "# {heading}" is not "# {known}" (headings must match exactly, '
                 f'as in cw-telegram-agent); it is kept but not used: write "# {known}"'
             )
+    close = _closest_heading(heading)
+    if close:
+        return (
+            f'{source}: unknown heading "# {heading}": did you mean "# {close}"? It is kept (and written '
+            f'back on export) but not used: write "# {close}"'
+        )
     return (
         f'{source}: unknown heading "{heading}" is kept but not used: '
         f"check the spelling against {', '.join(_quoted(REQUIRED))} and the optional headings"
     )
+
+
+def _closest_heading(heading: str) -> str | None:
+    """The known heading `heading` is most likely a misspelling of (difflib's ratio of 0.8 or more)."""
+    by_lower = {known.lower(): known for known in _KNOWN}
+    close = difflib.get_close_matches(heading.lower(), by_lower, n=1, cutoff=0.8)
+    return by_lower[close[0]] if close else None
 
 
 def _set_field(persona: Persona, heading: str, body: str, source: str) -> str | None:
