@@ -82,8 +82,9 @@ _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,30}$")
 class PersonaError(ValueError):
     """A persona file cannot be used. `errors` lists every problem found, each a full sentence."""
 
-    def __init__(self, errors: list[str]):
+    def __init__(self, errors: list[str], warnings: list[str] | None = None):
         self.errors = errors
+        self.warnings = warnings or []  # found before the errors; reported with them
         super().__init__("; ".join(errors))
 
 
@@ -199,7 +200,7 @@ def parse_persona(text: str, *, source: str = "persona") -> Persona:
             hint = f' (the file has "# {typo[0]}": did you mean "# {heading}"?)' if typo else ""
             errors.append(f'{source}: "{heading}" is missing{hint}: add a "# {heading}" section')
     if errors:
-        raise PersonaError(errors)
+        raise PersonaError(errors, persona.warnings)
     return persona
 
 
