@@ -85,7 +85,7 @@ class Gateway(
         self.refusals: dict[int, str] = {}
         #: Set while every agent this gateway may drive is held by another: what it logged about it.
         self.standing_by = ""
-        self._leases_checked = False
+        self._workers_started = False
         self.ticker = Ticker(gateway_id=self.gateway_id)
         self.stopping = asyncio.Event()
         self.wakeup = asyncio.Event()  # set by wake-ups, transports' updates and request_stop
@@ -158,7 +158,6 @@ class Gateway(
             )
             self.clients[agent_id] = AgentClient(agent, self._new_transport(agent), renewed_at=taken_at)
             did = True
-        self._leases_checked = True
         self._report_standby(wanted)
         return did
 
@@ -391,8 +390,9 @@ class Gateway(
         did = await self.step_watchdog()
         if self.workers is None:
             return did
-        if self.workers.process is None and (not self._leases_checked or self.standing_by):
+        if self.standing_by and not self._workers_started:
             return did  # standing by: the gateways holding our agents plan for them
+        self._workers_started = True
         # On the loop's (main) thread, never a pool thread: the child's parent-death signal
         # (PR_SET_PDEATHSIG) fires when the thread that started it ends, which must be the gateway's.
         return self.workers.step() or did
