@@ -8,8 +8,28 @@ cd "$(dirname "$0")"
 
 PORT=${CINDY_PORT:-8000}
 PY=.venv/bin/python
+case "$PORT" in
+'' | *[!0-9]*)
+    echo "error: CINDY_PORT is \"$PORT\": set it to a port number, e.g. CINDY_PORT=8001 ./run.sh" >&2
+    exit 2
+    ;;
+esac
 
 cindy_venv requirements.txt
+
+# The web server binds its port only after the migrations: find a taken port now, not after them.
+# SO_REUSEADDR as the server sets it, so a port left in TIME_WAIT by a previous run counts as free.
+if ! $PY -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)' "$PORT"; then
+    echo "error: port $PORT on 127.0.0.1 is already in use (another Cindy, or another server)." >&2
+    echo "  Stop what listens there, or run on another port: CINDY_PORT=$((PORT + 1)) ./run.sh" >&2
+    exit 1
+fi
 
 if [ ! -f .env ]; then
     echo "Writing .env (development settings with fresh secrets; edit it to taste)"
@@ -119,10 +139,18 @@ fi
 say "  Press Ctrl-C to stop."
 say ""
 
-# Whichever service ends first (a crash, say) stops the other too.
+# Whichever service ends first (a crash, say) stops the other too. Nothing ends on its own while
+# all is well, so that is a failure whatever its status (the web server exits 0 when it cannot listen).
 set +e
 wait -n "${SERVICES[@]}"
 status=$?
 set -e
+ended=web
+kill -0 -- "-${SERVICES[0]}" 2>/dev/null && ended=gateway
 stop_all
+say "error: the $ended process stopped on its own (status $status); see its output above." >&2
+if [ "$ended" = web ]; then
+    say "  If port $PORT was taken meanwhile, run on another one: CINDY_PORT=$((PORT + 1)) ./run.sh" >&2
+fi
+[ "$status" = 0 ] && status=1
 exit "$status"

@@ -24,7 +24,7 @@ from agents.models import (
     TelegramUpdateState,
 )
 from agents.models.otp_device import TelegramDevice
-from agents.selectors import agents_by_phone, phone_sharer_that_runs
+from agents.selectors import agent_notices, agents_by_phone, phone_sharer_that_runs
 from agents.services import curation
 from agents.telegram_pages import TelegramPagesMixin
 from cindy_site import clock
@@ -264,6 +264,14 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
             ),
         ]
         return html_row(links)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        # Problems the agent runs with anyway (an Agent Timezone that is no zone...), as on the dashboard.
+        if request.method == "GET":
+            agent = self.get_object(request, object_id)
+            for notice in agent_notices(agent=agent) if agent else []:
+                self.message_user(request, notice, messages.WARNING)
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
         curation.agent_save(agent=obj)

@@ -27,6 +27,7 @@ turns anything with the same attributes (a `Persona` or an `Agent`) back into te
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import unicodedata
@@ -81,8 +82,9 @@ _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,30}$")
 class PersonaError(ValueError):
     """A persona file cannot be used. `errors` lists every problem found, each a full sentence."""
 
-    def __init__(self, errors: list[str]):
+    def __init__(self, errors: list[str], warnings: list[str] | None = None):
         self.errors = errors
+        self.warnings = warnings or []  # found before the errors; reported with them
         super().__init__("; ".join(errors))
 
 
@@ -194,9 +196,11 @@ def parse_persona(text: str, *, source: str = "persona") -> Persona:
             warn(_unknown_heading(heading, source))
     for heading in REQUIRED:
         if heading not in latest:
-            errors.append(f'{source}: "{heading}" is missing: add a "# {heading}" section')
+            typo = next((h for h in persona.extra_sections if _closest_heading(h[0]) == heading), None)
+            hint = f' (the file has "# {typo[0]}": did you mean "# {heading}"?)' if typo else ""
+            errors.append(f'{source}: "{heading}" is missing{hint}: add a "# {heading}" section')
     if errors:
-        raise PersonaError(errors)
+        raise PersonaError(errors, persona.warnings)
     return persona
 
 
@@ -208,10 +212,23 @@ def _unknown_heading(heading: str, source: str) -> str:
                 f'{source}: heading "# {heading}" is not "# {known}" (headings must match exactly, '
                 f'as in cw-telegram-agent); it is kept but not used: write "# {known}"'
             )
+    close = _closest_heading(heading)
+    if close:
+        return (
+            f'{source}: unknown heading "# {heading}": did you mean "# {close}"? It is kept (and written '
+            f'back on export) but not used: write "# {close}"'
+        )
     return (
         f'{source}: unknown heading "{heading}" is kept but not used: '
         f"check the spelling against {', '.join(_quoted(REQUIRED))} and the optional headings"
     )
+
+
+def _closest_heading(heading: str) -> str | None:
+    """The known heading `heading` is most likely a misspelling of (difflib's ratio of 0.8 or more)."""
+    by_lower = {known.lower(): known for known in _KNOWN}
+    close = difflib.get_close_matches(heading.lower(), by_lower, n=1, cutoff=0.8)
+    return by_lower[close[0]] if close else None
 
 
 def _set_field(persona: Persona, heading: str, body: str, source: str) -> str | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import zoneinfo
 from collections.abc import Collection
 
+from django.conf import settings
 from django.db.models import Q
 
 from agents.models import Agent, AgentDocument, RolePrompt
@@ -150,3 +152,20 @@ def phone_sharer_that_runs(*, agent: Agent, holding: Collection[int] = ()) -> Ag
     if agent.pk in live:
         return None
     return sharers[0] if sharers[0].pk < agent.pk else None
+
+
+def agent_notices(*, agent: Agent) -> list[str]:
+    """Problems in the agent's configuration that it runs with anyway, each with its fix (dashboard)."""
+    notices = []
+    if agent.timezone:
+        try:
+            zoneinfo.ZoneInfo(agent.timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            where = f"# Agent Timezone in {agent.source_file}" if agent.source_file else "its Timezone field"
+            notices.append(
+                f'Agent Timezone "{agent.timezone}" is not an IANA zone: its times (schedule, sleep, '
+                f"events, the prompt's clock) use the site's TIME_ZONE ({settings.TIME_ZONE or 'UTC'}) "
+                f"until it is fixed: write a zone such as Europe/Paris under {where} and run "
+                "importagents, or edit the agent in the admin"
+            )
+    return notices

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from agents.models import Agent, AgentLease
 from agents.schedule import asleep_until
+from agents.selectors import agent_notices
 from cindy_site.clock import now
 from conversations.models import (
     ActivityEvent,
@@ -86,6 +87,7 @@ def _agent_row(
         ],
         "last_error": agent.last_error,
         "last_error_at": _iso(agent.last_error_at),
+        "notices": agent_notices(agent=agent),
     }
 
 

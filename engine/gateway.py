@@ -91,6 +91,9 @@ class Gateway(
         self.idle_pass_seconds = settings.CINDY_IDLE_PASS_SECONDS  # with wake-ups: engine/wake.py
         self.clients: dict[int, AgentClient] = {}
         self.refusals: dict[int, str] = {}
+        #: Set while every agent this gateway may drive is held by another: what it logged about it.
+        self.standing_by = ""
+        self._workers_started = False
         self.ticker = Ticker(gateway_id=self.gateway_id)
         self.stopping = asyncio.Event()
         self.wakeup = asyncio.Event()  # set by wake-ups, transports' updates and request_stop
@@ -175,7 +178,33 @@ class Gateway(
             )
             self.clients[agent_id] = AgentClient(agent, self._new_transport(agent), renewed_at=taken_at)
             did = True
+        self._report_standby(wanted)
         return did
+
+    def _report_standby(self, wanted: dict[int, Agent]) -> None:
+        """Say once (again when the holders change) that every agent we may drive is held elsewhere.
+
+        Such a gateway stands by: it starts no task workers (the holders' plan for those agents) and
+        takes each agent over when its holder releases the lease or lets it expire.
+        """
+        refused = {agent_id: self.refusals.get(agent_id) for agent_id in wanted}
+        if self.clients or not wanted or not all(refused.values()):
+            if self.standing_by and self.clients:
+                logger.info(
+                    "no longer standing by: holding %s",
+                    ", ".join(c.agent.name for c in self.clients.values()),
+                )
+            self.standing_by = ""
+            return
+        held = ", ".join(f"{wanted[agent_id].name} by {holder}" for agent_id, holder in refused.items())
+        message = (
+            f"nothing to do: every agent this gateway may drive is held by another gateway ({held}); "
+            "standing by without task workers, to take each over when its gateway stops or its lease "
+            "expires. To run them here, stop that gateway"
+        )
+        if message != self.standing_by:
+            logger.warning("%s", message)
+            self.standing_by = message
 
     def _new_transport(self, agent: Agent) -> Transport:
         """The agent's transport; one that receives updates on its own wakes the loop through them."""
@@ -381,6 +410,9 @@ class Gateway(
         did = await self.step_watchdog()
         if self.workers is None:
             return did
+        if self.standing_by and not self._workers_started:
+            return did  # standing by: the gateways holding our agents plan for them
+        self._workers_started = True
         # On the loop's (main) thread, never a pool thread: the child's parent-death signal
         # (PR_SET_PDEATHSIG) fires when the thread that started it ends, which must be the gateway's.
         return self.workers.step() or did
@@ -391,8 +423,8 @@ class Gateway(
         """One pass over every step; returns whether any did work."""
         did = False
         for step in (
-            self.step_workers,
             self.step_leases,
+            self.step_workers,  # after the leases: a gateway standing by starts none
             self.step_connect,
             self.step_ingest,
             self.step_media,

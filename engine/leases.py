@@ -60,6 +60,14 @@ def lease_acquire(*, agent: Agent, holder: str) -> LeaseResult:
     )
 
 
+def leases_live(*, agent_ids: list[int]) -> dict[int, AgentLease]:
+    """The live (not expired) leases of `agent_ids`, by agent id: the agents other gateways drive now."""
+    return {
+        lease.agent_id: lease
+        for lease in AgentLease.objects.filter(agent_id__in=agent_ids, expires_at__gte=now())
+    }
+
+
 def lease_heartbeat(*, holder: str, agent_ids: list[int]) -> set[int]:
     """Renew our leases; returns the agent ids we still hold (a lost one was taken over)."""
     when = now()

@@ -19,6 +19,7 @@ from conversations.services.activity import record_event
 from conversations.services.graph_finish import graph_finish_if_complete
 from conversations.services.graphs import PlannedNode, graph_append_plan
 from conversations.services.nodes import node_defer, node_fail
+from engine.schedule_planning import schedule_retry_after_config_error
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
 from memory.services.stored import stored_entry_apply
 from memory.stored_kinds import StoreContext, is_stored_kind
@@ -57,7 +58,10 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     try:
         result = plan_turn(node_id=node_id)
     except LLMConfigError as exc:
-        return f"node {node_id}: {node_fail(node_id=node_id, owner=owner, error=str(exc), permanent=True)}"
+        outcome = node_fail(node_id=node_id, owner=owner, error=str(exc), permanent=True)
+        if outcome == "deleted":  # a daily planning turn tries again soon, not a day later
+            schedule_retry_after_config_error(node_id=node_id)
+        return f"node {node_id}: {outcome}"
     except LLMTransientError as exc:
         if isinstance(exc, LLMDeadlineError):  # the turn ran out of time: an attempt, as any failure
             return f"node {node_id}: {node_fail(node_id=node_id, owner=owner, error=str(exc))}"

@@ -1,5 +1,5 @@
 # Shared by run.sh and test.sh (sourced, not run): a Python >= 3.11 virtualenv in .venv with the
-# given requirement files installed. Reinstalls only when a requirement file changed.
+# given requirement files installed. Installs only what the stamp does not show installed.
 
 cindy_python() {
     local candidate
@@ -29,7 +29,11 @@ cindy_apt_install() {
 
 cindy_venv() {
     # Usage: cindy_venv REQUIREMENTS_FILE...
-    local python stamp wanted
+    # The stamp lists every requirement file installed into .venv, one `sha256sum` line each (hash and
+    # path), across run.sh and test.sh: packages are installed only when a file asked for (or
+    # requirements.txt, which the others include) is not installed with its current content, so
+    # switching between the scripts installs nothing.
+    local python stamp file
     if [ ! -x .venv/bin/python ]; then
         python=$(cindy_python)
         if ! "$python" -c 'import ensurepip, venv' >/dev/null 2>&1; then
@@ -39,14 +43,27 @@ cindy_venv() {
         "$python" -m venv .venv
     fi
     stamp=.venv/.cindy-requirements
-    wanted=$(cat "$@" requirements.txt | sha256sum | cut -d' ' -f1)
-    if [ ! -f "$stamp" ] || ! grep -qx "$wanted" "$stamp"; then
-        echo "Installing Python packages from $*"
-        .venv/bin/python -m pip install --quiet --no-input --upgrade pip
-        local args=()
-        local file
-        for file in "$@"; do args+=(-r "$file"); done
-        .venv/bin/python -m pip install --quiet --no-input "${args[@]}"
-        echo "$wanted" >"$stamp"
-    fi
+    local files=() missing=()
+    for file in "$@" requirements.txt; do
+        case " ${files[*]-} " in *" $file "*) continue ;; esac
+        files+=("$file")
+        if [ ! -f "$stamp" ] || ! grep -qxF "$(sha256sum "$file")" "$stamp"; then
+            missing+=("$file")
+        fi
+    done
+    [ "${#missing[@]}" -gt 0 ] || return 0
+    echo "Installing Python packages from $*"
+    .venv/bin/python -m pip install --quiet --no-input --upgrade pip
+    local args=()
+    for file in "$@"; do args+=(-r "$file"); done
+    .venv/bin/python -m pip install --quiet --no-input "${args[@]}"
+    # Keep the lines of the other files installed earlier; replace those of the files just installed.
+    {
+        if [ -f "$stamp" ]; then
+            awk -v installed=" ${files[*]} " '{ path = $0; sub(/^[^ ]+  /, "", path) }
+                index(installed, " " path " ") == 0 && NF >= 2' "$stamp"
+        fi
+        sha256sum "${files[@]}"
+    } >"$stamp.new"
+    mv "$stamp.new" "$stamp"
 }

@@ -52,7 +52,7 @@ def run_file(report: ImportReport, display: str, kind: FileKind, work: Callable[
         with transaction.atomic():
             outcome, detail, *rest = work()
     except (PersonaError, ImportFileError, memory_io.CuratedFileError, media_io.CuratedMediaError) as exc:
-        report.add(display, kind, Outcome.ERROR, str(exc))
+        report.add(display, kind, Outcome.ERROR, str(exc), getattr(exc, "warnings", ()))
         return False
     except Exception as exc:  # one bad file never stops the others; the traceback goes to the log
         logger.exception("importing %s failed", display)

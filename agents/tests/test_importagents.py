@@ -242,3 +242,19 @@ def test_default_dirs_come_from_the_setting_and_resolve_under_base_dir(settings,
     assert "samples/agents/" in out.getvalue() and "configdir/prompts/Instructions.md" in out.getvalue()
     assert out.getvalue().rstrip().splitlines()[-1].endswith("0 errors, 0 warnings")
     assert err.getvalue() == ""
+
+
+def test_a_persona_with_a_misspelt_required_heading_still_reports_its_other_misspelt_headings(tmp_path):
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "Typo.md").write_text(
+        "# Agent Name\nTypo\n\n# Agent Phone\n+15551230099\n\n# Agent Instrutions\nBe kind.\n\n"
+        "# Role Promt\nChatbot\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match="1 error, 2 warnings"):
+        call_command("importagents", str(tmp_path), stdout=out, stderr=err)
+    errors = err.getvalue()
+    assert 'did you mean "# Agent Instructions"?' in errors
+    assert (
+        f'{tmp_path}/agents/Typo.md: unknown heading "# Role Promt": did you mean "# Role Prompt"?' in errors
+    )

@@ -110,6 +110,25 @@ def test_unknown_heading_is_kept_and_reported_as_a_warning():
     assert only_warning(p).startswith(f'{SRC}: unknown heading "Favourite Colour"')
 
 
+def test_a_misspelt_optional_heading_gets_a_did_you_mean_warning_and_is_kept():
+    p = parse_persona(minimal(**{"Role Promt": "Chatbot"}), source=SRC)
+    assert only_warning(p) == (
+        f'{SRC}: unknown heading "# Role Promt": did you mean "# Role Prompt"? It is kept (and written '
+        'back on export) but not used: write "# Role Prompt"'
+    )
+    assert p.role_prompt_names == []
+    assert p.extra_sections == [["Role Promt", "Chatbot"]]
+    assert "# Role Promt\n\nChatbot" in write_persona(p)
+
+
+def test_a_misspelt_required_heading_names_the_heading_it_was_meant_to_be():
+    text = minimal(**{"Agent Instructions": None, "Agent Instrutions": "Be kind."})
+    assert error_of(text) == (
+        f'{SRC}: "Agent Instructions" is missing (the file has "# Agent Instrutions": did you mean '
+        '"# Agent Instructions"?): add a "# Agent Instructions" section'
+    )
+
+
 def test_crlf_file_parses_like_lf():
     assert parse_persona(FULL.replace("\n", "\r\n"), source=SRC) == parse_persona(FULL, source=SRC)
 

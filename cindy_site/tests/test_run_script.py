@@ -98,8 +98,8 @@ class Run:
         (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
         (bin_dir / "python").chmod(0o755)
         requirements = (BASE_DIR / "requirements.txt").read_bytes()
-        (root / ".venv" / ".cindy-requirements").write_text(
-            hashlib.sha256(requirements * 2).hexdigest() + "\n"
+        (root / ".venv" / ".cindy-requirements").write_text(  # as scripts/venv.sh writes it
+            f"{hashlib.sha256(requirements).hexdigest()}  requirements.txt\n"
         )
         (root / ".env").write_text(
             "DEBUG=true\nSECRET_KEY=run-script-test\nCINDY_SESSION_KEY=run-script-test\n"
@@ -232,3 +232,24 @@ def test_the_sign_in_hint_is_shown_only_until_a_superuser_exists(run):
     assert "Cindy is running." in run.output()
     assert "createsuperuser" not in run.output()
     assert "First time?" not in run.output()
+
+
+def test_a_taken_port_stops_the_script_at_once_naming_the_port_and_the_fix(run):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", run.port))
+        taken.listen()
+        result = subprocess.run(
+            ["./run.sh"],
+            cwd=run.root,
+            env=run.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT,
+        )
+    assert result.returncode != 0
+    assert f"port {run.port} on 127.0.0.1 is already in use" in result.stderr
+    assert f"CINDY_PORT={run.port + 1} ./run.sh" in result.stderr
+    assert "Cindy is running." not in result.stdout
+    assert not (run.root / "cindy.sqlite3").exists()  # nothing was migrated first
+    assert not _marked(run.marker)

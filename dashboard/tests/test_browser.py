@@ -193,6 +193,14 @@ def test_dashboard_updates_live_when_a_sandbox_message_is_processed(site_db, pag
     page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
 
 
+def test_an_agent_with_an_invalid_timezone_shows_its_notice_in_the_agents_table(site_db, page):
+    agent = _agent(f"Tess {secrets.token_hex(2)}", timezone="Mars/Base")
+    _log_in(page, _staff("watcher"), next_url="/dashboard/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    row = page.locator("#agents-table tr", has_text=agent.name)
+    expect(row.locator("td.error .notice")).to_contain_text('Agent Timezone "Mars/Base" is not an IANA zone')
+
+
 def test_an_event_committed_after_a_newer_one_is_shown_in_id_order(site_db, page):
     from cindy_site.clock import now
     from conversations.models import ActivityEvent

@@ -122,3 +122,22 @@ def test_agent_rows_show_the_current_activity_and_the_next_events(sandbox_agent,
     assert row["activity"]["name"] == "Baking" and row["activity"]["responsiveness"] == 70
     assert row["asleep_until"] is None
     assert [e["intent"] for e in row["next_events"]] == ["in 1 h", "in 2 h", "in 3 h"]
+
+
+def test_an_agent_running_with_an_invalid_timezone_shows_a_notice_naming_the_value_and_the_fix(
+    sandbox_agent, settings
+):
+    settings.TIME_ZONE = "UTC"
+    sandbox_agent.timezone = "Mars/Base"
+    sandbox_agent.source_file = "/srv/config/agents/Wendy.md"
+    sandbox_agent.save()
+    (row,) = selectors.agent_rows()
+    (notice,) = row["notices"]
+    assert notice.startswith('Agent Timezone "Mars/Base" is not an IANA zone')
+    assert "use the site's TIME_ZONE (UTC)" in notice
+    assert "# Agent Timezone in /srv/config/agents/Wendy.md" in notice
+
+    sandbox_agent.timezone = "Europe/Paris"
+    sandbox_agent.save()
+    (row,) = selectors.agent_rows()
+    assert row["notices"] == []

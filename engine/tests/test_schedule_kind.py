@@ -193,3 +193,43 @@ def test_the_daily_planning_turn_fills_the_schedule_and_sends_nothing(scheduled,
 
 def test_no_planning_turn_for_a_persona_without_a_daily_schedule(agent, harness):
     assert harness.step("step_schedules") is False
+
+
+def test_a_planning_turn_without_an_api_key_tries_again_soon_and_its_failure_clears(
+    scheduled, clock, harness, fake_llm, settings
+):
+    from conversations.models import Conversation, LLMCall
+    from dashboard.selectors import conversation_row
+    from memory.models import ScheduleRefresh
+
+    scheduled.refresh_from_db()
+    key, settings.GOOGLE_GEMINI_API_KEY = settings.GOOGLE_GEMINI_API_KEY, ""
+    assert harness.step("step_schedules") is True
+    harness.settle(until=clock.now() + dt.timedelta(minutes=1))
+    saved = Conversation.objects.get(agent=scheduled, peer_id=scheduled.telegram_user_id)
+    graph = conversation_row(conversation_id=saved.pk)["graph"]
+    assert graph["status"] == "failed"
+    assert "GOOGLE_GEMINI_API_KEY is not set" in graph["nodes"][0]["error"]
+    retry = ActivityEvent.objects.filter(
+        summary__startswith="schedule planning failed on configuration"
+    ).get()
+    assert "tries again in 5 min" in retry.summary
+
+    clock.advance(minutes=5)  # still no key: one more free try, then the wait doubles
+    assert harness.step("step_schedules") is True
+    harness.settle(until=clock.now() + dt.timedelta(minutes=1))
+    assert fake_llm.requests == [] and not LLMCall.objects.exists()  # no request was spent
+    clock.advance(minutes=5)
+    assert harness.step("step_schedules") is False
+
+    settings.GOOGLE_GEMINI_API_KEY = key  # the operator adds the key
+    clock.advance(minutes=5)
+    fake_llm.reply_with(tasks(_entry(clock, start=1, end=3)))
+    assert harness.step("step_schedules") is True
+    harness.settle(until=clock.now() + dt.timedelta(minutes=3))
+    assert list(ScheduleEntry.objects.values_list("activity", flat=True)) == ["Baking"]
+    graph = conversation_row(conversation_id=saved.pk)["graph"]
+    assert graph["status"] == "done"
+    assert all(not node["error"] for node in graph["nodes"])
+    due = ScheduleRefresh.objects.get(agent=scheduled).due_at
+    assert due - clock.now() > dt.timedelta(hours=23)  # back to once a day

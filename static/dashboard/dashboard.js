@@ -36,6 +36,16 @@
     return el("td", {}, lines.length ? lines : [el("span", { text: "—" })]);
   }
 
+  function agentProblems(agent) {
+    // The last error, then the configuration problems the agent runs with anyway (each with its fix).
+    const lines = [];
+    if (agent.last_error) lines.push(el("div", { text: agent.last_error, title: agent.last_error_at || "" }));
+    (agent.notices || []).forEach(function (notice) {
+      lines.push(el("div", { className: "notice", text: "⚠ " + notice }));
+    });
+    return el("td", { className: "error" }, lines);
+  }
+
   function renderAgents(agents) {
     const body = document.querySelector("#agents-table tbody");
     body.replaceChildren(...agents.map(function (agent) {
@@ -45,7 +55,7 @@
         agentPlans(agent),
         el("td", { className: "mono", text: agent.gateway || "—" }),
         el("td", { text: formatDateTime(agent.last_heartbeat) }),
-        el("td", { className: "error", text: agent.last_error || "", title: agent.last_error_at || "" }),
+        agentProblems(agent),
       ]);
     }));
     document.getElementById("agents-empty").hidden = agents.length > 0;
