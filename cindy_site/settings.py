@@ -65,6 +65,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 _proxy_header = env.str("SECURE_PROXY_SSL_HEADER", default="" if DEBUG else "HTTP_X_FORWARDED_PROTO")
 SECURE_PROXY_SSL_HEADER = (_proxy_header, "https") if _proxy_header else None
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Health probes come from the host or the proxy over plain http: they are answered, not redirected.
+SECURE_REDIRECT_EXEMPT = [r"^health/"]
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
@@ -275,6 +277,8 @@ CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
 # The gateway's planning watchdog (engine/watchdog.py): how long claimed planning may wait for a worker.
 CINDY_PLANNING_STALL_SECONDS = _positive_int("CINDY_PLANNING_STALL_SECONDS", 45)
+# Health (engine/health.py): a gateway whose loop has not finished a pass for this long has a stalled tick.
+CINDY_TICK_STALL_SECONDS = _positive_int("CINDY_TICK_STALL_SECONDS", 120)
 CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
 # Seconds after a message before the agent reads it (and plans); a burst within it costs one LLM call.
