@@ -279,6 +279,8 @@ CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
 CINDY_PLANNING_STALL_SECONDS = _positive_int("CINDY_PLANNING_STALL_SECONDS", 45)
 # Health (engine/health.py): a gateway whose loop has not finished a pass for this long has a stalled tick.
 CINDY_TICK_STALL_SECONDS = _positive_int("CINDY_TICK_STALL_SECONDS", 120)
+# The bearer token Prometheus sends to read /metrics (empty: only verified staff can read it).
+CINDY_METRICS_TOKEN = env.str("CINDY_METRICS_TOKEN", default="")
 CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
 # Seconds after a message before the agent reads it (and plans); a burst within it costs one LLM call.
