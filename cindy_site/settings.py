@@ -7,6 +7,7 @@ Every variable is listed with its default and meaning in `.env.example`. A `.env
 from __future__ import annotations
 
 import sys
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import environ
@@ -279,6 +280,25 @@ CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
 CINDY_PLANNING_STALL_SECONDS = _positive_int("CINDY_PLANNING_STALL_SECONDS", 45)
 # Health (engine/health.py): a gateway whose loop has not finished a pass for this long has a stalled tick.
 CINDY_TICK_STALL_SECONDS = _positive_int("CINDY_TICK_STALL_SECONDS", 120)
+
+
+def _optional_usd(name: str) -> Decimal | None:
+    raw = env.str(name, default="").strip()
+    if not raw:
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value < 0:
+        raise ImproperlyConfigured(
+            f"{name} is {raw!r}: write an amount of US dollars, e.g. 20 or 7.50 (empty: no cap)"
+        )
+    return value
+
+
+# Spend brakes (engine/brakes.py): the whole installation's LLM cost per day (TIME_ZONE); empty: no cap.
+CINDY_DAILY_SPEND_CAP_USD = _optional_usd("CINDY_DAILY_SPEND_CAP_USD")
 # The bearer token Prometheus sends to read /metrics (empty: only verified staff can read it).
 CINDY_METRICS_TOKEN = env.str("CINDY_METRICS_TOKEN", default="")
 CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
