@@ -299,6 +299,12 @@ def _optional_usd(name: str) -> Decimal | None:
 
 # Spend brakes (engine/brakes.py): the whole installation's LLM cost per day (TIME_ZONE); empty: no cap.
 CINDY_DAILY_SPEND_CAP_USD = _optional_usd("CINDY_DAILY_SPEND_CAP_USD")
+# Retention (engine/retention.py): days each kind of row is kept (0: for good), and rows per batch.
+CINDY_RETAIN_ACTIVITY_DAYS = _positive_int("CINDY_RETAIN_ACTIVITY_DAYS", 30, minimum=0)
+CINDY_RETAIN_LLM_CALLS_DAYS = _positive_int("CINDY_RETAIN_LLM_CALLS_DAYS", 90, minimum=0)
+CINDY_RETAIN_SANDBOX_UPDATES_DAYS = _positive_int("CINDY_RETAIN_SANDBOX_UPDATES_DAYS", 7, minimum=0)
+CINDY_RETAIN_GRAPHS_DAYS = _positive_int("CINDY_RETAIN_GRAPHS_DAYS", 30, minimum=0)
+CINDY_PRUNE_BATCH = _positive_int("CINDY_PRUNE_BATCH", 500)
 # The bearer token Prometheus sends to read /metrics (empty: only verified staff can read it).
 CINDY_METRICS_TOKEN = env.str("CINDY_METRICS_TOKEN", default="")
 CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)

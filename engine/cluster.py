@@ -53,6 +53,7 @@ from engine.apps import preload_task_modules
 from engine.health import beat_interval, host_name, process_beat, processes_forget_gone, redis_problem
 from engine.lifeline import die_with_parent_hook
 from engine.models import ProcessHeartbeat
+from engine.retention import HOUSEKEEPING_BUDGET_SECONDS, retention_run
 from llm.usage import llm_calls_mark_interrupted
 
 logger = logging.getLogger("engine.workers")
@@ -217,6 +218,12 @@ class GuardedSentinel(Sentinel):
             llm_calls_mark_interrupted(started_before=cutoff)
         except Exception:
             logger.exception("could not close interrupted LLM calls")
+        try:
+            report = retention_run(budget_seconds=HOUSEKEEPING_BUDGET_SECONDS)
+            if report.batches:
+                logger.info("pruned old rows: %s", report.describe())
+        except Exception:
+            logger.exception("could not prune old rows")
         finally:
             db.connections.close_all()
 
