@@ -6,9 +6,10 @@ state from there at scrape time, whichever process did the work and however many
 kept in memory, and nothing is lost when a process restarts. Each family below is one aggregate
 query.
 
-Counters (`*_total`) count the rows still stored: they only grow while nothing is deleted, and
-deleting old rows (an operator's clean-up) shows as a counter reset, which `rate()` and
-`increase()` handle. Histograms are cumulative over the stored LLM calls. The reply latency is a
+Counters (`*_total`) count the rows still stored; the LLM families add the daily totals of calls
+pruned by retention (engine/retention.py), so they keep growing. The message, turn and activity
+counters drop when retention deletes rows, which Prometheus reads as a counter reset (`rate()` and
+`increase()` handle it). Histograms are cumulative over the stored LLM calls. The reply latency is a
 gauge over the last REPLY_WINDOW_SECONDS.
 """
 
@@ -105,6 +106,7 @@ class DatabaseCollector(Collector):
     @staticmethod
     def llm_calls() -> Iterator[Metric]:
         from conversations.models import LLMCall
+        from engine.models import LLMUsageDaily
 
         calls = CounterMetricFamily(
             "cindy_llm_calls",
@@ -137,6 +139,25 @@ class DatabaseCollector(Collector):
         for row in rows:
             key = (_name(row["agent__name"]), row["provider"], row["model"])
             calls.add_metric([*key, row["purpose"], row["status"]], row["n"])
+            sums = by_model.setdefault(key, {"input": 0, "cached": 0, "output": 0, "thinking": 0, "cost": 0})
+            for field in sums:
+                sums[field] += row[field] or 0
+        # Calls pruned by retention live on as daily totals: counted here, so the counters keep growing.
+        pruned = (
+            LLMUsageDaily.objects.values("agent__name", "provider", "model")
+            .annotate(
+                n=Sum("calls"),
+                input=Sum("input_tokens"),
+                cached=Sum("cached_tokens"),
+                output=Sum("output_tokens"),
+                thinking=Sum("thinking_tokens"),
+                cost=Sum("cost"),
+            )
+            .order_by()
+        )
+        for row in pruned:
+            key = (_name(row["agent__name"]), row["provider"], row["model"])
+            calls.add_metric([*key, "", "pruned"], row["n"] or 0)
             sums = by_model.setdefault(key, {"input": 0, "cached": 0, "output": 0, "thinking": 0, "cost": 0})
             for field in sums:
                 sums[field] += row[field] or 0

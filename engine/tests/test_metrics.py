@@ -119,6 +119,17 @@ def test_metrics_after_a_scripted_conversation(agent, clock, fake_llm, client):
     assert value(samples, "cindy_errors_total", agent="Wendy", kind="node_retried") == 1
     assert value(samples, "cindy_process_up", kind="gateway", name="gw-test") == 1
 
+    # Retention turns the calls into daily totals: the LLM counters read the same, the calls as pruned.
+    clock.advance(400 * 86400)
+    from engine.retention import retention_run
+
+    retention_run()
+    after = scrape(client, Authorization=f"Bearer {TOKEN}")
+    assert LLMCall.objects.count() == 0
+    assert value(after, "cindy_llm_calls_total", **key, purpose="", status="pruned") == 2
+    assert value(after, "cindy_llm_tokens_total", **key, type="input") == 300
+    assert value(after, "cindy_llm_cost_usd_total", **key) == pytest.approx(float(cost))
+
 
 def test_an_agent_no_gateway_drives_reads_zero(agent, client):
     samples = scrape(client, Authorization=f"Bearer {TOKEN}")
@@ -152,6 +163,6 @@ def test_a_scrape_costs_a_fixed_number_of_queries(agent, clock, django_assert_nu
     from engine.metrics import DatabaseCollector
 
     process_beat(name="gw-test", kind=ProcessHeartbeat.Kind.GATEWAY, pass_at=clock.now())
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         names = [family.name for family in DatabaseCollector().collect()]
     assert all(name.startswith("cindy_") for name in names) and len(names) == 15
