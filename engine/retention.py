@@ -11,9 +11,9 @@ Kinds and their settings (days; 0 keeps them for good):
 - `graphs`: finished (done, cancelled, failed) task graphs finished before CINDY_RETAIN_GRAPHS_DAYS
   (30), with their nodes.
 
-Each batch picks at most CINDY_PRUNE_BATCH ids walking the primary key from the oldest row (old rows
-come first, so the walk stops early), then deletes them by id: the write lock is held for one batch
-only. The task workers' sentinel runs `retention_run` in its housekeeping (every 30 s, for at most
+Each batch picks at most CINDY_PRUNE_BATCH ids walking the primary key from where the last batch
+ended (old rows come first, so the walk stops early), then deletes them by id: the write lock is held
+for one batch only. The task workers' sentinel runs `retention_run` in its housekeeping (every 30 s, for at most
 HOUSEKEEPING_BUDGET_SECONDS), and `manage.py prune` runs it to the end or, with `--dry-run`, counts.
 """
 
@@ -121,17 +121,19 @@ def _usage_add(calls: QuerySet) -> None:
             LLMUsageDaily.objects.create(day=day, agent_id=agent_id, provider=provider, model=model, **sums)
 
 
-def prune_batch(kind: str, *, cutoff: dt.datetime, batch: int) -> int:
-    """Delete up to `batch` expired rows of `kind`, oldest ids first, in one transaction."""
+def prune_batch(kind: str, *, cutoff: dt.datetime, batch: int, after: int = 0) -> list[int]:
+    """Delete up to `batch` expired rows of `kind` with ids above `after`, oldest ids first, in one
+    transaction; returns their ids (the next batch starts after the last, so rows kept between the
+    expired ones are walked over once per run, not once per batch)."""
     with transaction.atomic():
-        ids = list(_expired(kind, cutoff).order_by("pk").values_list("pk", flat=True)[:batch])
+        expired = _expired(kind, cutoff).filter(pk__gt=after)
+        ids = list(expired.order_by("pk").values_list("pk", flat=True)[:batch])
         if not ids:
-            return 0
-        model = _expired(kind, cutoff).model
+            return []
         if kind == "llm_calls":
             _usage_add(LLMCall.objects.filter(pk__in=ids))
-        model.objects.filter(pk__in=ids).delete()
-    return len(ids)
+        expired.model.objects.filter(pk__in=ids).delete()
+    return ids
 
 
 def retention_run(
@@ -147,12 +149,14 @@ def retention_run(
     started = time.monotonic()
     for kind, cutoff in cutoffs(at=at).items():
         report.deleted[kind] = 0
+        after = 0
         while budget_seconds is None or time.monotonic() - started < budget_seconds:
             began = time.monotonic()
-            deleted = prune_batch(kind, cutoff=cutoff, batch=batch)
+            ids = prune_batch(kind, cutoff=cutoff, batch=batch, after=after)
             took = time.monotonic() - began
-            if not deleted:
+            if not ids:
                 break
+            deleted, after = len(ids), ids[-1]
             report.deleted[kind] += deleted
             report.batches += 1
             report.longest_batch = max(report.longest_batch, took)
