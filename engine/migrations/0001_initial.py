@@ -4,33 +4,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='ProcessHeartbeat',
+            name="ProcessHeartbeat",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('kind', models.CharField(choices=[('gateway', 'Gateway'), ('workers', 'Task worker pool')], max_length=16)),
-                ('host', models.CharField(max_length=200)),
-                ('pid', models.IntegerField()),
-                ('serves', models.CharField(blank=True, max_length=200)),
-                ('started_at', models.DateTimeField()),
-                ('beat_at', models.DateTimeField()),
-                ('pass_at', models.DateTimeField(blank=True, null=True)),
-                ('renewed_at', models.DateTimeField(blank=True, null=True)),
-                ('held', models.IntegerField(default=0)),
-                ('stalled_since', models.DateTimeField(blank=True, null=True)),
-                ('workers', models.IntegerField(default=0)),
-                ('problem', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("gateway", "Gateway"), ("workers", "Task worker pool")], max_length=16
+                    ),
+                ),
+                ("host", models.CharField(max_length=200)),
+                ("pid", models.IntegerField()),
+                ("serves", models.CharField(blank=True, max_length=200)),
+                ("started_at", models.DateTimeField()),
+                ("beat_at", models.DateTimeField()),
+                ("pass_at", models.DateTimeField(blank=True, null=True)),
+                ("renewed_at", models.DateTimeField(blank=True, null=True)),
+                ("held", models.IntegerField(default=0)),
+                ("stalled_since", models.DateTimeField(blank=True, null=True)),
+                ("workers", models.IntegerField(default=0)),
+                ("problem", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['kind', 'name'],
+                "ordering": ["kind", "name"],
             },
         ),
     ]

@@ -5,33 +5,46 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0008_agent_spend_brakes'),
-        ('engine', '0001_initial'),
+        ("agents", "0008_agent_spend_brakes"),
+        ("engine", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LLMUsageDaily',
+            name="LLMUsageDaily",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('day', models.DateField()),
-                ('provider', models.CharField(max_length=32)),
-                ('model', models.CharField(max_length=100)),
-                ('calls', models.PositiveIntegerField(default=0)),
-                ('input_tokens', models.PositiveBigIntegerField(default=0)),
-                ('cached_tokens', models.PositiveBigIntegerField(default=0)),
-                ('output_tokens', models.PositiveBigIntegerField(default=0)),
-                ('thinking_tokens', models.PositiveBigIntegerField(default=0)),
-                ('cost', models.DecimalField(decimal_places=6, default=0, max_digits=14)),
-                ('agent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='agents.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("day", models.DateField()),
+                ("provider", models.CharField(max_length=32)),
+                ("model", models.CharField(max_length=100)),
+                ("calls", models.PositiveIntegerField(default=0)),
+                ("input_tokens", models.PositiveBigIntegerField(default=0)),
+                ("cached_tokens", models.PositiveBigIntegerField(default=0)),
+                ("output_tokens", models.PositiveBigIntegerField(default=0)),
+                ("thinking_tokens", models.PositiveBigIntegerField(default=0)),
+                ("cost", models.DecimalField(decimal_places=6, default=0, max_digits=14)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to="agents.agent"
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'LLM usage per day',
-                'verbose_name_plural': 'LLM usage per day',
-                'ordering': ['-day', 'agent', 'provider', 'model'],
-                'constraints': [models.UniqueConstraint(fields=('day', 'agent', 'provider', 'model'), name='llm_usage_daily_unique')],
+                "verbose_name": "LLM usage per day",
+                "verbose_name_plural": "LLM usage per day",
+                "ordering": ["-day", "agent", "provider", "model"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("day", "agent", "provider", "model"), name="llm_usage_daily_unique"
+                    )
+                ],
             },
         ),
     ]
