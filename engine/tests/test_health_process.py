@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine.tests.processes import MANAGE, group_alive, start_gateway, wait_for
+from engine.tests.processes import MANAGE, group_alive, start_gateway, wait_for, workers_pid
 
 pytestmark = pytest.mark.slow
 
@@ -71,3 +71,20 @@ def test_health_is_down_after_the_worker_pool_is_killed_until_a_new_one_runs(chi
         for process in (gateway, workers):
             if group_alive(process.pid):
                 os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_health_is_down_after_the_gateway_s_own_worker_pool_is_killed_until_it_restarts_it(child):
+    env, db, _llm, tmp = child
+    log = tmp / "gateway.log"
+    process = start_gateway(env, log)
+    try:
+        wait_health(env, log, ok=True, what="a healthy installation")
+        pool = workers_pid(log)
+        os.kill(pool, signal.SIGKILL)  # the pool's sentinel alone: the gateway restarts it after a backoff
+        code, out = health(env)
+        assert code == 1 and f"(pid {pool} on" in out and "is gone" in out
+        out = wait_health(env, log, ok=True, what="health once the gateway restarted its workers")
+        assert f"pid {pool} on" not in out and "Task worker pool workers:" in out
+    finally:
+        if group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
