@@ -125,6 +125,15 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
             },
         ),
         (
+            "Spend brakes",
+            {
+                "fields": ["daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day"],
+                "description": "Planning stops while a cap or limit is reached (the installation's own "
+                "daily cap is CINDY_DAILY_SPEND_CAP_USD); it resumes the next day, or at once when a "
+                "cap is raised here.",
+            },
+        ),
+        (
             "Flags",
             {
                 "fields": [

@@ -18,7 +18,9 @@ The reading follows the original where it matters to an operator:
   names the file, the heading, the value and the fix; the persona is still imported;
 - `Start Typing Delay` and `Typing Speed` are numbers with a fraction (`3.5`, `8.0`);
 - `none` and `null` in the single-value fields mean "not set";
-- a flag section (`# Disabled`, `# Gagged`, ...) counts by its presence; any text under it is kept.
+- a flag section (`# Disabled`, `# Gagged`, ...) counts by its presence; any text under it is kept;
+- `# Spend Limits` (Cindy's own; the original ignores it as an unknown heading) holds `Key: value`
+  lines: `Daily Cap USD: 5`, `Turns Per Partner Per Minute: 3`, `Turns Per Partner Per Day: 200`.
 
 This module knows nothing about the database: `parse_persona` returns a `Persona`, `write_persona`
 turns anything with the same attributes (a `Persona` or an `Agent`) back into text, and
@@ -32,6 +34,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agents.schedule import ScheduleError, parse_sleep_windows
@@ -58,6 +61,14 @@ FLAG_FIELDS = {
     "Reset Context On First Message": "reset_context_on_first_message",
     "Clear Summaries On First Message": "clear_summaries_on_first_message",
 }
+#: The spend brakes' section (engine/brakes.py): line key -> attribute, in the order written.
+SPEND_HEADING = "Spend Limits"
+SPEND_KEYS = {
+    "Daily Cap USD": "daily_spend_cap",
+    "Turns Per Partner Per Minute": "partner_turns_per_minute",
+    "Turns Per Partner Per Day": "partner_turns_per_day",
+}
+SPEND_EXAMPLE = "Daily Cap USD: 5, Turns Per Partner Per Minute: 3 or Turns Per Partner Per Day: 200"
 REQUIRED = ("Agent Name", "Agent Phone", "Agent Instructions")
 LIST_HEADINGS = ("Role Prompt", "Agent Sticker Sets", "Agent Stickers")
 FLOAT_RANGES = {
@@ -65,7 +76,13 @@ FLOAT_RANGES = {
     "Typing Speed": (1.0, 1000.0, "characters per second, e.g. 30 or 8.0"),
 }
 TELEGRAM_ID_MAX = 2**63 - 1  # Telegram ids fit a signed 64-bit integer
-PERSONA_FIELDS = (*TEXT_FIELDS.values(), *FLAG_FIELDS.values(), "extra_sections", "flag_notes")
+PERSONA_FIELDS = (
+    *TEXT_FIELDS.values(),
+    *SPEND_KEYS.values(),
+    *FLAG_FIELDS.values(),
+    "extra_sections",
+    "flag_notes",
+)
 # A section is read into every prompt (instructions) or stored whole: 100,000 characters is about
 # 25,000 tokens, already a large share of every request's context window and cost. Anything bigger is
 # almost certainly a wrong file, and refusing it keeps one file from filling the database.
@@ -73,7 +90,7 @@ MAX_SECTION_CHARS = 100_000
 
 # Column sizes of the Agent model, checked here so that a long value is a clear message, not a DB error.
 _MAX_LENGTH = {"Agent Name": 100, "Agent Phone": 32, "Agent Timezone": 64, "LLM": 100}
-_KNOWN = (*TEXT_FIELDS, *FLAG_FIELDS)
+_KNOWN = (*TEXT_FIELDS, SPEND_HEADING, *FLAG_FIELDS)
 _HEADING = re.compile(r"^# +(.+?)$", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,30}$")
@@ -102,6 +119,9 @@ class Persona:
     start_typing_delay: float | None = None
     typing_speed: float | None = None
     telegram_id: int | None = None
+    daily_spend_cap: Decimal | None = None
+    partner_turns_per_minute: int | None = None
+    partner_turns_per_day: int | None = None
     disabled: bool = False
     gagged: bool = False
     reset_context_on_first_message: bool = False
@@ -187,6 +207,8 @@ def parse_persona(text: str, *, source: str = "persona") -> Persona:
             setattr(persona, FLAG_FIELDS[heading], True)
             if body:
                 persona.flag_notes[heading] = body
+        elif heading == SPEND_HEADING:
+            _set_spend_limits(persona, body, source)
         elif heading in TEXT_FIELDS:
             error = _set_field(persona, heading, body, source)
             if error:
@@ -229,6 +251,47 @@ def _closest_heading(heading: str) -> str | None:
     by_lower = {known.lower(): known for known in _KNOWN}
     close = difflib.get_close_matches(heading.lower(), by_lower, n=1, cutoff=0.8)
     return by_lower[close[0]] if close else None
+
+
+def _set_spend_limits(persona: Persona, body: str, source: str) -> None:
+    """Read the `Key: value` lines of "# Spend Limits"; a bad line is ignored with a warning."""
+    for line in _lines(body):
+        key, sep, raw = line.partition(":")
+        key, raw = " ".join(key.split()), raw.strip()
+        where = f'{source}: "{SPEND_HEADING}" line "{_short(line)}"'
+        if not sep or key not in SPEND_KEYS:
+            persona.warnings.append(f"{where} is not a known limit; ignored: write {SPEND_EXAMPLE}")
+            continue
+        if is_default_name(raw):
+            continue
+        attr = SPEND_KEYS[key]
+        if attr == "daily_spend_cap":
+            try:
+                amount = Decimal(raw.removeprefix("$").removesuffix("USD").strip())
+            except InvalidOperation:
+                amount = None
+            if amount is None or not amount.is_finite() or amount < 0 or amount >= Decimal("1e8"):
+                persona.warnings.append(
+                    f"{where}: not an amount of US dollars; ignored: write e.g. 5 or 0.50"
+                )
+                continue
+            persona.daily_spend_cap = amount.quantize(Decimal("0.01"))
+            continue
+        if not raw.isdigit() or int(raw) < 1:
+            persona.warnings.append(
+                f"{where}: not a whole number of turns of at least 1; ignored: write e.g. 3"
+            )
+            continue
+        setattr(persona, attr, int(raw))
+
+
+def _spend_limits_text(persona) -> str:
+    lines = []
+    for key, attr in SPEND_KEYS.items():
+        value = getattr(persona, attr, None)
+        if value is not None:
+            lines.append(f"{key}: {value:.2f}" if attr == "daily_spend_cap" else f"{key}: {value}")
+    return "\n".join(lines)
 
 
 def _set_field(persona: Persona, heading: str, body: str, source: str) -> str | None:
@@ -394,6 +457,9 @@ def write_persona(persona) -> str:
         else:
             text = str(value)
         sections.append((heading, text))
+    limits = _spend_limits_text(persona)
+    if limits:
+        sections.append((SPEND_HEADING, limits))
     notes = getattr(persona, "flag_notes", None) or {}
     sections += [
         (heading, notes.get(heading, "")) for heading, attr in FLAG_FIELDS.items() if getattr(persona, attr)

@@ -7,6 +7,7 @@ Every variable is listed with its default and meaning in `.env.example`. A `.env
 from __future__ import annotations
 
 import sys
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import environ
@@ -65,6 +66,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 _proxy_header = env.str("SECURE_PROXY_SSL_HEADER", default="" if DEBUG else "HTTP_X_FORWARDED_PROTO")
 SECURE_PROXY_SSL_HEADER = (_proxy_header, "https") if _proxy_header else None
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Health probes come from the host or the proxy over plain http: they are answered, not redirected.
+SECURE_REDIRECT_EXEMPT = [r"^health/"]
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
@@ -275,6 +278,35 @@ CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
 # The gateway's planning watchdog (engine/watchdog.py): how long claimed planning may wait for a worker.
 CINDY_PLANNING_STALL_SECONDS = _positive_int("CINDY_PLANNING_STALL_SECONDS", 45)
+# Health (engine/health.py): a gateway whose loop has not finished a pass for this long has a stalled tick.
+CINDY_TICK_STALL_SECONDS = _positive_int("CINDY_TICK_STALL_SECONDS", 120)
+
+
+def _optional_usd(name: str) -> Decimal | None:
+    raw = env.str(name, default="").strip()
+    if not raw:
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value < 0:
+        raise ImproperlyConfigured(
+            f"{name} is {raw!r}: write an amount of US dollars, e.g. 20 or 7.50 (empty: no cap)"
+        )
+    return value
+
+
+# Spend brakes (engine/brakes.py): the whole installation's LLM cost per day (TIME_ZONE); empty: no cap.
+CINDY_DAILY_SPEND_CAP_USD = _optional_usd("CINDY_DAILY_SPEND_CAP_USD")
+# Retention (engine/retention.py): days each kind of row is kept (0: for good), and rows per batch.
+CINDY_RETAIN_ACTIVITY_DAYS = _positive_int("CINDY_RETAIN_ACTIVITY_DAYS", 30, minimum=0)
+CINDY_RETAIN_LLM_CALLS_DAYS = _positive_int("CINDY_RETAIN_LLM_CALLS_DAYS", 90, minimum=0)
+CINDY_RETAIN_SANDBOX_UPDATES_DAYS = _positive_int("CINDY_RETAIN_SANDBOX_UPDATES_DAYS", 7, minimum=0)
+CINDY_RETAIN_GRAPHS_DAYS = _positive_int("CINDY_RETAIN_GRAPHS_DAYS", 30, minimum=0)
+CINDY_PRUNE_BATCH = _positive_int("CINDY_PRUNE_BATCH", 500)
+# The bearer token Prometheus sends to read /metrics (empty: only verified staff can read it).
+CINDY_METRICS_TOKEN = env.str("CINDY_METRICS_TOKEN", default="")
 CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
 # Seconds after a message before the agent reads it (and plans); a burst within it costs one LLM call.

@@ -5,6 +5,9 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from cindy_site.health_views import health_live, health_ready
+from cindy_site.metrics_views import metrics
+
 urlpatterns = [
     # The site's front door is the dashboard (which sends a visitor who is not signed in to the login).
     path("", RedirectView.as_view(pattern_name="dashboard:index"), name="home"),
@@ -13,6 +16,11 @@ urlpatterns = [
     # admin.site is cindy_site.admin_site.CindyAdminSite (OTP required), see CindyAdminConfig.
     path("admin/", admin.site.urls),
     path("dashboard/", include("dashboard.urls")),
+    # For supervisors and load balancers: no login, and answered on plain http too (settings).
+    path("health/live", health_live, name="health_live"),
+    path("health/ready", health_ready, name="health_ready"),
+    # Prometheus: a bearer token (CINDY_METRICS_TOKEN) or a verified staff session.
+    path("metrics", metrics, name="metrics"),
 ]
 # MEDIA_ROOT is never served as a whole: media files go out only through views that require a
 # verified staff session (the admin's file views, the sandbox chat's photo view).

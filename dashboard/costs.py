@@ -18,6 +18,7 @@ from django.db.models.functions import TruncHour
 
 from cindy_site.clock import now
 from conversations.models import LLMCall
+from engine.retention import usage_daily_costs
 
 DAYS = 14
 #: Colour-blind-friendly series colours (Okabe-Ito), reused in order.
@@ -47,6 +48,12 @@ def daily_costs(*, days: int = DAYS, at: dt.datetime | None = None) -> dict[str,
             continue
         values = agents.setdefault(row["agent__name"] or "(no agent)", [Decimal("0")] * days)
         values[position] += row["cost"] or Decimal("0")
+    # LLM calls pruned by retention live on as daily totals (engine/retention.py).
+    for day, name, cost in usage_daily_costs(since=dates[0]):
+        position = index.get(day)
+        if position is not None:
+            values = agents.setdefault(name or "(no agent)", [Decimal("0")] * days)
+            values[position] += cost or Decimal("0")
     series = [
         {"name": name, "values": values, "total": sum(values, Decimal("0"))}
         for name, values in sorted(agents.items())

@@ -13,6 +13,8 @@ from dashboard import selectors
 from dashboard.access import verified_staff_required
 from dashboard.conversation_tools import conversation_header
 from dashboard.costs import cost_chart, daily_costs
+from engine.brakes import spend_alerts
+from engine.health import process_alerts
 from llm.conversation import conversation_history, history_start
 from llm.prompt import TurnContext, prompt_outline
 from llm.prompt.instructions import turn_context_from_graph
@@ -32,7 +34,8 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
         "last_event_id": selectors.last_event_id(),
     }
     chart = cost_chart(daily_costs())
-    return render(request, "dashboard/index.html", {"initial": initial, "chart": chart})
+    context = {"initial": initial, "chart": chart, "alerts": process_alerts() + spend_alerts()}
+    return render(request, "dashboard/index.html", context)
 
 
 @verified_staff_required

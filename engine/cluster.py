@@ -30,6 +30,7 @@ import datetime as dt
 import logging
 import os
 import signal
+import time
 import uuid
 from multiprocessing import Event, Process, Value
 from typing import Any
@@ -49,7 +50,10 @@ from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release
 from engine.apps import preload_task_modules
+from engine.health import beat_interval, host_name, process_beat, processes_forget_gone, redis_problem
 from engine.lifeline import die_with_parent_hook
+from engine.models import ProcessHeartbeat
+from engine.retention import HOUSEKEEPING_BUDGET_SECONDS, retention_run
 from llm.usage import llm_calls_mark_interrupted
 
 logger = logging.getLogger("engine.workers")
@@ -76,11 +80,23 @@ class GuardedSentinel(Sentinel):
         self.gateway_id = gateway_id
         self.replacements = 0
         self._since_housekeeping = HOUSEKEEPING_SECONDS  # run it on the first guard cycle
+        self._beat_at: float | None = None  # monotonic; None: write the health row on the first cycle
+        self.health_name = f"workers:{host_name()}:{os.getpid()}"
         super().__init__(Event(), Event(), uuid.uuid4(), start=False)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._kill_and_exit)
 
     def start(self) -> None:
+        try:
+            gone = processes_forget_gone(kind=ProcessHeartbeat.Kind.WORKERS)
+            if gone:
+                logger.info(
+                    "removed the health rows of worker pools gone from this host: %s", ", ".join(gone)
+                )
+        except Exception:
+            logger.exception("could not tidy the health rows")
+        finally:
+            db.connections.close_all()
         if settings.CINDY_PRELOAD_TASK_MODULES:
             modules = preload_task_modules()
             logger.info("task workers preloaded the LLM stack (%s)", ", ".join(modules) or "no provider")
@@ -202,6 +218,27 @@ class GuardedSentinel(Sentinel):
             llm_calls_mark_interrupted(started_before=cutoff)
         except Exception:
             logger.exception("could not close interrupted LLM calls")
+        try:
+            report = retention_run(budget_seconds=HOUSEKEEPING_BUDGET_SECONDS)
+            if report.batches:
+                logger.info("pruned old rows: %s", report.describe())
+        except Exception:
+            logger.exception("could not prune old rows")
+        finally:
+            db.connections.close_all()
+
+    def beat(self) -> None:
+        """Write this pool's health row (engine/health.py); a row going stale is how health sees it gone."""
+        try:
+            process_beat(
+                name=self.health_name,
+                kind=ProcessHeartbeat.Kind.WORKERS,
+                serves=self.gateway_id,
+                workers=sum(1 for p in self.pool if p.is_alive()),
+                problem=redis_problem(),
+            )
+        except Exception:
+            logger.exception("could not write the task workers' health row")
         finally:
             db.connections.close_all()
 
@@ -220,5 +257,8 @@ class GuardedSentinel(Sentinel):
             if self._since_housekeeping >= HOUSEKEEPING_SECONDS:
                 self._since_housekeeping = 0.0
                 self.housekeeping()
+            if self._beat_at is None or time.monotonic() - self._beat_at >= beat_interval():
+                self._beat_at = time.monotonic()
+                self.beat()
             Stat(self).save()
             self.stop_event.wait(cycle)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import os
 import secrets
@@ -35,6 +36,7 @@ from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
 from engine.clients import AgentClient, clients_quiet
 from engine.dispatch import PlanningDispatch, enqueue_received
+from engine.health import gateway_forget, processes_forget_gone
 from engine.heartbeat import LeaseKeeper
 from engine.ingest import ingest_updates, reconcile
 from engine.initiative_steps import InitiativeSteps
@@ -46,6 +48,7 @@ from engine.leases import (
     phone_refusal,
     record_phone_refusal,
 )
+from engine.models import ProcessHeartbeat
 from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
 from engine.responsiveness import agents_asleep
 from engine.runner import run_node
@@ -104,6 +107,7 @@ class Gateway(
         # The last pass's enabled agents: id → (row as the driver returned it, the Agent built from it).
         self._agent_rows: dict[int, tuple[tuple, Agent]] = {}
         self._connections_checked_at: float | None = None  # monotonic; None: check at the first pass
+        self.pass_at: dt.datetime | None = None  # when run_once last finished, for the health row
 
     # --- leases -----------------------------------------------------------------------------------
 
@@ -445,7 +449,18 @@ class Gateway(
             except Exception:
                 logger.exception("gateway step %s failed", step.__name__)
         await sync_to_async(self._close_old_connections)()
+        self.pass_at = now()
         return did
+
+    def health_state(self) -> dict:
+        """What the gateway's health row reports (engine/health.py)."""
+        watchdog = self._watchdog_state()
+        return {
+            "pass_at": self.pass_at,
+            "renewed_at": self.renewed_at,
+            "held": len(self.clients),
+            "stalled_since": watchdog["stalled_at"] if watchdog["stalled_agents"] else None,
+        }
 
     def _close_old_connections(self) -> None:
         """Django's `close_old_connections`, at most every CONNECTION_CHECK_SECONDS, and after any pass
@@ -471,6 +486,12 @@ class Gateway(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop)
         logger.info("gateway %s starting", self.gateway_id)
+        try:
+            gone = await sync_to_async(processes_forget_gone)(kind=ProcessHeartbeat.Kind.GATEWAY)
+            if gone:
+                logger.info("removed the health rows of gateways gone from this host: %s", ", ".join(gone))
+        except Exception as exc:
+            logger.warning("could not tidy the health rows: %r", exc)
         # The heartbeat runs beside the steps, not between them: see engine/heartbeat.py.
         heartbeat = asyncio.create_task(self.heartbeat_forever(), name="lease heartbeat")
         # Our own writes wake no gateway: after a pass that did work the loop runs another at once.
@@ -488,8 +509,18 @@ class Gateway(
                     heartbeat.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await heartbeat
+                    await self._forget_health_row()
                     if self.wake is not None:
                         await self.wake.stop()
+
+    async def _forget_health_row(self) -> None:
+        """Stopped cleanly: remove our health row (and our workers'), once no write of it is in flight."""
+        if self._beat is not None:
+            await asyncio.wait({self._beat})
+        try:
+            await sync_to_async(gateway_forget)(gateway_id=self.gateway_id)
+        except Exception as exc:
+            logger.warning("could not remove the gateway's health row: %r", exc)
 
     def request_stop(self) -> None:
         if not self.stopping.is_set():

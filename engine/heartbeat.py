@@ -15,6 +15,7 @@ take the agent over, and two connections of one Telegram account get its key rev
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import functools
 import logging
 from collections.abc import Callable
@@ -24,9 +25,11 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 
-from cindy_site.clock import get_clock
+from cindy_site.clock import get_clock, now
 from engine.clients import AgentClient
+from engine.health import beat_interval, process_beat, redis_problem
 from engine.leases import lease_heartbeat
+from engine.models import ProcessHeartbeat
 
 logger = logging.getLogger("engine.gateway")
 
@@ -71,10 +74,17 @@ class LeaseKeeper:
     isolated_heartbeat: bool = True
     _last_heartbeat: float = 0.0
     _renewal: asyncio.Future | None = None
+    #: The gateway's health row (engine/health.py): the last write started, and the one in flight.
+    _last_beat: float | None = None
+    _beat: asyncio.Future | None = None
+    #: When the leases were last renewed (wall clock), for the health row.
+    renewed_at: dt.datetime | None = None
 
     if TYPE_CHECKING:  # provided by Gateway
 
         async def _drop(self, agent_id: int, reason: str, **kwargs: Any) -> None: ...
+
+        def health_state(self) -> dict[str, Any]: ...
 
     def _db(self, fn: Callable[..., Any], *, isolated: bool = False) -> Callable[..., Any]:
         """`fn` as a coroutine. Isolated calls use their own connection in a pool thread, never the ORM
@@ -90,7 +100,32 @@ class LeaseKeeper:
                 await self.step_heartbeat()
             except Exception:
                 logger.exception("lease heartbeat failed")
+            self.start_beat()
             await self._pause(self._heartbeat_wait())
+
+    def start_beat(self) -> bool:
+        """Write the gateway's health row when due, in the background: a write stuck on the database
+        must not hold up the fence. Returns whether it started one."""
+        at = get_clock().monotonic()
+        if self._last_beat is not None and at - self._last_beat < beat_interval():
+            return False
+        if self._beat is not None and not self._beat.done():
+            return False
+        self._last_beat = at
+        self._beat = asyncio.ensure_future(self._write_beat())
+        return True
+
+    async def _write_beat(self) -> None:
+        try:
+            problem = await asyncio.to_thread(redis_problem)
+            await self._db(process_beat, isolated=True)(
+                name=self.gateway_id,
+                kind=ProcessHeartbeat.Kind.GATEWAY,
+                problem=problem,
+                **self.health_state(),
+            )
+        except Exception as exc:  # the row going stale is how health sees a gateway cut off
+            logger.warning("could not write the gateway's health row: %r", exc)
 
     async def _pause(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -133,6 +168,7 @@ class LeaseKeeper:
         except Exception as exc:  # the database is away: the fence decides when to let go
             logger.warning("could not renew the agent leases: %r", exc)
             return
+        self.renewed_at = now()
         for agent_id in held:
             client = self.clients.get(agent_id)
             if client is None:

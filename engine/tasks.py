@@ -19,6 +19,7 @@ from conversations.services.activity import record_event
 from conversations.services.graph_finish import graph_finish_if_complete
 from conversations.services.graphs import PlannedNode, graph_append_plan
 from conversations.services.nodes import node_defer, node_fail
+from engine.brakes import brake_hold
 from engine.schedule_planning import schedule_retry_after_config_error
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
 from memory.services.stored import stored_entry_apply
@@ -53,6 +54,9 @@ def run_received(node_id: int, owner: str | None = None) -> str:
         owner = node.lease_owner
     elif node.lease_owner != owner:
         return f"node {node_id} is held by another claim now; this task is stale, nothing to do"
+    braked = brake_hold(node_id=node_id, owner=owner)  # engine/brakes.py: caps and rate limits
+    if braked:
+        return f"node {node_id}: not planned: {braked}"
     from llm.planning import plan_turn  # imported here: the LLM stack loads only on workers
 
     try:

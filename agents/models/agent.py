@@ -5,6 +5,9 @@ This app knows nothing about conversations; the engine sits on top of it.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -33,6 +36,27 @@ class Agent(models.Model):
     start_typing_delay = models.FloatField(null=True, blank=True, help_text="Seconds, 1 to 3600")
     typing_speed = models.FloatField(null=True, blank=True, help_text="Characters per second, 1 to 1000")
     telegram_id = models.BigIntegerField(null=True, blank=True, help_text="From the persona file")
+    # Spend brakes (engine/brakes.py), the persona's optional "# Spend Limits" section.
+    daily_spend_cap = models.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="USD per day (TIME_ZONE); planning stops once today's LLM cost reaches it. Empty: no cap",
+    )
+    partner_turns_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Planning turns (LLM calls) per conversation per minute; more wait. Empty: no limit",
+    )
+    partner_turns_per_day = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Planning turns per conversation per day (TIME_ZONE); more wait for the next day. Empty: no limit",
+    )
     disabled = models.BooleanField(default=False)
     gagged = models.BooleanField(default=False)
     reset_context_on_first_message = models.BooleanField(default=False)

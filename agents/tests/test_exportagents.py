@@ -131,3 +131,29 @@ def test_export_refuses_a_persona_that_would_not_read_back(tmp_path):
     Agent.objects.filter(name="Otto").update(instructions="Hello\n# Oops")
     with pytest.raises(CommandError, match='Otto: "Agent Instructions" has the line "# Oops"'):
         call_command("exportagents", str(tmp_path / "out"), stdout=io.StringIO())
+
+
+def test_spend_limits_round_trip_through_export_and_import(tmp_path):
+    from decimal import Decimal
+
+    config_import(dirs=build_config_dirs(tmp_path))
+    Agent.objects.filter(name="Heidi").update(
+        daily_spend_cap=Decimal("2.50"), partner_turns_per_minute=3, partner_turns_per_day=200
+    )
+    out = tmp_path / "exported"
+    config_export(out_dir=out)
+    text = (out / "agents/Heidi.md").read_text()
+    assert (
+        "# Spend Limits\n\nDaily Cap USD: 2.50\nTurns Per Partner Per Minute: 3\nTurns Per Partner Per Day: 200\n"
+        in text
+    )
+    assert "# Spend Limits" not in (out / "agents/Otto.md").read_text()
+    wipe()
+    report = config_import(dirs=configured_dirs([str(out)]))
+    assert report.errors == []
+    heidi = Agent.objects.get(name="Heidi")
+    assert (heidi.daily_spend_cap, heidi.partner_turns_per_minute, heidi.partner_turns_per_day) == (
+        Decimal("2.50"),
+        3,
+        200,
+    )

@@ -375,3 +375,25 @@ def test_original_parser_cases_read_the_same():
     assert p.instructions == "You are Olivia.\n\n## Scenario\n\nA church.\n\n## First Message\n\nWelcome!"
     assert p.disabled is True
     assert p.warnings == []
+
+
+def test_spend_limits_are_read_and_a_bad_line_is_ignored_with_a_warning():
+    from decimal import Decimal
+
+    from agents.persona import parse_persona, write_persona
+
+    text = (
+        "# Agent Name\nWendy\n\n# Agent Phone\n+15551234567\n\n# Spend Limits\nDaily Cap USD: $0.5\n"
+        "Turns Per Partner Per Day: many\nTurns Per Partner Per Minute: 2\n\n# Agent Instructions\nBe kind.\n"
+    )
+    persona = parse_persona(text, source="agents/Wendy.md")
+    assert (persona.daily_spend_cap, persona.partner_turns_per_minute, persona.partner_turns_per_day) == (
+        Decimal("0.50"),
+        2,
+        None,
+    )
+    assert persona.warnings == [
+        'agents/Wendy.md: "Spend Limits" line "Turns Per Partner Per Day: many": not a whole number of '
+        "turns of at least 1; ignored: write e.g. 3"
+    ]
+    assert parse_persona(write_persona(persona)) == persona

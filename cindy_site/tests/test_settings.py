@@ -51,3 +51,18 @@ def test_a_bad_operator_id_list_names_the_variable_and_the_fix():
     )
     assert result.returncode != 0
     assert "CINDY_OPERATOR_IDS is '123,alice': use comma-separated Telegram user ids" in result.stderr
+
+
+def test_a_bad_installation_spend_cap_names_the_variable_and_the_fix():
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CINDY_DAILY_SPEND_CAP_USD": "ten dollars"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import cindy_site.settings"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert (
+        "CINDY_DAILY_SPEND_CAP_USD is 'ten dollars': write an amount of US dollars, e.g. 20 or 7.50"
+        in result.stderr
+    )

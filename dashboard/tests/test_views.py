@@ -106,3 +106,31 @@ def test_usage_today_ignores_calls_from_yesterday(sandbox_agent, clock, settings
     )
     clock.advance(hours=24)
     assert selectors.llm_usage_today() == []
+
+
+def test_a_gateway_that_stopped_reporting_shows_as_an_alert(verified, clock, settings):
+    from engine.health import process_beat
+    from engine.models import ProcessHeartbeat
+
+    process_beat(name="gw-1", kind=ProcessHeartbeat.Kind.GATEWAY, pass_at=clock.now())
+    process_beat(name="workers:h:1", kind=ProcessHeartbeat.Kind.WORKERS, workers=1)
+    assert 'id="health-alerts"' not in verified.client.get("/dashboard/").content.decode()
+    clock.advance(settings.CINDY_LEASE_SECONDS + 5)
+    process_beat(name="workers:h:1", kind=ProcessHeartbeat.Kind.WORKERS, workers=1)
+    html = verified.client.get("/dashboard/").content.decode()
+    assert 'id="health-alerts"' in html
+    assert "gateway gw-1 (pid" in html and f"no heartbeat for {settings.CINDY_LEASE_SECONDS + 5} s" in html
+
+
+def test_an_agent_at_its_daily_spend_cap_shows_as_an_alert(verified, sandbox_agent, clock):
+    sandbox_agent.daily_spend_cap = Decimal("0.10")
+    sandbox_agent.save()
+    LLMCall.objects.create(
+        created=now(), agent=sandbox_agent, provider="gemini", model="gemini-3-flash", cost=Decimal("0.09")
+    )
+    assert "spend cap reached" not in verified.client.get("/dashboard/").content.decode()
+    LLMCall.objects.create(
+        created=now(), agent=sandbox_agent, provider="gemini", model="gemini-3-flash", cost=Decimal("0.01")
+    )
+    html = verified.client.get("/dashboard/").content.decode()
+    assert "spend cap reached: Wendy spent $0.10 of its daily $0.10" in html

@@ -1,0 +1,343 @@
+"""Prometheus metrics, computed from the database when `/metrics` is scraped.
+
+Gateways and task workers write everything they do to the database already (messages, task nodes,
+LLM calls, activity events, leases, health rows), so the web process reads the whole installation's
+state from there at scrape time, whichever process did the work and however many run: nothing is
+kept in memory, and nothing is lost when a process restarts. Each family below is one aggregate
+query.
+
+Counters (`*_total`) count the rows still stored; the LLM families add the daily totals of calls
+pruned by retention (engine/retention.py), so they keep growing. The message, turn and activity
+counters drop when retention deletes rows, which Prometheus reads as a counter reset (`rate()` and
+`increase()` handle it). Histograms are cumulative over the stored LLM calls. The reply latency is a
+gauge over the last REPLY_WINDOW_SECONDS.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from decimal import Decimal
+
+from django.db.models import Count, Min, Q, Sum
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from cindy_site.clock import now
+
+#: LLM call latency buckets, in seconds.
+LLM_LATENCY_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+#: The reply latency gauges cover replies finished within this window.
+REPLY_WINDOW_SECONDS = 3600
+#: Activity kinds counted as errors.
+ERROR_KINDS = ("node_failed", "node_retried", "agent_error", "policy_refused")
+#: Graph triggers that answer someone's message: their first send is a reply.
+REPLY_TRIGGERS = ("message", "new_conversation")
+
+
+def _name(value: str | None) -> str:
+    return value or ""
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The nearest-rank quantile of sorted `values`."""
+    rank = max(int(-(-q * len(values) // 1)) - 1, 0)
+    return values[min(rank, len(values) - 1)]
+
+
+class DatabaseCollector(Collector):
+    """Every `cindy_*` family, read from the database at collect time."""
+
+    def __init__(self, *, at: dt.datetime | None = None) -> None:
+        self.at = at
+
+    def collect(self) -> Iterator[Metric]:
+        at = self.at or now()
+        yield self.messages()
+        yield self.turns()
+        yield from self.llm_calls()
+        yield self.llm_latency()
+        yield from self.reply_latency(at)
+        yield from self.queue(at)
+        yield self.leases(at)
+        yield from self.activity()
+        yield from self.processes(at)
+
+    @staticmethod
+    def messages() -> Metric:
+        from conversations.models import Message
+
+        family = CounterMetricFamily(
+            "cindy_messages",
+            "Messages stored, per agent and direction (in: received; out: sent by the agent)",
+            labels=["agent", "direction"],
+        )
+        rows = (
+            Message.objects.filter(is_service=False)
+            .values("conversation__agent__name", "is_agent")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        for row in rows:
+            direction = "out" if row["is_agent"] else "in"
+            family.add_metric([row["conversation__agent__name"], direction], row["n"])
+        return family
+
+    @staticmethod
+    def turns() -> Metric:
+        from conversations.models import NodeKind, NodeStatus, TaskNode
+
+        family = CounterMetricFamily(
+            "cindy_turns",
+            "Planning turns finished, per agent and outcome (done, failed, cancelled)",
+            labels=["agent", "outcome"],
+        )
+        finished = (NodeStatus.DONE, NodeStatus.FAILED, NodeStatus.CANCELLED)
+        rows = (
+            TaskNode.objects.filter(kind=NodeKind.RECEIVED, status__in=finished)
+            .values("agent__name", "status")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        for row in rows:
+            family.add_metric([row["agent__name"], row["status"]], row["n"])
+        return family
+
+    @staticmethod
+    def llm_calls() -> Iterator[Metric]:
+        from conversations.models import LLMCall
+        from engine.models import LLMUsageDaily
+
+        calls = CounterMetricFamily(
+            "cindy_llm_calls",
+            "LLM calls, per agent, provider, model, purpose and status",
+            labels=["agent", "provider", "model", "purpose", "status"],
+        )
+        tokens = CounterMetricFamily(
+            "cindy_llm_tokens",
+            "LLM tokens, per agent, provider, model and type (input, cached, output, thinking)",
+            labels=["agent", "provider", "model", "type"],
+        )
+        cost = CounterMetricFamily(
+            "cindy_llm_cost_usd",
+            "LLM cost in USD, per agent, provider and model",
+            labels=["agent", "provider", "model"],
+        )
+        rows = (
+            LLMCall.objects.values("agent__name", "provider", "model", "purpose", "status")
+            .annotate(
+                n=Count("id"),
+                input=Sum("input_tokens"),
+                cached=Sum("cached_tokens"),
+                output=Sum("output_tokens"),
+                thinking=Sum("thinking_tokens"),
+                cost=Sum("cost"),
+            )
+            .order_by()
+        )
+        by_model: dict[tuple[str, str, str], dict[str, Decimal | int]] = {}
+        for row in rows:
+            key = (_name(row["agent__name"]), row["provider"], row["model"])
+            calls.add_metric([*key, row["purpose"], row["status"]], row["n"])
+            sums = by_model.setdefault(key, {"input": 0, "cached": 0, "output": 0, "thinking": 0, "cost": 0})
+            for field in sums:
+                sums[field] += row[field] or 0
+        # Calls pruned by retention live on as daily totals: counted here, so the counters keep growing.
+        pruned = (
+            LLMUsageDaily.objects.values("agent__name", "provider", "model")
+            .annotate(
+                n=Sum("calls"),
+                input=Sum("input_tokens"),
+                cached=Sum("cached_tokens"),
+                output=Sum("output_tokens"),
+                thinking=Sum("thinking_tokens"),
+                cost=Sum("cost"),
+            )
+            .order_by()
+        )
+        for row in pruned:
+            key = (_name(row["agent__name"]), row["provider"], row["model"])
+            calls.add_metric([*key, "", "pruned"], row["n"] or 0)
+            sums = by_model.setdefault(key, {"input": 0, "cached": 0, "output": 0, "thinking": 0, "cost": 0})
+            for field in sums:
+                sums[field] += row[field] or 0
+        for key, sums in sorted(by_model.items()):
+            for kind in ("input", "cached", "output", "thinking"):
+                tokens.add_metric([*key, kind], sums[kind])
+            cost.add_metric(list(key), float(sums["cost"]))
+        yield calls
+        yield tokens
+        yield cost
+
+    @staticmethod
+    def llm_latency() -> Metric:
+        from conversations.models import LLMCall
+
+        family = HistogramMetricFamily(
+            "cindy_llm_latency_seconds",
+            "LLM call latency (finished calls), per provider and model",
+            labels=["provider", "model"],
+        )
+        buckets = {
+            f"le_{i}": Count("id", filter=Q(latency_ms__lte=b * 1000))
+            for i, b in enumerate(LLM_LATENCY_BUCKETS)
+        }
+        rows = (
+            LLMCall.objects.exclude(status__in=(LLMCall.Status.PENDING, LLMCall.Status.INTERRUPTED))
+            .values("provider", "model")
+            .annotate(n=Count("id"), total_ms=Sum("latency_ms"), **buckets)
+            .order_by("provider", "model")
+        )
+        for row in rows:
+            counts = [(str(b), row[f"le_{i}"]) for i, b in enumerate(LLM_LATENCY_BUCKETS)]
+            family.add_metric(
+                [row["provider"], row["model"]],
+                buckets=[*counts, ("+Inf", row["n"])],
+                sum_value=(row["total_ms"] or 0) / 1000,
+            )
+        return family
+
+    @staticmethod
+    def reply_latency(at: dt.datetime) -> Iterator[Metric]:
+        """From a message's turn starting (its graph made at ingest) to the agent's first send of it."""
+        from conversations.models import NodeKind, NodeStatus, TaskNode
+
+        latency = GaugeMetricFamily(
+            "cindy_reply_latency_seconds",
+            f"From a message arriving to the agent's reply, over the replies of the last "
+            f"{REPLY_WINDOW_SECONDS} s, per agent (quantile 0.5, 0.95, 1)",
+            labels=["agent", "quantile"],
+        )
+        replies = GaugeMetricFamily(
+            "cindy_replies_recent",
+            f"Replies sent in the last {REPLY_WINDOW_SECONDS} s, per agent",
+            labels=["agent"],
+        )
+        rows = (
+            TaskNode.objects.filter(
+                kind=NodeKind.SEND,
+                status=NodeStatus.DONE,
+                finished__gte=at - dt.timedelta(seconds=REPLY_WINDOW_SECONDS),
+                graph__trigger__in=REPLY_TRIGGERS,
+            )
+            .values("graph_id", "agent__name", "graph__created")
+            .annotate(first=Min("finished"))
+            .order_by()
+        )
+        per_agent: dict[str, list[float]] = {}
+        for row in rows:
+            seconds = max((row["first"] - row["graph__created"]).total_seconds(), 0.0)
+            per_agent.setdefault(row["agent__name"], []).append(seconds)
+        for agent, values in sorted(per_agent.items()):
+            values.sort()
+            for q in (0.5, 0.95, 1.0):
+                latency.add_metric([agent, str(q)], _quantile(values, q))
+            replies.add_metric([agent], len(values))
+        yield latency
+        yield replies
+
+    @staticmethod
+    def queue(at: dt.datetime) -> Iterator[Metric]:
+        from conversations.models import NodeStatus, TaskNode
+
+        depth = GaugeMetricFamily(
+            "cindy_queue_depth",
+            "Task nodes waiting (pending) or in hand (running), per kind",
+            labels=["kind", "status"],
+        )
+        oldest = GaugeMetricFamily(
+            "cindy_oldest_pending_node_age_seconds",
+            "How long the oldest pending node that may run now has been due, per kind",
+            labels=["kind"],
+        )
+        rows = (
+            TaskNode.objects.filter(status__in=(NodeStatus.PENDING, NodeStatus.RUNNING))
+            .values("kind", "status")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        for row in rows:
+            depth.add_metric([row["kind"], row["status"]], row["n"])
+        due = (
+            TaskNode.objects.filter(status=NodeStatus.PENDING, not_before__lte=at)
+            .values("kind")
+            .annotate(first=Min("not_before"))
+            .order_by()
+        )
+        for row in due:
+            oldest.add_metric([row["kind"]], max((at - row["first"]).total_seconds(), 0.0))
+        yield depth
+        yield oldest
+
+    @staticmethod
+    def leases(at: dt.datetime) -> Metric:
+        from agents.models import Agent, AgentLease
+
+        family = GaugeMetricFamily(
+            "cindy_agent_driven",
+            "1 when a gateway holds the agent's live lease (holder: that gateway), 0 for an enabled, "
+            "not stopped agent that no gateway drives",
+            labels=["agent", "holder"],
+        )
+        held = dict(AgentLease.objects.filter(expires_at__gte=at).values_list("agent_id", "holder"))
+        for pk, name, disabled, stopped in Agent.objects.values_list(
+            "pk", "name", "disabled", "stopped"
+        ).order_by("name"):
+            if pk in held:
+                family.add_metric([name, held[pk]], 1)
+            elif not (disabled or stopped):
+                family.add_metric([name, ""], 0)
+        return family
+
+    @staticmethod
+    def activity() -> Iterator[Metric]:
+        from conversations.models import ActivityEvent
+
+        floods = CounterMetricFamily(
+            "cindy_flood_waits", "Telegram flood waits that deferred an action, per agent", labels=["agent"]
+        )
+        errors = CounterMetricFamily(
+            "cindy_errors",
+            "Errors in the activity stream, per agent and kind (node_failed, node_retried, agent_error, "
+            "policy_refused)",
+            labels=["agent", "kind"],
+        )
+        rows = (
+            ActivityEvent.objects.filter(
+                Q(kind__in=ERROR_KINDS)
+                | Q(kind=ActivityEvent.Kind.NODE_DEFERRED, summary__contains=": flood wait: ")
+            )
+            .values("agent__name", "kind")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        for row in rows:
+            agent = _name(row["agent__name"])
+            if row["kind"] == ActivityEvent.Kind.NODE_DEFERRED:
+                floods.add_metric([agent], row["n"])
+            else:
+                errors.add_metric([agent, row["kind"]], row["n"])
+        yield floods
+        yield errors
+
+    @staticmethod
+    def processes(at: dt.datetime) -> Iterator[Metric]:
+        from engine.health import host_name, process_problems
+        from engine.models import ProcessHeartbeat
+
+        up = GaugeMetricFamily(
+            "cindy_process_up",
+            "1 when a gateway or task worker pool reports and has no problem (manage.py health), else 0",
+            labels=["kind", "name"],
+        )
+        age = GaugeMetricFamily(
+            "cindy_process_heartbeat_age_seconds",
+            "Seconds since a gateway or task worker pool last wrote its health row",
+            labels=["kind", "name"],
+        )
+        local = host_name()
+        for row in ProcessHeartbeat.objects.all():
+            up.add_metric([row.kind, row.name], 0 if process_problems(row, at=at, local_host=local) else 1)
+            age.add_metric([row.kind, row.name], max((at - row.beat_at).total_seconds(), 0.0))
+        yield up
+        yield age
