@@ -32,13 +32,21 @@ class Player:
         self.scenario = scenario
         self.seen: dict[str, int] = {}  # person -> id of the last agent message checked in their chat
         self.failures: list[str] = []
+        self.stopped = False  # a turn went wrong and the scenario stopped there
 
     def play(self) -> None:
         stage, scenario = self.stage, self.scenario
         start = stage.log_offset()
         stage.script(scenario)
-        for turn in scenario.turns:
-            self.turn(turn)
+        try:
+            for turn in scenario.turns:
+                if not self.turn(turn):
+                    break
+        except Exception:
+            stage.close_active(scenario)
+            raise
+        if self.stopped:
+            stage.close_active(scenario)
         report = health(
             stage.db, stage.conversation_ids(scenario), stage.log_since(start), expected=scenario.logs
         )
@@ -49,17 +57,28 @@ class Player:
         ]
         assert not self.failures, f"{scenario.path.name}:\n- " + "\n- ".join(self.failures)
 
-    def turn(self, turn: Turn) -> None:
+    def turn(self, turn: Turn) -> bool:
+        """Play one turn and check it; False when something failed or retried (the rest would wait on
+        work that will not come)."""
         stage, scenario = self.stage, self.scenario
         at = f"turn {turn.number}"
         if turn.trigger == "message":
             stage.say(scenario, turn)
+        elif turn.trigger == "nudge":
+            stage.nudge(scenario, turn)
         wait(
-            lambda: self._consumed(turn),
+            lambda: self._consumed(turn) or self._troubled(),
             f"{scenario.name} {at}: the LLM requests of this turn",
             stage,
         )
-        wait(lambda: not stage.busy(scenario), f"{scenario.name} {at}: its graphs to finish", stage)
+        wait(
+            lambda: not stage.busy(scenario) or self._troubled(),
+            f"{scenario.name} {at}: its graphs to finish",
+            stage,
+        )
+        if self._troubled():
+            self.stopped = True
+            self.failures.append(f"{at}: a node failed or retried; the scenario stopped here")
         served = stage.requests_of(scenario, turn)
         if len(served) != len(turn.replies):
             self.failures.append(f"{at}: {len(served)} LLM request(s), the script has {len(turn.replies)}")
@@ -70,7 +89,22 @@ class Player:
         for text in turn.prompt_has:
             if text not in first:
                 self.failures.append(f"{at}: the prompt does not show {text!r}")
+        last = served[-1].text if len(served) > 1 else ""
+        for text in turn.retrieved_has:
+            if text not in last:
+                self.failures.append(f"{at}: the prompt after the retrieve does not show {text!r}")
         self._check_effects(turn, at)
+        return not self.stopped
+
+    def _troubled(self) -> bool:
+        ids = self.stage.conversation_ids(self.scenario)
+        if not ids:
+            return False
+        rows = self.stage.db.query(
+            "SELECT COUNT(*) FROM conversations_activityevent WHERE kind IN ('node_failed', 'node_retried', "
+            f"'graph_deleted') AND conversation_id IN ({', '.join(map(str, ids))})"
+        )
+        return rows[0][0] > 0
 
     def _consumed(self, turn: Turn) -> bool:
         return len(self.stage.requests_of(self.scenario, turn)) >= len(turn.replies)

@@ -10,11 +10,14 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     telegram = true                  # optional: also run on the MTProto stand-in (Telegram kinds only)
 
     [[turn]]
-    say = "Hello"                    # the person's message (or: trigger = "xsend" | "event")
+    say = "Hello"                    # the person's message, or a turn started otherwise:
+    # trigger = "xsend" | "event"    #   by the agent's own xsend or event (the turn waits for it), or
+    # trigger = "nudge"              #   by an operator's nudge (the admin's XSend), with `intent = "..."`
     as = "Ada"                       # optional: whose chat this turn is in
     reply = [{kind = "send", text = "Hi!"}]            # what the LLM stand-in answers
     after_retrieve = [{kind = "send", text = "..."}]   # optional: its answer once pages were fetched
     prompt_has = ["..."]             # text this turn's prompt must show
+    retrieved_has = ["..."]          # text the prompt after the retrieve must show
     sends = ["Hi!"]                  # the agent's new lines in this chat, in order
     reaction = "👍"                  # the agent's reaction on the person's last message
     photo = "AgADCanalPhoto5.png"    # a library file the agent sent here, its description unchanged
@@ -30,13 +33,13 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
-TRIGGERS = ("message", "xsend", "event")
+TRIGGERS = ("message", "xsend", "event", "nudge")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
 _SCENARIO_KEYS = {"persona", "about", "people", "library", "logs", "telegram", "turn"}
 _TURN_KEYS = {
@@ -45,7 +48,9 @@ _TURN_KEYS = {
     "trigger",
     "reply",
     "after_retrieve",
+    "intent",
     "prompt_has",
+    "retrieved_has",
     "sends",
     "reaction",
     "photo",
@@ -65,7 +70,9 @@ class Turn:
     trigger: str
     say: str
     replies: tuple[list[dict[str, Any]], ...]  # the stand-in's answers to this turn's requests, in order
+    intent: str = ""
     prompt_has: tuple[str, ...] = ()
+    retrieved_has: tuple[str, ...] = ()
     sends: tuple[str, ...] | None = None
     reaction: str = ""
     photo: str = ""
@@ -87,7 +94,6 @@ class Scenario:
     library: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
     telegram: bool = False
-    _suffix: str = field(default="", repr=False)
 
     @property
     def name(self) -> str:
@@ -150,8 +156,10 @@ def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Tu
     if (trigger == "message") != bool(say):
         raise ScenarioError(
             f'{at}: a turn either says something (say = "...") or waits for a trigger '
-            '(trigger = "xsend" or "event"), not both or neither'
+            '(trigger = "xsend", "event" or "nudge"), not both or neither'
         )
+    if raw.get("intent") and trigger != "nudge":
+        raise ScenarioError(f'{at}: intent is for an operator\'s nudge: add trigger = "nudge" or remove it')
     replies = [_reply(at, "reply", raw.get("reply"))]
     if "after_retrieve" in raw:
         replies.append(_reply(at, "after_retrieve", raw["after_retrieve"]))
@@ -165,7 +173,9 @@ def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Tu
         trigger=trigger,
         say=say,
         replies=tuple(replies),
+        intent=str(raw.get("intent", "")),
         prompt_has=tuple(_strings(at, "prompt_has", raw.get("prompt_has", []))),
+        retrieved_has=tuple(_strings(at, "retrieved_has", raw.get("retrieved_has", []))),
         sends=None if sends is None else tuple(_strings(at, "sends", sends)),
         reaction=str(raw.get("reaction", "")),
         photo=str(raw.get("photo", "")),

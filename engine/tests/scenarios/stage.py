@@ -224,6 +224,34 @@ class Stage:
     def say(self, scenario: Scenario, turn: Turn) -> None:
         manage(self.env, "sandbox", "say", scenario.persona, turn.say, "--as", scenario.user(turn.person))
 
+    def nudge(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator's nudge of the person's chat, as the admin's XSend action makes it."""
+        manage(
+            self.env,
+            "shell",
+            "-c",
+            "from conversations.models import Conversation\n"
+            "from conversations.services.initiative import conversation_nudge\n"
+            f"conversation = Conversation.objects.get(agent_id={self.agent_ids[scenario.persona]}, "
+            f"peer_id={self.user_id(scenario.user(turn.person))})\n"
+            f"conversation_nudge(conversation=conversation, intent={turn.intent!r}, operator='scenario')",
+        )
+
+    def close_active(self, scenario: Scenario) -> None:
+        """Cancel what a failed scenario left running, so it does not run on into the next one."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return
+        manage(
+            self.env,
+            "shell",
+            "-c",
+            "from conversations.models import TaskGraph\n"
+            "from conversations.services.graphs import graph_close\n"
+            f"for graph in TaskGraph.objects.filter(conversation_id__in={ids}, status='active'):\n"
+            "    graph_close(graph=graph, status='cancelled', reason='the scenario ended')",
+        )
+
     # --- reading the world --------------------------------------------------------------------------
 
     def user_id(self, name: str) -> int:
