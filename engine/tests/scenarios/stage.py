@@ -3,7 +3,7 @@ sample personas imported, and the LLM stand-in answering each chat from the scen
 
 One stage serves every scenario of a test run (per database): the scenarios' people have names of
 their own (`Ada orla_memory`), so their chats never meet, and the stand-in tells the chats apart by
-the name the prompt's "Channel Details" shows. Waiting is bounded polling of the database.
+the id the prompt's "Channel Details" shows (the person's user id). Waiting is bounded polling of the database.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ SAMPLES = Path(settings.BASE_DIR) / "samples"
 CONFIGDIR = Path(settings.BASE_DIR) / "configdir"
 #: Seconds a turn may take, from the person's message to the last of its effects.
 TURN_DEADLINE = 90
-_CHANNEL_NAME = re.compile(r"# Channel Details\n\n(?:- .*\n)*?- Name: (?P<name>.+)")
+_CHANNEL_ID = re.compile(r"# Channel Details\n\n(?:- .*\n)*?- ID: (?P<id>-?\d+)")
 
 #: Run in a child once the database is a copy of the template: import the samples as shipped, make
 #: typing quick, upload the library files, and print what each persona's prompts teach, computed by
@@ -121,6 +121,7 @@ class Stage:
         }
         self.served: list[Served] = []
         self._scripts: dict[str, _Script] = {}
+        self._ids: dict[str, int] = {}  # person -> user id, once they exist
         self._lock = threading.Lock()
         self.process = None
         library: dict[str, list[str]] = {}
@@ -175,8 +176,8 @@ class Stage:
 
     def _respond(self, request: RecordedRequest) -> FakeReply:
         text = request_text(request)
-        match = _CHANNEL_NAME.search(text)
-        chat = match.group("name").strip() if match else ""
+        match = _CHANNEL_ID.search(text)
+        chat = self._chat_named(int(match.group("id"))) if match else ""
         with self._lock:
             script = self._scripts.get(chat)
             turn, tasks = script.queue.popleft() if script and script.queue else (None, [])
@@ -184,6 +185,24 @@ class Stage:
         with self._lock:
             self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply))
         return FakeReply(text=reply)
+
+    def _chat_named(self, peer_id: int) -> str:
+        """The scripted person whose DM has this peer id (their user id), or "" for any other chat."""
+        with self._lock:
+            names = list(self._scripts)
+        for name in names:
+            if name not in self._ids and self._exists(name):
+                self._ids[name] = self.user_id(name)
+            if self._ids.get(name) == peer_id:
+                return name
+        return ""
+
+    def _exists(self, name: str) -> bool:
+        return bool(
+            self.db.query(
+                f"SELECT 1 FROM conversations_sandboxuser WHERE name = '{name}' AND agent_id IS NULL"
+            )
+        )
 
     def resolve(self, scenario: Scenario, turn: Turn, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tasks with their placeholders replaced (see spec.py)."""
@@ -308,12 +327,7 @@ class Stage:
         return [r[0] for r in rows]
 
     def _known(self, scenario: Scenario, person: str) -> bool:
-        return bool(
-            self.db.query(
-                f"SELECT 1 FROM conversations_sandboxuser WHERE name = '{scenario.user(person)}' "
-                "AND agent_id IS NULL"
-            )
-        )
+        return self._exists(scenario.user(person))
 
     def busy(self, scenario: Scenario) -> bool:
         """Whether a graph of the scenario's chats is still active."""
@@ -360,4 +374,8 @@ def wait(predicate, what: str, stage: Stage, deadline: float = TURN_DEADLINE):
         if value:
             return value
         time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; gateway log:\n{stage.log_since(0)[-6000:]}")
+    served = [(s.chat, s.turn.number if s.turn else "unscripted") for s in stage.served]
+    raise AssertionError(
+        f"timed out waiting for {what}; LLM requests so far (chat, turn): {served}; gateway log:\n"
+        f"{stage.log_since(0)[-6000:]}"
+    )

@@ -1,5 +1,5 @@
-"""The scenario suite: every sample persona, driven through real processes by the scenario files in
-files/ (docs/engine.md, "Scenarios")."""
+"""The scenario suite on the sandbox: every sample persona, driven through real processes by the
+scenario files in files/ (docs/engine.md, "Scenarios")."""
 
 from __future__ import annotations
 
@@ -7,10 +7,22 @@ import pytest
 
 from engine.tests.scenarios.play import Player
 from engine.tests.scenarios.spec import PERSONAS, all_scenarios
+from engine.tests.scenarios.stage import Stage
 
 pytestmark = pytest.mark.slow
 
 SCENARIOS = all_scenarios()
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory, child_template):
+    """One gateway with its workers and every sample persona, shared by the scenarios of this module."""
+    stage = Stage(tmp_path_factory.mktemp("scenarios"), child_template, SCENARIOS)
+    stage.start()
+    try:
+        yield stage
+    finally:
+        stage.stop()
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
