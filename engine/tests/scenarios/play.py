@@ -47,6 +47,9 @@ class Player:
             raise
         if self.stopped:
             stage.close_active(scenario)
+        for turn in scenario.turns:
+            if turn.photo:  # once more at the end: describing happens after the send, on a later turn
+                self._check_curated(turn.photo, "at the end")
         report = health(
             stage.db, stage.conversation_ids(scenario), stage.log_since(start), expected=scenario.logs
         )
@@ -96,6 +99,18 @@ class Player:
         self._check_effects(turn, at)
         return not self.stopped
 
+    def _check_curated(self, photo: str, at: str) -> None:
+        """The library photo keeps its curated description, in the library and in the media catalog."""
+        stage, scenario = self.stage, self.scenario
+        unique_id, curated = stage.library[f"{scenario.persona}/{photo}"]
+        if stage.library_description(scenario.persona, unique_id) != curated:
+            self.failures.append(f"{at}: the library description of {photo} changed")
+        catalog = stage.catalog_description(unique_id)
+        if catalog is not None and catalog != curated:
+            self.failures.append(
+                f"{at}: the catalog describes {photo} as {catalog!r}, not its curated {curated!r}"
+            )
+
     def _troubled(self) -> bool:
         ids = self.stage.conversation_ids(self.scenario)
         if not ids:
@@ -131,13 +146,7 @@ class Player:
             sent = [part for m in new for part in m[3] if part.get("unique_id") == unique_id]
             if not sent:
                 self.failures.append(f"{at}: library photo {turn.photo} ({unique_id}) was not sent here")
-            if stage.library_description(scenario.persona, unique_id) != curated:
-                self.failures.append(f"{at}: the library description of {turn.photo} changed")
-            catalog = stage.catalog_description(unique_id)
-            if catalog is not None and catalog != curated:
-                self.failures.append(
-                    f"{at}: the catalog describes {turn.photo} as {catalog!r}, not its curated {curated!r}"
-                )
+            self._check_curated(turn.photo, at)
         if turn.schedule:
             have = stage.schedule_activities(scenario.persona)
             missing = [a for a in turn.schedule if a not in have]
