@@ -119,7 +119,10 @@ def turn_inputs(
 
 
 def _last_turn_end(conversation: Conversation, *, exclude_graph_id: int | None):
-    """When the agent last acted here: its newest message, or the end of its last completed plan."""
+    """When the agent last acted here: its newest message, or the end of its last completed plan.
+
+    The plan's end is taken to the whole second, the precision of Telegram's message dates: a message
+    written in the second the plan finished is dated before the finish, and is still new."""
     said = (
         Message.objects.filter(conversation=conversation, is_agent=True)
         .order_by("-message_id")
@@ -135,6 +138,8 @@ def _last_turn_end(conversation: Conversation, *, exclude_graph_id: int | None):
         .values_list("finished", flat=True)
         .first()
     )
+    if planned is not None:
+        planned = planned.replace(microsecond=0)
     return max((t for t in (said, planned) if t is not None), default=None)
 
 
