@@ -24,10 +24,12 @@ class Health:
     nodes: dict[str, int] = field(default_factory=dict)  # node status failed/cancelled -> count
     graphs: dict[str, int] = field(default_factory=dict)  # graph status failed/cancelled -> count
     log_lines: list[str] = field(default_factory=list)  # unexpected WARNING/ERROR lines
+    refusals: list[str] = field(default_factory=list)  # what the refusals and failures said
 
     @property
     def problems(self) -> list[str]:
         found = [f"{count} {kind} event(s)" for kind, count in self.events.items() if count]
+        found += self.refusals
         found += [f"dropped: {summary}" for summary in self.dropped]
         found += [f"{count} node(s) {status}" for status, count in self.nodes.items() if count]
         found += [f"{count} graph(s) {status}" for status, count in self.graphs.items() if count]
@@ -47,6 +49,13 @@ def health(
         f"AND kind IN ({kinds}) GROUP BY kind"
     ):
         report.events[kind] = count
+    report.refusals = [
+        f"{kind}: {summary}"
+        for kind, summary in db.query(
+            "SELECT kind, summary FROM conversations_activityevent WHERE conversation_id IN "
+            f"({ids}) AND kind IN ('policy_refused', 'agent_error', 'node_failed') ORDER BY id"
+        )
+    ]
     likes = " OR ".join(f"summary LIKE '{prefix}%'" for prefix in DROPPED_SUMMARIES)
     report.dropped = [
         row[0]

@@ -47,6 +47,8 @@ class Player:
             raise
         if self.stopped:
             stage.close_active(scenario)
+        if stage.stopped(scenario.persona):  # a shutdown: the operator starts the agent again
+            stage.start_agent(scenario.persona)
         for turn in scenario.turns:
             if turn.photo:  # once more at the end: describing happens after the send, on a later turn
                 self._check_curated(turn.photo, "at the end")
@@ -92,6 +94,9 @@ class Player:
         for text in turn.prompt_has:
             if text not in first:
                 self.failures.append(f"{at}: the prompt does not show {text!r}")
+        for text in turn.prompt_lacks:
+            if text in first:
+                self.failures.append(f"{at}: the prompt still shows {text!r}")
         last = served[-1].text if len(served) > 1 else ""
         for text in turn.retrieved_has:
             if text not in last:
@@ -152,6 +157,14 @@ class Player:
             missing = [a for a in turn.schedule if a not in have]
             if missing:
                 self.failures.append(f"{at}: schedule lacks {missing} (has {have})")
+        if turn.cleared:
+            theirs = [m for m in messages if not m[1]]
+            if theirs:
+                self.failures.append(
+                    f"{at}: the chat was not cleared: {len(theirs)} of their messages remain"
+                )
+        if turn.stopped is not None and stage.stopped(scenario.persona) != turn.stopped:
+            self.failures.append(f"{at}: {scenario.persona} is {'' if turn.stopped else 'not '}running")
         if turn.blocked is not None:
             blocked = stage.user_id(scenario.user(turn.person)) in stage.blocked_ids(scenario.persona)
             if blocked != turn.blocked:

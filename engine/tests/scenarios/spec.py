@@ -5,6 +5,8 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
 
     persona = "Orla"                 # an agent of samples/agents/
     people = ["Ada", "Ben"]          # sandbox users; the first is who a turn speaks as by default
+    operators = ["Ben"]              # optional: people who are operators (CINDY_OPERATOR_IDS)
+    sticker_sets = ["BrambleGnome"]  # optional: sticker sets an operator adds to the persona first
     library = ["AgADCanalPhoto5.png"]   # optional: samples/media files uploaded to the agent's library
     logs = ["engine.x: some warning"]   # optional: WARNING/ERROR lines this scenario expects (substrings)
     telegram = true                  # optional: also run on the MTProto stand-in (Telegram kinds only)
@@ -17,12 +19,15 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     reply = [{kind = "send", text = "Hi!"}]            # what the LLM stand-in answers
     after_retrieve = [{kind = "send", text = "..."}]   # optional: its answer once pages were fetched
     prompt_has = ["..."]             # text this turn's prompt must show
+    prompt_lacks = ["..."]           # text it must not show
     retrieved_has = ["..."]          # text the prompt after the retrieve must show
     sends = ["Hi!"]                  # the agent's new lines in this chat, in order
     reaction = "👍"                  # the agent's reaction on the person's last message
     photo = "AgADCanalPhoto5.png"    # a library file the agent sent here, its description unchanged
     schedule = ["Sorting returns"]   # schedule activities that must exist
     blocked = true                   # whether the agent has blocked this person
+    cleared = true                   # the chat's earlier messages are gone
+    stopped = true                   # whether the agent is stopped (started again after the scenario)
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -41,7 +46,17 @@ SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
 TRIGGERS = ("message", "xsend", "event", "nudge")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
-_SCENARIO_KEYS = {"persona", "about", "people", "library", "logs", "telegram", "turn"}
+_SCENARIO_KEYS = {
+    "persona",
+    "about",
+    "people",
+    "operators",
+    "sticker_sets",
+    "library",
+    "logs",
+    "telegram",
+    "turn",
+}
 _TURN_KEYS = {
     "say",
     "as",
@@ -50,12 +65,15 @@ _TURN_KEYS = {
     "after_retrieve",
     "intent",
     "prompt_has",
+    "prompt_lacks",
     "retrieved_has",
     "sends",
     "reaction",
     "photo",
     "schedule",
     "blocked",
+    "cleared",
+    "stopped",
 }
 
 
@@ -72,12 +90,15 @@ class Turn:
     replies: tuple[list[dict[str, Any]], ...]  # the stand-in's answers to this turn's requests, in order
     intent: str = ""
     prompt_has: tuple[str, ...] = ()
+    prompt_lacks: tuple[str, ...] = ()
     retrieved_has: tuple[str, ...] = ()
     sends: tuple[str, ...] | None = None
     reaction: str = ""
     photo: str = ""
     schedule: tuple[str, ...] = ()
     blocked: bool | None = None
+    cleared: bool = False
+    stopped: bool | None = None
 
     @property
     def kinds(self) -> set[str]:
@@ -91,6 +112,8 @@ class Scenario:
     about: str
     people: tuple[str, ...]
     turns: tuple[Turn, ...]
+    operators: tuple[str, ...] = ()
+    sticker_sets: tuple[str, ...] = ()
     library: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
     telegram: bool = False
@@ -135,6 +158,8 @@ def load(path: Path) -> Scenario:
         about=str(data.get("about", "")),
         people=tuple(people),
         turns=tuple(_turn(where, number, raw, people) for number, raw in enumerate(turns, start=1)),
+        operators=tuple(_operators(where, data.get("operators", []), people)),
+        sticker_sets=tuple(_strings(where, "sticker_sets", data.get("sticker_sets", []))),
         library=tuple(_strings(where, "library", data.get("library", []))),
         logs=tuple(_strings(where, "logs", data.get("logs", []))),
         telegram=bool(data.get("telegram", False)),
@@ -163,9 +188,9 @@ def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Tu
     replies = [_reply(at, "reply", raw.get("reply"))]
     if "after_retrieve" in raw:
         replies.append(_reply(at, "after_retrieve", raw["after_retrieve"]))
-    blocked = raw.get("blocked")
-    if blocked is not None and not isinstance(blocked, bool):
-        raise ScenarioError(f"{at}: blocked is {blocked!r}: use true or false")
+    for key in ("blocked", "cleared", "stopped"):
+        if key in raw and not isinstance(raw[key], bool):
+            raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
     sends = raw.get("sends")
     return Turn(
         number=number,
@@ -175,13 +200,24 @@ def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Tu
         replies=tuple(replies),
         intent=str(raw.get("intent", "")),
         prompt_has=tuple(_strings(at, "prompt_has", raw.get("prompt_has", []))),
+        prompt_lacks=tuple(_strings(at, "prompt_lacks", raw.get("prompt_lacks", []))),
         retrieved_has=tuple(_strings(at, "retrieved_has", raw.get("retrieved_has", []))),
         sends=None if sends is None else tuple(_strings(at, "sends", sends)),
         reaction=str(raw.get("reaction", "")),
         photo=str(raw.get("photo", "")),
         schedule=tuple(_strings(at, "schedule", raw.get("schedule", []))),
-        blocked=blocked,
+        blocked=raw.get("blocked"),
+        cleared=raw.get("cleared", False),
+        stopped=raw.get("stopped"),
     )
+
+
+def _operators(where: str, value: Any, people: list[str]) -> list[str]:
+    names = _strings(where, "operators", value)
+    strangers = [name for name in names if name not in people]
+    if strangers:
+        raise ScenarioError(f"{where}: operators {strangers} are not in people {people}: add them to people")
+    return names
 
 
 def _reply(at: str, key: str, value: Any) -> list[dict[str, Any]]:

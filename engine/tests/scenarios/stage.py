@@ -13,6 +13,7 @@ import json
 import re
 import threading
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 from django.conf import settings
 
 from cindy_site.testing.fake_llm import FakeLLMServer, FakeReply, RecordedRequest
+from conversations.services.sandbox import PERSON_USER_ID_BASE
 from engine.tests.processes import ChildDatabase, child_settings, manage, start_gateway
 from engine.tests.scenarios.spec import Scenario, Turn
 
@@ -47,6 +49,10 @@ from media_catalog.services.library import library_item_upload
 Agent.objects.all().delete()
 call_command("importagents", verbosity=0)
 Agent.objects.update(start_typing_delay=1, typing_speed=1000)
+for persona, sets in json.loads({sticker_sets!r}).items():
+    agent = Agent.objects.get(name=persona)
+    agent.sticker_set_names = list(agent.sticker_set_names or []) + [s for s in sets if s not in (agent.sticker_set_names or [])]
+    agent.save(update_fields=["sticker_set_names"])
 library = json.loads({library!r})
 items = {{}}
 for persona, files in library.items():
@@ -125,16 +131,29 @@ class Stage:
         self._lock = threading.Lock()
         self.process = None
         library: dict[str, list[str]] = {}
+        sticker_sets: dict[str, list[str]] = {}
         for scenario in scenarios:
-            library.setdefault(scenario.persona, [])
-            library[scenario.persona] += [f for f in scenario.library if f not in library[scenario.persona]]
+            for wanted, files in ((library, scenario.library), (sticker_sets, scenario.sticker_sets)):
+                have = wanted.setdefault(scenario.persona, [])
+                have += [f for f in files if f not in have]
         out = manage(
-            self.env, "shell", "-c", _SETUP.format(library=json.dumps(library), samples=str(SAMPLES))
+            self.env,
+            "shell",
+            "-c",
+            _SETUP.format(
+                library=json.dumps(library), sticker_sets=json.dumps(sticker_sets), samples=str(SAMPLES)
+            ),
         )
         setup = json.loads(out.split("SETUP ", 1)[1])
         self.taught: dict[str, set[str]] = {name: set(kinds) for name, kinds in setup["taught"].items()}
         self.library: dict[str, tuple[str, str]] = {k: tuple(v) for k, v in setup["library"].items()}
         self.agent_ids = dict(self.db.query("SELECT name, id FROM agents_agent"))
+        operators = [s.user(p) for s in scenarios for p in s.operators]
+        self.env["CINDY_OPERATOR_IDS"] = ",".join(str(self.operator_id(name)) for name in operators)
+
+    def operator_id(self, name: str) -> int:
+        """The user id the sandbox gives this person on their first message (stable, from the name)."""
+        return PERSON_USER_ID_BASE + zlib.crc32(name.encode()) % 1_000_000_000
 
     # --- processes ----------------------------------------------------------------------------
 
@@ -269,6 +288,27 @@ class Stage:
             "from conversations.services.graphs import graph_close\n"
             f"for graph in TaskGraph.objects.filter(conversation_id__in={ids}, status='active'):\n"
             "    graph_close(graph=graph, status='cancelled', reason='the scenario ended')",
+        )
+
+    def start_agent(self, persona: str) -> None:
+        """Start a stopped agent, as an operator does in the admin, and wait until the gateway holds it."""
+        manage(
+            self.env,
+            "shell",
+            "-c",
+            f"from agents.models import Agent\nAgent.objects.filter(name={persona!r}).update(stopped=False)",
+        )
+        wait(
+            lambda: self.db.query(
+                f"SELECT 1 FROM agents_agentlease WHERE agent_id = {self.agent_ids[persona]}"
+            ),
+            f"the gateway to hold {persona} again",
+            self,
+        )
+
+    def stopped(self, persona: str) -> bool:
+        return bool(
+            self.db.query(f"SELECT stopped FROM agents_agent WHERE id = {self.agent_ids[persona]}")[0][0]
         )
 
     # --- reading the world --------------------------------------------------------------------------

@@ -29,6 +29,7 @@ class TelegramStage(Stage):
 
     def __init__(self, tmp: Path, template: ChildDatabase, scenarios: list[Scenario]) -> None:
         self.standin = StandIn().start()
+        self.people: dict[str, int] = {}
         super().__init__(tmp, template, scenarios)
         key_path = tmp / "standin.pub.pem"
         key_path.write_bytes(self.standin.key.public_pem)
@@ -42,7 +43,6 @@ class TelegramStage(Stage):
             stickers = [(e, image_bytes(e, size=(512, 512), color="green", fmt="WEBP")) for e in emoji]
             self.standin.run(add_sticker_set, self.standin.world, short_name, short_name, stickers)
         self.accounts: dict[str, int] = {}
-        self.people: dict[str, int] = {}
         for persona, phone in PHONES.items():
             self.accounts[persona] = self.standin.run(
                 self.standin.world.create_user, phone=phone, first_name=persona, username=persona.lower()
@@ -82,6 +82,9 @@ class TelegramStage(Stage):
                 self.standin.world.create_user, phone=phone, first_name=name
             ).id
         return self.people[name]
+
+    def operator_id(self, name: str) -> int:
+        return self._person(name)
 
     def say(self, scenario: Scenario, turn: Turn) -> None:
         person = self._person(scenario.user(turn.person))
