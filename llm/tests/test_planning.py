@@ -158,7 +158,7 @@ def test_retrieve_without_the_retrieve_prompt_is_an_error(dm, fake_llm, make_nod
 
     assert [t.kind for t in result.tasks] == ["send"]
     assert result.errors[0] == (
-        "retrieve is not taught by agent Wendy's prompts: no imported role prompt teaches \"retrieve\": "
+        'retrieve is not taught by agent Wendy\'s prompts: no imported role prompt teaches "retrieve": '
         "import one whose SCHEMA_TASKS marker names it (the shipped configdir/prompts do) and add it to "
         "the agent's role prompts"
     )
