@@ -24,8 +24,8 @@ from llm.parsing import ParseResult, parse_reply
 from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
-from llm.prompt.sections import RETRIEVE_PROMPT
 from llm.prompt.sections import can_retrieve as retrieval_enabled
+from llm.prompt.sections import teaching_advice
 from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
@@ -55,6 +55,7 @@ class PlanResult:
     notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
     llm_call_ids: list[int] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
+    refused: list[str] = field(default_factory=list)  # "kind: reason" of tasks the policy refused
 
 
 def plan_turn(
@@ -143,7 +144,7 @@ def plan_turn(
             break
         if not can_retrieve:
             errors.append(
-                f"retrieve is not enabled for agent {agent.name}: add {RETRIEVE_PROMPT} to its role prompts"
+                f"retrieve is not taught by agent {agent.name}'s prompts: {teaching_advice(agent, 'retrieve')}"
             )
             break
         if rounds >= settings.RETRIEVAL_MAX_ROUNDS:
@@ -164,14 +165,21 @@ def plan_turn(
         graph.save(update_fields=["context"])
         retrieval_notes = [_skipped_note(skipped)] if skipped else []
 
-    tasks = _only_allowed_kinds([t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, errors)
+    tasks = _only_taught_kinds(
+        [t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, agent=agent, errors=errors
+    )
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
     inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=window)
-    allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
+    allowed, refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
     thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
     return PlanResult(
-        tasks=allowed, errors=errors, notes=list(parsed.notes), llm_call_ids=call_ids, thoughts=thoughts
+        tasks=allowed,
+        errors=errors,
+        notes=list(parsed.notes),
+        llm_call_ids=call_ids,
+        thoughts=thoughts,
+        refused=[f"{r.task.kind}: {r.reason}" for r in refused],
     )
 
 
@@ -197,18 +205,23 @@ def _skipped_note(urls: list[str]) -> str:
     )
 
 
-def _only_allowed_kinds(tasks: list[Task], request: LLMRequest, errors: list[str]) -> list[Task]:
-    """Tasks of kinds the reply schema allows: the kinds the agent's prompts teach (SCHEMA_TASKS)."""
+def _only_taught_kinds(tasks: list[Task], request: LLMRequest, *, agent, errors: list[str]) -> list[Task]:
+    """Tasks of kinds the reply schema allows: the kinds the turn's prompts teach (SCHEMA_TASKS).
+
+    A dropped kind's error names the role prompt that would teach it.
+    """
     allowed = set(schema_kinds(request.response_schema))
     kept = []
+    advice: dict[str, str] = {}
     for task in tasks:
         if task.kind in allowed:
             kept.append(task)
-        else:
-            errors.append(
-                f'task kind "{task.kind}" is not taught by this agent\'s prompts (SCHEMA_TASKS markers): '
-                "dropped; add a role prompt that teaches it"
-            )
+            continue
+        if task.kind not in advice:
+            advice[task.kind] = teaching_advice(agent, task.kind)
+        errors.append(
+            f'task kind "{task.kind}" is not taught by agent {agent.name}\'s prompts: dropped; {advice[task.kind]}'
+        )
     return kept
 
 

@@ -12,11 +12,19 @@ from conversations.models.sandbox import SandboxMessage
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from conversations.transport.base import LibraryRef
 from dashboard.selectors import sandbox_message_row
+from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from media_catalog.models import LibraryItem
 from media_catalog.services.library import library_item_upload, library_sync_saved
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _taught(agent):
+    """The agent has the shipped prompt that teaches this kind."""
+    return teach(agent, "Task-Photo")
+
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 

@@ -9,10 +9,16 @@ import pytest
 from conversations.models import ActivityEvent, Conversation, NodeStatus, TaskGraph
 from conversations.services.initiative import conversation_nudge
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
-from engine.tests.cast import make_agent
+from engine.tests.cast import make_agent, teach
 from engine.tests.harness import tasks
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _taught(agent):
+    """The agent has the shipped prompt that teaches this kind."""
+    return teach(agent, "Task-XSend")
 
 
 def _prompt_text(request) -> str:
