@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -23,7 +25,7 @@ from django.conf import settings
 
 from cindy_site.testing.fake_llm import FakeLLMServer, FakeReply, RecordedRequest
 from conversations.services.sandbox import PERSON_USER_ID_BASE
-from engine.tests.processes import ChildDatabase, child_settings, manage, start_gateway
+from engine.tests.processes import MANAGE, ChildDatabase, child_settings, manage, start_gateway
 from engine.tests.scenarios.spec import Scenario, Turn
 
 SAMPLES = Path(settings.BASE_DIR) / "samples"
@@ -42,8 +44,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from agents.models import Agent
 from llm.prompt.sections import included_prompts
-from llm.task_schema import allowed_kinds
-from llm.tasks import known_kinds
+from llm.task_schema import taught_kinds
 from media_catalog.services.library import library_item_upload
 
 Agent.objects.all().delete()
@@ -65,10 +66,31 @@ for persona, files in library.items():
         items[f"{{persona}}/{{name}}"] = [item.unique_id, item.description]
 taught = {{}}
 for agent in Agent.objects.all():
-    prompts = included_prompts(agent, include_retrieve=True)
-    kinds = allowed_kinds(text for _name, text in prompts)
-    taught[agent.name] = sorted(known_kinds() if kinds is None else kinds)
+    taught[agent.name] = sorted(taught_kinds(included_prompts(agent, include_retrieve=True)))
 print("SETUP " + json.dumps({{"taught": taught, "library": items}}))
+"""
+
+
+#: A `manage.py shell` that stays up for the whole stage and runs, for each JSON line on its stdin, a
+#: management command (`["command", name, *args]`, as `manage.py name args` would) or a few lines of
+#: Python (`["run", code]`): what a person or an operator does, without a process start per action.
+_CONSOLE = """
+import io, json, sys, traceback
+from django.core.management import call_command
+from django.db import close_old_connections
+for line in sys.stdin:
+    action, *args = json.loads(line)
+    close_old_connections()
+    out = io.StringIO()
+    try:
+        if action == "command":
+            call_command(*args, stdout=out)
+        else:
+            exec(args[0], {})
+        reply = {"ok": True, "out": out.getvalue()}
+    except BaseException:
+        reply = {"ok": False, "error": traceback.format_exc()}
+    print("@@reply " + json.dumps(reply), flush=True)
 """
 
 
@@ -130,6 +152,7 @@ class Stage:
         self._ids: dict[str, int] = {}  # person -> user id, once they exist
         self._lock = threading.Lock()
         self.process = None
+        self.console: subprocess.Popen | None = None
         library: dict[str, list[str]] = {}
         sticker_sets: dict[str, list[str]] = {}
         for scenario in scenarios:
@@ -159,12 +182,43 @@ class Stage:
 
     def start(self) -> Stage:
         self.process = start_gateway(self.env, self.log)
+        self.console = subprocess.Popen(
+            [sys.executable, MANAGE, "shell", "-c", _CONSOLE],
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=(self.tmp / "console.log").open("a"),
+            text=True,
+        )
         return self
+
+    def _console(self, *request: str) -> str:
+        """Run one action in the console child and return its output; a failure raises with the traceback."""
+        assert self.console.stdin and self.console.stdout
+        self.console.stdin.write(json.dumps(request) + "\n")
+        self.console.stdin.flush()
+        for line in self.console.stdout:
+            if line.startswith("@@reply "):
+                reply = json.loads(line[len("@@reply ") :])
+                assert reply["ok"], f"{request[:2]} failed in the console:\n{reply['error']}"
+                return reply["out"]
+        raise AssertionError(f"the console child ended during {request[:2]}; see {self.tmp / 'console.log'}")
+
+    def command(self, *args: str) -> str:
+        """A management command, as `manage.py ARGS` runs it."""
+        return self._console("command", *args)
+
+    def run(self, code: str) -> None:
+        """A few lines of Python in a process set up like manage.py's."""
+        self._console("run", code)
 
     def stop(self) -> None:
         import os
         import signal
 
+        if self.console is not None and self.console.poll() is None:
+            self.console.stdin.close()
+            self.console.wait(timeout=20)
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -260,14 +314,11 @@ class Stage:
     # --- acting as the people ---------------------------------------------------------------------
 
     def say(self, scenario: Scenario, turn: Turn) -> None:
-        manage(self.env, "sandbox", "say", scenario.persona, turn.say, "--as", scenario.user(turn.person))
+        self.command("sandbox", "say", scenario.persona, turn.say, "--as", scenario.user(turn.person))
 
     def nudge(self, scenario: Scenario, turn: Turn) -> None:
         """An operator's nudge of the person's chat, as the admin's XSend action makes it."""
-        manage(
-            self.env,
-            "shell",
-            "-c",
+        self.run(
             "from conversations.models import Conversation\n"
             "from conversations.services.initiative import conversation_nudge\n"
             f"conversation = Conversation.objects.get(agent_id={self.agent_ids[scenario.persona]}, "
@@ -280,10 +331,7 @@ class Stage:
         ids = self.conversation_ids(scenario)
         if not ids:
             return
-        manage(
-            self.env,
-            "shell",
-            "-c",
+        self.run(
             "from conversations.models import TaskGraph\n"
             "from conversations.services.graphs import graph_close\n"
             f"for graph in TaskGraph.objects.filter(conversation_id__in={ids}, status='active'):\n"
@@ -292,11 +340,8 @@ class Stage:
 
     def start_agent(self, persona: str) -> None:
         """Start a stopped agent, as an operator does in the admin, and wait until the gateway holds it."""
-        manage(
-            self.env,
-            "shell",
-            "-c",
-            f"from agents.models import Agent\nAgent.objects.filter(name={persona!r}).update(stopped=False)",
+        self.run(
+            f"from agents.models import Agent\nAgent.objects.filter(name={persona!r}).update(stopped=False)"
         )
         wait(
             lambda: self.db.query(
