@@ -134,7 +134,7 @@ class Stage:
 
     def __init__(self, tmp: Path, template: ChildDatabase, scenarios: list[Scenario]) -> None:
         self.tmp = tmp
-        self.db = ChildDatabase(tmp, suffix="_scenarios")
+        self.db = ChildDatabase(tmp, suffix=f"_{type(self).__name__.lower()}")
         self.db.copy_from(template)
         self.llm = FakeLLMServer().start()
         self.llm.set_responder(self._respond)
