@@ -83,7 +83,8 @@ def unexpected_log_lines(log: str, expected: Iterable[str] = ()) -> list[str]:
     expected = list(expected)
     lines = []
     for match in _LOG_PROBLEM.finditer(log):
-        line = log[match.start() : log.find("\n", match.start()) % (len(log) + 1)].rstrip()
+        end = log.find("\n", match.start())
+        line = log[match.start() : end if end >= 0 else len(log)].rstrip()
         if not any(name in line for name in expected):
             lines.append(line)
     return lines

@@ -32,6 +32,8 @@ SAMPLES = Path(settings.BASE_DIR) / "samples"
 CONFIGDIR = Path(settings.BASE_DIR) / "configdir"
 #: Seconds a turn may take, from the person's message to the last of its effects.
 TURN_DEADLINE = 90
+#: What the stand-in answers a request that is not a chat's turn (describing media).
+DESCRIPTION = "A small picture."
 _CHANNEL_ID = re.compile(r"# Channel Details\n\n(?:- .*\n)*?- ID: (?P<id>-?\d+)")
 
 #: Run in a child once the database is a copy of the template: import the samples as shipped, make
@@ -254,7 +256,12 @@ class Stage:
         with self._lock:
             script = self._scripts.get(chat)
             turn, tasks = script.queue.popleft() if script and script.queue else (None, [])
-        reply = json.dumps(self.resolve(script.scenario, turn, tasks) if turn else [], ensure_ascii=False)
+        if turn is not None:
+            reply = json.dumps(self.resolve(script.scenario, turn, tasks), ensure_ascii=False)
+        elif match is None:  # not a turn of any chat: describing media (a sticker the catalog lacks)
+            reply = DESCRIPTION
+        else:
+            reply = "[]"
         with self._lock:
             self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply))
         return FakeReply(text=reply)
