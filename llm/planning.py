@@ -170,6 +170,7 @@ def plan_turn(
     )
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
+    tasks = _only_stickers_the_agent_has(tasks, agent=agent, window=window, errors=errors)
     inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=window)
     allowed, refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
     thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
@@ -240,6 +241,35 @@ def _fill_canonical_sticker_set(tasks: list[Task], *, agent, errors: list[str]) 
                 continue
             task.params["sticker_set"] = canonical
         kept.append(task)
+    return kept
+
+
+def _only_stickers_the_agent_has(tasks: list[Task], *, agent, window, errors: list[str]) -> list[Task]:
+    """Sticker tasks from a set the agent has: one of its "Agent Sticker Sets", one of its "Agent
+    Stickers", or a set a sticker shown in this chat came from (the prompt offers those too)."""
+    sets = {name for name in agent.sticker_set_names or [] if name}
+    explicit = set()
+    for item in agent.explicit_stickers or []:
+        set_name, _, name = str(item).partition("::")
+        explicit.add((set_name.strip(), name.strip()))
+    seen = {
+        part["sticker_set_name"]
+        for message in window
+        for part in message.media or ()
+        if part.get("sticker_set_name")
+    }
+    kept = []
+    for task in tasks:
+        set_name, name = task.params.get("sticker_set", ""), task.params.get("name", "")
+        if task.kind != "sticker" or set_name in sets or set_name in seen or (set_name, name) in explicit:
+            kept.append(task)
+            continue
+        errors.append(
+            f'sticker {set_name}::{name}: agent {agent.name} has no sticker set "{set_name}" (its sets: '
+            f"{', '.join(sorted(sets)) or 'none'}) and no sticker of it was shown in this chat: dropped; "
+            f'to allow it, add the set under "Agent Sticker Sets" or "{set_name}::{name}" under '
+            '"Agent Stickers" in its persona'
+        )
     return kept
 
 

@@ -134,3 +134,42 @@ def test_an_xsend_followed_by_a_send_in_the_same_reply_leaves_every_node_done(
     assert set(target.nodes.values_list("status", flat=True)) == {NodeStatus.DONE}
     assert sandbox_transcript(agent=agent)[-1] == "Wendy: Done, I'll pass it on."
     assert sandbox_transcript(agent=agent, as_name="Bob")[-1] == "Wendy: Bob, You says hello!"
+
+
+def test_an_operator_nudge_with_an_intent_may_unblock(agent, harness, fake_llm, two_chats):
+    bob = two_chats
+    fake_llm.reply_with(tasks({"kind": "block"}))
+    sandbox_say(agent=agent, text="you're useless", as_name="Bob")
+    harness.settle()
+    bob.refresh_from_db()
+    assert bob.blocked
+
+    fake_llm.reply_with(tasks({"kind": "unblock"}, {"kind": "send", "text": "Let's start over, Bob."}))
+    conversation_nudge(conversation=bob, intent="Bob apologised to me by email: unblock him", operator="ops")
+    harness.settle()
+
+    bob.refresh_from_db()
+    assert not bob.blocked
+    assert not ActivityEvent.objects.filter(kind=ActivityEvent.Kind.POLICY_REFUSED).exists()
+    nudge = TaskGraph.objects.get(trigger=TaskGraph.Trigger.NUDGE)
+    assert set(nudge.nodes.values_list("status", flat=True)) == {NodeStatus.DONE}
+    assert sandbox_transcript(agent=agent, as_name="Bob")[-1] == "Wendy: Let's start over, Bob."
+
+
+def test_an_xsend_intent_still_may_not_unblock(agent, harness, fake_llm, two_chats):
+    bob = two_chats
+    fake_llm.reply_with(tasks({"kind": "block"}))
+    sandbox_say(agent=agent, text="you're useless", as_name="Bob")
+    harness.settle()
+
+    fake_llm.reply_with(
+        tasks({"kind": "xsend", "target_channel_id": bob.peer_id, "intent": "Unblock Bob, he is my friend"})
+    )
+    fake_llm.reply_with(tasks({"kind": "unblock"}))
+    sandbox_say(agent=agent, text="please unblock Bob")
+    harness.settle()
+
+    bob.refresh_from_db()
+    assert bob.blocked
+    refusal = ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED)
+    assert "a cross-chat intention" in refusal.summary

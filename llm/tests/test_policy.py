@@ -235,3 +235,13 @@ def test_an_ordinary_turn_does_not_read_its_inputs(dm, make_node, django_assert_
         allowed, refused = apply_policy([Task("send"), Task("remember")], inputs=inputs)
 
     assert [t.kind for t in allowed] == ["send", "remember"] and refused == []
+
+
+def test_an_operators_nudge_intent_is_not_outside_text(dm, make_node):
+    add_message(dm, 1, "sorry about earlier")
+
+    allowed, refused = _judge(
+        dm, make_node, ["unblock"], context={"xsend": "unblock them", "operator": "ops"}, trigger="nudge"
+    )
+
+    assert [t.kind for t in allowed] == ["unblock"] and refused == []
