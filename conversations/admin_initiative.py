@@ -22,7 +22,7 @@ from cindy_site.clock import now
 from conversations.models import Conversation
 from conversations.services.initiative import conversation_nudge
 from media_catalog.models import LibraryItem
-from media_catalog.services.library import library_item_upload
+from media_catalog.services.library import library_item_save, library_item_upload
 from memory.models import ScheduledEvent, ScheduleEntry, ScheduleRefresh
 from memory.schedule_times import TimeError, parse_event_time, parse_interval
 
@@ -271,7 +271,7 @@ class LibraryItemAdmin(admin.ModelAdmin):
             return
         if not change:
             raise ValidationError("choose a file to upload (Telegram libraries come from Saved Messages)")
-        obj.save()
+        library_item_save(item=obj)
 
     def add_view(self, request, form_url="", extra_context=None):
         try:

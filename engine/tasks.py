@@ -167,8 +167,13 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             elif task.kind not in ("think", "retrieve"):
                 errors.append(f"task kind {task.kind!r} cannot run; dropped")
         children = graph_append_plan(after=node, nodes=planned)
-        node.status, node.finished = NodeStatus.DONE, now()
-        node.lease_owner, node.lease_expires_at, node.error = "", None, ""
+        refused = list(getattr(result, "refused", []))
+        # A reply whose every task was dropped (invalid, not taught, refused) did nothing the model
+        # meant to do: the turn is a failure to look at, not a quiet "done".
+        all_dropped = bool(errors or refused) and not children and not stored
+        node.status = NodeStatus.FAILED if all_dropped else NodeStatus.DONE
+        node.finished, node.lease_owner, node.lease_expires_at = now(), "", None
+        node.error = _all_dropped_error(errors, refused) if all_dropped else ""
         node.result = {
             "tasks": [c.kind for c in children],
             "stored": stored,
@@ -178,15 +183,21 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             # For the operator's task log: what the agent thought and stored (remember, plan...).
             "think": list(result.thoughts),
             "stored_entries": stored_entries,
+            "refused": refused,
         }
         node.save(update_fields=["status", "finished", "lease_owner", "lease_expires_at", "error", "result"])
         summary = ", ".join(c.kind for c in children) or "no actions"
+        if all_dropped:
+            summary = "nothing: " + node.error
+            logger.warning(
+                "node %s (received) of agent %s planned nothing: %s", node.pk, agent.pk, node.error
+            )
         record_event(
-            ActivityEvent.Kind.NODE_DONE,
+            ActivityEvent.Kind.NODE_FAILED if all_dropped else ActivityEvent.Kind.NODE_DONE,
             agent_id=agent.pk,
             conversation_id=conversation.pk,
             node_id=node.pk,
-            summary=f"received #{node.pk}: planned {summary}",
+            summary=f"received #{node.pk}: planned {summary}"[:2000],
             data={"kind": node.kind, "graph_id": node.graph_id, **node.result},
         )
         for error in errors:
@@ -208,3 +219,8 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             )
         graph_finish_if_complete(graph_id=node.graph_id)
     return f"node {node_id}: planned {summary}"
+
+
+def _all_dropped_error(errors: list[str], refused: list[str]) -> str:
+    dropped = errors + [f"refused {refusal}" for refusal in refused]
+    return f"every task of the reply was dropped ({len(dropped)}): " + "; ".join(dropped)

@@ -17,3 +17,4 @@ class PlanResult:
     notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
     llm_call_ids: list[int] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
+    refused: list[str] = field(default_factory=list)  # "kind: reason" of tasks the policy refused

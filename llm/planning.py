@@ -25,8 +25,8 @@ from llm.plan_result import PlanResult
 from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
-from llm.prompt.sections import RETRIEVE_PROMPT
 from llm.prompt.sections import can_retrieve as retrieval_enabled
+from llm.prompt.sections import teaching_advice
 from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
@@ -133,7 +133,7 @@ def plan_turn(
             break
         if not can_retrieve:
             errors.append(
-                f"retrieve is not enabled for agent {agent.name}: add {RETRIEVE_PROMPT} to its role prompts"
+                f"retrieve is not taught by agent {agent.name}'s prompts: {teaching_advice(agent, 'retrieve')}"
             )
             break
         new_urls = [url for url in dict.fromkeys(wanted) if url not in fetched]
@@ -164,11 +164,14 @@ def plan_turn(
                 f"Already in your context, not fetched again: {', '.join(repeated)}. Do not retrieve it again."
             )
 
-    tasks = _only_allowed_kinds([t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, errors)
+    tasks = _only_taught_kinds(
+        [t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, agent=agent, errors=errors
+    )
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
+    tasks = _only_stickers_the_agent_has(tasks, agent=agent, window=window, errors=errors)
     inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=window)
-    allowed, _refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
+    allowed, refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
     thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
     return PlanResult(
         tasks=allowed,
@@ -176,6 +179,7 @@ def plan_turn(
         notes=[*parsed.notes, *repeat_notes],
         llm_call_ids=call_ids,
         thoughts=thoughts,
+        refused=[f"{r.task.kind}: {r.reason}" for r in refused],
     )
 
 
@@ -208,18 +212,23 @@ def _skipped_note(urls: list[str]) -> str:
     )
 
 
-def _only_allowed_kinds(tasks: list[Task], request: LLMRequest, errors: list[str]) -> list[Task]:
-    """Tasks of kinds the reply schema allows: the kinds the agent's prompts teach (SCHEMA_TASKS)."""
+def _only_taught_kinds(tasks: list[Task], request: LLMRequest, *, agent, errors: list[str]) -> list[Task]:
+    """Tasks of kinds the reply schema allows: the kinds the turn's prompts teach (SCHEMA_TASKS).
+
+    A dropped kind's error names the role prompt that would teach it.
+    """
     allowed = set(schema_kinds(request.response_schema))
     kept = []
+    advice: dict[str, str] = {}
     for task in tasks:
         if task.kind in allowed:
             kept.append(task)
-        else:
-            errors.append(
-                f'task kind "{task.kind}" is not taught by this agent\'s prompts (SCHEMA_TASKS markers): '
-                "dropped; add a role prompt that teaches it"
-            )
+            continue
+        if task.kind not in advice:
+            advice[task.kind] = teaching_advice(agent, task.kind)
+        errors.append(
+            f'task kind "{task.kind}" is not taught by agent {agent.name}\'s prompts: dropped; {advice[task.kind]}'
+        )
     return kept
 
 
@@ -238,6 +247,35 @@ def _fill_canonical_sticker_set(tasks: list[Task], *, agent, errors: list[str]) 
                 continue
             task.params["sticker_set"] = canonical
         kept.append(task)
+    return kept
+
+
+def _only_stickers_the_agent_has(tasks: list[Task], *, agent, window, errors: list[str]) -> list[Task]:
+    """Sticker tasks from a set the agent has: one of its "Agent Sticker Sets", one of its "Agent
+    Stickers", or a set a sticker shown in this chat came from (the prompt offers those too)."""
+    sets = {name for name in agent.sticker_set_names or [] if name}
+    explicit = set()
+    for item in agent.explicit_stickers or []:
+        set_name, _, name = str(item).partition("::")
+        explicit.add((set_name.strip(), name.strip()))
+    seen = {
+        part["sticker_set_name"]
+        for message in window
+        for part in message.media or ()
+        if part.get("sticker_set_name")
+    }
+    kept = []
+    for task in tasks:
+        set_name, name = task.params.get("sticker_set", ""), task.params.get("name", "")
+        if task.kind != "sticker" or set_name in sets or set_name in seen or (set_name, name) in explicit:
+            kept.append(task)
+            continue
+        errors.append(
+            f'sticker {set_name}::{name}: agent {agent.name} has no sticker set "{set_name}" (its sets: '
+            f"{', '.join(sorted(sets)) or 'none'}) and no sticker of it was shown in this chat: dropped; "
+            f'to allow it, add the set under "Agent Sticker Sets" or "{set_name}::{name}" under '
+            '"Agent Stickers" in its persona'
+        )
     return kept
 
 

@@ -7,7 +7,8 @@ that could have caused it (`TurnInputs`), not only against the message the turn 
   including older messages edited since;
 - the messages the prompt showed (the history window), which reach further back: a request refused
   once must not succeed later because an operator wrote something unrelated;
-- text from outside the chat that the turn read: retrieved web pages, a cross-chat intention.
+- text from outside the chat that the turn read: retrieved web pages, a cross-chat intention (an
+  operator's nudge and its intent are the operators' word, not outside text).
 
 The rules:
 
@@ -106,7 +107,8 @@ def turn_inputs(
     web = [p for p in context.get("retrieved") or [] if not is_file_url(str(p.get("url", "")))]
     if pages := len(web):
         outside.append(f"{pages} retrieved web page{'s' if pages != 1 else ''}")
-    if graph.trigger == TaskGraph.Trigger.XSEND or context.get("xsend"):
+    # An operator's nudge carries its intent in the same field; the operator is not outside text.
+    if graph.trigger == TaskGraph.Trigger.XSEND:
         outside.append("a cross-chat intention")
     return TurnInputs(
         conversation=conversation,
@@ -119,7 +121,10 @@ def turn_inputs(
 
 
 def _last_turn_end(conversation: Conversation, *, exclude_graph_id: int | None):
-    """When the agent last acted here: its newest message, or the end of its last completed plan."""
+    """When the agent last acted here: its newest message, or the end of its last completed plan.
+
+    The plan's end is taken to the whole second, the precision of Telegram's message dates: a message
+    written in the second the plan finished is dated before the finish, and is still new."""
     said = (
         Message.objects.filter(conversation=conversation, is_agent=True)
         .order_by("-message_id")
@@ -135,6 +140,8 @@ def _last_turn_end(conversation: Conversation, *, exclude_graph_id: int | None):
         .values_list("finished", flat=True)
         .first()
     )
+    if planned is not None:
+        planned = planned.replace(microsecond=0)
     return max((t for t in (said, planned) if t is not None), default=None)
 
 

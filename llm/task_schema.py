@@ -1,12 +1,15 @@
 """The JSON schema a reply must follow, built from the kinds the agent's prompts teach.
 
-A role prompt declares the task kinds it teaches with a marker comment, as in the original system:
+A prompt declares the task kinds it teaches with a marker comment, as in the original system:
 
     <!-- SCHEMA_TASKS: send, react, sticker -->
 
-The schema of an agent's replies allows the union of the kinds named by the prompts it includes
-(the response-format instructions and its role prompts). Prompts written before markers existed name
-none: when no included prompt has a marker, every kind is allowed, as before.
+A turn's reply schema allows the kinds its included prompts teach (the response-format
+instructions and the agent's role prompts), as the original builds it from the whole system prompt:
+
+- a prompt teaches the kinds its markers name, and a prompt without a marker teaches none;
+- the `Instructions` prompt always teaches the conversational kinds (`CONVERSATIONAL_KINDS`), marker
+  or not, so every persona can send whatever else its prompts say.
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ from memory.stored_kinds import stored_kinds
 
 _MARKER = re.compile(r"<!--\s*SCHEMA_TASKS\s*:(.{0,2000}?)-->", re.IGNORECASE | re.DOTALL)
 
+#: The shared response-format prompt, included in every turn.
+INSTRUCTIONS_PROMPT = "Instructions"
+#: What the Instructions prompt teaches in any case: the original's Instructions.md marker.
+CONVERSATIONAL_KINDS = ("send", "react", "sticker", "wait", "block", "unblock", "think")
+
 
 def kinds_from_prompt(text: str) -> set[str]:
     """The kinds named by the SCHEMA_TASKS markers in one prompt (the marker name is case-insensitive)."""
@@ -30,20 +38,23 @@ def kinds_from_prompt(text: str) -> set[str]:
     return found
 
 
-def allowed_kinds(prompt_texts: Iterable[str]) -> tuple[str, ...] | None:
-    """The kinds the prompts teach, in the canonical order; None (all kinds) when no prompt has a marker.
+def prompt_teaches(name: str, text: str) -> set[str]:
+    """The kinds one prompt teaches: its markers, plus the conversational kinds for Instructions."""
+    taught = kinds_from_prompt(text)
+    if name == INSTRUCTIONS_PROMPT:
+        taught.update(CONVERSATIONAL_KINDS)
+    return taught
+
+
+def taught_kinds(prompts: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """The kinds a turn's prompts, as (name, text), teach together, in the canonical order.
 
     Names that are not task kinds are ignored.
     """
-    named: set[str] = set()
-    marked = False
-    for text in prompt_texts:
-        if _MARKER.search(text or ""):
-            marked = True
-            named |= kinds_from_prompt(text)
-    if not marked:
-        return None
-    return tuple(kind for kind in known_kinds() if kind in named)
+    taught: set[str] = set()
+    for name, text in prompts:
+        taught |= prompt_teaches(name, text)
+    return tuple(kind for kind in known_kinds() if kind in taught)
 
 
 def task_list_schema(kinds: Iterable[str] | None = None) -> dict[str, Any]:

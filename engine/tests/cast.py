@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from agents.models import Agent
+import pytest
+from django.conf import settings
+
+from agents.models import Agent, RolePrompt
+
+SHIPPED_PROMPTS = Path(settings.BASE_DIR) / "configdir" / "prompts"
 
 
 def make_agent(name: str = "Wendy", **fields) -> Agent:
@@ -18,6 +23,17 @@ def make_agent(name: str = "Wendy", **fields) -> Agent:
     }
     defaults.update(fields)
     return Agent.objects.create(name=name, **defaults)
+
+
+def teach(agent: Agent, *names: str) -> Agent:
+    """Give `agent` shipped role prompts (configdir/prompts/NAME.md, imported as global prompts), so it
+    may use the kinds their SCHEMA_TASKS markers teach."""
+    for name in names:
+        text = (SHIPPED_PROMPTS / f"{name}.md").read_text(encoding="utf-8")
+        RolePrompt.objects.get_or_create(name=name, scope_key=0, defaults={"text": text})
+    agent.role_prompt_names = [*(agent.role_prompt_names or []), *names]
+    agent.save(update_fields=["role_prompt_names"])
+    return agent
 
 
 @pytest.fixture

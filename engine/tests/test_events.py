@@ -10,10 +10,17 @@ import pytest
 from conversations.models import ActivityEvent, Conversation, TaskGraph
 from conversations.services.sandbox import sandbox_transcript
 from engine.events import event_claim, event_fire, event_next_due_at, events_fire_due
+from engine.tests.cast import teach
 from engine.tests.harness import scripted_turn, tasks
 from memory.models import ScheduledEvent
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _taught(agent):
+    """The agent has the shipped prompt that teaches this kind."""
+    return teach(agent, "Task-Event")
 
 
 def _local(clock, agent, **delta) -> str:

@@ -39,6 +39,13 @@ def test_a_due_event_fires_exactly_once_across_a_sigkill_and_a_takeover(child, k
         )
     )
     llm.set_default_reply(json.dumps([{"kind": "send", "text": "Event fired"}]))
+    manage(  # the shipped prompt that teaches `event`
+        env,
+        "shell",
+        "-c",
+        "from agents.models import Agent; from engine.tests.cast import teach; "
+        "teach(Agent.objects.get(name='Wendy'), 'Task-Event')",
+    )
     manage(env, "sandbox", "say", "Wendy", "hello")
     process = start_gateway(env, log)
     try:

@@ -53,16 +53,50 @@ def test_an_explicit_sticker_is_sent(agent, harness, fake_llm, dancer_set):
     assert sent_sticker()["unique_id"] == "wink-1"
 
 
-def test_a_sticker_of_an_unconfigured_set_is_resolved_through_the_transport(
+def test_a_sticker_of_a_set_shown_in_this_chat_is_resolved_through_the_transport(
     agent, harness, fake_llm, dancer_set
 ):
     fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "WendyDancer", "name": "😉"}))
-    sandbox_say(agent=agent, text="hi")
+    shown = {
+        "kind": "media",
+        "media_kind": "sticker",
+        "sticker_set_name": "WendyDancer",
+        "sticker_name": "😉",
+    }
+    sandbox_say(agent=agent, media=[{**shown, "unique_id": "wink-1"}])
     harness.settle()
     assert sent_sticker()["sticker_set_name"] == "WendyDancer"
 
 
+def test_a_sticker_from_a_set_the_agent_does_not_have_is_dropped_with_a_note(
+    agent, harness, fake_llm, dancer_set
+):
+    agent.explicit_stickers = ["ForestFriends::🦔"]
+    agent.save()
+    fake_llm.reply_with(
+        tasks(
+            {"kind": "sticker", "sticker_set": "WendyDancer", "name": "😉"},
+            {"kind": "sticker", "sticker_set": "ForestFriends", "name": "🌰"},
+            {"kind": "send", "text": "Hello!"},
+        )
+    )
+    sandbox_say(agent=agent, text="hi")
+    harness.settle()
+    assert sandbox_transcript(agent=agent)[1:] == ["Wendy: Hello!"]
+    errors = TaskNode.objects.get(kind="received").result["errors"]
+    assert errors == [
+        'sticker WendyDancer::😉: agent Wendy has no sticker set "WendyDancer" (its sets: none) and no '
+        'sticker of it was shown in this chat: dropped; to allow it, add the set under "Agent Sticker '
+        'Sets" or "WendyDancer::😉" under "Agent Stickers" in its persona',
+        'sticker ForestFriends::🌰: agent Wendy has no sticker set "ForestFriends" (its sets: none) and no '
+        'sticker of it was shown in this chat: dropped; to allow it, add the set under "Agent Sticker '
+        'Sets" or "ForestFriends::🌰" under "Agent Stickers" in its persona',
+    ]
+
+
 def test_an_unresolvable_sticker_is_sent_as_its_name_and_logged(agent, harness, fake_llm, dancer_set):
+    agent.sticker_set_names = ["WendyDancer", "NoSuchSet"]
+    agent.save()
     fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "NoSuchSet", "name": "🦄"}))
     fake_llm.reply_with(tasks({"kind": "sticker", "sticker_set": "WendyDancer", "name": "🙈"}))
     sandbox_say(agent=agent, text="hi")

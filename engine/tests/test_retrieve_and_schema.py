@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agents.models import AgentDocument, RolePrompt
-from conversations.models import TaskNode
+from conversations.models import ActivityEvent, NodeStatus, TaskGraph, TaskNode
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import tasks
 from llm import file_sources
@@ -89,19 +89,79 @@ def test_the_schema_allows_the_kinds_the_prompts_teach(agent, harness, fake_llm)
     agent.role_prompt_names = ["Task-Memory"]
     agent.save()
     fake_llm.reply_with(
-        tasks({"kind": "send", "text": "hi"}, {"kind": "remember", "content": "x"}, {"kind": "block"})
+        tasks(
+            {"kind": "send", "text": "hi"},
+            {"kind": "remember", "content": "x"},
+            {"kind": "plan", "content": "y"},
+        )
     )
     sandbox_say(agent=agent, text="hello")
     harness.settle()
-    assert _schema_kinds(fake_llm.requests[0]) == ["send", "think", "remember"]
+    conversational = ["send", "sticker", "react", "wait", "block", "unblock", "think"]
+    assert _schema_kinds(fake_llm.requests[0]) == [*conversational, "remember"]
     received = TaskNode.objects.get(kind="received")
-    assert [e for e in received.result["errors"] if '"block" is not taught' in e]
+    assert [e for e in received.result["errors"] if '"plan" is not taught' in e]
     assert received.result["stored"][0].startswith("remember ")
 
 
-def test_prompts_without_markers_allow_every_kind(agent, harness, fake_llm):
+def test_a_role_prompt_without_a_marker_teaches_nothing_and_instructions_always_teach_sending(
+    agent, harness, fake_llm
+):
     RolePrompt.objects.create(name="Instructions", text="# Format\nAnswer with JSON tasks.")
-    fake_llm.reply_with(tasks({"kind": "block"}))
+    RolePrompt.objects.create(name="Chatbot", text="# Chatbot\nBe kind.")
+    agent.role_prompt_names = ["Chatbot"]
+    agent.save()
+    fake_llm.reply_with(tasks({"kind": "send", "text": "hi"}))
     sandbox_say(agent=agent, text="hello")
     harness.settle()
-    assert {"send", "block", "remember", "plan", "retrieve"} <= set(_schema_kinds(fake_llm.requests[0]))
+    assert _schema_kinds(fake_llm.requests[0]) == [
+        "send",
+        "sticker",
+        "react",
+        "wait",
+        "block",
+        "unblock",
+        "think",
+    ]
+    assert sandbox_transcript(agent=agent)[-1] == "Wendy: hi"
+
+
+def test_a_dropped_kind_names_the_role_prompt_that_would_teach_it(agent, harness, fake_llm):
+    RolePrompt.objects.create(name="Instructions", text="# Format")
+    RolePrompt.objects.create(name="Task-Memory", text="<!-- SCHEMA_TASKS: remember, note -->\n# Memory")
+    RolePrompt.objects.create(name="Task-XSend", text="<!-- SCHEMA_TASKS: xsend -->\n# Elsewhere")
+    agent.role_prompt_names = ["Task-XSend"]
+    agent.save()
+    fake_llm.reply_with(tasks({"kind": "note", "content": "x"}, {"kind": "send", "text": "ok"}))
+    sandbox_say(agent=agent, text="hello")
+    harness.settle()
+    errors = TaskNode.objects.get(kind="received").result["errors"]
+    assert errors == [
+        'task kind "note" is not taught by agent Wendy\'s prompts: dropped; '
+        'add role prompt Task-Memory, which teaches "note", to agent Wendy'
+    ]
+    assert sandbox_transcript(agent=agent)[-1] == "Wendy: ok"
+
+
+def test_a_turn_whose_every_task_was_dropped_is_a_failed_turn_not_done(agent, harness, fake_llm):
+    RolePrompt.objects.create(name="Instructions", text="# Format")
+    fake_llm.reply_with(
+        tasks({"kind": "remember", "content": "x"}, {"kind": "xsend", "target_channel_id": 1})
+    )
+    sandbox_say(agent=agent, text="hello")
+    harness.settle()
+    received = TaskNode.objects.get(kind="received")
+    assert received.status == NodeStatus.FAILED
+    assert received.error.startswith("every task of the reply was dropped (2): ")
+    assert 'no imported role prompt teaches "xsend"' in received.error
+    event = ActivityEvent.objects.filter(node_id=received.pk, kind=ActivityEvent.Kind.NODE_FAILED).get()
+    assert "planned nothing: every task of the reply was dropped" in event.summary
+    assert not ActivityEvent.objects.filter(node_id=received.pk, kind=ActivityEvent.Kind.NODE_DONE).exists()
+    assert received.graph.status == TaskGraph.Status.DONE  # the turn is over; its failure is the node's
+
+
+def test_an_empty_reply_is_a_quiet_turn_not_a_failure(agent, harness, fake_llm):
+    fake_llm.reply_with(tasks())
+    sandbox_say(agent=agent, text="hello")
+    harness.settle()
+    assert TaskNode.objects.get(kind="received").status == NodeStatus.DONE

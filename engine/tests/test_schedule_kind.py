@@ -11,10 +11,17 @@ from conversations.models import ActivityEvent, TaskNode
 from conversations.models.sandbox import SandboxMessage
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.responsiveness import asleep_until, responsiveness_delay
+from engine.tests.cast import teach
 from engine.tests.harness import scripted_turn, tasks
 from memory.models import ScheduleEntry
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _taught(agent):
+    """The agent has the shipped prompt that teaches this kind."""
+    return teach(agent, "Task-Schedule")
 
 
 @pytest.fixture

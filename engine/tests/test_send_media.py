@@ -7,16 +7,24 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import ActivityEvent, Message
+from conversations.models import ActivityEvent, LLMCall, Message
 from conversations.models.sandbox import SandboxMessage
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from conversations.transport.base import LibraryRef
 from dashboard.selectors import sandbox_message_row
+from engine.tests.cast import teach
 from engine.tests.harness import tasks
-from media_catalog.models import LibraryItem
-from media_catalog.services.library import library_item_upload, library_sync_saved
+from media_catalog.models import LibraryItem, MediaDescription
+from media_catalog.services.library import library_item_save, library_item_upload, library_sync_saved
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _taught(agent):
+    """The agent has the shipped prompt that teaches this kind."""
+    return teach(agent, "Task-Photo")
+
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 
@@ -94,3 +102,41 @@ def test_a_saved_messages_refresh_adds_new_items_and_drops_gone_ones_keeping_des
     assert (kept.description, kept.saved_message_id) == ("Sunset over the harbour", 9)
     assert library_sync_saved(agent_id=agent.pk, saved=[]) == (0, 2)
     assert list(LibraryItem.objects.values_list("unique_id", flat=True)) == [cat.unique_id]  # uploads stay
+
+
+@pytest.mark.parametrize("described_before", [False, True])
+def test_a_curated_library_photo_keeps_its_description_when_the_agent_sends_it(
+    agent, harness, fake_llm, media_root, described_before
+):
+    upload = SimpleUploadedFile("cat.png", PNG, content_type="image/png")
+    if described_before:  # someone sent the same picture before, and the AI described it
+        MediaDescription.objects.create(
+            unique_id=library_item_upload(agent_id=agent.pk, upload=upload).unique_id,
+            kind="photo",
+            description="An orange animal on a loaf",
+            source=MediaDescription.Source.AI,
+        )
+        upload.seek(0)
+    cat = library_item_upload(agent_id=agent.pk, upload=upload, description="A ginger cat asleep on bread")
+    fake_llm.reply_with(tasks({"kind": "send_media", "unique_id": cat.unique_id}))
+    sandbox_say(agent=agent, text="show me your cat")
+    harness.settle()
+    fake_llm.reply_with(tasks({"kind": "send", "text": "That's Marmalade."}))
+    sandbox_say(agent=agent, text="what's its name?")
+    harness.settle()
+
+    assert not LLMCall.objects.filter(purpose=LLMCall.Purpose.DESCRIBE).exists()
+    description = MediaDescription.objects.get(unique_id=cat.unique_id)
+    assert (description.description, description.is_curated) == ("A ginger cat asleep on bread", True)
+    history = json.dumps(fake_llm.requests[-1].json["contents"], ensure_ascii=False)
+    assert "A ginger cat asleep on bread" in history and "An orange animal" not in history
+
+
+def test_editing_a_library_items_description_curates_its_media(agent, media_root):
+    upload = SimpleUploadedFile("cat.png", PNG, content_type="image/png")
+    item = library_item_upload(agent_id=agent.pk, upload=upload)
+    assert not MediaDescription.objects.filter(unique_id=item.unique_id).exists()
+    item.description = "A ginger cat, now curated"
+    library_item_save(item=item)
+    description = MediaDescription.objects.get(unique_id=item.unique_id)
+    assert (description.description, description.is_curated) == ("A ginger cat, now curated", True)

@@ -1,8 +1,13 @@
-"""The response-format instructions used when no `Instructions` role prompt has been imported."""
+"""The response-format instructions used when no `Instructions` role prompt has been imported.
+
+Its SCHEMA_TASKS marker names the kinds it describes (`retrieve` is taught by a role prompt).
+"""
 
 from __future__ import annotations
 
-DEFAULT_INSTRUCTIONS = """# Response Format
+DEFAULT_INSTRUCTIONS = """<!-- SCHEMA_TASKS: send, react, sticker, wait, block, unblock, think, remember, plan, note, intend, summarize, clear-conversation, shutdown -->
+
+# Response Format
 
 Answer with a JSON array of task objects and nothing else. The tasks run in the order given.
 An empty array `[]` means you choose to do nothing now.

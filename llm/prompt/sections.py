@@ -13,6 +13,7 @@ from django.db.models import Q
 from agents.models import Agent, RolePrompt
 from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
+from llm.task_schema import INSTRUCTIONS_PROMPT, prompt_teaches, taught_kinds
 from media_catalog.models import LibraryItem, MediaDescription, Sticker
 from memory.models import Memory
 from memory.services.stored import stored_entries_split
@@ -20,14 +21,31 @@ from memory.stored_kinds import StoreContext, stored_kinds
 
 logger = logging.getLogger(__name__)
 
-INSTRUCTIONS_PROMPT = "Instructions"
 RETRIEVE_PROMPT = "Retrieve"
-#: Role prompt names that switch retrieval on: the original system's name and our shared prompt's.
+#: Role prompts about retrieval, left out of a turn whose retrieval is suppressed (the last round,
+#: a summarization): the original system's name and an older shared prompt's.
 RETRIEVE_PROMPTS = frozenset({RETRIEVE_PROMPT, "Task-Retrieve"})
 
 
 def can_retrieve(agent: Agent) -> bool:
-    return any(name in RETRIEVE_PROMPTS for name in agent.role_prompt_names or [])
+    """Whether the agent's prompts teach `retrieve` (a SCHEMA_TASKS marker naming it, e.g. Task-Retrieve's)."""
+    return "retrieve" in taught_kinds(included_prompts(agent, include_retrieve=True))
+
+
+def teaching_advice(agent: Agent, kind: str) -> str:
+    """How to let the agent use `kind`: the imported role prompts whose markers teach it, by name."""
+    rows = RolePrompt.objects.filter(scope_key__in=[0, agent.pk]).exclude(name=INSTRUCTIONS_PROMPT)
+    names = sorted(
+        {name for name, text in rows.values_list("name", "text") if kind in prompt_teaches(name, text)}
+    )
+    if len(names) == 1:
+        return f'add role prompt {names[0]}, which teaches "{kind}", to agent {agent.name}'
+    if names:
+        return f'add one of the role prompts {", ".join(names)}, which teach "{kind}", to agent {agent.name}'
+    return (
+        f'no imported role prompt teaches "{kind}": import one whose SCHEMA_TASKS marker names it '
+        "(the shipped configdir/prompts do) and add it to the agent's role prompts"
+    )
 
 
 _DESCRIBED = (MediaDescription.Status.OK, MediaDescription.Status.CURATED)
@@ -43,16 +61,15 @@ def role_prompt_texts(agent: Agent, names: list[str]) -> dict[str, str]:
 
 
 def included_prompts(agent: Agent, *, include_retrieve: bool) -> list[tuple[str, str]]:
-    """(name, text) of the prompts a turn includes: the response-format instructions, then the
-    agent's role prompts that are imported (their SCHEMA_TASKS markers shape the reply schema)."""
+    """(name, text) of the prompts a turn includes: the response-format instructions (always), then
+    the agent's role prompts that are imported (their SCHEMA_TASKS markers shape the reply schema).
+
+    Without an imported `Instructions` prompt the built-in one stands in; its line about `retrieve`
+    stays only when a role prompt teaches retrieval.
+    """
     names = [n for n in agent.role_prompt_names or [] if include_retrieve or n not in RETRIEVE_PROMPTS]
     texts = role_prompt_texts(agent, [INSTRUCTIONS_PROMPT, *names])
-    instructions = texts.get(INSTRUCTIONS_PROMPT)
-    if instructions is None:
-        allow_retrieve = any(n in RETRIEVE_PROMPTS for n in names)
-        lines = DEFAULT_INSTRUCTIONS.splitlines()
-        instructions = "\n".join(line for line in lines if allow_retrieve or '"retrieve"' not in line)
-    prompts = [(INSTRUCTIONS_PROMPT, instructions)]
+    prompts: list[tuple[str, str]] = []
     for name in names:
         if name == INSTRUCTIONS_PROMPT:
             continue
@@ -60,7 +77,12 @@ def included_prompts(agent: Agent, *, include_retrieve: bool) -> list[tuple[str,
             logger.warning('agent %s lists role prompt "%s", which is not imported', agent.name, name)
             continue
         prompts.append((name, texts[name]))
-    return prompts
+    instructions = texts.get(INSTRUCTIONS_PROMPT)
+    if instructions is None:
+        allow_retrieve = include_retrieve and "retrieve" in taught_kinds(prompts)
+        lines = DEFAULT_INSTRUCTIONS.splitlines()
+        instructions = "\n".join(line for line in lines if allow_retrieve or '"retrieve"' not in line)
+    return [(INSTRUCTIONS_PROMPT, instructions), *prompts]
 
 
 def base_prompt(agent: Agent, *, include_retrieve: bool, prompts: list[tuple[str, str]] | None = None) -> str:

@@ -69,7 +69,9 @@ def retriever(agent, settings):
     from agents.models import RolePrompt
 
     settings.CINDY_RETRIEVAL_ALLOWED_NETWORKS = ["127.0.0.1/32"]
-    RolePrompt.objects.create(name="Retrieve", text="RETRIEVE-PROMPT: you may fetch pages.")
+    RolePrompt.objects.create(
+        name="Retrieve", text="<!-- SCHEMA_TASKS: retrieve -->\nRETRIEVE-PROMPT: you may fetch pages."
+    )
     agent.role_prompt_names = ["Retrieve"]
     agent.save()
     return agent

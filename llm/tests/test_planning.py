@@ -158,7 +158,11 @@ def test_retrieve_without_the_retrieve_prompt_is_an_error(dm, fake_llm, make_nod
     result = _plan(make_node(dm, target=1))
 
     assert [t.kind for t in result.tasks] == ["send"]
-    assert "retrieve is not enabled for agent Wendy" in result.errors[0]
+    assert result.errors[0] == (
+        'retrieve is not taught by agent Wendy\'s prompts: no imported role prompt teaches "retrieve": '
+        "import one whose SCHEMA_TASKS marker names it (the shipped configdir/prompts do) and add it to "
+        "the agent's role prompts"
+    )
     assert len(fake_llm.requests) == 1
 
 

@@ -92,6 +92,21 @@ def test_shutdown_after_earlier_turns_with_the_operator_is_allowed(dm, make_node
     assert [t.kind for t in allowed] == ["shutdown"]
 
 
+def test_an_operator_message_in_the_same_second_the_last_plan_ended_counts_as_since_that_turn(dm, make_node):
+    """Telegram dates messages to the whole second: one written in the second the agent's last plan
+    finished carries a date before that finish, and is still new."""
+    add_message(dm, 1, "hello", sender_id=OPERATOR)
+    make_node(dm, target=1)  # the turn that answered it
+    _finish_a_turn(dm, 2)
+    finished = START + dt.timedelta(minutes=5, seconds=7, microseconds=600_000)
+    TaskGraph.objects.filter(conversation=dm).update(finished=finished)
+    add_message(dm, 3, "now stop, please", sender_id=OPERATOR, date=finished.replace(microsecond=0))
+
+    allowed, _ = _judge(dm, make_node, ["shutdown"], target=3)
+
+    assert [t.kind for t in allowed] == ["shutdown"]
+
+
 def test_shutdown_in_a_group_where_only_operators_wrote_is_allowed(group, make_node):
     add_message(group, 1, "@Wendy time to stop", sender="Olivia", sender_id=OPERATOR)
 
@@ -220,3 +235,13 @@ def test_an_ordinary_turn_does_not_read_its_inputs(dm, make_node, django_assert_
         allowed, refused = apply_policy([Task("send"), Task("remember")], inputs=inputs)
 
     assert [t.kind for t in allowed] == ["send", "remember"] and refused == []
+
+
+def test_an_operators_nudge_intent_is_not_outside_text(dm, make_node):
+    add_message(dm, 1, "sorry about earlier")
+
+    allowed, refused = _judge(
+        dm, make_node, ["unblock"], context={"xsend": "unblock them", "operator": "ops"}, trigger="nudge"
+    )
+
+    assert [t.kind for t in allowed] == ["unblock"] and refused == []

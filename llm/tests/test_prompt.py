@@ -23,7 +23,9 @@ def furnished(agent, dm, clock):
     RolePrompt.objects.create(name="Instructions", text="# Format\n\nReply with JSON.")
     RolePrompt.objects.create(name="Chatbot", text="Global chatbot prompt.")
     RolePrompt.objects.create(name="Chatbot", text="Wendy's own chatbot prompt for {agent}.", agent=agent)
-    RolePrompt.objects.create(name="Retrieve", text="You can retrieve pages.")
+    RolePrompt.objects.create(
+        name="Retrieve", text="<!-- SCHEMA_TASKS: retrieve -->\nYou can retrieve pages."
+    )
     agent.role_prompt_names = ["Chatbot", "Retrieve"]
     agent.sticker_set_names = ["WendyDancer"]
     agent.explicit_stickers = ["Other::🙂"]
@@ -95,12 +97,16 @@ def test_retrieve_prompt_can_be_suppressed(furnished, dm):
     )
 
 
-def test_the_shared_task_retrieve_prompt_also_enables_retrieval(agent, dm):
+def test_a_prompt_whose_marker_names_retrieve_enables_retrieval(agent, dm):
     from llm.prompt.sections import can_retrieve
 
     RolePrompt.objects.create(name="Task-Retrieve", text="Fetch pages with retrieve tasks.")
     agent.role_prompt_names = ["Task-Retrieve"]
     agent.save()
+    assert not can_retrieve(agent)  # no marker: it teaches nothing, as in the original
+    RolePrompt.objects.filter(name="Task-Retrieve").update(
+        text="<!-- SCHEMA_TASKS: retrieve -->\nFetch pages with retrieve tasks."
+    )
     assert can_retrieve(agent)
     assert "Fetch pages with retrieve tasks." in build_plan_request(dm, TurnContext()).system
     suppressed = build_plan_request(dm, TurnContext(), include_retrieve=False).system
@@ -188,7 +194,8 @@ def test_shared_prefix_ratio():
 def test_built_in_response_format_is_used_when_no_instructions_prompt_exists(agent, dm):
     system = build_plan_request(dm, TurnContext()).system
 
-    assert system.startswith("# Response Format")
+    assert system.startswith("<!-- SCHEMA_TASKS: send, react, sticker, wait, block, unblock, think, remember")
+    assert "\n\n# Response Format\n" in system
     assert '"kind": "send"' in system
     assert '"kind": "retrieve"' not in system  # the agent has no Retrieve prompt
 

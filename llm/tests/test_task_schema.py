@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
-from llm.task_schema import allowed_kinds, kinds_from_prompt, schema_kinds, task_list_schema
+from pathlib import Path
+
+import pytest
+
+from llm.task_schema import (
+    CONVERSATIONAL_KINDS,
+    kinds_from_prompt,
+    schema_kinds,
+    task_list_schema,
+    taught_kinds,
+)
 from llm.tasks import known_kinds
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_one_marker_names_one_or_several_kinds():
@@ -17,21 +29,70 @@ def test_markers_add_up_and_ignore_case_and_spaces():
     assert kinds_from_prompt("# Instructions\n\nSome text.") == set()
 
 
-def test_allowed_kinds_is_the_union_in_canonical_order_without_unknown_names():
-    texts = [
-        "<!-- SCHEMA_TASKS: wait, send -->",
-        "<!-- SCHEMA_TASKS: nonexistent_task, remember -->",
-        "plain",
+def test_taught_kinds_is_the_union_in_canonical_order_without_unknown_names():
+    prompts = [
+        ("Task-A", "<!-- SCHEMA_TASKS: wait, send -->"),
+        ("Task-B", "<!-- SCHEMA_TASKS: nonexistent_task, remember -->"),
+        ("Chatbot", "plain"),
     ]
-    assert allowed_kinds(texts) == ("send", "wait", "remember")
+    assert taught_kinds(prompts) == ("send", "wait", "remember")
 
 
-def test_no_marker_anywhere_means_every_kind():
-    assert allowed_kinds(["# Instructions", "# Chatbot"]) is None
+def test_a_prompt_without_a_marker_teaches_nothing():
+    assert taught_kinds([("Chatbot", "# Chatbot"), ("Task-Memory", "# Remembering")]) == ()
+
+
+def test_instructions_always_teach_the_conversational_kinds_marker_or_not():
+    assert set(taught_kinds([("Instructions", "# Response format")])) == set(CONVERSATIONAL_KINDS)
+    marked = taught_kinds(
+        [("Instructions", "<!-- SCHEMA_TASKS: shutdown -->"), ("Task-XSend", "<!-- SCHEMA_TASKS: xsend -->")]
+    )
+    assert set(marked) == {*CONVERSATIONAL_KINDS, "shutdown", "xsend"}
+
+
+def test_without_a_limit_the_schema_allows_every_kind():
     assert schema_kinds(task_list_schema(None)) == known_kinds()
 
 
 def test_an_empty_marker_allows_nothing_and_schemas_are_independent():
-    assert allowed_kinds(["<!-- SCHEMA_TASKS: -->"]) == ()
+    assert taught_kinds([("Task-Empty", "<!-- SCHEMA_TASKS: -->")]) == ()
     first, second = task_list_schema(["send"]), task_list_schema(["react"])
     assert schema_kinds(first) == ("send",) and schema_kinds(second) == ("react",)
+
+
+#: What each shipped prompt teaches: the original's markers, plus what Cindy's own prompts add.
+SHIPPED_TEACHING = {
+    "configdir/prompts/Instructions.md": {
+        *CONVERSATIONAL_KINDS,
+        "summarize",
+        "clear-conversation",
+        "shutdown",
+    },
+    "configdir/prompts/Task-Memory.md": {"remember", "note"},
+    "configdir/prompts/Task-Plan.md": {"plan", "intend"},
+    "configdir/prompts/Task-Retrieve.md": {"retrieve"},
+    "configdir/prompts/Task-Photo.md": {"send_media"},
+    "configdir/prompts/Task-Schedule.md": {"schedule", "retrieve"},
+    "configdir/prompts/Task-Event.md": {"event"},
+    "configdir/prompts/Task-XSend.md": {"xsend"},
+    "configdir/prompts/Think.md": {"think"},
+    "samples/prompts/Chatbot.md": set(),
+    "samples/prompts/Roleplay.md": set(),
+}
+
+
+def test_every_shipped_prompt_is_listed_here():
+    shipped = {
+        str(path.relative_to(ROOT))
+        for pattern in ("configdir/prompts/*.md", "samples/prompts/*.md", "samples/agents/*/prompts/*.md")
+        for path in ROOT.glob(pattern)
+    }
+    assert shipped == set(SHIPPED_TEACHING)
+
+
+@pytest.mark.parametrize("path", sorted(SHIPPED_TEACHING))
+def test_each_shipped_prompt_marks_the_kinds_it_teaches(path):
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert kinds_from_prompt(text) == SHIPPED_TEACHING[path]
+    for kind in SHIPPED_TEACHING[path] - {"think"}:
+        assert f"`{kind}`" in text or f'"{kind}"' in text, f"{path} names {kind} but does not explain it"

@@ -1,7 +1,9 @@
 """The agent's media library: sandbox uploads from the admin, and the Telegram Saved Messages listing.
 
 Descriptions are curated by operators and kept across refreshes; a refresh from Saved Messages adds
-new items and drops items that are no longer there.
+new items and drops items that are no longer there. An item's description is the curated description
+of its media in the catalog too, so the picture the agent sends is shown with it in the history and
+is never described again by the AI.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Protocol
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from media_catalog.models import LibraryItem, MediaKind
+from media_catalog.models import LibraryItem, MediaDescription, MediaKind
+from media_catalog.services.curation import media_description_curate
 
 #: Kinds an uploaded file becomes, by MIME type prefix.
 _KIND_BY_MIME = (
@@ -52,8 +55,33 @@ def library_item_upload(*, agent_id: int, upload: UploadedFile, description: str
         item.file.save(f"{agent_id}/{unique_id}{suffix}", upload, save=False)
     if description.strip():
         item.description = description.strip()
+    return library_item_save(item=item)
+
+
+@transaction.atomic
+def library_item_save(*, item: LibraryItem) -> LibraryItem:
+    """Save an item (an admin edit); its description, when it has one, curates its media's."""
     item.save()
+    _curate_media_description(item)
     return item
+
+
+def _curate_media_description(item: LibraryItem) -> None:
+    text = item.description.strip()
+    if not text:
+        return
+    row, created = MediaDescription.objects.get_or_create(
+        unique_id=item.unique_id,
+        defaults={
+            "kind": item.kind,
+            "mime": item.mime,
+            "description": text,
+            "source": MediaDescription.Source.CURATED,
+            "status": MediaDescription.Status.CURATED,
+        },
+    )
+    if not created and (row.description != text or not row.is_curated):
+        media_description_curate(description=row, text=text)
 
 
 def library_sync_saved(*, agent_id: int, saved: Iterable[SavedMedia]) -> tuple[int, int]:

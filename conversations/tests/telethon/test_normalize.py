@@ -328,3 +328,13 @@ def test_short_dm_and_basic_group_updates_become_messages():
         ctx(),
     )
     assert mine.message.is_outgoing and mine.message.sender_id == ME_ID
+
+
+def test_a_dm_is_titled_with_the_other_persons_name_as_in_the_sandbox():
+    """The prompt's Channel Details name a new DM partner from their first message on, not only once
+    the dialog list was next refreshed."""
+    assert inbound_message(msg("hi"), ctx()).chat_title == "Ann"
+    mine = inbound_message(msg("hi", out=True), ctx())
+    assert mine.chat_title == "Ann"
+    saved = inbound_message(msg("note to self", peer=types.PeerUser(ME_ID), out=True), ctx())
+    assert saved.chat_title == ""  # Saved Messages keep the title the dialog list gives them

@@ -282,9 +282,18 @@ def inbound_message(message, ctx: Context) -> InboundMessage:
         forwarded_from="" if is_service else forwarded_from(message.fwd_from, ctx.entities),
         is_service=is_service,
         edited_at=_date(message.edit_date) if getattr(message, "edit_date", None) else None,
-        chat_title=(getattr(chat, "title", "") or "") if kind != "dm" else "",
+        chat_title=_chat_title(chat, kind, peer_id, ctx.me_id),
         chat_username=getattr(chat, "username", None) or "",
     )
+
+
+def _chat_title(chat, kind: str, peer_id: int, me_id: int) -> str:
+    """A group's or channel's title; a DM's is the other person's name, as the sandbox gives it, so a
+    new partner is named in the prompt before the next dialog refresh. Saved Messages (a DM with
+    oneself) keep the title the dialog list gives them."""
+    if kind != "dm":
+        return getattr(chat, "title", "") or ""
+    return "" if peer_id == me_id else display_name(chat)
 
 
 def unsupported_message(message, ctx: Context) -> InboundMessage:

@@ -1,0 +1,239 @@
+"""Scenario files: one TOML file per scenario, read with the standard library's tomllib.
+
+A scenario drives one shipped persona through scripted turns. Its format (docs/engine.md,
+"Scenarios"):
+
+    persona = "Orla"                 # an agent of samples/agents/
+    people = ["Ada", "Ben"]          # sandbox users; the first is who a turn speaks as by default
+    operators = ["Ben"]              # optional: people who are operators (CINDY_OPERATOR_IDS)
+    sticker_sets = ["BrambleGnome"]  # optional: sticker sets an operator adds to the persona first
+    library = ["AgADCanalPhoto5.png"]   # optional: samples/media files uploaded to the agent's library
+    logs = ["engine.x: some warning"]   # optional: WARNING/ERROR lines this scenario expects (substrings)
+    telegram = true                  # optional: also run on the MTProto stand-in (Telegram kinds only)
+
+    [[turn]]
+    say = "Hello"                    # the person's message, or a turn started otherwise:
+    # trigger = "xsend" | "event"    #   by the agent's own xsend or event (the turn waits for it), or
+    # trigger = "nudge"              #   by an operator's nudge (the admin's XSend), with `intent = "..."`
+    as = "Ada"                       # optional: whose chat this turn is in
+    reply = [{kind = "send", text = "Hi!"}]            # what the LLM stand-in answers
+    after_retrieve = [{kind = "send", text = "..."}]   # optional: its answer once pages were fetched
+    prompt_has = ["..."]             # text this turn's prompt must show
+    prompt_lacks = ["..."]           # text it must not show
+    retrieved_has = ["..."]          # text the prompt after the retrieve must show
+    sends = ["Hi!"]                  # the agent's new lines in this chat, in order
+    reaction = "👍"                  # the agent's reaction on the person's last message
+    photo = "AgADCanalPhoto5.png"    # a library file the agent sent here, its description unchanged
+    schedule = ["Sorting returns"]   # schedule activities that must exist
+    blocked = true                   # whether the agent has blocked this person
+    cleared = true                   # the chat's earlier messages are gone
+    stopped = true                   # whether the agent is stopped (started again after the scenario)
+
+Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
+of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
+(an ISO time that many seconds from now, UTC), `$library:FILE` (the library item's unique id).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCENARIO_DIR = Path(__file__).resolve().parent / "files"
+PERSONAS = ("Wendy", "Bramble", "Orla")
+TRIGGERS = ("message", "xsend", "event", "nudge")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
+_SCENARIO_KEYS = {
+    "persona",
+    "about",
+    "people",
+    "operators",
+    "sticker_sets",
+    "library",
+    "logs",
+    "telegram",
+    "turn",
+}
+_TURN_KEYS = {
+    "say",
+    "as",
+    "trigger",
+    "reply",
+    "after_retrieve",
+    "intent",
+    "prompt_has",
+    "prompt_lacks",
+    "retrieved_has",
+    "sends",
+    "reaction",
+    "photo",
+    "schedule",
+    "blocked",
+    "cleared",
+    "stopped",
+}
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be run; the message names the file, the field and the fix."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    number: int
+    person: str
+    trigger: str
+    say: str
+    replies: tuple[list[dict[str, Any]], ...]  # the stand-in's answers to this turn's requests, in order
+    intent: str = ""
+    prompt_has: tuple[str, ...] = ()
+    prompt_lacks: tuple[str, ...] = ()
+    retrieved_has: tuple[str, ...] = ()
+    sends: tuple[str, ...] | None = None
+    reaction: str = ""
+    photo: str = ""
+    schedule: tuple[str, ...] = ()
+    blocked: bool | None = None
+    cleared: bool = False
+    stopped: bool | None = None
+
+    @property
+    def kinds(self) -> set[str]:
+        return {task["kind"] for reply in self.replies for task in reply}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: Path
+    persona: str
+    about: str
+    people: tuple[str, ...]
+    turns: tuple[Turn, ...]
+    operators: tuple[str, ...] = ()
+    sticker_sets: tuple[str, ...] = ()
+    library: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
+    telegram: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def user(self, person: str) -> str:
+        """The sandbox name of `person` in this scenario: unique across scenarios sharing a gateway."""
+        return f"{person} {self.name}"
+
+    @property
+    def kinds(self) -> set[str]:
+        return set().union(*(turn.kinds for turn in self.turns))
+
+
+def load(path: Path) -> Scenario:
+    where = f"{path.relative_to(SCENARIO_DIR.parent) if path.is_relative_to(SCENARIO_DIR.parent) else path}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{where}: not valid TOML: {exc}") from exc
+    unknown = set(data) - _SCENARIO_KEYS
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key(s) {sorted(unknown)}: use {sorted(_SCENARIO_KEYS)}")
+    persona = data.get("persona")
+    if persona not in PERSONAS:
+        raise ScenarioError(f"{where}: persona is {persona!r}: use one of {', '.join(PERSONAS)}")
+    people = data.get("people") or []
+    if not people or not all(isinstance(p, str) and _NAME.match(p) for p in people):
+        raise ScenarioError(
+            f"{where}: people is {people!r}: list one or more first names (letters and digits), "
+            'e.g. people = ["Ada"]'
+        )
+    turns = data.get("turn") or []
+    if not turns:
+        raise ScenarioError(f"{where}: no [[turn]]: add at least one")
+    return Scenario(
+        path=path,
+        persona=persona,
+        about=str(data.get("about", "")),
+        people=tuple(people),
+        turns=tuple(_turn(where, number, raw, people) for number, raw in enumerate(turns, start=1)),
+        operators=tuple(_operators(where, data.get("operators", []), people)),
+        sticker_sets=tuple(_strings(where, "sticker_sets", data.get("sticker_sets", []))),
+        library=tuple(_strings(where, "library", data.get("library", []))),
+        logs=tuple(_strings(where, "logs", data.get("logs", []))),
+        telegram=bool(data.get("telegram", False)),
+    )
+
+
+def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Turn:
+    at = f"{where}: turn {number}"
+    unknown = set(raw) - _TURN_KEYS
+    if unknown:
+        raise ScenarioError(f"{at}: unknown key(s) {sorted(unknown)}: use {sorted(_TURN_KEYS)}")
+    person = raw.get("as", people[0])
+    if person not in people:
+        raise ScenarioError(f"{at}: as = {person!r} is not one of people {people}: add them to people")
+    trigger = raw.get("trigger", "message")
+    if trigger not in TRIGGERS:
+        raise ScenarioError(f"{at}: trigger is {trigger!r}: use one of {', '.join(TRIGGERS)}")
+    say = raw.get("say", "")
+    if (trigger == "message") != bool(say):
+        raise ScenarioError(
+            f'{at}: a turn either says something (say = "...") or waits for a trigger '
+            '(trigger = "xsend", "event" or "nudge"), not both or neither'
+        )
+    if raw.get("intent") and trigger != "nudge":
+        raise ScenarioError(f'{at}: intent is for an operator\'s nudge: add trigger = "nudge" or remove it')
+    replies = [_reply(at, "reply", raw.get("reply"))]
+    if "after_retrieve" in raw:
+        replies.append(_reply(at, "after_retrieve", raw["after_retrieve"]))
+    for key in ("blocked", "cleared", "stopped"):
+        if key in raw and not isinstance(raw[key], bool):
+            raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
+    sends = raw.get("sends")
+    return Turn(
+        number=number,
+        person=person,
+        trigger=trigger,
+        say=say,
+        replies=tuple(replies),
+        intent=str(raw.get("intent", "")),
+        prompt_has=tuple(_strings(at, "prompt_has", raw.get("prompt_has", []))),
+        prompt_lacks=tuple(_strings(at, "prompt_lacks", raw.get("prompt_lacks", []))),
+        retrieved_has=tuple(_strings(at, "retrieved_has", raw.get("retrieved_has", []))),
+        sends=None if sends is None else tuple(_strings(at, "sends", sends)),
+        reaction=str(raw.get("reaction", "")),
+        photo=str(raw.get("photo", "")),
+        schedule=tuple(_strings(at, "schedule", raw.get("schedule", []))),
+        blocked=raw.get("blocked"),
+        cleared=raw.get("cleared", False),
+        stopped=raw.get("stopped"),
+    )
+
+
+def _operators(where: str, value: Any, people: list[str]) -> list[str]:
+    names = _strings(where, "operators", value)
+    strangers = [name for name in names if name not in people]
+    if strangers:
+        raise ScenarioError(f"{where}: operators {strangers} are not in people {people}: add them to people")
+    return names
+
+
+def _reply(at: str, key: str, value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(t, dict) and "kind" in t for t in value):
+        raise ScenarioError(
+            f'{at}: {key} must be a list of tasks, each with a kind, e.g. {key} = [{{kind = "send", '
+            'text = "Hi"}]'
+        )
+    return value
+
+
+def _strings(at: str, key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ScenarioError(f'{at}: {key} is {value!r}: use a list of strings, e.g. {key} = ["..."]')
+    return value
+
+
+def all_scenarios() -> list[Scenario]:
+    return [load(path) for path in sorted(SCENARIO_DIR.glob("*.toml"))]

@@ -1,0 +1,473 @@
+"""The running world the scenarios play on: one database, one `runagents` with its task workers, the
+sample personas imported, and the LLM stand-in answering each chat from the scenarios' scripts.
+
+One stage serves every scenario of a test run (per database): the scenarios' people have names of
+their own (`Ada orla_memory`), so their chats never meet, and the stand-in tells the chats apart by
+the id the prompt's "Channel Details" shows (the person's user id). Waiting is bounded polling of the database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from cindy_site.testing.fake_llm import FakeLLMServer, FakeReply, RecordedRequest
+from conversations.services.sandbox import PERSON_USER_ID_BASE
+from engine.tests.processes import MANAGE, ChildDatabase, child_settings, manage, start_gateway
+from engine.tests.scenarios.spec import Scenario, Turn
+
+SAMPLES = Path(settings.BASE_DIR) / "samples"
+CONFIGDIR = Path(settings.BASE_DIR) / "configdir"
+#: Seconds a turn may take, from the person's message to the last of its effects.
+TURN_DEADLINE = 90
+#: What the stand-in answers a request that is not a chat's turn (describing media).
+DESCRIPTION = "A small picture."
+_CHANNEL_ID = re.compile(r"# Channel Details\n\n(?:- .*\n)*?- ID: (?P<id>-?\d+)")
+
+#: Run in a child once the database is a copy of the template: import the samples as shipped, make
+#: typing quick, upload the library files, and print what each persona's prompts teach, computed by
+#: the product's own code.
+_SETUP = """
+import json
+from pathlib import Path
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from agents.models import Agent
+from llm.prompt.sections import included_prompts
+from llm.task_schema import taught_kinds
+from media_catalog.services.library import library_item_upload
+
+Agent.objects.all().delete()
+call_command("importagents", verbosity=0)
+Agent.objects.update(start_typing_delay=1, typing_speed=1000)
+for persona, sets in json.loads({sticker_sets!r}).items():
+    agent = Agent.objects.get(name=persona)
+    agent.sticker_set_names = list(agent.sticker_set_names or []) + [s for s in sets if s not in (agent.sticker_set_names or [])]
+    agent.save(update_fields=["sticker_set_names"])
+library = json.loads({library!r})
+items = {{}}
+for persona, files in library.items():
+    agent = Agent.objects.get(name=persona)
+    for name in files:
+        path = Path({samples!r}) / "media" / name
+        curated = json.loads(path.with_suffix(".json").read_text())["description"]
+        upload = SimpleUploadedFile(name, path.read_bytes(), content_type="image/png")
+        item = library_item_upload(agent_id=agent.id, upload=upload, description=curated)
+        items[f"{{persona}}/{{name}}"] = [item.unique_id, item.description]
+taught = {{}}
+for agent in Agent.objects.all():
+    taught[agent.name] = sorted(taught_kinds(included_prompts(agent, include_retrieve=True)))
+print("SETUP " + json.dumps({{"taught": taught, "library": items}}))
+"""
+
+
+#: A `manage.py shell` that stays up for the whole stage and runs, for each JSON line on its stdin, a
+#: management command (`["command", name, *args]`, as `manage.py name args` would) or a few lines of
+#: Python (`["run", code]`): what a person or an operator does, without a process start per action.
+_CONSOLE = """
+import io, json, sys, traceback
+from django.core.management import call_command
+from django.db import close_old_connections
+for line in sys.stdin:
+    action, *args = json.loads(line)
+    close_old_connections()
+    out = io.StringIO()
+    try:
+        if action == "command":
+            call_command(*args, stdout=out)
+        else:
+            exec(args[0], {})
+        reply = {"ok": True, "out": out.getvalue()}
+    except BaseException:
+        reply = {"ok": False, "error": traceback.format_exc()}
+    print("@@reply " + json.dumps(reply), flush=True)
+"""
+
+
+def request_text(request: RecordedRequest) -> str:
+    """Every text of a request (system instruction, turns), in order: what the model was shown."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in ("text", "content") and isinstance(item, str):
+                    found.append(item)
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(request.json)
+    return "\n".join(found)
+
+
+@dataclass
+class Served:
+    """One request the stand-in answered: for which scenario turn (None: unscripted) and what it saw."""
+
+    chat: str
+    turn: Turn | None
+    text: str
+    reply: str
+
+
+@dataclass
+class _Script:
+    scenario: Scenario
+    queue: deque[tuple[Turn, list[dict[str, Any]]]] = field(default_factory=deque)
+
+
+class Stage:
+    """A database, the LLM stand-in and a running gateway with every sample persona."""
+
+    def __init__(self, tmp: Path, template: ChildDatabase, scenarios: list[Scenario]) -> None:
+        self.tmp = tmp
+        self.db = ChildDatabase(tmp, suffix=f"_{type(self).__name__.lower()}")
+        self.db.copy_from(template)
+        self.llm = FakeLLMServer().start()
+        self.llm.set_responder(self._respond)
+        self.log = tmp / "gateway.log"
+        self.env = child_settings(self.db) | {
+            "GEMINI_BASE_URL": self.llm.url,
+            "GOOGLE_GEMINI_API_KEY": "test",
+            "DEFAULT_AGENT_LLM": "gemini",
+            "CINDY_READ_DELAY_SECONDS": "0",
+            "CINDY_MEDIA_ROOT": str(tmp / "media"),
+            "CINDY_AGENT_CONFIG_PATH": f"{SAMPLES}:{CONFIGDIR}",
+        }
+        self.served: list[Served] = []
+        self._scripts: dict[str, _Script] = {}
+        self._ids: dict[str, int] = {}  # person -> user id, once they exist
+        self._lock = threading.Lock()
+        self.process = None
+        self.console: subprocess.Popen | None = None
+        library: dict[str, list[str]] = {}
+        sticker_sets: dict[str, list[str]] = {}
+        for scenario in scenarios:
+            for wanted, files in ((library, scenario.library), (sticker_sets, scenario.sticker_sets)):
+                have = wanted.setdefault(scenario.persona, [])
+                have += [f for f in files if f not in have]
+        out = manage(
+            self.env,
+            "shell",
+            "-c",
+            _SETUP.format(
+                library=json.dumps(library), sticker_sets=json.dumps(sticker_sets), samples=str(SAMPLES)
+            ),
+        )
+        setup = json.loads(out.split("SETUP ", 1)[1])
+        self.taught: dict[str, set[str]] = {name: set(kinds) for name, kinds in setup["taught"].items()}
+        self.library: dict[str, tuple[str, str]] = {k: tuple(v) for k, v in setup["library"].items()}
+        self.agent_ids = dict(self.db.query("SELECT name, id FROM agents_agent"))
+        operators = [s.user(p) for s in scenarios for p in s.operators]
+        self.env["CINDY_OPERATOR_IDS"] = ",".join(str(self.operator_id(name)) for name in operators)
+
+    def operator_id(self, name: str) -> int:
+        """The user id the sandbox gives this person on their first message (stable, from the name)."""
+        return PERSON_USER_ID_BASE + zlib.crc32(name.encode()) % 1_000_000_000
+
+    # --- processes ----------------------------------------------------------------------------
+
+    def start(self) -> Stage:
+        self.process = start_gateway(self.env, self.log)
+        self.console = subprocess.Popen(
+            [sys.executable, MANAGE, "shell", "-c", _CONSOLE],
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=(self.tmp / "console.log").open("a"),
+            text=True,
+        )
+        return self
+
+    def _console(self, *request: str) -> str:
+        """Run one action in the console child and return its output; a failure raises with the traceback."""
+        assert self.console.stdin and self.console.stdout
+        self.console.stdin.write(json.dumps(request) + "\n")
+        self.console.stdin.flush()
+        for line in self.console.stdout:
+            if line.startswith("@@reply "):
+                reply = json.loads(line[len("@@reply ") :])
+                assert reply["ok"], f"{request[:2]} failed in the console:\n{reply['error']}"
+                return reply["out"]
+        raise AssertionError(f"the console child ended during {request[:2]}; see {self.tmp / 'console.log'}")
+
+    def command(self, *args: str) -> str:
+        """A management command, as `manage.py ARGS` runs it."""
+        return self._console("command", *args)
+
+    def run(self, code: str) -> None:
+        """A few lines of Python in a process set up like manage.py's."""
+        self._console("run", code)
+
+    def stop(self) -> None:
+        import os
+        import signal
+
+        if self.console is not None and self.console.poll() is None:
+            self.console.stdin.close()
+            self.console.wait(timeout=20)
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except Exception:  # noqa: BLE001 - a stuck gateway is killed with its workers
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.llm.stop()
+        self.db.drop()
+
+    def log_offset(self) -> int:
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def log_since(self, offset: int) -> str:
+        with self.log.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode("utf-8", "replace")
+
+    # --- the LLM stand-in -----------------------------------------------------------------------
+
+    def script(self, scenario: Scenario) -> None:
+        """Queue every reply of `scenario`, per chat, in turn order."""
+        with self._lock:
+            for person in scenario.people:
+                self._scripts[scenario.user(person)] = _Script(scenario)
+            for turn in scenario.turns:
+                for reply in turn.replies:
+                    self._scripts[scenario.user(turn.person)].queue.append((turn, reply))
+
+    def _respond(self, request: RecordedRequest) -> FakeReply:
+        text = request_text(request)
+        match = _CHANNEL_ID.search(text)
+        chat = self._chat_named(int(match.group("id"))) if match else ""
+        with self._lock:
+            script = self._scripts.get(chat)
+            turn, tasks = script.queue.popleft() if script and script.queue else (None, [])
+        if turn is not None:
+            reply = json.dumps(self.resolve(script.scenario, turn, tasks), ensure_ascii=False)
+        elif match is None:  # not a turn of any chat: describing media (a sticker the catalog lacks)
+            reply = DESCRIPTION
+        else:
+            reply = "[]"
+        with self._lock:
+            self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply))
+        return FakeReply(text=reply)
+
+    def _chat_named(self, peer_id: int) -> str:
+        """The scripted person whose DM has this peer id (their user id), or "" for any other chat."""
+        with self._lock:
+            names = list(self._scripts)
+        for name in names:
+            if name not in self._ids and self._exists(name):
+                self._ids[name] = self.user_id(name)
+            if self._ids.get(name) == peer_id:
+                return name
+        return ""
+
+    def _exists(self, name: str) -> bool:
+        return bool(
+            self.db.query(
+                f"SELECT 1 FROM conversations_sandboxuser WHERE name = '{name}' AND agent_id IS NULL"
+            )
+        )
+
+    def resolve(self, scenario: Scenario, turn: Turn, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tasks with their placeholders replaced (see spec.py)."""
+
+        def value(raw: Any) -> Any:
+            if not isinstance(raw, str) or not raw.startswith("$"):
+                return raw
+            name, _, arg = raw[1:].partition(":")
+            if name == "peer":
+                return self.user_id(scenario.user(arg))
+            if name == "last":
+                return self.last_message_id(scenario, turn.person)
+            if name == "in":
+                at = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(seconds=float(arg))
+                return at.isoformat()
+            if name == "library":
+                return self.library[f"{scenario.persona}/{arg}"][0]
+            raise AssertionError(f"{scenario.path.name}: turn {turn.number}: unknown placeholder {raw!r}")
+
+        return [{key: value(raw) for key, raw in task.items()} for task in tasks]
+
+    def requests_of(self, scenario: Scenario, turn: Turn) -> list[Served]:
+        with self._lock:
+            return [s for s in self.served if s.turn is turn]
+
+    def unscripted(self, scenario: Scenario) -> list[Served]:
+        users = {scenario.user(p) for p in scenario.people}
+        with self._lock:
+            return [s for s in self.served if s.turn is None and s.chat in users]
+
+    def pending_replies(self, scenario: Scenario, person: str) -> int:
+        with self._lock:
+            script = self._scripts.get(scenario.user(person))
+            return len(script.queue) if script else 0
+
+    # --- acting as the people ---------------------------------------------------------------------
+
+    def say(self, scenario: Scenario, turn: Turn) -> None:
+        self.command("sandbox", "say", scenario.persona, turn.say, "--as", scenario.user(turn.person))
+
+    def nudge(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator's nudge of the person's chat, as the admin's XSend action makes it."""
+        self.run(
+            "from conversations.models import Conversation\n"
+            "from conversations.services.initiative import conversation_nudge\n"
+            f"conversation = Conversation.objects.get(agent_id={self.agent_ids[scenario.persona]}, "
+            f"peer_id={self.user_id(scenario.user(turn.person))})\n"
+            f"conversation_nudge(conversation=conversation, intent={turn.intent!r}, operator='scenario')",
+        )
+
+    def close_active(self, scenario: Scenario) -> None:
+        """Cancel what a failed scenario left running, so it does not run on into the next one."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return
+        self.run(
+            "from conversations.models import TaskGraph\n"
+            "from conversations.services.graphs import graph_close\n"
+            f"for graph in TaskGraph.objects.filter(conversation_id__in={ids}, status='active'):\n"
+            "    graph_close(graph=graph, status='cancelled', reason='the scenario ended')",
+        )
+
+    def start_agent(self, persona: str) -> None:
+        """Start a stopped agent, as an operator does in the admin, and wait until the gateway holds it."""
+        self.run(
+            f"from agents.models import Agent\nAgent.objects.filter(name={persona!r}).update(stopped=False)"
+        )
+        wait(
+            lambda: self.db.query(
+                f"SELECT 1 FROM agents_agentlease WHERE agent_id = {self.agent_ids[persona]}"
+            ),
+            f"the gateway to hold {persona} again",
+            self,
+        )
+
+    def stopped(self, persona: str) -> bool:
+        return bool(
+            self.db.query(f"SELECT stopped FROM agents_agent WHERE id = {self.agent_ids[persona]}")[0][0]
+        )
+
+    # --- reading the world --------------------------------------------------------------------------
+
+    def user_id(self, name: str) -> int:
+        rows = self.db.query(
+            f"SELECT user_id FROM conversations_sandboxuser WHERE name = '{name}' AND agent_id IS NULL"
+        )
+        assert rows, f"no sandbox user {name!r} yet: a scenario names a person before they wrote"
+        return rows[0][0]
+
+    def agent_user_id(self, persona: str) -> int:
+        return self.db.query(
+            f"SELECT user_id FROM conversations_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
+        )[0][0]
+
+    def _dm_chat(self, scenario: Scenario, person: str) -> int | None:
+        rows = self.db.query(
+            "SELECT m.chat_id FROM conversations_sandboxmember m JOIN conversations_sandboxuser u "
+            "ON m.user_id = u.id JOIN conversations_sandboxchat c ON m.chat_id = c.id "
+            f"WHERE c.kind = 'dm' AND u.name = '{scenario.user(person)}' AND u.agent_id IS NULL AND "
+            "m.chat_id IN (SELECT m2.chat_id FROM conversations_sandboxmember m2 JOIN "
+            f"conversations_sandboxuser a ON m2.user_id = a.id WHERE a.agent_id = "
+            f"{self.agent_ids[scenario.persona]})"
+        )
+        return rows[0][0] if rows else None
+
+    def messages(self, scenario: Scenario, person: str) -> list[tuple[int, bool, str, list, list]]:
+        """(message id, from the agent, text, media, reactions) of the person's DM with the agent."""
+        chat = self._dm_chat(scenario, person)
+        if chat is None:
+            return []
+        rows = self.db.query(
+            "SELECT m.message_id, u.agent_id, m.text, m.media, m.reactions FROM "
+            "conversations_sandboxmessage m JOIN conversations_sandboxuser u ON m.sender_id = u.id "
+            f"WHERE m.chat_id = {chat} AND m.deleted = 0 ORDER BY m.message_id"
+        )
+        return [
+            (mid, agent is not None, text, json.loads(media), json.loads(reactions))
+            for mid, agent, text, media, reactions in rows
+        ]
+
+    def last_message_id(self, scenario: Scenario, person: str) -> int:
+        theirs = [m for m in self.messages(scenario, person) if not m[1]]
+        assert theirs, f"{scenario.path.name}: $last used before {person} wrote anything"
+        return theirs[-1][0]
+
+    def conversation_ids(self, scenario: Scenario) -> list[int]:
+        peers = [str(self.user_id(scenario.user(p))) for p in scenario.people if self._known(scenario, p)]
+        if not peers:
+            return []
+        rows = self.db.query(
+            f"SELECT id FROM conversations_conversation WHERE agent_id = {self.agent_ids[scenario.persona]} "
+            f"AND peer_id IN ({', '.join(peers)})"
+        )
+        return [r[0] for r in rows]
+
+    def _known(self, scenario: Scenario, person: str) -> bool:
+        return self._exists(scenario.user(person))
+
+    def busy(self, scenario: Scenario) -> bool:
+        """Whether a graph of the scenario's chats is still active."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return True
+        rows = self.db.query(
+            "SELECT COUNT(*) FROM conversations_taskgraph WHERE status = 'active' AND conversation_id IN "
+            f"({', '.join(map(str, ids))})"
+        )
+        return rows[0][0] > 0
+
+    def blocked_ids(self, persona: str) -> list[int]:
+        rows = self.db.query(
+            "SELECT blocked_user_ids FROM conversations_sandboxuser WHERE agent_id = "
+            f"{self.agent_ids[persona]}"
+        )
+        return json.loads(rows[0][0] or "[]")
+
+    def schedule_activities(self, persona: str) -> list[str]:
+        rows = self.db.query(
+            f"SELECT activity FROM memory_scheduleentry WHERE agent_id = {self.agent_ids[persona]}"
+        )
+        return [r[0] for r in rows]
+
+    def catalog_description(self, unique_id: str) -> str | None:
+        rows = self.db.query(
+            f"SELECT description FROM media_catalog_mediadescription WHERE unique_id = '{unique_id}'"
+        )
+        return rows[0][0] if rows else None
+
+    def library_description(self, persona: str, unique_id: str) -> str:
+        return self.db.query(
+            f"SELECT description FROM media_catalog_libraryitem WHERE unique_id = '{unique_id}' AND "
+            f"agent_id = {self.agent_ids[persona]}"
+        )[0][0]
+
+
+def wait(predicate, what: str, stage: Stage, deadline: float = TURN_DEADLINE):
+    """Poll `predicate` until it is true, at most `deadline` seconds; the failure shows the log's end."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    served = [(s.chat, s.turn.number if s.turn else "unscripted") for s in stage.served]
+    raise AssertionError(
+        f"timed out waiting for {what}; LLM requests so far (chat, turn): {served}; gateway log:\n"
+        f"{stage.log_since(0)[-6000:]}"
+    )

@@ -1,0 +1,29 @@
+"""The scenarios marked `telegram = true` on the MTProto stand-in: the kinds that reach Telegram (send,
+sticker, react, xsend between two DMs, block and unblock) through Telethon and the wire protocol."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.tests.scenarios.play import Player
+from engine.tests.scenarios.spec import all_scenarios
+from engine.tests.scenarios.telegram import TelegramStage
+
+pytestmark = pytest.mark.slow
+
+SCENARIOS = [s for s in all_scenarios() if s.telegram]
+
+
+@pytest.fixture(scope="module")
+def telegram_stage(tmp_path_factory, child_template):
+    stage = TelegramStage(tmp_path_factory.mktemp("scenarios-telegram"), child_template, SCENARIOS)
+    stage.start()
+    try:
+        yield stage
+    finally:
+        stage.stop()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_scenario_on_telegram(telegram_stage, scenario):
+    Player(telegram_stage, scenario).play()
