@@ -30,9 +30,9 @@ def catalog_sticker(agent: Agent, set_name: str, name: str) -> StickerRef | None
     )
     if not allowed:
         return None
-    row = (
-        Sticker.objects.filter(sticker_set__short_name=set_name, name=name).order_by("position", "id").first()
-    )
+    # MySQL's utf8mb4 collations compare many emoji as equal (🙈 = 😉): the exact name is checked here.
+    rows = Sticker.objects.filter(sticker_set__short_name=set_name, name=name).order_by("position", "id")
+    row = next((r for r in rows if r.name == name), None)
     if row is None:
         return None
     ref = {"document_id": row.document_id, "access_hash": row.access_hash}
