@@ -21,7 +21,8 @@ What it leaves out (each can change the memory picture):
   (`--mysql` runs it on a dedicated MariaDB database at DATABASE_URL or 127.0.0.1:3306 instead);
 - real LLM replies: the fake answers at once with a few bytes, no retrieval, memories, stickers or
   media descriptions, so prompts grow only with each chat's history;
-- processes that are replaced (a worker restarted by the pool) are reported, not compared;
+- a process that replaces another (a worker restarted by the pool) is compared from its own first
+  sample, which the verdict says;
 - anything slower than the run: 15 minutes shows a leak per message or per pass, not one per day.
 """
 
@@ -226,6 +227,8 @@ def verdict(names: dict[int, str], samples: dict[int, list[tuple[float, float]]]
             print(f"  {name}: not compared (it ran {series[-1][0] / 60:.1f} min of the measured part)")
             continue
         growth = (later[-1] - later[0]) / later[0]
+        if series[0][0] > warmup:
+            name += f" (started at {series[0][0] / 60:.1f} min: a replacement, compared from its start)"
         meets = growth <= GROWTH_GOAL
         ok &= meets
         print(
