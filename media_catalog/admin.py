@@ -13,6 +13,7 @@ import mimetypes
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, OuterRef, Subquery
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404
@@ -153,6 +154,8 @@ class FileViewMixin:
         ] + super().get_urls()
 
     def file_view(self, request, pk: int):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         row = get_object_or_404(self.model, pk=pk)
         return serve_media_file(request, row.file, row.mime)
 
