@@ -33,6 +33,7 @@ from django.db import transaction
 from agents.models import Agent, RolePrompt, Transport
 from agents.persona import PERSONA_FIELDS, PersonaError, parse_persona
 from agents.selectors import missing_role_prompts
+from agents.services.import_limits import ImportLimitError, read_capped
 from agents.services.import_report import FileKind, ImportReport, Outcome
 from media_catalog.services import curated_io as media_io
 from memory.services import curated_io as memory_io
@@ -119,9 +120,10 @@ def config_import(
 # --- helpers --------------------------------------------------------------------------------------
 
 
-def read_file(path: Path, display: str) -> tuple[str, str]:
-    """Return (text with LF line endings, sha256 of the raw bytes)."""
-    raw = path.read_bytes()
+def read_file(path: Path, display: str, *, kind: str) -> tuple[str, str]:
+    """Return (text with LF line endings, sha256 of the raw bytes). A link, a file outside its config
+    directory, or one bigger than its kind's cap is refused before anything is read (import_limits)."""
+    raw = read_capped(path, display, kind)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -136,7 +138,13 @@ def run_file(report: ImportReport, display: str, kind: FileKind, work: Callable[
     try:
         with transaction.atomic():
             outcome, detail, *rest = work()
-    except (PersonaError, ImportFileError, memory_io.CuratedFileError, media_io.CuratedMediaError) as exc:
+    except (
+        PersonaError,
+        ImportFileError,
+        ImportLimitError,
+        memory_io.CuratedFileError,
+        media_io.CuratedMediaError,
+    ) as exc:
         report.add(display, kind, Outcome.ERROR, str(exc))
         return False
     except Exception as exc:  # one bad file never stops the others; the traceback goes to the log
@@ -148,9 +156,12 @@ def run_file(report: ImportReport, display: str, kind: FileKind, work: Callable[
 
 
 def list_files(directory: Path, pattern: str) -> list[Path]:
+    """The files to import; symbolic links are listed too, so that reading them is refused by name."""
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob(pattern) if p.is_file() and not p.name.startswith("."))
+    return sorted(
+        p for p in directory.glob(pattern) if (p.is_file() or p.is_symlink()) and not p.name.startswith(".")
+    )
 
 
 # --- personas ------------------------------------------------------------------------------------
@@ -207,7 +218,7 @@ def phone_key(phone: str) -> str:
 
 
 def _import_persona(root: ConfigDir, path: Path, display: str, winners: PersonaWinners) -> tuple:
-    text, digest = read_file(path, display)
+    text, digest = read_file(path, display, kind="persona")
     persona = parse_persona(text, source=display)
     stem = path.stem
     if stem in winners.stems:
@@ -287,7 +298,7 @@ def import_prompt(
     name = path.stem
     if name in winners:
         return Outcome.SHADOWED, f'prompt "{name}" comes from {winners[name]}'
-    text, digest = read_file(path, display)
+    text, digest = read_file(path, display, kind="prompt")
     if not text.strip():
         raise ImportFileError(f"{display}: the prompt is empty: write the prompt text or delete the file")
     if len(name) > 200:
@@ -329,13 +340,14 @@ def _import_one_media(
 ) -> tuple:
     if path.stem in winners:
         return Outcome.SHADOWED, f'media "{path.stem}" comes from {winners[path.stem]}'
-    text, digest = read_file(path, display)
+    text, digest = read_file(path, display, kind="media_json")
     warnings: list[str] = []
     values = media_io.parse_curated_media(text, source=display, stem=path.stem, warnings=warnings)
     winners[path.stem] = display  # only after a successful parse, like personas
     media_path = media_io.find_media_file(path)
     if media_path is not None:
-        digest = hashlib.sha256((digest + media_path.name).encode() + media_path.read_bytes()).hexdigest()
+        media_bytes = read_capped(media_path, root.show(media_path), "media_file")
+        digest = hashlib.sha256((digest + media_path.name).encode() + media_bytes).hexdigest()
     if media_io.curated_media_unchanged(
         unique_id=values["unique_id"], source_file=str(path), content_hash=digest
     ):
