@@ -297,3 +297,27 @@ def test_a_photo_id_that_is_not_a_number_is_a_clear_400(verified_client, cast):
     assert response.status_code == 400
     assert "photo_id is 'abc'" in response.content.decode()
     assert not changed(before, snapshot())
+
+
+def test_no_admin_action_runs_for_staff_who_may_only_view(bare_staff, cast, rf, django_user_model):
+    """Every action of every admin, asked for by a user holding every view permission and nothing
+    else, on every row of its model: nothing changes (an action needs the change permission)."""
+    from django.contrib import admin
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.get(username="intern")
+    user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
+    superuser = django_user_model.objects.create_superuser("root", "root@example.com", "x")
+    asked = 0
+    for model, model_admin in admin.site._registry.items():
+        request = rf.get("/")
+        request.user = superuser
+        actions = [name for name in model_admin.get_actions(request) if name != "delete_selected"]
+        pks = [str(pk) for pk in model._default_manager.values_list("pk", flat=True)]
+        url = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
+        for name in actions:
+            before = snapshot()
+            bare_staff.post(url, {"action": name, "_selected_action": pks or ["1"], "index": "0"})
+            assert not changed(before, snapshot()), f"{url} action {name}"
+            asked += 1
+    assert asked >= 10
