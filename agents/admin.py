@@ -298,7 +298,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
                 curation.agent_document_save(document=instance)
         formset.save_m2m()
 
-    @admin.action(description="Disable the selected agents")
+    @admin.action(description="Disable the selected agents", permissions=["change"])
     def disable_agents(self, request, queryset):
         for agent in queryset:
             curation.agent_set_disabled(agent=agent, disabled=True)

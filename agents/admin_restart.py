@@ -16,7 +16,7 @@ from agents.services import curation
 class AgentRestartMixin:
     """For the Agent admin; its change form template shows the button for a stopped or disabled agent."""
 
-    @admin.action(description="Enable or restart the selected agents (clears a stop)")
+    @admin.action(description="Enable or restart the selected agents (clears a stop)", permissions=["change"])
     def enable_agents(self, request, queryset):
         count = 0
         for agent in queryset:

@@ -2,7 +2,8 @@
 
 Every change is a gateway request (agents/services/telegram_requests.py); the page shows the
 account as the newest finished request read it, each request's outcome ("request failed: reason"),
-and reloads itself while a request waits for the gateway.
+and reloads itself while a request waits for the gateway. Seeing the pages needs the "view agent"
+permission and every change (a POST) "change agent" (`cindy_site/permissions.py`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -23,6 +24,7 @@ from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
 from agents.services import telegram_requests as requests
 from cindy_site import clock
+from cindy_site.permissions import permission_by_method
 
 Kind = GatewayRequest.Kind
 ACCOUNT_PAGE_KINDS = (*requests.ACCOUNT_KINDS, Kind.JOIN_CHAT, Kind.LEAVE_CHAT, Kind.SET_MUTED)
@@ -100,6 +102,11 @@ def _apply(request: HttpRequest, form: forms.Form, create) -> bool:
     return True
 
 
+#: Reading the account needs "view agent"; every change (a gateway request) needs "change agent".
+agent_account_permission = permission_by_method(read="agents.view_agent", write="agents.change_agent")
+
+
+@agent_account_permission
 def account_page(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(Agent.objects.select_related("lease"), pk=agent_id)
     snapshot = selectors.account_snapshot(agent=agent)
@@ -132,7 +139,13 @@ def account_page(request: HttpRequest, agent_id: int) -> HttpResponse:
                 request, form, lambda photo: requests.account_request_add_photo(agent=agent, upload=photo)
             )
         elif action == "delete_photo":
-            requests.account_request_delete_photo(agent=agent, photo_id=int(request.POST["photo_id"]))
+            photo_id = request.POST.get("photo_id", "")
+            if not photo_id.lstrip("-").isdigit():
+                return HttpResponseBadRequest(
+                    f"photo_id is {photo_id!r}: send the numeric id of one of the account's photos",
+                    content_type="text/plain; charset=utf-8",
+                )
+            requests.account_request_delete_photo(agent=agent, photo_id=int(photo_id))
             queued = True
         elif action == "contact":
             form = forms_by_name["contact"] = ContactForm(request.POST, prefix="contact")
@@ -175,6 +188,7 @@ def account_page(request: HttpRequest, agent_id: int) -> HttpResponse:
     return TemplateResponse(request, "admin/agents/telegram_account.html", context)
 
 
+@agent_account_permission
 def profile_photo(request: HttpRequest, agent_id: int, name: str) -> FileResponse:
     """A profile photo the gateway saved, for staff only (MEDIA_ROOT is never served as a whole)."""
     folder = (Path(settings.MEDIA_ROOT) / requests.PROFILE_PHOTO_DIR / str(agent_id)).resolve()
@@ -196,6 +210,7 @@ def profile_photo(request: HttpRequest, agent_id: int, name: str) -> FileRespons
     return response
 
 
+@agent_account_permission
 def signin_page(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(Agent.objects.select_related("lease"), pk=agent_id)
     code_form, password_form = CodeForm(prefix="code"), PasswordForm(prefix="password")

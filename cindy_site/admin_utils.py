@@ -54,6 +54,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
+    def has_operate_permission(self, request) -> bool:
+        """For actions that act on the rows (cancelling work): the model's change permission, though
+        no form edits them."""
+        meta = self.model._meta
+        return request.user.has_perm(f"{meta.app_label}.change_{meta.model_name}")
+
 
 class ReadOnlyInline(admin.TabularInline):
     extra = 0

@@ -61,13 +61,16 @@ def _pending(request: HttpRequest, key: str, model):
 
 
 def enroll_totp(request: HttpRequest) -> HttpResponse:
-    """Show a new key as a QR code; the device is confirmed once the app's first code checks out."""
+    """Two steps, both POSTs: "create" makes a new unconfirmed device (a GET only shows the page), and
+    the app's first code confirms it. A pending device is shown again on reload."""
     device = _pending(request, SESSION_PENDING_TOTP, TOTPDevice)
-    if device is None:
-        device = otp.totp_device_create(user=request.user, confirmed=False)
-        request.session[SESSION_PENDING_TOTP] = device.pk
-    form = TokenForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and request.POST.get("action") == "create":
+        if device is None:
+            device = otp.totp_device_create(user=request.user, confirmed=False)
+            request.session[SESSION_PENDING_TOTP] = device.pk
+        return redirect("admin:otp_enroll_totp")
+    form = TokenForm(request.POST if request.method == "POST" and device is not None else None)
+    if form.is_bound and form.is_valid():
         if device.verify_token(form.cleaned_data["token"]):
             device.confirmed = True
             device.save(update_fields=["confirmed"])
@@ -75,12 +78,11 @@ def enroll_totp(request: HttpRequest) -> HttpResponse:
             messages.success(request, f'Authenticator app "{device.name}" added.')
             return redirect("admin:otp_devices")
         form.add_error("token", "That code does not match: check the phone's clock and try the next code.")
-    uri = device.config_url
-    return _render(
-        request,
-        "otp/enroll_totp.html",
-        {"title": "Add an authenticator app", "form": form, "qr_svg": otp.qr_svg(uri), "otpauth_uri": uri},
-    )
+    context: dict = {"title": "Add an authenticator app", "form": form, "device": device}
+    if device is not None:
+        uri = device.config_url
+        context.update({"qr_svg": otp.qr_svg(uri), "otpauth_uri": uri})
+    return _render(request, "otp/enroll_totp.html", context)
 
 
 def static_codes(request: HttpRequest) -> HttpResponse:

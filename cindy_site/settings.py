@@ -270,6 +270,13 @@ LOGGING = {
 # --- Cindy ------------------------------------------------------------------------------------
 
 CINDY_AGENT_CONFIG_PATH = env.str("CINDY_AGENT_CONFIG_PATH", default="samples:configdir")
+# The largest file of each kind an import reads (bytes); a bigger one is refused before it is read.
+CINDY_IMPORT_MAX_PERSONA_BYTES = _positive_int("CINDY_IMPORT_MAX_PERSONA_BYTES", 1024 * 1024)
+CINDY_IMPORT_MAX_PROMPT_BYTES = _positive_int("CINDY_IMPORT_MAX_PROMPT_BYTES", 1024 * 1024)
+CINDY_IMPORT_MAX_DOCUMENT_BYTES = _positive_int("CINDY_IMPORT_MAX_DOCUMENT_BYTES", 4 * 1024 * 1024)
+CINDY_IMPORT_MAX_MEMORY_BYTES = _positive_int("CINDY_IMPORT_MAX_MEMORY_BYTES", 4 * 1024 * 1024)
+CINDY_IMPORT_MAX_MEDIA_JSON_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_JSON_BYTES", 256 * 1024)
+CINDY_IMPORT_MAX_MEDIA_FILE_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_FILE_BYTES", 20 * 1024 * 1024)
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
 # 0: a quarter of the cap (llm.conversation.history_step).
 CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 0, minimum=0)

@@ -226,11 +226,11 @@ class ConversationAdmin(admin.ModelAdmin):
     def telegram_requests(self, conversation: Conversation) -> str:
         return telegram_requests_display(conversation)
 
-    @admin.action(description="Mute the selected chats (in Telegram too)")
+    @admin.action(description="Mute the selected chats (in Telegram too)", permissions=["change"])
     def mute_in_telegram(self, request, queryset):
         self._set_muted(request, queryset, muted=True)
 
-    @admin.action(description="Unmute the selected chats (in Telegram too)")
+    @admin.action(description="Unmute the selected chats (in Telegram too)", permissions=["change"])
     def unmute_in_telegram(self, request, queryset):
         self._set_muted(request, queryset, muted=False)
 
@@ -240,13 +240,13 @@ class ConversationAdmin(admin.ModelAdmin):
         word = "muted" if muted else "unmuted"
         self.message_user(request, f"{count} chat(s) {word} here; the gateway applies it in Telegram.")
 
-    @admin.action(description="Leave the selected groups and channels")
+    @admin.action(description="Leave the selected groups and channels", permissions=["change"])
     def leave_in_telegram(self, request, queryset):
         self.message_user(
             request, conversations_request_leave(conversations=list(queryset.select_related("agent")))
         )
 
-    @admin.action(description="Summarize now")
+    @admin.action(description="Summarize now", permissions=["change"])
     def summarize_now(self, request, queryset):
         self.message_user(
             request, conversations_summarize_now(conversations=list(queryset.select_related("agent")))

@@ -317,7 +317,7 @@ def xsend_view(model_admin: admin.ModelAdmin, request: HttpRequest, conversation
     return TemplateResponse(request, "admin/initiative/xsend.html", context)
 
 
-@admin.action(description="XSend: nudge the agent in the selected conversations")
+@admin.action(description="XSend: nudge the agent in the selected conversations", permissions=["change"])
 def nudge_conversations(model_admin, request, queryset) -> None:
     for conversation in queryset.select_related("agent"):
         conversation_nudge(conversation=conversation, operator=request.user.get_username())

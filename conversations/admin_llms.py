@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -130,6 +131,8 @@ class OfferedModelAdmin(admin.ModelAdmin):
         return [refresh, *super().get_urls()]
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         if settings.OPENROUTER_API_KEY and openrouter_models_stale():
             openrouter_models_refresh_request()
         context = {
@@ -141,6 +144,9 @@ class OfferedModelAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/conversations/llms.html", context)
 
     def refresh_view(self, request: HttpRequest) -> HttpResponse:
+        """Refilling the cached model list is part of viewing it: the view permission suffices."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         if request.method != "POST":
             return redirect("admin:conversations_offeredmodel_changelist")
         if not settings.OPENROUTER_API_KEY:

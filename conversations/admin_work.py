@@ -40,7 +40,7 @@ def _each(request: HttpRequest, items: Iterable[T], cancel: Callable[[T], str]) 
         messages.warning(request, "; ".join(refused))
 
 
-@admin.action(description="Cancel pending work of the selected conversations")
+@admin.action(description="Cancel pending work of the selected conversations", permissions=["change"])
 def cancel_conversation_work(modeladmin, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
     by = request.user.get_username()
     _each(
@@ -50,21 +50,21 @@ def cancel_conversation_work(modeladmin, request: HttpRequest, queryset: QuerySe
     )
 
 
-@admin.action(description="Gag the selected conversations (record, do not act)")
+@admin.action(description="Gag the selected conversations (record, do not act)", permissions=["change"])
 def gag_conversations(modeladmin, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
     for conversation in queryset:
         conversation_gag(conversation=conversation, gagged=True, by=request.user.get_username())
     messages.success(request, f"{queryset.count()} conversation(s) gagged")
 
 
-@admin.action(description="Ungag the selected conversations")
+@admin.action(description="Ungag the selected conversations", permissions=["change"])
 def ungag_conversations(modeladmin, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
     for conversation in queryset:
         conversation_gag(conversation=conversation, gagged=False, by=request.user.get_username())
     messages.success(request, f"{queryset.count()} conversation(s) ungagged")
 
 
-@admin.action(description="Cancel the selected pending nodes")
+@admin.action(description="Cancel the selected pending nodes", permissions=["operate"])
 def cancel_nodes(modeladmin, request: HttpRequest, queryset: QuerySet[TaskNode]) -> None:
     by = request.user.get_username()
 
@@ -75,7 +75,7 @@ def cancel_nodes(modeladmin, request: HttpRequest, queryset: QuerySet[TaskNode])
     _each(request, queryset.values_list("pk", flat=True), cancel)
 
 
-@admin.action(description="Delete all pending work of the selected agents")
+@admin.action(description="Delete all pending work of the selected agents", permissions=["change"])
 def delete_agent_work(modeladmin, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
     by = request.user.get_username()
     _each(

@@ -1,5 +1,6 @@
 """A conversation's tools on the dashboard: controls (gag, LLM, pending work), the messages with the
-task log and translations, the print view and the downloads. Writes go through services."""
+task log and translations, the print view and the downloads. Writes go through services and need a
+model permission (`CONVERSATION_CONTROL`, `TRANSLATE`); reading needs verified staff only."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from agents.models import Agent
+from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation
 from conversations.services.curation import conversation_gag, conversation_llm_set
 from conversations.services.translations import LANGUAGES, conversation_translation_request
@@ -25,6 +27,11 @@ from dashboard.conversation_tools import conversation_header
 from dashboard.exports import export_filename, transcript_html, transcript_markdown
 from dashboard.transcript import conversation_transcript
 from llm.translation import cached_translations, translatable_messages
+
+#: The conversation's controls (gag, LLM, cancelling work) change the conversation.
+CONVERSATION_CONTROL = permission_by_method(read=None, write="conversations.change_conversation")
+#: A translation runs paid LLM calls and stores their result.
+TRANSLATE = permission_by_method(read=None, write="conversations.add_translation")
 
 
 def _conversation(conversation_id: int) -> Conversation:
@@ -74,6 +81,7 @@ def conversation_translations(request: HttpRequest, conversation_id: int) -> Jso
 
 
 @verified_staff_required
+@TRANSLATE
 @require_POST
 def conversation_translate(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = _conversation(conversation_id)
@@ -115,6 +123,7 @@ def conversation_download(request: HttpRequest, conversation_id: int, fmt: str) 
 
 
 @verified_staff_required
+@CONVERSATION_CONTROL
 @require_POST
 def conversation_gag_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = _conversation(conversation_id)
@@ -127,6 +136,7 @@ def conversation_gag_view(request: HttpRequest, conversation_id: int) -> HttpRes
 
 
 @verified_staff_required
+@CONVERSATION_CONTROL
 @require_POST
 def conversation_llm_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = _conversation(conversation_id)
@@ -141,6 +151,7 @@ def conversation_llm_view(request: HttpRequest, conversation_id: int) -> HttpRes
 
 
 @verified_staff_required
+@CONVERSATION_CONTROL
 @require_POST
 def conversation_work_cancel(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = _conversation(conversation_id)
@@ -161,6 +172,7 @@ def conversation_work_cancel(request: HttpRequest, conversation_id: int) -> Http
 
 
 @verified_staff_required
+@CONVERSATION_CONTROL
 @require_POST
 def agent_work_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(Agent, pk=agent_id)

@@ -28,6 +28,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agents.models import Agent
+from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation, SandboxChat, SandboxUser
 from conversations.services.sandbox import (
     SandboxError,
@@ -40,6 +41,9 @@ from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required
 from dashboard.forms import MAX_PHOTO_BYTES, PHOTO_DIR, ChatForm, ReactForm, SendForm, sniff_image
 
+#: Starting a chat, writing and reacting in it act as a person in the sandbox.
+SANDBOX_WRITE = "conversations.add_sandboxmessage"
+
 REACTIONS = ["👍", "❤️", "😂", "😮", "😢", "🔥", "👎"]
 
 
@@ -49,6 +53,7 @@ def _agent_peer_id(chat: SandboxChat, person_user_id: int) -> int:
 
 
 @verified_staff_required
+@permission_by_method(read=None, write=SANDBOX_WRITE)
 def sandbox_chat(request: HttpRequest) -> HttpResponse:
     agents = selectors.sandbox_agents()
     context: dict[str, Any] = {"nav": "sandbox", "agents": agents, "chat": None}
@@ -135,12 +140,13 @@ def _form_errors(form: Any) -> dict[str, list[str]]:
 
 
 def _refuse(request: HttpRequest) -> JsonResponse | None:
-    if request_user_is_verified(request):
+    if not request_user_is_verified(request):
+        reason = "Log in to the admin with your one-time code first."
+    elif not request.user.has_perm(SANDBOX_WRITE):
+        reason = f"Writing in the sandbox needs the permission {SANDBOX_WRITE}."
+    else:
         return None
-    return JsonResponse(
-        {"ok": False, "errors": {"__all__": ["Log in to the admin with your one-time code first."]}},
-        status=403,
-    )
+    return JsonResponse({"ok": False, "errors": {"__all__": [reason]}}, status=403)
 
 
 @require_POST

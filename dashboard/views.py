@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation
 from conversations.services.summaries import conversations_summarize_now
 from dashboard import selectors
@@ -78,6 +79,7 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
 
 
 @verified_staff_required
+@permission_by_method(read=None, write="conversations.change_conversation")
 @require_POST
 def conversation_summarize(request: HttpRequest, conversation_id: int) -> HttpResponse:
     """The page's "Summarize now" button: the same as the conversation admin's action."""

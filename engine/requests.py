@@ -2,6 +2,9 @@
 
 A claim is a lease (`claim_expires`): a request left `running` by a gateway that died goes back to
 pending once the lease expires, or fails after `MAX_REQUEST_ATTEMPTS` claims with the reason.
+Sign-in requests are the exception: their agent is held by nobody, so any gateway fails an expired
+one (`signin_requests_reap_expired`), and its code or password is blanked in the same update. A
+request's secrets never outlive it: every way it ends (done, failed, replaced, reaped) blanks them.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ BATCH = 10
 MAX_REQUEST_ATTEMPTS = 3
 
 
-def _claim_seconds() -> int:
+def claim_seconds() -> int:
     # Longer than a lease: a request runs inside one gateway pass, which heartbeats at lease / 3.
     return max(settings.CINDY_LEASE_SECONDS * 2, 60)
 
@@ -69,7 +72,7 @@ def requests_claim(*, agent_id: int, holder: str) -> list[GatewayRequest]:
     pending = GatewayRequest.objects.filter(agent_id=agent_id, status=Status.PENDING).order_by(
         "created", "id"
     )[:BATCH]
-    expires = now() + dt.timedelta(seconds=_claim_seconds())
+    expires = now() + dt.timedelta(seconds=claim_seconds())
     for request in pending:
         changed = GatewayRequest.objects.filter(pk=request.pk, status=Status.PENDING).update(
             status=Status.RUNNING, claimed_by=holder, claim_expires=expires, attempts=F("attempts") + 1
@@ -83,10 +86,13 @@ def requests_claim(*, agent_id: int, holder: str) -> list[GatewayRequest]:
 
 def requests_reap_expired(*, agent_ids: list[int]) -> int:
     """Return requests whose claim expired (their gateway died mid-request) to pending; a request
-    claimed `MAX_REQUEST_ATTEMPTS` times fails with the reason instead. Returns rows changed."""
+    claimed `MAX_REQUEST_ATTEMPTS` times fails with the reason instead. Returns rows changed.
+    Sign-in requests are left to `signin_requests_reap_expired`."""
     when = now()
     stale = Q(claim_expires__lt=when) | Q(claim_expires__isnull=True)
-    expired = GatewayRequest.objects.filter(stale, agent_id__in=agent_ids, status=Status.RUNNING)
+    expired = GatewayRequest.objects.filter(stale, agent_id__in=agent_ids, status=Status.RUNNING).exclude(
+        kind__in=SIGN_IN_KINDS
+    )
     changed = 0
     for request in expired:
         base = GatewayRequest.objects.filter(
@@ -94,7 +100,6 @@ def requests_reap_expired(*, agent_ids: list[int]) -> int:
         )
         base = base.filter(stale)
         if request.attempts >= MAX_REQUEST_ATTEMPTS:
-            request_forget_secrets(request_id=request.pk)
             changed += base.update(
                 status=Status.FAILED,
                 finished=when,
@@ -112,6 +117,34 @@ def requests_reap_expired(*, agent_ids: list[int]) -> int:
     return changed
 
 
+def signin_requests_reap_expired() -> int:
+    """Fail every sign-in request whose claim expired, whichever agent it is for, and blank its code
+    or password in the same update. Any gateway runs this: the agent of a sign-in is held by nobody,
+    so no gateway would otherwise look at it. Returns rows changed."""
+    when = now()
+    stale = Q(claim_expires__lt=when) | Q(claim_expires__isnull=True)
+    expired = GatewayRequest.objects.filter(stale, status=Status.RUNNING, kind__in=SIGN_IN_KINDS)
+    changed = 0
+    for request in expired:
+        changed += (
+            GatewayRequest.objects.filter(pk=request.pk, status=Status.RUNNING, claimed_by=request.claimed_by)
+            .filter(stale)
+            .update(
+                status=Status.FAILED,
+                finished=when,
+                claim_expires=None,
+                params=_without_secrets(request.params),
+                error=(
+                    f"the gateway running this sign-in step ({request.claimed_by or 'unknown'}) stopped "
+                    "before it finished: start the sign-in again"
+                ),
+            )
+        )
+    if changed:
+        logger.warning("failed %s sign-in request(s) left running by a stopped gateway", changed)
+    return changed
+
+
 def request_finish(*, request_id: int, result: dict[str, Any] | None = None, error: str = "") -> None:
     status = Status.FAILED if error else Status.DONE
     GatewayRequest.objects.filter(pk=request_id).update(
@@ -120,12 +153,15 @@ def request_finish(*, request_id: int, result: dict[str, Any] | None = None, err
     request_forget_secrets(request_id=request_id)
 
 
+def _without_secrets(params: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: ("" if k in SECRET_PARAMS else v) for k, v in (params or {}).items()}
+
+
 def request_forget_secrets(*, request_id: int) -> None:
     """Blank a sign-in code or password: once its request ran, nothing needs it."""
     request = GatewayRequest.objects.filter(pk=request_id, kind__in=SIGN_IN_KINDS).only("params").first()
     if request is not None and any(request.params.get(k) for k in SECRET_PARAMS):
-        params = {k: ("" if k in SECRET_PARAMS else v) for k, v in request.params.items()}
-        GatewayRequest.objects.filter(pk=request_id).update(params=params)
+        GatewayRequest.objects.filter(pk=request_id).update(params=_without_secrets(request.params))
 
 
 def mute_requests_pending(*, agent_id: int) -> list[int]:

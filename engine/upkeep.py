@@ -18,7 +18,7 @@ from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport
 from engine.clients import AgentClient
 from engine.media import download_new_media, media_agents_with_news, media_cursor_start
-from engine.requests import mute_requests_pending, requests_reap_expired
+from engine.requests import mute_requests_pending, requests_reap_expired, signin_requests_reap_expired
 from engine.stickers import (
     RETRY_AFTER_SECONDS,
     sticker_set_import,
@@ -229,16 +229,17 @@ class UpkeepSteps:
         return did
 
     async def step_reap_requests(self) -> bool:
-        """Return gateway requests left running by a stopped gateway to pending (or fail them)."""
+        """Return gateway requests left running by a stopped gateway to pending (or fail them), for
+        the agents held here; and fail expired sign-in requests of any agent, blanking their secrets."""
         state = self._upkeep_state()
         clock = get_clock()
         if state["reaped_at"] is not None and clock.monotonic() - state["reaped_at"] < REQUEST_REAP_SECONDS:
             return False
         state["reaped_at"] = clock.monotonic()
+        failed = await sync_to_async(signin_requests_reap_expired)()
         held = list(self.clients)
-        if not held:
-            return False
-        return bool(await sync_to_async(requests_reap_expired)(agent_ids=held))
+        reaped = await sync_to_async(requests_reap_expired)(agent_ids=held) if held else 0
+        return bool(failed or reaped)
 
 
 async def _block_states(transport: Transport, dialogs: list[ChatDetails]) -> dict[int, bool]:

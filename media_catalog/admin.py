@@ -13,6 +13,7 @@ import mimetypes
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, OuterRef, Subquery
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404
@@ -153,6 +154,8 @@ class FileViewMixin:
         ] + super().get_urls()
 
     def file_view(self, request, pk: int):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         row = get_object_or_404(self.model, pk=pk)
         return serve_media_file(request, row.file, row.mime)
 
@@ -275,7 +278,9 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
             description=obj, text_changed=(not change) or "description" in form.changed_data
         )
 
-    @admin.action(description="Mark the selected descriptions as curated (keep their text)")
+    @admin.action(
+        description="Mark the selected descriptions as curated (keep their text)", permissions=["change"]
+    )
     def mark_curated(self, request, queryset):
         count = media_descriptions_curate(ids=list(queryset.values_list("pk", flat=True)))
         self.message_user(request, f"{count} description(s) marked curated.", messages.SUCCESS)
@@ -313,7 +318,7 @@ class StickerSetAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(sticker_total=Count("stickers"))
 
-    @admin.action(description="Refresh from Telegram")
+    @admin.action(description="Refresh from Telegram", permissions=["change"])
     def refresh_from_telegram(self, request, queryset) -> None:
         from engine.stickers import sticker_set_request_refresh
 

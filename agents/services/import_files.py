@@ -14,6 +14,7 @@ from django.db import transaction
 
 from agents.models import Agent, RolePrompt
 from agents.persona import PersonaError
+from agents.services.import_limits import ImportLimitError, read_capped
 from agents.services.import_report import FileKind, ImportReport, Outcome
 from media_catalog.services import curated_io as media_io
 from memory.services import curated_io as memory_io
@@ -34,9 +35,10 @@ class ConfigDir:
         return f"{self.display.rstrip('/')}/{path.relative_to(self.path).as_posix()}"
 
 
-def read_file(path: Path, display: str) -> tuple[str, str]:
-    """Return (text with LF line endings, sha256 of the raw bytes)."""
-    raw = path.read_bytes()
+def read_file(path: Path, display: str, *, kind: str) -> tuple[str, str]:
+    """Return (text with LF line endings, sha256 of the raw bytes). A link, a file outside its config
+    directory, or one bigger than its kind's cap is refused before anything is read (import_limits)."""
+    raw = read_capped(path, display, kind)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -51,7 +53,13 @@ def run_file(report: ImportReport, display: str, kind: FileKind, work: Callable[
     try:
         with transaction.atomic():
             outcome, detail, *rest = work()
-    except (PersonaError, ImportFileError, memory_io.CuratedFileError, media_io.CuratedMediaError) as exc:
+    except (
+        PersonaError,
+        ImportFileError,
+        ImportLimitError,
+        memory_io.CuratedFileError,
+        media_io.CuratedMediaError,
+    ) as exc:
         report.add(display, kind, Outcome.ERROR, str(exc), getattr(exc, "warnings", ()))
         return False
     except Exception as exc:  # one bad file never stops the others; the traceback goes to the log
@@ -63,9 +71,12 @@ def run_file(report: ImportReport, display: str, kind: FileKind, work: Callable[
 
 
 def list_files(directory: Path, pattern: str) -> list[Path]:
+    """The files to import; symbolic links are listed too, so that reading them is refused by name."""
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob(pattern) if p.is_file() and not p.name.startswith("."))
+    return sorted(
+        p for p in directory.glob(pattern) if (p.is_file() or p.is_symlink()) and not p.name.startswith(".")
+    )
 
 
 def import_prompt(
@@ -74,7 +85,7 @@ def import_prompt(
     name = path.stem
     if name in winners:
         return Outcome.SHADOWED, f'prompt "{name}" comes from {winners[name]}'
-    text, digest = read_file(path, display)
+    text, digest = read_file(path, display, kind="prompt")
     if not text.strip():
         raise ImportFileError(f"{display}: the prompt is empty: write the prompt text or delete the file")
     if len(name) > 200:

@@ -85,7 +85,7 @@ def _import_memory(root, path: Path, display: str, agent, folder: Path, winners:
     shadowed = _shadowed(winners, key, f"memories of {agent.name} about {partner_id}")
     if shadowed:
         return shadowed
-    text, digest = read_file(path, display)
+    text, digest = read_file(path, display, kind="memory")
     parsed = memory_io.parse_curated_memory_file(text, source=display)
     winners[key] = display  # only after a successful parse, like personas
     count = len(parsed.entries)
@@ -110,7 +110,7 @@ def _import_document(root, path: Path, display: str, agent, folder: Path, winner
     shadowed = _shadowed(winners, key, f"document {path.name} of {agent.name}")
     if shadowed:
         return shadowed
-    text, digest = read_file(path, display)
+    text, digest = read_file(path, display, kind="document")
     if len(text) > MAX_DOCUMENT_CHARS:
         raise ImportFileError(
             f"{display}: {len(text):,} characters, more than the {MAX_DOCUMENT_CHARS:,} a document may have: "

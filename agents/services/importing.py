@@ -41,6 +41,7 @@ from agents.services.import_files import (
     run_file,
 )
 from agents.services.import_folders import import_agent_folders
+from agents.services.import_limits import read_capped
 from agents.services.import_report import FileKind, ImportReport, Outcome
 from media_catalog.services import curated_io as media_io
 
@@ -155,7 +156,7 @@ def _check_role_prompts(personas: dict[str, str], report: ImportReport) -> None:
 
 
 def _import_persona(root: ConfigDir, path: Path, display: str, winners: PersonaWinners) -> tuple:
-    text, digest = read_file(path, display)
+    text, digest = read_file(path, display, kind="persona")
     persona = parse_persona(text, source=display)
     stem = path.stem
     if stem in winners.stems:
@@ -268,13 +269,14 @@ def _import_one_media(
 ) -> tuple:
     if path.stem in winners:
         return Outcome.SHADOWED, f'media "{path.stem}" comes from {winners[path.stem]}'
-    text, digest = read_file(path, display)
+    text, digest = read_file(path, display, kind="media_json")
     warnings: list[str] = []
     values = media_io.parse_curated_media(text, source=display, stem=path.stem, warnings=warnings)
     winners[path.stem] = display  # only after a successful parse, like personas
     media_path = media_io.find_media_file(path)
     if media_path is not None:
-        digest = hashlib.sha256((digest + media_path.name).encode() + media_path.read_bytes()).hexdigest()
+        media_bytes = read_capped(media_path, root.show(media_path), "media_file")
+        digest = hashlib.sha256((digest + media_path.name).encode() + media_bytes).hexdigest()
     if media_io.curated_media_unchanged(
         unique_id=values["unique_id"], source_file=str(path), content_hash=digest
     ):

@@ -85,6 +85,17 @@ def test_ten_megabytes_of_instructions_are_refused_with_the_limit(tmp_path):
     report = run(tmp_path, {"agents/Huge.md": persona("Huge", "+15550001", "word " * 2_000_000)})
 
     [error] = report.errors
+    assert (
+        "more than the 1,048,576 bytes a persona file may have (CINDY_IMPORT_MAX_PERSONA_BYTES)"
+        in error.detail
+    )
+    assert not Agent.objects.exists()
+
+
+def test_a_section_longer_than_its_limit_is_refused_with_the_limit(tmp_path):
+    report = run(tmp_path, {"agents/Long.md": persona("Long", "+15550001", "word " * 30_000)})
+
+    [error] = report.errors
     assert f"at most {MAX_SECTION_CHARS:,} are accepted" in error.detail
     assert not Agent.objects.exists()
 

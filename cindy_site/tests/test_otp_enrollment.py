@@ -16,7 +16,19 @@ from cindy_site.testing.staff import totp_now
 pytestmark = pytest.mark.django_db
 
 
+CREATE = {"action": "create"}
+
+
+def test_a_get_of_the_enrollment_page_creates_no_device(verified_client, staff_user):
+    response = verified_client.get("/admin/otp/totp/")
+
+    assert response.status_code == 200
+    assert "Create a key" in response.content.decode()
+    assert not TOTPDevice.objects.filter(user=staff_user, confirmed=False).exists()
+
+
 def test_enrollment_page_shows_a_qr_code_and_the_otpauth_uri(verified_client, staff_user):
+    assert verified_client.post("/admin/otp/totp/", CREATE).status_code == 302
     response = verified_client.get("/admin/otp/totp/")
     body = response.content.decode()
 
@@ -28,13 +40,21 @@ def test_enrollment_page_shows_a_qr_code_and_the_otpauth_uri(verified_client, st
 
 
 def test_enrollment_reuses_the_pending_device_on_reload(verified_client, staff_user):
-    verified_client.get("/admin/otp/totp/")
+    verified_client.post("/admin/otp/totp/", CREATE)
+    verified_client.post("/admin/otp/totp/", CREATE)
     verified_client.get("/admin/otp/totp/")
     assert TOTPDevice.objects.filter(user=staff_user, confirmed=False).count() == 1
 
 
+def test_a_code_without_a_pending_device_creates_none(verified_client, staff_user):
+    response = verified_client.post("/admin/otp/totp/", {"token": "123456"})
+
+    assert response.status_code == 200
+    assert not TOTPDevice.objects.filter(user=staff_user, confirmed=False).exists()
+
+
 def test_enrollment_confirms_the_device_with_its_first_code(verified_client, staff_user):
-    verified_client.get("/admin/otp/totp/")
+    verified_client.post("/admin/otp/totp/", CREATE)
     pending = TOTPDevice.objects.get(user=staff_user, confirmed=False)
 
     response = verified_client.post("/admin/otp/totp/", {"token": totp_now(pending)})
@@ -45,7 +65,7 @@ def test_enrollment_confirms_the_device_with_its_first_code(verified_client, sta
 
 
 def test_enrollment_keeps_the_device_unconfirmed_after_a_wrong_code(verified_client, staff_user):
-    verified_client.get("/admin/otp/totp/")
+    verified_client.post("/admin/otp/totp/", CREATE)
     pending = TOTPDevice.objects.get(user=staff_user, confirmed=False)
     wrong = f"{(int(totp_now(pending)) + 500000) % 1000000:06d}"
 
@@ -59,7 +79,7 @@ def test_enrollment_keeps_the_device_unconfirmed_after_a_wrong_code(verified_cli
 
 def test_enrollment_needs_an_otp_verified_session(client, staff_user, staff_totp):
     client.force_login(staff_user)
-    response = client.get("/admin/otp/totp/")
+    response = client.post("/admin/otp/totp/", {"action": "create"})
     assert response.status_code == 302
     assert not TOTPDevice.objects.filter(confirmed=False).exists()
 

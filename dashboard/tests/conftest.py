@@ -128,9 +128,23 @@ def make_user(username: str, *, staff: bool = True):
     )
 
 
+#: What the dashboard's operator may do: its controls, translations and the sandbox chat.
+OPERATOR_PERMISSIONS = (
+    "change_conversation",
+    "add_translation",
+    "add_sandboxmessage",
+    "view_agent",
+    "change_agent",
+)
+
+
 @pytest.fixture
 def staff(db):
-    return make_user("operator")
+    from django.contrib.auth.models import Permission
+
+    user = make_user("operator")
+    user.user_permissions.add(*Permission.objects.filter(codename__in=OPERATOR_PERMISSIONS))
+    return user
 
 
 @pytest.fixture

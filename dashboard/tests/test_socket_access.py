@@ -244,3 +244,35 @@ def test_the_proxy_ssl_header_makes_the_site_https(verified, settings):
     assert not _attempt(
         verified, origin="http://cindy.example.org", host="cindy.example.org", extra=forwarded
     )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"type": "gag", "conversation_id": 1, "gagged": True},
+        {"type": "cancel", "conversation_id": 1},
+        {"type": "translate", "conversation_id": 1, "language": "French"},
+        {"type": "sandbox_send", "agent": 1, "text": "hi"},
+    ],
+    ids=lambda m: m["type"],
+)
+def test_the_socket_carries_no_state_changing_message(verified, sandbox_agent, message):
+    """Changes go through the permission-checked views only: the socket answers anything but
+    `hello` with an error and writes nothing."""
+    from conversations.models import ActivityEvent, Conversation, SandboxMessage
+
+    def counts():
+        return (ActivityEvent.objects.count(), SandboxMessage.objects.count(), Conversation.objects.count())
+
+    async def scenario():
+        communicator = await _connected(verified.session_key)
+        before = await database_sync_to_async(counts)()
+        await communicator.send_json_to(message)
+        reply = await communicator.receive_json_from(timeout=RECEIVE_TIMEOUT)
+        after = await database_sync_to_async(counts)()
+        await communicator.disconnect()
+        return reply, before, after
+
+    reply, before, after = run_scenario(scenario)
+    assert reply == {"type": "error", "error": 'expected {"type": "hello", ...}'}
+    assert before == after

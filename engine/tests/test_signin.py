@@ -13,7 +13,7 @@ from telethon.tl import functions, types
 from agents.models import Agent, AgentLease, GatewayRequest, TelegramSession, Transport
 from agents.services import telegram_requests as services
 from conversations.models import ActivityEvent
-from engine import signin
+from engine import requests, signin
 from engine.tests.harness import Harness
 
 pytestmark = pytest.mark.django_db
@@ -182,3 +182,49 @@ def test_a_code_before_any_was_sent_is_refused(heidi):
 
     with pytest.raises(ValidationError, match="no code has been sent yet"):
         services.signin_submit_code(agent=heidi, code="12345")
+
+
+def test_a_password_claimed_by_a_gateway_that_died_is_failed_and_blanked_by_any_gateway(
+    heidi, account, clock
+):
+    """A gateway took the password step and died: the agent is held by nobody, so no gateway holds
+    the request either. Another gateway fails it once its claim expired, and the password is gone."""
+    step(Harness(clock, gateway_id="gw-first"), services.signin_start(agent=heidi))
+    request = services.signin_submit_password(agent=heidi, password=PASSWORD)
+    (claimed,) = requests.requests_claim(agent_id=heidi.pk, holder="gw-dead:1:abc")
+    assert claimed.pk == request.pk
+    other = Harness(clock, gateway_id="gw-other")
+
+    other.step("step_reap_requests")  # the claim still runs: left alone
+    request.refresh_from_db()
+    assert request.status == Status.RUNNING and request.params == {"password": PASSWORD}
+
+    clock.advance(requests.claim_seconds() + 1)
+    other.step("step_reap_requests")
+
+    request.refresh_from_db()
+    assert request.status == Status.FAILED
+    assert request.params == {"password": ""}
+    assert request.error == (
+        "the gateway running this sign-in step (gw-dead:1:abc) stopped before it finished: start the sign-in again"
+    )
+    assert not GatewayRequest.objects.filter(params__icontains=PASSWORD).exists()
+
+
+def test_the_reaper_fails_an_expired_sign_in_within_a_minute_of_its_expiry(heidi, account, clock):
+    step(Harness(clock, gateway_id="gw-first"), services.signin_start(agent=heidi))
+    request = services.signin_submit_password(agent=heidi, password=PASSWORD)
+    requests.requests_claim(agent_id=heidi.pk, holder="gw-dead:1:abc")
+    gateway = Harness(clock, gateway_id="gw-other")
+    clock.advance(requests.claim_seconds() - 1)
+    gateway.step("step_reap_requests")  # its pass just before the expiry: the worst case
+    clock.advance(2)  # expired now
+
+    waited = 0
+    while request.status != Status.FAILED and waited <= 60:
+        gateway.step("step_reap_requests")
+        request.refresh_from_db()
+        clock.advance(1)
+        waited += 1
+    assert request.status == Status.FAILED and request.params == {"password": ""}
+    assert waited <= 60
