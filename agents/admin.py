@@ -131,6 +131,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
                     "gagged",
                     "reset_context_on_first_message",
                     "clear_summaries_on_first_message",
+                    "answer_bots",
                     "flag_notes",
                 ]
             },

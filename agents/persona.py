@@ -56,6 +56,7 @@ FLAG_FIELDS = {
     "Gagged": "gagged",
     "Reset Context On First Message": "reset_context_on_first_message",
     "Clear Summaries On First Message": "clear_summaries_on_first_message",
+    "Answer Bots": "answer_bots",
 }
 REQUIRED = ("Agent Name", "Agent Phone", "Agent Instructions")
 LIST_HEADINGS = ("Role Prompt", "Agent Sticker Sets", "Agent Stickers")
@@ -104,6 +105,7 @@ class Persona:
     gagged: bool = False
     reset_context_on_first_message: bool = False
     clear_summaries_on_first_message: bool = False
+    answer_bots: bool = False
     extra_sections: list[list[str]] = field(default_factory=list)
     flag_notes: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, compare=False)

@@ -99,7 +99,7 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
         if isinstance(update, NewMessage | MessageEdited):
             edited = isinstance(update, MessageEdited)
             conversation, message, created = message_upsert(agent=agent, record=update.message, edited=edited)
-            if created:
+            if created and not conversation.is_telegram_service:  # its messages are never summarized
                 grown.add(conversation.pk)
                 first_message_clear(conversation=conversation, message=message)
             if trigger and created:

@@ -6,6 +6,9 @@
   `new_conversation`, so the prompt tells the agent that someone new is writing to it. Groups always
   trigger `message`: the mirror of a group starts wherever the agent joined, not where the talk began.
 - An unread reaction on the agent's last message triggers, in DMs and groups alike.
+- Nothing triggers for Telegram's service account (777000: login codes, security notices), in its
+  DM or wherever it writes, nor for a bot unless the agent's Answer Bots flag or the conversation's
+  "answer bots" setting allows it.
 - Nothing triggers for a muted chat, a gagged chat, a blocked user, a channel, or a disabled, gagged
   or stopped agent: the message is still recorded.
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.models import Agent
-from conversations.models import Conversation, Message, TaskGraph
+from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
 
 
@@ -57,6 +60,10 @@ def message_decision(
         return Decision(None, "the agent's own message")
     if message.is_service:
         return Decision(None, "service message")
+    if TELEGRAM_SERVICE_USER_ID in (conversation.peer_id, message.sender_id):
+        return Decision(None, "Telegram's service account is no conversation partner")
+    if message.sender_is_bot and not (agent.answer_bots or conversation.answer_bots):
+        return Decision(None, "a bot (allow with the Answer Bots flag or the chat's answer bots setting)")
     quiet = quiet_reason(agent=agent, conversation=conversation)
     if quiet:
         return Decision(None, quiet)

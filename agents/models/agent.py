@@ -37,6 +37,9 @@ class Agent(models.Model):
     gagged = models.BooleanField(default=False)
     reset_context_on_first_message = models.BooleanField(default=False)
     clear_summaries_on_first_message = models.BooleanField(default=False)
+    answer_bots = models.BooleanField(
+        default=False, help_text="Bots' messages start turns (otherwise they are recorded, never answered)"
+    )
     extra_sections = models.JSONField(
         default=list, blank=True, help_text="Unknown headings, as [heading, body] pairs in file order"
     )

@@ -105,6 +105,7 @@ class InboundMessage:
     sender_id: int | None
     sender_name: str = ""
     sender_username: str = ""
+    sender_is_bot: bool = False
     is_outgoing: bool = False  # sent by the agent's account (from Cindy or another device)
     text: str = ""
     reply_to_id: int | None = None

@@ -152,6 +152,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                     sender_id=m.sender.user_id,
                     sender_name=m.sender.name,
                     sender_username=m.sender.username,
+                    sender_is_bot=m.sender.is_bot,
                     is_outgoing=outgoing,
                     text=m.text,
                     reply_to_id=m.reply_to_id,

@@ -1,4 +1,6 @@
-"""`manage.py sandbox say|react|show`: talk to an agent on the sandbox transport from a shell."""
+"""`manage.py sandbox say|react|show`: talk to an agent on the sandbox transport from a shell.
+
+`say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot."""
 
 from __future__ import annotations
 
@@ -16,9 +18,16 @@ class Command(BaseCommand):
         say = sub.add_parser("say", help="send each TEXT as one message, in order")
         say.add_argument("agent")
         say.add_argument("texts", nargs="+", metavar="TEXT")
-        say.add_argument("--as", dest="as_name", default="You", metavar="NAME")
+        say.add_argument("--as", dest="as_name", default=None, metavar="NAME", help="default: You")
         say.add_argument("--group", metavar="TITLE")
         say.add_argument("--reply-to", type=int, metavar="ID")
+        say.add_argument(
+            "--user-id",
+            type=int,
+            metavar="N",
+            help="write as the user with this Telegram id, e.g. 777000 (Telegram's service account)",
+        )
+        say.add_argument("--bot", action="store_true", help="the sender is a bot account")
 
         react = sub.add_parser("react", help="react to a message")
         react.add_argument("agent")
@@ -46,9 +55,11 @@ class Command(BaseCommand):
                     message = sandbox_say(
                         agent=agent,
                         text=text,
-                        as_name=options["as_name"],
+                        as_name=options["as_name"] or ("" if options["user_id"] else "You"),
                         group=options["group"],
                         reply_to=reply_to,
+                        user_id=options["user_id"],
+                        bot=options["bot"],
                     )
                     reply_to = None  # only the first message is the reply
                     self.stdout.write(f"sent #{message.message_id}")

@@ -328,3 +328,13 @@ def test_short_dm_and_basic_group_updates_become_messages():
         ctx(),
     )
     assert mine.message.is_outgoing and mine.message.sender_id == ME_ID
+
+
+def test_a_bot_sender_is_flagged_and_a_person_is_not():
+    bot = types.User(
+        id=602, access_hash=1, first_name="Helper", username="helper_bot", bot=True, bot_info_version=1
+    )
+    context = Context(me_id=ME_ID, me_username=ME_USERNAME, entities={ANN: user(ANN), 602: bot})
+
+    assert inbound_message(msg(peer=types.PeerUser(602)), context).sender_is_bot is True
+    assert inbound_message(msg(), context).sender_is_bot is False

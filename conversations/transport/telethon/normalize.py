@@ -272,6 +272,7 @@ def inbound_message(message, ctx: Context) -> InboundMessage:
         sender_id=sender_id,
         sender_name=display_name(sender),
         sender_username=getattr(sender, "username", None) or "",
+        sender_is_bot=bool(getattr(sender, "bot", False)),
         is_outgoing=out,
         text=_service_text(message.action) if is_service else (message.message or ""),
         reply_to_id=reply_to_id,
