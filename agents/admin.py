@@ -133,6 +133,8 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
                     "clear_summaries_on_first_message",
                     "answer_bots",
                     "flag_notes",
+                    "hop_limit",
+                    "hop_cooldown_seconds",
                 ]
             },
         ),

@@ -9,6 +9,8 @@
 - Nothing triggers for Telegram's service account (777000: login codes, security notices), in its
   DM or wherever it writes, nor for a bot unless the agent's Answer Bots flag or the conversation's
   "answer bots" setting allows it.
+- A message from another agent or a bot that would trigger does not once the chat's run of such
+  messages is longer than the agent's hop limit (`engine.loops`).
 - Nothing triggers for a muted chat, a gagged chat, a blocked user, a channel, or a disabled, gagged
   or stopped agent: the message is still recorded.
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from agents.models import Agent
 from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
+from engine.loops import loop_guard_reason
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,19 @@ def quiet_reason(*, agent: Agent, conversation: Conversation) -> str | None:
 
 def message_decision(
     *, agent: Agent, conversation: Conversation, message: Message, reply_to_agent: bool = False
+) -> Decision:
+    decision = _message_decision(
+        agent=agent, conversation=conversation, message=message, reply_to_agent=reply_to_agent
+    )
+    if decision:
+        loop = loop_guard_reason(agent=agent, conversation=conversation, message=message)
+        if loop:
+            return Decision(None, loop)
+    return decision
+
+
+def _message_decision(
+    *, agent: Agent, conversation: Conversation, message: Message, reply_to_agent: bool
 ) -> Decision:
     if message.is_agent:
         return Decision(None, "the agent's own message")

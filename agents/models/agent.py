@@ -40,6 +40,18 @@ class Agent(models.Model):
     answer_bots = models.BooleanField(
         default=False, help_text="Bots' messages start turns (otherwise they are recorded, never answered)"
     )
+    hop_limit = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Messages in a row from agents or bots this agent answers in one chat; "
+        "empty means CINDY_AGENT_HOP_LIMIT",
+    )
+    hop_cooldown_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Quiet after which agents' or bots' messages start a new run; "
+        "empty means CINDY_AGENT_HOP_COOLDOWN_SECONDS",
+    )
     extra_sections = models.JSONField(
         default=list, blank=True, help_text="Unknown headings, as [heading, body] pairs in file order"
     )
