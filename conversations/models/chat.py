@@ -37,6 +37,9 @@ class Conversation(models.Model):
         max_length=100, blank=True, help_text="Per-conversation LLM override; beats the agent's LLM"
     )
     last_read_message_id = models.BigIntegerField(null=True, blank=True)
+    partner_typing_until = models.DateTimeField(
+        null=True, blank=True, help_text="The DM partner is typing until then; the agent's reply waits"
+    )
     details = models.JSONField(default=dict, blank=True, help_text="Channel details for the prompt")
     last_message_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)

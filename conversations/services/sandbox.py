@@ -7,6 +7,7 @@ update stream `SandboxTransport` reads.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import zlib
 from typing import Any
@@ -259,6 +260,21 @@ def sandbox_say(
     chat = sandbox_group(title=group, members=[me, sender]) if group else sandbox_dm_between(a=sender, b=me)
     message, _ = sandbox_post(chat=chat, sender=sender, text=text, reply_to=reply_to, media=media)
     return message
+
+
+def sandbox_typing(*, agent: Agent, as_name: str = "You", seconds: float = 5.0) -> SandboxChat:
+    """`as_name` types in their DM with the agent for `seconds` (0 stops), as Telegram's typing update."""
+    if not 0 <= seconds <= 600:
+        raise SandboxError(f"--seconds {seconds:g}: give 0 (stop typing) to 600 seconds")
+    person = sandbox_person(name=as_name)
+    chat = sandbox_dm_between(a=person, b=sandbox_user_for_agent(agent=agent))
+    at = now()
+    until = at + dt.timedelta(seconds=seconds) if seconds else None
+    with transaction.atomic():
+        SandboxMember.objects.filter(chat=chat, user=person).update(typing_until=until)
+        SandboxUpdate.objects.create(chat=chat, kind=SandboxUpdate.Kind.TYPING, actor=person, created=at)
+        wake_gateways_on_commit()
+    return chat
 
 
 def sandbox_set_reaction(*, message: SandboxMessage, user: SandboxUser, emoji: str) -> SandboxMessage:
