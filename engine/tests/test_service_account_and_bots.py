@@ -17,6 +17,7 @@ from conversations.models import (
     TaskGraph,
 )
 from conversations.services.ingest import REDACTED_TEXT
+from conversations.services.initiative import XSendRefused, conversation_xsend
 from conversations.services.sandbox import SandboxError, sandbox_say
 from dashboard.partners import partner_rows
 from engine.tests.harness import Harness
@@ -135,3 +136,16 @@ def test_sandbox_say_refuses_an_agents_id_and_a_person_passed_off_as_a_bot(agent
         sandbox_say(agent=agent, text="hi", as_name="Ann", bot=True)
     with pytest.raises(CommandError, match="a user id is a positive number"):
         call_command("sandbox", "say", agent.name, "hi", "--user-id", "0")
+
+
+def test_an_xsend_never_starts_a_turn_with_telegram(agent, harness):
+    sandbox_say(agent=agent, text=LOGIN, user_id=TELEGRAM_SERVICE_USER_ID)
+    sandbox_say(agent=agent, text="hi", as_name="Ann")
+    harness.settle()
+    ann = Conversation.objects.get(title="Ann")
+
+    with pytest.raises(XSendRefused, match="777000 is Telegram's service account, never a partner"):
+        conversation_xsend(
+            source=ann, target_peer_id=TELEGRAM_SERVICE_USER_ID, intent="ask", source_node_id=1
+        )
+    assert not TaskGraph.objects.filter(conversation__peer_id=TELEGRAM_SERVICE_USER_ID).exists()
