@@ -141,7 +141,10 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
                     "gagged",
                     "reset_context_on_first_message",
                     "clear_summaries_on_first_message",
+                    "answer_bots",
                     "flag_notes",
+                    "hop_limit",
+                    "hop_cooldown_seconds",
                 ]
             },
         ),

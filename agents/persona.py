@@ -60,6 +60,7 @@ FLAG_FIELDS = {
     "Gagged": "gagged",
     "Reset Context On First Message": "reset_context_on_first_message",
     "Clear Summaries On First Message": "clear_summaries_on_first_message",
+    "Answer Bots": "answer_bots",
 }
 #: The spend brakes' section (engine/brakes.py): line key -> attribute, in the order written.
 SPEND_HEADING = "Spend Limits"
@@ -126,6 +127,7 @@ class Persona:
     gagged: bool = False
     reset_context_on_first_message: bool = False
     clear_summaries_on_first_message: bool = False
+    answer_bots: bool = False
     extra_sections: list[list[str]] = field(default_factory=list)
     flag_notes: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, compare=False)

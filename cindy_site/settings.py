@@ -318,6 +318,14 @@ CINDY_MAX_ATTEMPTS = _positive_int("CINDY_MAX_ATTEMPTS", 10)
 CINDY_RETRY_SECONDS = _positive_int("CINDY_RETRY_SECONDS", 10)
 # Seconds after a message before the agent reads it (and plans); a burst within it costs one LLM call.
 CINDY_READ_DELAY_SECONDS = max(env.float("CINDY_READ_DELAY_SECONDS", default=3.0), 0.0)
+# While a DM partner types, the agent's reply waits, but never longer than this after the message it
+# answers (engine/partner_typing.py).
+CINDY_TYPING_WAIT_MAX_SECONDS = _positive_int("CINDY_TYPING_WAIT_MAX_SECONDS", 60)
+# Agent-to-agent loops (engine/loops.py): an agent answers at most this many messages in a row from
+# agents or bots in one chat (no person writing in between); a pause of the cool-down starts a new run.
+# Each agent may set its own in the admin (Agent.hop_limit, Agent.hop_cooldown_seconds).
+CINDY_AGENT_HOP_LIMIT = _positive_int("CINDY_AGENT_HOP_LIMIT", 4)
+CINDY_AGENT_HOP_COOLDOWN_SECONDS = _positive_int("CINDY_AGENT_HOP_COOLDOWN_SECONDS", 600)
 # An idle gateway wakes as soon as someone makes work for it (engine/wake.py): Redis pub/sub with
 # REDIS_URL, otherwise a database counter read every CINDY_WAKE_POLL_SECONDS. Off: it waits the tick.
 CINDY_WAKE = env.bool("CINDY_WAKE", default=True)

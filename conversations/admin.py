@@ -118,6 +118,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "username",
         "muted",
         "gagged",
+        "answer_bots",
         "llm_model",
         "blocked",
         "last_read_message_id",

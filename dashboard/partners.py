@@ -15,7 +15,7 @@ from typing import Any
 from django.db.models import Count, DecimalField, F, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
-from conversations.models import Conversation, LLMCall
+from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation, LLMCall
 from memory.models import Memory
 
 #: How many partners the list shows, most recently active first.
@@ -26,7 +26,8 @@ _MONEY = DecimalField(max_digits=14, decimal_places=6)
 def _dm_conversations():
     """DMs with message counts and LLM cost annotated (one query however many there are).
 
-    The agent's chat with itself (Saved Messages, where its planning turns run) is no partner."""
+    The agent's chat with itself (Saved Messages, where its planning turns run) is no partner, nor is
+    Telegram's service account (login codes)."""
     cost = (
         LLMCall.objects.filter(conversation=OuterRef("pk"))
         .order_by()
@@ -37,6 +38,7 @@ def _dm_conversations():
     return (
         Conversation.objects.filter(kind=Conversation.Kind.DM)
         .exclude(agent__telegram_user_id=F("peer_id"))
+        .exclude(peer_id=TELEGRAM_SERVICE_USER_ID)
         .select_related("agent")
         .annotate(
             messages_in=Count("messages", filter=Q(messages__is_agent=False)),

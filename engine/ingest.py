@@ -12,7 +12,8 @@ stored (`created=False`) and never triggering.
 The `received` node of a replan waits until the triggering message is CINDY_READ_DELAY_SECONDS old
 (for a reaction: that long after it was seen), so the chat is not read the instant a message lands,
 and a burst typed within the delay costs one LLM call. An agent with a daily schedule waits as its
-current activity's responsiveness says instead (`engine.responsiveness`).
+current activity's responsiveness says instead (`engine.responsiveness`), and a DM partner's typing
+holds it longer (`engine.partner_typing`).
 """
 
 from __future__ import annotations
@@ -43,10 +44,12 @@ from conversations.transport.base import (
     MessageEdited,
     MessagesDeleted,
     NewMessage,
+    PartnerTyping,
     ReactionsChanged,
     Transport,
     Update,
 )
+from engine.partner_typing import partner_typing_end, partner_typing_record, typing_hold
 from engine.responsiveness import reply_not_before
 from engine.triggers import Decision, message_decision, reaction_decision
 
@@ -70,13 +73,15 @@ def _replan_all(pending: dict[int, _Trigger]) -> list[int]:
     delay = dt.timedelta(seconds=settings.CINDY_READ_DELAY_SECONDS)
     graph_ids = []
     for item in pending.values():
+        not_before = reply_not_before(
+            agent=item.conversation.agent, seen_at=item.seen_at, default_delay=delay, at=now()
+        )
+        hold = typing_hold(conversation=item.conversation, since=now())
         graph = graph_replan(
             conversation=item.conversation,
             trigger=item.decision.trigger,
             target_message_id=item.message_id,
-            not_before=reply_not_before(
-                agent=item.conversation.agent, seen_at=item.seen_at, default_delay=delay, at=now()
-            ),
+            not_before=max(not_before, hold) if hold else not_before,
         )
         graph_ids.append(graph.pk)
     return graph_ids
@@ -99,8 +104,10 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
         if isinstance(update, NewMessage | MessageEdited):
             edited = isinstance(update, MessageEdited)
             conversation, message, created = message_upsert(agent=agent, record=update.message, edited=edited)
-            if created:
+            if created and not conversation.is_telegram_service:  # its messages are never summarized
                 grown.add(conversation.pk)
+            if created:
+                partner_typing_end(conversation=conversation, message=message)
                 first_message_clear(conversation=conversation, message=message)
             if trigger and created:
                 decision = message_decision(
@@ -113,6 +120,9 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
                     pending[conversation.pk] = _Trigger(
                         conversation, decision, message.message_id, message.date
                     )
+        elif isinstance(update, PartnerTyping):
+            if trigger:
+                partner_typing_record(agent=agent, update=update)
         elif isinstance(update, MessagesDeleted):
             messages_mark_deleted(agent=agent, peer_id=update.peer_id, message_ids=update.message_ids)
         elif isinstance(update, ReactionsChanged):

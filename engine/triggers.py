@@ -6,6 +6,11 @@
   `new_conversation`, so the prompt tells the agent that someone new is writing to it. Groups always
   trigger `message`: the mirror of a group starts wherever the agent joined, not where the talk began.
 - An unread reaction on the agent's last message triggers, in DMs and groups alike.
+- Nothing triggers for Telegram's service account (777000: login codes, security notices), in its
+  DM or wherever it writes, nor for a bot unless the agent's Answer Bots flag or the conversation's
+  "answer bots" setting allows it.
+- A message from another agent or a bot that would trigger does not once the chat's run of such
+  messages is longer than the agent's hop limit (`engine.loops`).
 - Nothing triggers for a muted chat, a gagged chat, a blocked user, a channel, or a disabled, gagged
   or stopped agent: the message is still recorded.
 
@@ -18,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.models import Agent
-from conversations.models import Conversation, Message, TaskGraph
+from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
+from engine.loops import loop_guard_reason
 
 
 @dataclass(frozen=True)
@@ -53,10 +59,27 @@ def quiet_reason(*, agent: Agent, conversation: Conversation) -> str | None:
 def message_decision(
     *, agent: Agent, conversation: Conversation, message: Message, reply_to_agent: bool = False
 ) -> Decision:
+    decision = _message_decision(
+        agent=agent, conversation=conversation, message=message, reply_to_agent=reply_to_agent
+    )
+    if decision:
+        loop = loop_guard_reason(agent=agent, conversation=conversation, message=message)
+        if loop:
+            return Decision(None, loop)
+    return decision
+
+
+def _message_decision(
+    *, agent: Agent, conversation: Conversation, message: Message, reply_to_agent: bool
+) -> Decision:
     if message.is_agent:
         return Decision(None, "the agent's own message")
     if message.is_service:
         return Decision(None, "service message")
+    if TELEGRAM_SERVICE_USER_ID in (conversation.peer_id, message.sender_id):
+        return Decision(None, "Telegram's service account is no conversation partner")
+    if message.sender_is_bot and not (agent.answer_bots or conversation.answer_bots):
+        return Decision(None, "a bot (allow with the Answer Bots flag or the chat's answer bots setting)")
     quiet = quiet_reason(agent=agent, conversation=conversation)
     if quiet:
         return Decision(None, quiet)

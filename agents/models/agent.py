@@ -61,6 +61,21 @@ class Agent(models.Model):
     gagged = models.BooleanField(default=False)
     reset_context_on_first_message = models.BooleanField(default=False)
     clear_summaries_on_first_message = models.BooleanField(default=False)
+    answer_bots = models.BooleanField(
+        default=False, help_text="Bots' messages start turns (otherwise they are recorded, never answered)"
+    )
+    hop_limit = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Messages in a row from agents or bots this agent answers in one chat; "
+        "empty means CINDY_AGENT_HOP_LIMIT",
+    )
+    hop_cooldown_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Quiet after which agents' or bots' messages start a new run; "
+        "empty means CINDY_AGENT_HOP_COOLDOWN_SECONDS",
+    )
     extra_sections = models.JSONField(
         default=list, blank=True, help_text="Unknown headings, as [heading, body] pairs in file order"
     )

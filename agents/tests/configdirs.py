@@ -43,6 +43,8 @@ PartySet::🎉
 
 # Gagged
 
+# Answer Bots
+
 # Mood Board
 Sunny, with a chance of puns.
 

@@ -33,6 +33,7 @@ def test_import_creates_the_expected_rows(dirs):
     assert heidi.role_prompt_names == ["Chatbot", "Memory"]
     assert heidi.explicit_stickers == ["PartySet::🎉"]
     assert heidi.gagged is True and heidi.disabled is False
+    assert heidi.answer_bots is True
     assert heidi.extra_sections == [["Mood Board", "Sunny, with a chance of puns."]]
     assert (
         heidi.instructions == "You are Heidi. Talk to {user} like an old friend.\n\n## Tone\nWarm and brief."

@@ -59,6 +59,8 @@ Quiet until the launch.
 
 # Clear Summaries On First Message
 
+# Answer Bots
+
 # Favourite Colour
 Green, obviously.
 
@@ -100,6 +102,7 @@ def test_every_field_is_parsed():
     assert p.daily_schedule == "Wakes at 07:00.\n  Sleeps at 23:00."
     assert (p.start_typing_delay, p.typing_speed, p.telegram_id) == (4.0, 60.5, 987654321)
     assert p.disabled and p.gagged and p.reset_context_on_first_message and p.clear_summaries_on_first_message
+    assert p.answer_bots
     assert p.flag_notes == {"Gagged": "Quiet until the launch."}
     assert p.extra_sections == [["Favourite Colour", "Green, obviously."]]
     assert p.instructions == "You are Heidi. Greet {user} warmly.\n\n## Style\nShort messages."

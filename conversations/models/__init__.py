@@ -1,5 +1,5 @@
 from conversations.models.activity import ActivityEvent, LLMCall, ModelPrice
-from conversations.models.chat import Conversation, Message
+from conversations.models.chat import TELEGRAM_SERVICE_USER_ID, Conversation, Message
 from conversations.models.console import OfferedModel, Translation
 from conversations.models.graph import GatewayWake, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.sandbox import (
@@ -25,6 +25,7 @@ __all__ = [
     "SandboxMessage",
     "SandboxUpdate",
     "SandboxUser",
+    "TELEGRAM_SERVICE_USER_ID",
     "TaskGraph",
     "TaskNode",
     "Translation",

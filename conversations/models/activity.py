@@ -28,6 +28,7 @@ class ActivityEvent(models.Model):
         WORK_CANCELLED = "work_cancelled", "Work cancelled"
         LLM_CALL = "llm_call", "LLM call"
         POLICY_REFUSED = "policy_refused", "Policy refused"
+        LOOP_GUARD = "loop_guard", "Loop guard"
         TYPING = "typing", "Typing"
         AGENT_ONLINE = "agent_online", "Agent online"
         AGENT_OFFLINE = "agent_offline", "Agent offline"

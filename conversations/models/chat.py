@@ -8,6 +8,9 @@ from agents.models import Agent
 
 #: How the agent's own chat (peer id = its own user id) is shown, as Telegram's apps name it.
 SAVED_MESSAGES_TITLE = "Saved Messages"
+#: Telegram's own service account: it sends login codes and security notices, and is never a
+#: conversation partner (no turn starts for it, it is no "user", its codes are redacted).
+TELEGRAM_SERVICE_USER_ID = 777000
 
 
 class Conversation(models.Model):
@@ -26,10 +29,17 @@ class Conversation(models.Model):
     gagged = models.BooleanField(
         default=False, help_text="Messages are still recorded, but the agent does not act in this chat"
     )
+    answer_bots = models.BooleanField(
+        default=False,
+        help_text="Bots' messages in this chat start turns, whatever the agent's Answer Bots flag says",
+    )
     llm_model = models.CharField(
         max_length=100, blank=True, help_text="Per-conversation LLM override; beats the agent's LLM"
     )
     last_read_message_id = models.BigIntegerField(null=True, blank=True)
+    partner_typing_until = models.DateTimeField(
+        null=True, blank=True, help_text="The DM partner is typing until then; the agent's reply waits"
+    )
     details = models.JSONField(default=dict, blank=True, help_text="Channel details for the prompt")
     last_message_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
@@ -52,6 +62,11 @@ class Conversation(models.Model):
         return self.agent.telegram_user_id is not None and self.peer_id == self.agent.telegram_user_id
 
     @property
+    def is_telegram_service(self) -> bool:
+        """The DM with Telegram's service account (login codes, security notices)."""
+        return self.peer_id == TELEGRAM_SERVICE_USER_ID
+
+    @property
     def display_title(self) -> str:
         """The title operators read: "Saved Messages" for the agent's own chat (Telegram titles it
         with the agent's own name), otherwise the title, or the peer id when there is none."""
@@ -72,6 +87,7 @@ class Message(models.Model):
     sender_id = models.BigIntegerField(null=True, blank=True)
     sender_name = models.CharField(max_length=255, blank=True)
     sender_username = models.CharField(max_length=64, blank=True)
+    sender_is_bot = models.BooleanField(default=False)
     is_agent = models.BooleanField(default=False)
     date = models.DateTimeField()
     text = models.TextField(blank=True)

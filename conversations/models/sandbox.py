@@ -17,6 +17,7 @@ class SandboxUser(models.Model):
     user_id = models.BigIntegerField(unique=True)
     name = models.CharField(max_length=255)
     username = models.CharField(max_length=64, blank=True)
+    is_bot = models.BooleanField(default=False, help_text="A bot account, as Telegram flags it")
     agent = models.OneToOneField(
         Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="sandbox_user"
     )

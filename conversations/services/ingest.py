@@ -6,12 +6,14 @@ history, or a send retried after a crash) leaves one row.
 
 from __future__ import annotations
 
+import re
+
 from django.db import IntegrityError, transaction
 
 from agents.models import Agent
 from cindy_site.bulk import update_by_pk
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, Conversation, Message
+from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, InboundMessage, MediaItem, ReactionInfo, SentMessage
 from media_catalog.models import LibraryItem, MediaDescription
@@ -24,6 +26,21 @@ REDACTED_TEXT = "[one-time sign-in code]"
 #: draw theirs from (1 .. 2**62), so an outgoing message carrying one is stored redacted even when its
 #: copy arrives before the gateway's own record of the send (a crash between the two).
 OTP_RANDOM_ID_BASE = 3 << 61
+#: In a message from Telegram's service account: the word after "code:" (login codes, web login codes
+#: such as "AbC-12dEf"), and any run of 5 or more digits, possibly grouped ("12 345", "12-345"), that
+#: is not part of a date or time.
+_SERVICE_CODE = re.compile(
+    r"(?i)(?<=code)(:\s{0,3})([A-Za-z0-9][A-Za-z0-9_-]{3,})|(?<![\d/.:])\d(?:[ -]?\d){4,}(?![\d/.:])"
+)
+
+
+def redact_service_codes(text: str) -> str:
+    """`text` with every code Telegram's service account may send replaced by REDACTED_TEXT."""
+
+    def replace(match: re.Match) -> str:
+        return f"{match.group(1)}{REDACTED_TEXT}" if match.group(1) is not None else REDACTED_TEXT
+
+    return _SERVICE_CODE.sub(replace, text)
 
 
 def _keep_local_media(old: list[dict], new: list[dict]) -> list[dict]:
@@ -93,6 +110,7 @@ def _message_fields(record: InboundMessage) -> dict:
         "sender_id": record.sender_id,
         "sender_name": record.sender_name[:255],
         "sender_username": (record.sender_username or "")[:64],
+        "sender_is_bot": record.sender_is_bot,
         "is_agent": record.is_outgoing,
         "date": record.date,
         "text": record.text,
@@ -126,6 +144,10 @@ def message_upsert(
         fields.update(edited=True, edited_at=record.edited_at or now())
     if redacted or (record.is_outgoing and (record.random_id or 0) >= OTP_RANDOM_ID_BASE):
         fields.update(text=REDACTED_TEXT, redacted=True)
+    elif TELEGRAM_SERVICE_USER_ID in (record.peer_id, record.sender_id) and not record.is_outgoing:
+        clean = redact_service_codes(record.text)
+        if clean != record.text:
+            fields.update(text=clean, redacted=True)
     with transaction.atomic():
         message = Message.objects.filter(conversation=conversation, message_id=record.message_id).first()
         created = message is None
@@ -145,7 +167,7 @@ def message_upsert(
             if not edited:
                 # A plain re-delivery: keep what we know (edits, deletions, a random_id) and refresh the rest.
                 fields.pop("is_agent")
-            if message.redacted:  # a redacted text is never restored, by a re-delivery or an edit
+            if message.redacted and not fields.get("redacted"):  # never restored by a re-delivery or edit
                 fields.update(text=REDACTED_TEXT, redacted=True)
             fields["media"] = _keep_local_media(message.media, fields["media"])
             if record.random_id is not None and message.random_id is None:

@@ -29,6 +29,8 @@ def conversation_xsend(
     target = Conversation.objects.filter(agent_id=source.agent_id, peer_id=target_peer_id).first()
     if target is None:
         raise XSendRefused(f"xsend target {target_peer_id} is not a conversation of this agent")
+    if target.is_telegram_service:
+        raise XSendRefused(f"xsend target {target_peer_id} is Telegram's service account, never a partner")
     earlier = TaskGraph.objects.filter(
         conversation=target, trigger=TaskGraph.Trigger.XSEND, context__xsend_node=source_node_id
     ).first()

@@ -7,6 +7,7 @@ update stream `SandboxTransport` reads.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import zlib
 from typing import Any
@@ -16,7 +17,14 @@ from django.db.models import F, Max
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+from conversations.models import (
+    TELEGRAM_SERVICE_USER_ID,
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxUpdate,
+    SandboxUser,
+)
 from conversations.services.wake import wake_gateways_on_commit
 
 #: Agents' sandbox user ids live above this, people's below; they never collide.
@@ -52,25 +60,53 @@ def sandbox_user_for_agent(*, agent: Agent) -> SandboxUser:
         return SandboxUser.objects.get(agent=agent)
 
 
-def sandbox_person(*, name: str) -> SandboxUser:
-    """A person (not an agent) by display name, created on first use."""
+def sandbox_person(*, name: str, bot: bool = False) -> SandboxUser:
+    """A person (not an agent) by display name, created on first use; `bot` makes (or finds) a bot."""
     name = (name or "").strip()
     if not name:
         raise SandboxError("a sandbox sender needs a name (--as NAME)")
     user = SandboxUser.objects.filter(agent__isnull=True, name=name).first()
     if user is not None:
+        if user.is_bot != bot:
+            what, other = ("a bot", "a person") if user.is_bot else ("a person", "a bot")
+            raise SandboxError(
+                f"sandbox user {name!r} is {what}, not {other}: pick another name (--as NAME) for {other}"
+            )
         return user
     # A stable id derived from the name; probe upwards on the rare collision.
     candidate = PERSON_USER_ID_BASE + zlib.crc32(name.encode()) % 1_000_000_000
     for offset in range(50):
         try:
             with transaction.atomic():
-                return SandboxUser.objects.create(user_id=candidate + offset, name=name, username=_slug(name))
+                return SandboxUser.objects.create(
+                    user_id=candidate + offset, name=name, username=_slug(name), is_bot=bot
+                )
         except IntegrityError:
             existing = SandboxUser.objects.filter(agent__isnull=True, name=name).first()
             if existing is not None:
                 return existing
     raise SandboxError(f"could not allocate a sandbox user id for {name!r}")
+
+
+def sandbox_user_with_id(*, user_id: int, name: str = "", bot: bool = False) -> SandboxUser:
+    """The sandbox user with this Telegram user id (777000 is Telegram's service account), created on
+    first use and named `name` (default: "Telegram" for 777000, "User <id>" otherwise)."""
+    if user_id <= 0:
+        raise SandboxError(f"--user-id {user_id}: a user id is a positive number, e.g. 777000")
+    user = SandboxUser.objects.filter(user_id=user_id).first()
+    if user is not None:
+        if user.agent_id is not None:
+            raise SandboxError(f"--user-id {user_id} is the agent {user.name!r}: pick a person's or bot's id")
+        if bot and not user.is_bot:
+            raise SandboxError(f"--user-id {user_id} is {user.name!r}, a person, not a bot: drop --bot")
+        return user
+    if not name:
+        name = "Telegram" if user_id == TELEGRAM_SERVICE_USER_ID else f"User {user_id}"
+    with transaction.atomic():
+        user, _ = SandboxUser.objects.get_or_create(
+            user_id=user_id, defaults={"name": name, "username": _slug(name), "is_bot": bot}
+        )
+    return user
 
 
 def _ensure_member(chat: SandboxChat, user: SandboxUser) -> None:
@@ -207,14 +243,38 @@ def sandbox_say(
     group: str | None = None,
     reply_to: int | None = None,
     media: list[dict[str, Any]] | None = None,
+    user_id: int | None = None,
+    bot: bool = False,
 ) -> SandboxMessage:
-    """A person sends a message to the agent (in their DM, or in a group the agent is in)."""
+    """A person sends a message to the agent (in their DM, or in a group the agent is in).
+
+    `user_id` writes as the user with that id (e.g. 777000, Telegram's service account); `bot` writes
+    as a bot account."""
     if not text and not media:
         raise SandboxError("a sandbox message needs text or media")
-    chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group)
-    sender = sandbox_person(name=as_name)
+    if user_id is None:
+        sender = sandbox_person(name=as_name, bot=bot)
+    else:
+        sender = sandbox_user_with_id(user_id=user_id, name=as_name, bot=bot)
+    me = sandbox_user_for_agent(agent=agent)
+    chat = sandbox_group(title=group, members=[me, sender]) if group else sandbox_dm_between(a=sender, b=me)
     message, _ = sandbox_post(chat=chat, sender=sender, text=text, reply_to=reply_to, media=media)
     return message
+
+
+def sandbox_typing(*, agent: Agent, as_name: str = "You", seconds: float = 5.0) -> SandboxChat:
+    """`as_name` types in their DM with the agent for `seconds` (0 stops), as Telegram's typing update."""
+    if not 0 <= seconds <= 600:
+        raise SandboxError(f"--seconds {seconds:g}: give 0 (stop typing) to 600 seconds")
+    person = sandbox_person(name=as_name)
+    chat = sandbox_dm_between(a=person, b=sandbox_user_for_agent(agent=agent))
+    at = now()
+    until = at + dt.timedelta(seconds=seconds) if seconds else None
+    with transaction.atomic():
+        SandboxMember.objects.filter(chat=chat, user=person).update(typing_until=until)
+        SandboxUpdate.objects.create(chat=chat, kind=SandboxUpdate.Kind.TYPING, actor=person, created=at)
+        wake_gateways_on_commit()
+    return chat
 
 
 def sandbox_set_reaction(*, message: SandboxMessage, user: SandboxUser, emoji: str) -> SandboxMessage:

@@ -105,6 +105,7 @@ class InboundMessage:
     sender_id: int | None
     sender_name: str = ""
     sender_username: str = ""
+    sender_is_bot: bool = False
     is_outgoing: bool = False  # sent by the agent's account (from Cindy or another device)
     text: str = ""
     reply_to_id: int | None = None
@@ -144,7 +145,20 @@ class ReactionsChanged:
     unread: bool = False  # an unread reaction on one of the agent's messages
 
 
-Update = NewMessage | MessageEdited | MessagesDeleted | ReactionsChanged
+@dataclass(frozen=True)
+class PartnerTyping:
+    """The other side of a DM is typing, for about `seconds` more (Telegram shows typing for ~6 s
+    after each typing update); 0 means it stopped."""
+
+    peer_id: int
+    seconds: float
+
+
+#: How long one Telegram typing update lasts, unless a newer one or a cancel comes first.
+TYPING_UPDATE_SECONDS = 6.0
+
+
+Update = NewMessage | MessageEdited | MessagesDeleted | ReactionsChanged | PartnerTyping
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from conversations.transport.base import (
     MessageEdited,
     MessagesDeleted,
     NewMessage,
+    PartnerTyping,
     PermanentError,
     ReactionInfo,
     ReactionsChanged,
@@ -152,6 +153,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                     sender_id=m.sender.user_id,
                     sender_name=m.sender.name,
                     sender_username=m.sender.username,
+                    sender_is_bot=m.sender.is_bot,
                     is_outgoing=outgoing,
                     text=m.text,
                     reply_to_id=m.reply_to_id,
@@ -181,8 +183,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
     def with_updates(cls, transports: list[SandboxTransport]) -> set[SandboxTransport]:
         """Which connected transports have something for `poll_updates`: one query for all of them.
 
-        The same test as the poll (a non-typing row in the transport's window, in one of its chats,
-        not seen yet), over the union of the windows, so a gateway's idle pass polls nobody. A
+        The same test as the poll (a row in the transport's window, in one of its chats, not its own
+        typing, not seen yet), over the union of the windows, so a gateway's idle pass polls nobody. A
         subclass with a poll of its own, or a transport not connected, is always named: its poll
         decides.
         """
@@ -196,15 +198,13 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             return ready
         recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
         floor = max(min(t.cursor for t in live) - TRAILING_IDS, 0)
-        rows = (
-            SandboxUpdate.objects.filter(
-                Q(id__gt=floor) | Q(created__gte=recent), chat__members__in=[t.me for t in live]
-            )
-            .exclude(kind=SandboxUpdate.Kind.TYPING)
-            .values_list("id", "created", "chat__members")
-        )
+        rows = SandboxUpdate.objects.filter(
+            Q(id__gt=floor) | Q(created__gte=recent), chat__members__in=[t.me for t in live]
+        ).values_list("id", "created", "chat__members", "kind", "actor")
         by_member: dict[int, list[tuple[int, dt.datetime]]] = {}
-        for row_id, created, member_id in rows:
+        for row_id, created, member_id, kind, actor_id in rows:
+            if kind == SandboxUpdate.Kind.TYPING and actor_id == member_id:
+                continue  # one's own typing is no update for oneself
             by_member.setdefault(member_id, []).append((row_id, created))
         for transport in live:
             own_floor = max(transport.cursor - TRAILING_IDS, 0)
@@ -227,7 +227,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         rows = [
             row
             for row in SandboxUpdate.objects.filter(self._window(), chat__members=me)
-            .exclude(kind=SandboxUpdate.Kind.TYPING)
+            .exclude(kind=SandboxUpdate.Kind.TYPING, actor=me)
             .select_related("chat")
             .order_by("id")[: POLL_BATCH + len(self.seen)]
             if row.id not in self.seen
@@ -243,6 +243,11 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             self.seen = dict(sorted(self.seen.items())[-MAX_SEEN:])
         updates: list[Update] = []
         for row in rows:
+            if row.kind == SandboxUpdate.Kind.TYPING:
+                typing = self._partner_typing(row, me)
+                if typing is not None:
+                    updates.append(typing)
+                continue
             message = (
                 SandboxMessage.objects.filter(chat=row.chat, message_id=row.message_id)
                 .select_related("sender")
@@ -270,6 +275,18 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                     )
                 )
         return updates
+
+    def _partner_typing(self, row: SandboxUpdate, me: SandboxUser) -> PartnerTyping | None:
+        """A person's typing in a DM with the agent, for as long as their member row says."""
+        if row.chat.kind != SandboxChat.Kind.DM:
+            return None
+        until = (
+            SandboxMember.objects.filter(chat=row.chat, user_id=row.actor_id)
+            .values_list("typing_until", flat=True)
+            .first()
+        )
+        seconds = max((until - now()).total_seconds(), 0.0) if until else 0.0
+        return PartnerTyping(peer_id=self._peer_of(row.chat), seconds=seconds)
 
     async def history(
         self,

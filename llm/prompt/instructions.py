@@ -1,10 +1,12 @@
-"""The volatile end of the prompt: the instructions for this turn and the current time."""
+"""The volatile end of the prompt: the instructions for this turn, the current time and activity."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
+
+from llm.schedule_file import SCHEDULE_FILE
 
 TIME_FORMAT = "%A %B %d, %Y at %I:%M %p %Z"
 
@@ -90,6 +92,48 @@ def schedule_instructions(schedule: dict[str, Any]) -> str:
 
 def current_time_section(now: dt.datetime, tz: dt.tzinfo) -> str:
     return "# Current Time\n\nThe current time is: " + now.astimezone(tz).strftime(TIME_FORMAT)
+
+
+def _duration(delta: dt.timedelta) -> str:
+    """ "2 hours and 5 minutes", "1 hour", "40 minutes", as the original writes a time remaining."""
+    hours, minutes = int(delta.total_seconds() // 3600), int(delta.total_seconds() % 3600 // 60)
+    minutes_text = f"{minutes} minute{'s' if minutes != 1 else ''}"
+    if not hours:
+        return minutes_text
+    hours_text = f"{hours} hour{'s' if hours != 1 else ''}"
+    return f"{hours_text} and {minutes_text}" if minutes else hours_text
+
+
+def current_activity_section(current: Any, following: Any, *, now: dt.datetime, tz: dt.tzinfo) -> str:
+    """`# Current Activity`, as the original shows it: the schedule entry covering `now` (or "Nothing
+    is happening right now."), its responsiveness, the time it has left, and the next entry. Empty
+    when there is neither. The entries are `ScheduleEntry` rows (activity, description, start, end,
+    responsiveness)."""
+    if current is None and following is None:
+        return ""
+
+    def local(moment: dt.datetime) -> str:
+        return moment.astimezone(tz).strftime("%I:%M %p")
+
+    lines = ["# Current Activity", ""]
+    if current is not None:
+        lines.append(f"You are currently: {current.activity} ({local(current.start)} - {local(current.end)})")
+        if current.description:
+            lines.append(current.description)
+        lines.append(
+            f"Responsiveness: {current.responsiveness} (0 asleep, 100 answering within seconds): "
+            "reply as promptly and as fully as this activity allows"
+        )
+        if current.end > now:
+            lines.append(f"Time remaining: {_duration(current.end - now)}")
+    else:
+        lines.append("Nothing is happening right now.")
+    if following is not None:
+        lines.append(f"Next activity: {following.activity} (starts at {local(following.start)})")
+        if following.description:
+            lines.append(following.description)
+    lines += ["", f"You can retrieve your full schedule by accessing: file:{SCHEDULE_FILE}"]
+    return "\n".join(lines)
 
 
 def turn_context_from_graph(graph: Any, *, reactions: tuple[str, ...] = ()) -> TurnContext:

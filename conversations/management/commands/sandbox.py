@@ -1,11 +1,20 @@
-"""`manage.py sandbox say|react|show`: talk to an agent on the sandbox transport from a shell."""
+"""`manage.py sandbox say|typing|react|show`: talk to an agent on the sandbox transport from a shell.
+
+`say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
+`typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
-from conversations.services.sandbox import SandboxError, sandbox_react, sandbox_say, sandbox_transcript
+from conversations.services.sandbox import (
+    SandboxError,
+    sandbox_react,
+    sandbox_say,
+    sandbox_transcript,
+    sandbox_typing,
+)
 
 
 class Command(BaseCommand):
@@ -16,9 +25,23 @@ class Command(BaseCommand):
         say = sub.add_parser("say", help="send each TEXT as one message, in order")
         say.add_argument("agent")
         say.add_argument("texts", nargs="+", metavar="TEXT")
-        say.add_argument("--as", dest="as_name", default="You", metavar="NAME")
+        say.add_argument("--as", dest="as_name", default=None, metavar="NAME", help="default: You")
         say.add_argument("--group", metavar="TITLE")
         say.add_argument("--reply-to", type=int, metavar="ID")
+        say.add_argument(
+            "--user-id",
+            type=int,
+            metavar="N",
+            help="write as the user with this Telegram id, e.g. 777000 (Telegram's service account)",
+        )
+        say.add_argument("--bot", action="store_true", help="the sender is a bot account")
+
+        typing = sub.add_parser("typing", help="type in the DM with the agent (it holds its reply)")
+        typing.add_argument("agent")
+        typing.add_argument("--as", dest="as_name", default="You", metavar="USER")
+        typing.add_argument(
+            "--seconds", type=float, default=5.0, metavar="N", help="how long the typing lasts (0 stops it)"
+        )
 
         react = sub.add_parser("react", help="react to a message")
         react.add_argument("agent")
@@ -46,12 +69,17 @@ class Command(BaseCommand):
                     message = sandbox_say(
                         agent=agent,
                         text=text,
-                        as_name=options["as_name"],
+                        as_name=options["as_name"] or ("" if options["user_id"] else "You"),
                         group=options["group"],
                         reply_to=reply_to,
+                        user_id=options["user_id"],
+                        bot=options["bot"],
                     )
                     reply_to = None  # only the first message is the reply
                     self.stdout.write(f"sent #{message.message_id}")
+            elif options["action"] == "typing":
+                sandbox_typing(agent=agent, as_name=options["as_name"], seconds=options["seconds"])
+                self.stdout.write(f"{options['as_name']} is typing for {options['seconds']:g} s")
             elif options["action"] == "react":
                 sandbox_react(
                     agent=agent,

@@ -6,7 +6,14 @@ import pytest
 from telethon import utils
 from telethon.tl import types
 
-from conversations.transport.base import MessageEdited, MessagesDeleted, NewMessage, ReactionsChanged
+from conversations.transport.base import (
+    TYPING_UPDATE_SECONDS,
+    MessageEdited,
+    MessagesDeleted,
+    NewMessage,
+    PartnerTyping,
+    ReactionsChanged,
+)
 from conversations.transport.telethon.normalize import Context, inbound_message, updates_from
 
 from .doubles import DATE, ME_ID, ME_USERNAME, channel, user
@@ -338,3 +345,23 @@ def test_a_dm_is_titled_with_the_other_persons_name_as_in_the_sandbox():
     assert mine.chat_title == "Ann"
     saved = inbound_message(msg("note to self", peer=types.PeerUser(ME_ID), out=True), ctx())
     assert saved.chat_title == ""  # Saved Messages keep the title the dialog list gives them
+
+
+def test_a_bot_sender_is_flagged_and_a_person_is_not():
+    bot = types.User(
+        id=602, access_hash=1, first_name="Helper", username="helper_bot", bot=True, bot_info_version=1
+    )
+    context = Context(me_id=ME_ID, me_username=ME_USERNAME, entities={ANN: user(ANN), 602: bot})
+
+    assert inbound_message(msg(peer=types.PeerUser(602)), context).sender_is_bot is True
+    assert inbound_message(msg(), context).sender_is_bot is False
+
+
+def test_a_partners_typing_update_becomes_partner_typing_and_a_cancel_stops_it():
+    typing = types.UpdateUserTyping(user_id=ANN, action=types.SendMessageTypingAction())
+    cancel = types.UpdateUserTyping(user_id=ANN, action=types.SendMessageCancelAction())
+    mine = types.UpdateUserTyping(user_id=ME_ID, action=types.SendMessageTypingAction())
+
+    assert updates_from(typing, ctx()) == [PartnerTyping(peer_id=ANN, seconds=TYPING_UPDATE_SECONDS)]
+    assert updates_from(cancel, ctx()) == [PartnerTyping(peer_id=ANN, seconds=0.0)]
+    assert updates_from(mine, ctx()) == []

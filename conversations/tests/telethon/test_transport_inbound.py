@@ -13,6 +13,7 @@ from conversations.transport.base import (
     AuthError,
     MessageEdited,
     NewMessage,
+    PartnerTyping,
     ReactionsChanged,
     TransportError,
 )
@@ -49,6 +50,40 @@ def test_updates_are_queued_and_drained_oldest_first(transport, fake_client):
     assert drained[0].message.sender_name == "Ann"
     assert drained[1].message.is_outgoing
     assert run(transport.poll_updates) == []
+
+
+def test_a_login_code_from_telegram_a_bots_message_and_typing_arrive_as_such(transport, fake_client):
+    service = types.User(id=777000, access_hash=1, first_name="Telegram", verified=True)
+    bot = types.User(
+        id=602, access_hash=2, first_name="Helper", username="helper_bot", bot=True, bot_info_version=1
+    )
+    login = types.UpdateShortMessage(
+        id=4,
+        user_id=777000,
+        message="Login code: 52841. Do not give this code to anyone",
+        pts=4,
+        pts_count=1,
+        date=DATE,
+    )
+    login._entities = {777000: service}
+    beep = types.UpdateNewMessage(
+        message=types.Message(id=5, peer_id=types.PeerUser(602), date=DATE, message="beep"),
+        pts=5,
+        pts_count=1,
+    )
+    beep._entities = {602: bot}
+    typing = types.UpdateUserTyping(user_id=ANN, action=types.SendMessageTypingAction())
+    for update in (login, beep, typing):
+        run(fake_client.dispatch, update)
+
+    first, second, third = run(transport.poll_updates)
+    assert (first.message.peer_id, first.message.sender_id, first.message.sender_is_bot) == (
+        777000,
+        777000,
+        False,
+    )
+    assert (second.message.sender_name, second.message.sender_is_bot) == ("Helper", True)
+    assert third == PartnerTyping(peer_id=ANN, seconds=6.0)
 
 
 def test_a_queued_update_calls_on_update_so_an_idle_gateway_polls_at_once(transport, fake_client):

@@ -18,12 +18,14 @@ from telethon import helpers, utils
 from telethon.tl import types
 
 from conversations.transport.base import (
+    TYPING_UPDATE_SECONDS,
     ChatKind,
     InboundMessage,
     MediaItem,
     MessageEdited,
     MessagesDeleted,
     NewMessage,
+    PartnerTyping,
     ReactionInfo,
     ReactionsChanged,
     Update,
@@ -272,6 +274,7 @@ def inbound_message(message, ctx: Context) -> InboundMessage:
         sender_id=sender_id,
         sender_name=display_name(sender),
         sender_username=getattr(sender, "username", None) or "",
+        sender_is_bot=bool(getattr(sender, "bot", False)),
         is_outgoing=out,
         text=_service_text(message.action) if is_service else (message.message or ""),
         reply_to_id=reply_to_id,
@@ -383,6 +386,9 @@ def updates_from(update, ctx: Context) -> list[Update]:
     if isinstance(update, types.UpdateDeleteChannelMessages):
         peer = peer_id_of(types.PeerChannel(update.channel_id))
         return [MessagesDeleted(peer_id=peer, message_ids=tuple(update.messages))]
+    if isinstance(update, types.UpdateUserTyping) and update.user_id != ctx.me_id:
+        stopped = isinstance(update.action, types.SendMessageCancelAction)
+        return [PartnerTyping(peer_id=update.user_id, seconds=0.0 if stopped else TYPING_UPDATE_SECONDS)]
     if isinstance(update, types.UpdateMessageReactions):
         reactions, unread = reactions_of(update.reactions, ctx.me_id)
         return [

@@ -1,0 +1,99 @@
+"""While the DM partner types, the agent's reply waits; a message sent meanwhile joins the same turn."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from conversations.models import ActivityEvent, Conversation, SandboxMember, SandboxMessage
+from conversations.services.sandbox import sandbox_say, sandbox_typing
+from engine.tests.harness import Harness
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def harness(agent, clock, fake_llm):
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "sorry, I was baking"}]))
+    h = Harness(clock)
+    h.start()
+    return h
+
+
+def _reply_dates(agent) -> list[dt.datetime]:
+    rows = SandboxMessage.objects.filter(sender__agent=agent).order_by("message_id")
+    return [m.date for m in rows]
+
+
+def _prompt_text(request) -> str:
+    return json.dumps(request.json["contents"], ensure_ascii=False)
+
+
+def test_the_reply_comes_after_the_typing_not_during(agent, harness, clock, fake_llm):
+    start = clock.now()
+    sandbox_say(agent=agent, text="hi", as_name="Ann")
+    harness.ingest()
+    sandbox_typing(agent=agent, as_name="Ann", seconds=30)
+    harness.settle()
+
+    (reply,) = _reply_dates(agent)
+    assert reply >= start + dt.timedelta(seconds=30)
+    assert len(fake_llm.requests) == 1
+    held = ActivityEvent.objects.get(kind=ActivityEvent.Kind.TYPING, summary__contains="is typing")
+    assert held.summary.startswith("Ann is typing: the reply waits")
+
+
+def test_a_message_sent_while_typing_joins_the_same_turn(agent, harness, clock, fake_llm):
+    sandbox_say(agent=agent, text="hi", as_name="Ann")
+    harness.ingest()
+    sandbox_typing(agent=agent, as_name="Ann", seconds=30)
+    harness.settle(until=clock.now() + dt.timedelta(seconds=10))
+    clock.advance(10)
+    sandbox_say(agent=agent, text="are you free tonight?", as_name="Ann")
+    harness.settle()
+
+    assert len(fake_llm.requests) == 1
+    prompt = _prompt_text(fake_llm.requests[0])
+    assert "hi" in prompt and "are you free tonight?" in prompt
+    assert len(_reply_dates(agent)) == 1
+    assert Conversation.objects.get(peer_id__lt=7_000_000_000).partner_typing_until is None
+
+
+def test_endless_typing_holds_the_reply_only_for_the_bounded_time(agent, harness, clock, settings):
+    settings.CINDY_TYPING_WAIT_MAX_SECONDS = 60
+    start = clock.now()
+    sandbox_say(agent=agent, text="hi", as_name="Ann")
+    harness.ingest()
+    sandbox_typing(agent=agent, as_name="Ann", seconds=600)
+    harness.settle()
+
+    (reply,) = _reply_dates(agent)
+    assert start + dt.timedelta(seconds=60) <= reply < start + dt.timedelta(seconds=120)
+
+
+def test_typing_before_any_message_holds_the_reply_to_the_message_that_follows(agent, harness, clock):
+    sandbox_say(agent=agent, text="hello", as_name="Ann")
+    harness.settle()
+    start = clock.now()
+    sandbox_typing(agent=agent, as_name="Ann", seconds=20)
+    harness.ingest()
+    sandbox_say(agent=agent, text="one more thing", as_name="Ann")
+    sandbox_typing(agent=agent, as_name="Ann", seconds=20)  # and types on
+    harness.settle()
+
+    assert _reply_dates(agent)[-1] >= start + dt.timedelta(seconds=20)
+
+
+def test_sandbox_typing_command(agent, harness, clock):
+    out = io.StringIO()
+    call_command("sandbox", "typing", agent.name, "--as", "Ann", "--seconds", "20", stdout=out)
+
+    assert out.getvalue() == "Ann is typing for 20 s\n"
+    member = SandboxMember.objects.get(user__name="Ann")
+    assert member.typing_until == clock.now() + dt.timedelta(seconds=20)
+    with pytest.raises(CommandError, match="--seconds 601: give 0 \\(stop typing\\) to 600 seconds"):
+        call_command("sandbox", "typing", agent.name, "--as", "Ann", "--seconds", "601")
