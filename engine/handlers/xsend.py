@@ -9,18 +9,22 @@ from conversations.transport.base import PermanentError
 from engine.handlers.base import Done, HandlerContext, register
 
 
+def _start_turn(ctx: HandlerContext, *, target_peer_id: int, intent: str) -> Done:
+    """Runs in a thread: the graph's conversation (and its agent) are read from the database."""
+    graph = conversation_xsend(
+        source=ctx.conversation, target_peer_id=target_peer_id, intent=intent, source_node_id=ctx.node.pk
+    )
+    return Done(f"started a turn in {graph.conversation}", result={"graph_id": graph.pk})
+
+
 @register("xsend")
 async def handle_xsend(ctx: HandlerContext) -> Done:
     target = ctx.params.get("target_channel_id")
     if target is None:
         raise PermanentError("BAD_TASK", f"xsend needs target_channel_id, got {ctx.params!r}")
     try:
-        graph = await sync_to_async(conversation_xsend)(
-            source=ctx.conversation,
-            target_peer_id=int(target),
-            intent=str(ctx.params.get("intent") or ""),
-            source_node_id=ctx.node.pk,
+        return await sync_to_async(_start_turn)(
+            ctx, target_peer_id=int(target), intent=str(ctx.params.get("intent") or "")
         )
     except XSendRefused as exc:
         raise PermanentError("XSEND_REFUSED", str(exc)) from None
-    return Done(f"started a turn in {graph.conversation}", result={"graph_id": graph.pk})

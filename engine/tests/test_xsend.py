@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conversations.models import ActivityEvent, Conversation, TaskGraph
+from conversations.models import ActivityEvent, Conversation, NodeStatus, TaskGraph
 from conversations.services.initiative import conversation_nudge
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.cast import make_agent
@@ -101,3 +101,30 @@ def test_a_nudge_without_intent_asks_the_agent_to_continue(agent, harness, fake_
     prompt = _prompt_text(fake_llm.requests[-1])
     assert "Continue the conversation" in prompt
     assert "# Cross-channel Trigger" not in prompt
+
+
+def test_an_xsend_followed_by_a_send_in_the_same_reply_leaves_every_node_done(
+    agent, harness, fake_llm, two_chats
+):
+    bob = two_chats
+    fake_llm.reply_with(
+        tasks(
+            {"kind": "xsend", "target_channel_id": bob.peer_id, "intent": "Tell Bob that You said hello"},
+            {"kind": "send", "text": "Done, I'll pass it on."},
+        )
+    )
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Bob, You says hello!"}))
+    sandbox_say(agent=agent, text="say hello to Bob from me")
+    harness.settle()
+
+    you = Conversation.objects.get(agent=agent, title="You")
+    source = TaskGraph.objects.filter(conversation=you).order_by("-pk").first()
+    outcomes = {node.kind: (node.status, node.attempts) for node in source.nodes.all()}
+    # attempts counts failed tries: none may have failed or been retried
+    assert outcomes == {kind: (NodeStatus.DONE, 0) for kind in ("received", "xsend", "send")}
+    xsend = source.nodes.get(kind="xsend")
+    target = TaskGraph.objects.get(pk=xsend.result["graph_id"])
+    assert target.conversation_id == bob.pk and target.trigger == TaskGraph.Trigger.XSEND
+    assert set(target.nodes.values_list("status", flat=True)) == {NodeStatus.DONE}
+    assert sandbox_transcript(agent=agent)[-1] == "Wendy: Done, I'll pass it on."
+    assert sandbox_transcript(agent=agent, as_name="Bob")[-1] == "Wendy: Bob, You says hello!"
