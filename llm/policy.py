@@ -18,7 +18,8 @@ The rules:
   by an operator and not forwarded, and the turn read nothing from outside the chat. In a group with
   other members this refuses shutdown; operators can ask in a direct message;
 - xsend, send_media, event and schedule as `llm.policy_initiative` says (another conversation of the
-  same agent; the agent's own library; a future time; no overlapping entries);
+  same agent, within the hop and hourly limits; the agent's own library; a future time; no overlapping
+  entries);
 - the daily schedule planning turn (trigger `schedule`) only changes the agent's own records;
 - every other kind that is neither an ordinary conversational kind nor a stored kind (which changes
   only the agent's own records) is refused until it has a rule here (a kind that writes to other
@@ -37,6 +38,7 @@ from django.db.models import Q
 
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
+from conversations.services.carry import xsend_depth
 from llm.conversation import ChatMessage
 from llm.file_sources import is_file_url
 from llm.policy_initiative import INITIATIVE_KINDS, initiative_refusal
@@ -82,6 +84,7 @@ class TurnInputs:
     outside: tuple[str, ...] = ()  # e.g. "2 retrieved web pages"
     too_many: bool = False  # more than MAX_CHECKED_MESSAGES since the agent's last turn
     trigger: str = ""  # the graph's trigger: message, xsend, event, schedule, ...
+    xsend_depth: int = 0  # the xsend hops that led to this turn (conversations.services.carry)
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,8 @@ def turn_inputs(
     web = [p for p in context.get("retrieved") or [] if not is_file_url(str(p.get("url", "")))]
     if pages := len(web):
         outside.append(f"{pages} retrieved web page{'s' if pages != 1 else ''}")
-    if graph.trigger == TaskGraph.Trigger.XSEND or context.get("xsend"):
+    carried = [item.get("context") or {} for item in context.get("carried") or []]
+    if graph.trigger == TaskGraph.Trigger.XSEND or any(c.get("xsend") for c in [context, *carried]):
         outside.append("a cross-chat intention")
     return TurnInputs(
         conversation=conversation,
@@ -115,6 +119,7 @@ def turn_inputs(
         outside=tuple(outside),
         too_many=len(rows) > MAX_CHECKED_MESSAGES,
         trigger=graph.trigger or "",
+        xsend_depth=xsend_depth(graph),
     )
 
 
@@ -147,15 +152,18 @@ def _not_from_an_operator(sources: Iterable[Source], operators: set[int]) -> str
     return ""
 
 
-def refusal_reason(task: Task, *, inputs: TurnInputs) -> str:
-    """Why `task` may not run in this turn, or "" when it may."""
+def refusal_reason(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
+    """Why `task` may not run in this turn, or "" when it may (`earlier`: tasks of its kind this
+    reply already had allowed)."""
     conversation = inputs.conversation
     if inputs.trigger == TaskGraph.Trigger.SCHEDULE and not (
         task.kind in SCHEDULE_TURN_KINDS or is_stored_kind(task.kind)
     ):
         return f"{task.kind} is not allowed in the schedule planning turn: it only plans, it never acts in a chat"
     if task.kind in INITIATIVE_KINDS:
-        return initiative_refusal(task, conversation=conversation)
+        return initiative_refusal(
+            task, conversation=conversation, xsend_depth=inputs.xsend_depth, earlier=earlier
+        )
     if is_ordinary(task.kind):
         return ""
     outside = ", ".join(inputs.outside)
@@ -208,7 +216,8 @@ def apply_policy(
     allowed: list[Task] = []
     refused: list[Refusal] = []
     for task in tasks:
-        reason = refusal_reason(task, inputs=inputs)
+        earlier = sum(1 for t in allowed if t.kind == task.kind)
+        reason = refusal_reason(task, inputs=inputs, earlier=earlier)
         if not reason:
             allowed.append(task)
             continue
