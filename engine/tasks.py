@@ -18,7 +18,7 @@ from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
 from conversations.services.activity import record_event
 from conversations.services.graphs import PlannedNode, graph_append_plan, graph_finish_if_complete
 from conversations.services.nodes import node_defer, node_fail
-from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
+from llm.errors import LLMConfigError, LLMDeadlineError, LLMPermanentError, LLMTransientError
 from memory.services.stored import stored_entry_apply
 from memory.stored_kinds import StoreContext, is_stored_kind
 
@@ -55,7 +55,9 @@ def run_received(node_id: int, owner: str | None = None) -> str:
 
     try:
         result = plan_turn(node_id=node_id)
-    except LLMConfigError as exc:
+    except (LLMConfigError, LLMPermanentError) as exc:
+        # No retry would fix it: the node fails once (the graph ends, its queued triggers start) and
+        # the message it was for stays in the history, answerable by the next turn.
         return f"node {node_id}: {node_fail(node_id=node_id, owner=owner, error=str(exc), permanent=True)}"
     except LLMTransientError as exc:
         if isinstance(exc, LLMDeadlineError):  # the turn ran out of time: an attempt, as any failure
