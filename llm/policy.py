@@ -21,6 +21,10 @@ The rules:
   same agent, within the hop and hourly limits; the agent's own library; a future time; no overlapping
   entries);
 - the daily schedule planning turn (trigger `schedule`) only changes the agent's own records;
+- a stored kind shared by all of the agent's chats (global memories, intentions) may update or delete
+  by id only an entry this conversation created, unless the partner is an operator (a direct message
+  with one of `CINDY_OPERATOR_IDS`): a stranger cannot have the agent rewrite what another chat
+  stored (the prompt shows such entries without ids, `llm.prompt.sections.stored_sections`);
 - every other kind that is neither an ordinary conversational kind nor a stored kind (which changes
   only the agent's own records) is refused until it has a rule here (a kind that writes to other
   chats, for instance).
@@ -42,8 +46,10 @@ from conversations.services.carry import xsend_depth
 from llm.conversation import ChatMessage
 from llm.file_sources import is_file_url
 from llm.policy_initiative import INITIATIVE_KINDS, initiative_refusal
+from llm.prompt.sections import partner_is_operator
 from llm.tasks import Task
-from memory.stored_kinds import is_stored_kind
+from memory.services.stored import stored_entry_foreign
+from memory.stored_kinds import StoreContext, is_stored_kind, stored_kind
 
 DM_ONLY = frozenset({"block", "unblock", "clear-conversation"})
 OPERATOR_ONLY = frozenset({"shutdown"})
@@ -164,6 +170,9 @@ def refusal_reason(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
         return initiative_refusal(
             task, conversation=conversation, xsend_depth=inputs.xsend_depth, earlier=earlier
         )
+    if is_stored_kind(task.kind) and task.id and not partner_is_operator(conversation):
+        context = StoreContext(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+        return stored_entry_foreign(kind=task.kind, context=context, entry_id=task.id)
     if is_ordinary(task.kind):
         return ""
     outside = ", ".join(inputs.outside)
@@ -190,6 +199,12 @@ def refusal_reason(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
     return f"{task.kind} has no policy rule, so it is refused"
 
 
+def _names_a_shared_entry(task: Task) -> bool:
+    """A stored task that names an id of a kind all the agent's chats share (checked by owner)."""
+    spec = stored_kind(task.kind)
+    return bool(task.id and spec is not None and spec.owner_field)
+
+
 def is_ordinary(kind: str) -> bool:
     return kind in ORDINARY or is_stored_kind(kind)
 
@@ -208,7 +223,10 @@ def apply_policy(
     costs no queries here.
     """
     if callable(inputs):
-        unchecked = all(is_ordinary(t.kind) and t.kind not in INITIATIVE_KINDS for t in tasks)
+        unchecked = all(
+            is_ordinary(t.kind) and t.kind not in INITIATIVE_KINDS and not _names_a_shared_entry(t)
+            for t in tasks
+        )
         if unchecked and trigger != TaskGraph.Trigger.SCHEDULE:
             return list(tasks), []
         inputs = inputs()
