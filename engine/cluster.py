@@ -11,7 +11,9 @@ neither finished, recycled nor timed out; the pusher; the monitor) as a broken c
 process of the pool, builds fresh queues and starts a new pool, within one guard cycle (0.5 s). Tasks
 in the dead pool's queue are lost, so the planning nodes its gateway had dispatched go back to pending
 at once (run by this pool only, they cannot be running anywhere else), and the agents of that gateway
-show the outage in their activity stream while it lasts.
+show the outage in their activity stream while it lasts. The LLM calls its processes had in flight are
+closed as interrupted (`LLMCall.worker` names the process), so with workers run apart from the gateway
+(`runagents --no-workers`) the gateway's watchdog re-runs their planning at once as well.
 
 Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
 the planning modules, and the SDK and client of each provider in use), so a worker's first task does
@@ -50,7 +52,7 @@ from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release
 from engine.apps import preload_task_modules
 from engine.lifeline import die_with_parent_hook
-from llm.usage import llm_calls_mark_interrupted
+from llm.usage import llm_calls_interrupt, llm_calls_mark_interrupted
 
 logger = logging.getLogger("engine.workers")
 Kind = ActivityEvent.Kind
@@ -163,6 +165,12 @@ class GuardedSentinel(Sentinel):
         self.result_queue = Queue()
         self.event_out = Event()
         released = 0
+        try:
+            # Every process of the pool is dead: their calls in flight never finish. Closing them now
+            # lets the gateway's watchdog re-run their planning at once, in any layout.
+            llm_calls_interrupt(pids=[p.pid for p in children if p.pid is not None])
+        except Exception:  # the housekeeping closes them after CINDY_Q_TIMEOUT instead
+            logger.exception("could not close the LLM calls of the replaced task workers")
         if self.gateway_id:
             try:
                 released = brain_nodes_release(

@@ -118,3 +118,49 @@ def test_our_own_workers_are_restarted_with_a_growing_grace_while_planning_stays
     clock.advance(45)
     harness.step("step_workers")
     assert workers.calls == ["stop", "start"] * 3
+
+
+def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_other_workers(
+    agent, clock, settings, fake_llm
+):
+    """Workers run apart from the gateway (`runagents --no-workers` + `runworkers`): a busy worker is
+    killed and `runworkers` replaces its pool, closing the calls the pool had in flight. The gateway
+    re-runs that planning at its next check, not after CINDY_Q_TIMEOUT, and only once in effect."""
+    from conversations.models import LLMCall
+    from llm.usage import llm_calls_interrupt, worker_name
+
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    assert harness.gateway.workers is None
+    killed_task = harness.queued.pop()
+    killed = llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=node.conversation_id,
+        node_id=node.pk,
+    )
+    busy = llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=None,
+        node_id=None,
+    )
+    LLMCall.objects.filter(pk=killed.pk).update(worker=worker_name(4242))
+    LLMCall.objects.filter(pk=busy.pk).update(worker=worker_name(4343))  # another pool, still busy
+    assert llm_calls_interrupt(pids=[4242]) == 1
+
+    clock.advance(6)  # one watchdog check later, far below CINDY_Q_TIMEOUT
+    harness.step("step_workers")
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING
+    assert any("task worker of 1 planning task(s) was killed" in s for s in stalled_events())
+    assert LLMCall.objects.get(pk=busy.pk).status == "pending"
+
+    harness.tick()
+    harness.queued.insert(0, killed_task)  # the killed worker's task, redelivered: it does nothing
+    harness.work()
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
+    assert len(fake_llm.requests) == 1
