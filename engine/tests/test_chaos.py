@@ -14,7 +14,8 @@ asserts what an operator relies on:
 - events coming due while the gateway is SIGKILLed around their due time and their chat's partner
   writes each reach the LLM and are acted on by exactly one finished turn;
 - with the workers run apart from the gateway (`runagents --no-workers` + `runworkers`), a busy
-  worker SIGKILLed mid-call delays no message beyond CINDY_PLANNING_STALL_SECONDS + 30 s.
+  worker SIGKILLed mid-call delays no message beyond CINDY_PLANNING_STALL_SECONDS + 30 s;
+- a reply the SDK cannot read costs one LLM call, and the next turn answers the message.
 
 The waits are bounded polling of the child database: the only way to observe other processes. The
 random pauses before a kill choose the moment of the fault; nothing waits on them for a result.
@@ -22,6 +23,7 @@ random pauses before a kill choose the moment of the fault; nothing waits on the
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -381,3 +383,34 @@ def test_busy_workers_killed_in_the_production_layout_delay_no_answer_past_the_s
         for process in (gateway, workers):
             if group_alive(process.pid):
                 os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_malformed_sdk_replies_cost_one_call_and_the_next_turn_answers(child):
+    """The real gateway and workers: a reply nested too deeply for the SDK, then one that is not JSON.
+    Each costs one LLM call (an `error` row naming why), and the next turn answers the message."""
+    env, db, llm, tmp = child
+    log = tmp / "gateway.log"
+    gateway = start_gateway(env, log)
+    driver = Driver(env)
+    try:
+        for n, body in enumerate(["[" * 100_000 + "]" * 100_000, "<html>a proxy's error page</html>"]):
+            before = len(llm.requests)
+            llm.raw_next(body)
+            driver.say("Pat", f"question {n}")
+            wait_for(
+                lambda n=n: db.query("SELECT id FROM conversations_taskgraph WHERE status = 'failed'")[n:],
+                f"the turn of question {n} to fail",
+                log,
+            )
+            assert len(llm.requests) == before + 1, "the unreadable reply was asked for again"
+            llm.reply_with(json.dumps([{"kind": "send", "text": f"answer {n}"}]))
+            driver.say("Pat", f"hello again {n}")
+            wait_for(lambda: not pending_chats(db), f"the answer after question {n}", log)
+            assert f"question {n}" in json.dumps(llm.requests[-1].json)
+        rows = db.query("SELECT status, error FROM conversations_llmcall WHERE status <> 'ok'")
+        assert [status for status, _ in rows] == ["error", "error"]
+        assert all("not asked again" in error for _, error in rows)
+    finally:
+        driver.close()
+        if group_alive(gateway.pid):
+            os.killpg(gateway.pid, signal.SIGKILL)
