@@ -12,8 +12,10 @@ process of the pool, builds fresh queues and starts a new pool, within one guard
 in the dead pool's queue are lost, so the planning nodes its gateway had dispatched go back to pending
 at once (run by this pool only, they cannot be running anywhere else), and the agents of that gateway
 show the outage in their activity stream while it lasts. The LLM calls its processes had in flight are
-closed as interrupted (`LLMCall.worker` names the process), so with workers run apart from the gateway
-(`runagents --no-workers`) the gateway's watchdog re-runs their planning at once as well.
+closed as interrupted (`LLMCall.worker` names the process). A pool run apart from the gateways
+(`runagents --no-workers` + `runworkers`) returns every running planning node with no call in flight
+to pending itself (the tasks of its lost queue), and the gateway's watchdog re-runs the interrupted
+ones at its next check: the work is planned again within seconds in that layout too.
 
 Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
 the planning modules, and the SDK and client of each provider in use), so a worker's first task does
@@ -49,7 +51,7 @@ from agents.models import AgentLease
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
-from conversations.services.nodes import brain_nodes_release
+from conversations.services.nodes import brain_nodes_release, brain_nodes_release_unstarted
 from engine.apps import preload_task_modules
 from engine.lifeline import die_with_parent_hook
 from llm.usage import llm_calls_interrupt, llm_calls_mark_interrupted
@@ -171,13 +173,15 @@ class GuardedSentinel(Sentinel):
             llm_calls_interrupt(pids=[p.pid for p in children if p.pid is not None])
         except Exception:  # the housekeeping closes them after CINDY_Q_TIMEOUT instead
             logger.exception("could not close the LLM calls of the replaced task workers")
-        if self.gateway_id:
-            try:
+        try:
+            if self.gateway_id:
                 released = brain_nodes_release(
                     gateway_id=self.gateway_id, reason=f"task workers replaced: {reason}"
                 )
-            except Exception:  # the gateway's watchdog re-queues them once the database answers
-                logger.exception("could not return the lost planning nodes to pending")
+            else:
+                released = brain_nodes_release_unstarted(reason=f"task workers replaced: {reason}")
+        except Exception:  # the gateway's watchdog re-queues them once the database answers
+            logger.exception("could not return the lost planning nodes to pending")
         self.spawn_cluster()
         self.replacements += 1
         self.reincarnations += 1

@@ -164,3 +164,30 @@ def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_ot
     harness.work()
     assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
     assert len(fake_llm.requests) == 1
+
+
+def test_a_shared_pool_replaced_returns_the_planning_it_lost_and_leaves_calls_in_flight(agent, clock):
+    """`runworkers` without a gateway of its own, after a sudden death: the planning nodes with no call
+    in flight go back to pending at once (their tasks were in the dead pool's queue); a node whose call
+    another pool is making keeps running."""
+    from conversations.services.graphs import graph_replan as replan
+    from conversations.services.nodes import brain_nodes_release_unstarted
+    from engine.tests.test_tick import conversation_with
+
+    harness, lost = claimed_planning(agent, clock)
+    busy_chat = conversation_with(agent, "Sam")
+    replan(conversation=busy_chat, trigger="message", target_message_id=None)
+    harness.tick()
+    busy = TaskNode.objects.get(kind="received", conversation=busy_chat)
+    llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=busy_chat.pk,
+        node_id=busy.pk,
+    )
+
+    assert brain_nodes_release_unstarted(reason="task workers replaced") == 1
+    assert TaskNode.objects.get(pk=lost.pk).status == NodeStatus.PENDING
+    assert TaskNode.objects.get(pk=busy.pk).status == NodeStatus.RUNNING
