@@ -285,8 +285,11 @@ def brain_nodes_release_unstarted(*, reason: str) -> int:
     apart from the gateways, `runworkers` without a gateway, was replaced: the tasks in its queue are
     lost with it, and its calls in flight were closed as interrupted).
 
-    A node another pool is planning right now, before its call started, is planned again under a new
-    claim; the first task's result is then dropped (the claim changed), so nothing acts twice.
+    A node whose call finished but whose plan was not stored yet (its worker died with the pool) is
+    planned again and reuses that reply (`llm.calls.finished_reply`): no second paid call. A node
+    another pool is planning right now, before its call started or after it finished, is planned
+    again under a new claim; the first task's result is then dropped (the claim changed), so nothing
+    acts twice.
     """
     from conversations.models import LLMCall
 
@@ -298,7 +301,7 @@ def brain_nodes_release_unstarted(*, reason: str) -> int:
         calls = (
             LLMCall.objects.filter(node_id=pk, created__gte=started) if started else LLMCall.objects.none()
         )
-        if calls.filter(status__in=(LLMCall.Status.PENDING, LLMCall.Status.OK)).exists():
+        if calls.filter(status=LLMCall.Status.PENDING).exists():
             continue
         released += node_release(node_id=pk, owner=owner, reason=reason)
     return released

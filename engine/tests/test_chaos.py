@@ -366,12 +366,23 @@ def test_busy_workers_killed_in_the_production_layout_delay_no_answer_past_the_s
             killed_at = time.monotonic()
             os.kill(victim, signal.SIGKILL)
             model.release()
-            wait_for(
-                lambda: not pending_chats(db),
-                f"every message answered after busy worker {victim} was killed",
-                log,
-                deadline=stall + 30,
-            )
+            try:
+                wait_for(
+                    lambda: not pending_chats(db),
+                    f"every message answered after busy worker {victim} was killed",
+                    log,
+                    deadline=stall + 30,
+                )
+            except AssertionError as exc:
+                open_nodes = db.query(
+                    "SELECT id, status, lease_owner, started FROM conversations_tasknode "
+                    "WHERE status NOT IN ('done', 'cancelled')"
+                )
+                calls = db.query("SELECT id, node_id, status, worker FROM conversations_llmcall ORDER BY id")
+                workers_log = (tmp / "workers.log").read_text()[-4000:]
+                raise AssertionError(
+                    f"{exc}\nopen nodes {open_nodes}\ncalls {calls}\nworkers log:\n{workers_log}"
+                ) from None
             assert time.monotonic() - killed_at <= stall + 30
         calls = db.query("SELECT status FROM conversations_llmcall WHERE status = 'pending'")
         assert calls == [], "LLM calls left pending"

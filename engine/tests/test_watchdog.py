@@ -191,3 +191,23 @@ def test_a_shared_pool_replaced_returns_the_planning_it_lost_and_leaves_calls_in
     assert brain_nodes_release_unstarted(reason="task workers replaced") == 1
     assert TaskNode.objects.get(pk=lost.pk).status == NodeStatus.PENDING
     assert TaskNode.objects.get(pk=busy.pk).status == NodeStatus.RUNNING
+
+
+def test_planning_whose_call_finished_before_its_pool_was_replaced_runs_again_on_that_reply(
+    agent, clock, fake_llm
+):
+    """The worker got its reply and died with the replaced pool before storing the plan: the node goes
+    back to pending and its next run reuses the finished call, with no second request."""
+    from conversations.services.nodes import brain_nodes_release_unstarted
+    from llm.planning import plan_turn
+
+    harness, node = claimed_planning(agent, clock)
+    fake_llm.reply_with('[{"kind": "send", "text": "hi"}]')
+    plan_turn(node_id=node.pk)  # the call finished; the worker died before received_apply
+    assert len(fake_llm.requests) == 1
+
+    assert brain_nodes_release_unstarted(reason="task workers replaced") == 1
+    harness.queued.clear()
+    harness.settle()
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
+    assert len(fake_llm.requests) == 1
