@@ -27,9 +27,10 @@ def conversation_xsend(
     """Start a turn in the agent's conversation with `target_peer_id`, carrying `intent`.
 
     The policy holds here too, whoever calls: the target belongs to the same agent and is not `source`,
-    and the turn that asked is not already CINDY_XSEND_MAX_DEPTH xsend hops deep. The new turn records
-    its own depth (`context["xsend_depth"]`). A retried xsend node (the gateway died after the replan committed) finds its own graph by
-    `source_node_id` and starts nothing new.
+    and the turn that asked is not already CINDY_XSEND_MAX_DEPTH xsend hops deep nor over
+    CINDY_XSENDS_PER_HOUR. The new turn records its own depth (`context["xsend_depth"]`). A retried
+    xsend node (the gateway died after the replan committed) finds its own graph, or its trigger
+    queued behind or carried by the target's active graph, by `source_node_id` and starts nothing new.
     """
     source_graph = TaskGraph.objects.filter(nodes__pk=source_node_id).first()
     depth = xsend_depth(source_graph)
