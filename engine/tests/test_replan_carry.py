@@ -140,22 +140,26 @@ def test_an_event_joins_a_pending_message_turn_which_stays_answerable(agent, har
     assert f"message_id {message_graph.target_message_id} has not been answered" in prompt
 
 
-def test_a_schedule_turn_replaced_by_a_message_runs_after_the_messages_turn(agent, chat):
-    graph_replan(
-        conversation=chat,
-        trigger=TaskGraph.Trigger.SCHEDULE,
-        target_message_id=None,
-        context={"schedule": {"through": "x"}},
-    )
+@pytest.mark.parametrize(
+    ("trigger", "payload"),
+    [
+        (TaskGraph.Trigger.SCHEDULE, {"schedule": {"through": "x"}}),
+        (TaskGraph.Trigger.SUMMARIZE, {"summarize": {"need": "summarize", "key": "k"}}),
+    ],
+)
+def test_a_schedule_or_summarization_turn_replaced_by_a_message_runs_after_the_messages_turn(
+    agent, chat, trigger, payload
+):
+    graph_replan(conversation=chat, trigger=trigger, target_message_id=None, context=payload)
     message = graph_replan(conversation=chat, trigger=TaskGraph.Trigger.MESSAGE, target_message_id=5)
-    assert [item["trigger"] for item in message.context["queued"]] == ["schedule"]
+    assert [item["trigger"] for item in message.context["queued"]] == [trigger]
 
     TaskNode.objects.filter(graph=message).update(status=NodeStatus.DONE)
     graph_finish_if_complete(graph_id=message.pk)
 
     after = graph_active(conversation=chat)
-    assert after.trigger == TaskGraph.Trigger.SCHEDULE
-    assert after.context["schedule"] == {"through": "x"}
+    assert after.trigger == trigger
+    assert {k: after.context[k] for k in payload} == payload
 
 
 def test_a_schedule_trigger_queues_behind_a_turn_under_way(agent, chat):
