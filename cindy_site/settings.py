@@ -346,6 +346,12 @@ def _int_list(name: str) -> list[int]:
 
 
 CINDY_OPERATOR_IDS = _int_list("CINDY_OPERATOR_IDS")
+# Bounded initiative (llm/policy_initiative.py): how many xsend hops a chain of turns may take (a turn
+# started by an xsend has depth 1; 1 means it may not xsend again), and how many xsends and event
+# firings one agent may start per hour (0: none).
+CINDY_XSEND_MAX_DEPTH = _positive_int("CINDY_XSEND_MAX_DEPTH", 1, minimum=0)
+CINDY_XSENDS_PER_HOUR = _positive_int("CINDY_XSENDS_PER_HOUR", 30, minimum=0)
+CINDY_EVENTS_PER_HOUR = _positive_int("CINDY_EVENTS_PER_HOUR", 60, minimum=0)
 CINDY_GATEWAY_NAME = env.str("CINDY_GATEWAY_NAME", default="")
 CINDY_SESSION_KEY = env.str("CINDY_SESSION_KEY", default="")
 CINDY_OTP_AGENT = env.str("CINDY_OTP_AGENT", default="")

@@ -11,7 +11,11 @@ neither finished, recycled nor timed out; the pusher; the monitor) as a broken c
 process of the pool, builds fresh queues and starts a new pool, within one guard cycle (0.5 s). Tasks
 in the dead pool's queue are lost, so the planning nodes its gateway had dispatched go back to pending
 at once (run by this pool only, they cannot be running anywhere else), and the agents of that gateway
-show the outage in their activity stream while it lasts.
+show the outage in their activity stream while it lasts. The LLM calls its processes had in flight are
+closed as interrupted (`LLMCall.worker` names the process). A pool run apart from the gateways
+(`runagents --no-workers` + `runworkers`) returns every running planning node with no call in flight
+to pending itself (the tasks of its lost queue), and the gateway's watchdog re-runs the interrupted
+ones at its next check: the work is planned again within seconds in that layout too.
 
 Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
 the planning modules, and the SDK and client of each provider in use), so a worker's first task does
@@ -48,13 +52,13 @@ from agents.models import AgentLease
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
-from conversations.services.nodes import brain_nodes_release
+from conversations.services.nodes import brain_nodes_release, brain_nodes_release_unstarted
 from engine.apps import preload_task_modules
 from engine.health import beat_interval, host_name, process_beat, processes_forget_gone, redis_problem
 from engine.lifeline import die_with_parent_hook
 from engine.models import ProcessHeartbeat
 from engine.retention import HOUSEKEEPING_BUDGET_SECONDS, retention_run
-from llm.usage import llm_calls_mark_interrupted
+from llm.usage import llm_calls_interrupt, llm_calls_mark_interrupted
 
 logger = logging.getLogger("engine.workers")
 Kind = ActivityEvent.Kind
@@ -179,13 +183,21 @@ class GuardedSentinel(Sentinel):
         self.result_queue = Queue()
         self.event_out = Event()
         released = 0
-        if self.gateway_id:
-            try:
+        try:
+            # Every process of the pool is dead: their calls in flight never finish. Closing them now
+            # lets the gateway's watchdog re-run their planning at once, in any layout.
+            llm_calls_interrupt(pids=[p.pid for p in children if p.pid is not None])
+        except Exception:  # the housekeeping closes them after CINDY_Q_TIMEOUT instead
+            logger.exception("could not close the LLM calls of the replaced task workers")
+        try:
+            if self.gateway_id:
                 released = brain_nodes_release(
                     gateway_id=self.gateway_id, reason=f"task workers replaced: {reason}"
                 )
-            except Exception:  # the gateway's watchdog re-queues them once the database answers
-                logger.exception("could not return the lost planning nodes to pending")
+            else:
+                released = brain_nodes_release_unstarted(reason=f"task workers replaced: {reason}")
+        except Exception:  # the gateway's watchdog re-queues them once the database answers
+            logger.exception("could not return the lost planning nodes to pending")
         self.spawn_cluster()
         self.replacements += 1
         self.reincarnations += 1

@@ -15,6 +15,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent
@@ -109,7 +110,22 @@ def event_claim(*, event: ScheduledEvent, at: dt.datetime) -> bool:
 def _skip_reason(agent: Agent, conversation: Conversation | None) -> str:
     if conversation is None:
         return "the agent has no such conversation any more"
-    return quiet_reason(agent=agent, conversation=conversation) or ""
+    return quiet_reason(agent=agent, conversation=conversation) or _rate_limit_reason(agent)
+
+
+def _rate_limit_reason(agent: Agent) -> str:
+    """CINDY_EVENTS_PER_HOUR: the events that fired for this agent in the last hour (their trigger
+    entries in the activity log) bound the next one."""
+    limit = settings.CINDY_EVENTS_PER_HOUR
+    fired = ActivityEvent.objects.filter(
+        agent=agent,
+        kind=ActivityEvent.Kind.TRIGGER,
+        created__gte=now() - dt.timedelta(hours=1),
+        data__trigger="event",
+    ).count()
+    if fired < limit:
+        return ""
+    return f"agent {agent.name} had {fired} events fire in the last hour and CINDY_EVENTS_PER_HOUR is {limit}"
 
 
 def event_next_due_at(*, agent_ids: Iterable[int]) -> dt.datetime | None:

@@ -21,7 +21,7 @@ from conversations.services.graphs import PlannedNode, graph_append_plan
 from conversations.services.nodes import node_defer, node_fail
 from engine.brakes import brake_hold
 from engine.schedule_planning import schedule_retry_after_config_error
-from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
+from llm.errors import LLMConfigError, LLMDeadlineError, LLMPermanentError, LLMTransientError
 from memory.services.stored import stored_entry_apply
 from memory.stored_kinds import StoreContext, is_stored_kind
 
@@ -61,10 +61,12 @@ def run_received(node_id: int, owner: str | None = None) -> str:
 
     try:
         result = plan_turn(node_id=node_id)
-    except LLMConfigError as exc:
+    except (LLMConfigError, LLMPermanentError) as exc:
+        # No retry would fix it: the node fails once (the graph ends, its queued triggers start) and
+        # the message it was for stays in the history, answerable by the next turn.
         outcome = node_fail(node_id=node_id, owner=owner, error=str(exc), permanent=True)
-        if outcome == "deleted":  # a daily planning turn tries again soon, not a day later
-            schedule_retry_after_config_error(node_id=node_id)
+        if outcome == "deleted" and isinstance(exc, LLMConfigError):
+            schedule_retry_after_config_error(node_id=node_id)  # a daily planning turn: soon, not a day later
         return f"node {node_id}: {outcome}"
     except LLMTransientError as exc:
         if isinstance(exc, LLMDeadlineError):  # the turn ran out of time: an attempt, as any failure

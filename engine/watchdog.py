@@ -15,6 +15,11 @@ flight on any of the gateway's agents, means no worker takes tasks. Then:
   cannot restart those workers: a pool wedged for good (plain `qcluster`) stays reported until
   someone restarts it.
 
+Planning whose LLM call was interrupted (its worker was killed: `runworkers` closes the calls of the
+pool it replaces, `LLMCall.worker`) goes back to pending at the next check, in either layout, however
+busy the other workers are: the killed worker will not finish it, and a task of the old claim that
+still turns up does nothing, so it runs once in effect.
+
 Detection and repair take at most CINDY_PLANNING_STALL_SECONDS + CHECK_SECONDS. A busy pool (every
 worker waiting on a slow model) is not a stall: its calls are in flight.
 """
@@ -73,6 +78,28 @@ def planning_stalled(
     ]
 
 
+def planning_interrupted(*, gateway_id: str, agent_ids: list[int]) -> list[tuple[int, str]]:
+    """(node id, claim token) of this gateway's running planning nodes whose latest LLM call was
+    interrupted and none is in flight: the worker making it was killed."""
+    running = TaskNode.objects.filter(
+        status=NodeStatus.RUNNING,
+        kind__in=BRAIN_KINDS,
+        agent_id__in=agent_ids,
+        lease_owner__startswith=f"{gateway_id}#",
+    ).values_list("pk", "lease_owner", "started")
+    found = []
+    for pk, owner, started in running:
+        latest = (
+            LLMCall.objects.filter(node_id=pk, created__gte=started)
+            .order_by("-pk")
+            .values_list("status", flat=True)
+            .first()
+        )
+        if latest == LLMCall.Status.INTERRUPTED:
+            found.append((pk, owner))
+    return found
+
+
 def stalled_release(*, stalled: list[tuple[int, str]]) -> int:
     """Return stalled planning nodes to pending under a new claim: the tick queues them again, and a
     task of the old claim that still turns up does nothing."""
@@ -119,6 +146,15 @@ class PlanningWatchdog:
         grace = limit * 2 ** max(state["restarts"] - 1, 0)
         if not held or (restarted is not None and clock.monotonic() - restarted < grace):
             return False
+        interrupted = await sync_to_async(planning_interrupted)(gateway_id=self.gateway_id, agent_ids=held)
+        if interrupted:
+            await sync_to_async(stalled_release)(stalled=interrupted)
+            await self._announce(
+                held,
+                Kind.INFO,
+                f"planning queued again: the task worker of {len(interrupted)} planning task(s) was killed",
+            )
+            return True
         stalled = await sync_to_async(planning_stalled)(
             gateway_id=self.gateway_id, agent_ids=held, claimed_before=now() - dt.timedelta(seconds=limit)
         )

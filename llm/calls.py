@@ -12,7 +12,14 @@ from django.conf import settings
 
 from cindy_site.clock import get_clock
 from conversations.models import LLMCall, TaskNode
-from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError, ProviderRetryable
+from llm.errors import (
+    LLMConfigError,
+    LLMDeadlineError,
+    LLMError,
+    LLMPermanentError,
+    LLMTransientError,
+    ProviderRetryable,
+)
 from llm.providers import provider_for
 from llm.request import LLMReply, LLMRequest, Usage
 from llm.routing import Route
@@ -48,12 +55,17 @@ def call_llm(
 
     1. Build the provider (LLMConfigError when its API key is missing).
     2. Try up to 1 + LLM_MAX_RETRIES times; 429, 5xx and timeouts wait backoff_delay() in between.
+       Any other exception the SDK raises is classified (`classify_sdk_error`): network errors are
+       retried the same way; anything else (a reply that is not JSON, nested too deeply to parse,
+       or not the documented shape; a 4xx) ends the call at once as LLMPermanentError: one paid
+       call, never more.
        With a `deadline` (the injected clock's monotonic time the caller must be done by), no attempt
        starts with less than MIN_ATTEMPT_SECONDS left (counting the backoff before it), and each
        attempt's timeout is cut to the time left.
     3. Record one LLMCall row: written as pending (costed at the request's estimated input) before
        the first attempt, so a worker killed mid-request still leaves its cost; then finished with the
-       outcome (ok, blocked, empty or error) and the real usage.
+       outcome (ok, blocked, empty or error) and the real usage. Every row ends in a final state,
+       whatever was raised.
     4. Raise LLMTransientError when the retries ran out, LLMDeadlineError (a LLMTransientError) when
        the time did; return the reply otherwise.
     """
@@ -84,7 +96,12 @@ def call_llm(
         attempts += 1
         try:
             timeout = None if left is None else min(settings.LLM_TIMEOUT_SECONDS, left)
-            reply = provider.generate(request, model=route.model, timeout=timeout)
+            try:
+                reply = provider.generate(request, model=route.model, timeout=timeout)
+            except LLMError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - whatever an SDK raises is classified here
+                raise classify_sdk_error(exc, route=route) from exc
         except ProviderRetryable as exc:
             last_error = str(exc)
             if attempt < retries:
@@ -98,8 +115,17 @@ def call_llm(
                 logger.info("%s/%s: %s; retrying in %.1fs", route.provider, route.model, exc, delay)
                 sleep(delay)
             continue
-        except (LLMConfigError, LLMError) as exc:
+        except LLMConfigError as exc:
             _failed(record, started=started, error=str(exc))
+            raise
+        except LLMError as exc:
+            _failed(record, started=started, error=str(exc))
+            raise (
+                exc if isinstance(exc, LLMTransientError | LLMPermanentError) else LLMPermanentError(str(exc))
+            ) from exc
+        except BaseException as exc:
+            # Interrupted (the worker's timeout, a signal): the row still ends, and the error goes on.
+            _failed(record, started=started, error=f"interrupted: {type(exc).__name__}: {exc}")
             raise
         llm_call_finish(
             record, usage=reply.usage, status=reply.status, latency_ms=_ms(started), reply=reply.text
@@ -109,6 +135,27 @@ def call_llm(
     message = f"{route.provider}/{route.model} failed {retries + 1} times; last error: {last_error}"
     _failed(record, started=started, error=message)
     raise LLMTransientError(message)
+
+
+def classify_sdk_error(exc: Exception, *, route: Route) -> LLMError:
+    """What an exception an SDK raised means for the call.
+
+    Network-level failures (connection refused or reset, timeouts) are worth another attempt:
+    ProviderRetryable. Everything else comes from a reply that was received and could not be used (a
+    200 whose body is not JSON raises JSONDecodeError; a deeply nested body RecursionError; a body of
+    the wrong shape a validation error) or from a fault no retry fixes: LLMPermanentError, naming the
+    exception, so the turn fails once instead of paying for the same unreadable reply again.
+    """
+    where = f"{route.provider}/{route.model}"
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return ProviderRetryable(f"{where}: request failed: {type(exc).__name__}: {exc}")
+    if isinstance(exc, RecursionError):
+        detail = "its reply is nested too deeply to parse"
+    elif isinstance(exc, ValueError):  # json.JSONDecodeError and pydantic's ValidationError included
+        detail = "its reply is not the JSON the SDK expects"
+    else:
+        detail = "the SDK failed on its reply"
+    return LLMPermanentError(f"{where}: {detail} ({type(exc).__name__}: {str(exc)[:300]}); not asked again")
 
 
 def _out_of_time(

@@ -1,7 +1,9 @@
 """The errors the LLM layer raises to its callers.
 
-The engine treats `LLMConfigError` as final (the node fails at once, with this message shown on it) and
-every other exception as transient (the node is retried).
+The engine treats `LLMConfigError` and `LLMPermanentError` as final (the node fails at once, with
+this message shown on it, and no further call is paid for) and `LLMTransientError` as the provider
+being away (the turn waits for it). `llm.calls.classify_sdk_error` sorts any other exception an SDK
+raises into one of those.
 """
 
 from __future__ import annotations
@@ -28,3 +30,8 @@ class LLMDeadlineError(LLMTransientError):
 
     Transient: the engine retries the node, and pages already retrieved are kept in the graph.
     """
+
+
+class LLMPermanentError(LLMError):
+    """A call that asking again would not fix: the provider refused the request (4xx other than 408
+    and 429), or its reply could not be read (not JSON, nested too deeply, not the documented shape)."""

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from functools import partial
 
 from django.conf import settings
+from django.db import transaction
 
 from cindy_site.clock import get_clock
 from conversations.models import LLMCall, Message, TaskGraph, TaskNode
@@ -156,8 +157,7 @@ def plan_turn(
                 RetrievedPage(url, _retrieve(url, agent_id=agent.pk, deadline=deadline, so_far=retrieved))
             )
             fetched.add(url)
-        graph.context = {**(graph.context or {}), "retrieved": [asdict(p) for p in retrieved]}
-        graph.save(update_fields=["context"])
+        graph.context = _store_retrieved(graph.pk, [asdict(p) for p in retrieved])
         retrieval_notes = [_skipped_note(skipped)] if skipped else []
         if repeated:
             retrieval_notes.append(
@@ -181,6 +181,16 @@ def plan_turn(
         thoughts=thoughts,
         refused=[f"{r.task.kind}: {r.reason}" for r in refused],
     )
+
+
+def _store_retrieved(graph_id: int, pages: list[dict]) -> dict:
+    """Keep the pages in the graph's context, read afresh under a lock: the gateway may queue a
+    trigger behind this graph meanwhile (`context["queued"]`), which must not be overwritten."""
+    with transaction.atomic():
+        graph = TaskGraph.objects.select_for_update().get(pk=graph_id)
+        graph.context = {**(graph.context or {}), "retrieved": pages}
+        graph.save(update_fields=["context"])
+    return graph.context
 
 
 def _retrieve(url: str, *, agent_id: int, deadline: float, so_far: list[RetrievedPage]) -> str:

@@ -19,8 +19,13 @@ The rules:
   by an operator and not forwarded, and the turn read nothing from outside the chat. In a group with
   other members this refuses shutdown; operators can ask in a direct message;
 - xsend, send_media, event and schedule as `llm.policy_initiative` says (another conversation of the
-  same agent; the agent's own library; a future time; no overlapping entries);
+  same agent, within the hop and hourly limits; the agent's own library; a future time; no overlapping
+  entries);
 - the daily schedule planning turn (trigger `schedule`) only changes the agent's own records;
+- a stored kind shared by all of the agent's chats (global memories, intentions) may update or delete
+  by id only an entry this conversation created, unless the partner is an operator (a direct message
+  with one of `CINDY_OPERATOR_IDS`): a stranger cannot have the agent rewrite what another chat
+  stored (the prompt shows such entries without ids, `llm.prompt.sections.stored_sections`);
 - every other kind that is neither an ordinary conversational kind nor a stored kind (which changes
   only the agent's own records) is refused until it has a rule here (a kind that writes to other
   chats, for instance).
@@ -38,11 +43,14 @@ from django.db.models import Q
 
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
+from conversations.services.carry import xsend_depth
 from llm.conversation import ChatMessage
 from llm.file_sources import is_file_url
 from llm.policy_initiative import INITIATIVE_KINDS, initiative_refusal
+from llm.prompt.sections import partner_is_operator
 from llm.tasks import Task
-from memory.stored_kinds import is_stored_kind
+from memory.services.stored import stored_entry_foreign
+from memory.stored_kinds import StoreContext, is_stored_kind, stored_kind
 
 DM_ONLY = frozenset({"block", "unblock", "clear-conversation"})
 OPERATOR_ONLY = frozenset({"shutdown"})
@@ -83,6 +91,7 @@ class TurnInputs:
     outside: tuple[str, ...] = ()  # e.g. "2 retrieved web pages"
     too_many: bool = False  # more than MAX_CHECKED_MESSAGES since the agent's last turn
     trigger: str = ""  # the graph's trigger: message, xsend, event, schedule, ...
+    xsend_depth: int = 0  # the xsend hops that led to this turn (conversations.services.carry)
 
 
 @dataclass(frozen=True)
@@ -108,7 +117,8 @@ def turn_inputs(
     if pages := len(web):
         outside.append(f"{pages} retrieved web page{'s' if pages != 1 else ''}")
     # An operator's nudge carries its intent in the same field; the operator is not outside text.
-    if graph.trigger == TaskGraph.Trigger.XSEND:
+    carried = [item.get("context") or {} for item in context.get("carried") or []]
+    if graph.trigger == TaskGraph.Trigger.XSEND or any(c.get("xsend") for c in [context, *carried]):
         outside.append("a cross-chat intention")
     return TurnInputs(
         conversation=conversation,
@@ -117,6 +127,7 @@ def turn_inputs(
         outside=tuple(outside),
         too_many=len(rows) > MAX_CHECKED_MESSAGES,
         trigger=graph.trigger or "",
+        xsend_depth=xsend_depth(graph),
     )
 
 
@@ -154,15 +165,21 @@ def _not_from_an_operator(sources: Iterable[Source], operators: set[int]) -> str
     return ""
 
 
-def refusal_reason(task: Task, *, inputs: TurnInputs) -> str:
-    """Why `task` may not run in this turn, or "" when it may."""
+def refusal_reason(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
+    """Why `task` may not run in this turn, or "" when it may (`earlier`: tasks of its kind this
+    reply already had allowed)."""
     conversation = inputs.conversation
     if inputs.trigger == TaskGraph.Trigger.SCHEDULE and not (
         task.kind in SCHEDULE_TURN_KINDS or is_stored_kind(task.kind)
     ):
         return f"{task.kind} is not allowed in the schedule planning turn: it only plans, it never acts in a chat"
     if task.kind in INITIATIVE_KINDS:
-        return initiative_refusal(task, conversation=conversation)
+        return initiative_refusal(
+            task, conversation=conversation, xsend_depth=inputs.xsend_depth, earlier=earlier
+        )
+    if is_stored_kind(task.kind) and task.id and not partner_is_operator(conversation):
+        context = StoreContext(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+        return stored_entry_foreign(kind=task.kind, context=context, entry_id=task.id)
     if is_ordinary(task.kind):
         return ""
     outside = ", ".join(inputs.outside)
@@ -189,6 +206,12 @@ def refusal_reason(task: Task, *, inputs: TurnInputs) -> str:
     return f"{task.kind} has no policy rule, so it is refused"
 
 
+def _names_a_shared_entry(task: Task) -> bool:
+    """A stored task that names an id of a kind all the agent's chats share (checked by owner)."""
+    spec = stored_kind(task.kind)
+    return bool(task.id and spec is not None and spec.owner_field)
+
+
 def is_ordinary(kind: str) -> bool:
     return kind in ORDINARY or is_stored_kind(kind)
 
@@ -207,7 +230,10 @@ def apply_policy(
     costs no queries here.
     """
     if callable(inputs):
-        unchecked = all(is_ordinary(t.kind) and t.kind not in INITIATIVE_KINDS for t in tasks)
+        unchecked = all(
+            is_ordinary(t.kind) and t.kind not in INITIATIVE_KINDS and not _names_a_shared_entry(t)
+            for t in tasks
+        )
         if unchecked and trigger != TaskGraph.Trigger.SCHEDULE:
             return list(tasks), []
         inputs = inputs()
@@ -215,7 +241,8 @@ def apply_policy(
     allowed: list[Task] = []
     refused: list[Refusal] = []
     for task in tasks:
-        reason = refusal_reason(task, inputs=inputs)
+        earlier = sum(1 for t in allowed if t.kind == task.kind)
+        reason = refusal_reason(task, inputs=inputs, earlier=earlier)
         if not reason:
             allowed.append(task)
             continue

@@ -1,6 +1,9 @@
 """The policy for the initiative kinds: xsend, event, schedule and send_media. The LLM asks; this decides.
 
-- `xsend` targets another conversation of the same agent, never the one it was asked in;
+- `xsend` targets another conversation of the same agent, never the one it was asked in; a turn that
+  xsend hops started may not xsend again once the chain is CINDY_XSEND_MAX_DEPTH hops deep (default
+  1: a turn started by an xsend may not xsend), and an agent starts at most CINDY_XSENDS_PER_HOUR
+  xsends an hour (the xsend nodes of its graphs, the ones this reply asks for included);
 - `event` needs a readable time that is still in the future (a delete needs only the id);
 - `schedule` is for agents whose persona has a "Daily Schedule", and an entry may not overlap another;
 - `send_media` sends only an item of the agent's own media library.
@@ -12,13 +15,24 @@ from __future__ import annotations
 
 from cindy_site.clock import now
 from conversations.models import Conversation
+from conversations.services.initiative import xsend_limit_refusal
 from llm.tasks import Task
 from memory.models import ScheduledEvent, ScheduleEntry
 from memory.schedule_times import TimeError, parse_entry_time, parse_event_time, parse_interval
 
 
-def initiative_refusal(task: Task, *, conversation: Conversation) -> str:
-    """Why an initiative task may not run here, or "" when it may (other kinds: always "")."""
+def initiative_refusal(
+    task: Task, *, conversation: Conversation, xsend_depth: int = 0, earlier: int = 0
+) -> str:
+    """Why an initiative task may not run here, or "" when it may (other kinds: always "").
+
+    `xsend_depth`: the xsend hops that led to this turn; `earlier`: tasks of the same kind this reply
+    already had allowed (they count towards the hourly limit).
+    """
+    if task.kind == "xsend":
+        return xsend_limit_refusal(conversation=conversation, depth=xsend_depth, earlier=earlier) or _xsend(
+            task, conversation
+        )
     check = _CHECKS.get(task.kind)
     return check(task, conversation) if check else ""
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import socket
 from decimal import ROUND_HALF_UP, Decimal
 
 from cindy_site.clock import now
@@ -79,6 +81,22 @@ def llm_call_start(
         cost=estimate_cost(provider, model, usage),
         status=LLMCall.Status.PENDING,
         fingerprint=fingerprint,
+        worker=worker_name(),
+    )
+
+
+def worker_name(pid: int | None = None) -> str:
+    """This process (or `pid` on this host) as LLMCall.worker names it: "<host>:<pid>"."""
+    return f"{socket.gethostname()[:100]}:{pid or os.getpid()}"
+
+
+def llm_calls_interrupt(*, pids: list[int]) -> int:
+    """Close the pending calls of these processes of this host, which were killed: their planning
+    nodes are then re-run at once (engine.watchdog), not after CINDY_Q_TIMEOUT."""
+    if not pids:
+        return 0
+    return _interrupt(
+        LLMCall.objects.filter(status=LLMCall.Status.PENDING, worker__in=[worker_name(p) for p in pids])
     )
 
 
@@ -146,8 +164,11 @@ def llm_call_record(
 def llm_calls_mark_interrupted(*, started_before: dt.datetime) -> int:
     """Close the calls still pending that started before `started_before`: their worker was killed
     (a live worker is stopped at CINDY_Q_TIMEOUT). They keep their estimated cost."""
+    return _interrupt(LLMCall.objects.filter(status=LLMCall.Status.PENDING, created__lt=started_before))
+
+
+def _interrupt(stale) -> int:
     closed = 0
-    stale = LLMCall.objects.filter(status=LLMCall.Status.PENDING, created__lt=started_before)
     for call in stale.order_by("pk")[:500]:
         updated = LLMCall.objects.filter(pk=call.pk, status=LLMCall.Status.PENDING).update(
             status=LLMCall.Status.INTERRUPTED,

@@ -207,6 +207,8 @@ class Intention(models.Model):
     created = models.DateTimeField()
     consumed = models.DateTimeField(null=True, blank=True)
     extra = models.JSONField(default=dict, blank=True)
+    # The conversation (peer id) whose turn stored it: only that chat (or an operator's) may change it.
+    creation_channel_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["agent", "created", "id"]

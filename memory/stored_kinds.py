@@ -74,9 +74,19 @@ class StoredKind:
     # after the history, so writing one keeps the cached prefix; "system": all in the system
     # instruction (summaries, which change only together with the history start).
     prompt_place: str = "split"
+    # For kinds shared by all of the agent's chats: the column holding the peer id of the conversation
+    # that created an entry. Only that conversation (or an operator's) may change or delete the entry,
+    # and other chats see it without its id (`entry_owned_by`). "" for per-conversation kinds.
+    owner_field: str = ""
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
+
+    def entry_owned_by(self, row: Any, channel_id: int) -> bool:
+        """Whether the conversation `channel_id` may change `row` (always, for a per-channel kind)."""
+        if not self.owner_field:
+            return True
+        return getattr(row, self.owner_field) == channel_id
 
 
 _REGISTRY: dict[str, StoredKind] = {}
@@ -140,6 +150,7 @@ REMEMBER = register(
         created_raw_field="created_raw",
         section_title="Global Memories",
         section_entry=_memory_entry,
+        owner_field="creation_channel_id",
         ordering=("position", "id"),
         section_order=10,
         file_property="memory",
@@ -210,6 +221,8 @@ INTEND = register(
         model=Intention,
         id_prefix="intent",
         scope=lambda context: {"agent_id": context.agent_id, "kind": Intention.Kind.INTEND},
+        on_create=lambda context: {"creation_channel_id": context.channel_id},
+        owner_field="creation_channel_id",
         section_title="Intentions",
         section_entry=_intention_entry,
         section_order=40,

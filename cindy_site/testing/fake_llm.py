@@ -68,6 +68,15 @@ class _Failure:
 
 
 @dataclass
+class _Raw:
+    """A body sent as it is, e.g. a 200 that is not JSON."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json; charset=utf-8"
+
+
+@dataclass
 class _Stall:
     seconds: float
 
@@ -75,7 +84,7 @@ class _Stall:
 @dataclass
 class _State:
     replies: deque[FakeReply] = field(default_factory=deque)
-    failures: deque[_Failure | _Stall] = field(default_factory=deque)
+    failures: deque[_Failure | _Stall | _Raw] = field(default_factory=deque)
     default: FakeReply = field(default_factory=lambda: FakeReply(text="[]"))
     responder: Callable[[RecordedRequest], FakeReply] | None = None
 
@@ -176,6 +185,14 @@ class FakeLLMServer:
             for _ in range(times):
                 self._state.failures.append(_Failure(status, message or f"fake failure {status}"))
 
+    def raw_next(
+        self, body: str | bytes, *, status: int = 200, content_type: str = "application/json; charset=utf-8"
+    ) -> None:
+        """Answer the next request with `body` as it is (a malformed reply: not JSON, nested too deeply)."""
+        data = body.encode() if isinstance(body, str) else body
+        with self._lock:
+            self._state.failures.append(_Raw(data, status, content_type))
+
     def stall_next(self, seconds: float, times: int = 1) -> None:
         """Hold the next `times` requests for `seconds` before answering, so client timeouts fire."""
         with self._lock:
@@ -194,7 +211,7 @@ class FakeLLMServer:
 
     # --- used by the handler ------------------------------------------------------------------
 
-    def _next(self, recorded: RecordedRequest) -> _Failure | _Stall | FakeReply:
+    def _next(self, recorded: RecordedRequest) -> _Failure | _Stall | _Raw | FakeReply:
         with self._lock:
             self.requests.append(recorded)
             if self._state.failures:
@@ -238,6 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(504, _error_body(api, _Failure(504, "fake stall ended")))
         elif isinstance(outcome, _Failure):
             self._send(outcome.status, _error_body(api, outcome))
+        elif isinstance(outcome, _Raw):
+            self._send_bytes(outcome.status, outcome.body, outcome.content_type)
         elif api == "gemini":
             self._send(200, gemini_response(outcome, model=model))
         else:
@@ -254,9 +273,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(404, {"error": {"code": 404, "message": f"no fake route for GET {path}"}})
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json; charset=utf-8")
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

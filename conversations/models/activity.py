@@ -95,6 +95,9 @@ class LLMCall(models.Model):
     #: final turn): a planning task killed after the reply came runs again without a second call.
     fingerprint = models.CharField(max_length=64, blank=True)
     reply = models.TextField(blank=True, help_text="The reply text of a finished planning call")
+    #: The process making the call ("<host>:<pid>"): when `runworkers` replaces a pool after a sudden
+    #: death, the pending calls of the processes it killed are closed at once (`llm_calls_interrupt`).
+    worker = models.CharField(max_length=120, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from cindy_site.clock import now
 from conversations.models import TaskGraph, TaskNode
-from conversations.services.graphs import OPEN_NODE_STATUSES
+from conversations.services.graphs import OPEN_NODE_STATUSES, graph_start_queued
 from conversations.services.summaries import summarization_start_if_due
 
 
 def graph_finish_if_complete(*, graph_id: int) -> bool:
     """Mark the graph done once none of its nodes is pending or running.
 
-    A conversation left idle is then checked for a due summarization turn (see services.summaries).
+    The triggers queued behind it then start their turn, and a conversation left idle is checked for a
+    due summarization turn (see services.summaries).
     """
     if TaskNode.objects.filter(graph_id=graph_id, status__in=OPEN_NODE_STATUSES).exists():
         return False
@@ -23,6 +24,7 @@ def graph_finish_if_complete(*, graph_id: int) -> bool:
         )
     )
     if finished:
-        conversation_id = TaskGraph.objects.filter(pk=graph_id).values_list("conversation_id", flat=True)
-        summarization_start_if_due(conversation_id=conversation_id.get())
+        graph = TaskGraph.objects.select_related("conversation").get(pk=graph_id)
+        graph_start_queued(graph=graph)
+        summarization_start_if_due(conversation_id=graph.conversation_id)
     return finished

@@ -1,8 +1,9 @@
 """Task graph writes: replanning, and building a plan's nodes.
 
-A conversation has at most one active graph (`TaskGraph.active_slot` is unique). Replanning cancels it
-and starts a fresh one whose first node is `received`; the LLM runs only when the tick reaches that
-node, so a burst of messages before the tick costs one call.
+A conversation has at most one active graph (`TaskGraph.active_slot` is unique). Replanning starts a
+fresh one whose first node is `received`; the LLM runs only when the tick reaches that node, so a
+burst of messages before the tick costs one call. What the active graph was for is never dropped: it
+joins the new turn, or the new trigger queues behind it (`conversations.services.carry`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.db import transaction
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
+from conversations.services import carry
 from conversations.services.activity import record_event
 from conversations.services.wake import wake_gateways_on_commit
 
@@ -23,8 +25,11 @@ Kind = ActivityEvent.Kind
 OPEN_NODE_STATUSES = (NodeStatus.PENDING, NodeStatus.RUNNING)
 
 
-def graph_close(*, graph: TaskGraph, status: str, reason: str = "") -> int:
-    """End a graph: its open nodes are cancelled and its active slot freed. Returns nodes cancelled."""
+def graph_close(*, graph: TaskGraph, status: str, reason: str = "", start_queued: bool = True) -> int:
+    """End a graph: its open nodes are cancelled and its active slot freed. Returns nodes cancelled.
+
+    Triggers queued behind the graph then start (`start_queued`; a replan takes them over itself).
+    """
     when = now()
     cancelled = TaskNode.objects.filter(graph=graph, status__in=OPEN_NODE_STATUSES).update(
         status=NodeStatus.CANCELLED, finished=when, lease_owner="", lease_expires_at=None
@@ -39,7 +44,22 @@ def graph_close(*, graph: TaskGraph, status: str, reason: str = "") -> int:
             summary=f"graph {graph.pk} deleted: {reason}"[:2000],
             data={"graph_id": graph.pk, "cancelled_nodes": cancelled},
         )
+    if start_queued:
+        graph_start_queued(graph=graph)
     return cancelled
+
+
+def graph_start_queued(*, graph: TaskGraph) -> TaskGraph | None:
+    """Start the triggers that waited behind the ended `graph`, in order (they join or queue again)."""
+    started = None
+    for item in (graph.context or {}).get("queued") or []:
+        started = graph_replan(
+            conversation=graph.conversation,
+            trigger=item["trigger"],
+            target_message_id=item.get("target_message_id"),
+            context=item.get("context") or {},
+        )
+    return started
 
 
 def graph_active(*, conversation: Conversation) -> TaskGraph | None:
@@ -54,21 +74,46 @@ def graph_replan(
     context: dict[str, Any] | None = None,
     not_before: dt.datetime | None = None,
 ) -> TaskGraph:
-    """In one transaction: cancel the active graph and start a new one whose first node is `received`.
+    """In one transaction: start a new turn whose first node is `received`, keeping what the active
+    graph was for (`conversations.services.carry`):
+
+    1. No active graph: start the new one.
+    2. The active graph has not started planning: cancel it; the new graph carries its triggers.
+    3. A newer message while an older one's answer is planned: cancel it, carrying its messages.
+    4. Otherwise the new trigger queues behind the active graph, which is returned.
 
     `not_before` delays the `received` node (the read delay after a message); default: now.
     """
     with transaction.atomic():
-        previous = graph_active(conversation=conversation)
+        previous = (
+            TaskGraph.objects.select_for_update()
+            .filter(active_slot=conversation.pk)
+            .select_related("conversation")
+            .first()
+        )
+        mode = carry.replan_mode(previous, trigger) if previous is not None else None
+        if mode == carry.QUEUE:
+            return _queue_behind(
+                previous, trigger=trigger, target_message_id=target_message_id, context=context
+            )
+        context = dict(context or {})
+        carried: list[dict[str, Any]] = []
         if previous is not None:
-            graph_close(graph=previous, status=TaskGraph.Status.CANCELLED)
+            graph_close(graph=previous, status=TaskGraph.Status.CANCELLED, start_queued=False)
+            carried, queued = carry.carried_into(
+                previous, trigger=trigger, target_message_id=target_message_id
+            )
+            if carried:
+                context["carried"] = carried
+            if queued:
+                context["queued"] = queued
         when = now()
         graph = TaskGraph.objects.create(
             conversation=conversation,
             active_slot=conversation.pk,
             trigger=trigger,
             target_message_id=target_message_id,
-            context=context or {},
+            context=context,
             created=when,
         )
         node = TaskNode.objects.create(
@@ -86,11 +131,43 @@ def graph_replan(
             conversation_id=conversation.pk,
             node_id=node.pk,
             summary=(f"{trigger} on #{target_message_id}" if target_message_id is not None else trigger)
-            + (f" (replaces graph {previous.pk})" if previous else ""),
-            data={"graph_id": graph.pk, "trigger": trigger, "target_message_id": target_message_id},
+            + (f" (replaces graph {previous.pk})" if previous else "")
+            + (f"; carries {carry.describe(carried)}" if carried else ""),
+            data={
+                "graph_id": graph.pk,
+                "trigger": trigger,
+                "target_message_id": target_message_id,
+                "carried": carry.describe(carried),
+            },
         )
         wake_gateways_on_commit()
     return graph
+
+
+def _queue_behind(
+    previous: TaskGraph, *, trigger: str, target_message_id: int | None, context: dict[str, Any] | None
+) -> TaskGraph:
+    """Queue a trigger behind the active graph (it starts when that graph ends); returns that graph."""
+    item = {"trigger": trigger, "target_message_id": target_message_id, "context": context or {}}
+    previous = TaskGraph.objects.select_for_update().select_related("conversation").get(pk=previous.pk)
+    previous.context = {
+        **(previous.context or {}),
+        "queued": [*(previous.context or {}).get("queued", []), item],
+    }
+    previous.save(update_fields=["context"])
+    record_event(
+        Kind.REPLAN,
+        agent_id=previous.conversation.agent_id,
+        conversation_id=previous.conversation_id,
+        summary=f"{carry.describe([item])} queued behind graph {previous.pk}, which is under way",
+        data={
+            "graph_id": previous.pk,
+            "trigger": trigger,
+            "target_message_id": target_message_id,
+            "queued": True,
+        },
+    )
+    return previous
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,15 @@ the intent; planning shows it once (`llm.prompt.instructions`). Nothing here tal
 
 from __future__ import annotations
 
-from conversations.models import ActivityEvent, Conversation, TaskGraph
+import datetime as dt
+
+from django.conf import settings
+
+from cindy_site.clock import now
+from conversations.models import ActivityEvent, Conversation, NodeStatus, TaskGraph, TaskNode
 from conversations.services.activity import record_event
-from conversations.services.graphs import graph_replan
+from conversations.services.carry import queued_has, xsend_depth
+from conversations.services.graphs import graph_active, graph_replan
 
 
 class XSendRefused(ValueError):
@@ -20,10 +26,14 @@ def conversation_xsend(
 ) -> TaskGraph:
     """Start a turn in the agent's conversation with `target_peer_id`, carrying `intent`.
 
-    The policy holds here too, whoever calls: the target belongs to the same agent and is not `source`.
-    A retried xsend node (the gateway died after the replan committed) finds its own graph by
-    `source_node_id` and starts nothing new.
+    The policy holds here too, whoever calls: the target belongs to the same agent and is not `source`,
+    and the turn that asked is not already CINDY_XSEND_MAX_DEPTH xsend hops deep nor over
+    CINDY_XSENDS_PER_HOUR. The new turn records its own depth (`context["xsend_depth"]`). A retried
+    xsend node (the gateway died after the replan committed) finds its own graph, or its trigger
+    queued behind or carried by the target's active graph, by `source_node_id` and starts nothing new.
     """
+    source_graph = TaskGraph.objects.filter(nodes__pk=source_node_id).first()
+    depth = xsend_depth(source_graph)
     if target_peer_id == source.peer_id:
         raise XSendRefused("xsend cannot target the conversation it was asked in")
     target = Conversation.objects.filter(agent_id=source.agent_id, peer_id=target_peer_id).first()
@@ -36,12 +46,46 @@ def conversation_xsend(
     ).first()
     if earlier is not None:
         return earlier
+    active = graph_active(conversation=target)
+    if active is not None and queued_has(active, "xsend_node", source_node_id):
+        return active  # queued behind the turn under way, or carried by it
+    # The xsend node running now is one of the agent's xsends of the last hour already.
+    if refusal := xsend_limit_refusal(conversation=source, depth=depth, earlier=-1):
+        raise XSendRefused(refusal)
     return graph_replan(
         conversation=target,
         trigger=TaskGraph.Trigger.XSEND,
         target_message_id=None,
-        context={"xsend": intent, "xsend_node": source_node_id, "xsend_from": source.peer_id},
+        context={
+            "xsend": intent,
+            "xsend_node": source_node_id,
+            "xsend_from": source.peer_id,
+            "xsend_depth": depth + 1,
+        },
     )
+
+
+def xsend_limit_refusal(*, conversation: Conversation, depth: int, earlier: int = 0) -> str:
+    """The hop and rate limits on xsend (module docstring), or "" when neither is reached."""
+    limit = settings.CINDY_XSEND_MAX_DEPTH
+    if depth >= limit:
+        return (
+            f"xsend refused: this turn was started by a chain of {depth} xsend(s) and "
+            f"CINDY_XSEND_MAX_DEPTH is {limit}, so it may not start another"
+        )
+    per_hour = settings.CINDY_XSENDS_PER_HOUR
+    since = now() - dt.timedelta(hours=1)
+    started = (
+        TaskNode.objects.filter(agent_id=conversation.agent_id, kind="xsend", created__gte=since)
+        .exclude(status=NodeStatus.CANCELLED)
+        .count()
+    )
+    if started + earlier >= per_hour:
+        return (
+            f"xsend refused: agent {conversation.agent.name} started {started + earlier} xsend(s) in the "
+            f"last hour and CINDY_XSENDS_PER_HOUR is {per_hour}"
+        )
+    return ""
 
 
 def conversation_nudge(*, conversation: Conversation, intent: str = "", operator: str = "") -> TaskGraph:

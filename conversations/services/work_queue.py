@@ -32,7 +32,8 @@ def graph_cancel(*, conversation: Conversation, by: str = "") -> int:
         graph = graph_active(conversation=conversation)
         if graph is None:
             raise WorkQueueError(f"{conversation}: no pending work to cancel")
-        cancelled = graph_close(graph=graph, status=TaskGraph.Status.CANCELLED)
+        # An operator's cancel ends the turns queued behind it too: nothing starts after it.
+        cancelled = graph_close(graph=graph, status=TaskGraph.Status.CANCELLED, start_queued=False)
         record_event(
             Kind.WORK_CANCELLED,
             agent_id=conversation.agent_id,
@@ -81,7 +82,10 @@ def agent_pending_work_delete(*, agent: Agent, by: str = "") -> int:
             .filter(conversation__agent=agent, status=TaskGraph.Status.ACTIVE)
             .select_related("conversation")
         )
-        nodes = sum(graph_close(graph=graph, status=TaskGraph.Status.CANCELLED) for graph in graphs)
+        nodes = sum(
+            graph_close(graph=graph, status=TaskGraph.Status.CANCELLED, start_queued=False)
+            for graph in graphs
+        )
         record_event(
             Kind.WORK_CANCELLED,
             agent_id=agent.pk,

@@ -170,3 +170,36 @@ def pending_chats(db: ChildDatabase) -> list[int]:
 
 def wait_answered(db: ChildDatabase, log: Path, *, deadline: float, what: str) -> None:
     wait_for(lambda: not pending_chats(db), what, log, deadline=deadline)
+
+
+class EventAwareLLM(ChaosLLM):
+    """ChaosLLM that also counts, per event intent ("event-<n>"), the planning requests showing it."""
+
+    def __init__(self, intents: list[str], latency: float = 0.1) -> None:
+        super().__init__(latency)
+        self.intents = intents
+        self.seen: dict[str, int] = dict.fromkeys(intents, 0)
+
+    def __call__(self, request: RecordedRequest) -> FakeReply:
+        body = json.dumps(request.json)
+        with self._lock:
+            for intent in self.intents:
+                if intent in body:
+                    self.seen[intent] += 1
+        return super().__call__(request)
+
+
+def event_turns(db: ChildDatabase) -> dict[str, int]:
+    """Per event id, the finished turns that were for it: their own trigger or a trigger they carried
+    (a trigger queued behind a graph is counted where it ran, not where it waited)."""
+    done: dict[str, int] = {}
+    for trigger, raw in db.query(
+        "SELECT `trigger`, context FROM conversations_taskgraph WHERE status = 'done'"
+    ):
+        context = json.loads(raw) if isinstance(raw, str) else (raw or {})
+        items = [{"trigger": trigger, "context": context}, *(context.get("carried") or [])]
+        for item in items:
+            event = (item.get("context") or {}).get("event")
+            if item.get("trigger") == "event" and event:
+                done[event["id"]] = done.get(event["id"], 0) + 1
+    return done

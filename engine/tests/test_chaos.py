@@ -10,7 +10,12 @@ asserts what an operator relies on:
 - no LLM call is repeated for a turn whose first call finished;
 - every LLM call is costed;
 - no process of a killed gateway's tree outlives it by more than the lease;
-- a wedged worker pool is detected and replaced within 60 s, and the agent's activity shows it.
+- a wedged worker pool is detected and replaced within 60 s, and the agent's activity shows it;
+- events coming due while the gateway is SIGKILLed around their due time and their chat's partner
+  writes each reach the LLM and are acted on by exactly one finished turn;
+- with the workers run apart from the gateway (`runagents --no-workers` + `runworkers`), a busy
+  worker SIGKILLed mid-call delays no message beyond CINDY_PLANNING_STALL_SECONDS + 30 s;
+- a reply the SDK cannot read costs one LLM call, and the next turn answers the message.
 
 The waits are bounded polling of the child database: the only way to observe other processes. The
 random pauses before a kill choose the moment of the fault; nothing waits on them for a result.
@@ -18,6 +23,7 @@ random pauses before a kill choose the moment of the fault; nothing waits on the
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -27,8 +33,18 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from engine.tests.chaos import ChaosLLM, Driver, children, connected_to, descendants, pending_chats, running
-from engine.tests.processes import agent_texts, group_alive, start_gateway, wait_for
+from engine.tests.chaos import (
+    ChaosLLM,
+    Driver,
+    EventAwareLLM,
+    children,
+    connected_to,
+    descendants,
+    event_turns,
+    pending_chats,
+    running,
+)
+from engine.tests.processes import agent_texts, group_alive, manage, start_gateway, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -236,6 +252,175 @@ def test_a_pool_that_takes_no_task_is_restarted_by_the_gateway_watchdog(child):
             lambda: not pending_chats(db), "the answer after the restart", log, deadline=2 * ANSWER_SECONDS
         )
         assert not any(running(pid) for pid in pool)
+    finally:
+        driver.close()
+        if group_alive(gateway.pid):
+            os.killpg(gateway.pid, signal.SIGKILL)
+
+
+EVENTS = 6
+EVENT_SPACING_SECONDS = 2.0
+EVENT_LEAD_SECONDS = 4.0
+
+#: Runs in a `manage.py shell` child: EVENTS one-off events for Pat's chat, EVENT_SPACING_SECONDS apart.
+MAKE_EVENTS = """
+import datetime as dt
+from agents.models import Agent
+from cindy_site.clock import now
+from conversations.models import Conversation
+from memory.models import ScheduledEvent
+agent = Agent.objects.get(name="Wendy")
+chat = Conversation.objects.get(agent=agent, title="Pat")
+for n in range({events}):
+    due = now() + dt.timedelta(seconds={lead} + {spacing} * n)
+    ScheduledEvent.objects.create(
+        agent=agent, channel_id=chat.peer_id, entry_id=f"event-{{n}}", intent=f"event-{{n}} intent",
+        time_raw=due.strftime("%Y-%m-%dT%H:%M:%S"), timezone="UTC", created=now(),
+    )
+"""
+
+
+def test_events_due_through_gateway_kills_while_their_partner_writes_are_each_acted_on_once(child):
+    """Events come due every 2 s in Pat's chat while Pat writes and the gateway is SIGKILLed just
+    before two of the due times: every occurrence reaches the LLM and exactly one finished turn was
+    for it (its own trigger, or a trigger it carried), and Pat is answered."""
+    env, db, llm, tmp = child
+    seed = int(os.environ.get("CINDY_CHAOS_SEED") or random.randrange(1 << 30))
+    rng = random.Random(seed)
+    env = env | {"CINDY_Q_WORKERS": str(WORKERS), "CINDY_LEASE_SECONDS": str(LEASE_SECONDS)}
+    intents = [f"event-{n} intent" for n in range(EVENTS)]
+    model = EventAwareLLM(intents)
+    llm.set_responder(model)
+    log = tmp / "gateway.log"
+    driver = Driver(env)
+    gateway = start_gateway(env, log)
+    what = f"chaos seed {seed}"
+    try:
+        driver.say("Pat", "hello")
+        wait_for(lambda: not pending_chats(db), f"{what}: the first answer", log)
+        manage(
+            env,
+            "shell",
+            "-c",
+            MAKE_EVENTS.format(events=EVENTS, lead=EVENT_LEAD_SECONDS, spacing=EVENT_SPACING_SECONDS),
+        )
+        started = time.monotonic()
+        kills = sorted(rng.sample(range(EVENTS), 2))
+        for n in range(EVENTS):
+            due = started + EVENT_LEAD_SECONDS + EVENT_SPACING_SECONDS * n
+            time.sleep(max(0.0, due - time.monotonic() - rng.uniform(0.0, 0.3)))
+            if n in kills:
+                os.killpg(gateway.pid, signal.SIGKILL)
+                gateway.wait(timeout=10)
+                gateway = start_gateway(env, log)
+            driver.say("Pat", f"Pat writes {n}")
+        wait_for(
+            lambda: not db.query("SELECT id FROM memory_scheduledevent"),
+            f"{what}: every event to fire",
+            log,
+            deadline=ANSWER_SECONDS,
+        )
+        wait_for(
+            lambda: len(event_turns(db)) == EVENTS and not pending_chats(db),
+            f"{what}: every event's turn to finish and Pat to be answered",
+            log,
+            deadline=2 * ANSWER_SECONDS,
+        )
+    finally:
+        driver.close()
+        if group_alive(gateway.pid):
+            os.killpg(gateway.pid, signal.SIGKILL)
+
+    turns = event_turns(db)
+    assert turns == {f"event-{n}": 1 for n in range(EVENTS)}, f"{what}: turns per event {turns}"
+    assert all(model.seen[intent] >= 1 for intent in intents), f"{what}: requests per event {model.seen}"
+    skipped = db.query("SELECT summary FROM conversations_activityevent WHERE summary LIKE '%did not fire%'")
+    assert skipped == [], f"{what}: {skipped}"
+
+
+def test_busy_workers_killed_in_the_production_layout_delay_no_answer_past_the_stall_limit(child):
+    """`runagents --no-workers` and a separate `runworkers`: twice, a worker is SIGKILLed while it waits
+    for the LLM; every message is answered within CINDY_PLANNING_STALL_SECONDS + 30 s."""
+    env, db, llm, tmp = child
+    stall = 20
+    env = env | {"CINDY_Q_WORKERS": str(WORKERS), "CINDY_PLANNING_STALL_SECONDS": str(stall)}
+    model = ChaosLLM()
+    llm.set_responder(model)
+    port = urlsplit(llm.url).port
+    log = tmp / "gateway.log"
+    gateway = start_gateway(env, log, "runagents", "--no-workers")
+    workers = start_gateway(env, tmp / "workers.log", "runworkers")
+    driver = Driver(env)
+    try:
+        for round_ in range(2):
+            pool = wait_for(
+                lambda: children(workers.pid) if len(children(workers.pid)) == WORKERS + 2 else [],
+                "the task worker pool",
+                log,
+            )
+            model.hold()
+            for person in PEOPLE[:4]:
+                driver.say(person, f"{person} round {round_}")
+            wait_for(model.held.is_set, "a planning call to hold", log)
+            victim = wait_for(lambda pool=pool: connected_to(pool[:WORKERS], port), "the busy worker", log)[0]
+            killed_at = time.monotonic()
+            os.kill(victim, signal.SIGKILL)
+            model.release()
+            try:
+                wait_for(
+                    lambda: not pending_chats(db),
+                    f"every message answered after busy worker {victim} was killed",
+                    log,
+                    deadline=stall + 30,
+                )
+            except AssertionError as exc:
+                open_nodes = db.query(
+                    "SELECT id, status, lease_owner, started FROM conversations_tasknode "
+                    "WHERE status NOT IN ('done', 'cancelled')"
+                )
+                calls = db.query("SELECT id, node_id, status, worker FROM conversations_llmcall ORDER BY id")
+                workers_log = (tmp / "workers.log").read_text()[-4000:]
+                raise AssertionError(
+                    f"{exc}\nopen nodes {open_nodes}\ncalls {calls}\nworkers log:\n{workers_log}"
+                ) from None
+            assert time.monotonic() - killed_at <= stall + 30
+        calls = db.query("SELECT status FROM conversations_llmcall WHERE status = 'pending'")
+        assert calls == [], "LLM calls left pending"
+        texts = agent_texts(db)
+        assert [t for t, c in Counter(texts).items() if c > 1] == [], "replies sent twice"
+    finally:
+        model.release()
+        driver.close()
+        for process in (gateway, workers):
+            if group_alive(process.pid):
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_malformed_sdk_replies_cost_one_call_and_the_next_turn_answers(child):
+    """The real gateway and workers: a reply nested too deeply for the SDK, then one that is not JSON.
+    Each costs one LLM call (an `error` row naming why), and the next turn answers the message."""
+    env, db, llm, tmp = child
+    log = tmp / "gateway.log"
+    gateway = start_gateway(env, log)
+    driver = Driver(env)
+    try:
+        for n, body in enumerate(["[" * 100_000 + "]" * 100_000, "<html>a proxy's error page</html>"]):
+            before = len(llm.requests)
+            llm.raw_next(body)
+            driver.say("Pat", f"question {n}")
+            wait_for(
+                lambda n=n: db.query("SELECT id FROM conversations_taskgraph WHERE status = 'failed'")[n:],
+                f"the turn of question {n} to fail",
+                log,
+            )
+            assert len(llm.requests) == before + 1, "the unreadable reply was asked for again"
+            llm.reply_with(json.dumps([{"kind": "send", "text": f"answer {n}"}]))
+            driver.say("Pat", f"hello again {n}")
+            wait_for(lambda: not pending_chats(db), f"the answer after question {n}", log)
+            assert f"question {n}" in json.dumps(llm.requests[-1].json)
+        rows = db.query("SELECT status, error FROM conversations_llmcall WHERE status <> 'ok'")
+        assert [status for status, _ in rows] == ["error", "error"]
+        assert all("not asked again" in error for _, error in rows)
     finally:
         driver.close()
         if group_alive(gateway.pid):

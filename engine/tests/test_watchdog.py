@@ -118,3 +118,96 @@ def test_our_own_workers_are_restarted_with_a_growing_grace_while_planning_stays
     clock.advance(45)
     harness.step("step_workers")
     assert workers.calls == ["stop", "start"] * 3
+
+
+def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_other_workers(
+    agent, clock, settings, fake_llm
+):
+    """Workers run apart from the gateway (`runagents --no-workers` + `runworkers`): a busy worker is
+    killed and `runworkers` replaces its pool, closing the calls the pool had in flight. The gateway
+    re-runs that planning at its next check, not after CINDY_Q_TIMEOUT, and only once in effect."""
+    from conversations.models import LLMCall
+    from llm.usage import llm_calls_interrupt, worker_name
+
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    assert harness.gateway.workers is None
+    killed_task = harness.queued.pop()
+    killed = llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=node.conversation_id,
+        node_id=node.pk,
+    )
+    busy = llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=None,
+        node_id=None,
+    )
+    LLMCall.objects.filter(pk=killed.pk).update(worker=worker_name(4242))
+    LLMCall.objects.filter(pk=busy.pk).update(worker=worker_name(4343))  # another pool, still busy
+    assert llm_calls_interrupt(pids=[4242]) == 1
+
+    clock.advance(6)  # one watchdog check later, far below CINDY_Q_TIMEOUT
+    harness.step("step_workers")
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING
+    assert any("task worker of 1 planning task(s) was killed" in s for s in stalled_events())
+    assert LLMCall.objects.get(pk=busy.pk).status == "pending"
+
+    harness.tick()
+    harness.queued.insert(0, killed_task)  # the killed worker's task, redelivered: it does nothing
+    harness.work()
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
+    assert len(fake_llm.requests) == 1
+
+
+def test_a_shared_pool_replaced_returns_the_planning_it_lost_and_leaves_calls_in_flight(agent, clock):
+    """`runworkers` without a gateway of its own, after a sudden death: the planning nodes with no call
+    in flight go back to pending at once (their tasks were in the dead pool's queue); a node whose call
+    another pool is making keeps running."""
+    from conversations.services.graphs import graph_replan as replan
+    from conversations.services.nodes import brain_nodes_release_unstarted
+    from engine.tests.test_tick import conversation_with
+
+    harness, lost = claimed_planning(agent, clock)
+    busy_chat = conversation_with(agent, "Sam")
+    replan(conversation=busy_chat, trigger="message", target_message_id=None)
+    harness.tick()
+    busy = TaskNode.objects.get(kind="received", conversation=busy_chat)
+    llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=busy_chat.pk,
+        node_id=busy.pk,
+    )
+
+    assert brain_nodes_release_unstarted(reason="task workers replaced") == 1
+    assert TaskNode.objects.get(pk=lost.pk).status == NodeStatus.PENDING
+    assert TaskNode.objects.get(pk=busy.pk).status == NodeStatus.RUNNING
+
+
+def test_planning_whose_call_finished_before_its_pool_was_replaced_runs_again_on_that_reply(
+    agent, clock, fake_llm
+):
+    """The worker got its reply and died with the replaced pool before storing the plan: the node goes
+    back to pending and its next run reuses the finished call, with no second request."""
+    from conversations.services.nodes import brain_nodes_release_unstarted
+    from llm.planning import plan_turn
+
+    harness, node = claimed_planning(agent, clock)
+    fake_llm.reply_with('[{"kind": "send", "text": "hi"}]')
+    plan_turn(node_id=node.pk)  # the call finished; the worker died before received_apply
+    assert len(fake_llm.requests) == 1
+
+    assert brain_nodes_release_unstarted(reason="task workers replaced") == 1
+    harness.queued.clear()
+    harness.settle()
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
+    assert len(fake_llm.requests) == 1

@@ -24,9 +24,32 @@ class TurnContext:
     summarization: str = ""  # a summarization turn's instructions (trigger "summarize")
     event_intent: str = ""
     schedule: dict[str, Any] | None = None  # the daily planning turn: {"through", "filled_until", ...}
+    # Triggers of turns this one replaced before they were planned (conversations.services.carry):
+    # each adds its own section after this turn's, so one LLM call answers all of them.
+    carried: tuple[TurnContext, ...] = ()
 
 
 def specific_instructions(turn: TurnContext) -> str:
+    """This turn's section, then one section per carried trigger (module `carry`)."""
+    sections = [_own_instructions(turn)]
+    sections += [s for s in (carried_section(c) for c in turn.carried) if s and s not in sections]
+    return "\n\n".join(sections)
+
+
+def carried_section(turn: TurnContext) -> str:
+    """The section a carried trigger adds: its intent, or the message still unanswered."""
+    if turn.trigger in ("xsend", "nudge", "event", "schedule"):
+        return _own_instructions(turn) if turn.xsend_intent or turn.event_intent else ""
+    if turn.target_message_id is not None:
+        return (
+            "# Also Unanswered\n\n"
+            f"The message with message_id {turn.target_message_id} has not been answered yet either; "
+            "consider it in this turn too."
+        )
+    return ""
+
+
+def _own_instructions(turn: TurnContext) -> str:
     """Exactly one of: summarization, cross-chat trigger, scheduled event, new conversation, target
     message, reaction, continuation. The cross-channel trigger and the event are their own sections,
     shown once."""
@@ -138,14 +161,35 @@ def current_activity_section(current: Any, following: Any, *, now: dt.datetime, 
 
 def turn_context_from_graph(graph: Any, *, reactions: tuple[str, ...] = ()) -> TurnContext:
     context = graph.context or {}
+    carried = tuple(
+        _turn_context(
+            item.get("trigger") or "message", item.get("target_message_id"), item.get("context") or {}
+        )
+        for item in context.get("carried") or []
+        if isinstance(item, dict)
+    )
+    return _turn_context(
+        graph.trigger or "message", graph.target_message_id, context, reactions=reactions, carried=carried
+    )
+
+
+def _turn_context(
+    trigger: str,
+    target_message_id: int | None,
+    context: dict[str, Any],
+    *,
+    reactions: tuple[str, ...] = (),
+    carried: tuple[TurnContext, ...] = (),
+) -> TurnContext:
     intent = context.get("xsend") or context.get("intent") or ""
     if isinstance(intent, dict):
         intent = intent.get("content", "")
     return TurnContext(
-        trigger=graph.trigger or "message",
-        target_message_id=graph.target_message_id,
+        trigger=trigger,
+        target_message_id=target_message_id,
         xsend_intent=str(intent),
         reactions=reactions,
         event_intent=str((context.get("event") or {}).get("intent", "")),
         schedule=context.get("schedule") if isinstance(context.get("schedule"), dict) else None,
+        carried=carried,
     )

@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
 from agents.models import Agent, RolePrompt
@@ -271,18 +272,30 @@ def stored_sections(
     the agent names an entry's id to update it, or gives it empty content to delete it.
     """
     context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
+    # Entries another chat stored are shown without their ids: only that chat may change them (an
+    # operator's direct messages may change any, and see every id).
+    hide = not partner_is_operator(conversation)
     system: list[PromptSection] = []
     late: list[PromptSection] = []
     for spec in stored_kinds():
         if not spec.in_prompt:
             continue
         boundary = history_began if spec.prompt_place == "split" else None  # None: all in the system
-        older, newer = stored_entries_split(kind=spec.kind, context=context, boundary=boundary)
+        older, newer = stored_entries_split(
+            kind=spec.kind, context=context, boundary=boundary, hide_foreign_ids=hide
+        )
         for entries, target in ((older, system), (newer, late)):
             if entries:
                 text = stored_section(spec.section_title, entries)
                 target.append(PromptSection(f"stored:{spec.kind}", spec.section_title, text))
     return StoredSections(tuple(system), tuple(late))
+
+
+def partner_is_operator(conversation: Conversation) -> bool:
+    """A direct message with one of CINDY_OPERATOR_IDS."""
+    return conversation.kind == Conversation.Kind.DM and conversation.peer_id in set(
+        settings.CINDY_OPERATOR_IDS
+    )
 
 
 _DETAIL_LABELS = {

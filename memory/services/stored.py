@@ -114,12 +114,14 @@ def stored_entries(*, kind: str, context: StoreContext) -> list[dict[str, Any]]:
 
 
 def stored_entries_split(
-    *, kind: str, context: StoreContext, boundary: dt.datetime | None
+    *, kind: str, context: StoreContext, boundary: dt.datetime | None, hide_foreign_ids: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The kind's entries in `context` in two lists, each in the kind's order: those dated at or before
     `boundary` (or undated), and those dated after it. Without a boundary every entry is in the first.
 
     The date is the kind's `created` field, which an update keeps (unless the task gives a new one).
+    `hide_foreign_ids` (a prompt for the conversation `context.channel_id`): entries of a shared kind
+    that another conversation created are shown without their id, since this one may not change them.
     """
     spec = stored_kind(kind)
     if spec is None:
@@ -130,5 +132,24 @@ def stored_entries_split(
     for row in rows:
         created = getattr(row, spec.created_field)
         target = newer if boundary is not None and created is not None and created > boundary else older
-        target.append(spec.section_entry(row))
+        entry = spec.section_entry(row)
+        if hide_foreign_ids and not spec.entry_owned_by(row, context.channel_id):
+            entry = {k: v for k, v in entry.items() if k != "id"}
+        target.append(entry)
     return older, newer
+
+
+def stored_entry_foreign(*, kind: str, context: StoreContext, entry_id: str) -> str:
+    """Why the conversation of `context` may not change the entry `entry_id` of a shared kind (one
+    another conversation created), or "" when it may (its own entry, a new id, a per-chat kind)."""
+    spec = stored_kind(kind)
+    if spec is None or not spec.owner_field or not entry_id:
+        return ""
+    rows = spec.model.objects.filter(**spec.scope(context), **{spec.id_field: entry_id})
+    foreign = rows.exclude(**{spec.owner_field: context.channel_id}).exists()
+    if not foreign:
+        return ""
+    return (
+        f"{kind} {entry_id} was stored in another conversation: a chat may change or delete only its own "
+        "entries (unless its partner is an operator, CINDY_OPERATOR_IDS)"
+    )
