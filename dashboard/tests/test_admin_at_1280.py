@@ -89,7 +89,7 @@ def _orla_with_a_busy_day(site) -> Agent:
     orla = Agent.objects.get(name="Orla")
     Conversation.objects.get_or_create(
         agent=orla,
-        peer_id=100200300,
+        peer_id=580564790,
         defaults={"kind": "dm", "title": "Sam Whitaker", "username": "samw", "last_message_at": now()},
     )
     Conversation.objects.get_or_create(
@@ -258,11 +258,11 @@ def test_what_orla_sees_and_her_users_at_1280_px(samples, site_db, page):
 
     orla = _orla_with_a_busy_day(site_db)
     Agent.objects.filter(pk=orla.pk).update(telegram_user_id=700700)
-    sam = Conversation.objects.get(agent=orla, peer_id=100200300)
+    sam = Conversation.objects.get(agent=orla, peer_id=580564790)
     Message.objects.get_or_create(
         conversation=sam,
         message_id=1,
-        defaults={"sender_id": 100200300, "sender_name": "Sam", "date": now(), "text": "Any news on Foxton?"},
+        defaults={"sender_id": 580564790, "sender_name": "Sam", "date": now(), "text": "Any news on Foxton?"},
     )
     store = StoreContext(agent_id=orla.pk, channel_id=sam.peer_id, channel_name="Sam Whitaker")
     stored_entry_apply(kind="note", context=store, entry_id="note-foxton", content="Sam is visiting Foxton")
@@ -294,7 +294,7 @@ def test_what_orla_sees_and_her_users_at_1280_px(samples, site_db, page):
     page.goto(f"/dashboard/conversations/{own.pk}/")
     expect(page.locator("h1")).to_have_text("Orla ↔ Saved Messages")
     page.goto("/dashboard/users/")
-    expect(page.locator("#users-table tr[data-peer-id='100200300']")).to_contain_text("Orla")
+    expect(page.locator("#users-table tr[data-peer-id='580564790']")).to_contain_text("Orla")
     expect(page.locator("#users-table tr[data-peer-id='700700']")).to_have_count(0)
     _shot(page, "users")
     _fits(page, "users")

@@ -197,7 +197,9 @@ def test_a_second_gateway_never_connects_while_the_first_holds_the_lease(telegra
         second_log = tmp / "second.log"
         second = start_gateway(env, second_log)
         wait_for(
-            lambda: "started task workers" in second_log.read_text(), "the second gateway to run", second_log
+            lambda: "nothing to do: every agent this gateway may drive is held" in second_log.read_text(),
+            "the second gateway to run",
+            second_log,
         )
         # Watch for three lease periods: the second gateway keeps trying for the lease, never connecting.
         deadline = time.monotonic() + 9
