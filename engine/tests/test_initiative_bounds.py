@@ -12,10 +12,17 @@ import pytest
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, LLMCall, TaskGraph
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
+from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from memory.models import ScheduledEvent
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _taught(agent):
+    """The agent has the shipped prompt that teaches xsend."""
+    return teach(agent, "Task-XSend")
 
 
 @pytest.fixture
