@@ -39,6 +39,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_engine import mysql_admin  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = 100
 CONVERSATIONS_PER_AGENT = 10
@@ -320,19 +324,6 @@ def run(options: dict[str, float | bool], env: dict[str, str], tmp: Path) -> Non
         llm.wait(timeout=30)
 
 
-def _mysql(url: str, statement: str) -> None:
-    import MySQLdb
-
-    parts = urlsplit(url)
-    with MySQLdb.connect(
-        host=parts.hostname,
-        port=parts.port or 3306,
-        user=parts.username or "root",
-        password=parts.password or "",
-    ) as conn:
-        conn.cursor().execute(statement)
-
-
 def main() -> None:
     options = _options()
     base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
@@ -344,14 +335,14 @@ def main() -> None:
             return
         parts = urlsplit(url)
         name = f"cindy_soak_{os.getpid()}"
-        _mysql(url, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+        mysql_admin(url, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
         try:
             run(options, {**base, "DATABASE_URL": f"{parts.scheme}://{parts.netloc}/{name}"}, Path(tmp))
         finally:
             from django.db import connections
 
             connections.close_all()
-            _mysql(url, f"DROP DATABASE IF EXISTS {name}")
+            mysql_admin(url, f"DROP DATABASE IF EXISTS {name}")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
-from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.db.models import Count, Max, Q, Sum
 from django.urls import reverse
 
@@ -30,6 +28,7 @@ from conversations.models import (
     TaskGraph,
     TaskNode,
 )
+from engine.brakes import day_start
 from memory.models import ScheduledEvent, ScheduleEntry
 
 #: How many conversations the dashboard lists, most recent first.
@@ -110,15 +109,10 @@ def agent_rows(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
 # --- LLM usage --------------------------------------------------------------------------------
 
 
-def start_of_today(at: dt.datetime | None = None) -> dt.datetime:
-    """Midnight of the current day in TIME_ZONE, the boundary of "today" for usage."""
-    local = (at or now()).astimezone(ZoneInfo(settings.TIME_ZONE))
-    return local.replace(hour=0, minute=0, second=0, microsecond=0)
-
-
 def llm_usage_today(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
     rows = (
-        LLMCall.objects.filter(created__gte=start_of_today(at))
+        # The same "today" as the spend caps' (engine/brakes.py): midnight in TIME_ZONE.
+        LLMCall.objects.filter(created__gte=day_start(at or now()))
         .values("agent_id", "agent__name")
         .annotate(
             calls=Count("id"),

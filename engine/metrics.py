@@ -33,6 +33,8 @@ REPLY_WINDOW_SECONDS = 3600
 ERROR_KINDS = ("node_failed", "node_retried", "agent_error", "policy_refused")
 #: Graph triggers that answer someone's message: their first send is a reply.
 REPLY_TRIGGERS = ("message", "new_conversation")
+#: The token counts of an LLM call (its `<kind>_tokens` fields), each a `type` of cindy_llm_tokens.
+TOKEN_KINDS = ("input", "cached", "output", "thinking")
 
 
 def _name(value: str | None) -> str:
@@ -123,46 +125,33 @@ class DatabaseCollector(Collector):
             "LLM cost in USD, per agent, provider and model",
             labels=["agent", "provider", "model"],
         )
+        usage = {kind: Sum(f"{kind}_tokens") for kind in TOKEN_KINDS} | {"cost": Sum("cost")}
         rows = (
             LLMCall.objects.values("agent__name", "provider", "model", "purpose", "status")
-            .annotate(
-                n=Count("id"),
-                input=Sum("input_tokens"),
-                cached=Sum("cached_tokens"),
-                output=Sum("output_tokens"),
-                thinking=Sum("thinking_tokens"),
-                cost=Sum("cost"),
-            )
+            .annotate(n=Count("id"), **usage)
             .order_by()
         )
-        by_model: dict[tuple[str, str, str], dict[str, Decimal | int]] = {}
-        for row in rows:
-            key = (_name(row["agent__name"]), row["provider"], row["model"])
-            calls.add_metric([*key, row["purpose"], row["status"]], row["n"])
-            sums = by_model.setdefault(key, {"input": 0, "cached": 0, "output": 0, "thinking": 0, "cost": 0})
-            for field in sums:
-                sums[field] += row[field] or 0
         # Calls pruned by retention live on as daily totals: counted here, so the counters keep growing.
         pruned = (
             LLMUsageDaily.objects.values("agent__name", "provider", "model")
-            .annotate(
-                n=Sum("calls"),
-                input=Sum("input_tokens"),
-                cached=Sum("cached_tokens"),
-                output=Sum("output_tokens"),
-                thinking=Sum("thinking_tokens"),
-                cost=Sum("cost"),
-            )
+            .annotate(n=Sum("calls"), **usage)
             .order_by()
         )
-        for row in pruned:
+        by_model: dict[tuple[str, str, str], dict[str, Decimal | int]] = {}
+
+        def add_usage(row: dict) -> tuple[str, str, str]:
             key = (_name(row["agent__name"]), row["provider"], row["model"])
-            calls.add_metric([*key, "", "pruned"], row["n"] or 0)
-            sums = by_model.setdefault(key, {"input": 0, "cached": 0, "output": 0, "thinking": 0, "cost": 0})
+            sums = by_model.setdefault(key, dict.fromkeys(usage, 0))
             for field in sums:
                 sums[field] += row[field] or 0
+            return key
+
+        for row in rows:
+            calls.add_metric([*add_usage(row), row["purpose"], row["status"]], row["n"])
+        for row in pruned:
+            calls.add_metric([*add_usage(row), "", "pruned"], row["n"] or 0)
         for key, sums in sorted(by_model.items()):
-            for kind in ("input", "cached", "output", "thinking"):
+            for kind in TOKEN_KINDS:
                 tokens.add_metric([*key, kind], sums[kind])
             cost.add_metric(list(key), float(sums["cost"]))
         yield calls

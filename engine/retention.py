@@ -83,40 +83,23 @@ def prune_counts(*, at: dt.datetime | None = None) -> dict[str, int]:
     return {kind: _expired(kind, cutoff).count() for kind, cutoff in cutoffs(at=at).items()}
 
 
+#: The LLMCall fields summed into LLMUsageDaily (besides the count of calls).
+USAGE_SUMS = ("input_tokens", "cached_tokens", "output_tokens", "thinking_tokens", "cost")
+
+
 def _usage_add(calls: QuerySet) -> None:
     """Add these LLM calls to the daily usage rows (inside the batch's transaction)."""
     tz = ZoneInfo(settings.TIME_ZONE)
     totals: dict[tuple, dict] = {}
-    for row in calls.values(
-        "created",
-        "agent_id",
-        "provider",
-        "model",
-        "input_tokens",
-        "cached_tokens",
-        "output_tokens",
-        "thinking_tokens",
-        "cost",
-    ):
+    for row in calls.values("created", "agent_id", "provider", "model", *USAGE_SUMS):
         key = (row["created"].astimezone(tz).date(), row["agent_id"], row["provider"], row["model"])
-        sums = totals.setdefault(
-            key,
-            {
-                "calls": 0,
-                "input_tokens": 0,
-                "cached_tokens": 0,
-                "output_tokens": 0,
-                "thinking_tokens": 0,
-                "cost": 0,
-            },
-        )
+        sums = totals.setdefault(key, dict.fromkeys(("calls", *USAGE_SUMS), 0))
         sums["calls"] += 1
-        for name in ("input_tokens", "cached_tokens", "output_tokens", "thinking_tokens", "cost"):
+        for name in USAGE_SUMS:
             sums[name] += row[name]
     for (day, agent_id, provider, model), sums in totals.items():
+        # agent_id=None matches the calls without an agent (Django filters it as IS NULL).
         rows = LLMUsageDaily.objects.filter(day=day, agent_id=agent_id, provider=provider, model=model)
-        if agent_id is None:
-            rows = LLMUsageDaily.objects.filter(day=day, agent__isnull=True, provider=provider, model=model)
         if not rows.update(**{name: F(name) + value for name, value in sums.items()}):
             LLMUsageDaily.objects.create(day=day, agent_id=agent_id, provider=provider, model=model, **sums)
 

@@ -43,7 +43,7 @@ from django.db.models import Q
 
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
-from conversations.services.carry import xsend_depth
+from conversations.services.carry import graph_triggers, xsend_depth
 from llm.conversation import ChatMessage
 from llm.file_sources import is_file_url
 from llm.policy_initiative import INITIATIVE_KINDS, initiative_refusal
@@ -116,9 +116,9 @@ def turn_inputs(
     web = [p for p in context.get("retrieved") or [] if not is_file_url(str(p.get("url", "")))]
     if pages := len(web):
         outside.append(f"{pages} retrieved web page{'s' if pages != 1 else ''}")
-    # An operator's nudge carries its intent in the same field; the operator is not outside text.
-    carried = [item.get("context") or {} for item in context.get("carried") or []]
-    if graph.trigger == TaskGraph.Trigger.XSEND or any(c.get("xsend") for c in [context, *carried]):
+    # Only an xsend (the turn's own or one it carries) reads another chat's intention: an operator's
+    # nudge keeps its intent in the same `xsend` field, and the operator is not outside text.
+    if any(item["trigger"] == TaskGraph.Trigger.XSEND for item in graph_triggers(graph)):
         outside.append("a cross-chat intention")
     return TurnInputs(
         conversation=conversation,

@@ -147,9 +147,11 @@ def graph_replan(
 def _queue_behind(
     previous: TaskGraph, *, trigger: str, target_message_id: int | None, context: dict[str, Any] | None
 ) -> TaskGraph:
-    """Queue a trigger behind the active graph (it starts when that graph ends); returns that graph."""
+    """Queue a trigger behind the active graph (it starts when that graph ends); returns that graph.
+
+    `previous` is the row graph_replan read and locked in this transaction, so its context is current.
+    """
     item = {"trigger": trigger, "target_message_id": target_message_id, "context": context or {}}
-    previous = TaskGraph.objects.select_for_update().select_related("conversation").get(pk=previous.pk)
     previous.context = {
         **(previous.context or {}),
         "queued": [*(previous.context or {}).get("queued", []), item],

@@ -19,7 +19,7 @@ from cindy_site.clock import now
 from conversations.models import Conversation
 from dashboard.tests import test_browser as shared
 from dashboard.tests.live_site import MANAGE
-from dashboard.tests.test_browser import ARTIFACTS, _log_in, _staff, expect
+from dashboard.tests.test_browser import ARTIFACTS, _log_in, _staff, expect, watched_page
 
 pytestmark = pytest.mark.browser
 
@@ -39,20 +39,8 @@ def samples(site) -> None:
 
 @pytest.fixture
 def page(chromium, site) -> Iterator[object]:
-    context = chromium.new_context(base_url=site.url, viewport={"width": WIDTH, "height": 900})
-    page = context.new_page()
-    page.site = site
-    page.set_default_timeout(15_000)
-    problems: list[str] = []
-    page.on(
-        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
-    )
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.problems = problems
-    try:
+    with watched_page(chromium, site, width=WIDTH, height=900, failed_requests=False) as page:
         yield page
-    finally:
-        context.close()
 
 
 def _shot(page, name: str) -> None:

@@ -13,6 +13,7 @@ import json
 import re
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,31 @@ def page(chromium, site) -> Iterator[object]:
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.dialogs = dialogs
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@contextmanager
+def watched_page(chromium, site, *, width: int, height: int, failed_requests: bool) -> Iterator[object]:
+    """A page on `site` whose `problems` list collects console errors and uncaught page errors (and,
+    with `failed_requests`, every HTTP response of 400 or more): tests assert it stays empty."""
+    context = chromium.new_context(base_url=site.url, viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.site = site
+    page.set_default_timeout(15_000)
+    problems: list[str] = []
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+    )
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    if failed_requests:
+        page.on(
+            "response",
+            lambda r: problems.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None,
+        )
+    page.problems = problems
     try:
         yield page
     finally:

@@ -19,7 +19,7 @@ from agents.models import Agent, AgentLease
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, TaskGraph, TaskNode
 from dashboard.tests import test_browser as shared
-from dashboard.tests.test_browser import ARTIFACTS, _agent, _log_in, _staff, expect
+from dashboard.tests.test_browser import ARTIFACTS, _agent, _log_in, _staff, expect, watched_page
 
 pytestmark = pytest.mark.browser
 
@@ -33,24 +33,8 @@ RAW_HTML = re.compile(r"<\s*(a|span|strong)\b|&lt;|href=")
 @pytest.fixture
 def page(chromium, site) -> Iterator[object]:
     """A page that records every console error and failed request: each test asserts there are none."""
-    context = chromium.new_context(base_url=site.url, viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.site = site
-    page.set_default_timeout(15_000)
-    problems: list[str] = []
-    page.on(
-        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
-    )
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.on(
-        "response",
-        lambda r: problems.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None,
-    )
-    page.problems = problems
-    try:
+    with watched_page(chromium, site, width=1400, height=1000, failed_requests=True) as page:
         yield page
-    finally:
-        context.close()
 
 
 def _shot(page, name: str) -> None:

@@ -12,10 +12,17 @@ import pytest
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, LLMCall, TaskGraph
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
+from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from memory.models import ScheduledEvent
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _taught(agent):
+    """The agent has the shipped prompt that teaches xsend."""
+    return teach(agent, "Task-XSend")
 
 
 @pytest.fixture
@@ -41,10 +48,10 @@ def _refusals() -> list[str]:
     )
 
 
-def test_an_xsend_ping_pong_stops_after_one_hop(agent, harness, fake_llm, two_chats):
+def _ping_pong(agent, harness, fake_llm, two_chats) -> None:
+    """Whatever the chat, the model asks to xsend to both: the one it was asked in is always refused,
+    and the other one would bounce the turn back and forth forever."""
     you, bob = two_chats
-    # Whatever the chat, the model asks to xsend to both: the one it was asked in is always refused,
-    # and the other one would bounce the turn back and forth forever.
     fake_llm.set_default_reply(
         tasks(
             {"kind": "xsend", "target_channel_id": you.peer_id, "intent": "ping"},
@@ -53,6 +60,11 @@ def test_an_xsend_ping_pong_stops_after_one_hop(agent, harness, fake_llm, two_ch
     )
     sandbox_say(agent=agent, text="go")
     harness.settle()
+
+
+def test_an_xsend_ping_pong_stops_after_one_hop(agent, harness, fake_llm, two_chats):
+    you, _ = two_chats
+    _ping_pong(agent, harness, fake_llm, two_chats)
 
     assert LLMCall.objects.filter(conversation=you).count() == 2  # the greeting, then "go"
     assert TaskGraph.objects.filter(trigger=TaskGraph.Trigger.XSEND).count() == 1
@@ -64,15 +76,7 @@ def test_an_xsend_ping_pong_stops_after_one_hop(agent, harness, fake_llm, two_ch
 
 def test_a_deeper_chain_is_allowed_when_configured(agent, harness, fake_llm, two_chats, settings):
     settings.CINDY_XSEND_MAX_DEPTH = 2
-    you, bob = two_chats
-    fake_llm.set_default_reply(
-        tasks(
-            {"kind": "xsend", "target_channel_id": you.peer_id, "intent": "ping"},
-            {"kind": "xsend", "target_channel_id": bob.peer_id, "intent": "ping"},
-        )
-    )
-    sandbox_say(agent=agent, text="go")
-    harness.settle()
+    _ping_pong(agent, harness, fake_llm, two_chats)
 
     assert TaskGraph.objects.filter(trigger=TaskGraph.Trigger.XSEND).count() == 2
     assert sorted(

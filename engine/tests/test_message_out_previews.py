@@ -8,6 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from conversations.models import ActivityEvent
 from conversations.services.sandbox import sandbox_say
+from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from media_catalog.models import Sticker, StickerSet
 from media_catalog.services.library import library_item_upload
@@ -39,6 +40,7 @@ def test_a_sent_sticker_is_named_by_its_set_and_name(agent, harness, fake_llm):
 
 def test_a_sent_photo_is_named_by_its_curated_description(agent, harness, fake_llm, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
+    teach(agent, "Task-Photo")  # the prompt that teaches send_media
     upload = SimpleUploadedFile("boat.png", PNG, content_type="image/png")
     boat = library_item_upload(agent_id=agent.pk, upload=upload, description="A narrowboat by a lock")
     fake_llm.reply_with(tasks({"kind": "send_media", "unique_id": boat.unique_id}))

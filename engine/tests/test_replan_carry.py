@@ -11,7 +11,8 @@ import pytest
 
 from cindy_site.clock import now
 from conversations.models import Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
-from conversations.services.graphs import graph_active, graph_finish_if_complete, graph_replan
+from conversations.services.graph_finish import graph_finish_if_complete
+from conversations.services.graphs import graph_active, graph_replan
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import tasks
 from memory.models import ScheduledEvent

@@ -73,6 +73,15 @@ def test_pruned_llm_calls_become_daily_totals_and_the_cost_chart_is_unchanged(ag
     assert [(row.calls, row.cost, row.input_tokens) for row in wendy] == [(1, Decimal("0.10"), 10)] * 3
 
 
+def test_calls_without_an_agent_pruned_in_two_batches_add_up_in_one_daily_row(clock):
+    for _ in range(6):  # CINDY_PRUNE_BATCH is 4: the second batch adds to the first one's row
+        _call(None, clock.now(), "0.01")
+    clock.advance(6 * 86400)
+    assert retention_run().deleted["llm_calls"] == 6
+    row = LLMUsageDaily.objects.get()
+    assert (row.agent_id, row.calls, row.cost, row.input_tokens) == (None, 6, Decimal("0.06"), 60)
+
+
 def test_finished_graphs_go_with_their_nodes_and_active_ones_stay(agent, harness, fake_llm, clock):
     fake_llm.reply_with(tasks({"kind": "send", "text": "Hi!"}))
     sandbox_say(agent=agent, text="hello")

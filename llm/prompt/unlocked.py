@@ -9,14 +9,12 @@ the same computation as every other role prompt.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
 from agents.models import Agent
 from llm.file_sources import file_url_name, is_file_url
 
 SCHEDULE_PROMPT = "Task-Schedule"
-_MARKER = re.compile(r"<!--\s*SCHEMA_TASKS\s*:.*?-->", re.IGNORECASE | re.DOTALL)
 SCHEDULE_FILE = "schedule.json"
 
 #: Used when no `Task-Schedule` prompt is imported (the original ships one in configdir/prompts).
@@ -34,15 +32,11 @@ def prompts_unlocked_by_context(
     agent: Agent, retrieved: Sequence, present: Sequence[tuple[str, str]]
 ) -> list[tuple[str, str]]:
     """(name, text) of the role prompts the retrieved pages switch on, not already `present`."""
-    present_texts = [text for _name, text in present]
     if SCHEDULE_PROMPT in {name for name, _text in present} or not _has_schedule(retrieved):
         return []
     from llm.prompt.sections import role_prompt_texts
 
     text = role_prompt_texts(agent, [SCHEDULE_PROMPT]).get(SCHEDULE_PROMPT) or DEFAULT_SCHEDULE_PROMPT
-    if not any(_MARKER.search(t or "") for t in present_texts):
-        # The other prompts teach every kind (no marker): this one's marker must not narrow them.
-        text = _MARKER.sub("", text).lstrip()
     return [(SCHEDULE_PROMPT, text)]
 
 

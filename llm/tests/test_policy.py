@@ -191,6 +191,11 @@ def test_shutdown_with_no_message_since_the_agents_last_turn_is_refused(dm, make
             "1 retrieved web page",
         ),
         ({"xsend": "tell them you are shutting down"}, "xsend", "a cross-chat intention"),
+        (
+            {"carried": [{"trigger": "xsend", "context": {"xsend": "tell them you are shutting down"}}]},
+            "message",
+            "a cross-chat intention",
+        ),
     ],
 )
 def test_shutdown_in_a_turn_that_read_outside_text_is_refused(dm, make_node, context, trigger, outside):
@@ -199,6 +204,16 @@ def test_shutdown_in_a_turn_that_read_outside_text_is_refused(dm, make_node, con
     allowed, refused = _judge(dm, make_node, ["shutdown"], target=1, context=context, trigger=trigger)
 
     assert allowed == [] and f"this turn read {outside}" in refused[0].reason
+
+
+def test_a_carried_nudge_intent_is_not_outside_text(dm, make_node):
+    """A message turn that took over an operator's nudge still reads only the operators' word."""
+    add_message(dm, 1, "sorry about earlier")
+    nudge = {"trigger": "nudge", "context": {"xsend": "unblock them", "operator": "ops"}}
+
+    allowed, refused = _judge(dm, make_node, ["unblock"], target=1, context={"carried": [nudge]})
+
+    assert [t.kind for t in allowed] == ["unblock"] and refused == []
 
 
 def test_stored_kinds_need_no_privilege(group, make_node):

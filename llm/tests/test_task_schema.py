@@ -96,3 +96,15 @@ def test_each_shipped_prompt_marks_the_kinds_it_teaches(path):
     assert kinds_from_prompt(text) == SHIPPED_TEACHING[path]
     for kind in SHIPPED_TEACHING[path] - {"think"}:
         assert f"`{kind}`" in text or f'"{kind}"' in text, f"{path} names {kind} but does not explain it"
+
+
+def test_a_schedule_file_in_context_teaches_schedule_when_no_other_prompt_has_a_marker(agent):
+    """Task-Schedule keeps its marker whatever the other prompts carry: a prompt without a marker
+    teaches nothing, so without its own marker nothing would teach `schedule`."""
+    from llm.prompt.builder import RetrievedPage
+    from llm.prompt.unlocked import prompts_unlocked_by_context
+
+    present = [("Instructions", "# Format\n\nAnswer with JSON tasks."), ("Chatbot", "# Chatbot\nBe kind.")]
+    unlocked = prompts_unlocked_by_context(agent, [RetrievedPage("file:schedule.json", "{}")], present)
+    assert [name for name, _text in unlocked] == ["Task-Schedule"]
+    assert "schedule" in taught_kinds(present + unlocked)
