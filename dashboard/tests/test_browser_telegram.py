@@ -82,6 +82,13 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
+def submit(page, button) -> None:
+    """Click a button that posts its form, and return once the page the post answers with has loaded
+    (so a reload that follows never races the form's own navigation)."""
+    with page.expect_navigation(wait_until="load"):
+        button.click()
+
+
 def served(page, agent: Agent) -> None:
     """Reload the account page once the gateway has served its requests. (While one waits the
     page refreshes itself every few seconds, as the first step of the account test relies on.)"""
@@ -198,7 +205,7 @@ def test_the_account_page_reads_and_changes_the_profile_photos_contacts_and_join
     page.fill("#id_profile-last_name", "Lindqvist")
     page.fill("#id_profile-username", f"pia_{suffix}")
     page.fill("#id_profile-about", "Plays chess on Sundays & tells tales")
-    page.get_by_role("button", name="Save the profile in the sandbox").click()
+    submit(page, page.get_by_role("button", name="Save the profile in the sandbox"))
     served(page, agent)
     expect(page.locator("#profile-bio")).to_have_text("Plays chess on Sundays & tells tales", timeout=30_000)
     expect(page.locator("#profile")).to_contain_text(f"Pia Lindqvist · @pia_{suffix}")
@@ -206,7 +213,7 @@ def test_the_account_page_reads_and_changes_the_profile_photos_contacts_and_join
     page.set_input_files(
         "#id_photo-photo", files=[{"name": "pia.png", "mimeType": "image/png", "buffer": _png()}]
     )
-    page.get_by_role("button", name="Add the photo").click()
+    submit(page, page.get_by_role("button", name="Add the photo"))
     served(page, agent)
     photo = page.locator("#photos img")
     expect(photo).to_have_count(1, timeout=30_000)
@@ -214,14 +221,14 @@ def test_the_account_page_reads_and_changes_the_profile_photos_contacts_and_join
 
     page.fill("#id_contact-target", f"@bob_{suffix}")
     page.fill("#id_contact-first_name", "Bob")
-    page.get_by_role("button", name="Add the contact").click()
+    submit(page, page.get_by_role("button", name="Add the contact"))
     served(page, agent)
     expect(page.locator("#contacts tbody")).to_contain_text(f"@bob_{suffix}", timeout=30_000)
 
     page.fill("#id_join-target", f"https://t.me/chess_{suffix}")
     page.get_by_role("button", name="Join").click()
     page.fill("#id_join-target", "@no_such_group_here")
-    page.get_by_role("button", name="Join").click()
+    submit(page, page.get_by_role("button", name="Join"))
     served(page, agent)
     requests = page.locator(".cindy-requests")
     expect(requests).to_contain_text(f"Join https://t.me/chess_{suffix}", timeout=30_000)
@@ -234,10 +241,10 @@ def test_the_account_page_reads_and_changes_the_profile_photos_contacts_and_join
     shot(page, "telegram-account.png")
 
     page.locator(f"#contacts input[aria-label='Select Bob {suffix}']").check()
-    page.get_by_role("button", name="Delete the selected contacts").click()
+    submit(page, page.get_by_role("button", name="Delete the selected contacts"))
     served(page, agent)
     expect(page.locator("#contacts tbody")).to_contain_text("No contacts.", timeout=30_000)
-    page.locator("#photos").get_by_role("button", name="Delete").click()
+    submit(page, page.locator("#photos").get_by_role("button", name="Delete"))
     served(page, agent)
     expect(page.locator("#photos")).to_contain_text("No profile photos.", timeout=30_000)
     assert_reads_well(page)
