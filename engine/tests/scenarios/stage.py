@@ -123,6 +123,7 @@ class Served:
     turn: Turn | None
     text: str
     reply: str
+    at: float = 0.0  # when it was answered (time.time())
 
 
 @dataclass
@@ -263,7 +264,7 @@ class Stage:
         else:
             reply = "[]"
         with self._lock:
-            self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply))
+            self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply, at=time.time()))
         return FakeReply(text=reply)
 
     def _chat_named(self, peer_id: int) -> str:
@@ -320,8 +321,50 @@ class Stage:
 
     # --- acting as the people ---------------------------------------------------------------------
 
-    def say(self, scenario: Scenario, turn: Turn) -> None:
-        self.command("sandbox", "say", scenario.persona, turn.say, "--as", scenario.user(turn.person))
+    def say(self, scenario: Scenario, turn: Turn, text: str = "", typing: float = 0.0) -> None:
+        """The person says `text` (default: the turn's); with `typing`, they start typing for that many
+        seconds at once (one transaction, so the gateway reads both in one batch)."""
+        args = [scenario.persona, text or turn.say, "--as", scenario.user(turn.person)]
+        if turn.person in scenario.bots:
+            args.append("--bot")
+        if turn.person in scenario.user_ids:
+            args += ["--user-id", str(scenario.user_ids[turn.person])]
+        if not typing:
+            self.command("sandbox", "say", *args)
+            return
+        self.run(
+            "from django.core.management import call_command\n"
+            "from django.db import transaction\n"
+            "with transaction.atomic():\n"
+            f"    call_command('sandbox', 'say', *{args!r})\n"
+            f"    call_command('sandbox', 'typing', {scenario.persona!r}, '--as', "
+            f"{scenario.user(turn.person)!r}, '--seconds', '{typing:g}')"
+        )
+
+    def typing_lasts(self, seconds: float) -> float:
+        """How long the agent sees a person type who types for `seconds`."""
+        return seconds
+
+    def answer_bots(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator turns on the "answer bots" setting of the person's chat, as in the admin."""
+        assert self._conversation_of(scenario, turn.person), (
+            f"{scenario.path.name}: turn {turn.number}: answer_bots before {turn.person} wrote: "
+            "the chat must exist (say something in an earlier turn)"
+        )
+        self.run(
+            "from conversations.models import Conversation\n"
+            f"Conversation.objects.filter(agent_id={self.agent_ids[scenario.persona]}, "
+            f"peer_id={self.user_id(scenario.user(turn.person))}).update(answer_bots=True)",
+        )
+
+    def clear_present(self, persona: str) -> None:
+        """Remove the persona's schedule entries covering now, so the next scenarios of the persona
+        answer at the stage's speed and may schedule the present again."""
+        self.run(
+            "from cindy_site.clock import now\nfrom memory.models import ScheduleEntry\n"
+            f"ScheduleEntry.objects.filter(agent_id={self.agent_ids[persona]}, start__lte=now(), "
+            "end__gt=now()).delete()"
+        )
 
     def nudge(self, scenario: Scenario, turn: Turn) -> None:
         """An operator's nudge of the person's chat, as the admin's XSend action makes it."""
@@ -407,6 +450,54 @@ class Stage:
         theirs = [m for m in self.messages(scenario, person) if not m[1]]
         assert theirs, f"{scenario.path.name}: $last used before {person} wrote anything"
         return theirs[-1][0]
+
+    def _conversation_of(self, scenario: Scenario, person: str) -> int | None:
+        if not self._known(scenario, person):
+            return None
+        rows = self.db.query(
+            f"SELECT id FROM conversations_conversation WHERE agent_id = {self.agent_ids[scenario.persona]} "
+            f"AND peer_id = {self.user_id(scenario.user(person))}"
+        )
+        return rows[0][0] if rows else None
+
+    def mirrored(self, scenario: Scenario, person: str) -> list[str]:
+        """The texts of the person's messages in Cindy's mirror of their chat (as stored, redacted)."""
+        conversation = self._conversation_of(scenario, person)
+        if conversation is None:
+            return []
+        rows = self.db.query(
+            "SELECT text FROM conversations_message WHERE is_agent = 0 AND is_service = 0 AND "
+            f"conversation_id = {conversation} ORDER BY message_id"
+        )
+        return [r[0] for r in rows]
+
+    def events(self, scenario: Scenario, person: str, kind: str) -> int:
+        """How many activity events of `kind` the person's chat has."""
+        conversation = self._conversation_of(scenario, person)
+        if conversation is None:
+            return 0
+        return self.db.query(
+            "SELECT COUNT(*) FROM conversations_activityevent WHERE "
+            f"conversation_id = {conversation} AND kind = '{kind}'"
+        )[0][0]
+
+    def typing_noted(self, scenario: Scenario, person: str) -> bool:
+        """Cindy knows the person is typing (the pending reply waits for it)."""
+        conversation = self._conversation_of(scenario, person)
+        return conversation is not None and bool(
+            self.db.query(
+                "SELECT 1 FROM conversations_conversation WHERE partner_typing_until IS NOT NULL AND "
+                f"id = {conversation}"
+            )
+        )
+
+    def graphs(self, scenario: Scenario, person: str) -> int:
+        conversation = self._conversation_of(scenario, person)
+        if conversation is None:
+            return 0
+        return self.db.query(
+            f"SELECT COUNT(*) FROM conversations_taskgraph WHERE conversation_id = {conversation}"
+        )[0][0]
 
     def conversation_ids(self, scenario: Scenario) -> list[int]:
         peers = [str(self.user_id(scenario.user(p))) for p in scenario.people if self._known(scenario, p)]
