@@ -213,6 +213,13 @@ class Player:
                 if text in stored:
                     self.failures.append(f"{at}: Cindy stored {stored!r}, which shows {text!r}")
         if turn.loop_guard is not None:
+            if turn.loop_guard:  # the last message may still be on its way to the agent it would call out
+                wait(
+                    lambda: stage.events(scenario, turn.person, "loop_guard") > 0,
+                    f"{scenario.name} {at}: a loop_guard event",
+                    stage,
+                    deadline=30,
+                )
             guarded = stage.events(scenario, turn.person, "loop_guard") > 0
             if guarded != turn.loop_guard:
                 self.failures.append(f"{at}: the chat has {'a' if guarded else 'no'} loop_guard event")

@@ -12,6 +12,8 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     telegram = true                  # optional: also run on the MTProto stand-in (Telegram kinds only)
     bots = ["Beep"]                  # optional: people who are bot accounts
     user_ids = {Tg = 777000}         # optional: people with a fixed user id (777000: Telegram's service)
+    group = {title = "Club", agents = ["Wendy"]}   # optional: the people speak in this group, which
+                                     # these other personas are in too (sandbox only)
 
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
@@ -36,6 +38,8 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     stored_has = ["..."]             # text the person's last message shows in Cindy's mirror
     stored_lacks = ["..."]           # text it must not show there
     loop_guard = true                # whether a loop_guard event stands in the person's chat
+    chain = [{agent = "Wendy", reply = [...]}]   # in a group: the further LLM requests the turn
+                                     # makes, in order, each by the named persona
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -65,6 +69,7 @@ _SCENARIO_KEYS = {
     "telegram",
     "bots",
     "user_ids",
+    "group",
     "turn",
 }
 _TURN_KEYS = {
@@ -90,6 +95,7 @@ _TURN_KEYS = {
     "stored_has",
     "stored_lacks",
     "loop_guard",
+    "chain",
 }
 
 
@@ -122,6 +128,7 @@ class Turn:
     stored_has: tuple[str, ...] = ()
     stored_lacks: tuple[str, ...] = ()
     loop_guard: bool | None = None
+    chain: tuple[str, ...] = ()  # the personas making the requests after the first, in order
 
     @property
     def kinds(self) -> set[str]:
@@ -142,6 +149,13 @@ class Scenario:
     telegram: bool = False
     bots: tuple[str, ...] = ()
     user_ids: dict[str, int] = field(default_factory=dict)
+    group: str = ""  # the title of the group the people speak in ("" for DMs)
+    group_agents: tuple[str, ...] = ()  # the other personas in that group
+
+    @property
+    def group_title(self) -> str:
+        """The group's sandbox title: unique across scenarios sharing a gateway."""
+        return f"{self.group} {self.name}" if self.group else ""
 
     @property
     def name(self) -> str:
@@ -177,12 +191,18 @@ def load(path: Path) -> Scenario:
     turns = data.get("turn") or []
     if not turns:
         raise ScenarioError(f"{where}: no [[turn]]: add at least one")
+    group, group_agents = _group(where, data.get("group"), persona)
+    if group and data.get("telegram"):
+        raise ScenarioError(f"{where}: a group scenario plays on the sandbox only: remove telegram = true")
     return Scenario(
         path=path,
         persona=persona,
         about=str(data.get("about", "")),
         people=tuple(people),
-        turns=tuple(_turn(where, number, raw, people) for number, raw in enumerate(turns, start=1)),
+        turns=tuple(
+            _turn(where, number, raw, people, (persona, *group_agents) if group else ())
+            for number, raw in enumerate(turns, start=1)
+        ),
         operators=tuple(_operators(where, data.get("operators", []), people)),
         sticker_sets=tuple(_strings(where, "sticker_sets", data.get("sticker_sets", []))),
         library=tuple(_strings(where, "library", data.get("library", []))),
@@ -190,10 +210,27 @@ def load(path: Path) -> Scenario:
         telegram=bool(data.get("telegram", False)),
         bots=tuple(_operators(where, data.get("bots", []), people, key="bots")),
         user_ids=_user_ids(where, data.get("user_ids", {}), people),
+        group=group,
+        group_agents=group_agents,
     )
 
 
-def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Turn:
+def _group(where: str, value: Any, persona: str) -> tuple[str, tuple[str, ...]]:
+    if value is None:
+        return "", ()
+    example = 'e.g. group = {title = "Garden club", agents = ["Wendy"]}'
+    if not isinstance(value, dict) or set(value) - {"title", "agents"} or not value.get("title"):
+        raise ScenarioError(f"{where}: group is {value!r}: give a title and the other agents; {example}")
+    agents = _strings(where, "group agents", value.get("agents", []))
+    wrong = [a for a in agents if a not in PERSONAS or a == persona]
+    if wrong:
+        raise ScenarioError(f"{where}: group agents {wrong}: name other personas than {persona}; {example}")
+    return str(value["title"]), tuple(agents)
+
+
+def _turn(
+    where: str, number: int, raw: dict[str, Any], people: list[str], group_personas: tuple[str, ...] = ()
+) -> Turn:
     at = f"{where}: turn {number}"
     unknown = set(raw) - _TURN_KEYS
     if unknown:
@@ -221,6 +258,19 @@ def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Tu
     if "after_retrieve" in raw:
         replies.append(_reply(at, "after_retrieve", raw["after_retrieve"]))
     typing = _typing(at, raw.get("typing"), trigger)
+    chain: list[str] = []
+    for link in raw.get("chain", []):
+        if (
+            not isinstance(link, dict)
+            or set(link) != {"agent", "reply"}
+            or link["agent"] not in group_personas
+        ):
+            raise ScenarioError(
+                f"{at}: chain entry {link!r}: give agent (a persona of the group scenario: "
+                f'{list(group_personas)}) and reply, e.g. chain = [{{agent = "Wendy", reply = [...]}}]'
+            )
+        chain.append(link["agent"])
+        replies.append(_reply(at, "chain reply", link["reply"]))
     for key in ("blocked", "cleared", "stopped", "answered", "answer_bots", "loop_guard"):
         if key in raw and not isinstance(raw[key], bool):
             raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
@@ -249,6 +299,7 @@ def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Tu
         stored_has=tuple(_strings(at, "stored_has", raw.get("stored_has", []))),
         stored_lacks=tuple(_strings(at, "stored_lacks", raw.get("stored_lacks", []))),
         loop_guard=raw.get("loop_guard"),
+        chain=tuple(chain),
     )
 
 
