@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from engine.tests.scenarios.health import health
 from engine.tests.scenarios.spec import Scenario, Turn
 from engine.tests.scenarios.stage import Stage, wait
@@ -47,6 +49,7 @@ class Player:
             raise
         if self.stopped:
             stage.close_active(scenario)
+        stage.clear_present(scenario.persona)
         if stage.stopped(scenario.persona):  # a shutdown: the operator starts the agent again
             stage.start_agent(scenario.persona)
         for turn in scenario.turns:
@@ -67,10 +70,33 @@ class Player:
         work that will not come)."""
         stage, scenario = self.stage, self.scenario
         at = f"turn {turn.number}"
+        if turn.answer_bots:
+            stage.answer_bots(scenario, turn)
+        graphs = stage.graphs(scenario, turn.person)
+        started = time.time()
         if turn.trigger == "message":
-            stage.say(scenario, turn)
+            stage.say(scenario, turn, typing=turn.typing_seconds)
+            if turn.typing_then:  # said once the agent holds its reply for the typing
+                wait(
+                    lambda: (
+                        stage.typing_noted(scenario, turn.person)
+                        and stage.graphs(scenario, turn.person) > graphs
+                    )
+                    or self._troubled(),
+                    f"{scenario.name} {at}: the agent to hold its reply while {turn.person} types",
+                    stage,
+                )
+                stage.say(scenario, turn, text=turn.typing_then)
         elif turn.trigger == "nudge":
             stage.nudge(scenario, turn)
+        if not turn.answered:  # once Cindy stored the message, a turn it started would show
+            wait(
+                lambda: self._mirrored(turn),
+                f"{scenario.name} {at}: the message in Cindy's mirror",
+                stage,
+            )
+            if stage.graphs(scenario, turn.person) != graphs:
+                self.failures.append(f"{at}: the message started a turn; it should start none")
         wait(
             lambda: self._consumed(turn) or self._troubled(),
             f"{scenario.name} {at}: the LLM requests of this turn",
@@ -88,6 +114,13 @@ class Player:
         if len(served) != len(turn.replies):
             self.failures.append(f"{at}: {len(served)} LLM request(s), the script has {len(turn.replies)}")
         first = served[0].text if served else ""
+        if turn.typing_seconds and not turn.typing_then and served:
+            typed_until = started + stage.typing_lasts(turn.typing_seconds)
+            if served[0].at < typed_until:
+                self.failures.append(
+                    f"{at}: the agent planned its reply {typed_until - served[0].at:.1f} s before "
+                    f"{turn.person} stopped typing"
+                )
         section = TRIGGER_SECTIONS.get(turn.trigger)
         if section and section not in first:
             self.failures.append(f"{at}: the prompt lacks {section!r}: not a {turn.trigger} turn")
@@ -125,6 +158,12 @@ class Player:
             f"'graph_deleted') AND conversation_id IN ({', '.join(map(str, ids))})"
         )
         return rows[0][0] > 0
+
+    def _mirrored(self, turn: Turn) -> bool:
+        """Every message the person wrote in their chat is in Cindy's mirror."""
+        stage, scenario = self.stage, self.scenario
+        theirs = [m for m in stage.messages(scenario, turn.person) if not m[1]]
+        return bool(theirs) and len(stage.mirrored(scenario, turn.person)) >= len(theirs)
 
     def _consumed(self, turn: Turn) -> bool:
         return len(self.stage.requests_of(self.scenario, turn)) >= len(turn.replies)
@@ -165,6 +204,25 @@ class Player:
                 )
         if turn.stopped is not None and stage.stopped(scenario.persona) != turn.stopped:
             self.failures.append(f"{at}: {scenario.persona} is {'' if turn.stopped else 'not '}running")
+        if turn.stored_has or turn.stored_lacks:
+            stored = (stage.mirrored(scenario, turn.person) or [""])[-1]
+            for text in turn.stored_has:
+                if text not in stored:
+                    self.failures.append(f"{at}: Cindy stored {stored!r}, which does not show {text!r}")
+            for text in turn.stored_lacks:
+                if text in stored:
+                    self.failures.append(f"{at}: Cindy stored {stored!r}, which shows {text!r}")
+        if turn.loop_guard is not None:
+            if turn.loop_guard:  # the last message may still be on its way to the agent it would call out
+                wait(
+                    lambda: stage.events(scenario, turn.person, "loop_guard") > 0,
+                    f"{scenario.name} {at}: a loop_guard event",
+                    stage,
+                    deadline=30,
+                )
+            guarded = stage.events(scenario, turn.person, "loop_guard") > 0
+            if guarded != turn.loop_guard:
+                self.failures.append(f"{at}: the chat has {'a' if guarded else 'no'} loop_guard event")
         if turn.blocked is not None:
             blocked = stage.user_id(scenario.user(turn.person)) in stage.blocked_ids(scenario.persona)
             if blocked != turn.blocked:

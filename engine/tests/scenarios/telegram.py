@@ -14,6 +14,7 @@ from telethon.tl import types
 
 from conversations.testing.mtproto import StandIn
 from conversations.testing.mtproto.media import add_sticker_set, image_bytes
+from conversations.transport.base import TYPING_UPDATE_SECONDS
 from engine.tests.processes import MANAGE, ChildDatabase, manage
 from engine.tests.scenarios.spec import PERSONAS, Scenario, Turn
 from engine.tests.scenarios.stage import Stage
@@ -75,21 +76,36 @@ class TelegramStage(Stage):
 
     # --- the people ---------------------------------------------------------------------------------
 
-    def _person(self, name: str) -> int:
+    def _person(self, name: str, *, user_id: int | None = None, bot: bool = False) -> int:
         if name not in self.people:
             phone = f"+99966{len(self.people) + 10:05d}"[:11]
             self.people[name] = self.standin.run(
-                self.standin.world.create_user, phone=phone, first_name=name
+                self.standin.world.create_user, phone=phone, first_name=name, user_id=user_id, bot=bot
             ).id
         return self.people[name]
 
     def operator_id(self, name: str) -> int:
         return self._person(name)
 
-    def say(self, scenario: Scenario, turn: Turn) -> None:
-        person = self._person(scenario.user(turn.person))
+    def say(self, scenario: Scenario, turn: Turn, text: str = "", typing: float = 0.0) -> None:
+        """The person writes; with `typing`, one `UpdateUserTyping` follows at once (Telegram's clients
+        take it to last TYPING_UPDATE_SECONDS)."""
+        person = self._person(
+            scenario.user(turn.person),
+            user_id=scenario.user_ids.get(turn.person),
+            bot=turn.person in scenario.bots,
+        )
         key = self.standin.world.dm_key(self.accounts[scenario.persona], person)
-        self.standin.run(self.standin.world.send, person, key, turn.say)
+
+        def act() -> None:
+            self.standin.world.send(person, key, text or turn.say)
+            if typing:
+                self.standin.world.typing(person, key)
+
+        self.standin.run(act)
+
+    def typing_lasts(self, seconds: float) -> float:
+        return TYPING_UPDATE_SECONDS
 
     # --- reading the world --------------------------------------------------------------------------
 
