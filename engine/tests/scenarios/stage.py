@@ -499,6 +499,14 @@ class Stage:
         )[0][0]
 
 
+def _channel_details(text: str) -> str:
+    """The "# Channel Details" block of a prompt (which chat a request was for), or its first line."""
+    start = text.find("# Channel Details")
+    if start < 0:
+        return text.strip().splitlines()[0][:200] if text.strip() else ""
+    return text[start : start + 400]
+
+
 def wait(predicate, what: str, stage: Stage, deadline: float = TURN_DEADLINE):
     """Poll `predicate` until it is true, at most `deadline` seconds; the failure shows the log's end."""
     end = time.monotonic() + deadline
@@ -508,6 +516,9 @@ def wait(predicate, what: str, stage: Stage, deadline: float = TURN_DEADLINE):
             return value
         time.sleep(0.1)
     served = [(s.chat, s.turn.number if s.turn else "unscripted") for s in stage.served]
+    unscripted = [_channel_details(s.text) for s in stage.served if s.turn is None]
+    if unscripted:
+        served.append(("the unscripted requests' channels", unscripted))
     raise AssertionError(
         f"timed out waiting for {what}; LLM requests so far (chat, turn): {served}; gateway log:\n"
         f"{stage.log_since(0)[-6000:]}"
