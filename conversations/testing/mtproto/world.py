@@ -86,6 +86,7 @@ class World:
         self._common_msg_id = itertools.count(1)
         self.files: dict[int, bytes] = {}  # photo or document id -> content
         self.photos: dict[int, types.Photo] = {}
+        self.uploads: dict[tuple[int, int], dict[int, bytes]] = {}  # (user, file id) -> part -> bytes
         self.documents: dict[int, types.Document] = {}
         self.sticker_sets: dict[str, tuple[types.StickerSet, list[types.Document]]] = {}
 

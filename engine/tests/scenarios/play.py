@@ -8,6 +8,9 @@ from engine.tests.scenarios.health import health
 from engine.tests.scenarios.spec import Scenario, Turn
 from engine.tests.scenarios.stage import Stage, wait
 
+#: How soon after an operator's change a held turn must plan: well within the brake's own next check
+#: (engine/brakes.py, BRAKE_RECHECK_SECONDS), so a raised cap visibly takes effect at once.
+PROMPTLY_SECONDS = 30
 #: What the prompt of a turn started by a trigger shows (llm/prompt/instructions.py).
 TRIGGER_SECTIONS = {"xsend": "# Cross-channel Trigger", "event": "# Scheduled Event"}
 
@@ -35,6 +38,7 @@ class Player:
         self.seen: dict[str, int] = {}  # person -> id of the last agent message checked in their chat
         self.failures: list[str] = []
         self.stopped = False  # a turn went wrong and the scenario stopped there
+        self.braked_calls: int | None = None  # the LLM calls of the scenario when a brake held a turn
 
     def play(self) -> None:
         stage, scenario = self.stage, self.scenario
@@ -70,10 +74,15 @@ class Player:
         work that will not come)."""
         stage, scenario = self.stage, self.scenario
         at = f"turn {turn.number}"
+        if self.braked_calls is not None and stage.llm_calls(scenario) != self.braked_calls:
+            self.failures.append(f"{at}: the LLM was called while a brake held the turn before")
+        self.braked_calls = None
         if turn.answer_bots:
             stage.answer_bots(scenario, turn)
         graphs = stage.graphs(scenario, turn.person)
         started = time.time()
+        if turn.operator:
+            stage.operate(scenario, turn)
         if turn.trigger == "message":
             stage.say(scenario, turn, typing=turn.typing_seconds)
             if turn.typing_then:  # said once the agent holds its reply for the typing
@@ -97,11 +106,18 @@ class Player:
             )
             if stage.graphs(scenario, turn.person) != graphs:
                 self.failures.append(f"{at}: the message started a turn; it should start none")
+        if turn.braked:
+            return self._braked(turn, at)
         wait(
             lambda: self._consumed(turn) or self._troubled(),
             f"{scenario.name} {at}: the LLM requests of this turn",
             stage,
         )
+        if turn.trigger == "operator" and time.time() - started > PROMPTLY_SECONDS:
+            self.failures.append(
+                f"{at}: the held turn planned {time.time() - started:.0f} s after the operator's change, "
+                f"not promptly (within {PROMPTLY_SECONDS} s)"
+            )
         wait(
             lambda: not stage.busy(scenario) or self._troubled(),
             f"{scenario.name} {at}: its graphs to finish",
@@ -134,6 +150,24 @@ class Player:
         for text in turn.retrieved_has:
             if text not in last:
                 self.failures.append(f"{at}: the prompt after the retrieve does not show {text!r}")
+        self._check_effects(turn, at)
+        return not self.stopped
+
+    def _braked(self, turn: Turn, at: str) -> bool:
+        """A message a spend brake holds: the turn waits, no LLM request is made, nothing is sent."""
+        stage, scenario = self.stage, self.scenario
+        wait(
+            lambda: stage.held(scenario) or self._troubled() or stage.requests_of(scenario, turn),
+            f"{scenario.name} {at}: a spend brake to hold the turn",
+            stage,
+        )
+        self.braked_calls = stage.llm_calls(scenario)
+        if not stage.held(scenario):
+            self.stopped = True
+            self.failures.append(f"{at}: no brake held the turn; the scenario stopped here")
+        unscripted = [s for s in stage.unscripted(scenario) if s.chat == scenario.user(turn.person)]
+        if unscripted:
+            self.failures.append(f"{at}: {len(unscripted)} LLM request(s) while the brake held the turn")
         self._check_effects(turn, at)
         return not self.stopped
 
@@ -201,6 +235,12 @@ class Player:
             if theirs:
                 self.failures.append(
                     f"{at}: the chat was not cleared: {len(theirs)} of their messages remain"
+                )
+        for text in turn.activity:
+            lines = stage.activity_lines(scenario, text)
+            if len(lines) != 1:
+                self.failures.append(
+                    f"{at}: {len(lines)} activity line(s) say {text!r}, expected one: {lines}"
                 )
         if turn.stopped is not None and stage.stopped(scenario.persona) != turn.stopped:
             self.failures.append(f"{at}: {scenario.persona} is {'' if turn.stopped else 'not '}running")

@@ -19,8 +19,13 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     say = "Hello"                    # the person's message, or a turn started otherwise:
     # trigger = "xsend" | "event"    #   by the agent's own xsend or event (the turn waits for it), or
     # trigger = "nudge"              #   by an operator's nudge (the admin's XSend), with `intent = "..."`
+    # trigger = "operator"           #   by the operator's `operator` change (a held turn plans again)
     as = "Ada"                       # optional: whose chat this turn is in
+    operator = {daily_spend_cap = "0.01"}   # optional: spend limits an operator saves first, as the
+                                     #   admin does ("" clears one)
     reply = [{kind = "send", text = "Hi!"}]            # what the LLM stand-in answers
+    usage = {input_tokens = 6000, output_tokens = 1000}   # optional: the tokens the model reports
+    braked = true                    # optional: a spend brake holds the turn: no LLM request, no reply
     after_retrieve = [{kind = "send", text = "..."}]   # optional: its answer once pages were fetched
     prompt_has = ["..."]             # text this turn's prompt must show
     prompt_lacks = ["..."]           # text it must not show
@@ -40,6 +45,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     loop_guard = true                # whether a loop_guard event stands in the person's chat
     chain = [{agent = "Wendy", reply = [...]}]   # in a group: the further LLM requests the turn
                                      # makes, in order, each by the named persona
+    activity = ["spend cap reached"] # texts each in exactly one activity line of the scenario's chats
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -56,7 +62,10 @@ from typing import Any
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
-TRIGGERS = ("message", "xsend", "event", "nudge")
+TRIGGERS = ("message", "xsend", "event", "nudge", "operator")
+#: What an `operator` step may change: the agent's spend limits (engine/brakes.py), as the admin saves them.
+OPERATOR_FIELDS = ("daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day")
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "thinking_tokens")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
 _SCENARIO_KEYS = {
     "persona",
@@ -96,6 +105,10 @@ _TURN_KEYS = {
     "stored_lacks",
     "loop_guard",
     "chain",
+    "operator",
+    "usage",
+    "braked",
+    "activity",
 }
 
 
@@ -129,6 +142,10 @@ class Turn:
     stored_lacks: tuple[str, ...] = ()
     loop_guard: bool | None = None
     chain: tuple[str, ...] = ()  # the personas making the requests after the first, in order
+    operator: tuple[tuple[str, str], ...] = ()  # (field, value) an operator saves before the turn
+    usage: tuple[tuple[str, int], ...] = ()  # the token counts the model reports for this turn's replies
+    braked: bool = False
+    activity: tuple[str, ...] = ()
 
     @property
     def kinds(self) -> set[str]:
@@ -254,6 +271,33 @@ def _turn(
         raise ScenarioError(
             f"{at}: answered = false is a message that starts no LLM call: remove reply and after_retrieve"
         )
+    operator = _operator(at, raw.get("operator", {}))
+    if trigger == "operator" and not operator:
+        raise ScenarioError(
+            f'{at}: trigger = "operator" needs an operator change, e.g. operator = '
+            '{daily_spend_cap = "1.00"}'
+        )
+    for key in ("blocked", "cleared", "stopped", "answered", "answer_bots", "loop_guard", "braked"):
+        if key in raw and not isinstance(raw[key], bool):
+            raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
+    braked = raw.get("braked", False)
+    if braked:
+        if "reply" in raw or "after_retrieve" in raw or trigger != "message":
+            raise ScenarioError(
+                f"{at}: a braked turn is a message the brake holds: it has a say and no reply (the turn "
+                'that plans it later, e.g. trigger = "operator", has the reply)'
+            )
+        return Turn(
+            number=number,
+            person=person,
+            trigger=trigger,
+            say=say,
+            replies=(),
+            operator=operator,
+            sends=tuple(_strings(at, "sends", raw.get("sends", []))),
+            braked=True,
+            activity=tuple(_strings(at, "activity", raw.get("activity", []))),
+        )
     replies = [_reply(at, "reply", raw.get("reply"))] if answered else []
     if "after_retrieve" in raw:
         replies.append(_reply(at, "after_retrieve", raw["after_retrieve"]))
@@ -271,9 +315,14 @@ def _turn(
             )
         chain.append(link["agent"])
         replies.append(_reply(at, "chain reply", link["reply"]))
-    for key in ("blocked", "cleared", "stopped", "answered", "answer_bots", "loop_guard"):
-        if key in raw and not isinstance(raw[key], bool):
-            raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
+    usage = raw.get("usage", {})
+    if not isinstance(usage, dict) or any(
+        k not in USAGE_KEYS or not isinstance(v, int) or v < 0 for k, v in usage.items()
+    ):
+        raise ScenarioError(
+            f"{at}: usage is {usage!r}: use token counts of {', '.join(USAGE_KEYS)}, e.g. "
+            "usage = {input_tokens = 6000, output_tokens = 1000}"
+        )
     sends = raw.get("sends")
     return Turn(
         number=number,
@@ -300,6 +349,9 @@ def _turn(
         stored_lacks=tuple(_strings(at, "stored_lacks", raw.get("stored_lacks", []))),
         loop_guard=raw.get("loop_guard"),
         chain=tuple(chain),
+        operator=operator,
+        usage=tuple(usage.items()),
+        activity=tuple(_strings(at, "activity", raw.get("activity", []))),
     )
 
 
@@ -335,6 +387,17 @@ def _user_ids(where: str, value: Any, people: list[str]) -> dict[str, int]:
     if strangers:
         raise ScenarioError(f"{where}: user_ids {strangers} are not in people {people}: add them to people")
     return dict(value)
+
+
+def _operator(at: str, value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or any(
+        k not in OPERATOR_FIELDS or not isinstance(v, str | int) for k, v in value.items()
+    ):
+        raise ScenarioError(
+            f'{at}: operator is {value!r}: set one or more of {", ".join(OPERATOR_FIELDS)} ("" clears '
+            'one), e.g. operator = {daily_spend_cap = "0.01"}'
+        )
+    return tuple((k, str(v)) for k, v in value.items())
 
 
 def _operators(where: str, value: Any, people: list[str], key: str = "operators") -> list[str]:

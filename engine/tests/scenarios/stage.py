@@ -288,7 +288,7 @@ class Stage:
             reply = "[]"
         with self._lock:
             self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply, at=time.time()))
-        return FakeReply(text=reply)
+        return FakeReply(text=reply, **dict(turn.usage if turn is not None else ()))
 
     def _chat_named(self, peer_id: int) -> str:
         """The scripted person whose DM has this peer id (their user id), the scripted group with this
@@ -403,6 +403,47 @@ class Stage:
             f"peer_id={self.user_id(scenario.user(turn.person))})\n"
             f"conversation_nudge(conversation=conversation, intent={turn.intent!r}, operator='scenario')",
         )
+
+    def operate(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator's change of the persona's spend limits, saved as the admin's Agent form saves it."""
+        self.run(
+            "from agents.models import Agent\n"
+            "from agents.services.curation import agent_save\n"
+            f"agent = Agent.objects.get(name={scenario.persona!r})\n"
+            f"for name, value in {list(turn.operator)!r}:\n"
+            "    setattr(agent, name, Agent._meta.get_field(name).to_python(value) if value else None)\n"
+            "agent_save(agent=agent)",
+        )
+
+    def held(self, scenario: Scenario) -> bool:
+        """Whether a spend brake holds a turn of the scenario's chats (engine/brakes.py)."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return False
+        rows = self.db.query(
+            "SELECT COUNT(*) FROM conversations_tasknode WHERE kind = 'received' AND status = 'pending' "
+            f"AND JSON_EXTRACT(params, '$.braked') IS NOT NULL AND conversation_id IN ({', '.join(map(str, ids))})"
+        )
+        return rows[0][0] > 0
+
+    def llm_calls(self, scenario: Scenario) -> int:
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return 0
+        return self.db.query(
+            f"SELECT COUNT(*) FROM conversations_llmcall WHERE conversation_id IN ({', '.join(map(str, ids))})"
+        )[0][0]
+
+    def activity_lines(self, scenario: Scenario, text: str) -> list[str]:
+        """The activity summaries of the scenario's chats that contain `text`."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return []
+        rows = self.db.query(
+            "SELECT summary FROM conversations_activityevent WHERE conversation_id IN "
+            f"({', '.join(map(str, ids))}) ORDER BY id"
+        )
+        return [r[0] for r in rows if text in r[0]]
 
     def close_active(self, scenario: Scenario) -> None:
         """Cancel what a failed scenario left running, so it does not run on into the next one."""
@@ -612,6 +653,14 @@ class Stage:
         )[0][0]
 
 
+def _channel_details(text: str) -> str:
+    """The "# Channel Details" block of a prompt (which chat a request was for), or its first line."""
+    start = text.find("# Channel Details")
+    if start < 0:
+        return text.strip().splitlines()[0][:200] if text.strip() else ""
+    return text[start : start + 400]
+
+
 def wait(predicate, what: str, stage: Stage, deadline: float = TURN_DEADLINE):
     """Poll `predicate` until it is true, at most `deadline` seconds; the failure shows the log's end."""
     end = time.monotonic() + deadline
@@ -621,6 +670,9 @@ def wait(predicate, what: str, stage: Stage, deadline: float = TURN_DEADLINE):
             return value
         time.sleep(0.1)
     served = [(s.chat, s.turn.number if s.turn else "unscripted") for s in stage.served]
+    unscripted = [_channel_details(s.text) for s in stage.served if s.turn is None]
+    if unscripted:
+        served.append(("the unscripted requests' channels", unscripted))
     raise AssertionError(
         f"timed out waiting for {what}; LLM requests so far (chat, turn): {served}; gateway log:\n"
         f"{stage.log_since(0)[-6000:]}"

@@ -17,7 +17,7 @@ from conversations.testing.mtproto.media import add_sticker_set, image_bytes
 from conversations.transport.base import TYPING_UPDATE_SECONDS
 from engine.tests.processes import MANAGE, ChildDatabase, manage
 from engine.tests.scenarios.spec import PERSONAS, Scenario, Turn
-from engine.tests.scenarios.stage import Stage
+from engine.tests.scenarios.stage import SAMPLES, Stage
 
 #: Test numbers (+99966XYYYY: the login code is X five times), one per persona.
 PHONES = {name: f"+999662{number:04d}" for number, name in enumerate(PERSONAS, start=1)}
@@ -58,6 +58,12 @@ class TelegramStage(Stage):
                 for p, phone in PHONES.items()
             ),
         )
+        #: A library file's bytes -> its library item: a photo in a chat with these bytes is that item,
+        #: uploaded with the send (the account has no Saved Messages copy of an admin upload).
+        self.library_files = {
+            (SAMPLES / "media" / key.split("/", 1)[1]).read_bytes(): unique_id
+            for key, (unique_id, _curated) in self.library.items()
+        }
         for persona, phone in PHONES.items():
             done = subprocess.run(
                 [sys.executable, MANAGE, "telegram_login", persona],
@@ -157,7 +163,8 @@ class TelegramStage(Stage):
                     ]
             return [{"media_kind": "document"}]
         if isinstance(media, types.MessageMediaPhoto):
-            return [{"media_kind": "photo"}]
+            data = self.standin.world.files.get(media.photo.id)
+            return [{"media_kind": "photo", "unique_id": self.library_files.get(data, str(media.photo.id))}]
         return [{"media_kind": type(media).__name__}]
 
     def blocked_ids(self, persona: str) -> list[int]:

@@ -78,6 +78,22 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
             + 'chain = [{agent = "Bramble", reply = []}]\n',
             "turn 1: chain entry",
         ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\noperator = {llm = "x"}\nsay = "hi"\nreply = []\n',
+            "operator is {'llm': 'x'}: set one or more of daily_spend_cap",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\ntrigger = "operator"\nreply = []\n',
+            'trigger = "operator" needs an operator change',
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nbraked = true\nreply = []\n',
+            "a braked turn is a message the brake holds: it has a say and no reply",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nreply = []\nusage = {tokens = 5}\n',
+            "usage is {'tokens': 5}: use token counts of input_tokens",
+        ),
     ],
 )
 def test_a_bad_scenario_file_is_refused_naming_the_file_and_the_fix(tmp_path, text, message):
