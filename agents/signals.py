@@ -11,3 +11,8 @@ agent_restarted = Signal()
 #: Sent after a `GatewayRequest` is written, inside the writer's transaction, so that idle gateways
 #: can be woken to run it at once rather than at their next tick. Argument: `request`.
 gateway_request_created = Signal()
+
+#: Sent after an operator saved an agent whose spend limits changed (daily cap, turns per partner per
+#: minute or per day), so that turns a spend brake holds are looked at again at once rather than at the
+#: brake's next check. Argument: `agent`.
+spend_limits_changed = Signal()

@@ -72,6 +72,8 @@ class EngineConfig(AppConfig):
     verbose_name = "Engine"
 
     def ready(self) -> None:
+        from engine import receivers  # noqa: F401 (connects the signal receivers)
+
         # `runworkers` preloads in its pool (engine/cluster.py); django-q2's own `qcluster` here.
         if sys.argv[1:2] == ["qcluster"] and settings.CINDY_PRELOAD_TASK_MODULES:
             preload_task_modules(read_agents=False)  # no queries while apps load

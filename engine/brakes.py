@@ -11,7 +11,8 @@ Checked by the task worker before a turn is planned (`engine.tasks.run_received`
 "Today" starts at midnight in TIME_ZONE. A braked turn goes back to pending without counting an
 attempt and without a `node_deferred` event, and is looked at again after BRAKE_RECHECK_SECONDS (a
 minute limit: when its window frees a turn): so it plans as soon as the day turns, the window moves,
-or an operator raises the cap in the admin. The agent's activity stream says so once per brake, cap
+or an operator raises the cap in the admin (saving changed limits looks at the agent's held turns again
+at once: `braked_turns_release`). The agent's activity stream says so once per brake, cap
 value and day (an `info` event with `data.brake`), and the dashboard lists the agents at a spend cap.
 Only planning is braked: media descriptions and translations an operator asks for are not.
 """
@@ -29,11 +30,15 @@ from django.db.models import Sum
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, LLMCall, NodeStatus, TaskNode
+from conversations.models import ActivityEvent, LLMCall, NodeKind, NodeStatus, TaskNode
 from conversations.services.activity import record_event
+from conversations.services.wake import wake_gateways_on_commit
 
 #: How often a braked turn is looked at again.
 BRAKE_RECHECK_SECONDS = 60
+#: The param a braked turn carries (the key of the brake that held it last), so that an operator's
+#: change of the limits finds it.
+BRAKED_PARAM = "braked"
 MINUTE = dt.timedelta(seconds=60)
 
 
@@ -138,11 +143,32 @@ def brake_hold(*, node_id: int, owner: str) -> str:
         return ""
     with transaction.atomic():
         held = TaskNode.objects.filter(pk=node_id, status=NodeStatus.RUNNING, lease_owner=owner).update(
-            status=NodeStatus.PENDING, not_before=brake.until, lease_owner="", lease_expires_at=None
+            status=NodeStatus.PENDING,
+            not_before=brake.until,
+            lease_owner="",
+            lease_expires_at=None,
+            params={**(node.params or {}), BRAKED_PARAM: brake.key},
         )
         if held:
             brake_announce(agent_id=node.agent_id, conversation_id=node.conversation_id, brake=brake, at=at)
     return brake.message if held else "lost"
+
+
+def braked_turns_release(*, agent_id: int) -> int:
+    """Look at the agent's braked turns again now (their next check moves to now) and wake the
+    gateways: an operator who raised a cap or a limit sees planning resume at once, not at the brake's
+    next check. A turn the new limits still brake is held again. Returns how many turns were released."""
+    at = now()
+    released = TaskNode.objects.filter(
+        agent_id=agent_id,
+        kind=NodeKind.RECEIVED,
+        status=NodeStatus.PENDING,
+        not_before__gt=at,
+        params__has_key=BRAKED_PARAM,
+    ).update(not_before=at)
+    if released:
+        wake_gateways_on_commit()
+    return released
 
 
 def brake_announce(*, agent_id: int, conversation_id: int, brake: Brake, at: dt.datetime) -> bool:

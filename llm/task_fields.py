@@ -109,13 +109,24 @@ def wait_delay(raw: dict[str, Any], notes: list[str]) -> float:
     return value
 
 
-def check_url(url: str) -> str:
-    """`url` stripped if it is an http(s) URL with a host, or a `file:NAME` document; else TaskError."""
+def check_url(url: str, notes: list[str] | None = None) -> str:
+    """`url` stripped if it is an http(s) URL with a host, or a `file:NAME` document; else TaskError.
+
+    `http:NAME` (a scheme, no `//` and no host, only a file name) is read as the document `file:NAME`,
+    with a note: persona files written for the original name their documents that way (its sample
+    Heidi says "more details at `http:Friends.md`"), and a model that follows them must still get the
+    document rather than lose the whole retrieve.
+    """
     text = url.strip()
     if text.startswith("file:"):
         if not text[5:].strip():
             raise TaskError(f"URL {short_repr(url)} names no document: write file:NAME, e.g. file:Friends.md")
         return text
+    scheme, colon, rest = text.partition(":")
+    if colon and scheme.lower() in ("http", "https") and rest.strip() and not re.search(r"[/\\\s?#]", rest):
+        if notes is not None:
+            notes.append(f"URL {short_repr(url)} has no host: read as your document file:{rest}")
+        return f"file:{rest}"
     try:
         parts = urlsplit(text)
         host, _port = parts.hostname, parts.port  # .port raises on a bad port
@@ -126,7 +137,7 @@ def check_url(url: str) -> str:
     return text
 
 
-def retrieve_urls(raw: dict[str, Any]) -> list[str]:
+def retrieve_urls(raw: dict[str, Any], notes: list[str] | None = None) -> list[str]:
     value = raw.get("urls", raw.get("url"))
     if isinstance(value, str):
         value = [value]
@@ -138,7 +149,7 @@ def retrieve_urls(raw: dict[str, Any]) -> list[str]:
     for url in value[:MAX_URLS_PER_TASK]:
         if not isinstance(url, str):
             raise TaskError(f"URL {short_repr(url)} is not text: give http(s) URLs as strings")
-        urls.append(check_url(url))
+        urls.append(check_url(url, notes))
     return list(dict.fromkeys(urls))
 
 

@@ -221,7 +221,7 @@ def validate_task(raw: Any, notes: list[str] | None = None) -> list[Task]:
     elif kind == "think":
         params = {"text": raw.get("text") if isinstance(raw.get("text"), str) else ""}
     elif kind == "retrieve":
-        urls = retrieve_urls(raw)
+        urls = retrieve_urls(raw, notes)
         if not urls:
             return []  # an empty list asks for nothing: dropped silently, as the original does
         params = {"urls": urls}

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from agents.models import Agent, AgentDocument, RolePrompt
-from agents.signals import agent_restarted
+from agents.signals import agent_restarted, spend_limits_changed
 from llm.routing import UnknownModelError, resolve
 
 
@@ -49,7 +49,11 @@ def agent_save(*, agent: Agent) -> Agent:
     """Validate and store an agent edited by a person."""
     agent_validate(agent=agent)
     agent.full_clean(validate_unique=True)
+    limits = ("daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day")
+    before = Agent.objects.filter(pk=agent.pk).values_list(*limits).first() if agent.pk else None
     agent.save()
+    if before is not None and before != tuple(getattr(agent, name) for name in limits):
+        spend_limits_changed.send(sender=Agent, agent=agent)
     return agent
 
 

@@ -167,6 +167,9 @@ class SentMessage:
     message_id: int
     date: dt.datetime
     random_id: int | None = None
+    #: The id the transport gave the sent media, when it differs from what was sent (a library file
+    #: uploaded with the send gets a new id on Telegram); "" otherwise.
+    media_unique_id: str = ""
 
 
 @dataclass(frozen=True)

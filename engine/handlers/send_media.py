@@ -9,6 +9,7 @@ from conversations.transport.base import LibraryRef, PermanentError
 from engine.handlers.base import Done, HandlerContext, register
 from engine.handlers.send import stored_random_id
 from media_catalog.models import LibraryItem
+from media_catalog.services.library import library_item_sent_as
 
 
 def library_ref(*, agent_id: int, unique_id: str) -> LibraryRef | None:
@@ -37,6 +38,10 @@ async def handle_send_media(ctx: HandlerContext) -> Done:
     sent = await ctx.transport.send_media(
         ctx.conversation.peer_id, ref, random_id=random_id, reply_to=reply_to
     )
+    if sent.media_unique_id and sent.media_unique_id != ref.unique_id:  # uploaded with the send
+        await sync_to_async(library_item_sent_as)(
+            agent_id=ctx.agent.pk, unique_id=ref.unique_id, sent_unique_id=sent.media_unique_id
+        )
     part = {"kind": "media", "media_kind": ref.media_kind, "unique_id": ref.unique_id, "mime": ref.mime}
     await sync_to_async(message_record_sent)(
         agent=ctx.agent, conversation=ctx.conversation, sent=sent, reply_to=reply_to, media=[part]

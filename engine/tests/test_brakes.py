@@ -7,9 +7,10 @@ from decimal import Decimal
 
 import pytest
 
+from agents.services import curation
 from conversations.models import ActivityEvent, LLMCall
 from conversations.services.sandbox import sandbox_say, sandbox_transcript
-from engine.brakes import day_start, spend_alerts
+from engine.brakes import braked_turns_release, day_start, spend_alerts
 from engine.tests.harness import tasks
 
 pytestmark = pytest.mark.django_db
@@ -120,3 +121,37 @@ def test_turns_per_partner_per_day_hold_further_turns(agent, harness, fake_llm, 
         "turn limit reached: 1 planning turns in this conversation today; the next waits for tomorrow or a "
         "higher limit (admin: Partner turns per day)"
     ]
+
+
+def test_raising_the_cap_in_the_admin_plans_the_held_turn_at_once(agent, harness, fake_llm, clock):
+    """An operator who raises the cap sees the held turn planned now, not at the brake's next check."""
+    agent.daily_spend_cap = Decimal("0.04")
+    agent.save()
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Hi!"}), **EXPENSIVE)
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Sorry, I was away."}))
+    say(agent, harness, clock, "hello")
+    sandbox_say(agent=agent, text="are you there?")
+    harness.settle(until=clock.now() + dt.timedelta(seconds=5))
+    assert len(fake_llm.requests) == 1 and len(brake_lines(agent)) == 1
+
+    held_at = clock.now()
+    agent.daily_spend_cap = Decimal("1.00")
+    curation.agent_save(agent=agent)  # what the admin's save runs
+    harness.settle(until=held_at)  # the clock does not move: no brake check comes due by itself
+    assert len(fake_llm.requests) == 2
+    harness.settle(until=held_at + dt.timedelta(minutes=1))  # typing the answer
+    assert sandbox_transcript(agent=agent)[-1] == "Wendy: Sorry, I was away."
+
+
+def test_saving_an_agent_without_changing_its_limits_leaves_held_turns_held(agent, harness, fake_llm, clock):
+    agent.partner_turns_per_day = 1
+    agent.save()
+    fake_llm.reply_with(tasks({"kind": "send", "text": "one"}))
+    say(agent, harness, clock, "first")
+    sandbox_say(agent=agent, text="second")
+    harness.settle(until=clock.now() + dt.timedelta(seconds=5))
+    agent.daily_schedule = "Edited by an operator."
+    curation.agent_save(agent=agent)
+    harness.settle(until=clock.now())
+    assert len(fake_llm.requests) == 1
+    assert braked_turns_release(agent_id=agent.pk) == 1  # the turn is still held, by the same brake

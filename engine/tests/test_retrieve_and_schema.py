@@ -59,6 +59,22 @@ def test_file_urls_read_the_agents_documents(retriever, harness, fake_llm):
     assert sandbox_transcript(agent=retriever)[-1] == "Wendy: Sam likes sourdough!"
 
 
+def test_a_document_named_as_http_name_in_the_persona_is_retrieved_as_that_document(
+    retriever, harness, fake_llm
+):
+    # A persona written for the original may say "more details at `http:Garden.md`".
+    AgentDocument.objects.create(agent=retriever, name="Garden.md", content="The pear tree fruits in May.")
+    fake_llm.reply_with(tasks({"kind": "retrieve", "urls": ["http:Garden.md"]}))
+    fake_llm.reply_with(tasks({"kind": "send", "text": "In May!"}))
+    sandbox_say(agent=retriever, text="when does the pear tree fruit?")
+    harness.settle()
+    received = TaskNode.objects.get(kind="received")
+    assert received.status == NodeStatus.DONE and received.result["errors"] == []
+    assert "# Your document file:Garden.md" in _contents(fake_llm.requests[1])
+    assert "The pear tree fruits in May." in _contents(fake_llm.requests[1])
+    assert sandbox_transcript(agent=retriever)[-1] == "Wendy: In May!"
+
+
 def test_a_registered_file_name_is_served_by_its_source(retriever, harness, fake_llm, monkeypatch):
     monkeypatch.setitem(file_sources._NAMED, "schedule.json", lambda agent_id, name: '{"today": "baking"}')
     fake_llm.reply_with(tasks({"kind": "retrieve", "urls": ["file:schedule.json"]}))

@@ -15,7 +15,12 @@ from dashboard.selectors import sandbox_message_row
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from media_catalog.models import LibraryItem, MediaDescription
-from media_catalog.services.library import library_item_save, library_item_upload, library_sync_saved
+from media_catalog.services.library import (
+    library_item_save,
+    library_item_sent_as,
+    library_item_upload,
+    library_sync_saved,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -140,3 +145,11 @@ def test_editing_a_library_items_description_curates_its_media(agent, media_root
     library_item_save(item=item)
     description = MediaDescription.objects.get(unique_id=item.unique_id)
     assert (description.description, description.is_curated) == ("A ginger cat, now curated", True)
+
+
+def test_an_uploaded_item_sent_under_a_new_media_id_keeps_its_curated_description(agent, cat):
+    """On Telegram an admin upload goes out as a new photo: that photo is described as the item is."""
+    library_item_sent_as(agent_id=agent.pk, unique_id=cat.unique_id, sent_unique_id="5551234")
+    row = MediaDescription.objects.get(unique_id="5551234")
+    assert row.description == "A ginger cat asleep on bread" and row.is_curated
+    assert LibraryItem.objects.filter(agent=agent).count() == 1  # the library itself is unchanged

@@ -232,3 +232,21 @@ def test_a_markdown_title_before_task_json_keeps_the_tasks():
     result = parse_reply('# My answer\n\n```json\n[{"kind": "send", "text": "hi"}]\n```')
 
     assert [(t.kind, t.params["text"]) for t in result.tasks] == [("send", "hi")]
+
+
+@pytest.mark.parametrize("written", ["http:Garden.md", "HTTPS:Garden.md"])
+def test_a_hostless_http_url_naming_a_file_is_read_as_the_agents_document(written):
+    # A persona written for the original may point at its documents as `http:NAME`.
+    result = parse_reply(json.dumps([{"kind": "retrieve", "urls": [written]}]))
+
+    assert result.errors == []
+    assert result.tasks[0].params == {"urls": ["file:Garden.md"]}
+    assert any("has no host: read as your document file:Garden.md" in note for note in result.notes)
+
+
+@pytest.mark.parametrize("written", ["http:", "http:/Garden.md", "http:Garden.md?x=1", "http:two words"])
+def test_a_hostless_http_url_that_is_no_plain_file_name_is_still_refused(written):
+    result = parse_reply(json.dumps([{"kind": "retrieve", "urls": [written]}, {"kind": "send", "text": "x"}]))
+
+    assert [t.kind for t in result.tasks] == ["send"]
+    assert "not an http(s) URL" in result.errors[0]

@@ -84,6 +84,17 @@ def _curate_media_description(item: LibraryItem) -> None:
         media_description_curate(description=row, text=text)
 
 
+def library_item_sent_as(*, agent_id: int, unique_id: str, sent_unique_id: str) -> None:
+    """A library file went out under a new media id (uploaded with a Telegram send): that media gets
+    the item's curated description too, so the chat's history shows it and the AI never describes it."""
+    item = LibraryItem.objects.filter(agent_id=agent_id, unique_id=unique_id).first()
+    if item is None or not item.description.strip():
+        return
+    copy = LibraryItem(unique_id=sent_unique_id, kind=item.kind, mime=item.mime, description=item.description)
+    with transaction.atomic():
+        _curate_media_description(copy)
+
+
 def library_sync_saved(*, agent_id: int, saved: Iterable[SavedMedia]) -> tuple[int, int]:
     """Make the agent's Telegram library match its Saved Messages. Returns (added, removed).
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import time
 from typing import TYPE_CHECKING, Any
 
+from PIL import Image
 from telethon.tl import functions, types
 
 from .context import Endpoint
+from .media import add_photo
 from .rpc import RpcFail, handles
 from .world import CHANNEL, CHAT, DM
 
@@ -291,7 +294,43 @@ class ChatsApi:
             if photo is None:
                 raise RpcFail(400, "MEDIA_INVALID")
             return self._send(conn, request, request.message, types.MessageMediaPhoto(photo=photo))
+        if isinstance(media, types.InputMediaUploadedPhoto):
+            data = self._uploaded(conn, media.file)
+            try:
+                with Image.open(io.BytesIO(data)) as image:
+                    width, height = image.size
+            except OSError as exc:
+                raise RpcFail(400, "IMAGE_PROCESS_FAILED") from exc
+            photo = add_photo(self.world, data, width=width, height=height)
+            return self._send(conn, request, request.message, types.MessageMediaPhoto(photo=photo))
+        if isinstance(media, types.InputMediaUploadedDocument):
+            data = self._uploaded(conn, media.file)
+            doc = types.Document(
+                id=self.world.new_id(),
+                access_hash=self.world.new_id(),
+                file_reference=b"ref-1",
+                date=int(time.time()),
+                mime_type=media.mime_type,
+                size=len(data),
+                dc_id=self.world.dc_id,
+                attributes=list(media.attributes),
+            )
+            self.world.documents[doc.id], self.world.files[doc.id] = doc, data
+            return self._send(conn, request, request.message, types.MessageMediaDocument(document=doc))
         raise RpcFail(400, "MEDIA_INVALID")
+
+    @handles(functions.upload.SaveFilePartRequest)
+    def save_file_part(self, conn, request):
+        me = self._me(conn)
+        self.world.uploads.setdefault((me, request.file_id), {})[request.file_part] = request.bytes
+        return True
+
+    def _uploaded(self, conn, file) -> bytes:
+        """The bytes of a file the client uploaded in parts (upload.saveFilePart), as Telegram joins them."""
+        parts = self.world.uploads.pop((self._me(conn), file.id), None)
+        if not parts or len(parts) != file.parts:
+            raise RpcFail(400, "FILE_PARTS_INVALID")
+        return b"".join(parts[i] for i in range(file.parts))
 
     @handles(functions.messages.SendReactionRequest)
     def send_reaction(self, conn, request):

@@ -1,8 +1,10 @@
 """The stand-in's HTTP control interface (loopback only): a script or a person acts as the other side.
 
-    POST /users      {"first_name", "username"?, "phone"?, "password"?}     -> the user
+    POST /users      {"first_name", "username"?, "phone"?, "password"?, "id"?, "bot"?}   -> the user
+                     ("id": 777000 is Telegram's service account; "bot": true makes a bot)
     POST /groups     {"title", "member_ids": [...], "supergroup"?}          -> the group
     POST /send       {"from", "to" | "group", "text", "reply_to"?, "mention"?, "photo"?, "sticker"?}
+    POST /typing     {"from", "to", "cancel"?}        (UpdateUserTyping in their DM)
     POST /react      {"from", "to" | "group", "message_id", "emoji"}
     POST /edit       {"from", "to" | "group", "message_id", "text"}
     POST /delete     {"from", "to" | "group", "message_ids": [...]}
@@ -59,8 +61,10 @@ class Control:
             first_name=_field(body, "first_name"),
             username=body.get("username", ""),
             password=body.get("password"),
+            user_id=_field(body, "id", int) if "id" in body else None,
+            bot=bool(body.get("bot")),
         )
-        return {"id": user.id, "phone": "+" + user.phone, "username": user.username}
+        return {"id": user.id, "phone": "+" + user.phone, "username": user.username, "bot": user.bot}
 
     def groups(self, body: dict) -> dict:
         chat = self.world.create_group(
@@ -103,6 +107,15 @@ class Control:
             entities=entities,
         )
         return {"message_id": message.id}
+
+    def typing(self, body: dict) -> dict:
+        sender = self.world.user(_field(body, "from", int)).id
+        self.world.typing(
+            sender,
+            self.world.dm_key(sender, self.world.user(_field(body, "to", int)).id),
+            cancel=bool(body.get("cancel")),
+        )
+        return {}
 
     def react(self, body: dict) -> dict:
         sender = _field(body, "from", int)

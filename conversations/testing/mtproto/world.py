@@ -35,6 +35,7 @@ class User:
     username: str = ""
     password: str | None = None
     access_hash: int = 0
+    bot: bool = False  # a bot account (Telegram's `bot` flag on the user)
     blocked: set[int] = field(default_factory=set)  # users this account has blocked
     pts: int = 1
     log: list[tuple[int, str, Any]] = field(default_factory=list)  # (pts, kind, data)
@@ -85,6 +86,7 @@ class World:
         self._common_msg_id = itertools.count(1)
         self.files: dict[int, bytes] = {}  # photo or document id -> content
         self.photos: dict[int, types.Photo] = {}
+        self.uploads: dict[tuple[int, int], dict[int, bytes]] = {}  # (user, file id) -> part -> bytes
         self.documents: dict[int, types.Document] = {}
         self.sticker_sets: dict[str, tuple[types.StickerSet, list[types.Document]]] = {}
 
@@ -94,12 +96,24 @@ class World:
         return next(self._ids)
 
     def create_user(
-        self, *, phone: str, first_name: str, username: str = "", password: str | None = None
+        self,
+        *,
+        phone: str,
+        first_name: str,
+        username: str = "",
+        password: str | None = None,
+        user_id: int | None = None,
+        bot: bool = False,
     ) -> User:
+        """A new account; `user_id` fixes its id (777000 is Telegram's service account), `bot` makes it
+        a bot."""
         phone = phone.lstrip("+")
         if self.user_by_phone(phone) is not None:
             raise WorldError(f"a user with phone +{phone} exists already")
-        user = User(self.new_id(), phone, first_name, username, password, access_hash=self.new_id() * 7919)
+        if user_id is not None and user_id in self.users:
+            raise WorldError(f"a user with id {user_id} exists already")
+        new_id = self.new_id() if user_id is None else int(user_id)
+        user = User(new_id, phone, first_name, username, password, access_hash=self.new_id() * 7919, bot=bot)
         self.users[user.id] = user
         return user
 
@@ -171,6 +185,8 @@ class World:
             username=u.username or None,
             phone=u.phone if u.id == viewer else None,
             contact=u.id != viewer,
+            bot=u.bot,
+            bot_info_version=1 if u.bot else None,
         )
 
     def tl_chat(self, chat_id: int):
@@ -334,6 +350,21 @@ class World:
         message.pts = pts.get(sender, 0)
         self._deliver(key, "new", message, pts, skip=skip_push)
         return message, pts, True
+
+    def typing(self, user_id: int, key: tuple, *, cancel: bool = False) -> None:
+        """`user_id` types in a DM (or stops: `cancel`): the other side gets `UpdateUserTyping`, which
+        Telegram's clients take to last about 6 seconds unless renewed."""
+        if key[0] != DM:
+            raise WorldError(f"typing is pushed in DMs only, not in {key}")
+        action = types.SendMessageCancelAction() if cancel else types.SendMessageTypingAction()
+        for uid in self.members(key) - {user_id}:
+            if user_id in self.users[uid].blocked:
+                continue
+            users, chats = self.extras({key}, uid)
+            update = types.UpdateUserTyping(user_id=user_id, action=action)
+            self.push(
+                uid, types.Updates(updates=[update], users=users, chats=chats, date=int(time.time()), seq=0)
+            )
 
     def edit(self, user_id: int, key: tuple, msg_id: int, text: str) -> Message:
         message = self.find(key, msg_id)

@@ -16,7 +16,9 @@ from telethon.tl import types
 from agents.management.commands.telegram_login import make_client
 from agents.telethon_session import open_session_for
 from conversations.testing.mtproto import StandIn
+from conversations.testing.mtproto.media import image_bytes
 from conversations.transport.base import (
+    LibraryRef,
     MessageEdited,
     MessagesDeleted,
     NewMessage,
@@ -186,3 +188,26 @@ def test_a_sticker_an_edit_and_a_deletion_from_the_other_side_arrive_as_updates(
     )
     assert (edited.text, edited.edited_at is not None) == ("see you at 6", True)
     assert deleted.message_ids == (edited.message_id,)
+
+
+def test_a_library_file_uploaded_in_the_admin_is_sent_as_a_photo(world, settings, tmp_path):
+    """An operator's upload has no Saved Messages copy: the transport uploads it with the send."""
+    standin, agent, me, bob = world
+    settings.MEDIA_ROOT = str(tmp_path)
+    data = image_bytes("canal", size=(64, 48), color="blue", fmt="PNG")
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "canal.png").write_bytes(data)
+    item = LibraryRef("libcanal", "photo", file="library/canal.png", mime="image/png")
+
+    async def run():
+        transport = await connected(agent)
+        sent = await transport.send_media(bob.id, item, random_id=4242)
+        await transport.disconnect()
+        return sent
+
+    sent = async_to_sync(run)()
+    last = standin.run(lambda: standin.world.history(standin.world.dm_key(me.id, bob.id))[-1])
+    assert last.id == sent.message_id and isinstance(last.media, types.MessageMediaPhoto)
+    assert sent.media_unique_id == str(last.media.photo.id)
+    assert standin.run(lambda: standin.world.files[last.media.photo.id]) == data
+    assert [(s.w, s.h) for s in last.media.photo.sizes] == [(64, 48)]

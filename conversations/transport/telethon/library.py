@@ -2,17 +2,22 @@
 
 Items are named by the media's id (as `normalize` names media everywhere), and sent again by reading
 the Saved Messages message for a fresh file reference, then `messages.sendMedia` with the send's
-random_id, so a retried send never duplicates.
+random_id, so a retried send never duplicates. An item an operator uploaded in the admin (a file, no
+Saved Messages message) is uploaded to Telegram with the send; the sent message names the media id
+Telegram gave it (`SentMessage.media_unique_id`), so its curated description follows it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.conf import settings
 from telethon import functions, types
 
 from conversations.transport.base import LibraryRef, PermanentError, SentMessage
 
 
-def _media_of(message) -> tuple[str, str, str] | None:
+def media_of(message) -> tuple[str, str, str] | None:
     """(unique id, media kind, mime) of a message's photo or document, or None."""
     media = getattr(message, "media", None)
     if isinstance(media, types.MessageMediaPhoto) and isinstance(media.photo, types.Photo):
@@ -59,7 +64,7 @@ class TelethonLibrary:
         )
         items: list[LibraryRef] = []
         for message in getattr(result, "messages", []):
-            found = _media_of(message)
+            found = media_of(message)
             if found is not None:
                 unique_id, kind, mime = found
                 items.append(LibraryRef(unique_id, kind, saved_message_id=message.id, mime=mime))
@@ -69,6 +74,8 @@ class TelethonLibrary:
         self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None
     ) -> SentMessage:
         if item.saved_message_id is None:
+            if item.file:
+                return await self._send_uploaded(peer_id, item, random_id=random_id, reply_to=reply_to)
             raise PermanentError(
                 "MEDIA_NOT_SAVED", f"library item {item.unique_id} has no Saved Messages message"
             )
@@ -76,7 +83,7 @@ class TelethonLibrary:
             functions.messages.GetMessagesRequest(id=[types.InputMessageID(id=item.saved_message_id)])
         )
         message = next(iter(getattr(found, "messages", [])), None)
-        if message is None or _media_of(message) is None or _media_of(message)[0] != item.unique_id:
+        if message is None or media_of(message) is None or media_of(message)[0] != item.unique_id:
             raise PermanentError(
                 "MEDIA_NOT_FOUND",
                 f"library item {item.unique_id} is no longer in Saved Messages (message {item.saved_message_id})",
@@ -86,5 +93,33 @@ class TelethonLibrary:
             _input_media(message),
             random_id=random_id,
             reply_to=reply_to,
-            matches=lambda m: (_media_of(m) or ("",))[0] == item.unique_id,
+            matches=lambda m: (media_of(m) or ("",))[0] == item.unique_id,
+        )
+
+    async def _send_uploaded(
+        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None
+    ) -> SentMessage:
+        """Upload the item's file (MEDIA_ROOT) and send it: a photo as a photo, anything else as a file."""
+        path = Path(settings.MEDIA_ROOT) / item.file
+        if not path.is_file():
+            raise PermanentError(
+                "MEDIA_NOT_FOUND", f"library item {item.unique_id} has no uploaded file ({item.file!r})"
+            )
+        self._check_pause(peer_id)
+        client = self._require_client()
+        uploaded = await self._guard(client.upload_file(str(path)), peer_id=peer_id)
+        if item.media_kind == "photo":
+            media = types.InputMediaUploadedPhoto(file=uploaded)
+        else:
+            media = types.InputMediaUploadedDocument(
+                file=uploaded,
+                mime_type=item.mime or "application/octet-stream",
+                attributes=[types.DocumentAttributeFilename(file_name=path.name)],
+            )
+        return await self._send_input_media(
+            peer_id,
+            media,
+            random_id=random_id,
+            reply_to=reply_to,
+            matches=lambda m: media_of(m) is not None,
         )

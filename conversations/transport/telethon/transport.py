@@ -29,7 +29,7 @@ from conversations.transport.base import (
 from .account import TelethonAccount
 from .client import TelethonConnection
 from .errors import error_code
-from .library import TelethonLibrary
+from .library import TelethonLibrary, media_of
 from .markdown import to_entities
 from .normalize import chat_kind_of, peer_id_of
 
@@ -97,8 +97,15 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             )
         mid = message.id if message is not None else message_id
         date = message.date if message is not None else getattr(result, "date", None) or now()
+        media = media_of(message) if message is not None else None
         self._remember_own(peer_id, mid)
-        return SentMessage(peer_id=peer_id, message_id=mid, date=date, random_id=random_id)
+        return SentMessage(
+            peer_id=peer_id,
+            message_id=mid,
+            date=date,
+            random_id=random_id,
+            media_unique_id=media[0] if media else "",
+        )
 
     async def _earlier_send(self, peer_id: int, random_id: int, matches) -> SentMessage:
         """RANDOM_ID_DUPLICATE: the message went out before; find it among the newest ones."""

@@ -64,14 +64,19 @@ def health(
             "ORDER BY id"
         )
     ]
+    # A plan replaced before it read the chat (a message that came while it waited: a burst, or a
+    # message said while the agent waited for the typing) is the product at work, not trouble.
     for status, count in db.query(
         f"SELECT status, COUNT(*) FROM conversations_tasknode WHERE conversation_id IN ({ids}) "
-        "AND status IN ('failed', 'cancelled') GROUP BY status"
+        "AND status IN ('failed', 'cancelled') "
+        "AND NOT (status = 'cancelled' AND kind = 'received' AND started IS NULL) GROUP BY status"
     ):
         report.nodes[status] = count
     for status, count in db.query(
-        f"SELECT status, COUNT(*) FROM conversations_taskgraph WHERE conversation_id IN ({ids}) "
-        "AND status IN ('failed', 'cancelled') GROUP BY status"
+        f"SELECT status, COUNT(*) FROM conversations_taskgraph g WHERE conversation_id IN ({ids}) "
+        "AND status IN ('failed', 'cancelled') AND NOT (status = 'cancelled' AND NOT EXISTS (SELECT 1 "
+        "FROM conversations_tasknode n WHERE n.graph_id = g.id AND (n.kind != 'received' OR n.started "
+        "IS NOT NULL))) GROUP BY status"
     ):
         report.graphs[status] = count
     report.log_lines = unexpected_log_lines(log, expected)

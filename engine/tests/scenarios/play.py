@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 from engine.tests.scenarios.health import health
 from engine.tests.scenarios.spec import Scenario, Turn
 from engine.tests.scenarios.stage import Stage, wait
 
+#: How soon after an operator's change a held turn must plan: well within the brake's own next check
+#: (engine/brakes.py, BRAKE_RECHECK_SECONDS), so a raised cap visibly takes effect at once.
+PROMPTLY_SECONDS = 30
 #: What the prompt of a turn started by a trigger shows (llm/prompt/instructions.py).
 TRIGGER_SECTIONS = {"xsend": "# Cross-channel Trigger", "event": "# Scheduled Event"}
 
@@ -33,6 +38,7 @@ class Player:
         self.seen: dict[str, int] = {}  # person -> id of the last agent message checked in their chat
         self.failures: list[str] = []
         self.stopped = False  # a turn went wrong and the scenario stopped there
+        self.braked_calls: int | None = None  # the LLM calls of the scenario when a brake held a turn
 
     def play(self) -> None:
         stage, scenario = self.stage, self.scenario
@@ -47,6 +53,7 @@ class Player:
             raise
         if self.stopped:
             stage.close_active(scenario)
+        stage.clear_present(scenario.persona)
         if stage.stopped(scenario.persona):  # a shutdown: the operator starts the agent again
             stage.start_agent(scenario.persona)
         for turn in scenario.turns:
@@ -67,15 +74,50 @@ class Player:
         work that will not come)."""
         stage, scenario = self.stage, self.scenario
         at = f"turn {turn.number}"
+        if self.braked_calls is not None and stage.llm_calls(scenario) != self.braked_calls:
+            self.failures.append(f"{at}: the LLM was called while a brake held the turn before")
+        self.braked_calls = None
+        if turn.answer_bots:
+            stage.answer_bots(scenario, turn)
+        graphs = stage.graphs(scenario, turn.person)
+        started = time.time()
+        if turn.operator:
+            stage.operate(scenario, turn)
         if turn.trigger == "message":
-            stage.say(scenario, turn)
+            stage.say(scenario, turn, typing=turn.typing_seconds)
+            if turn.typing_then:  # said once the agent holds its reply for the typing
+                wait(
+                    lambda: (
+                        stage.typing_noted(scenario, turn.person)
+                        and stage.graphs(scenario, turn.person) > graphs
+                    )
+                    or self._troubled(),
+                    f"{scenario.name} {at}: the agent to hold its reply while {turn.person} types",
+                    stage,
+                )
+                stage.say(scenario, turn, text=turn.typing_then)
         elif turn.trigger == "nudge":
             stage.nudge(scenario, turn)
+        if not turn.answered:  # once Cindy stored the message, a turn it started would show
+            wait(
+                lambda: self._mirrored(turn),
+                f"{scenario.name} {at}: the message in Cindy's mirror",
+                stage,
+            )
+            if stage.graphs(scenario, turn.person) != graphs:
+                self.failures.append(f"{at}: the message started a turn; it should start none")
+        if turn.braked:
+            return self._braked(turn, at)
         wait(
             lambda: self._consumed(turn) or self._troubled(),
             f"{scenario.name} {at}: the LLM requests of this turn",
             stage,
         )
+        if turn.trigger == "operator" and time.time() - started > PROMPTLY_SECONDS:
+            self.failures.append(
+                f"{at}: the held turn planned {time.time() - started:.0f} s after the operator's change, "
+                f"not promptly (within {PROMPTLY_SECONDS} s)"
+            )
         wait(
             lambda: not stage.busy(scenario) or self._troubled(),
             f"{scenario.name} {at}: its graphs to finish",
@@ -88,6 +130,13 @@ class Player:
         if len(served) != len(turn.replies):
             self.failures.append(f"{at}: {len(served)} LLM request(s), the script has {len(turn.replies)}")
         first = served[0].text if served else ""
+        if turn.typing_seconds and not turn.typing_then and served:
+            typed_until = started + stage.typing_lasts(turn.typing_seconds)
+            if served[0].at < typed_until:
+                self.failures.append(
+                    f"{at}: the agent planned its reply {typed_until - served[0].at:.1f} s before "
+                    f"{turn.person} stopped typing"
+                )
         section = TRIGGER_SECTIONS.get(turn.trigger)
         if section and section not in first:
             self.failures.append(f"{at}: the prompt lacks {section!r}: not a {turn.trigger} turn")
@@ -101,6 +150,24 @@ class Player:
         for text in turn.retrieved_has:
             if text not in last:
                 self.failures.append(f"{at}: the prompt after the retrieve does not show {text!r}")
+        self._check_effects(turn, at)
+        return not self.stopped
+
+    def _braked(self, turn: Turn, at: str) -> bool:
+        """A message a spend brake holds: the turn waits, no LLM request is made, nothing is sent."""
+        stage, scenario = self.stage, self.scenario
+        wait(
+            lambda: stage.held(scenario) or self._troubled() or stage.requests_of(scenario, turn),
+            f"{scenario.name} {at}: a spend brake to hold the turn",
+            stage,
+        )
+        self.braked_calls = stage.llm_calls(scenario)
+        if not stage.held(scenario):
+            self.stopped = True
+            self.failures.append(f"{at}: no brake held the turn; the scenario stopped here")
+        unscripted = [s for s in stage.unscripted(scenario) if s.chat == scenario.user(turn.person)]
+        if unscripted:
+            self.failures.append(f"{at}: {len(unscripted)} LLM request(s) while the brake held the turn")
         self._check_effects(turn, at)
         return not self.stopped
 
@@ -125,6 +192,12 @@ class Player:
             f"'graph_deleted') AND conversation_id IN ({', '.join(map(str, ids))})"
         )
         return rows[0][0] > 0
+
+    def _mirrored(self, turn: Turn) -> bool:
+        """Every message the person wrote in their chat is in Cindy's mirror."""
+        stage, scenario = self.stage, self.scenario
+        theirs = [m for m in stage.messages(scenario, turn.person) if not m[1]]
+        return bool(theirs) and len(stage.mirrored(scenario, turn.person)) >= len(theirs)
 
     def _consumed(self, turn: Turn) -> bool:
         return len(self.stage.requests_of(self.scenario, turn)) >= len(turn.replies)
@@ -163,8 +236,33 @@ class Player:
                 self.failures.append(
                     f"{at}: the chat was not cleared: {len(theirs)} of their messages remain"
                 )
+        for text in turn.activity:
+            lines = stage.activity_lines(scenario, text)
+            if len(lines) != 1:
+                self.failures.append(
+                    f"{at}: {len(lines)} activity line(s) say {text!r}, expected one: {lines}"
+                )
         if turn.stopped is not None and stage.stopped(scenario.persona) != turn.stopped:
             self.failures.append(f"{at}: {scenario.persona} is {'' if turn.stopped else 'not '}running")
+        if turn.stored_has or turn.stored_lacks:
+            stored = (stage.mirrored(scenario, turn.person) or [""])[-1]
+            for text in turn.stored_has:
+                if text not in stored:
+                    self.failures.append(f"{at}: Cindy stored {stored!r}, which does not show {text!r}")
+            for text in turn.stored_lacks:
+                if text in stored:
+                    self.failures.append(f"{at}: Cindy stored {stored!r}, which shows {text!r}")
+        if turn.loop_guard is not None:
+            if turn.loop_guard:  # the last message may still be on its way to the agent it would call out
+                wait(
+                    lambda: stage.events(scenario, turn.person, "loop_guard") > 0,
+                    f"{scenario.name} {at}: a loop_guard event",
+                    stage,
+                    deadline=30,
+                )
+            guarded = stage.events(scenario, turn.person, "loop_guard") > 0
+            if guarded != turn.loop_guard:
+                self.failures.append(f"{at}: the chat has {'a' if guarded else 'no'} loop_guard event")
         if turn.blocked is not None:
             blocked = stage.user_id(scenario.user(turn.person)) in stage.blocked_ids(scenario.persona)
             if blocked != turn.blocked:

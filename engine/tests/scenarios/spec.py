@@ -10,13 +10,22 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     library = ["AgADCanalPhoto5.png"]   # optional: samples/media files uploaded to the agent's library
     logs = ["engine.x: some warning"]   # optional: WARNING/ERROR lines this scenario expects (substrings)
     telegram = true                  # optional: also run on the MTProto stand-in (Telegram kinds only)
+    bots = ["Beep"]                  # optional: people who are bot accounts
+    user_ids = {Tg = 777000}         # optional: people with a fixed user id (777000: Telegram's service)
+    group = {title = "Club", agents = ["Wendy"]}   # optional: the people speak in this group, which
+                                     # these other personas are in too (sandbox only)
 
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
     # trigger = "xsend" | "event"    #   by the agent's own xsend or event (the turn waits for it), or
     # trigger = "nudge"              #   by an operator's nudge (the admin's XSend), with `intent = "..."`
+    # trigger = "operator"           #   by the operator's `operator` change (a held turn plans again)
     as = "Ada"                       # optional: whose chat this turn is in
+    operator = {daily_spend_cap = "0.01"}   # optional: spend limits an operator saves first, as the
+                                     #   admin does ("" clears one)
     reply = [{kind = "send", text = "Hi!"}]            # what the LLM stand-in answers
+    usage = {input_tokens = 6000, output_tokens = 1000}   # optional: the tokens the model reports
+    braked = true                    # optional: a spend brake holds the turn: no LLM request, no reply
     after_retrieve = [{kind = "send", text = "..."}]   # optional: its answer once pages were fetched
     prompt_has = ["..."]             # text this turn's prompt must show
     prompt_lacks = ["..."]           # text it must not show
@@ -28,6 +37,15 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     blocked = true                   # whether the agent has blocked this person
     cleared = true                   # the chat's earlier messages are gone
     stopped = true                   # whether the agent is stopped (started again after the scenario)
+    answered = false                 # the message starts no LLM call (no reply = ...)
+    answer_bots = true               # an operator turns on the chat's "answer bots" setting first
+    typing = {seconds = 6, then = "..."}   # the person types after saying; `then`: said while typing
+    stored_has = ["..."]             # text the person's last message shows in Cindy's mirror
+    stored_lacks = ["..."]           # text it must not show there
+    loop_guard = true                # whether a loop_guard event stands in the person's chat
+    chain = [{agent = "Wendy", reply = [...]}]   # in a group: the further LLM requests the turn
+                                     # makes, in order, each by the named persona
+    activity = ["spend cap reached"] # texts each in exactly one activity line of the scenario's chats
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -38,13 +56,16 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
-TRIGGERS = ("message", "xsend", "event", "nudge")
+TRIGGERS = ("message", "xsend", "event", "nudge", "operator")
+#: What an `operator` step may change: the agent's spend limits (engine/brakes.py), as the admin saves them.
+OPERATOR_FIELDS = ("daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day")
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "thinking_tokens")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
 _SCENARIO_KEYS = {
     "persona",
@@ -55,6 +76,9 @@ _SCENARIO_KEYS = {
     "library",
     "logs",
     "telegram",
+    "bots",
+    "user_ids",
+    "group",
     "turn",
 }
 _TURN_KEYS = {
@@ -74,6 +98,17 @@ _TURN_KEYS = {
     "blocked",
     "cleared",
     "stopped",
+    "answered",
+    "answer_bots",
+    "typing",
+    "stored_has",
+    "stored_lacks",
+    "loop_guard",
+    "chain",
+    "operator",
+    "usage",
+    "braked",
+    "activity",
 }
 
 
@@ -99,6 +134,18 @@ class Turn:
     blocked: bool | None = None
     cleared: bool = False
     stopped: bool | None = None
+    answered: bool = True
+    answer_bots: bool = False
+    typing_seconds: float = 0.0  # 0: the person does not type
+    typing_then: str = ""
+    stored_has: tuple[str, ...] = ()
+    stored_lacks: tuple[str, ...] = ()
+    loop_guard: bool | None = None
+    chain: tuple[str, ...] = ()  # the personas making the requests after the first, in order
+    operator: tuple[tuple[str, str], ...] = ()  # (field, value) an operator saves before the turn
+    usage: tuple[tuple[str, int], ...] = ()  # the token counts the model reports for this turn's replies
+    braked: bool = False
+    activity: tuple[str, ...] = ()
 
     @property
     def kinds(self) -> set[str]:
@@ -117,6 +164,15 @@ class Scenario:
     library: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
     telegram: bool = False
+    bots: tuple[str, ...] = ()
+    user_ids: dict[str, int] = field(default_factory=dict)
+    group: str = ""  # the title of the group the people speak in ("" for DMs)
+    group_agents: tuple[str, ...] = ()  # the other personas in that group
+
+    @property
+    def group_title(self) -> str:
+        """The group's sandbox title: unique across scenarios sharing a gateway."""
+        return f"{self.group} {self.name}" if self.group else ""
 
     @property
     def name(self) -> str:
@@ -152,21 +208,46 @@ def load(path: Path) -> Scenario:
     turns = data.get("turn") or []
     if not turns:
         raise ScenarioError(f"{where}: no [[turn]]: add at least one")
+    group, group_agents = _group(where, data.get("group"), persona)
+    if group and data.get("telegram"):
+        raise ScenarioError(f"{where}: a group scenario plays on the sandbox only: remove telegram = true")
     return Scenario(
         path=path,
         persona=persona,
         about=str(data.get("about", "")),
         people=tuple(people),
-        turns=tuple(_turn(where, number, raw, people) for number, raw in enumerate(turns, start=1)),
+        turns=tuple(
+            _turn(where, number, raw, people, (persona, *group_agents) if group else ())
+            for number, raw in enumerate(turns, start=1)
+        ),
         operators=tuple(_operators(where, data.get("operators", []), people)),
         sticker_sets=tuple(_strings(where, "sticker_sets", data.get("sticker_sets", []))),
         library=tuple(_strings(where, "library", data.get("library", []))),
         logs=tuple(_strings(where, "logs", data.get("logs", []))),
         telegram=bool(data.get("telegram", False)),
+        bots=tuple(_operators(where, data.get("bots", []), people, key="bots")),
+        user_ids=_user_ids(where, data.get("user_ids", {}), people),
+        group=group,
+        group_agents=group_agents,
     )
 
 
-def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Turn:
+def _group(where: str, value: Any, persona: str) -> tuple[str, tuple[str, ...]]:
+    if value is None:
+        return "", ()
+    example = 'e.g. group = {title = "Garden club", agents = ["Wendy"]}'
+    if not isinstance(value, dict) or set(value) - {"title", "agents"} or not value.get("title"):
+        raise ScenarioError(f"{where}: group is {value!r}: give a title and the other agents; {example}")
+    agents = _strings(where, "group agents", value.get("agents", []))
+    wrong = [a for a in agents if a not in PERSONAS or a == persona]
+    if wrong:
+        raise ScenarioError(f"{where}: group agents {wrong}: name other personas than {persona}; {example}")
+    return str(value["title"]), tuple(agents)
+
+
+def _turn(
+    where: str, number: int, raw: dict[str, Any], people: list[str], group_personas: tuple[str, ...] = ()
+) -> Turn:
     at = f"{where}: turn {number}"
     unknown = set(raw) - _TURN_KEYS
     if unknown:
@@ -185,12 +266,63 @@ def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Tu
         )
     if raw.get("intent") and trigger != "nudge":
         raise ScenarioError(f'{at}: intent is for an operator\'s nudge: add trigger = "nudge" or remove it')
-    replies = [_reply(at, "reply", raw.get("reply"))]
-    if "after_retrieve" in raw:
-        replies.append(_reply(at, "after_retrieve", raw["after_retrieve"]))
-    for key in ("blocked", "cleared", "stopped"):
+    answered = raw.get("answered", True)
+    if not answered and ("reply" in raw or "after_retrieve" in raw or trigger != "message"):
+        raise ScenarioError(
+            f"{at}: answered = false is a message that starts no LLM call: remove reply and after_retrieve"
+        )
+    operator = _operator(at, raw.get("operator", {}))
+    if trigger == "operator" and not operator:
+        raise ScenarioError(
+            f'{at}: trigger = "operator" needs an operator change, e.g. operator = '
+            '{daily_spend_cap = "1.00"}'
+        )
+    for key in ("blocked", "cleared", "stopped", "answered", "answer_bots", "loop_guard", "braked"):
         if key in raw and not isinstance(raw[key], bool):
             raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
+    braked = raw.get("braked", False)
+    if braked:
+        if "reply" in raw or "after_retrieve" in raw or trigger != "message":
+            raise ScenarioError(
+                f"{at}: a braked turn is a message the brake holds: it has a say and no reply (the turn "
+                'that plans it later, e.g. trigger = "operator", has the reply)'
+            )
+        return Turn(
+            number=number,
+            person=person,
+            trigger=trigger,
+            say=say,
+            replies=(),
+            operator=operator,
+            sends=tuple(_strings(at, "sends", raw.get("sends", []))),
+            braked=True,
+            activity=tuple(_strings(at, "activity", raw.get("activity", []))),
+        )
+    replies = [_reply(at, "reply", raw.get("reply"))] if answered else []
+    if "after_retrieve" in raw:
+        replies.append(_reply(at, "after_retrieve", raw["after_retrieve"]))
+    typing = _typing(at, raw.get("typing"), trigger)
+    chain: list[str] = []
+    for link in raw.get("chain", []):
+        if (
+            not isinstance(link, dict)
+            or set(link) != {"agent", "reply"}
+            or link["agent"] not in group_personas
+        ):
+            raise ScenarioError(
+                f"{at}: chain entry {link!r}: give agent (a persona of the group scenario: "
+                f'{list(group_personas)}) and reply, e.g. chain = [{{agent = "Wendy", reply = [...]}}]'
+            )
+        chain.append(link["agent"])
+        replies.append(_reply(at, "chain reply", link["reply"]))
+    usage = raw.get("usage", {})
+    if not isinstance(usage, dict) or any(
+        k not in USAGE_KEYS or not isinstance(v, int) or v < 0 for k, v in usage.items()
+    ):
+        raise ScenarioError(
+            f"{at}: usage is {usage!r}: use token counts of {', '.join(USAGE_KEYS)}, e.g. "
+            "usage = {input_tokens = 6000, output_tokens = 1000}"
+        )
     sends = raw.get("sends")
     return Turn(
         number=number,
@@ -209,14 +341,70 @@ def _turn(where: str, number: int, raw: dict[str, Any], people: list[str]) -> Tu
         blocked=raw.get("blocked"),
         cleared=raw.get("cleared", False),
         stopped=raw.get("stopped"),
+        answered=answered,
+        answer_bots=raw.get("answer_bots", False),
+        typing_seconds=typing[0],
+        typing_then=typing[1],
+        stored_has=tuple(_strings(at, "stored_has", raw.get("stored_has", []))),
+        stored_lacks=tuple(_strings(at, "stored_lacks", raw.get("stored_lacks", []))),
+        loop_guard=raw.get("loop_guard"),
+        chain=tuple(chain),
+        operator=operator,
+        usage=tuple(usage.items()),
+        activity=tuple(_strings(at, "activity", raw.get("activity", []))),
     )
 
 
-def _operators(where: str, value: Any, people: list[str]) -> list[str]:
-    names = _strings(where, "operators", value)
+def _typing(at: str, value: Any, trigger: str) -> tuple[float, str]:
+    """(seconds, then) of a turn's `typing = {seconds = N, then = "..."}`; (0, "") without one."""
+    if value is None:
+        return 0.0, ""
+    example = 'e.g. typing = {seconds = 6} or typing = {seconds = 6, then = "One more thing"}'
+    if not isinstance(value, dict) or set(value) - {"seconds", "then"}:
+        raise ScenarioError(f"{at}: typing is {value!r}: give seconds and, optionally, then; {example}")
+    seconds = value.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds <= 6:
+        raise ScenarioError(
+            f"{at}: typing seconds is {seconds!r}: give more than 0 and at most 6 (one typing update); "
+            + example
+        )
+    if trigger != "message":
+        raise ScenarioError(f'{at}: typing follows what the person says: add say = "..."')
+    then = value.get("then", "")
+    if not isinstance(then, str):
+        raise ScenarioError(f"{at}: typing then is {then!r}: the text said while typing; {example}")
+    return float(seconds), then
+
+
+def _user_ids(where: str, value: Any, people: list[str]) -> dict[str, int]:
+    if not isinstance(value, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
+    ):
+        raise ScenarioError(
+            f"{where}: user_ids is {value!r}: map people to user ids, e.g. user_ids = {{Tg = 777000}}"
+        )
+    strangers = [name for name in value if name not in people]
+    if strangers:
+        raise ScenarioError(f"{where}: user_ids {strangers} are not in people {people}: add them to people")
+    return dict(value)
+
+
+def _operator(at: str, value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or any(
+        k not in OPERATOR_FIELDS or not isinstance(v, str | int) for k, v in value.items()
+    ):
+        raise ScenarioError(
+            f'{at}: operator is {value!r}: set one or more of {", ".join(OPERATOR_FIELDS)} ("" clears '
+            'one), e.g. operator = {daily_spend_cap = "0.01"}'
+        )
+    return tuple((k, str(v)) for k, v in value.items())
+
+
+def _operators(where: str, value: Any, people: list[str], key: str = "operators") -> list[str]:
+    names = _strings(where, key, value)
     strangers = [name for name in names if name not in people]
     if strangers:
-        raise ScenarioError(f"{where}: operators {strangers} are not in people {people}: add them to people")
+        raise ScenarioError(f"{where}: {key} {strangers} are not in people {people}: add them to people")
     return names
 
 

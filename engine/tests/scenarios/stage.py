@@ -123,6 +123,7 @@ class Served:
     turn: Turn | None
     text: str
     reply: str
+    at: float = 0.0  # when it was answered (time.time())
 
 
 @dataclass
@@ -152,6 +153,7 @@ class Stage:
         self.served: list[Served] = []
         self._scripts: dict[str, _Script] = {}
         self._ids: dict[str, int] = {}  # person -> user id, once they exist
+        self._group_peers: dict[int, str] = {}  # group peer id -> its script key (the group's title)
         self._lock = threading.Lock()
         self.process = None
         self.console: subprocess.Popen | None = None
@@ -245,9 +247,31 @@ class Stage:
         with self._lock:
             for person in scenario.people:
                 self._scripts[scenario.user(person)] = _Script(scenario)
+            if scenario.group:
+                self._scripts[scenario.group_title] = _Script(scenario)
             for turn in scenario.turns:
                 for reply in turn.replies:
-                    self._scripts[scenario.user(turn.person)].queue.append((turn, reply))
+                    self._scripts[scenario.group_title or scenario.user(turn.person)].queue.append(
+                        (turn, reply)
+                    )
+        if scenario.group:
+            self._group_peers[self._group(scenario)] = scenario.group_title
+
+    def _group(self, scenario: Scenario) -> int:
+        """The peer id of the scenario's group, made with its people and agents on first use."""
+        members = [
+            f"sandbox_user_for_agent(agent=Agent.objects.get(name={name!r}))"
+            for name in (scenario.persona, *scenario.group_agents)
+        ] + [f"sandbox_person(name={scenario.user(p)!r}, bot={p in scenario.bots})" for p in scenario.people]
+        self.run(
+            "from agents.models import Agent\n"
+            "from conversations.services.sandbox import sandbox_group, sandbox_person, sandbox_user_for_agent\n"
+            f"sandbox_group(title={scenario.group_title!r}, members=[{', '.join(members)}])"
+        )
+        rows = self.db.query(
+            f"SELECT peer_id FROM conversations_sandboxchat WHERE kind = 'group' AND title = '{scenario.group_title}'"
+        )
+        return rows[0][0]
 
     def _respond(self, request: RecordedRequest) -> FakeReply:
         text = request_text(request)
@@ -263,13 +287,16 @@ class Stage:
         else:
             reply = "[]"
         with self._lock:
-            self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply))
-        return FakeReply(text=reply)
+            self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply, at=time.time()))
+        return FakeReply(text=reply, **dict(turn.usage if turn is not None else ()))
 
     def _chat_named(self, peer_id: int) -> str:
-        """The scripted person whose DM has this peer id (their user id), or "" for any other chat."""
+        """The scripted person whose DM has this peer id (their user id), the scripted group with this
+        peer id, or "" for any other chat."""
         with self._lock:
-            names = list(self._scripts)
+            if peer_id in self._group_peers:
+                return self._group_peers[peer_id]
+            names = [name for name in self._scripts if name not in self._group_peers.values()]
         for name in names:
             if name not in self._ids and self._exists(name):
                 self._ids[name] = self.user_id(name)
@@ -309,7 +336,7 @@ class Stage:
             return [s for s in self.served if s.turn is turn]
 
     def unscripted(self, scenario: Scenario) -> list[Served]:
-        users = {scenario.user(p) for p in scenario.people}
+        users = {scenario.user(p) for p in scenario.people} | ({scenario.group_title} - {""})
         with self._lock:
             return [s for s in self.served if s.turn is None and s.chat in users]
 
@@ -320,8 +347,52 @@ class Stage:
 
     # --- acting as the people ---------------------------------------------------------------------
 
-    def say(self, scenario: Scenario, turn: Turn) -> None:
-        self.command("sandbox", "say", scenario.persona, turn.say, "--as", scenario.user(turn.person))
+    def say(self, scenario: Scenario, turn: Turn, text: str = "", typing: float = 0.0) -> None:
+        """The person says `text` (default: the turn's); with `typing`, they start typing for that many
+        seconds at once (one transaction, so the gateway reads both in one batch)."""
+        args = [scenario.persona, text or turn.say, "--as", scenario.user(turn.person)]
+        if turn.person in scenario.bots:
+            args.append("--bot")
+        if turn.person in scenario.user_ids:
+            args += ["--user-id", str(scenario.user_ids[turn.person])]
+        if scenario.group:
+            args += ["--group", scenario.group_title]
+        if not typing:
+            self.command("sandbox", "say", *args)
+            return
+        self.run(
+            "from django.core.management import call_command\n"
+            "from django.db import transaction\n"
+            "with transaction.atomic():\n"
+            f"    call_command('sandbox', 'say', *{args!r})\n"
+            f"    call_command('sandbox', 'typing', {scenario.persona!r}, '--as', "
+            f"{scenario.user(turn.person)!r}, '--seconds', '{typing:g}')"
+        )
+
+    def typing_lasts(self, seconds: float) -> float:
+        """How long the agent sees a person type who types for `seconds`."""
+        return seconds
+
+    def answer_bots(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator turns on the "answer bots" setting of the person's chat, as in the admin."""
+        assert self._conversation_of(scenario, turn.person), (
+            f"{scenario.path.name}: turn {turn.number}: answer_bots before {turn.person} wrote: "
+            "the chat must exist (say something in an earlier turn)"
+        )
+        self.run(
+            "from conversations.models import Conversation\n"
+            f"Conversation.objects.filter(agent_id={self.agent_ids[scenario.persona]}, "
+            f"peer_id={self.user_id(scenario.user(turn.person))}).update(answer_bots=True)",
+        )
+
+    def clear_present(self, persona: str) -> None:
+        """Remove the persona's schedule entries covering now, so the next scenarios of the persona
+        answer at the stage's speed and may schedule the present again."""
+        self.run(
+            "from cindy_site.clock import now\nfrom memory.models import ScheduleEntry\n"
+            f"ScheduleEntry.objects.filter(agent_id={self.agent_ids[persona]}, start__lte=now(), "
+            "end__gt=now()).delete()"
+        )
 
     def nudge(self, scenario: Scenario, turn: Turn) -> None:
         """An operator's nudge of the person's chat, as the admin's XSend action makes it."""
@@ -332,6 +403,47 @@ class Stage:
             f"peer_id={self.user_id(scenario.user(turn.person))})\n"
             f"conversation_nudge(conversation=conversation, intent={turn.intent!r}, operator='scenario')",
         )
+
+    def operate(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator's change of the persona's spend limits, saved as the admin's Agent form saves it."""
+        self.run(
+            "from agents.models import Agent\n"
+            "from agents.services.curation import agent_save\n"
+            f"agent = Agent.objects.get(name={scenario.persona!r})\n"
+            f"for name, value in {list(turn.operator)!r}:\n"
+            "    setattr(agent, name, Agent._meta.get_field(name).to_python(value) if value else None)\n"
+            "agent_save(agent=agent)",
+        )
+
+    def held(self, scenario: Scenario) -> bool:
+        """Whether a spend brake holds a turn of the scenario's chats (engine/brakes.py)."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return False
+        rows = self.db.query(
+            "SELECT COUNT(*) FROM conversations_tasknode WHERE kind = 'received' AND status = 'pending' "
+            f"AND JSON_EXTRACT(params, '$.braked') IS NOT NULL AND conversation_id IN ({', '.join(map(str, ids))})"
+        )
+        return rows[0][0] > 0
+
+    def llm_calls(self, scenario: Scenario) -> int:
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return 0
+        return self.db.query(
+            f"SELECT COUNT(*) FROM conversations_llmcall WHERE conversation_id IN ({', '.join(map(str, ids))})"
+        )[0][0]
+
+    def activity_lines(self, scenario: Scenario, text: str) -> list[str]:
+        """The activity summaries of the scenario's chats that contain `text`."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return []
+        rows = self.db.query(
+            "SELECT summary FROM conversations_activityevent WHERE conversation_id IN "
+            f"({', '.join(map(str, ids))}) ORDER BY id"
+        )
+        return [r[0] for r in rows if text in r[0]]
 
     def close_active(self, scenario: Scenario) -> None:
         """Cancel what a failed scenario left running, so it does not run on into the next one."""
@@ -389,18 +501,31 @@ class Stage:
         return rows[0][0] if rows else None
 
     def messages(self, scenario: Scenario, person: str) -> list[tuple[int, bool, str, list, list]]:
-        """(message id, from the agent, text, media, reactions) of the person's DM with the agent."""
-        chat = self._dm_chat(scenario, person)
+        """(message id, from the agent, text, media, reactions) of the person's DM with the agent; in a
+        group scenario, of the group, where any agent's text reads `Name: text`."""
+        if scenario.group:
+            rows = self.db.query(
+                f"SELECT id FROM conversations_sandboxchat WHERE title = '{scenario.group_title}'"
+            )
+            chat = rows[0][0] if rows else None
+        else:
+            chat = self._dm_chat(scenario, person)
         if chat is None:
             return []
         rows = self.db.query(
-            "SELECT m.message_id, u.agent_id, m.text, m.media, m.reactions FROM "
+            "SELECT m.message_id, u.agent_id, m.text, m.media, m.reactions, u.name FROM "
             "conversations_sandboxmessage m JOIN conversations_sandboxuser u ON m.sender_id = u.id "
             f"WHERE m.chat_id = {chat} AND m.deleted = 0 ORDER BY m.message_id"
         )
         return [
-            (mid, agent is not None, text, json.loads(media), json.loads(reactions))
-            for mid, agent, text, media, reactions in rows
+            (
+                mid,
+                agent is not None,
+                f"{name}: {text}" if scenario.group and agent is not None else text,
+                json.loads(media),
+                json.loads(reactions),
+            )
+            for mid, agent, text, media, reactions, name in rows
         ]
 
     def last_message_id(self, scenario: Scenario, person: str) -> int:
@@ -408,7 +533,77 @@ class Stage:
         assert theirs, f"{scenario.path.name}: $last used before {person} wrote anything"
         return theirs[-1][0]
 
+    def _chats(self, scenario: Scenario, person: str) -> list[int]:
+        """The conversations of the person's chat: the persona's DM, or every agent's view of the group."""
+        if scenario.group:
+            peer = next((p for p, key in self._group_peers.items() if key == scenario.group_title), None)
+            agents = ", ".join(str(self.agent_ids[a]) for a in (scenario.persona, *scenario.group_agents))
+            rows = self.db.query(
+                f"SELECT id FROM conversations_conversation WHERE agent_id IN ({agents}) AND peer_id = {peer} "
+                f"ORDER BY agent_id = {self.agent_ids[scenario.persona]} DESC"
+            )
+            return [r[0] for r in rows]
+        if not self._known(scenario, person):
+            return []
+        rows = self.db.query(
+            f"SELECT id FROM conversations_conversation WHERE agent_id = {self.agent_ids[scenario.persona]} "
+            f"AND peer_id = {self.user_id(scenario.user(person))}"
+        )
+        return [r[0] for r in rows]
+
+    def _conversation_of(self, scenario: Scenario, person: str) -> int | None:
+        """The persona's conversation of the person's chat."""
+        chats = self._chats(scenario, person)
+        if scenario.group:
+            persona = self.db.query(
+                f"SELECT id FROM conversations_conversation WHERE agent_id = {self.agent_ids[scenario.persona]} "
+                f"AND id IN ({', '.join(map(str, chats)) or 'NULL'})"
+            )
+            return persona[0][0] if persona else None
+        return chats[0] if chats else None
+
+    def mirrored(self, scenario: Scenario, person: str) -> list[str]:
+        """The texts of the person's messages in Cindy's mirror of their chat (as stored, redacted)."""
+        conversation = self._conversation_of(scenario, person)
+        if conversation is None:
+            return []
+        rows = self.db.query(
+            "SELECT text FROM conversations_message WHERE is_agent = 0 AND is_service = 0 AND "
+            f"conversation_id = {conversation} ORDER BY message_id"
+        )
+        return [r[0] for r in rows]
+
+    def events(self, scenario: Scenario, person: str, kind: str) -> int:
+        """How many activity events of `kind` the person's chat has (any agent's, in a group)."""
+        chats = self._chats(scenario, person)
+        if not chats:
+            return 0
+        return self.db.query(
+            "SELECT COUNT(*) FROM conversations_activityevent WHERE "
+            f"conversation_id IN ({', '.join(map(str, chats))}) AND kind = '{kind}'"
+        )[0][0]
+
+    def typing_noted(self, scenario: Scenario, person: str) -> bool:
+        """Cindy knows the person is typing (the pending reply waits for it)."""
+        conversation = self._conversation_of(scenario, person)
+        return conversation is not None and bool(
+            self.db.query(
+                "SELECT 1 FROM conversations_conversation WHERE partner_typing_until IS NOT NULL AND "
+                f"id = {conversation}"
+            )
+        )
+
+    def graphs(self, scenario: Scenario, person: str) -> int:
+        chats = self._chats(scenario, person)
+        if not chats:
+            return 0
+        return self.db.query(
+            f"SELECT COUNT(*) FROM conversations_taskgraph WHERE conversation_id IN ({', '.join(map(str, chats))})"
+        )[0][0]
+
     def conversation_ids(self, scenario: Scenario) -> list[int]:
+        if scenario.group:
+            return self._chats(scenario, scenario.people[0])
         peers = [str(self.user_id(scenario.user(p))) for p in scenario.people if self._known(scenario, p)]
         if not peers:
             return []
@@ -458,6 +653,14 @@ class Stage:
         )[0][0]
 
 
+def _channel_details(text: str) -> str:
+    """The "# Channel Details" block of a prompt (which chat a request was for), or its first line."""
+    start = text.find("# Channel Details")
+    if start < 0:
+        return text.strip().splitlines()[0][:200] if text.strip() else ""
+    return text[start : start + 400]
+
+
 def wait(predicate, what: str, stage: Stage, deadline: float = TURN_DEADLINE):
     """Poll `predicate` until it is true, at most `deadline` seconds; the failure shows the log's end."""
     end = time.monotonic() + deadline
@@ -467,6 +670,9 @@ def wait(predicate, what: str, stage: Stage, deadline: float = TURN_DEADLINE):
             return value
         time.sleep(0.1)
     served = [(s.chat, s.turn.number if s.turn else "unscripted") for s in stage.served]
+    unscripted = [_channel_details(s.text) for s in stage.served if s.turn is None]
+    if unscripted:
+        served.append(("the unscripted requests' channels", unscripted))
     raise AssertionError(
         f"timed out waiting for {what}; LLM requests so far (chat, turn): {served}; gateway log:\n"
         f"{stage.log_since(0)[-6000:]}"

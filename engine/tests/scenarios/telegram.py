@@ -14,9 +14,10 @@ from telethon.tl import types
 
 from conversations.testing.mtproto import StandIn
 from conversations.testing.mtproto.media import add_sticker_set, image_bytes
+from conversations.transport.base import TYPING_UPDATE_SECONDS
 from engine.tests.processes import MANAGE, ChildDatabase, manage
 from engine.tests.scenarios.spec import PERSONAS, Scenario, Turn
-from engine.tests.scenarios.stage import Stage
+from engine.tests.scenarios.stage import SAMPLES, Stage
 
 #: Test numbers (+99966XYYYY: the login code is X five times), one per persona.
 PHONES = {name: f"+999662{number:04d}" for number, name in enumerate(PERSONAS, start=1)}
@@ -57,6 +58,12 @@ class TelegramStage(Stage):
                 for p, phone in PHONES.items()
             ),
         )
+        #: A library file's bytes -> its library item: a photo in a chat with these bytes is that item,
+        #: uploaded with the send (the account has no Saved Messages copy of an admin upload).
+        self.library_files = {
+            (SAMPLES / "media" / key.split("/", 1)[1]).read_bytes(): unique_id
+            for key, (unique_id, _curated) in self.library.items()
+        }
         for persona, phone in PHONES.items():
             done = subprocess.run(
                 [sys.executable, MANAGE, "telegram_login", persona],
@@ -75,21 +82,36 @@ class TelegramStage(Stage):
 
     # --- the people ---------------------------------------------------------------------------------
 
-    def _person(self, name: str) -> int:
+    def _person(self, name: str, *, user_id: int | None = None, bot: bool = False) -> int:
         if name not in self.people:
             phone = f"+99966{len(self.people) + 10:05d}"[:11]
             self.people[name] = self.standin.run(
-                self.standin.world.create_user, phone=phone, first_name=name
+                self.standin.world.create_user, phone=phone, first_name=name, user_id=user_id, bot=bot
             ).id
         return self.people[name]
 
     def operator_id(self, name: str) -> int:
         return self._person(name)
 
-    def say(self, scenario: Scenario, turn: Turn) -> None:
-        person = self._person(scenario.user(turn.person))
+    def say(self, scenario: Scenario, turn: Turn, text: str = "", typing: float = 0.0) -> None:
+        """The person writes; with `typing`, one `UpdateUserTyping` follows at once (Telegram's clients
+        take it to last TYPING_UPDATE_SECONDS)."""
+        person = self._person(
+            scenario.user(turn.person),
+            user_id=scenario.user_ids.get(turn.person),
+            bot=turn.person in scenario.bots,
+        )
         key = self.standin.world.dm_key(self.accounts[scenario.persona], person)
-        self.standin.run(self.standin.world.send, person, key, turn.say)
+
+        def act() -> None:
+            self.standin.world.send(person, key, text or turn.say)
+            if typing:
+                self.standin.world.typing(person, key)
+
+        self.standin.run(act)
+
+    def typing_lasts(self, seconds: float) -> float:
+        return TYPING_UPDATE_SECONDS
 
     # --- reading the world --------------------------------------------------------------------------
 
@@ -141,7 +163,8 @@ class TelegramStage(Stage):
                     ]
             return [{"media_kind": "document"}]
         if isinstance(media, types.MessageMediaPhoto):
-            return [{"media_kind": "photo"}]
+            data = self.standin.world.files.get(media.photo.id)
+            return [{"media_kind": "photo", "unique_id": self.library_files.get(data, str(media.photo.id))}]
         return [{"media_kind": type(media).__name__}]
 
     def blocked_ids(self, persona: str) -> list[int]:

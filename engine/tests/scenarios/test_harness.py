@@ -54,12 +54,74 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
             "operators ['Bo'] are not in people",
         ),
         ('persona = "Orla"\npeople = ["Ada"]\n[[turn]\n', "not valid TOML"),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nanswered = false\nreply = []\n',
+            "turn 1: answered = false is a message that starts no LLM call: remove reply",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\ntyping = {seconds = 30}\n'
+            'reply = [{kind = "send", text = "x"}]\n',
+            "turn 1: typing seconds is 30: give more than 0 and at most 6",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\nuser_ids = {Tg = 777000}\n' + GOOD_TURN,
+            "user_ids ['Tg'] are not in people",
+        ),
+        ('persona = "Orla"\npeople = ["Ada"]\nbots = ["Bo"]\n' + GOOD_TURN, "bots ['Bo'] are not in people"),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club", agents = ["Orla"]}\n' + GOOD_TURN,
+            "group agents ['Orla']: name other personas than Orla",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club", agents = ["Wendy"]}\n'
+            + GOOD_TURN
+            + 'chain = [{agent = "Bramble", reply = []}]\n',
+            "turn 1: chain entry",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\noperator = {llm = "x"}\nsay = "hi"\nreply = []\n',
+            "operator is {'llm': 'x'}: set one or more of daily_spend_cap",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\ntrigger = "operator"\nreply = []\n',
+            'trigger = "operator" needs an operator change',
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nbraked = true\nreply = []\n',
+            "a braked turn is a message the brake holds: it has a say and no reply",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nreply = []\nusage = {tokens = 5}\n',
+            "usage is {'tokens': 5}: use token counts of input_tokens",
+        ),
     ],
 )
 def test_a_bad_scenario_file_is_refused_naming_the_file_and_the_fix(tmp_path, text, message):
     with pytest.raises(ScenarioError) as error:
         scenario(tmp_path, text)
     assert "orla_x.toml" in str(error.value) and message in str(error.value)
+
+
+def test_a_scenario_reads_the_person_like_keys(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada", "Tg", "Bo"]\nuser_ids = {Tg = 777000}\nbots = ["Bo"]\n'
+        'group = {title = "Club", agents = ["Wendy"]}\n'
+        '[[turn]]\nas = "Tg"\nsay = "code 12345"\nanswered = false\nstored_lacks = ["12345"]\n'
+        '[[turn]]\nsay = "hi"\ntyping = {seconds = 6, then = "and"}\nreply = [{kind = "send", text = "a"}]\n'
+        'chain = [{agent = "Wendy", reply = [{kind = "send", text = "b"}]}]\nloop_guard = true\n',
+    )
+    assert (loaded.user_ids, loaded.bots, loaded.group_agents) == ({"Tg": 777000}, ("Bo",), ("Wendy",))
+    assert loaded.group_title == "Club orla_x"
+    silent, typed = loaded.turns
+    assert (silent.answered, silent.replies, silent.stored_lacks) == (False, (), ("12345",))
+    assert (typed.typing_seconds, typed.typing_then, typed.chain, len(typed.replies)) == (
+        6.0,
+        "and",
+        ("Wendy",),
+        2,
+    )
+    assert typed.loop_guard is True
 
 
 def test_the_log_scan_reports_warnings_errors_and_tracebacks_not_expected_by_name():

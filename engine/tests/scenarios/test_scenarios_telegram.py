@@ -1,5 +1,6 @@
 """The scenarios marked `telegram = true` on the MTProto stand-in: the kinds that reach Telegram (send,
-sticker, react, xsend between two DMs, block and unblock) through Telethon and the wire protocol."""
+sticker, react, xsend between two DMs, block and unblock, a library photo uploaded with the send) through
+Telethon and the wire protocol."""
 
 from __future__ import annotations
 

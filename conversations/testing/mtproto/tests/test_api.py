@@ -189,3 +189,55 @@ def test_updates_missed_during_a_dropped_connection_are_fetched_after_telethon_r
     seen, methods = asyncio.run(run())
     assert seen == ["sent while you were offline"]
     assert "updates.getDifference" in methods
+
+
+def test_the_control_interface_pushes_typing_and_messages_from_telegram_and_from_a_bot(standin):
+    httpd = serve_control(standin)
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    async def run():
+        client = await logged_in(standin, updates=True)
+        seen: list = []
+        arrived = asyncio.Event()
+
+        async def on_update(update):
+            seen.append(update)
+            if len([u for u in seen if isinstance(u, types.UpdateNewMessage)]) == 2:
+                arrived.set()
+
+        client.add_event_handler(on_update, events.Raw((types.UpdateNewMessage, types.UpdateUserTyping)))
+        await client(functions.updates.GetStateRequest())
+        status, service = post(f"{base}/users", {"first_name": "Telegram", "id": 777000})
+        assert (status, service["id"]) == (200, 777000)
+        status, bot = post(f"{base}/users", {"first_name": "Digest", "username": "digestbot", "bot": True})
+        assert status == 200 and bot["bot"] is True
+        assert post(f"{base}/typing", {"from": standin.bob.id, "to": standin.ann.id}) == (200, {})
+        assert (
+            post(f"{base}/send", {"from": 777000, "to": standin.ann.id, "text": "Login code: 12345"})[0]
+            == 200
+        )
+        assert (
+            post(f"{base}/send", {"from": bot["id"], "to": standin.ann.id, "text": "3 new posts"})[0] == 200
+        )
+        await asyncio.wait_for(arrived.wait(), 10)
+        senders = {u.id: u for u in (await client.get_entity([777000, bot["id"]]))}
+        await client.disconnect()
+        return seen, senders, bot["id"]
+
+    try:
+        seen, senders, bot_id = asyncio.run(run())
+        assert post(f"{base}/users", {"first_name": "Again", "id": 777000}) == (
+            400,
+            {"error": "a user with id 777000 exists already"},
+        )
+        assert post(f"{base}/typing", {"from": standin.bob.id}) == (400, {"error": "missing field 'to'"})
+    finally:
+        httpd.shutdown()
+    typing = [u for u in seen if isinstance(u, types.UpdateUserTyping)]
+    assert [(u.user_id, type(u.action)) for u in typing] == [(standin.bob.id, types.SendMessageTypingAction)]
+    messages = [u.message for u in seen if isinstance(u, types.UpdateNewMessage)]
+    assert [(m.peer_id, m.message) for m in messages] == [
+        (types.PeerUser(777000), "Login code: 12345"),
+        (types.PeerUser(bot_id), "3 new posts"),
+    ]
+    assert senders[bot_id].bot and not senders[777000].bot
