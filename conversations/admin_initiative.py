@@ -19,6 +19,7 @@ from agents.models import Agent
 from agents.schedule import _zone
 from cindy_site.admin_utils import change_link
 from cindy_site.clock import now
+from conversations.admin_schedule_print import schedule_print_view
 from conversations.models import Conversation
 from conversations.services.initiative import conversation_nudge
 from media_catalog.models import LibraryItem
@@ -146,7 +147,17 @@ class ScheduleEntryAdmin(admin.ModelAdmin):
             self.admin_site.admin_view(self.timeline_view),
             name="memory_scheduleentry_timeline",
         )
-        return [timeline, *super().get_urls()]
+        printable = path(
+            "print/<int:agent_id>/",
+            self.admin_site.admin_view(self.print_view),
+            name="memory_scheduleentry_print",
+        )
+        return [timeline, printable, *super().get_urls()]
+
+    def print_view(self, request: HttpRequest, agent_id: int) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return schedule_print_view(request, agent_id)
 
     @admin.display(description="When (agent's time)", ordering="start")
     def when(self, entry: ScheduleEntry) -> str:

@@ -195,6 +195,31 @@ def test_the_schedule_timeline_labels_each_entry_and_keeps_neighbours_apart(samp
     assert page.problems == []
 
 
+def test_the_schedule_prints_as_a_table_without_the_consoles_controls(samples, site_db, page):
+    orla = _orla_with_a_busy_day(site_db)
+    _log_in(
+        page, _staff("operator"), next_url=f"/admin/memory/scheduleentry/timeline/{orla.pk}/?day=2026-11-26"
+    )
+    page.locator("#print-link").click()
+    expect(page.locator("h1")).to_have_text("Schedule — Orla")
+    expect(page.locator("#print-zone")).to_have_text("Timezone: Europe/London (+00:00)")
+    rows = page.locator("#print-table tbody tr")
+    expect(rows).to_have_count(len(DAY))
+    expect(rows.nth(5)).to_contain_text("Thu 2026-11-26 14:00")
+    expect(rows.nth(5)).to_contain_text("Reference desk")
+    expect(page.locator("#print-button")).to_be_visible()
+    _fits(page, "schedule-print")
+
+    page.emulate_media(media="print")
+    _shot(page, "schedule-print")
+    expect(page.locator("#print-button")).to_be_hidden()
+    expect(page.locator("#print-range")).to_be_hidden()
+    expect(rows.nth(7)).to_be_visible()
+    assert page.pdf(format="A4")[:5] == b"%PDF-"  # Chromium lays the page out for paper
+    page.emulate_media(media="screen")
+    assert page.problems == []
+
+
 def test_the_admin_reads_in_words_not_raw_names_or_json(samples, site_db, page):
     orla = Agent.objects.get(name="Orla")
     _log_in(page, _staff("operator"), next_url="/admin/")
