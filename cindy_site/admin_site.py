@@ -26,11 +26,22 @@ class CindyAdminSite(OTPAdminSite):
 
     def get_urls(self):
         from cindy_site import otp_views
+        from conversations import admin_media_files as media_files
 
         extra = [
             path("otp/", self.admin_view(otp_views.devices), name="otp_devices"),
             path("otp/totp/", self.admin_view(otp_views.enroll_totp), name="otp_enroll_totp"),
             path("otp/static/", self.admin_view(otp_views.static_codes), name="otp_static_codes"),
             path("otp/telegram/", self.admin_view(otp_views.enroll_telegram), name="otp_enroll_telegram"),
+            path(
+                "media-files/",
+                self.admin_view(lambda request: media_files.unused_files_view(self, request)),
+                name="media_files_unused",
+            ),
+            path(
+                "media-files/download/",
+                self.admin_view(lambda request: media_files.unused_file_download(self, request)),
+                name="media_files_download",
+            ),
         ]
         return extra + super().get_urls()

@@ -97,8 +97,9 @@ def _attachment_name(file_field) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "file"
 
 
-def serve_media_file(request, file_field, declared_mime: str):
-    """The file itself, or for `?frame=png` on a TGS sticker its first frame as PNG.
+def serve_media_file(request, file_field, declared_mime: str, *, download: bool = False):
+    """The file itself, or for `?frame=png` on a TGS sticker its first frame as PNG; with `download`
+    (or `?download=1`) always as an attachment named after the stored file.
 
     The type a sender declared is never what the browser is told: a file is served inline only
     as the image or video type its first bytes show (`INLINE_TYPES`), with `nosniff`; anything
@@ -127,7 +128,8 @@ def serve_media_file(request, file_field, declared_mime: str):
         return response
     sniffed = sniff_media(handle.read(SNIFF_BYTES))
     handle.seek(0)
-    if sniffed in INLINE_TYPES:
+    download = download or request.GET.get("download") == "1"
+    if sniffed in INLINE_TYPES and not download:
         response = FileResponse(handle, content_type=sniffed)
     else:
         response = FileResponse(
@@ -270,7 +272,13 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
 
     @admin.display(description="Preview")
     def large_preview(self, description: MediaDescription) -> str:
-        return self._preview(description, 320)
+        preview = self._preview(description, 320)
+        if not (description.pk and description.file):
+            return preview
+        url = reverse("admin:media_catalog_mediadescription_file", args=[description.pk])
+        return format_html(
+            '{}<br><a href="{}?download=1" class="cindy-download">Download the file</a>', preview, url
+        )
 
     def save_model(self, request, obj, form, change):
         # Covers the change form and the changelist's editable description column alike.

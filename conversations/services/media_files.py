@@ -1,0 +1,104 @@
+"""Media files that nothing uses: files under MEDIA_ROOT's media folders that no row names.
+
+A file is in use when a `FileField` of any model names it (catalog descriptions, stickers, library
+items and whatever else stores a file that way), or when a message's media part names it (`file`,
+or `extra.file`: the gateway's downloads). Only the folders those two kinds of reference live in are
+scanned (`scanned_folders`); profile photos and sandbox uploads have pages of their own and are
+left alone. A file newer than the grace period is never unused: a download or upload may still be
+on its way to the row that will name it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.apps import apps
+from django.conf import settings
+from django.db import models
+
+from cindy_site.clock import now
+from conversations.models import Message
+
+#: The gateway's download folder (engine.media.MEDIA_STORE; named here so that reading it does not
+#: import the gateway's code).
+MEDIA_STORE = "media_store"
+DEFAULT_GRACE = dt.timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class UnusedFile:
+    name: str  # relative to MEDIA_ROOT, with forward slashes
+    size: int
+    modified: dt.datetime
+
+
+def _file_fields() -> Iterator[tuple[type[models.Model], str, str]]:
+    """(model, field name, upload folder) of every concrete FileField of the project."""
+    for model in apps.get_models():
+        for field in model._meta.get_fields():
+            if isinstance(field, models.FileField) and field.concrete:
+                folder = field.upload_to if isinstance(field.upload_to, str) else ""
+                yield model, field.name, folder.split("/", 1)[0]
+
+
+def scanned_folders() -> list[str]:
+    folders = {folder for _model, _field, folder in _file_fields() if folder}
+    return sorted(folders | {MEDIA_STORE})
+
+
+def used_names() -> set[str]:
+    """Every file name (relative to MEDIA_ROOT) a row refers to."""
+    used: set[str] = set()
+    for model, field, _folder in _file_fields():
+        used.update(
+            name
+            for name in model._default_manager.exclude(**{field: ""}).values_list(field, flat=True)
+            if name
+        )
+    for media in Message.objects.exclude(media=[]).values_list("media", flat=True).iterator(chunk_size=2000):
+        for part in media or []:
+            if not isinstance(part, dict):
+                continue
+            extra = part.get("extra") if isinstance(part.get("extra"), dict) else {}
+            for name in (part.get("file"), extra.get("file")):
+                if isinstance(name, str) and name:
+                    used.add(name)
+    return used
+
+
+def unused_media_files(*, grace: dt.timedelta = DEFAULT_GRACE) -> list[UnusedFile]:
+    """Files in the scanned folders that no row names and that are older than `grace`, oldest first."""
+    root = Path(settings.MEDIA_ROOT)
+    used = used_names()
+    cutoff = now() - grace
+    found = []
+    for folder in scanned_folders():
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in base.rglob("*"):
+            if path.is_symlink() or not path.is_file():
+                continue
+            name = path.relative_to(root).as_posix()
+            stat = path.stat()
+            modified = dt.datetime.fromtimestamp(stat.st_mtime, tz=dt.UTC)
+            if name in used or modified > cutoff:
+                continue
+            found.append(UnusedFile(name=name, size=stat.st_size, modified=modified))
+    return sorted(found, key=lambda f: (f.modified, f.name))
+
+
+def unused_media_files_delete(*, names: list[str], grace: dt.timedelta = DEFAULT_GRACE) -> list[str]:
+    """Delete those of `names` that are still unused now (checked again, so a file a row took up since
+    the list was shown stays); returns the names deleted."""
+    unused = {f.name for f in unused_media_files(grace=grace)}
+    root = Path(settings.MEDIA_ROOT)
+    deleted = []
+    for name in names:
+        if name in unused:
+            (root / name).unlink(missing_ok=True)
+            deleted.append(name)
+    return deleted
