@@ -9,6 +9,7 @@ from agents.signals import agent_restarted, gateway_request_created
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.services.wake import wake_gateways_on_commit
+from media_catalog.signals import describe_again_requested
 
 
 @receiver(agent_restarted, dispatch_uid="conversations.agent_restarted")
@@ -24,3 +25,10 @@ def record_agent_restart(sender, *, agent: Agent, by: str, was: str, **kwargs) -
 @receiver(gateway_request_created, dispatch_uid="conversations.gateway_request_created")
 def wake_for_gateway_request(sender, *, request: GatewayRequest, **kwargs) -> None:
     wake_gateways_on_commit()
+
+
+@receiver(describe_again_requested, dispatch_uid="conversations.describe_again_requested")
+def queue_media_descriptions_refresh(sender, *, ids: list[int], **kwargs) -> None:
+    from llm.media_refresh import media_descriptions_refresh_request
+
+    media_descriptions_refresh_request(ids=ids)

@@ -32,6 +32,7 @@ from media_catalog.previews import (
     tgs_frame_png,
 )
 from media_catalog.services.curation import media_description_save, media_descriptions_curate
+from media_catalog.signals import describe_again_requested
 
 IMAGE_TYPES = {"image/webp", "image/png", "image/jpeg", "image/gif"}
 VIDEO_TYPES = {"video/webm", "video/mp4"}
@@ -193,7 +194,7 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
     list_filter = [StickerSetFilter, "status", "source", "kind"]
     search_fields = ["unique_id", "sticker_name", "sticker_set_name", "sticker_set_title", "description"]
     list_per_page = 50
-    actions = ["mark_curated"]
+    actions = ["mark_curated", "describe_again"]
     readonly_fields = [
         "large_preview",
         "status",
@@ -292,6 +293,23 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
     def mark_curated(self, request, queryset):
         count = media_descriptions_curate(ids=list(queryset.values_list("pk", flat=True)))
         self.message_user(request, f"{count} description(s) marked curated.", messages.SUCCESS)
+
+    @admin.action(
+        description="Describe the selected media again with the media model (AI descriptions only)",
+        permissions=["change"],
+    )
+    def describe_again(self, request, queryset):
+        ids = list(queryset.exclude(source=MediaDescription.Source.CURATED).values_list("pk", flat=True))
+        curated = queryset.count() - len(ids)
+        if ids:
+            describe_again_requested.send(sender=MediaDescription, ids=ids)
+        note = f" {curated} curated description(s) are left as they are." if curated else ""
+        self.message_user(
+            request,
+            f"{len(ids)} item(s) will be described again by the task workers; the activity stream says "
+            f"when they are done.{note}",
+            messages.SUCCESS if ids else messages.WARNING,
+        )
 
 
 class StickerInline(admin.TabularInline):
