@@ -39,6 +39,11 @@ class CindyAdminSite(OTPAdminSite):
                 name="media_files_unused",
             ),
             path(
+                "media-files/description/<int:pk>/",
+                self.admin_view(lambda request, pk: media_files.description_file_download(self, request, pk)),
+                name="media_files_description",
+            ),
+            path(
                 "media-files/download/",
                 self.admin_view(lambda request: media_files.unused_file_download(self, request)),
                 name="media_files_download",

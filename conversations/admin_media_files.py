@@ -8,17 +8,19 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from conversations.services.media_files import (
     DEFAULT_GRACE,
+    media_description_file,
     scanned_folders,
     unused_media_files,
     unused_media_files_delete,
 )
 from media_catalog.admin import serve_media_file
+from media_catalog.models import MediaDescription
 
 VIEW = "media_catalog.view_mediadescription"
 DELETE = "media_catalog.delete_mediadescription"
@@ -73,3 +75,22 @@ def unused_file_download(site, request: HttpRequest) -> HttpResponse:
     if name not in {item.name for item in unused_media_files()}:
         raise Http404(f"{name!r} is not an unused media file: pick one from the list")
     return serve_media_file(request, _StoredFile(name), "", download=True)
+
+
+def description_file_download(site, request: HttpRequest, pk: int) -> HttpResponse:
+    """A catalog row's media as a download: the catalog's copy, else the copy the gateway downloaded."""
+    if not request.user.has_perm(VIEW):
+        raise PermissionDenied
+    row = MediaDescription.objects.filter(pk=pk).first()
+    if row is None:
+        raise Http404(f"no media description with id {pk}")
+    stored = media_description_file(row)
+    if stored is None:
+        # Said in words (a bare 404 page would not tell the operator why there is nothing).
+        return HttpResponseNotFound(
+            f"{row.unique_id}: no copy of this media is stored (it was never downloaded)",
+            content_type="text/plain; charset=utf-8",
+        )
+    path, part = stored
+    name = path.relative_to(Path(settings.MEDIA_ROOT)).as_posix()
+    return serve_media_file(request, _StoredFile(name), part.get("mime") or "", download=True)

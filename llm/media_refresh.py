@@ -10,23 +10,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
-from conversations.models import ActivityEvent, Message
+from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
+from conversations.services.media_files import media_description_file
 from llm.errors import LLMConfigError
 from llm.media import describe_file
 from llm.routing import UnknownModelError
 from media_catalog.models import MediaDescription
 
 logger = logging.getLogger(__name__)
-
-#: How many messages naming the media are looked at to find a downloaded copy of it.
-MESSAGES_LOOKED_AT = 20
 
 
 @dataclass
@@ -58,31 +53,6 @@ def media_descriptions_refresh_request(*, ids: list[int]) -> None:
     transaction.on_commit(enqueue)
 
 
-def _stored_path(row: MediaDescription) -> tuple[Path, dict[str, Any]] | None:
-    """The row's file (the catalog's copy, else the newest downloaded copy a message names) and the
-    media part that describes it."""
-    root = Path(settings.MEDIA_ROOT)
-    part: dict[str, Any] = {
-        "unique_id": row.unique_id,
-        "media_kind": row.kind,
-        "mime": row.mime,
-        "sticker_set_name": row.sticker_set_name,
-        "sticker_name": row.sticker_name,
-    }
-    if row.file and (root / row.file.name).is_file():
-        return root / row.file.name, part
-    candidates = Message.objects.filter(media__icontains=row.unique_id).order_by("-date", "-pk")
-    for media in candidates.values_list("media", flat=True)[:MESSAGES_LOOKED_AT]:
-        for found in media or []:
-            if not isinstance(found, dict) or found.get("unique_id") != row.unique_id:
-                continue
-            extra = found.get("extra") if isinstance(found.get("extra"), dict) else {}
-            name = found.get("file") or extra.get("file")
-            if name and (root / name).is_file():
-                return root / name, {**part, "mime": found.get("mime") or row.mime}
-    return None
-
-
 def media_descriptions_refresh(*, ids: list[int]) -> RefreshOutcome:
     """Describe each AI row of `ids` again from its stored file."""
     outcome = RefreshOutcome()
@@ -90,7 +60,7 @@ def media_descriptions_refresh(*, ids: list[int]) -> RefreshOutcome:
         if row.is_curated:
             outcome.curated.append(row.unique_id)
             continue
-        stored = _stored_path(row)
+        stored = media_description_file(row)
         if stored is None:
             outcome.no_file.append(row.unique_id)
             continue

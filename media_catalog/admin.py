@@ -274,12 +274,11 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
     @admin.display(description="Preview")
     def large_preview(self, description: MediaDescription) -> str:
         preview = self._preview(description, 320)
-        if not (description.pk and description.file):
+        if not description.pk:
             return preview
-        url = reverse("admin:media_catalog_mediadescription_file", args=[description.pk])
-        return format_html(
-            '{}<br><a href="{}?download=1" class="cindy-download">Download the file</a>', preview, url
-        )
+        # The catalog's copy, else the one the gateway downloaded (found by the conversations app).
+        url = reverse("admin:media_files_description", args=[description.pk])
+        return format_html('{}<br><a href="{}" class="cindy-download">Download the file</a>', preview, url)
 
     def save_model(self, request, obj, form, change):
         # Covers the change form and the changelist's editable description column alike.

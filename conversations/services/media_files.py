@@ -14,6 +14,7 @@ import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings
@@ -21,11 +22,14 @@ from django.db import models
 
 from cindy_site.clock import now
 from conversations.models import Message
+from media_catalog.models import MediaDescription
 
 #: The gateway's download folder (engine.media.MEDIA_STORE; named here so that reading it does not
 #: import the gateway's code).
 MEDIA_STORE = "media_store"
 DEFAULT_GRACE = dt.timedelta(days=1)
+#: How many messages naming a media item are looked at to find a downloaded copy of it.
+MESSAGES_LOOKED_AT = 20
 
 
 @dataclass(frozen=True)
@@ -102,3 +106,28 @@ def unused_media_files_delete(*, names: list[str], grace: dt.timedelta = DEFAULT
             (root / name).unlink(missing_ok=True)
             deleted.append(name)
     return deleted
+
+
+def media_description_file(row: MediaDescription) -> tuple[Path, dict[str, Any]] | None:
+    """The file of a catalog row (the catalog's copy, else the newest downloaded copy a message
+    names) and the media part that describes it; None when no copy is stored."""
+    root = Path(settings.MEDIA_ROOT)
+    part: dict[str, Any] = {
+        "unique_id": row.unique_id,
+        "media_kind": row.kind,
+        "mime": row.mime,
+        "sticker_set_name": row.sticker_set_name,
+        "sticker_name": row.sticker_name,
+    }
+    if row.file and (root / row.file.name).is_file():
+        return root / row.file.name, part
+    candidates = Message.objects.filter(media__icontains=row.unique_id).order_by("-date", "-pk")
+    for media in candidates.values_list("media", flat=True)[:MESSAGES_LOOKED_AT]:
+        for found in media or []:
+            if not isinstance(found, dict) or found.get("unique_id") != row.unique_id:
+                continue
+            extra = found.get("extra") if isinstance(found.get("extra"), dict) else {}
+            name = found.get("file") or extra.get("file")
+            if name and (root / name).is_file():
+                return root / name, {**part, "mime": found.get("mime") or row.mime}
+    return None

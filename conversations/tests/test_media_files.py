@@ -124,5 +124,16 @@ def test_a_catalog_file_downloads_as_an_attachment(verified_client, media):
     assert verified_client.get(url)["Content-Type"] == "image/png"  # inline preview as before
     download = verified_client.get(url + "?download=1")
     assert download["Content-Disposition"].startswith('attachment; filename="AgADcurated.png"')
+    link = reverse("admin:media_files_description", args=[row.pk])
     change = verified_client.get(reverse("admin:media_catalog_mediadescription_change", args=[row.pk]))
-    assert f'href="{url}?download=1"' in change.content.decode()
+    assert f'href="{link}"' in change.content.decode()
+    assert b"".join(verified_client.get(link).streaming_content) == PNG
+
+
+def test_a_described_download_without_a_catalog_copy_comes_from_the_message(verified_client, media):
+    row = MediaDescription.objects.create(unique_id="AgADused1", kind="photo", description="AI text.")
+    response = verified_client.get(reverse("admin:media_files_description", args=[row.pk]))
+    assert response["Content-Disposition"].startswith('attachment; filename="AgADused1.png"')
+    missing = MediaDescription.objects.create(unique_id="AgADnever", kind="photo")
+    response = verified_client.get(reverse("admin:media_files_description", args=[missing.pk]))
+    assert response.status_code == 404 and b"never downloaded" in response.content

@@ -339,3 +339,64 @@ def test_hostile_names_stay_inert_on_every_console_page(site_db, page):
         assert page.locator("img[src=x]").count() == 0, url
         assert page.evaluate("document.querySelectorAll('script:not([src]):not([type])').length") == 0, url
     assert page.console_errors == []
+
+
+def test_the_media_editor_describes_again_downloads_and_cleans_up(site_db, page, llm):
+    """An AI description is made again on the workers at an operator's request, its file downloads,
+    and an old file no row uses is listed, downloaded and deleted; a file in use is never listed."""
+    import os
+
+    from media_catalog.models import MediaDescription
+
+    agent = _agent(f"Mona {secrets.token_hex(2)}")
+    chat = Conversation.objects.create(agent=agent, peer_id=6100 + secrets.randbelow(10**5), kind="dm",
+                                       title="Pia", last_message_at=now())  # fmt: skip
+    store = site_db.workdir / "media" / "media_store"
+    store.mkdir(parents=True, exist_ok=True)
+    unique = f"AgPie{secrets.token_hex(3)}"
+    (store / f"{unique}.png").write_bytes(_PNG)
+    Message.objects.create(conversation=chat, message_id=1, sender_id=chat.peer_id, sender_name="Pia", date=now(),
+                           media=[{"media_kind": "photo", "unique_id": unique, "mime": "image/png",
+                                   "file": f"media_store/{unique}.png"}])  # fmt: skip
+    row = MediaDescription.objects.create(unique_id=unique, kind="photo", description="Something round.")
+    orphan = store / f"AgOld{secrets.token_hex(3)}.png"
+    orphan.write_bytes(_PNG)
+    two_days_ago = (now() - dt.timedelta(days=2)).timestamp()
+    os.utime(orphan, (two_days_ago, two_days_ago))
+    site_db.start_gateway()  # its django-q2 workers describe the media
+    llm.reply_with("A cherry pie cooling on a windowsill.")
+
+    _log_in(page, _staff("curator"), next_url=f"/admin/media_catalog/mediadescription/?q={unique}")
+    page.locator(f"#result_list input[name=_selected_action][value='{row.pk}']").check()
+    page.select_option("select[name=action]", "describe_again")
+    page.click("button[name=index]")
+    expect(page.locator(".messagelist")).to_contain_text("1 item(s) will be described again")
+    wait_for(
+        lambda: MediaDescription.objects.get(pk=row.pk).description
+        == "A cherry pie cooling on a windowsill.",
+        "a worker to describe the photo again",
+        site_db.logs / "gateway.log",
+    )
+    assert LLMCall.objects.filter(purpose="describe").exists()
+    page.reload()
+    expect(page.locator("#result_list")).to_contain_text("A cherry pie cooling on a windowsill.")
+
+    page.goto(f"/admin/media_catalog/mediadescription/{row.pk}/change/")
+    with page.expect_download() as download_info:
+        page.get_by_role("link", name="Download the file").click()
+    assert open(download_info.value.path(), "rb").read() == _PNG
+
+    page.goto("/admin/media_catalog/mediadescription/")
+    page.click("#unused-files-link")
+    listed = page.locator("#unused-list")
+    expect(listed).to_contain_text(orphan.name)
+    expect(listed).not_to_contain_text(unique)  # a message uses it
+    with page.expect_download() as download_info:
+        listed.locator("tr", has_text=orphan.name).get_by_role("link", name="download").click()
+    assert download_info.value.suggested_filename == orphan.name
+    _shot(page, "unused-media")
+    listed.locator("tr", has_text=orphan.name).locator("input[name=name]").check()
+    page.click("#delete-unused")
+    expect(page.locator(".messagelist")).to_contain_text("Deleted 1 unused file(s).")
+    assert not orphan.exists() and (store / f"{unique}.png").exists()
+    _assert_clean(page)
