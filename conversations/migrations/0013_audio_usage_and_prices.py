@@ -46,36 +46,56 @@ def unseed_audio_prices(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0012_llmcall_worker'),
+        ("conversations", "0012_llmcall_worker"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='llmcall',
-            name='audio_seconds',
+            model_name="llmcall",
+            name="audio_seconds",
             field=models.FloatField(default=0),
         ),
         migrations.AddField(
-            model_name='llmcall',
-            name='audio_tokens',
+            model_name="llmcall",
+            name="audio_tokens",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='modelprice',
-            name='audio_input_per_million',
-            field=models.DecimalField(blank=True, decimal_places=4, help_text='Audio input tokens, where the provider bills them apart; empty: the input price', max_digits=10, null=True),
+            model_name="modelprice",
+            name="audio_input_per_million",
+            field=models.DecimalField(
+                blank=True,
+                decimal_places=4,
+                help_text="Audio input tokens, where the provider bills them apart; empty: the input price",
+                max_digits=10,
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='modelprice',
-            name='audio_per_minute',
-            field=models.DecimalField(decimal_places=4, default=Decimal('0'), help_text='USD per minute of audio, for models billed by duration (whisper-1)', max_digits=10),
+            model_name="modelprice",
+            name="audio_per_minute",
+            field=models.DecimalField(
+                decimal_places=4,
+                default=Decimal("0"),
+                help_text="USD per minute of audio, for models billed by duration (whisper-1)",
+                max_digits=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='llmcall',
-            name='purpose',
-            field=models.CharField(choices=[('plan', 'Plan a turn'), ('describe', 'Describe media'), ('summarize', 'Summarize'), ('translate', 'Translate for an operator'), ('transcribe', 'Transcribe a voice note')], default='plan', max_length=32),
+            model_name="llmcall",
+            name="purpose",
+            field=models.CharField(
+                choices=[
+                    ("plan", "Plan a turn"),
+                    ("describe", "Describe media"),
+                    ("summarize", "Summarize"),
+                    ("translate", "Translate for an operator"),
+                    ("transcribe", "Transcribe a voice note"),
+                ],
+                default="plan",
+                max_length=32,
+            ),
         ),
         migrations.RunPython(seed_audio_prices, unseed_audio_prices),
     ]

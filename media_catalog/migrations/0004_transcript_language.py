@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('media_catalog', '0003_libraryitem'),
+        ("media_catalog", "0003_libraryitem"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='mediadescription',
-            name='language',
-            field=models.CharField(blank=True, help_text="A transcript's language (voice notes, audio, video notes)", max_length=32),
+            model_name="mediadescription",
+            name="language",
+            field=models.CharField(
+                blank=True,
+                help_text="A transcript's language (voice notes, audio, video notes)",
+                max_length=32,
+            ),
         ),
     ]
