@@ -99,6 +99,8 @@ def warm_media_descriptions(
     }
     spent = 0
     hearing = True  # False once the transcription route is not configured: pictures go on
+    # The agent's own voice notes are not transcribed: it knows what it said. A partner's are.
+    own = _heard_ids(messages, agent=True) - _heard_ids(messages, agent=False)
     for part in parts:
         if spent >= budget:
             break
@@ -108,7 +110,7 @@ def warm_media_descriptions(
         if row is not None and (row.status in _FINAL or row.is_curated or row.attempts >= MAX_ATTEMPTS):
             continue
         heard = is_transcribable(part)
-        if heard and (too_long(part) or not hearing):
+        if heard and (too_long(part) or not hearing or part["unique_id"] in own):
             continue  # past the 5-minute cap: no call; the history says so (llm.transcription)
         relative = part.get("file") or (part.get("extra") or {}).get("file")
         if not relative:
@@ -145,6 +147,16 @@ def warm_media_descriptions(
             break  # out of time, not a failure of this media: nothing is stored
         _store(part, status=status, description=text, mime=_mime(part, path))
     return spent
+
+
+def _heard_ids(messages: Sequence[Message | ChatMessage], *, agent: bool) -> set[str]:
+    return {
+        p["unique_id"]
+        for m in messages
+        if m.is_agent == agent
+        for p in m.media or []
+        if p.get("unique_id") and is_transcribable(p)
+    }
 
 
 def _transcribe(part: dict[str, Any], path: Path, **context: Any) -> bool:

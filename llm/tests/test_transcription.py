@@ -221,3 +221,19 @@ def test_a_photo_beside_still_gets_a_description(dm, fake_llm, media_root, ogg):
     assert MediaDescription.objects.get(unique_id="P1").description == "A loaf of bread."
     assert MediaDescription.objects.get(unique_id="V5").description == SAID
     assert sorted(LLMCall.objects.values_list("purpose", flat=True)) == ["describe", "transcribe"]
+
+
+def test_the_agents_own_voice_note_is_not_transcribed(dm, fake_llm, media_root, ogg):
+    (media_root / "chat" / "OWN.ogg").write_bytes(ogg)
+    part = {
+        "kind": "media",
+        "media_kind": "voice",
+        "unique_id": "OWN",
+        "duration": 3.2,
+        "file": "chat/OWN.ogg",
+    }
+    mine = add_message(dm, 1, is_agent=True, media=[part])
+
+    assert warm_media_descriptions([mine]) == 0
+    assert fake_llm.requests == []
+    assert _rendered(mine)["rendered_text"] == "‹a voice message from you, 3.2 s›"
