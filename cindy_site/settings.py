@@ -364,6 +364,9 @@ GROK_MODEL = env.str("GROK_MODEL", default="")
 OPENROUTER_MODEL = env.str("OPENROUTER_MODEL", default="")
 MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
 TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
+# Voice notes, audio and video notes (llm/transcription.py); empty: MEDIA_MODEL for a Gemini agent,
+# OpenAI's gpt-4o-mini-transcribe for any other.
+TRANSCRIPTION_MODEL = env.str("TRANSCRIPTION_MODEL", default="")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
 
 GOOGLE_GEMINI_API_KEY = env.str("GOOGLE_GEMINI_API_KEY", default="")

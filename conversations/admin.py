@@ -440,6 +440,8 @@ class ModelPriceAdmin(admin.ModelAdmin):
         "input_per_million",
         "cached_input_per_million",
         "output_per_million",
+        "audio_input_per_million",
+        "audio_per_minute",
     ]
     list_editable = ["input_per_million", "cached_input_per_million", "output_per_million"]
     list_filter = ["provider"]

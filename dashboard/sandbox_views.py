@@ -40,6 +40,7 @@ from conversations.services.sandbox import (
 from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required
 from dashboard.forms import MAX_PHOTO_BYTES, PHOTO_DIR, ChatForm, ReactForm, SendForm, sniff_image
+from media_catalog.audio import is_ogg
 
 #: Starting a chat, writing and reacting in it act as a person in the sandbox.
 SANDBOX_WRITE = "conversations.add_sandboxmessage"
@@ -206,6 +207,23 @@ def sandbox_photo(request: HttpRequest, name: str) -> FileResponse:
     # Served only as the image type its bytes show (never the uploader's claim), not sniffable,
     # and sandboxed should a browser ever open it as a document.
     response = FileResponse(path.open("rb"), content_type=sniffed[0])
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
+
+
+@verified_staff_required
+def sandbox_voice(request: HttpRequest, name: str) -> FileResponse:
+    """A voice note of the sandbox (a person's or an agent's), for the chat's audio player."""
+    folder = (Path(settings.MEDIA_ROOT) / PHOTO_DIR).resolve()
+    path = (folder / name).resolve()
+    if path.parent != folder or not path.is_file():
+        raise Http404(f"no sandbox voice note named {name!r}")
+    with path.open("rb") as handle:
+        if not is_ogg(handle.read(4)):
+            raise Http404(f"{name!r} is not an OGG voice note")
+    # Served only as Ogg audio (its bytes checked), not sniffable, sandboxed as a document.
+    response = FileResponse(path.open("rb"), content_type="audio/ogg")
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response

@@ -282,14 +282,19 @@ def sandbox_message_row(message: SandboxMessage) -> dict[str, Any]:
 
 def _media_row(part: dict[str, Any]) -> dict[str, Any]:
     folder, _, name = str(part.get("file", "")).rpartition("/")
-    url = reverse("dashboard:sandbox_photo", args=[name]) if folder == "sandbox" and name else ""
-    return {
-        "media_kind": part.get("media_kind", ""),
+    kind = part.get("media_kind", "")
+    view = "dashboard:sandbox_voice" if kind == "voice" else "dashboard:sandbox_photo"
+    url = reverse(view, args=[name]) if folder == "sandbox" and name else ""
+    row = {
+        "media_kind": kind,
         "sticker_set_name": part.get("sticker_set_name", ""),
         "sticker_name": part.get("sticker_name", ""),
         "unique_id": part.get("unique_id", ""),
         "url": url,
     }
+    if kind == "voice":  # the browser's audio player: its length
+        row["duration"] = part.get("duration")
+    return row
 
 
 def sandbox_messages(*, chat_id: int, limit: int = SANDBOX_HISTORY_LIMIT) -> list[dict[str, Any]]:

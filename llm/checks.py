@@ -12,9 +12,12 @@ from llm.routing import UnknownModelError, resolve
 
 @register()
 def check_llm_names(app_configs, **kwargs):
-    """DEFAULT_AGENT_LLM, MEDIA_MODEL and each agent's LLM (and conversation overrides) must be known."""
+    """DEFAULT_AGENT_LLM, MEDIA_MODEL, TRANSCRIPTION_MODEL (when set) and each agent's LLM (and
+    conversation overrides) must be known."""
     errors = []
-    for variable in ("DEFAULT_AGENT_LLM", "MEDIA_MODEL"):
+    for variable in ("DEFAULT_AGENT_LLM", "MEDIA_MODEL", "TRANSCRIPTION_MODEL"):
+        if variable == "TRANSCRIPTION_MODEL" and not settings.TRANSCRIPTION_MODEL.strip():
+            continue  # empty: follows each chat's LLM (llm/transcription.py)
         try:
             resolve(getattr(settings, variable))
         except UnknownModelError as exc:

@@ -29,6 +29,8 @@ from cindy_site.bulk import driver_rows
 from conversations.models import Conversation, Message
 from conversations.selectors import first_partner_message_id
 from llm.request import Part, Turn
+from llm.transcription import render_audio, transcript_fields
+from media_catalog.audio import is_transcribable
 from media_catalog.models import MediaDescription
 from memory.services.summaries import summary_covered_id
 
@@ -197,8 +199,11 @@ def descriptions_for(messages: Iterable[Message]) -> dict[str, MediaDescription]
     return {d.unique_id: d for d in MediaDescription.objects.filter(unique_id__in=ids)}
 
 
-def render_media(part: dict[str, Any], description: MediaDescription | None) -> str:
-    """Compact text for one media part, e.g. ‹the sticker 😂 from the set NNNNun that appears as …›."""
+def render_media(part: dict[str, Any], description: MediaDescription | None, *, speaker: str = "") -> str:
+    """Compact text for one media part, e.g. ‹the sticker 😂 from the set NNNNun that appears as …›;
+    a voice note, audio or video note as its transcript (llm.transcription)."""
+    if is_transcribable(part):
+        return render_audio(part, description, speaker=speaker)
     kind = part.get("media_kind") or "other"
     described = ""
     if description is not None and description.status in _DESCRIBED and description.description:
@@ -243,14 +248,19 @@ def message_parts(
         parts.append({"kind": "text", "text": message.text})
     for media in message.media or []:
         unique_id = media.get("unique_id", "")
-        parts.append(
-            {
-                "kind": "media",
-                "media_kind": media.get("media_kind") or "other",
-                "unique_id": unique_id,
-                "rendered_text": render_media(media, descriptions.get(unique_id)),
-            }
-        )
+        description = descriptions.get(unique_id)
+        rendered = {
+            "kind": "media",
+            "media_kind": media.get("media_kind") or "other",
+            "unique_id": unique_id,
+        }
+        if is_transcribable(media):  # heard media: the transcript, its speaker, duration and language
+            speaker = message.sender_name or ("you" if message.is_agent else "unknown")
+            rendered |= transcript_fields(media, description, speaker=speaker)
+            rendered["rendered_text"] = render_media(media, description, speaker=speaker)
+        else:
+            rendered["rendered_text"] = render_media(media, description)
+        parts.append(rendered)
     if message.is_agent and not parts:
         parts.append({"kind": "text", "text": "‹empty message›"})
     return tuple(parts)
@@ -354,6 +364,8 @@ def _description_key(description: MediaDescription | None) -> tuple | None:
         description.description,
         description.sticker_name,
         description.sticker_set_name,
+        description.language,
+        description.duration,
     )
 
 

@@ -29,6 +29,7 @@ from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientE
 from llm.providers import provider_for
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, UnknownModelError, resolve
+from media_catalog.audio import is_transcribable, too_long
 from media_catalog.models import MediaDescription
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,9 @@ def warm_media_descriptions(
         d.unique_id: d for d in MediaDescription.objects.filter(unique_id__in=[p["unique_id"] for p in parts])
     }
     spent = 0
+    hearing = True  # False once the transcription route is not configured: pictures go on
+    # The agent's own voice notes are not transcribed: it knows what it said. A partner's are.
+    own = _heard_ids(messages, agent=True) - _heard_ids(messages, agent=False)
     for part in parts:
         if spent >= budget:
             break
@@ -105,6 +109,9 @@ def warm_media_descriptions(
         row = known.get(part["unique_id"])
         if row is not None and (row.status in _FINAL or row.is_curated or row.attempts >= MAX_ATTEMPTS):
             continue
+        heard = is_transcribable(part)
+        if heard and (too_long(part) or not hearing or part["unique_id"] in own):
+            continue  # past the 5-minute cap: no call; the history says so (llm.transcription)
         relative = part.get("file") or (part.get("extra") or {}).get("file")
         if not relative:
             continue
@@ -113,6 +120,17 @@ def warm_media_descriptions(
             continue
         spent += 1
         try:
+            if heard:  # voice notes, audio, video notes: a transcript (llm.transcription)
+                hearing = _transcribe(
+                    part,
+                    path,
+                    agent_id=agent_id,
+                    conversation_id=conversation_id,
+                    node_id=node_id,
+                    sleep=sleep,
+                    deadline=deadline,
+                )
+                continue
             status, text = describe_file(
                 part,
                 path,
@@ -129,6 +147,28 @@ def warm_media_descriptions(
             break  # out of time, not a failure of this media: nothing is stored
         _store(part, status=status, description=text, mime=_mime(part, path))
     return spent
+
+
+def _heard_ids(messages: Sequence[Message | ChatMessage], *, agent: bool) -> set[str]:
+    return {
+        p["unique_id"]
+        for m in messages
+        if m.is_agent == agent
+        for p in m.media or []
+        if p.get("unique_id") and is_transcribable(p)
+    }
+
+
+def _transcribe(part: dict[str, Any], path: Path, **context: Any) -> bool:
+    """Transcribe one heard part; False when transcription is not configured (logged once a pass)."""
+    from llm.transcription import transcribe_and_store
+
+    try:
+        transcribe_and_store(part, path, **context)
+    except (LLMConfigError, UnknownModelError) as exc:
+        logger.warning("voice transcription is off: %s (see TRANSCRIPTION_MODEL)", exc)
+        return False
+    return True
 
 
 def describe_file(

@@ -33,6 +33,9 @@ class LLMRequest:
     turns: list[Turn]
     #: JSON schema the reply must follow (the task list); None for free text (media descriptions).
     response_schema: dict[str, Any] | None = None
+    #: A transcription of the request's one audio part: an OpenAI-compatible provider sends it to its
+    #: transcription endpoint (`audio/transcriptions`); Gemini takes it as audio input like any media.
+    transcription: bool = False
 
 
 @dataclass
@@ -41,6 +44,10 @@ class Usage:
     output_tokens: int = 0
     cached_tokens: int = 0
     thinking_tokens: int = 0
+    #: Of input_tokens, those the provider counted as audio.
+    audio_tokens: int = 0
+    #: Seconds of audio billed by duration (transcription models such as whisper-1).
+    audio_seconds: float = 0.0
 
 
 ReplyStatus = Literal["ok", "blocked", "empty"]

@@ -13,6 +13,7 @@ from conversations.services.activity import record_event
 from llm.request import LLMRequest, Usage
 
 _MILLION = Decimal(1_000_000)
+_MINUTE = Decimal(60)
 
 
 def price_for(provider: str, model: str) -> ModelPrice | None:
@@ -28,16 +29,23 @@ def price_for(provider: str, model: str) -> ModelPrice | None:
 
 def estimate_cost(provider: str, model: str, usage: Usage) -> Decimal:
     """USD for one call. Cached input tokens are part of input tokens and billed at the cached rate;
-    thinking tokens are billed as output. Unknown models cost 0 (add a price in the admin)."""
+    audio tokens are part of input tokens and billed at the audio rate where the price row has one;
+    thinking tokens are billed as output; audio billed by duration costs its minutes at the per-minute
+    rate. Unknown models cost 0 (add a price in the admin)."""
     price = price_for(provider, model)
     if price is None:
         return Decimal("0")
     cached = min(usage.cached_tokens, usage.input_tokens)
+    audio = min(usage.audio_tokens, usage.input_tokens - cached)
+    audio_rate = price.audio_input_per_million
     total = (
-        Decimal(usage.input_tokens - cached) * price.input_per_million
+        Decimal(usage.input_tokens - cached - audio) * price.input_per_million
+        + Decimal(audio) * (price.input_per_million if audio_rate is None else audio_rate)
         + Decimal(cached) * price.cached_input_per_million
         + Decimal(usage.output_tokens + usage.thinking_tokens) * price.output_per_million
     ) / _MILLION
+    if usage.audio_seconds and price.audio_per_minute:
+        total += Decimal(str(usage.audio_seconds)) / _MINUTE * price.audio_per_minute
     return total.quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
 
 
@@ -114,6 +122,8 @@ def llm_call_finish(
     call.output_tokens = usage.output_tokens
     call.cached_tokens = usage.cached_tokens
     call.thinking_tokens = usage.thinking_tokens
+    call.audio_tokens = usage.audio_tokens
+    call.audio_seconds = usage.audio_seconds
     call.cost = estimate_cost(call.provider, call.model, usage)
     call.latency_ms = latency_ms
     call.status = status
@@ -125,6 +135,8 @@ def llm_call_finish(
             "output_tokens",
             "cached_tokens",
             "thinking_tokens",
+            "audio_tokens",
+            "audio_seconds",
             "cost",
             "latency_ms",
             "status",
@@ -201,6 +213,8 @@ def _record_call_event(call: LLMCall) -> None:
             "output_tokens": call.output_tokens,
             "cached_tokens": call.cached_tokens,
             "thinking_tokens": call.thinking_tokens,
+            **({"audio_tokens": call.audio_tokens} if call.audio_tokens else {}),
+            **({"audio_seconds": call.audio_seconds} if call.audio_seconds else {}),
             "cost": str(call.cost),
             "latency_ms": call.latency_ms,
         },

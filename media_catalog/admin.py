@@ -219,6 +219,7 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
                     "sticker_name",
                     "mime",
                     "duration",
+                    "language",
                     "file",
                 ]
             },

@@ -52,6 +52,9 @@ class MediaDescription(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.AI)
     mime = models.CharField(max_length=100, blank=True)
     duration = models.FloatField(null=True, blank=True, help_text="Seconds, for video and audio")
+    language = models.CharField(
+        max_length=32, blank=True, help_text="A transcript's language (voice notes, audio, video notes)"
+    )
     file = models.FileField(upload_to="media_catalog/", blank=True)
     origin_dir = models.CharField(max_length=500, blank=True)
     source_file = models.CharField(max_length=500, blank=True)

@@ -6,7 +6,13 @@ at this server through their base URL settings, and the SDKs build, send and par
 - Gemini: `POST /v1beta/models/{model}:generateContent` (any API version prefix is accepted).
 - OpenAI: `POST /v1/chat/completions` and `POST /chat/completions` (any prefix ending in
   `/chat/completions`, so OpenRouter-style `/api/v1/...` works too).
+- OpenAI transcriptions: `POST .../audio/transcriptions` (multipart, as `audio.transcriptions.create`
+  sends it); the recorded `json` holds the form's fields and the file (`filename`, `content_type`,
+  `size`, `data_b64`). A whisper model's `verbose_json` answer carries the language and duration.
 - OpenRouter's model list: `GET .../models` answers `{"data": models}` from the `models` attribute.
+
+A reply's `audio_tokens` are reported as the prompt's AUDIO modality tokens (Gemini) or the input's
+audio tokens (OpenAI transcription); `audio_seconds` as a transcription billed by duration.
 
 Replies are queued with `reply_with` (first in, first out); when the queue is empty the default reply
 is used, or, when set, the `responder` (a function of the recorded request, called in the request's
@@ -17,6 +23,9 @@ requests fail with that HTTP status, in the provider's error format. Every reque
 
 from __future__ import annotations
 
+import base64
+import email.parser
+import email.policy
 import json
 import re
 import threading
@@ -59,6 +68,9 @@ class FakeReply:
     thinking_tokens: int = 0
     finish_reason: str | None = None
     blocked: bool = False
+    audio_tokens: int = 0
+    audio_seconds: float = 0.0
+    language: str = ""
 
 
 @dataclass
@@ -156,8 +168,12 @@ class FakeLLMServer:
         thinking_tokens: int = 0,
         finish_reason: str | None = None,
         blocked: bool = False,
+        audio_tokens: int = 0,
+        audio_seconds: float = 0.0,
+        language: str = "",
     ) -> None:
-        """Queue one reply. `blocked=True` answers as a safety block; `text=None` as an empty reply."""
+        """Queue one reply. `blocked=True` answers as a safety block; `text=None` as an empty reply.
+        For a transcription, `text` is the transcript and `language` the detected language."""
         reply = FakeReply(
             text=text,
             input_tokens=input_tokens,
@@ -166,6 +182,9 @@ class FakeLLMServer:
             thinking_tokens=thinking_tokens,
             finish_reason=finish_reason,
             blocked=blocked,
+            audio_tokens=audio_tokens,
+            audio_seconds=audio_seconds,
+            language=language,
         )
         with self._lock:
             self._state.replies.append(reply)
@@ -234,14 +253,19 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = None
         path = self.path.split("?", 1)[0]
         headers = {k.lower(): v for k, v in self.headers.items()}
+        if headers.get("content-type", "").startswith("multipart/form-data"):
+            body = _form(headers["content-type"], raw)
+        else:
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                body = None
         gemini = _GEMINI_PATH.match(path)
-        if gemini:
+        if path.endswith("/audio/transcriptions"):
+            api, model = "openai", (body or {}).get("model", "") if isinstance(body, dict) else ""
+        elif gemini:
             api, model = "gemini", gemini.group("model")
         elif path.endswith("/chat/completions"):
             api, model = "openai", (body or {}).get("model", "") if isinstance(body, dict) else ""
@@ -259,6 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(outcome.status, outcome.body, outcome.content_type)
         elif api == "gemini":
             self._send(200, gemini_response(outcome, model=model))
+        elif path.endswith("/audio/transcriptions"):
+            self._send(200, transcription_response(outcome, form=body or {}))
         else:
             self._send(200, openai_response(outcome, model=model))
 
@@ -283,6 +309,60 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def _form(content_type: str, raw: bytes) -> dict[str, Any]:
+    """A multipart/form-data body: text fields as strings, a file as its name, type, size and bytes."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
+    )
+    form: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        if filename is None:
+            form[name] = data.decode("utf-8", "replace")
+        else:
+            form[name] = {
+                "filename": filename,
+                "content_type": part.get_content_type(),
+                "size": len(data),
+                "data_b64": base64.b64encode(data).decode(),
+            }
+    return form
+
+
+def transcription_response(reply: FakeReply, *, form: dict[str, Any]) -> dict[str, Any]:
+    """An `audio/transcriptions` answer: `json` with token usage, or whisper's `verbose_json`."""
+    text = reply.text or ""
+    if form.get("response_format") == "verbose_json":
+        body: dict[str, Any] = {
+            "task": "transcribe",
+            "language": reply.language or "english",
+            "duration": reply.audio_seconds,
+            "text": text,
+            "segments": [],
+        }
+        if reply.audio_seconds:
+            body["usage"] = {"type": "duration", "seconds": reply.audio_seconds}
+        return body
+    body = {
+        "text": text,
+        "usage": {
+            "type": "tokens",
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+            "input_token_details": {
+                "audio_tokens": reply.audio_tokens,
+                "text_tokens": max(0, reply.input_tokens - reply.audio_tokens),
+            },
+        },
+    }
+    if reply.language:
+        body["languages"] = [{"code": reply.language}]
+    return body
+
+
 def _error_body(api: str, failure: _Failure) -> dict[str, Any]:
     if api == "gemini":
         status = _STATUS_NAMES.get(failure.status, "UNKNOWN")
@@ -299,6 +379,11 @@ def gemini_response(reply: FakeReply, *, model: str) -> dict[str, Any]:
         "thoughtsTokenCount": reply.thinking_tokens,
         "totalTokenCount": reply.input_tokens + reply.output_tokens + reply.thinking_tokens,
     }
+    if reply.audio_tokens:
+        usage["promptTokensDetails"] = [
+            {"modality": "TEXT", "tokenCount": max(0, reply.input_tokens - reply.audio_tokens)},
+            {"modality": "AUDIO", "tokenCount": reply.audio_tokens},
+        ]
     body: dict[str, Any] = {"usageMetadata": usage, "modelVersion": model, "responseId": _response_id()}
     if reply.blocked:
         body["promptFeedback"] = {"blockReason": "SAFETY"}

@@ -71,6 +71,7 @@ class LLMCall(models.Model):
         DESCRIBE = "describe", "Describe media"
         SUMMARIZE = "summarize", "Summarize"
         TRANSLATE = "translate", "Translate for an operator"
+        TRANSCRIBE = "transcribe", "Transcribe a voice note"
 
     created = models.DateTimeField()
     agent = models.ForeignKey(
@@ -87,6 +88,10 @@ class LLMCall(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cached_tokens = models.PositiveIntegerField(default=0)
     thinking_tokens = models.PositiveIntegerField(default=0)
+    #: Of the input tokens, those the provider counted as audio (billed at the audio rate).
+    audio_tokens = models.PositiveIntegerField(default=0)
+    #: Seconds of audio a provider billed by duration (a transcription model such as whisper-1).
+    audio_seconds = models.FloatField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
     latency_ms = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OK)
@@ -116,13 +121,27 @@ class LLMCall(models.Model):
 
 
 class ModelPrice(models.Model):
-    """Prices in USD per million tokens, editable in the admin. Longest matching model prefix wins."""
+    """Prices in USD per million tokens (and per audio minute), editable in the admin. Longest matching
+    model prefix wins."""
 
     provider = models.CharField(max_length=32)
     model_prefix = models.CharField(max_length=100, help_text="Matches models starting with this")
     input_per_million = models.DecimalField(max_digits=10, decimal_places=4)
     cached_input_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
     output_per_million = models.DecimalField(max_digits=10, decimal_places=4)
+    audio_input_per_million = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Audio input tokens, where the provider bills them apart; empty: the input price",
+    )
+    audio_per_minute = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal("0"),
+        help_text="USD per minute of audio, for models billed by duration (whisper-1)",
+    )
 
     class Meta:
         ordering = ["provider", "model_prefix"]

@@ -327,6 +327,10 @@ def sandbox_react(
 
 def _describe_media(part: dict[str, Any]) -> str:
     kind = part.get("media_kind", "media")
+    if kind == "voice":
+        from conversations.services.sandbox_voice import voice_line
+
+        return voice_line(part)
     if kind == "sticker":
         name = part.get("sticker_name") or "?"
         set_name = part.get("sticker_set_name")

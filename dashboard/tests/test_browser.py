@@ -334,6 +334,35 @@ def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
     page.screenshot(path=str(ARTIFACTS / "sandbox-chat.png"), full_page=True)
 
 
+def test_a_voice_note_plays_in_the_sandbox_chat(site_db, page, settings):
+    """The chat shows a voice note with its length and an audio player the browser can load."""
+    from cindy_site.testing.audio import voice_note
+    from conversations.services.sandbox_voice import sandbox_voice_part
+
+    agent = _agent(f"Vera {secrets.token_hex(2)}")
+    device = _staff("listener")
+    settings.MEDIA_ROOT = site_db.workdir / "media"  # the live site's store, where `sandbox voice` writes
+    sandbox_say(agent=agent, as_name="Alice", media=[sandbox_voice_part(voice_note(2.0), name="hi.ogg")])
+    _log_in(page, device, next_url="/dashboard/sandbox/")
+    page.select_option("#id_agent", label=agent.name)
+    page.fill("#id_as_name", "Alice")
+    page.click("text=Open chat")
+
+    bubble = page.locator("#transcript .bubble.mine")
+    expect(bubble.locator(".media.voice")).to_contain_text("voice 2.0 s")
+    player = bubble.locator("audio")
+    expect(player).to_have_count(1)
+    duration = player.evaluate(
+        """audio => new Promise((resolve, reject) => {
+            if (audio.readyState >= 1) return resolve(audio.duration);
+            audio.addEventListener("loadedmetadata", () => resolve(audio.duration));
+            audio.addEventListener("error", () => reject(new Error("the voice note did not load")));
+            audio.load();
+        })"""
+    )
+    assert abs(duration - 2.0) < 0.1
+
+
 def test_hostile_names_and_messages_are_inert_in_the_browser(site_db, page, llm):
     agent = _agent(f"Eve {secrets.token_hex(2)} {HOSTILE}")
     device = _staff("auditor")

@@ -142,3 +142,27 @@ def test_the_page_shows_every_section_the_prompt_shows(clock, verified, conversa
         html.index("Alice has a cat") < html.index('data-message-id="1"') < html.index("Alice moved to Lyon")
     )
     assert escape("# Instructions For This Turn") in html and "# Current Time" in html
+
+
+def test_a_voice_note_shows_its_transcript_and_a_correction_wins(verified, sandbox_agent):
+    from django.utils.html import escape
+
+    from media_catalog.services.curation import media_description_curate
+
+    conversation = Conversation.objects.create(agent=sandbox_agent, peer_id=78, kind="dm", title="Ada")
+    part = {"kind": "media", "media_kind": "voice", "unique_id": "V1", "mime": "audio/ogg", "duration": 4.0}
+    Message.objects.create(
+        conversation=conversation, message_id=1, sender_id=78, sender_name="Ada", date=now(), media=[part]
+    )
+    row = MediaDescription.objects.create(
+        unique_id="V1", kind="voice", description="Meet me at the fair.", language="en", duration=4.0
+    )
+    url = f"/dashboard/conversations/{conversation.pk}/"
+
+    assert escape("‹a voice message from Ada, 4.0 s, in en: “Meet me at the fair.”›") in (
+        verified.client.get(url).content.decode()
+    )
+
+    media_description_curate(description=row, text="Meet me at the ferry.")
+    html = verified.client.get(url).content.decode()
+    assert escape("in en: “Meet me at the ferry.”›") in html and "the fair" not in html

@@ -120,6 +120,12 @@ def build_config(
     return types.GenerateContentConfig(**config)
 
 
+def _audio_tokens(meta: types.GenerateContentResponseUsageMetadata | None) -> int:
+    """The prompt's audio tokens (`promptTokensDetails`, modality AUDIO): billed at the audio rate."""
+    details = (meta.prompt_tokens_details if meta else None) or []
+    return sum(d.token_count or 0 for d in details if d.modality == types.MediaModality.AUDIO)
+
+
 class GeminiProvider:
     name = "gemini"
     key_variable = "GOOGLE_GEMINI_API_KEY"
@@ -170,6 +176,7 @@ class GeminiProvider:
             output_tokens=(meta.candidates_token_count or 0) if meta else 0,
             cached_tokens=(meta.cached_content_token_count or 0) if meta else 0,
             thinking_tokens=(meta.thoughts_token_count or 0) if meta else 0,
+            audio_tokens=_audio_tokens(meta),
         )
         reply = LLMReply(text="", usage=usage, provider=self.name, model=model)
         if not response.candidates:

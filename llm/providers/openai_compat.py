@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import openai
@@ -14,6 +17,22 @@ from llm.request import LLMReply, LLMRequest, Turn, Usage
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 _clients_lock = threading.Lock()
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+#: What the transcription endpoint takes (its documented file types), as the upload's file name.
+TRANSCRIPTION_FORMATS = {
+    "audio/ogg": "ogg",
+    "audio/opus": "ogg",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+    "audio/mp4": "m4a",
+    "audio/m4a": "m4a",
+    "audio/x-m4a": "m4a",
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/webm": "webm",
+    "audio/flac": "flac",
+    "video/mp4": "mp4",
+    "video/webm": "webm",
+}
 
 
 def _client(api_key: str, base_url: str, timeout: float) -> openai.OpenAI:
@@ -71,14 +90,70 @@ class OpenAICompatibleProvider:
 
     def generate(self, request: LLMRequest, *, model: str, timeout: float | None = None) -> LLMReply:
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        if request.transcription:
+            return self._transcribe(request, model=model, extra=extra)
         messages = build_messages(request)
-        try:
+        with self._errors():
             # The SDK walks every message against its typed schema (about 0.2 ms each); it sees only
             # the last one, and the documented `extra_body` puts the whole list, already in wire
             # format, into the body in its place.
             response = self._client.chat.completions.create(
                 model=model, messages=messages[-1:], extra_body={"messages": messages}, **extra
             )
+        return self._reply(response, model)
+
+    def _transcribe(self, request: LLMRequest, *, model: str, extra: dict[str, Any]) -> LLMReply:
+        """`audio.transcriptions.create` (multipart `audio/transcriptions`) for the request's audio part.
+
+        The reply's text is JSON, `{"transcript": ..., "language": ...}`, as Gemini answers the same
+        request; whisper models are asked for `verbose_json`, which carries the language.
+        """
+        audio = next((p for turn in request.turns for p in turn.parts if p.is_media), None)
+        if audio is None or audio.mime not in TRANSCRIPTION_FORMATS:
+            raise LLMError(
+                f"{self.name}: a transcription needs one audio or video part of "
+                f"{', '.join(sorted(TRANSCRIPTION_FORMATS))}; got {audio.mime if audio else 'none'}"
+            )
+        options: dict[str, Any] = {"response_format": "verbose_json"} if model.startswith("whisper") else {}
+        upload = (f"voice.{TRANSCRIPTION_FORMATS[audio.mime]}", audio.data or b"", audio.mime)
+        with self._errors():
+            response = self._client.audio.transcriptions.create(model=model, file=upload, **options, **extra)
+        return self._transcription_reply(response, model)
+
+    def _transcription_reply(self, response: Any, model: str) -> LLMReply:
+        text = (getattr(response, "text", "") or "").strip()
+        language = getattr(response, "language", "") or ""
+        if not language:
+            detected = getattr(response, "languages", None) or []
+            language = detected[0].code if detected else ""
+        usage = Usage()
+        billed = getattr(response, "usage", None)
+        if billed is not None and billed.type == "tokens":
+            details = billed.input_token_details
+            usage = Usage(
+                input_tokens=billed.input_tokens,
+                output_tokens=billed.output_tokens,
+                audio_tokens=(details.audio_tokens or 0) if details else 0,
+            )
+        elif billed is not None and billed.type == "duration":
+            usage = Usage(audio_seconds=float(billed.seconds))
+        elif getattr(response, "duration", None):
+            usage = Usage(audio_seconds=float(response.duration))  # billed by duration, not reported
+        reply = LLMReply(
+            text=json.dumps({"transcript": text, "language": language}, ensure_ascii=False),
+            usage=usage,
+            provider=self.name,
+            model=model,
+        )
+        if not text:
+            reply.status = "empty"
+        return reply
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """The SDK's errors as ours: retryable, a key problem, or a refusal no retry fixes."""
+        try:
+            yield
         except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
             # APIConnectionError covers APITimeoutError.
             raise ProviderRetryable(f"{self.name} request failed: {type(exc).__name__}: {exc}") from exc
@@ -90,7 +165,6 @@ class OpenAICompatibleProvider:
             if exc.status_code >= 500 or exc.status_code == 408:
                 raise ProviderRetryable(f"{self.name} answered {exc.status_code}") from exc
             raise LLMError(f"{self.name} answered {exc.status_code}: {exc.message}") from exc
-        return self._reply(response, model)
 
     def _reply(self, response: Any, model: str) -> LLMReply:
         usage = Usage()

@@ -33,6 +33,17 @@ def test_bad_default_and_media_model_are_reported(db, settings):
     assert [e.id for e in check_llm_names(None)] == ["cindy.E101", "cindy.E101"]
 
 
+def test_a_bad_transcription_model_is_reported_and_an_empty_one_is_fine(db, settings):
+    settings.TRANSCRIPTION_MODEL = ""
+    assert check_llm_names(None) == []
+
+    settings.TRANSCRIPTION_MODEL = "wisper"
+    [error] = check_llm_names(None)
+    assert error.id == "cindy.E101" and error.msg.startswith(
+        'TRANSCRIPTION_MODEL: LLM "wisper" is not a known name'
+    )
+
+
 def test_llm_retries_longer_than_the_worker_timeout_warn(settings):
     settings.LLM_TIMEOUT_SECONDS = 120.0
     settings.LLM_MAX_RETRIES = 4

@@ -23,6 +23,12 @@
       if (part.url) box.appendChild(el("img", { attrs: { src: part.url, alt: "photo" } }));
       return box;
     }
+    if (part.media_kind === "voice") {
+      const length = typeof part.duration === "number" ? " " + part.duration.toFixed(1) + " s" : "";
+      const box = el("div", { className: "media voice", text: "voice" + length });
+      if (part.url) box.appendChild(el("audio", { attrs: { src: part.url, controls: "", preload: "metadata", "aria-label": "voice note" + length } }));
+      return box;
+    }
     if (part.media_kind === "sticker") {
       return el("div", { className: "media", text: "sticker " + (part.sticker_name || "?") + (part.sticker_set_name ? " · " + part.sticker_set_name : "") });
     }

@@ -1,4 +1,6 @@
-"""`manage.py sandbox say|typing|react|show`: talk to an agent on the sandbox transport from a shell.
+"""`manage.py sandbox say|voice|typing|react|show`: talk to an agent on the sandbox transport from a shell.
+
+`voice AGENT FILE --as USER` sends an OGG/Opus file as a voice note (its duration read from the file).
 
 `say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
 `typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply."""
@@ -15,6 +17,7 @@ from conversations.services.sandbox import (
     sandbox_transcript,
     sandbox_typing,
 )
+from conversations.services.sandbox_voice import sandbox_voice
 
 
 class Command(BaseCommand):
@@ -35,6 +38,13 @@ class Command(BaseCommand):
             help="write as the user with this Telegram id, e.g. 777000 (Telegram's service account)",
         )
         say.add_argument("--bot", action="store_true", help="the sender is a bot account")
+
+        voice = sub.add_parser("voice", help="send an OGG/Opus FILE as a voice note")
+        voice.add_argument("agent")
+        voice.add_argument("file", metavar="FILE")
+        voice.add_argument("--as", dest="as_name", default="You", metavar="NAME")
+        voice.add_argument("--group", metavar="TITLE")
+        voice.add_argument("--reply-to", type=int, metavar="ID")
 
         typing = sub.add_parser("typing", help="type in the DM with the agent (it holds its reply)")
         typing.add_argument("agent")
@@ -77,6 +87,15 @@ class Command(BaseCommand):
                     )
                     reply_to = None  # only the first message is the reply
                     self.stdout.write(f"sent #{message.message_id}")
+            elif options["action"] == "voice":
+                message = sandbox_voice(
+                    agent=agent,
+                    path=options["file"],
+                    as_name=options["as_name"],
+                    group=options["group"],
+                    reply_to=options["reply_to"],
+                )
+                self.stdout.write(f"sent #{message.message_id} (voice {message.media[0]['duration']:.1f} s)")
             elif options["action"] == "typing":
                 sandbox_typing(agent=agent, as_name=options["as_name"], seconds=options["seconds"])
                 self.stdout.write(f"{options['as_name']} is typing for {options['seconds']:g} s")

@@ -1,4 +1,6 @@
-"""Small real images for the stand-in's photo and stickers (decodable by any image library)."""
+"""Small real media for the stand-in: images for its photo and stickers (decodable by any image
+library), and voice and video notes as Telegram's clients send them (documents with an audio or a
+round video attribute)."""
 
 from __future__ import annotations
 
@@ -65,6 +67,47 @@ def add_sticker_set(
         docs.append(doc)
     world.sticker_sets[short_name.lower()] = (sticker_set, docs)
     return sticker_set
+
+
+def waveform(levels: list[int]) -> bytes:
+    """Telegram's voice note waveform: levels 0..31, packed five bits each, least significant first."""
+    bits = 0
+    for index, level in enumerate(levels):
+        bits |= (max(0, min(31, level)) & 31) << (5 * index)
+    return bits.to_bytes((5 * len(levels) + 7) // 8, "little")
+
+
+def _document(world: World, data: bytes, mime: str, attributes: list) -> types.Document:
+    doc = types.Document(
+        id=world.new_id(),
+        access_hash=world.new_id(),
+        file_reference=b"ref-1",
+        date=int(time.time()),
+        mime_type=mime,
+        size=len(data),
+        dc_id=world.dc_id,
+        attributes=attributes,
+    )
+    world.documents[doc.id], world.files[doc.id] = doc, data
+    return doc
+
+
+def add_voice_note(world: World, data: bytes, *, duration: float) -> types.MessageMediaDocument:
+    """A voice note (OGG/Opus bytes) as a message's media: `DocumentAttributeAudio(voice=True)` with its
+    duration in whole seconds and a waveform, as Telegram's clients record one."""
+    levels = [(i * 7) % 32 for i in range(100)]
+    attribute = types.DocumentAttributeAudio(
+        duration=max(1, round(duration)), voice=True, waveform=waveform(levels)
+    )
+    return types.MessageMediaDocument(document=_document(world, data, "audio/ogg", [attribute]), voice=True)
+
+
+def add_video_note(world: World, data: bytes, *, duration: float, size: int) -> types.MessageMediaDocument:
+    """A video note (a round MP4) as a message's media: `DocumentAttributeVideo(round_message=True)`."""
+    attribute = types.DocumentAttributeVideo(
+        duration=duration, w=size, h=size, round_message=True, supports_streaming=True
+    )
+    return types.MessageMediaDocument(document=_document(world, data, "video/mp4", [attribute]), round=True)
 
 
 def populate(world: World) -> None:

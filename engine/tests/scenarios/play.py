@@ -43,6 +43,7 @@ class Player:
     def play(self) -> None:
         stage, scenario = self.stage, self.scenario
         start = stage.log_offset()
+        unheard = stage.unscripted_transcriptions()
         stage.script(scenario)
         try:
             for turn in scenario.turns:
@@ -67,6 +68,9 @@ class Player:
             f"unscripted LLM request in the chat of {s.chat} (answered [])"
             for s in stage.unscripted(scenario)
         ]
+        extra = stage.unscripted_transcriptions() - unheard
+        if extra:
+            self.failures.append(f"{extra} transcription request(s) the scenario did not script")
         assert not self.failures, f"{scenario.path.name}:\n- " + "\n- ".join(self.failures)
 
     def turn(self, turn: Turn) -> bool:
@@ -83,7 +87,9 @@ class Player:
         started = time.time()
         if turn.operator:
             stage.operate(scenario, turn)
-        if turn.trigger == "message":
+        if turn.trigger == "message" and turn.voice:
+            stage.say_voice(scenario, turn)
+        elif turn.trigger == "message":
             stage.say(scenario, turn, typing=turn.typing_seconds)
             if turn.typing_then:  # said once the agent holds its reply for the typing
                 wait(
@@ -126,6 +132,13 @@ class Player:
         if self._troubled():
             self.stopped = True
             self.failures.append(f"{at}: a node failed or retried; the scenario stopped here")
+        if turn.voice:  # a note is transcribed once, on its first turn; the same note again is not
+            heard = len(stage.transcriptions_of(turn))
+            expected = 1 if turn.voice_transcript else 0
+            if heard != expected:
+                self.failures.append(
+                    f"{at}: voice note {turn.voice!r} was transcribed {heard} time(s) here, expected {expected}"
+                )
         served = stage.requests_of(scenario, turn)
         if len(served) != len(turn.replies):
             self.failures.append(f"{at}: {len(served)} LLM request(s), the script has {len(turn.replies)}")

@@ -17,6 +17,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
 
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
+    # voice = {name = "hours", seconds = 3, transcript = "..."}   # or a voice note (see below)
     # trigger = "xsend" | "event"    #   by the agent's own xsend or event (the turn waits for it), or
     # trigger = "nudge"              #   by an operator's nudge (the admin's XSend), with `intent = "..."`
     # trigger = "operator"           #   by the operator's `operator` change (a held turn plans again)
@@ -46,6 +47,11 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     chain = [{agent = "Wendy", reply = [...]}]   # in a group: the further LLM requests the turn
                                      # makes, in order, each by the named persona
     activity = ["spend cap reached"] # texts each in exactly one activity line of the scenario's chats
+
+A `voice` turn says a voice note instead of text: an OGG/Opus tone `seconds` long (at most 60), made
+once per `name` in the scenario (default "voice"); the stand-in answers its transcription request with
+`transcript`. The same `name` in a later turn sends the same note again (the same media unique id) and
+has no `transcript`: the harness checks that it is not transcribed again.
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -83,6 +89,7 @@ _SCENARIO_KEYS = {
 }
 _TURN_KEYS = {
     "say",
+    "voice",
     "as",
     "trigger",
     "reply",
@@ -146,6 +153,9 @@ class Turn:
     usage: tuple[tuple[str, int], ...] = ()  # the token counts the model reports for this turn's replies
     braked: bool = False
     activity: tuple[str, ...] = ()
+    voice: str = ""  # the name of the voice note said instead of text ("" for none)
+    voice_seconds: float = 0.0
+    voice_transcript: str = ""  # what the stand-in transcribes it as; "" for a note said before
 
     @property
     def kinds(self) -> set[str]:
@@ -211,15 +221,24 @@ def load(path: Path) -> Scenario:
     group, group_agents = _group(where, data.get("group"), persona)
     if group and data.get("telegram"):
         raise ScenarioError(f"{where}: a group scenario plays on the sandbox only: remove telegram = true")
+    parsed = tuple(
+        _turn(where, number, raw, people, (persona, *group_agents) if group else ())
+        for number, raw in enumerate(turns, start=1)
+    )
+    _check_voices(where, parsed)
+    special = set(data.get("bots") or []) | set(data.get("user_ids") or {})
+    for turn in parsed:
+        if turn.voice and turn.person in special:
+            raise ScenarioError(
+                f"{where}: turn {turn.number}: {turn.person} says a voice note as a person: a bot or a "
+                "fixed user id (bots, user_ids) sends text only"
+            )
     return Scenario(
         path=path,
         persona=persona,
         about=str(data.get("about", "")),
         people=tuple(people),
-        turns=tuple(
-            _turn(where, number, raw, people, (persona, *group_agents) if group else ())
-            for number, raw in enumerate(turns, start=1)
-        ),
+        turns=parsed,
         operators=tuple(_operators(where, data.get("operators", []), people)),
         sticker_sets=tuple(_strings(where, "sticker_sets", data.get("sticker_sets", []))),
         library=tuple(_strings(where, "library", data.get("library", []))),
@@ -259,11 +278,16 @@ def _turn(
     if trigger not in TRIGGERS:
         raise ScenarioError(f"{at}: trigger is {trigger!r}: use one of {', '.join(TRIGGERS)}")
     say = raw.get("say", "")
-    if (trigger == "message") != bool(say):
+    voice = _voice(at, raw.get("voice"))
+    if say and voice:
+        raise ScenarioError(f"{at}: a turn says text or a voice note, not both: remove say or voice")
+    if (trigger == "message") != bool(say or voice):
         raise ScenarioError(
-            f'{at}: a turn either says something (say = "...") or waits for a trigger '
+            f'{at}: a turn either says something (say = "..." or voice = {{...}}) or waits for a trigger '
             '(trigger = "xsend", "event" or "nudge"), not both or neither'
         )
+    if voice and "typing" in raw:
+        raise ScenarioError(f"{at}: typing follows a text message: remove typing from the voice turn")
     if raw.get("intent") and trigger != "nudge":
         raise ScenarioError(f'{at}: intent is for an operator\'s nudge: add trigger = "nudge" or remove it')
     answered = raw.get("answered", True)
@@ -324,6 +348,23 @@ def _turn(
             "usage = {input_tokens = 6000, output_tokens = 1000}"
         )
     sends = raw.get("sends")
+    if voice:
+        return Turn(
+            number=number,
+            person=person,
+            trigger=trigger,
+            say="",
+            replies=tuple(replies),
+            prompt_has=tuple(_strings(at, "prompt_has", raw.get("prompt_has", []))),
+            prompt_lacks=tuple(_strings(at, "prompt_lacks", raw.get("prompt_lacks", []))),
+            sends=None if sends is None else tuple(_strings(at, "sends", sends)),
+            reaction=str(raw.get("reaction", "")),
+            usage=tuple(usage.items()),
+            activity=tuple(_strings(at, "activity", raw.get("activity", []))),
+            voice=voice[0],
+            voice_seconds=voice[1],
+            voice_transcript=voice[2],
+        )
     return Turn(
         number=number,
         person=person,
@@ -374,6 +415,44 @@ def _typing(at: str, value: Any, trigger: str) -> tuple[float, str]:
     if not isinstance(then, str):
         raise ScenarioError(f"{at}: typing then is {then!r}: the text said while typing; {example}")
     return float(seconds), then
+
+
+def _voice(at: str, value: Any) -> tuple[str, float, str] | None:
+    """(name, seconds, transcript) of a turn's `voice = {...}`; None without one."""
+    if value is None:
+        return None
+    example = 'e.g. voice = {name = "hours", seconds = 3, transcript = "Are you open on Sunday?"}'
+    if not isinstance(value, dict) or set(value) - {"name", "seconds", "transcript"}:
+        raise ScenarioError(f"{at}: voice is {value!r}: give name, seconds and transcript; {example}")
+    name = value.get("name", "voice")
+    seconds = value.get("seconds", 0)
+    transcript = value.get("transcript", "")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ScenarioError(f"{at}: voice name is {name!r}: a word of letters and digits; {example}")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= 60:
+        raise ScenarioError(f"{at}: voice seconds is {seconds!r}: give more than 0 and at most 60; {example}")
+    if not isinstance(transcript, str):
+        raise ScenarioError(f"{at}: voice transcript is {transcript!r}: the words said; {example}")
+    return name, float(seconds), transcript
+
+
+def _check_voices(where: str, turns: tuple[Turn, ...]) -> None:
+    """A note's first turn gives its length and transcript; a later one says it again, without them."""
+    said: set[str] = set()
+    for turn in turns:
+        if not turn.voice:
+            continue
+        at = f"{where}: turn {turn.number}"
+        if turn.voice in said and (turn.voice_transcript or turn.voice_seconds):
+            raise ScenarioError(
+                f"{at}: voice {turn.voice!r} was said before: the same note again has no seconds or "
+                f'transcript (it is not transcribed again), e.g. voice = {{name = "{turn.voice}"}}'
+            )
+        if turn.voice not in said and not (turn.voice_transcript and turn.voice_seconds):
+            raise ScenarioError(
+                f"{at}: voice {turn.voice!r} is said for the first time: give its seconds and transcript"
+            )
+        said.add(turn.voice)
 
 
 def _user_ids(where: str, value: Any, people: list[str]) -> dict[str, int]:

@@ -34,6 +34,11 @@ CONFIGDIR = Path(settings.BASE_DIR) / "configdir"
 TURN_DEADLINE = 90
 #: What the stand-in answers a request that is not a chat's turn (describing media).
 DESCRIPTION = "A small picture."
+#: The usage the stand-in reports for a voice note's transcription, as Gemini counts audio: 32 tokens a
+#: second of audio, beside the instructions' text tokens and the transcript it writes.
+AUDIO_TOKENS_PER_SECOND = 32
+TRANSCRIPTION_TEXT_TOKENS = 60
+TRANSCRIPTION_OUTPUT_TOKENS = 12
 _CHANNEL_ID = re.compile(r"# Channel Details\n\n(?:- .*\n)*?- ID: (?P<id>-?\d+)")
 
 #: Run in a child once the database is a copy of the template: import the samples as shipped, make
@@ -151,6 +156,10 @@ class Stage:
             "CINDY_AGENT_CONFIG_PATH": f"{SAMPLES}:{CONFIGDIR}",
         }
         self.served: list[Served] = []
+        #: The transcription requests answered (a voice note's), apart from the chats' turns.
+        self.transcribed: list[Served] = []
+        self._transcripts: deque[tuple[Scenario, Turn]] = deque()
+        self._notes: dict[tuple[str, str], Path] = {}  # (scenario, voice name) -> its OGG file
         self._scripts: dict[str, _Script] = {}
         self._ids: dict[str, int] = {}  # person -> user id, once they exist
         self._group_peers: dict[int, str] = {}  # group peer id -> its script key (the group's title)
@@ -250,6 +259,8 @@ class Stage:
             if scenario.group:
                 self._scripts[scenario.group_title] = _Script(scenario)
             for turn in scenario.turns:
+                if turn.voice_transcript:
+                    self._transcripts.append((scenario, turn))
                 for reply in turn.replies:
                     self._scripts[scenario.group_title or scenario.user(turn.person)].queue.append(
                         (turn, reply)
@@ -274,6 +285,8 @@ class Stage:
         return rows[0][0]
 
     def _respond(self, request: RecordedRequest) -> FakeReply:
+        if _is_transcription(request):
+            return self._transcribe()
         text = request_text(request)
         match = _CHANNEL_ID.search(text)
         chat = self._chat_named(int(match.group("id"))) if match else ""
@@ -289,6 +302,54 @@ class Stage:
         with self._lock:
             self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply, at=time.time()))
         return FakeReply(text=reply, **dict(turn.usage if turn is not None else ()))
+
+    def _transcribe(self) -> FakeReply:
+        """A voice note's transcription: the next scripted transcript, in the scenarios' turn order; with
+        none scripted, an empty one (recorded as unscripted: the scenario fails)."""
+        with self._lock:
+            scenario, turn = self._transcripts.popleft() if self._transcripts else (None, None)
+            if scenario is None or turn is None:
+                self.transcribed.append(Served(chat="", turn=None, text="", reply="", at=time.time()))
+                return FakeReply(text=json.dumps({"transcript": "", "language": ""}))
+            reply = json.dumps({"transcript": turn.voice_transcript, "language": "en"}, ensure_ascii=False)
+            self.transcribed.append(
+                Served(chat=scenario.user(turn.person), turn=turn, text="", reply=reply, at=time.time())
+            )
+        audio = round(AUDIO_TOKENS_PER_SECOND * turn.voice_seconds)
+        return FakeReply(
+            text=reply,
+            input_tokens=TRANSCRIPTION_TEXT_TOKENS + audio,
+            output_tokens=TRANSCRIPTION_OUTPUT_TOKENS,
+            audio_tokens=audio,
+        )
+
+    def transcriptions_of(self, turn: Turn) -> list[Served]:
+        with self._lock:
+            return [s for s in self.transcribed if s.turn is turn]
+
+    def unscripted_transcriptions(self) -> int:
+        with self._lock:
+            return sum(1 for s in self.transcribed if s.turn is None)
+
+    def voice_note(self, scenario: Scenario, turn: Turn) -> tuple[Path, bool]:
+        """The turn's voice note file, made on its first use in the scenario; (path, made now)."""
+        from cindy_site.testing.audio import voice_note
+
+        key = (scenario.name, turn.voice)
+        if key in self._notes:
+            return self._notes[key], False
+        path = self.tmp / f"{scenario.name}-{turn.voice}.ogg"
+        path.write_bytes(voice_note(turn.voice_seconds))
+        self._notes[key] = path
+        return path, True
+
+    def say_voice(self, scenario: Scenario, turn: Turn) -> None:
+        """The person sends the turn's voice note (`sandbox voice`)."""
+        path, _made = self.voice_note(scenario, turn)
+        args = [scenario.persona, str(path), "--as", scenario.user(turn.person)]
+        if scenario.group:
+            args += ["--group", scenario.group_title]
+        self.command("sandbox", "voice", *args)
 
     def _chat_named(self, peer_id: int) -> str:
         """The scripted person whose DM has this peer id (their user id), the scripted group with this
@@ -651,6 +712,15 @@ class Stage:
             f"SELECT description FROM media_catalog_libraryitem WHERE unique_id = '{unique_id}' AND "
             f"agent_id = {self.agent_ids[persona]}"
         )[0][0]
+
+
+def _is_transcription(request: RecordedRequest) -> bool:
+    """A voice note's transcription request (llm/transcription.py): JSON with a transcript asked for,
+    or OpenAI's transcription endpoint."""
+    if request.path.endswith("/audio/transcriptions"):
+        return True
+    config = (request.json or {}).get("generationConfig") if isinstance(request.json, dict) else None
+    return '"transcript"' in json.dumps(config or {})
 
 
 def _channel_details(text: str) -> str:

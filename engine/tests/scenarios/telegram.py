@@ -13,7 +13,7 @@ from pathlib import Path
 from telethon.tl import types
 
 from conversations.testing.mtproto import StandIn
-from conversations.testing.mtproto.media import add_sticker_set, image_bytes
+from conversations.testing.mtproto.media import add_sticker_set, add_voice_note, image_bytes
 from conversations.transport.base import TYPING_UPDATE_SECONDS
 from engine.tests.processes import MANAGE, ChildDatabase, manage
 from engine.tests.scenarios.spec import PERSONAS, Scenario, Turn
@@ -31,6 +31,7 @@ class TelegramStage(Stage):
     def __init__(self, tmp: Path, template: ChildDatabase, scenarios: list[Scenario]) -> None:
         self.standin = StandIn().start()
         self.people: dict[str, int] = {}
+        self._voice_media: dict[tuple[str, str], types.MessageMediaDocument] = {}
         super().__init__(tmp, template, scenarios)
         key_path = tmp / "standin.pub.pem"
         key_path.write_bytes(self.standin.key.public_pem)
@@ -109,6 +110,20 @@ class TelegramStage(Stage):
                 self.standin.world.typing(person, key)
 
         self.standin.run(act)
+
+    def say_voice(self, scenario: Scenario, turn: Turn) -> None:
+        """The person sends the turn's voice note: a document with a voice audio attribute, uploaded once
+        per note; the same note again is the same document (the same media unique id)."""
+        person = self._person(scenario.user(turn.person))
+        key = self.standin.world.dm_key(self.accounts[scenario.persona], person)
+        note = (scenario.name, turn.voice)
+        if note not in self._voice_media:
+            path, _made = self.voice_note(scenario, turn)
+            self._voice_media[note] = self.standin.run(
+                add_voice_note, self.standin.world, path.read_bytes(), duration=turn.voice_seconds
+            )
+        media = self._voice_media[note]
+        self.standin.run(lambda: self.standin.world.send(person, key, "", media=media))
 
     def typing_lasts(self, seconds: float) -> float:
         return TYPING_UPDATE_SECONDS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engine.tests.scenarios.health import unexpected_log_lines
@@ -138,3 +140,61 @@ def test_the_log_scan_reports_warnings_errors_and_tracebacks_not_expected_by_nam
         "Traceback (most recent call last):",
     ]
     assert unexpected_log_lines("2026-01-01 10:00:00,000 INFO x: a WARNING in the text\n") == []
+
+
+VOICE = 'persona = "Orla"\npeople = ["Ada"]\n'
+VOICE_REPLY = 'reply = [{kind = "send", text = "hello"}]\n'
+
+
+def test_a_voice_turn_says_a_note_and_the_same_note_again(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        VOICE
+        + '[[turn]]\nvoice = {name = "hi", seconds = 2.5, transcript = "Hello there"}\n'
+        + VOICE_REPLY
+        + '[[turn]]\nvoice = {name = "hi"}\n'
+        + VOICE_REPLY,
+    )
+    first, again = loaded.turns
+    assert (first.trigger, first.say, first.voice, first.voice_seconds) == ("message", "", "hi", 2.5)
+    assert first.voice_transcript == "Hello there"
+    assert (again.voice, again.voice_seconds, again.voice_transcript) == ("hi", 0.0, "")
+
+
+@pytest.mark.parametrize(
+    ("turns", "message"),
+    [
+        (
+            '[[turn]]\nsay = "hi"\nvoice = {seconds = 2, transcript = "x"}\n',
+            "turn 1: a turn says text or a voice note, not both",
+        ),
+        ('[[turn]]\nvoice = {seconds = 61, transcript = "x"}\n', "voice seconds is 61: give more than 0"),
+        ('[[turn]]\nvoice = {seconds = 2, words = "x"}\n', "voice is {'seconds': 2, 'words': 'x'}"),
+        ('[[turn]]\nvoice = {name = "a b", seconds = 2, transcript = "x"}\n', "voice name is 'a b'"),
+        (
+            '[[turn]]\nvoice = {name = "n"}\n',
+            "turn 1: voice 'n' is said for the first time: give its seconds",
+        ),
+        (
+            '[[turn]]\nvoice = {seconds = 2, transcript = "x"}\n'
+            + VOICE_REPLY
+            + '[[turn]]\nvoice = {seconds = 2, transcript = "x"}\n',
+            "turn 2: voice 'voice' was said before: the same note again has no seconds or transcript",
+        ),
+        (
+            '[[turn]]\nvoice = {seconds = 2, transcript = "x"}\ntyping = {seconds = 2}\n',
+            "typing follows a text message",
+        ),
+    ],
+)
+def test_a_bad_voice_turn_is_refused_with_the_fix(tmp_path, turns, message):
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        scenario(tmp_path, VOICE + turns + ("" if turns.endswith(VOICE_REPLY) else VOICE_REPLY))
+
+
+def test_a_bot_cannot_say_a_voice_note(tmp_path):
+    with pytest.raises(ScenarioError, match="Ada says a voice note as a person: a bot"):
+        scenario(
+            tmp_path,
+            VOICE + 'bots = ["Ada"]\n[[turn]]\nvoice = {seconds = 2, transcript = "x"}\n' + VOICE_REPLY,
+        )
