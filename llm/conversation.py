@@ -28,6 +28,7 @@ from django.db.models import QuerySet
 from cindy_site.bulk import driver_rows
 from conversations.models import Conversation, Message
 from conversations.selectors import first_partner_message_id
+from llm.media_caps import video_too_long
 from llm.request import Part, Turn
 from media_catalog.models import MediaDescription
 from memory.services.summaries import summary_covered_id
@@ -203,6 +204,8 @@ def render_media(part: dict[str, Any], description: MediaDescription | None) -> 
     described = ""
     if description is not None and description.status in _DESCRIBED and description.description:
         described = " ".join(description.description.split())
+    if not described and (note := video_too_long(part)):
+        return f"‹{note}›"
     if kind == "sticker":
         name = part.get("sticker_name") or (description.sticker_name if description else "") or "?"
         set_name = part.get("sticker_set_name") or (description.sticker_set_name if description else "")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import io
+import json
 import time
 
 from PIL import Image, ImageDraw
@@ -17,6 +19,50 @@ def image_bytes(text: str, *, size: tuple[int, int], color: str, fmt: str) -> by
     out = io.BytesIO()
     image.save(out, format=fmt)
     return out.getvalue()
+
+
+def lottie_json(
+    *, frames: int = 30, fps: int = 30, rgb: tuple[float, float, float] = (0.9, 0.2, 0.1)
+) -> dict:
+    """A small Lottie animation: one square sliding from left to right over `frames` frames."""
+
+    def still(value):
+        return {"a": 0, "k": value}
+
+    square = {
+        "ty": "gr",
+        "it": [
+            {"ty": "rc", "d": 1, "s": still([120, 120]), "p": still([0, 0]), "r": still(0)},
+            {"ty": "fl", "c": still([*rgb, 1]), "o": still(100), "r": 1},
+            {
+                "ty": "tr",
+                "p": still([0, 0]),
+                "a": still([0, 0]),
+                "s": still([100, 100]),
+                "r": still(0),
+                "o": still(100),
+            },
+        ],
+    }
+    slide = {
+        "a": 1,
+        "k": [
+            {"t": 0, "s": [100, 256, 0], "i": {"x": [0.5], "y": [0.5]}, "o": {"x": [0.5], "y": [0.5]}},
+            {"t": frames, "s": [412, 256, 0]},
+        ],
+    }
+    layer = {
+        "ddd": 0, "ind": 1, "ty": 4, "nm": "square", "sr": 1, "ip": 0, "op": frames, "st": 0,
+        "ks": {"o": still(100), "r": still(0), "p": slide, "a": still([0, 0, 0]), "s": still([100, 100, 100])},
+        "shapes": [square],
+    }  # fmt: skip
+    return {"v": "5.5.2", "fr": fps, "ip": 0, "op": frames, "w": 512, "h": 512, "nm": "slide", "ddd": 0,
+            "assets": [], "layers": [layer], "tgs": 1}  # fmt: skip
+
+
+def tgs_bytes(**kwargs) -> bytes:
+    """A real TGS file (gzip-compressed Lottie JSON) of `lottie_json(**kwargs)`, a few hundred bytes."""
+    return gzip.compress(json.dumps(lottie_json(**kwargs)).encode(), mtime=0)
 
 
 def add_photo(world: World, data: bytes, *, width: int, height: int) -> types.Photo:
