@@ -79,9 +79,17 @@ def add_photo(world: World, data: bytes, *, width: int, height: int) -> types.Ph
 
 
 def add_sticker_set(
-    world: World, short_name: str, title: str, stickers: list[tuple[str, bytes]]
+    world: World,
+    short_name: str,
+    title: str,
+    stickers: list[tuple[str, bytes]],
+    *,
+    mime: str = "image/webp",
+    premium: tuple[str, ...] = (),
 ) -> types.StickerSet:
-    """A sticker set of (emoji, webp bytes) stickers, 512x512 each."""
+    """A sticker set of (emoji, bytes) stickers, 512x512 each: WebP by default, TGS with
+    `mime="application/x-tgsticker"`. The stickers whose emoji are in `premium` are premium stickers,
+    marked as Telegram marks them: a premium animation (a video size of type "f")."""
     sticker_set = types.StickerSet(
         id=world.new_id(),
         access_hash=world.new_id(),
@@ -93,24 +101,63 @@ def add_sticker_set(
     ref = types.InputStickerSetID(id=sticker_set.id, access_hash=sticker_set.access_hash)
     docs = []
     for alt, data in stickers:
+        animation = [types.VideoSize(type="f", w=512, h=512, size=len(data))] if alt in premium else None
         doc = types.Document(
             id=world.new_id(),
             access_hash=world.new_id(),
             file_reference=b"ref-1",
             date=int(time.time()),
-            mime_type="image/webp",
+            mime_type=mime,
             size=len(data),
             dc_id=world.dc_id,
             attributes=[
                 types.DocumentAttributeImageSize(w=512, h=512),
                 types.DocumentAttributeSticker(alt=alt, stickerset=ref),
-                types.DocumentAttributeFilename(file_name="sticker.webp"),
+                types.DocumentAttributeFilename(
+                    file_name="sticker.tgs" if "tgsticker" in mime else "sticker.webp"
+                ),
             ],
+            video_thumbs=animation,
         )
         world.documents[doc.id], world.files[doc.id] = doc, data
         docs.append(doc)
     world.sticker_sets[short_name.lower()] = (sticker_set, docs)
     return sticker_set
+
+
+def sticker_document(world: World, short_name: str, alt: str) -> types.Document:
+    """The document of the sticker `alt` in the stand-in's set `short_name`."""
+    _set, docs = world.sticker_sets[short_name.lower()]
+    return next(d for d in docs if any(getattr(a, "alt", None) == alt for a in d.attributes))
+
+
+def save_to_saved_messages(world: World, user_id: int, document: types.Document):
+    """The account keeps a document (e.g. a sticker) in its Saved Messages, its chat with itself."""
+    message, _pts, _new = world.send(
+        user_id, world.dm_key(user_id, user_id), "", media=types.MessageMediaDocument(document=document)
+    )
+    return message
+
+
+def add_video(world: World, *, seconds: int, round_message: bool = False) -> types.Document:
+    """A video (or, `round_message`, a video note) of `seconds` seconds. Its bytes are a stub: a video
+    past the description cap is never downloaded."""
+    data = b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 64
+    doc = types.Document(
+        id=world.new_id(),
+        access_hash=world.new_id(),
+        file_reference=b"ref-1",
+        date=int(time.time()),
+        mime_type="video/mp4",
+        size=len(data),
+        dc_id=world.dc_id,
+        attributes=[
+            types.DocumentAttributeVideo(duration=seconds, w=384, h=384, round_message=round_message),
+            types.DocumentAttributeFilename(file_name="video.mp4"),
+        ],
+    )
+    world.documents[doc.id], world.files[doc.id] = doc, data
+    return doc
 
 
 def populate(world: World) -> None:
