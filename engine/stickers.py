@@ -46,12 +46,6 @@ def wanted_sticker_sets(agent: Agent, *, saved: list[dict[str, Any]] | None = No
     return list(dict.fromkeys(n for n in names if n))
 
 
-def saved_stickers_of(*, agent_id: int) -> list[dict[str, Any]]:
-    """The stickers in the account's Saved Messages, as the gateway last listed them."""
-    access = StickerAccess.objects.filter(agent_id=agent_id).first()
-    return list(access.saved_stickers) if access else []
-
-
 def sticker_access_record_premium(*, agent_id: int, premium: bool) -> None:
     """Remember whether the account has Telegram Premium (the transport reports it on connect)."""
     StickerAccess.objects.update_or_create(agent_id=agent_id, defaults={"premium": bool(premium)})
@@ -71,11 +65,6 @@ def sticker_access_record_saved(*, agent_id: int, saved: list[LibraryRef]) -> bo
     access.saved_stickers = stickers
     access.save(update_fields=["saved_stickers", "updated"])
     return True
-
-
-def may_send_premium(*, agent_id: int) -> bool:
-    """Whether the agent's account may send premium stickers (an account never seen: no)."""
-    return StickerAccess.objects.filter(agent_id=agent_id, premium=True).exists()
 
 
 def sticker_sets_to_refresh(*, short_names: list[str]) -> list[str]:

@@ -21,12 +21,12 @@ from engine.media import download_new_media, media_agents_with_news, media_curso
 from engine.requests import mute_requests_pending, requests_reap_expired, signin_requests_reap_expired
 from engine.stickers import (
     RETRY_AFTER_SECONDS,
-    saved_stickers_of,
     sticker_access_record_saved,
     sticker_set_import,
     sticker_sets_to_refresh,
     wanted_sticker_sets,
 )
+from media_catalog.selectors import saved_stickers_of
 from media_catalog.services.library import library_sync_saved
 
 logger = logging.getLogger("engine.gateway")

@@ -29,7 +29,7 @@ def catalog_sticker(agent: Agent, set_name: str, name: str) -> StickerRef | None
         agent.explicit_stickers or []
     )
     if not allowed:  # a sticker in the account's Saved Messages is the agent's too
-        from engine.stickers import saved_stickers_of
+        from media_catalog.selectors import saved_stickers_of
 
         allowed = any(
             s.get("set") == set_name and s.get("name") == name for s in saved_stickers_of(agent_id=agent.pk)

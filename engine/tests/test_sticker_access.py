@@ -9,10 +9,10 @@ from conversations.services.sandbox import sandbox_save
 from conversations.transport.base import StickerRef, StickerSetInfo
 from conversations.transport.sandbox import SandboxTransport
 from engine.handlers.sticker import catalog_sticker
-from engine.stickers import may_send_premium, saved_stickers_of
 from engine.tests.harness import Harness
 from llm.prompt.sections import sticker_section
 from media_catalog.models import LibraryItem, Sticker, StickerAccess
+from media_catalog.selectors import may_send_premium, saved_stickers_of
 
 pytestmark = pytest.mark.django_db
 
