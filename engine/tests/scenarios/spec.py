@@ -398,6 +398,8 @@ def _turn(
     describe = raw.get("describe", "")
     if describe not in ("", *DESCRIBE):
         raise ScenarioError(f'{at}: describe is {describe!r}: use "images" or "none"')
+    if raw.get("media") is not None and typing[0]:
+        raise ScenarioError(f"{at}: a message with media is sent without typing: remove typing or media")
     return Turn(
         number=number,
         person=person,
