@@ -35,6 +35,7 @@ from llm.routing import UnknownModelError, route_for
 from llm.summarization import summarize_turn
 from llm.task_schema import schema_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
+from media_catalog.selectors import saved_stickers_of
 
 _NOT_SCHEDULED = ("think", "retrieve")
 
@@ -264,8 +265,6 @@ def _only_stickers_the_agent_has(tasks: list[Task], *, agent, window, errors: li
     """Sticker tasks from a set the agent has: one of its "Agent Sticker Sets", one of its "Agent
     Stickers", a sticker its account keeps in Saved Messages, or a set a sticker shown in this chat
     came from (the prompt offers those too)."""
-    from media_catalog.selectors import saved_stickers_of
-
     sets = {name for name in agent.sticker_set_names or [] if name}
     explicit = set()
     for item in agent.explicit_stickers or []:

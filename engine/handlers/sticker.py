@@ -19,6 +19,7 @@ from conversations.transport.base import PermanentError, StickerRef, Transport
 from engine.handlers.base import Done, HandlerContext, register
 from engine.handlers.send import stored_random_id
 from media_catalog.models import Sticker
+from media_catalog.selectors import saved_stickers_of
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +30,6 @@ def catalog_sticker(agent: Agent, set_name: str, name: str) -> StickerRef | None
         agent.explicit_stickers or []
     )
     if not allowed:  # a sticker in the account's Saved Messages is the agent's too
-        from media_catalog.selectors import saved_stickers_of
-
         allowed = any(
             s.get("set") == set_name and s.get("name") == name for s in saved_stickers_of(agent_id=agent.pk)
         )
