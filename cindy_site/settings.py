@@ -363,6 +363,10 @@ GEMINI_MODEL = env.str("GEMINI_MODEL", default="")
 GROK_MODEL = env.str("GROK_MODEL", default="")
 OPENROUTER_MODEL = env.str("OPENROUTER_MODEL", default="")
 MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
+# Videos, video notes and animations longer than this many seconds are not described (llm/media_caps.py).
+MEDIA_VIDEO_MAX_DURATION_SECONDS = _positive_int("MEDIA_VIDEO_MAX_DURATION_SECONDS", 10)
+# How many frames of an animated (TGS) sticker the media model is shown (llm/media_tgs.py).
+MEDIA_TGS_FRAMES = _positive_int("MEDIA_TGS_FRAMES", 4)
 TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 # Voice notes, audio and video notes (llm/transcription.py); empty: MEDIA_MODEL for a Gemini agent,
 # OpenAI's gpt-4o-mini-transcribe for any other.

@@ -53,6 +53,7 @@ from engine.requests import execute_request, request_finish, requests_claim, req
 from engine.responsiveness import agents_asleep
 from engine.runner import run_node
 from engine.signin import SignInSteps
+from engine.stickers import sticker_access_record_premium
 from engine.tick import Ticker
 from engine.upkeep import UpkeepSteps
 from engine.wake import WakeWaits, wake_listener
@@ -282,6 +283,7 @@ class Gateway(
                     await self._quiet_disconnect(client)
                 account = await client.transport.connect()
                 await sync_to_async(self._record_account)(agent_id, account.user_id, account.username)
+                await sync_to_async(sticker_access_record_premium)(agent_id=agent_id, premium=account.premium)
                 fetched = await reconcile(agent_id=agent_id, transport=client.transport)
             except AuthError as exc:
                 await self._stop_agent(agent_id, exc)

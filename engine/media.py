@@ -9,6 +9,7 @@ and before the `received` node is dispatched (the worker reads the DB mirror):
 - a part is fetched when it has a `unique_id`, no `file`, no earlier failure, and the catalog has no
   usable description (curated or ok) for it; a file already in the store for that id is reused;
   a voice note, audio file or video note longer than the transcription cap (5 minutes) is not fetched;
+- a video, GIF or animation past `MEDIA_VIDEO_MAX_DURATION_SECONDS` is not fetched (it is never described);
 - at most `MEDIA_DESC_BUDGET_PER_TICK` downloads per gateway pass; the cursor stops before the first
   message the budget did not cover;
 - a failure is logged and written to the part (`download_error`), never raised: planning goes ahead.
@@ -30,6 +31,7 @@ from django.db.models import Max, Q
 
 from conversations.models import Message
 from conversations.transport.base import AuthError, FloodWait, PermanentError, Transport, TransportError
+from llm.media_caps import video_too_long
 from media_catalog.audio import is_transcribable, too_long
 from media_catalog.models import MediaDescription
 
@@ -113,6 +115,8 @@ def media_wanted(*, agent_id: int, after_pk: int, limit: int = SCAN_BATCH) -> li
         if not deleted:
             for part in media or []:
                 uid = part.get("unique_id")
+                if video_too_long(part):
+                    continue  # never described: not worth its download
                 if (
                     uid
                     and uid not in usable

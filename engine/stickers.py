@@ -18,9 +18,9 @@ from django.db import transaction
 
 from agents.models import Agent, GatewayRequest, Transport
 from cindy_site.clock import now
-from conversations.transport.base import StickerSetInfo
+from conversations.transport.base import LibraryRef, StickerSetInfo
 from conversations.transport.base import Transport as ChatTransport
-from media_catalog.models import Sticker, StickerSet
+from media_catalog.models import Sticker, StickerAccess, StickerSet
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +35,36 @@ _FORMAT_BY_MIME = {
 }
 
 
-def wanted_sticker_sets(agent: Agent) -> list[str]:
-    """Short names of the sets an agent uses: its sets and the sets of its explicit stickers."""
+def wanted_sticker_sets(agent: Agent, *, saved: list[dict[str, Any]] | None = None) -> list[str]:
+    """Short names of the sets an agent uses: its sets, the sets of its explicit stickers and (given
+    `saved`, the account's `StickerAccess.saved_stickers`) the sets of its Saved Messages stickers."""
     names = [s.strip() for s in agent.sticker_set_names or [] if isinstance(s, str) and s.strip()]
     for item in agent.explicit_stickers or []:
         if isinstance(item, str) and "::" in item:
             names.append(item.split("::", 1)[0].strip())
+    names += [str(entry.get("set") or "").strip() for entry in saved or []]
     return list(dict.fromkeys(n for n in names if n))
+
+
+def sticker_access_record_premium(*, agent_id: int, premium: bool) -> None:
+    """Remember whether the account has Telegram Premium (the transport reports it on connect)."""
+    StickerAccess.objects.update_or_create(agent_id=agent_id, defaults={"premium": bool(premium)})
+
+
+def sticker_access_record_saved(*, agent_id: int, saved: list[LibraryRef]) -> bool:
+    """Remember the stickers from a set among the account's Saved Messages; True when they changed."""
+    stickers = [
+        {"set": item.sticker_set_name, "name": item.sticker_name, "unique_id": item.unique_id}
+        for item in saved
+        if item.media_kind == "sticker" and item.sticker_set_name and item.sticker_name
+    ]
+    stickers = list({(s["set"], s["name"]): s for s in stickers}.values())
+    access, _ = StickerAccess.objects.get_or_create(agent_id=agent_id)
+    if access.saved_stickers == stickers:
+        return False
+    access.saved_stickers = stickers
+    access.save(update_fields=["saved_stickers", "updated"])
+    return True
 
 
 def sticker_sets_to_refresh(*, short_names: list[str]) -> list[str]:
@@ -84,6 +107,7 @@ def sticker_set_store(*, info: StickerSetInfo) -> dict[str, Any]:
                     "mime": str(ref.ref.get("mime") or "")[:100],
                     "document_id": int(document_id) if document_id is not None else None,
                     "access_hash": int(access_hash) if access_hash is not None else None,
+                    "premium": bool(ref.ref.get("premium")),
                 },
             )
         removed, _ = Sticker.objects.filter(sticker_set=sticker_set).exclude(unique_id__in=kept).delete()

@@ -21,10 +21,12 @@ from engine.media import download_new_media, media_agents_with_news, media_curso
 from engine.requests import mute_requests_pending, requests_reap_expired, signin_requests_reap_expired
 from engine.stickers import (
     RETRY_AFTER_SECONDS,
+    sticker_access_record_saved,
     sticker_set_import,
     sticker_sets_to_refresh,
     wanted_sticker_sets,
 )
+from media_catalog.selectors import saved_stickers_of
 from media_catalog.services.library import library_sync_saved
 
 logger = logging.getLogger("engine.gateway")
@@ -136,7 +138,9 @@ class UpkeepSteps:
         checked, failed = state["stickers"], state["sticker_failed"]
         did = False
         for agent_id, client in self._connected():
-            names = wanted_sticker_sets(client.agent)
+            names = wanted_sticker_sets(
+                client.agent, saved=await sync_to_async(saved_stickers_of)(agent_id=agent_id)
+            )
             seen = checked.get(agent_id)
             clock_now = get_clock().monotonic()
             if (
@@ -222,10 +226,11 @@ class UpkeepSteps:
             try:
                 saved = await client.transport.saved_media()
                 added, removed = await sync_to_async(library_sync_saved)(agent_id=agent_id, saved=saved)
+                stickers = await sync_to_async(sticker_access_record_saved)(agent_id=agent_id, saved=saved)
             except Exception as exc:
                 logger.warning("agent %s: media library refresh failed: %r", client.agent.name, exc)
                 continue
-            did = did or bool(added or removed)
+            did = did or bool(added or removed or stickers)
         return did
 
     async def step_reap_requests(self) -> bool:

@@ -28,6 +28,7 @@ from django.db.models import QuerySet
 from cindy_site.bulk import driver_rows
 from conversations.models import Conversation, Message
 from conversations.selectors import first_partner_message_id
+from llm.media_caps import video_too_long
 from llm.request import Part, Turn
 from llm.transcription import render_audio, transcript_fields
 from media_catalog.audio import is_transcribable
@@ -208,6 +209,8 @@ def render_media(part: dict[str, Any], description: MediaDescription | None, *, 
     described = ""
     if description is not None and description.status in _DESCRIBED and description.description:
         described = " ".join(description.description.split())
+    if not described and (note := video_too_long(part)):
+        return f"‹{note}›"
     if kind == "sticker":
         name = part.get("sticker_name") or (description.sticker_name if description else "") or "?"
         set_name = part.get("sticker_set_name") or (description.sticker_set_name if description else "")

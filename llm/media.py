@@ -6,6 +6,8 @@ Prompt building only reads `MediaDescription` rows; this is the one place that c
 - Curated descriptions are never overwritten.
 - Media bytes come from the file the gateway stored (`file`, relative to MEDIA_ROOT); media that was
   not downloaded is skipped and costs nothing.
+- Animated (TGS) stickers are shown as `MEDIA_TGS_FRAMES` frames (PNG images, `llm/media_tgs.py`).
+- Videos past `MEDIA_VIDEO_MAX_DURATION_SECONDS` are never sent (`llm/media_caps.py`): no call, no cost.
 - Results: status ok / not_understood (blocked or empty reply) / unsupported (a format the model
   cannot take) / timeout / error (retried on a later turn, up to MAX_ATTEMPTS).
 """
@@ -26,6 +28,8 @@ from conversations.models import LLMCall, Message
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import ChatMessage
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
+from llm.media_caps import video_too_long
+from llm.media_tgs import FRAME_MIME, TgsRenderError, is_tgs, tgs_frames
 from llm.providers import provider_for
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, UnknownModelError, resolve
@@ -52,6 +56,10 @@ _ASK = {
     "voice": "Transcribe or summarise this voice message.",
     "audio": "Describe this audio clip.",
 }
+ASK_TGS = (
+    "Describe this animated sticker. The {count} images are frames of its animation, in order from "
+    "start to end: say what it shows and what happens."
+)
 
 
 def media_route() -> Route:
@@ -112,6 +120,8 @@ def warm_media_descriptions(
         heard = is_transcribable(part)
         if heard and (too_long(part) or not hearing or part["unique_id"] in own):
             continue  # past the 5-minute cap: no call; the history says so (llm.transcription)
+        if video_too_long(part):
+            continue  # the history says so instead; nothing is downloaded or paid
         relative = part.get("file") or (part.get("extra") or {}).get("file")
         if not relative:
             continue
@@ -184,6 +194,19 @@ def describe_file(
     """Ask MEDIA_MODEL for a description of one file: (status, description or None)."""
     route = media_route()
     mime = _mime(part, path)
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    if is_tgs(part, head):
+        return _describe_tgs(
+            part,
+            path,
+            route=route,
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            node_id=node_id,
+            sleep=sleep,
+            deadline=deadline,
+        )
     if not mime or not provider_for(route.provider).supports_media(mime):
         return MediaDescription.Status.UNSUPPORTED, None
     if path.stat().st_size > MAX_MEDIA_BYTES:
@@ -194,6 +217,46 @@ def describe_file(
         system=DESCRIBE_SYSTEM,
         turns=[Turn(role="user", parts=(Part(text=ask), Part(data=path.read_bytes(), mime=mime)))],
     )
+    return _ask(
+        request,
+        route=route,
+        agent_id=agent_id,
+        conversation_id=conversation_id,
+        node_id=node_id,
+        sleep=sleep,
+        deadline=deadline,
+    )
+
+
+def _describe_tgs(part: dict[str, Any], path: Path, *, route: Route, **call: Any) -> tuple[str, str | None]:
+    """An animated sticker: its frames as images (the model cannot take Lottie); a file that does not
+    render is `not_understood` (it never will), a model without image input `unsupported`."""
+    if not provider_for(route.provider).supports_media(FRAME_MIME):
+        return MediaDescription.Status.UNSUPPORTED, None
+    try:
+        frames = tgs_frames(path.read_bytes(), count=settings.MEDIA_TGS_FRAMES)
+    except TgsRenderError as exc:
+        logger.info("animated sticker %s cannot be rendered: %s", part.get("unique_id"), exc)
+        return MediaDescription.Status.NOT_UNDERSTOOD, None
+    parts = (
+        Part(text=ASK_TGS.format(count=len(frames))),
+        *(Part(data=frame, mime=FRAME_MIME) for frame in frames),
+    )
+    request = LLMRequest(system=DESCRIBE_SYSTEM, turns=[Turn(role="user", parts=parts)])
+    return _ask(request, route=route, **call)
+
+
+def _ask(
+    request: LLMRequest,
+    *,
+    route: Route,
+    agent_id: int | None,
+    conversation_id: int | None,
+    node_id: int | None,
+    sleep: Callable[[float], None],
+    deadline: float | None,
+) -> tuple[str, str | None]:
+    """One describe call: (status, description or None)."""
     try:
         reply = call_llm(
             request,

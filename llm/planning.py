@@ -35,6 +35,7 @@ from llm.routing import UnknownModelError, route_for
 from llm.summarization import summarize_turn
 from llm.task_schema import schema_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
+from media_catalog.selectors import saved_stickers_of
 
 _NOT_SCHEDULED = ("think", "retrieve")
 
@@ -262,12 +263,14 @@ def _fill_canonical_sticker_set(tasks: list[Task], *, agent, errors: list[str]) 
 
 def _only_stickers_the_agent_has(tasks: list[Task], *, agent, window, errors: list[str]) -> list[Task]:
     """Sticker tasks from a set the agent has: one of its "Agent Sticker Sets", one of its "Agent
-    Stickers", or a set a sticker shown in this chat came from (the prompt offers those too)."""
+    Stickers", a sticker its account keeps in Saved Messages, or a set a sticker shown in this chat
+    came from (the prompt offers those too)."""
     sets = {name for name in agent.sticker_set_names or [] if name}
     explicit = set()
     for item in agent.explicit_stickers or []:
         set_name, _, name = str(item).partition("::")
         explicit.add((set_name.strip(), name.strip()))
+    explicit |= {(str(s.get("set")), str(s.get("name"))) for s in saved_stickers_of(agent_id=agent.pk)}
     seen = {
         part["sticker_set_name"]
         for message in window

@@ -315,7 +315,7 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
 class StickerInline(admin.TabularInline):
     model = Sticker
     extra = 0
-    fields = ["position", "name", "format", "unique_id", "mime"]
+    fields = ["position", "name", "format", "premium", "unique_id", "mime"]
     readonly_fields = fields
     can_delete = False
     show_change_link = True
@@ -377,7 +377,16 @@ class StickerSetAdmin(admin.ModelAdmin):
 
 @admin.register(Sticker)
 class StickerAdmin(FileViewMixin, admin.ModelAdmin):
-    list_display = ["preview", "name", "set_link", "format", "unique_id", "description_link", "position"]
+    list_display = [
+        "preview",
+        "name",
+        "set_link",
+        "format",
+        "premium",
+        "unique_id",
+        "description_link",
+        "position",
+    ]
     list_display_links = ["name"]
     list_filter = ["format", "sticker_set"]
     search_fields = ["name", "unique_id", "sticker_set__short_name"]

@@ -115,6 +115,9 @@ class Sticker(models.Model):
     mime = models.CharField(max_length=100, blank=True)
     file = models.FileField(upload_to="stickers/", blank=True)
     position = models.PositiveIntegerField(default=0)
+    premium = models.BooleanField(
+        default=False, help_text="Only Telegram Premium accounts can send it (it has a premium animation)"
+    )
 
     class Meta:
         ordering = ["sticker_set", "position", "id"]
@@ -128,6 +131,26 @@ class Sticker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sticker_set.short_name} :: {self.name}"
+
+
+class StickerAccess(models.Model):
+    """What the agent's Telegram account may send beyond its configured sets, as the gateway last saw it.
+
+    `premium`: whether the account has Telegram Premium (premium stickers are offered only then).
+    `saved_stickers`: the stickers in the account's Saved Messages that belong to a set, as
+    `{"set": short name, "name": emoji, "unique_id": ...}`; they join the agent's sticker list.
+    """
+
+    agent = models.OneToOneField("agents.Agent", on_delete=models.CASCADE, related_name="sticker_access")
+    premium = models.BooleanField(default=False)
+    saved_stickers = models.JSONField(default=list, blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "sticker access"
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: premium={self.premium}, {len(self.saved_stickers)} saved stickers"
 
 
 class LibraryItem(models.Model):

@@ -13,7 +13,7 @@ import zlib
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import Count, F, Max
 
 from agents.models import Agent
 from cindy_site.clock import now
@@ -133,14 +133,14 @@ def _create_chat(*, kind: str, title: str) -> SandboxChat:
 
 
 def sandbox_dm_between(*, a: SandboxUser, b: SandboxUser) -> SandboxChat:
-    chat = (
-        SandboxChat.objects.filter(kind=SandboxChat.Kind.DM, members=a)
-        .filter(members=b)
-        .order_by("id")
-        .first()
-    )
+    """The DM between two users; between a user and itself, its Saved Messages (a DM of one member)."""
+    chat = sandbox_saved_chat(user=a) if a.pk == b.pk else None
+    if a.pk != b.pk:
+        chats = SandboxChat.objects.filter(kind=SandboxChat.Kind.DM, members=a).filter(members=b)
+        chat = chats.order_by("id").first()
     if chat is None:
-        chat = _create_chat(kind=SandboxChat.Kind.DM, title=f"{a.name} & {b.name}")
+        title = "Saved Messages" if a.pk == b.pk else f"{a.name} & {b.name}"
+        chat = _create_chat(kind=SandboxChat.Kind.DM, title=title)
         _ensure_member(chat, a)
         _ensure_member(chat, b)
     return chat
@@ -233,6 +233,23 @@ def sandbox_post(
             raise
         return SandboxMessage.objects.get(sender=sender, random_id=random_id), False
     return message, True
+
+
+def sandbox_saved_chat(*, user: SandboxUser) -> SandboxChat | None:
+    """The user's Saved Messages (its DM with itself), if it ever saved something."""
+    return (
+        SandboxChat.objects.annotate(size=Count("members", distinct=True))  # before the filter on members
+        .filter(kind=SandboxChat.Kind.DM, size=1, members=user)
+        .order_by("id")
+        .first()
+    )
+
+
+def sandbox_save(*, agent: Agent, media: list[dict[str, Any]], text: str = "") -> SandboxMessage:
+    """The agent's account keeps a message in its Saved Messages (as its owner would on Telegram)."""
+    me = sandbox_user_for_agent(agent=agent)
+    message, _ = sandbox_post(chat=sandbox_dm_between(a=me, b=me), sender=me, text=text, media=media)
+    return message
 
 
 def sandbox_say(

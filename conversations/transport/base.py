@@ -177,6 +177,7 @@ class AccountInfo:
     user_id: int
     name: str = ""
     username: str = ""
+    premium: bool = False  # Telegram Premium: the account may send premium stickers
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,8 @@ class LibraryRef:
     saved_message_id: int | None = None
     file: str = ""
     mime: str = ""
+    sticker_set_name: str = ""  # a sticker from a set: it also joins the agent's sticker list
+    sticker_name: str = ""
 
 
 @dataclass(frozen=True)

@@ -347,7 +347,32 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         return await sync_to_async(self._send)(peer_id, "", [part], random_id, reply_to)
 
     async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:
-        return []  # the sandbox library is the admin's uploads (media_catalog.LibraryItem)
+        """The stickers the account keeps in its Saved Messages (its DM with itself, see
+        `sandbox_save`); the rest of the sandbox library is the admin's uploads (LibraryItem)."""
+        return await sync_to_async(self._saved_media)(limit)
+
+    def _saved_media(self, limit: int) -> list[LibraryRef]:
+        me = self._require_me()
+        chat = sandbox_services.sandbox_saved_chat(user=me)
+        if chat is None:
+            return []
+        items = []
+        for message in SandboxMessage.objects.filter(chat=chat, deleted=False).order_by("-message_id")[
+            :limit
+        ]:
+            for part in message.media or []:
+                if part.get("media_kind") == "sticker" and part.get("unique_id"):
+                    items.append(
+                        LibraryRef(
+                            str(part["unique_id"]),
+                            "sticker",
+                            saved_message_id=message.message_id,
+                            mime=str(part.get("mime") or ""),
+                            sticker_set_name=str(part.get("sticker_set_name") or ""),
+                            sticker_name=str(part.get("sticker_name") or ""),
+                        )
+                    )
+        return items
 
     def _send(self, peer_id, text, media, random_id, reply_to) -> SentMessage:
         me = self._require_me()
@@ -467,7 +492,12 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         if sticker_set is None:
             return self._sticker_set_from_descriptions(short_name)
         stickers = tuple(
-            StickerRef(set_short_name=short_name, name=s.name, unique_id=s.unique_id)
+            StickerRef(
+                set_short_name=short_name,
+                name=s.name,
+                unique_id=s.unique_id,
+                ref={"format": s.format, "mime": s.mime, "premium": s.premium},
+            )
             for s in sticker_set.stickers.all()
         )
         return StickerSetInfo(short_name=short_name, title=sticker_set.title, stickers=stickers)

@@ -1,7 +1,7 @@
 """sticker: send a sticker named by (set, name).
 
-Resolution, in order: the agent's configured sticker sets and then its explicit stickers, both from the
-media catalog; then the transport (a set fetched from Telegram, cached for the client's life). A sticker
+Resolution, in order: the agent's configured sticker sets, its explicit stickers and the stickers in
+its account's Saved Messages, from the media catalog; then the transport (a set fetched from Telegram, cached for the client's life). A sticker
 that cannot be resolved is sent as its name in plain text, and that is logged.
 """
 
@@ -19,6 +19,7 @@ from conversations.transport.base import PermanentError, StickerRef, Transport
 from engine.handlers.base import Done, HandlerContext, register
 from engine.handlers.send import stored_random_id
 from media_catalog.models import Sticker
+from media_catalog.selectors import saved_stickers_of
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,10 @@ def catalog_sticker(agent: Agent, set_name: str, name: str) -> StickerRef | None
     allowed = set_name in (agent.sticker_set_names or []) or f"{set_name}::{name}" in (
         agent.explicit_stickers or []
     )
+    if not allowed:  # a sticker in the account's Saved Messages is the agent's too
+        allowed = any(
+            s.get("set") == set_name and s.get("name") == name for s in saved_stickers_of(agent_id=agent.pk)
+        )
     if not allowed:
         return None
     # MySQL's utf8mb4 collations compare many emoji as equal (🙈 = 😉): the exact name is checked here.

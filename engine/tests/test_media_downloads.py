@@ -157,3 +157,65 @@ def test_a_dropped_connection_during_a_download_is_retried_on_a_later_pass(agent
 
     harness.step("step_media")
     assert part_of("F1")["file"].startswith("media_store/F1")
+
+
+def test_a_video_past_the_cap_is_not_downloaded_and_the_prompt_says_so(
+    agent, clock, fake_llm, media_root, settings
+):
+    settings.MEDIA_VIDEO_MAX_DURATION_SECONDS = 10
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "I'll watch it later"}]))
+    source = media_root / "uploads" / "LONG.mp4"
+    source.write_bytes(b"\x00\x00\x00\x18ftypmp42 fake video")
+    part = {"kind": "media", "media_kind": "video", "unique_id": "LONG", "mime": "video/mp4", "duration": 720}
+    sandbox_say(agent=agent, text="our holiday", media=[{**part, "path": str(source)}])
+    harness = Harness(clock)
+    harness.start()
+
+    harness.ingest()
+    assert harness.step("step_media") is False
+    harness.settle()
+
+    assert "file" not in part_of("LONG") and not MediaDescription.objects.exists()
+    assert [
+        r
+        for r in fake_llm.requests
+        if "generateContent" in r.path and "Channel Details" not in json.dumps(r.json)
+    ] == []
+    prompt = json.dumps(fake_llm.requests[-1].json, ensure_ascii=False)
+    assert "‹a video of 12 min: too long to describe›" in prompt
+
+
+def test_a_received_animated_sticker_is_described_from_frames_before_planning(
+    agent, clock, fake_llm, media_root
+):
+    from conversations.testing.mtproto.media import tgs_bytes
+
+    fake_llm.reply_with("A red square slides across.")
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "ha"}]))
+    source = media_root / "uploads" / "TGS-1.tgs"
+    source.write_bytes(tgs_bytes())
+    part = {
+        "kind": "media",
+        "media_kind": "sticker",
+        "unique_id": "TGS-1",
+        "mime": "application/x-tgsticker",
+        "sticker_format": "animated",
+        "sticker_set_name": "SlideSet",
+        "sticker_name": "🟥",
+        "path": str(source),
+    }
+    sandbox_say(agent=agent, media=[part])
+    harness = Harness(clock)
+    harness.start()
+
+    harness.ingest()
+    assert harness.step("step_media") is True
+    harness.settle()
+
+    assert part_of("TGS-1")["file"] == "media_store/TGS-1.tgs"
+    describe = fake_llm.requests[0].json["contents"][0]["parts"]
+    assert {p["inlineData"]["mime_type"] for p in describe[1:]} == {"image/png"}
+    plan_request = json.dumps(fake_llm.requests[-1].json, ensure_ascii=False)
+    assert (
+        "‹the sticker 🟥 from the set SlideSet that appears as A red square slides across.›" in plan_request
+    )

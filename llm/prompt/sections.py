@@ -15,7 +15,7 @@ from agents.models import Agent, RolePrompt
 from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from llm.task_schema import INSTRUCTIONS_PROMPT, prompt_teaches, taught_kinds
-from media_catalog.models import LibraryItem, MediaDescription, Sticker
+from media_catalog.models import LibraryItem, MediaDescription, Sticker, StickerAccess
 from memory.models import Memory
 from memory.services.stored import stored_entries_split
 from memory.stored_kinds import StoreContext, stored_kinds
@@ -119,19 +119,34 @@ def template_values(agent: Agent, conversation: Conversation) -> dict[str, str]:
 
 
 def sticker_section(agent: Agent) -> str:
-    """`# Stickers` with one `- SET :: NAME - ‹description›` line per sticker the agent may send."""
+    """`# Stickers` with one `- SET :: NAME - ‹description›` line per sticker the agent may send: its
+    sets' stickers (premium ones only for a Telegram Premium account), its explicit stickers and the
+    stickers in its account's Saved Messages."""
     entries: list[tuple[str, str, str]] = []  # (set, name, unique_id)
+    access = StickerAccess.objects.filter(agent=agent).first()
+    premium = access is not None and access.premium
+    saved = [e for e in (access.saved_stickers if access else []) if isinstance(e, dict)]
     set_names = [s for s in agent.sticker_set_names or [] if s]
-    if set_names:
-        stickers = Sticker.objects.filter(sticker_set__short_name__in=set_names).values_list(
-            "sticker_set__short_name", "name", "unique_id"
+    wanted_sets = set(set_names) | {str(e.get("set") or "") for e in saved}
+    premium_ids: set[str] = set()
+    if wanted_sets:
+        stickers = Sticker.objects.filter(sticker_set__short_name__in=wanted_sets).values_list(
+            "sticker_set__short_name", "name", "unique_id", "premium"
         )
         by_set: dict[str, list[tuple[str, str, str]]] = {}
-        for row in stickers:
-            by_set.setdefault(row[0], []).append(row)
+        for set_name, name, unique_id, is_premium in stickers:
+            if is_premium and not premium:
+                premium_ids.add(unique_id)  # the account cannot send it: not offered
+                continue
+            by_set.setdefault(set_name, []).append((set_name, name, unique_id))
         for set_name in set_names:
             entries += by_set.get(set_name, [])
     seen = {(s, n) for s, n, _ in entries}
+    for item in saved:
+        set_name, name, unique_id = (str(item.get(k) or "") for k in ("set", "name", "unique_id"))
+        if set_name and name and (set_name, name) not in seen and unique_id not in premium_ids:
+            entries.append((set_name, name, unique_id))
+            seen.add((set_name, name))
     for item in agent.explicit_stickers or []:
         set_name, _, name = str(item).partition("::")
         set_name, name = set_name.strip(), name.strip()

@@ -67,7 +67,7 @@ def test_budget_limits_attempts_newest_first(dm, fake_llm, media_root):
 
 
 def test_unsupported_formats_are_recorded_without_a_call(dm, fake_llm, media_root):
-    message = _photo(dm, 1, "T1", media_root=media_root, mime="application/x-tgsticker")
+    message = _photo(dm, 1, "T1", media_root=media_root, mime="application/x-msdownload")
 
     warm_media_descriptions([message])
 

@@ -98,9 +98,11 @@ def library_item_sent_as(*, agent_id: int, unique_id: str, sent_unique_id: str) 
 def library_sync_saved(*, agent_id: int, saved: Iterable[SavedMedia]) -> tuple[int, int]:
     """Make the agent's Telegram library match its Saved Messages. Returns (added, removed).
 
-    Items with an uploaded file (sandbox items) are left alone.
+    Items with an uploaded file (sandbox items) are left alone; a sticker from a set is not a library
+    item (it is offered in the sticker list).
     """
-    found = {m.unique_id: m for m in saved}
+    # A sticker from a set joins the sticker list instead (engine.stickers), as in the original.
+    found = {m.unique_id: m for m in saved if not getattr(m, "sticker_set_name", "")}
     with transaction.atomic():
         existing = {i.unique_id: i for i in LibraryItem.objects.filter(agent_id=agent_id, file="")}
         gone = [i.pk for uid, i in existing.items() if uid not in found]

@@ -4,7 +4,9 @@ round video attribute)."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import json
 import time
 
 from PIL import Image, ImageDraw
@@ -21,6 +23,50 @@ def image_bytes(text: str, *, size: tuple[int, int], color: str, fmt: str) -> by
     return out.getvalue()
 
 
+def lottie_json(
+    *, frames: int = 30, fps: int = 30, rgb: tuple[float, float, float] = (0.9, 0.2, 0.1)
+) -> dict:
+    """A small Lottie animation: one square sliding from left to right over `frames` frames."""
+
+    def still(value):
+        return {"a": 0, "k": value}
+
+    square = {
+        "ty": "gr",
+        "it": [
+            {"ty": "rc", "d": 1, "s": still([120, 120]), "p": still([0, 0]), "r": still(0)},
+            {"ty": "fl", "c": still([*rgb, 1]), "o": still(100), "r": 1},
+            {
+                "ty": "tr",
+                "p": still([0, 0]),
+                "a": still([0, 0]),
+                "s": still([100, 100]),
+                "r": still(0),
+                "o": still(100),
+            },
+        ],
+    }
+    slide = {
+        "a": 1,
+        "k": [
+            {"t": 0, "s": [100, 256, 0], "i": {"x": [0.5], "y": [0.5]}, "o": {"x": [0.5], "y": [0.5]}},
+            {"t": frames, "s": [412, 256, 0]},
+        ],
+    }
+    layer = {
+        "ddd": 0, "ind": 1, "ty": 4, "nm": "square", "sr": 1, "ip": 0, "op": frames, "st": 0,
+        "ks": {"o": still(100), "r": still(0), "p": slide, "a": still([0, 0, 0]), "s": still([100, 100, 100])},
+        "shapes": [square],
+    }  # fmt: skip
+    return {"v": "5.5.2", "fr": fps, "ip": 0, "op": frames, "w": 512, "h": 512, "nm": "slide", "ddd": 0,
+            "assets": [], "layers": [layer], "tgs": 1}  # fmt: skip
+
+
+def tgs_bytes(**kwargs) -> bytes:
+    """A real TGS file (gzip-compressed Lottie JSON) of `lottie_json(**kwargs)`, a few hundred bytes."""
+    return gzip.compress(json.dumps(lottie_json(**kwargs)).encode(), mtime=0)
+
+
 def add_photo(world: World, data: bytes, *, width: int, height: int) -> types.Photo:
     photo = types.Photo(
         id=world.new_id(),
@@ -35,9 +81,17 @@ def add_photo(world: World, data: bytes, *, width: int, height: int) -> types.Ph
 
 
 def add_sticker_set(
-    world: World, short_name: str, title: str, stickers: list[tuple[str, bytes]]
+    world: World,
+    short_name: str,
+    title: str,
+    stickers: list[tuple[str, bytes]],
+    *,
+    mime: str = "image/webp",
+    premium: tuple[str, ...] = (),
 ) -> types.StickerSet:
-    """A sticker set of (emoji, webp bytes) stickers, 512x512 each."""
+    """A sticker set of (emoji, bytes) stickers, 512x512 each: WebP by default, TGS with
+    `mime="application/x-tgsticker"`. The stickers whose emoji are in `premium` are premium stickers,
+    marked as Telegram marks them: a premium animation (a video size of type "f")."""
     sticker_set = types.StickerSet(
         id=world.new_id(),
         access_hash=world.new_id(),
@@ -49,19 +103,23 @@ def add_sticker_set(
     ref = types.InputStickerSetID(id=sticker_set.id, access_hash=sticker_set.access_hash)
     docs = []
     for alt, data in stickers:
+        animation = [types.VideoSize(type="f", w=512, h=512, size=len(data))] if alt in premium else None
         doc = types.Document(
             id=world.new_id(),
             access_hash=world.new_id(),
             file_reference=b"ref-1",
             date=int(time.time()),
-            mime_type="image/webp",
+            mime_type=mime,
             size=len(data),
             dc_id=world.dc_id,
             attributes=[
                 types.DocumentAttributeImageSize(w=512, h=512),
                 types.DocumentAttributeSticker(alt=alt, stickerset=ref),
-                types.DocumentAttributeFilename(file_name="sticker.webp"),
+                types.DocumentAttributeFilename(
+                    file_name="sticker.tgs" if "tgsticker" in mime else "sticker.webp"
+                ),
             ],
+            video_thumbs=animation,
         )
         world.documents[doc.id], world.files[doc.id] = doc, data
         docs.append(doc)
@@ -77,6 +135,20 @@ def waveform(levels: list[int]) -> bytes:
     return bits.to_bytes((5 * len(levels) + 7) // 8, "little")
 
 
+def sticker_document(world: World, short_name: str, alt: str) -> types.Document:
+    """The document of the sticker `alt` in the stand-in's set `short_name`."""
+    _set, docs = world.sticker_sets[short_name.lower()]
+    return next(d for d in docs if any(getattr(a, "alt", None) == alt for a in d.attributes))
+
+
+def save_to_saved_messages(world: World, user_id: int, document: types.Document):
+    """The account keeps a document (e.g. a sticker) in its Saved Messages, its chat with itself."""
+    message, _pts, _new = world.send(
+        user_id, world.dm_key(user_id, user_id), "", media=types.MessageMediaDocument(document=document)
+    )
+    return message
+
+
 def _document(world: World, data: bytes, mime: str, attributes: list) -> types.Document:
     doc = types.Document(
         id=world.new_id(),
@@ -90,6 +162,17 @@ def _document(world: World, data: bytes, mime: str, attributes: list) -> types.D
     )
     world.documents[doc.id], world.files[doc.id] = doc, data
     return doc
+
+
+def add_video(world: World, *, seconds: int, round_message: bool = False) -> types.Document:
+    """A video (or, `round_message`, a video note) of `seconds` seconds. Its bytes are a stub: a video
+    past the description cap is never downloaded."""
+    data = b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 64
+    attributes = [
+        types.DocumentAttributeVideo(duration=seconds, w=384, h=384, round_message=round_message),
+        types.DocumentAttributeFilename(file_name="video.mp4"),
+    ]
+    return _document(world, data, "video/mp4", attributes)
 
 
 def add_voice_note(world: World, data: bytes, *, duration: float) -> types.MessageMediaDocument:

@@ -36,6 +36,7 @@ class User:
     password: str | None = None
     access_hash: int = 0
     bot: bool = False  # a bot account (Telegram's `bot` flag on the user)
+    premium: bool = False  # Telegram Premium (`User.premium`): premium stickers may be sent
     blocked: set[int] = field(default_factory=set)  # users this account has blocked
     pts: int = 1
     log: list[tuple[int, str, Any]] = field(default_factory=list)  # (pts, kind, data)
@@ -187,6 +188,7 @@ class World:
             contact=u.id != viewer,
             bot=u.bot,
             bot_info_version=1 if u.bot else None,
+            premium=u.premium,
         )
 
     def tl_chat(self, chat_id: int):

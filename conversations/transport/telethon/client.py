@@ -162,7 +162,12 @@ class TelethonConnection:
                 f"python manage.py telegram_login {self.agent.name}",
             )
         self._entities[me.id] = me
-        self.me = AccountInfo(user_id=me.id, name=utils.get_display_name(me), username=me.username or "")
+        self.me = AccountInfo(
+            user_id=me.id,
+            name=utils.get_display_name(me),
+            username=me.username or "",
+            premium=bool(getattr(me, "premium", False)),
+        )
         return self.me
 
     async def disconnect(self) -> None:

@@ -1,5 +1,8 @@
 """The agent's media library on Telegram: the photos and files in the account's Saved Messages.
 
+A sticker there that belongs to a set is listed with its set's short name and its emoji, so it also
+joins the agent's sticker list (`engine.stickers`).
+
 Items are named by the media's id (as `normalize` names media everywhere), and sent again by reading
 the Saved Messages message for a fresh file reference, then `messages.sendMedia` with the send's
 random_id, so a retried send never duplicates. An item an operator uploaded in the admin (a file, no
@@ -62,13 +65,44 @@ class TelethonLibrary:
                 hash=0,
             )
         )
+        messages = list(getattr(result, "messages", []))
+        set_ids = {
+            a.stickerset.id
+            for m in messages
+            for a in getattr(getattr(getattr(m, "media", None), "document", None), "attributes", None) or []
+            if isinstance(a, types.DocumentAttributeSticker)
+            and isinstance(a.stickerset, types.InputStickerSetID)
+        }
+        await self._resolve_sticker_sets(set_ids, messages)  # a sticker names its set by id only
         items: list[LibraryRef] = []
-        for message in getattr(result, "messages", []):
+        for message in messages:
             found = media_of(message)
             if found is not None:
                 unique_id, kind, mime = found
-                items.append(LibraryRef(unique_id, kind, saved_message_id=message.id, mime=mime))
+                set_name, name = self._saved_sticker_key(message) if kind == "sticker" else ("", "")
+                items.append(
+                    LibraryRef(
+                        unique_id,
+                        kind,
+                        saved_message_id=message.id,
+                        mime=mime,
+                        sticker_set_name=set_name,
+                        sticker_name=name,
+                    )
+                )
         return items
+
+    def _saved_sticker_key(self, message) -> tuple[str, str]:
+        """(set short name, emoji) of a sticker in Saved Messages; ("", "") when its set is unknown."""
+        for attr in message.media.document.attributes:
+            if not isinstance(attr, types.DocumentAttributeSticker):
+                continue
+            stickerset = attr.stickerset
+            if isinstance(stickerset, types.InputStickerSetShortName):
+                return stickerset.short_name, attr.alt or ""
+            known = self._sticker_set_names.get(getattr(stickerset, "id", None))
+            return (known[0], attr.alt or "") if known else ("", "")
+        return "", ""
 
     async def send_media(
         self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None

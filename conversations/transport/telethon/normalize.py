@@ -108,6 +108,13 @@ def reactions_of(
     return tuple(infos), any_unread
 
 
+def is_premium_sticker(doc: types.Document) -> bool:
+    """Telegram marks a premium sticker with its premium animation: a video size of type "f"."""
+    return any(
+        isinstance(v, types.VideoSize) and v.type == "f" for v in getattr(doc, "video_thumbs", None) or []
+    )
+
+
 def _sticker_set_key(stickerset) -> int | None:
     return getattr(stickerset, "id", None)
 

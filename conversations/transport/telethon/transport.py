@@ -31,7 +31,7 @@ from .client import TelethonConnection
 from .errors import error_code
 from .library import TelethonLibrary, media_of
 from .markdown import to_entities
-from .normalize import chat_kind_of, peer_id_of
+from .normalize import chat_kind_of, is_premium_sticker, peer_id_of
 
 DUPLICATE_LOOKBACK = 20
 STALE_REFERENCE_CODES = frozenset(
@@ -165,7 +165,11 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
                     set_short_name=result.set.short_name,
                     name=alt,
                     unique_id=str(doc.id),
-                    ref={"document_id": doc.id},
+                    ref={
+                        "document_id": doc.id,
+                        "mime": doc.mime_type or "",
+                        "premium": is_premium_sticker(doc),
+                    },
                 )
             )
         info = StickerSetInfo(short_name=result.set.short_name, title=result.set.title, stickers=tuple(refs))

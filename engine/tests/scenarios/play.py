@@ -164,7 +164,23 @@ class Player:
             if text not in last:
                 self.failures.append(f"{at}: the prompt after the retrieve does not show {text!r}")
         self._check_effects(turn, at)
+        if turn.describe:
+            self._check_describes(turn, at, stage.describes(started, time.time()))
         return not self.stopped
+
+    def _check_describes(self, turn: Turn, at: str, described: list) -> None:
+        """`describe`: "images": the turn's media was described from images only (an animated sticker
+        from its frames, never the Lottie file); "none": no description was asked for at all."""
+        if turn.describe == "none" and described:
+            self.failures.append(f"{at}: {len(described)} media description request(s); expected none")
+        if turn.describe == "images":
+            if not described:
+                self.failures.append(f"{at}: no media description request; expected one with images")
+            for served in described:
+                if not served.inline or any(not mime.startswith("image/") for mime in served.inline):
+                    self.failures.append(
+                        f"{at}: a media description request carried {list(served.inline)}, not only images"
+                    )
 
     def _braked(self, turn: Turn, at: str) -> bool:
         """A message a spend brake holds: the turn waits, no LLM request is made, nothing is sent."""

@@ -14,6 +14,8 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     user_ids = {Tg = 777000}         # optional: people with a fixed user id (777000: Telegram's service)
     group = {title = "Club", agents = ["Wendy"]}   # optional: the people speak in this group, which
                                      # these other personas are in too (sandbox only)
+    saved_stickers = ["KeptSet::🦔"]  # optional: stickers the persona's account keeps in its Saved
+                                     # Messages (from HARNESS_STICKER_SETS), before the stage starts
 
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
@@ -47,6 +49,11 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     chain = [{agent = "Wendy", reply = [...]}]   # in a group: the further LLM requests the turn
                                      # makes, in order, each by the named persona
     activity = ["spend cap reached"] # texts each in exactly one activity line of the scenario's chats
+    media = {kind = "animated_sticker", name = "🟥"}   # the message carries media, `say` its caption:
+                                     # an animated (TGS) sticker of ANIMATED_SET, or
+                                     # {kind = "video" | "video_note", seconds = 720}
+    describe = "images"              # the media descriptions this turn requested: "images" (one or
+                                     # more, each with only image input) or "none"
 
 A `voice` turn says a voice note instead of text: an OGG/Opus tone `seconds` long (at most 60), made
 once per `name` in the scenario (default "voice"); the stand-in answers its transcription request with
@@ -73,6 +80,15 @@ TRIGGERS = ("message", "xsend", "event", "nudge", "operator")
 OPERATOR_FIELDS = ("daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "thinking_tokens")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
+#: Sticker sets both worlds have besides the personas' own, as (emoji, premium): the sandbox stage puts
+#: them in the catalog (as an earlier import from Telegram would have), the MTProto stand-in serves them
+#: as Telegram does (a premium sticker carries a premium animation).
+HARNESS_STICKER_SETS = {"GnomeParty": [("🌷", False), ("🎩", True)], "KeptSet": [("🦔", False)]}
+#: The animated (TGS) sticker set people send from: (short name, emoji); each sticker is a real small
+#: Lottie animation, gzipped (conversations.testing.mtproto.media.tgs_bytes).
+ANIMATED_SET = ("PersonMotion", ("🟥", "🟦"))
+MEDIA_KINDS = ("animated_sticker", "video", "video_note")
+DESCRIBE = ("images", "none")
 _SCENARIO_KEYS = {
     "persona",
     "about",
@@ -85,6 +101,7 @@ _SCENARIO_KEYS = {
     "bots",
     "user_ids",
     "group",
+    "saved_stickers",
     "turn",
 }
 _TURN_KEYS = {
@@ -116,6 +133,8 @@ _TURN_KEYS = {
     "usage",
     "braked",
     "activity",
+    "media",
+    "describe",
 }
 
 
@@ -156,10 +175,16 @@ class Turn:
     voice: str = ""  # the name of the voice note said instead of text ("" for none)
     voice_seconds: float = 0.0
     voice_transcript: str = ""  # what the stand-in transcribes it as; "" for a note said before
+    media: tuple[tuple[str, Any], ...] = ()  # the media the message carries: (("kind", ...), ...)
+    describe: str = ""  # "images" | "none" | "" (not checked)
 
     @property
     def kinds(self) -> set[str]:
         return {task["kind"] for reply in self.replies for task in reply}
+
+    @property
+    def media_spec(self) -> dict[str, Any]:
+        return dict(self.media)
 
 
 @dataclass(frozen=True)
@@ -178,6 +203,7 @@ class Scenario:
     user_ids: dict[str, int] = field(default_factory=dict)
     group: str = ""  # the title of the group the people speak in ("" for DMs)
     group_agents: tuple[str, ...] = ()  # the other personas in that group
+    saved_stickers: tuple[tuple[str, str], ...] = ()  # (set, emoji) kept in the account's Saved Messages
 
     @property
     def group_title(self) -> str:
@@ -248,7 +274,52 @@ def load(path: Path) -> Scenario:
         user_ids=_user_ids(where, data.get("user_ids", {}), people),
         group=group,
         group_agents=group_agents,
+        saved_stickers=_saved_stickers(where, data.get("saved_stickers", [])),
     )
+
+
+def _saved_stickers(where: str, value: Any) -> tuple[tuple[str, str], ...]:
+    found = []
+    for item in _strings(where, "saved_stickers", value):
+        set_name, _, name = item.partition("::")
+        if name not in [e for e, _p in HARNESS_STICKER_SETS.get(set_name, [])]:
+            known = [f"{s}::{e}" for s, stickers in HARNESS_STICKER_SETS.items() for e, _p in stickers]
+            raise ScenarioError(f"{where}: saved_stickers has {item!r}: name one of {known}")
+        found.append((set_name, name))
+    return tuple(found)
+
+
+def _media(at: str, value: Any, trigger: str) -> tuple[tuple[str, Any], ...]:
+    """The `media = {...}` a person's message carries, checked."""
+    if value is None:
+        return ()
+    example = (
+        'e.g. media = {kind = "animated_sticker", name = "🟥"} or media = {kind = "video", seconds = 720}'
+    )
+    kind = value.get("kind") if isinstance(value, dict) else None
+    if kind not in MEDIA_KINDS:
+        raise ScenarioError(
+            f"{at}: media is {value!r}: kind must be one of {', '.join(MEDIA_KINDS)}; {example}"
+        )
+    if trigger != "message":
+        raise ScenarioError(f'{at}: media comes with what the person says: add say = "..." (its caption)')
+    if kind == "animated_sticker":
+        if set(value) != {"kind", "name"} or value["name"] not in ANIMATED_SET[1]:
+            raise ScenarioError(
+                f"{at}: media is {value!r}: an animated sticker names one of {list(ANIMATED_SET[1])}; {example}"
+            )
+    else:
+        seconds = value.get("seconds")
+        if (
+            set(value) != {"kind", "seconds"}
+            or isinstance(seconds, bool)
+            or not isinstance(seconds, int)
+            or seconds <= 0
+        ):
+            raise ScenarioError(
+                f"{at}: media is {value!r}: a {kind} gives its length in whole seconds; {example}"
+            )
+    return tuple(sorted(value.items()))
 
 
 def _group(where: str, value: Any, persona: str) -> tuple[str, tuple[str, ...]]:
@@ -348,6 +419,11 @@ def _turn(
             "usage = {input_tokens = 6000, output_tokens = 1000}"
         )
     sends = raw.get("sends")
+    describe = raw.get("describe", "")
+    if describe not in ("", *DESCRIBE):
+        raise ScenarioError(f'{at}: describe is {describe!r}: use "images" or "none"')
+    if raw.get("media") is not None and typing[0]:
+        raise ScenarioError(f"{at}: a message with media is sent without typing: remove typing or media")
     if voice:
         return Turn(
             number=number,
@@ -393,6 +469,8 @@ def _turn(
         operator=operator,
         usage=tuple(usage.items()),
         activity=tuple(_strings(at, "activity", raw.get("activity", []))),
+        media=_media(at, raw.get("media"), trigger),
+        describe=describe,
     )
 
 

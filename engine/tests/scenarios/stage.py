@@ -26,7 +26,7 @@ from django.conf import settings
 from cindy_site.testing.fake_llm import FakeLLMServer, FakeReply, RecordedRequest
 from conversations.services.sandbox import PERSON_USER_ID_BASE
 from engine.tests.processes import MANAGE, ChildDatabase, child_settings, manage, start_gateway
-from engine.tests.scenarios.spec import Scenario, Turn
+from engine.tests.scenarios.spec import ANIMATED_SET, HARNESS_STICKER_SETS, Scenario, Turn
 
 SAMPLES = Path(settings.BASE_DIR) / "samples"
 CONFIGDIR = Path(settings.BASE_DIR) / "configdir"
@@ -101,6 +101,58 @@ for line in sys.stdin:
 """
 
 
+#: Run in a child after _SETUP, on the sandbox: the harness's sticker sets in the catalog (as an earlier
+#: import from Telegram would have left them, premium marks included, with curated descriptions) and the stickers the personas'
+#: accounts keep in their Saved Messages.
+_SANDBOX_WORLD = """
+import json
+from agents.models import Agent
+from conversations.services.sandbox import sandbox_save
+from media_catalog.models import MediaDescription, Sticker, StickerSet
+
+for short_name, stickers in json.loads({sets!r}).items():
+    sticker_set, _ = StickerSet.objects.update_or_create(short_name=short_name, defaults={{"title": short_name}})
+    for position, (name, premium, unique_id) in enumerate(stickers):
+        Sticker.objects.update_or_create(
+            sticker_set=sticker_set,
+            unique_id=unique_id,
+            defaults={{"name": name, "position": position, "premium": premium, "mime": "image/webp"}},
+        )
+        # Curated, as the samples' sets are: the sandbox has no file of a sticker an agent sends.
+        MediaDescription.objects.update_or_create(
+            unique_id=unique_id,
+            defaults={{"kind": "sticker", "sticker_set_name": short_name, "sticker_name": name,
+                       "description": f"a {{name}} sticker", "status": "curated", "source": "curated"}},
+        )
+for persona, parts in json.loads({saved!r}).items():
+    sandbox_save(agent=Agent.objects.get(name=persona), media=parts)
+"""
+
+
+def harness_sticker_id(set_name: str, position: int) -> str:
+    """The sandbox's unique id of a harness sticker."""
+    return f"{set_name}-{position}"
+
+
+def inline_mimes(request: RecordedRequest) -> tuple[str, ...]:
+    """The MIME types of the media a request carries inline (images, audio...), in order."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            inline = value.get("inlineData") or value.get("inline_data")
+            if isinstance(inline, dict):
+                found.append(str(inline.get("mime_type") or inline.get("mimeType") or ""))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(request.json)
+    return tuple(found)
+
+
 def request_text(request: RecordedRequest) -> str:
     """Every text of a request (system instruction, turns), in order: what the model was shown."""
     found: list[str] = []
@@ -129,6 +181,7 @@ class Served:
     text: str
     reply: str
     at: float = 0.0  # when it was answered (time.time())
+    inline: tuple[str, ...] = ()  # the MIME types of the media it carried inline
 
 
 @dataclass
@@ -184,8 +237,39 @@ class Stage:
         self.taught: dict[str, set[str]] = {name: set(kinds) for name, kinds in setup["taught"].items()}
         self.library: dict[str, tuple[str, str]] = {k: tuple(v) for k, v in setup["library"].items()}
         self.agent_ids = dict(self.db.query("SELECT name, id FROM agents_agent"))
+        self.world_setup(scenarios)
         operators = [s.user(p) for s in scenarios for p in s.operators]
         self.env["CINDY_OPERATOR_IDS"] = ",".join(str(self.operator_id(name)) for name in operators)
+
+    def world_setup(self, scenarios: list[Scenario]) -> None:
+        """The harness's sticker sets and the personas' Saved Messages stickers (the sandbox's)."""
+        from conversations.testing.mtproto.media import image_bytes
+
+        sets = {
+            name: [
+                (emoji, premium, harness_sticker_id(name, i)) for i, (emoji, premium) in enumerate(stickers)
+            ]
+            for name, stickers in HARNESS_STICKER_SETS.items()
+        }
+        saved: dict[str, list[dict[str, Any]]] = {}
+        for scenario in scenarios:
+            for set_name, emoji in scenario.saved_stickers:
+                position = [e for e, _p in HARNESS_STICKER_SETS[set_name]].index(emoji)
+                path = self.tmp / "saved" / f"{harness_sticker_id(set_name, position)}.webp"
+                path.parent.mkdir(exist_ok=True)
+                path.write_bytes(image_bytes(emoji, size=(64, 64), color="green", fmt="WEBP"))
+                part = {
+                    "kind": "media",
+                    "media_kind": "sticker",
+                    "unique_id": harness_sticker_id(set_name, position),
+                    "sticker_set_name": set_name,
+                    "sticker_name": emoji,
+                    "mime": "image/webp",
+                    "path": str(path),
+                }
+                if part not in saved.setdefault(scenario.persona, []):
+                    saved[scenario.persona].append(part)
+        manage(self.env, "shell", "-c", _SANDBOX_WORLD.format(sets=json.dumps(sets), saved=json.dumps(saved)))
 
     def operator_id(self, name: str) -> int:
         """The user id the sandbox gives this person on their first message (stable, from the name)."""
@@ -300,7 +384,11 @@ class Stage:
         else:
             reply = "[]"
         with self._lock:
-            self.served.append(Served(chat=chat, turn=turn, text=text, reply=reply, at=time.time()))
+            self.served.append(
+                Served(
+                    chat=chat, turn=turn, text=text, reply=reply, at=time.time(), inline=inline_mimes(request)
+                )
+            )
         return FakeReply(text=reply, **dict(turn.usage if turn is not None else ()))
 
     def _transcribe(self) -> FakeReply:
@@ -418,6 +506,13 @@ class Stage:
             args += ["--user-id", str(scenario.user_ids[turn.person])]
         if scenario.group:
             args += ["--group", scenario.group_title]
+        if turn.media:
+            self.run(
+                "from agents.models import Agent\nfrom conversations.services.sandbox import sandbox_say\n"
+                f"sandbox_say(agent=Agent.objects.get(name={scenario.persona!r}), text={text or turn.say!r}, "
+                f"as_name={scenario.user(turn.person)!r}, media=[{self.media_part(scenario, turn)!r}])"
+            )
+            return
         if not typing:
             self.command("sandbox", "say", *args)
             return
@@ -429,6 +524,45 @@ class Stage:
             f"    call_command('sandbox', 'typing', {scenario.persona!r}, '--as', "
             f"{scenario.user(turn.person)!r}, '--seconds', '{typing:g}')"
         )
+
+    def media_part(self, scenario: Scenario, turn: Turn) -> dict[str, Any]:
+        """The sandbox media part of a turn's `media`: a TGS sticker (its file written here) or a video."""
+        from conversations.testing.mtproto.media import tgs_bytes
+
+        spec = turn.media_spec
+        unique_id = f"{spec['kind']}-{scenario.name}-{turn.number}"
+        if spec["kind"] == "animated_sticker":
+            path = self.tmp / "people" / f"{unique_id}.tgs"
+            path.parent.mkdir(exist_ok=True)
+            path.write_bytes(tgs_bytes())
+            return {
+                "kind": "media",
+                "media_kind": "sticker",
+                "unique_id": unique_id,
+                "sticker_set_name": ANIMATED_SET[0],
+                "sticker_name": spec["name"],
+                "sticker_format": "animated",
+                "mime": "application/x-tgsticker",
+                "path": str(path),
+            }
+        extra = {"round": True} if spec["kind"] == "video_note" else {}
+        return {
+            "kind": "media",
+            "media_kind": "video",
+            "unique_id": unique_id,
+            "mime": "video/mp4",
+            "duration": float(spec["seconds"]),
+            **({"extra": extra} if extra else {}),
+        }
+
+    def describes(self, since: float, until: float) -> list[Served]:
+        """The media description requests answered between two times (no chat's turn)."""
+        with self._lock:
+            return [
+                s
+                for s in self.served
+                if s.turn is None and "# Channel Details" not in s.text and since <= s.at <= until
+            ]
 
     def typing_lasts(self, seconds: float) -> float:
         """How long the agent sees a person type who types for `seconds`."""

@@ -13,10 +13,18 @@ from pathlib import Path
 from telethon.tl import types
 
 from conversations.testing.mtproto import StandIn
-from conversations.testing.mtproto.media import add_sticker_set, add_voice_note, image_bytes
+from conversations.testing.mtproto.media import (
+    add_sticker_set,
+    add_video,
+    add_voice_note,
+    image_bytes,
+    save_to_saved_messages,
+    sticker_document,
+    tgs_bytes,
+)
 from conversations.transport.base import TYPING_UPDATE_SECONDS
 from engine.tests.processes import MANAGE, ChildDatabase, manage
-from engine.tests.scenarios.spec import PERSONAS, Scenario, Turn
+from engine.tests.scenarios.spec import ANIMATED_SET, HARNESS_STICKER_SETS, PERSONAS, Scenario, Turn
 from engine.tests.scenarios.stage import SAMPLES, Stage
 
 #: Test numbers (+99966XYYYY: the login code is X five times), one per persona.
@@ -44,11 +52,29 @@ class TelegramStage(Stage):
         for short_name, emoji in STICKER_SETS.items():
             stickers = [(e, image_bytes(e, size=(512, 512), color="green", fmt="WEBP")) for e in emoji]
             self.standin.run(add_sticker_set, self.standin.world, short_name, short_name, stickers)
+        for short_name, entries in HARNESS_STICKER_SETS.items():
+            stickers = [(e, image_bytes(e, size=(512, 512), color="green", fmt="WEBP")) for e, _p in entries]
+            premium = tuple(e for e, p in entries if p)
+            self.standin.run(
+                add_sticker_set, self.standin.world, short_name, short_name, stickers, premium=premium
+            )
+        animated = [(e, tgs_bytes(rgb=(0.2 * i, 0.5, 0.8))) for i, e in enumerate(ANIMATED_SET[1])]
+        self.standin.run(
+            add_sticker_set,
+            self.standin.world,
+            ANIMATED_SET[0],
+            ANIMATED_SET[0],
+            animated,
+            mime="application/x-tgsticker",
+        )
         self.accounts: dict[str, int] = {}
         for persona, phone in PHONES.items():
             self.accounts[persona] = self.standin.run(
                 self.standin.world.create_user, phone=phone, first_name=persona, username=persona.lower()
             ).id
+        for scenario in scenarios:  # kept in Saved Messages before the account signs in
+            for set_name, emoji in scenario.saved_stickers:
+                self.standin.run(self._save_sticker, self.accounts[scenario.persona], set_name, emoji)
         manage(
             self.env,
             "shell",
@@ -81,6 +107,16 @@ class TelegramStage(Stage):
         super().stop()
         self.standin.stop()
 
+    def world_setup(self, scenarios: list[Scenario]) -> None:
+        """Nothing in the database: Telegram has the sets and the Saved Messages (see __init__)."""
+
+    def _save_sticker(self, account: int, set_name: str, emoji: str) -> None:
+        world = self.standin.world
+        document = sticker_document(world, set_name, emoji)
+        saved = [m.media for m in world.history(world.dm_key(account, account))]
+        if not any(getattr(m, "document", None) is document for m in saved):
+            save_to_saved_messages(world, account, document)
+
     # --- the people ---------------------------------------------------------------------------------
 
     def _person(self, name: str, *, user_id: int | None = None, bot: bool = False) -> int:
@@ -104,8 +140,10 @@ class TelegramStage(Stage):
         )
         key = self.standin.world.dm_key(self.accounts[scenario.persona], person)
 
+        media = self._media_of(turn) if turn.media else None
+
         def act() -> None:
-            self.standin.world.send(person, key, text or turn.say)
+            self.standin.world.send(person, key, text or turn.say, media=media)
             if typing:
                 self.standin.world.typing(person, key)
 
@@ -127,6 +165,18 @@ class TelegramStage(Stage):
 
     def typing_lasts(self, seconds: float) -> float:
         return TYPING_UPDATE_SECONDS
+
+    def _media_of(self, turn: Turn) -> types.MessageMediaDocument:
+        """A turn's `media` as Telegram sends it: a sticker of the animated set, or a new video."""
+        spec = turn.media_spec
+        world = self.standin.world
+        if spec["kind"] == "animated_sticker":
+            document = sticker_document(world, ANIMATED_SET[0], spec["name"])
+        else:
+            document = self.standin.run(
+                add_video, world, seconds=spec["seconds"], round_message=spec["kind"] == "video_note"
+            )
+        return types.MessageMediaDocument(document=document)
 
     # --- reading the world --------------------------------------------------------------------------
 

@@ -26,6 +26,18 @@ def test_every_shipped_scenario_file_loads_and_names_its_kinds():
     assert len(scenarios) == len(list(SCENARIO_DIR.glob("*.toml")))
 
 
+def test_a_turn_reads_the_media_a_person_sends_and_the_description_check(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\nsaved_stickers = ["KeptSet::🦔"]\n'
+        + GOOD_TURN
+        + 'media = {kind = "video_note", seconds = 75}\ndescribe = "none"\n',
+    )
+    turn = loaded.turns[0]
+    assert turn.media_spec == {"kind": "video_note", "seconds": 75} and turn.describe == "none"
+    assert loaded.saved_stickers == (("KeptSet", "🦔"),)
+
+
 def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
     loaded = scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada", "Ben"]\n' + GOOD_TURN)
     assert loaded.kinds == {"send"}
@@ -95,6 +107,28 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
         (
             'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nreply = []\nusage = {tokens = 5}\n',
             "usage is {'tokens': 5}: use token counts of input_tokens",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + 'media = {kind = "gif", seconds = 3}\n',
+            "turn 1: media is {'kind': 'gif', 'seconds': 3}: kind must be one of animated_sticker",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n'
+            + GOOD_TURN
+            + 'media = {kind = "animated_sticker", name = "🐸"}\n',
+            "an animated sticker names one of",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + 'media = {kind = "video", seconds = 7.5}\n',
+            "a video gives its length in whole seconds",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + 'describe = "video"\n',
+            'turn 1: describe is \'video\': use "images" or "none"',
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\nsaved_stickers = ["KeptSet::🐸"]\n' + GOOD_TURN,
+            "saved_stickers has 'KeptSet::🐸': name one of",
         ),
     ],
 )
