@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,8 @@ def _seeded_model_prices(request):
     if not ModelPrice.objects.exists():
         seed = importlib.import_module("conversations.migrations.0002_seed_model_prices")
         seed.seed_prices(apps, None)
+        # The image model's price (its migration's number may change when branches merge).
+        migrations = Path(__file__).resolve().parent / "conversations" / "migrations"
+        name = next(migrations.glob("*_image_generation.py")).stem
+        images = importlib.import_module(f"conversations.migrations.{name}")
+        images.seed_image_prices(apps, None)

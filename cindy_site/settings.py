@@ -363,6 +363,12 @@ GEMINI_MODEL = env.str("GEMINI_MODEL", default="")
 GROK_MODEL = env.str("GROK_MODEL", default="")
 OPENROUTER_MODEL = env.str("OPENROUTER_MODEL", default="")
 MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
+# Pictures (the `image` task kind, llm/images.py): the Gemini image model, how many pictures one agent
+# may make a day (midnight in TIME_ZONE), and whether a turn that read untrusted text (a web page,
+# another chat's intention) may make one.
+CINDY_IMAGE_MODEL = env.str("CINDY_IMAGE_MODEL", default="gemini-2.5-flash-image")
+CINDY_IMAGES_PER_DAY = _positive_int("CINDY_IMAGES_PER_DAY", 10, minimum=0)
+CINDY_IMAGES_AFTER_UNTRUSTED = env.bool("CINDY_IMAGES_AFTER_UNTRUSTED", default=False)
 TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
 

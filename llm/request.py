@@ -33,6 +33,8 @@ class LLMRequest:
     turns: list[Turn]
     #: JSON schema the reply must follow (the task list); None for free text (media descriptions).
     response_schema: dict[str, Any] | None = None
+    #: What the reply may hold, e.g. ("IMAGE",) for a picture (llm/images.py); None: text.
+    response_modalities: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -41,6 +43,8 @@ class Usage:
     output_tokens: int = 0
     cached_tokens: int = 0
     thinking_tokens: int = 0
+    #: The part of output_tokens that is image output.
+    image_output_tokens: int = 0
 
 
 ReplyStatus = Literal["ok", "blocked", "empty"]
@@ -55,3 +59,5 @@ class LLMReply:
     provider: str = ""
     model: str = ""
     llm_call_id: int | None = None
+    #: Pictures the reply holds, as (bytes, MIME type), when the request asked for images.
+    images: list[tuple[bytes, str]] = field(default_factory=list)

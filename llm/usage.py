@@ -28,15 +28,19 @@ def price_for(provider: str, model: str) -> ModelPrice | None:
 
 def estimate_cost(provider: str, model: str, usage: Usage) -> Decimal:
     """USD for one call. Cached input tokens are part of input tokens and billed at the cached rate;
-    thinking tokens are billed as output. Unknown models cost 0 (add a price in the admin)."""
+    thinking tokens are billed as output; image output tokens are part of output tokens and billed at
+    the image output rate when the price has one. Unknown models cost 0 (add a price in the admin)."""
     price = price_for(provider, model)
     if price is None:
         return Decimal("0")
     cached = min(usage.cached_tokens, usage.input_tokens)
+    # Image output (a picture the model made) has its own rate where the price table gives one.
+    images = min(usage.image_output_tokens, usage.output_tokens) if price.image_output_per_million else 0
     total = (
         Decimal(usage.input_tokens - cached) * price.input_per_million
         + Decimal(cached) * price.cached_input_per_million
-        + Decimal(usage.output_tokens + usage.thinking_tokens) * price.output_per_million
+        + Decimal(usage.output_tokens - images + usage.thinking_tokens) * price.output_per_million
+        + Decimal(images) * price.image_output_per_million
     ) / _MILLION
     return total.quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
 
@@ -114,6 +118,7 @@ def llm_call_finish(
     call.output_tokens = usage.output_tokens
     call.cached_tokens = usage.cached_tokens
     call.thinking_tokens = usage.thinking_tokens
+    call.image_output_tokens = usage.image_output_tokens
     call.cost = estimate_cost(call.provider, call.model, usage)
     call.latency_ms = latency_ms
     call.status = status
@@ -125,6 +130,7 @@ def llm_call_finish(
             "output_tokens",
             "cached_tokens",
             "thinking_tokens",
+            "image_output_tokens",
             "cost",
             "latency_ms",
             "status",
@@ -201,6 +207,7 @@ def _record_call_event(call: LLMCall) -> None:
             "output_tokens": call.output_tokens,
             "cached_tokens": call.cached_tokens,
             "thinking_tokens": call.thinking_tokens,
+            "image_output_tokens": call.image_output_tokens,
             "cost": str(call.cost),
             "latency_ms": call.latency_ms,
         },

@@ -3,7 +3,8 @@
 The LLM seam is the HTTP endpoint, not the SDK: tests point the real google-genai and openai clients
 at this server through their base URL settings, and the SDKs build, send and parse real requests.
 
-- Gemini: `POST /v1beta/models/{model}:generateContent` (any API version prefix is accepted).
+- Gemini: `POST /v1beta/models/{model}:generateContent` (any API version prefix is accepted); a
+  reply may carry pictures as `inlineData` parts, as Gemini's image models answer.
 - OpenAI: `POST /v1/chat/completions` and `POST /chat/completions` (any prefix ending in
   `/chat/completions`, so OpenRouter-style `/api/v1/...` works too).
 - OpenRouter's model list: `GET .../models` answers `{"data": models}` from the `models` attribute.
@@ -17,6 +18,7 @@ requests fail with that HTTP status, in the provider's error format. Every reque
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -59,6 +61,10 @@ class FakeReply:
     thinking_tokens: int = 0
     finish_reason: str | None = None
     blocked: bool = False
+    #: Pictures the reply holds, as (bytes, MIME type): Gemini's image output (`inlineData` parts).
+    images: tuple[tuple[bytes, str], ...] = ()
+    #: The part of output_tokens that is image output (`candidatesTokensDetails`, modality IMAGE).
+    image_tokens: int = 0
 
 
 @dataclass
@@ -156,8 +162,11 @@ class FakeLLMServer:
         thinking_tokens: int = 0,
         finish_reason: str | None = None,
         blocked: bool = False,
+        images: tuple[tuple[bytes, str], ...] = (),
+        image_tokens: int = 0,
     ) -> None:
-        """Queue one reply. `blocked=True` answers as a safety block; `text=None` as an empty reply."""
+        """Queue one reply. `blocked=True` answers as a safety block; `text=None` as an empty reply;
+        `images` adds pictures (Gemini only), `image_tokens` of the output tokens being theirs."""
         reply = FakeReply(
             text=text,
             input_tokens=input_tokens,
@@ -166,6 +175,8 @@ class FakeLLMServer:
             thinking_tokens=thinking_tokens,
             finish_reason=finish_reason,
             blocked=blocked,
+            images=tuple(images),
+            image_tokens=image_tokens,
         )
         with self._lock:
             self._state.replies.append(reply)
@@ -299,6 +310,12 @@ def gemini_response(reply: FakeReply, *, model: str) -> dict[str, Any]:
         "thoughtsTokenCount": reply.thinking_tokens,
         "totalTokenCount": reply.input_tokens + reply.output_tokens + reply.thinking_tokens,
     }
+    if reply.images:
+        text_tokens = max(0, reply.output_tokens - reply.image_tokens)
+        usage["candidatesTokensDetails"] = [
+            {"modality": "IMAGE", "tokenCount": reply.image_tokens},
+            {"modality": "TEXT", "tokenCount": text_tokens},
+        ]
     body: dict[str, Any] = {"usageMetadata": usage, "modelVersion": model, "responseId": _response_id()}
     if reply.blocked:
         body["promptFeedback"] = {"blockReason": "SAFETY"}
@@ -306,6 +323,8 @@ def gemini_response(reply: FakeReply, *, model: str) -> dict[str, Any]:
     content: dict[str, Any] = {"role": "model", "parts": []}
     if reply.text is not None:
         content["parts"] = [{"text": reply.text}]
+    for data, mime in reply.images:
+        content["parts"].append({"inlineData": {"mimeType": mime, "data": base64.b64encode(data).decode()}})
     body["candidates"] = [{"content": content, "finishReason": reply.finish_reason or "STOP", "index": 0}]
     return body
 

@@ -71,6 +71,7 @@ class LLMCall(models.Model):
         DESCRIBE = "describe", "Describe media"
         SUMMARIZE = "summarize", "Summarize"
         TRANSLATE = "translate", "Translate for an operator"
+        IMAGE = "image", "Make a picture"
 
     created = models.DateTimeField()
     agent = models.ForeignKey(
@@ -87,6 +88,8 @@ class LLMCall(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cached_tokens = models.PositiveIntegerField(default=0)
     thinking_tokens = models.PositiveIntegerField(default=0)
+    #: The part of output_tokens that is image output (billed at the price's image output rate).
+    image_output_tokens = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
     latency_ms = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OK)
@@ -123,6 +126,12 @@ class ModelPrice(models.Model):
     input_per_million = models.DecimalField(max_digits=10, decimal_places=4)
     cached_input_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
     output_per_million = models.DecimalField(max_digits=10, decimal_places=4)
+    image_output_per_million = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal("0"),
+        help_text="Image output tokens (a picture a model makes); 0: billed at the output price",
+    )
 
     class Meta:
         ordering = ["provider", "model_prefix"]
