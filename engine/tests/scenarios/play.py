@@ -72,7 +72,11 @@ class Player:
             if turn.photo:  # once more at the end: describing happens after the send, on a later turn
                 self._check_curated(turn.photo, "at the end")
         report = health(
-            stage.db, stage.conversation_ids(scenario), stage.log_since(start), expected=scenario.logs
+            stage.db,
+            stage.conversation_ids(scenario),
+            stage.log_since(start),
+            expected=scenario.logs,
+            refusals=[text for turn in scenario.turns for text in turn.activity],
         )
         self.failures += [f"health: {p}" for p in report.problems]
         self.failures += [

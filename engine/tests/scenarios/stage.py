@@ -350,7 +350,10 @@ class Stage:
                 return found[0]
             raise AssertionError(f"{scenario.path.name}: turn {turn.number}: unknown placeholder {raw!r}")
 
-        return [{key: value(raw) for key, raw in task.items()} for task in tasks]
+        def resolved(raw: Any) -> Any:
+            return [value(item) for item in raw] if isinstance(raw, list) else value(raw)
+
+        return [{key: resolved(raw) for key, raw in task.items()} for task in tasks]
 
     def requests_of(self, scenario: Scenario, turn: Turn) -> list[Served]:
         with self._lock:
