@@ -440,8 +440,14 @@ class ModelPriceAdmin(admin.ModelAdmin):
         "input_per_million",
         "cached_input_per_million",
         "output_per_million",
+        "image_output_per_million",
     ]
-    list_editable = ["input_per_million", "cached_input_per_million", "output_per_million"]
+    list_editable = [
+        "input_per_million",
+        "cached_input_per_million",
+        "output_per_million",
+        "image_output_per_million",
+    ]
     list_filter = ["provider"]
     search_fields = ["model_prefix"]
 

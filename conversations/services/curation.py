@@ -46,7 +46,12 @@ def conversation_settings_save(*, conversation: Conversation, changed: list[str]
 def model_price_validate(*, price: ModelPrice) -> None:
     if price.provider not in PROVIDERS:
         raise ValidationError({"provider": f'"{price.provider}" is not one of {", ".join(PROVIDERS)}'})
-    for field in ("input_per_million", "cached_input_per_million", "output_per_million"):
+    for field in (
+        "input_per_million",
+        "cached_input_per_million",
+        "output_per_million",
+        "image_output_per_million",
+    ):
         if getattr(price, field) < 0:
             raise ValidationError({field: "prices cannot be negative"})
 
