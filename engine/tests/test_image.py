@@ -16,6 +16,7 @@ from PIL import Image
 from conversations.models import ActivityEvent, LLMCall, NodeStatus, TaskNode
 from conversations.models.sandbox import SandboxMessage
 from conversations.services.sandbox import sandbox_say
+from dashboard.transcript import conversation_transcript
 from engine.handlers.base import HandlerContext
 from engine.handlers.image import handle_image
 from engine.tests.cast import teach
@@ -155,6 +156,10 @@ def test_the_picture_past_the_daily_limit_is_refused_with_a_note_and_no_image_ca
     assert "already made 1 picture(s) today and CINDY_IMAGES_PER_DAY allows 1" in refusal.summary
     received = TaskNode.objects.filter(kind="received").order_by("pk").last()
     assert any("CINDY_IMAGES_PER_DAY" in line for line in received.result["refused"])
+    # The conversation's log (messages and task log) shows the picture made and the refusal.
+    log = conversation_transcript(received.conversation)
+    assert [e["text"] for e in log if e.get("kind") == "image"] == [SKETCH]
+    assert [e["kind"] for e in log if "CINDY_IMAGES_PER_DAY" in (e.get("text") or "")] == ["policy_refused"]
 
     fake_llm.reply_with(
         tasks({"kind": "image", "description": "A gull"}, {"kind": "send", "text": "Tomorrow."})
