@@ -367,6 +367,12 @@ MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
 MEDIA_VIDEO_MAX_DURATION_SECONDS = _positive_int("MEDIA_VIDEO_MAX_DURATION_SECONDS", 10)
 # How many frames of an animated (TGS) sticker the media model is shown (llm/media_tgs.py).
 MEDIA_TGS_FRAMES = _positive_int("MEDIA_TGS_FRAMES", 4)
+# Pictures (the `image` task kind, llm/images.py): the Gemini image model, how many pictures one agent
+# may make a day (midnight in TIME_ZONE), and whether a turn that read untrusted text (a web page,
+# another chat's intention) may make one.
+CINDY_IMAGE_MODEL = env.str("CINDY_IMAGE_MODEL", default="gemini-2.5-flash-image")
+CINDY_IMAGES_PER_DAY = _positive_int("CINDY_IMAGES_PER_DAY", 10, minimum=0)
+CINDY_IMAGES_AFTER_UNTRUSTED = env.bool("CINDY_IMAGES_AFTER_UNTRUSTED", default=False)
 TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 # Voice notes, audio and video notes (llm/transcription.py); empty: MEDIA_MODEL for a Gemini agent,
 # OpenAI's gpt-4o-mini-transcribe for any other.

@@ -442,8 +442,14 @@ class ModelPriceAdmin(admin.ModelAdmin):
         "output_per_million",
         "audio_input_per_million",
         "audio_per_minute",
+        "image_output_per_million",
     ]
-    list_editable = ["input_per_million", "cached_input_per_million", "output_per_million"]
+    list_editable = [
+        "input_per_million",
+        "cached_input_per_million",
+        "output_per_million",
+        "image_output_per_million",
+    ]
     list_filter = ["provider"]
     search_fields = ["model_prefix"]
 

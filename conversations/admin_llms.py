@@ -45,6 +45,7 @@ def _price(provider: str, model: str) -> dict[str, Any]:
         "input": price.input_per_million,
         "cached": price.cached_input_per_million,
         "output": price.output_per_million,
+        "image_output": price.image_output_per_million,
         "price_id": price.pk,
     }
 
@@ -79,8 +80,14 @@ def llm_overview(*, search: str = "") -> dict[str, Any]:
         "DEFAULT_AGENT_LLM": settings.DEFAULT_AGENT_LLM,
         "MEDIA_MODEL": settings.MEDIA_MODEL,
         "TRANSLATION_MODEL": settings.TRANSLATION_MODEL or "(the conversation's LLM)",
+        "CINDY_IMAGE_MODEL": settings.CINDY_IMAGE_MODEL,
     }
-    for name in (settings.DEFAULT_AGENT_LLM, settings.MEDIA_MODEL, settings.TRANSLATION_MODEL):
+    for name in (
+        settings.DEFAULT_AGENT_LLM,
+        settings.MEDIA_MODEL,
+        settings.TRANSLATION_MODEL,
+        settings.CINDY_IMAGE_MODEL,
+    ):
         if name:
             used.setdefault(name, [])
     for name in ("gemini", GEMINI_DEFAULT, "grok", GROK_DEFAULT):
@@ -97,6 +104,8 @@ def llm_overview(*, search: str = "") -> dict[str, Any]:
             "MEDIA_DESC_BUDGET_PER_TICK": settings.MEDIA_DESC_BUDGET_PER_TICK,
             "RETRIEVAL_MAX_ROUNDS": settings.RETRIEVAL_MAX_ROUNDS,
             "CINDY_HISTORY_SIZE": settings.CINDY_HISTORY_SIZE,
+            "CINDY_IMAGES_PER_DAY": settings.CINDY_IMAGES_PER_DAY,
+            "CINDY_IMAGES_AFTER_UNTRUSTED": settings.CINDY_IMAGES_AFTER_UNTRUSTED,
         },
         "keys": [{"provider": p, "name": n, "set": bool(getattr(settings, n, ""))} for p, n in _KEYS.items()],
         "routes": [_route_row(name, sorted(set(agents))) for name, agents in sorted(used.items())],

@@ -100,6 +100,8 @@ def action_text(node: TaskNode) -> str:
         return f"{params.get('emoji', '')} on #{params.get('message_id', '?')}"
     if node.kind == NodeKind.WAIT:
         return f"{params.get('delay', '?')} s"
+    if node.kind == NodeKind.IMAGE:  # the picture's description, and its caption
+        return " · ".join(str(params[k]) for k in ("description", "caption") if params.get(k))
     return ""
 
 

@@ -76,3 +76,23 @@ def check_llm_call_fits_worker_timeout(app_configs, **kwargs):
             id="cindy.W104",
         )
     ]
+
+
+@register()
+def check_image_model(app_configs, **kwargs):
+    """CINDY_IMAGE_MODEL (the `image` task's pictures, llm/images.py) must be a Gemini model."""
+    hint = "Set CINDY_IMAGE_MODEL to a Gemini image model, e.g. gemini-2.5-flash-image."
+    try:
+        route = resolve(settings.CINDY_IMAGE_MODEL)
+    except UnknownModelError as exc:
+        return [Error(f"CINDY_IMAGE_MODEL: {exc}", hint=hint, id="cindy.E111")]
+    if route.provider != "gemini":
+        return [
+            Error(
+                f'CINDY_IMAGE_MODEL is "{settings.CINDY_IMAGE_MODEL}": pictures are made by Gemini image '
+                "models only",
+                hint=hint,
+                id="cindy.E111",
+            )
+        ]
+    return []

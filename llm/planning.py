@@ -20,6 +20,7 @@ from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import history_window
 from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.file_sources import is_file_url, read_file_url
+from llm.images import make_pictures
 from llm.media import warm_media_descriptions
 from llm.parsing import ParseResult, parse_reply
 from llm.plan_result import PlanResult
@@ -69,7 +70,7 @@ def plan_turn(
        RETRIEVAL_MAX_ROUNDS times. A retrieve of only URLs already in context ends the rounds at once
        (no fetch, no further call; a note says so), as in the original.
     5. Drop think tasks and kinds the agent's prompts do not teach, apply the policy (refusals become
-       policy_refused events) and return.
+       policy_refused events), make the pictures of the allowed image tasks (llm/images.py) and return.
 
     A node that already waited for the provider (`llm_waits`) calls it without retries: one probe.
     """
@@ -173,11 +174,22 @@ def plan_turn(
     tasks = _only_stickers_the_agent_has(tasks, agent=agent, window=window, errors=errors)
     inputs = partial(turn_inputs, conversation=conversation, graph=graph, history=window)
     allowed, refused = apply_policy(tasks, inputs=inputs, node_id=node.pk, trigger=graph.trigger)
+    picture_notes: list[str] = []
+    if any(t.kind == "image" for t in allowed):
+        allowed = make_pictures(
+            allowed,
+            conversation=conversation,
+            node_id=node.pk,
+            errors=errors,
+            notes=picture_notes,
+            sleep=sleep,
+            deadline=deadline,
+        )
     thoughts = [t.params["text"] for t in parsed.tasks if t.kind == "think" and t.params.get("text")]
     return PlanResult(
         tasks=allowed,
         errors=errors,
-        notes=[*parsed.notes, *repeat_notes],
+        notes=[*parsed.notes, *repeat_notes, *picture_notes],
         llm_call_ids=call_ids,
         thoughts=thoughts,
         refused=[f"{r.task.kind}: {r.reason}" for r in refused],

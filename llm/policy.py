@@ -21,6 +21,8 @@ The rules:
 - xsend, send_media, event and schedule as `llm.policy_initiative` says (another conversation of the
   same agent, within the hop and hourly limits; the agent's own library; a future time; no overlapping
   entries);
+- image as `llm.policy_image` says (not after text from outside the chat unless an operator allows
+  it, within the daily limit, references from the agent's own library);
 - the daily schedule planning turn (trigger `schedule`) only changes the agent's own records;
 - a stored kind shared by all of the agent's chats (global memories, intentions) may update or delete
   by id only an entry this conversation created, unless the partner is an operator (a direct message
@@ -46,6 +48,7 @@ from conversations.services.activity import record_event
 from conversations.services.carry import graph_triggers, xsend_depth
 from llm.conversation import ChatMessage
 from llm.file_sources import is_file_url
+from llm.policy_image import image_refusal
 from llm.policy_initiative import INITIATIVE_KINDS, initiative_refusal
 from llm.prompt.sections import partner_is_operator
 from llm.tasks import Task
@@ -173,6 +176,8 @@ def refusal_reason(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
         task.kind in SCHEDULE_TURN_KINDS or is_stored_kind(task.kind)
     ):
         return f"{task.kind} is not allowed in the schedule planning turn: it only plans, it never acts in a chat"
+    if task.kind == "image":
+        return image_refusal(task, inputs=inputs, earlier=earlier)
     if task.kind in INITIATIVE_KINDS:
         return initiative_refusal(
             task, conversation=conversation, xsend_depth=inputs.xsend_depth, earlier=earlier

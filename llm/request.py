@@ -36,6 +36,8 @@ class LLMRequest:
     #: A transcription of the request's one audio part: an OpenAI-compatible provider sends it to its
     #: transcription endpoint (`audio/transcriptions`); Gemini takes it as audio input like any media.
     transcription: bool = False
+    #: What the reply may hold, e.g. ("IMAGE",) for a picture (llm/images.py); None: text.
+    response_modalities: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -48,6 +50,8 @@ class Usage:
     audio_tokens: int = 0
     #: Seconds of audio billed by duration (transcription models such as whisper-1).
     audio_seconds: float = 0.0
+    #: The part of output_tokens that is image output.
+    image_output_tokens: int = 0
 
 
 ReplyStatus = Literal["ok", "blocked", "empty"]
@@ -62,3 +66,5 @@ class LLMReply:
     provider: str = ""
     model: str = ""
     llm_call_id: int | None = None
+    #: Pictures the reply holds, as (bytes, MIME type), when the request asked for images.
+    images: list[tuple[bytes, str]] = field(default_factory=list)

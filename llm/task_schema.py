@@ -93,6 +93,8 @@ def task_list_schema(kinds: Iterable[str] | None = None) -> dict[str, Any]:
         "responsiveness": integer,
         "unique_id": string,
     }
+    if "image" in allowed:  # only then, so the schema of a persona without pictures stays as it was
+        properties["references"] = {"type": "ARRAY", "items": string}
     for spec in stored_kinds():  # the stored kinds' declared fields (summarize: min_message_id, ...)
         for param in spec.params:
             properties.setdefault(param.name, integer if param.type == "int" else string)

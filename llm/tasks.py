@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm.image_task import image_params
 from llm.task_fields import (
     MAX_MESSAGE_ID,
     MAX_WAIT_SECONDS,
@@ -50,6 +51,8 @@ ACTION_KINDS = (
     # Initiative kinds: a turn in another of the agent's chats, and an item of its media library.
     "xsend",
     "send_media",
+    # A picture made from a description (llm/images.py), sent as a photo.
+    "image",
 )
 #: Older names the original accepts for a kind.
 KIND_ALIASES = {"photo": "send_media"}
@@ -83,6 +86,7 @@ class Task:
     send: text, reply_to|None; sticker: sticker_set ("" until planning fills in the agent's canonical
     set, for the legacy name-only block), name, reply_to|None; react: emoji, message_id;
     wait: delay (seconds, 0 <= delay <= MAX_WAIT_SECONDS); think: text; retrieve: urls;
+    image: description, caption, references, reply_to|None (llm.image_task);
     stored kinds: content ("" deletes), created|None, and the kind's declared extra fields;
     block, unblock, clear-conversation, shutdown: {}.
 
@@ -235,6 +239,8 @@ def validate_task(raw: Any, notes: list[str] | None = None) -> list[Task]:
             "unique_id": required_text(raw, "unique_id", "id", notes=notes).strip(),
             "reply_to": message_id_of(raw, "reply_to", required=False),
         }
+    elif kind == "image":
+        params = image_params(raw, notes)
     elif stored_kind(kind) is not None:
         params = _stored(kind, raw, notes)
     else:

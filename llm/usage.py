@@ -30,19 +30,23 @@ def price_for(provider: str, model: str) -> ModelPrice | None:
 def estimate_cost(provider: str, model: str, usage: Usage) -> Decimal:
     """USD for one call. Cached input tokens are part of input tokens and billed at the cached rate;
     audio tokens are part of input tokens and billed at the audio rate where the price row has one;
-    thinking tokens are billed as output; audio billed by duration costs its minutes at the per-minute
-    rate. Unknown models cost 0 (add a price in the admin)."""
+    thinking tokens are billed as output; image output tokens are part of output tokens and billed at
+    the image output rate when the price has one; audio billed by duration costs its minutes at the
+    per-minute rate. Unknown models cost 0 (add a price in the admin)."""
     price = price_for(provider, model)
     if price is None:
         return Decimal("0")
     cached = min(usage.cached_tokens, usage.input_tokens)
     audio = min(usage.audio_tokens, usage.input_tokens - cached)
     audio_rate = price.audio_input_per_million
+    # Image output (a picture the model made) has its own rate where the price table gives one.
+    images = min(usage.image_output_tokens, usage.output_tokens) if price.image_output_per_million else 0
     total = (
         Decimal(usage.input_tokens - cached - audio) * price.input_per_million
         + Decimal(audio) * (price.input_per_million if audio_rate is None else audio_rate)
         + Decimal(cached) * price.cached_input_per_million
-        + Decimal(usage.output_tokens + usage.thinking_tokens) * price.output_per_million
+        + Decimal(usage.output_tokens - images + usage.thinking_tokens) * price.output_per_million
+        + Decimal(images) * price.image_output_per_million
     ) / _MILLION
     if usage.audio_seconds and price.audio_per_minute:
         total += Decimal(str(usage.audio_seconds)) / _MINUTE * price.audio_per_minute
@@ -124,6 +128,7 @@ def llm_call_finish(
     call.thinking_tokens = usage.thinking_tokens
     call.audio_tokens = usage.audio_tokens
     call.audio_seconds = usage.audio_seconds
+    call.image_output_tokens = usage.image_output_tokens
     call.cost = estimate_cost(call.provider, call.model, usage)
     call.latency_ms = latency_ms
     call.status = status
@@ -137,6 +142,7 @@ def llm_call_finish(
             "thinking_tokens",
             "audio_tokens",
             "audio_seconds",
+            "image_output_tokens",
             "cost",
             "latency_ms",
             "status",
@@ -215,6 +221,7 @@ def _record_call_event(call: LLMCall) -> None:
             "thinking_tokens": call.thinking_tokens,
             **({"audio_tokens": call.audio_tokens} if call.audio_tokens else {}),
             **({"audio_seconds": call.audio_seconds} if call.audio_seconds else {}),
+            "image_output_tokens": call.image_output_tokens,
             "cost": str(call.cost),
             "latency_ms": call.latency_ms,
         },

@@ -3,7 +3,8 @@
 The LLM seam is the HTTP endpoint, not the SDK: tests point the real google-genai and openai clients
 at this server through their base URL settings, and the SDKs build, send and parse real requests.
 
-- Gemini: `POST /v1beta/models/{model}:generateContent` (any API version prefix is accepted).
+- Gemini: `POST /v1beta/models/{model}:generateContent` (any API version prefix is accepted); a
+  reply may carry pictures as `inlineData` parts, as Gemini's image models answer.
 - OpenAI: `POST /v1/chat/completions` and `POST /chat/completions` (any prefix ending in
   `/chat/completions`, so OpenRouter-style `/api/v1/...` works too).
 - OpenAI transcriptions: `POST .../audio/transcriptions` (multipart, as `audio.transcriptions.create`
@@ -71,6 +72,10 @@ class FakeReply:
     audio_tokens: int = 0
     audio_seconds: float = 0.0
     language: str = ""
+    #: Pictures the reply holds, as (bytes, MIME type): Gemini's image output (`inlineData` parts).
+    images: tuple[tuple[bytes, str], ...] = ()
+    #: The part of output_tokens that is image output (`candidatesTokensDetails`, modality IMAGE).
+    image_tokens: int = 0
 
 
 @dataclass
@@ -171,9 +176,12 @@ class FakeLLMServer:
         audio_tokens: int = 0,
         audio_seconds: float = 0.0,
         language: str = "",
+        images: tuple[tuple[bytes, str], ...] = (),
+        image_tokens: int = 0,
     ) -> None:
-        """Queue one reply. `blocked=True` answers as a safety block; `text=None` as an empty reply.
-        For a transcription, `text` is the transcript and `language` the detected language."""
+        """Queue one reply. `blocked=True` answers as a safety block; `text=None` as an empty reply;
+        `images` adds pictures (Gemini only), `image_tokens` of the output tokens being theirs. For a
+        transcription, `text` is the transcript and `language` the detected language."""
         reply = FakeReply(
             text=text,
             input_tokens=input_tokens,
@@ -185,6 +193,8 @@ class FakeLLMServer:
             audio_tokens=audio_tokens,
             audio_seconds=audio_seconds,
             language=language,
+            images=tuple(images),
+            image_tokens=image_tokens,
         )
         with self._lock:
             self._state.replies.append(reply)
@@ -384,6 +394,12 @@ def gemini_response(reply: FakeReply, *, model: str) -> dict[str, Any]:
             {"modality": "TEXT", "tokenCount": max(0, reply.input_tokens - reply.audio_tokens)},
             {"modality": "AUDIO", "tokenCount": reply.audio_tokens},
         ]
+    if reply.images:
+        text_tokens = max(0, reply.output_tokens - reply.image_tokens)
+        usage["candidatesTokensDetails"] = [
+            {"modality": "IMAGE", "tokenCount": reply.image_tokens},
+            {"modality": "TEXT", "tokenCount": text_tokens},
+        ]
     body: dict[str, Any] = {"usageMetadata": usage, "modelVersion": model, "responseId": _response_id()}
     if reply.blocked:
         body["promptFeedback"] = {"blockReason": "SAFETY"}
@@ -391,6 +407,8 @@ def gemini_response(reply: FakeReply, *, model: str) -> dict[str, Any]:
     content: dict[str, Any] = {"role": "model", "parts": []}
     if reply.text is not None:
         content["parts"] = [{"text": reply.text}]
+    for data, mime in reply.images:
+        content["parts"].append({"inlineData": {"mimeType": mime, "data": base64.b64encode(data).decode()}})
     body["candidates"] = [{"content": content, "finishReason": reply.finish_reason or "STOP", "index": 0}]
     return body
 

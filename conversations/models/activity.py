@@ -72,6 +72,7 @@ class LLMCall(models.Model):
         SUMMARIZE = "summarize", "Summarize"
         TRANSLATE = "translate", "Translate for an operator"
         TRANSCRIBE = "transcribe", "Transcribe a voice note"
+        IMAGE = "image", "Make a picture"
 
     created = models.DateTimeField()
     agent = models.ForeignKey(
@@ -92,6 +93,8 @@ class LLMCall(models.Model):
     audio_tokens = models.PositiveIntegerField(default=0)
     #: Seconds of audio a provider billed by duration (a transcription model such as whisper-1).
     audio_seconds = models.FloatField(default=0)
+    #: The part of output_tokens that is image output (billed at the price's image output rate).
+    image_output_tokens = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
     latency_ms = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OK)
@@ -141,6 +144,12 @@ class ModelPrice(models.Model):
         decimal_places=4,
         default=Decimal("0"),
         help_text="USD per minute of audio, for models billed by duration (whisper-1)",
+    )
+    image_output_per_million = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal("0"),
+        help_text="Image output tokens (a picture a model makes); 0: billed at the output price",
     )
 
     class Meta:

@@ -21,6 +21,8 @@ class NodeKind(models.TextChoices):
     # initiative kinds
     XSEND = "xsend", "Cross-chat send"
     SEND_MEDIA = "send_media", "Send media"
+    # a picture made on a worker while planning, sent here as a photo
+    IMAGE = "image", "Picture"
 
 
 #: Kinds that need an LLM and run on a django-q2 worker; every other kind runs in the gateway.

@@ -52,6 +52,7 @@ def model_price_validate(*, price: ModelPrice) -> None:
         "output_per_million",
         "audio_input_per_million",
         "audio_per_minute",
+        "image_output_per_million",
     ):
         if (getattr(price, field) or 0) < 0:
             raise ValidationError({field: "prices cannot be negative"})

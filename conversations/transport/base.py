@@ -300,9 +300,16 @@ class Transport(Protocol):
     ) -> SentMessage: ...
 
     async def send_media(
-        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        item: LibraryRef,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        caption: str = "",
     ) -> SentMessage:
-        """Send an item of the agent's media library. A repeated random_id sends nothing new."""
+        """Send an item of the agent's media library, with `caption` as the message's text. A repeated
+        random_id sends nothing new."""
         ...
 
     async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:

@@ -340,11 +340,17 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         return await sync_to_async(self._send)(peer_id, "", [part], random_id, reply_to)
 
     async def send_media(
-        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        item: LibraryRef,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        caption: str = "",
     ) -> SentMessage:
         """The library file is shown in the chat like an uploaded photo (MEDIA_ROOT/sandbox/...)."""
         part = await sync_to_async(sandbox_library_part)(item)
-        return await sync_to_async(self._send)(peer_id, "", [part], random_id, reply_to)
+        return await sync_to_async(self._send)(peer_id, caption, [part], random_id, reply_to)
 
     async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:
         """The stickers the account keeps in its Saved Messages (its DM with itself, see

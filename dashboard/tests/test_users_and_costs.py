@@ -155,3 +155,31 @@ def test_the_agent_is_not_its_own_user_and_its_own_chat_reads_saved_messages(ver
     from dashboard.selectors import conversation_rows
 
     assert {row["id"]: row["title"] for row in conversation_rows()}[own.pk] == "Saved Messages"
+
+
+def test_a_picture_s_cost_counts_in_the_cost_chart_and_on_the_users_pages(verified, agents, clock):
+    from llm.request import Usage
+    from llm.usage import llm_call_record
+
+    wendy = agents[0]
+    chat = _dm(wendy, 1003, "Cleo", messages_in=1, messages_out=1, cost="0")
+    llm_call_record(
+        provider="gemini",
+        model="gemini-2.5-flash-image",
+        usage=Usage(input_tokens=300, output_tokens=1290, image_output_tokens=1290),
+        status="ok",
+        latency_ms=900,
+        purpose=LLMCall.Purpose.IMAGE,
+        agent_id=wendy.pk,
+        conversation_id=chat.pk,
+        node_id=None,
+    )
+    # 300 input tokens at 0.30 and 1290 image output tokens at 30.00 USD per million (the seeded price).
+    picture = Decimal("0.038790")
+
+    assert daily_costs(days=14)["total"] == picture
+    assert partner_detail(peer_id=1003)["total_cost"] == picture
+    assert "$0.0388" in verified.client.get("/dashboard/").content.decode()
+    assert "0.0388" in verified.client.get("/dashboard/users/1003/").content.decode()
+    users = verified.client.get("/dashboard/users/").content.decode()
+    assert "0.0388" in users.split('data-peer-id="1003"')[1].split("</tr>")[0]

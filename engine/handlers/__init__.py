@@ -5,6 +5,7 @@ from __future__ import annotations
 from engine.handlers import (  # noqa: F401  (each module registers its kind)
     block,
     clear_conversation,
+    image,
     react,
     send,
     send_media,

@@ -107,6 +107,8 @@ def build_config(
     if request.response_schema is not None:
         config["response_mime_type"] = "application/json"
         config["response_schema"] = request.response_schema
+    if request.response_modalities is not None:
+        config["response_modalities"] = list(request.response_modalities)
     http_options: dict[str, Any] = {}
     if timeout is not None:
         # Merged with the client's options by the SDK: only this request's timeout changes.
@@ -177,6 +179,7 @@ class GeminiProvider:
             cached_tokens=(meta.cached_content_token_count or 0) if meta else 0,
             thinking_tokens=(meta.thoughts_token_count or 0) if meta else 0,
             audio_tokens=_audio_tokens(meta),
+            image_output_tokens=_image_tokens(meta),
         )
         reply = LLMReply(text="", usage=usage, provider=self.name, model=model)
         if not response.candidates:
@@ -190,8 +193,23 @@ class GeminiProvider:
         reply.finish_reason = str(finish.value if hasattr(finish, "value") else finish or "")
         parts = candidate.content.parts if candidate.content and candidate.content.parts else []
         reply.text = "".join(p.text for p in parts if p.text and not p.thought)
+        reply.images = [
+            (p.inline_data.data, p.inline_data.mime_type or "")
+            for p in parts
+            if p.inline_data is not None and p.inline_data.data and not p.thought
+        ]
+        if reply.images:
+            return reply
         if reply.finish_reason in _BLOCKED_FINISH and not reply.text.strip():
             reply.status = "blocked"
         elif not reply.text.strip():
             reply.status = "empty"
         return reply
+
+
+def _image_tokens(meta: types.GenerateContentResponseUsageMetadata | None) -> int:
+    """The image output tokens of a reply (Gemini reports output tokens per modality)."""
+    details = (meta.candidates_tokens_details if meta else None) or []
+    return sum(
+        d.token_count or 0 for d in details if str(getattr(d.modality, "value", d.modality)) == "IMAGE"
+    )

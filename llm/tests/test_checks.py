@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.conf import settings as django_settings
 
-from llm.checks import check_llm_call_fits_worker_timeout, check_llm_names
+from llm.checks import check_image_model, check_llm_call_fits_worker_timeout, check_llm_names
 
 
 def test_unknown_agent_llm_is_reported(agent, dm):
@@ -70,3 +70,11 @@ def test_the_example_configuration_does_not_warn():
 
     worst = float(values["LLM_TIMEOUT_SECONDS"]) * (int(values["LLM_MAX_RETRIES"]) + 1)
     assert worst <= int(values["CINDY_Q_TIMEOUT"])
+
+
+def test_an_image_model_that_is_not_gemini_is_reported(settings):
+    settings.CINDY_IMAGE_MODEL = "gpt-5-mini"
+    (error,) = check_image_model(None)
+    assert error.id == "cindy.E111" and "Gemini image models only" in error.msg
+    settings.CINDY_IMAGE_MODEL = "gemini-2.5-flash-image"
+    assert check_image_model(None) == []

@@ -106,3 +106,16 @@ def test_the_llm_page_without_an_openrouter_key_says_how_to_get_the_list(verifie
     settings.OPENROUTER_API_KEY = ""
     html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
     assert "Set <code>OPENROUTER_API_KEY</code> to list OpenRouter" in html
+
+
+def test_the_llm_page_shows_the_image_model_and_its_image_output_price(verified_client, settings):
+    settings.CINDY_IMAGE_MODEL = "gemini-2.5-flash-image"
+    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+
+    parameters = html.split('id="llm-parameters"')[1].split("</dl>")[0]
+    assert "CINDY_IMAGE_MODEL" in parameters and "CINDY_IMAGES_PER_DAY" in parameters
+    route = html.split("<code>gemini-2.5-flash-image</code>")[1].split("</tr>")[0]
+    assert "gemini/gemini-2.5-flash-image" in route and "30.0000" in route
+    prices = html.split('id="llm-prices"')[1].split("</table>")[0]
+    row = prices.split(">gemini-2.5-flash-image<")[1].split("</tr>")[0]
+    assert "2.5000" in row and "30.0000" in row

@@ -75,6 +75,7 @@ SHIPPED_TEACHING = {
     "configdir/prompts/Task-Schedule.md": {"schedule", "retrieve"},
     "configdir/prompts/Task-Event.md": {"event"},
     "configdir/prompts/Task-XSend.md": {"xsend"},
+    "configdir/prompts/Task-Image.md": {"image"},
     "configdir/prompts/Think.md": {"think"},
     "samples/prompts/Chatbot.md": set(),
     "samples/prompts/Roleplay.md": set(),

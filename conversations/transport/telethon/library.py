@@ -105,11 +105,19 @@ class TelethonLibrary:
         return "", ""
 
     async def send_media(
-        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        item: LibraryRef,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        caption: str = "",
     ) -> SentMessage:
         if item.saved_message_id is None:
             if item.file:
-                return await self._send_uploaded(peer_id, item, random_id=random_id, reply_to=reply_to)
+                return await self._send_uploaded(
+                    peer_id, item, random_id=random_id, reply_to=reply_to, caption=caption
+                )
             raise PermanentError(
                 "MEDIA_NOT_SAVED", f"library item {item.unique_id} has no Saved Messages message"
             )
@@ -128,10 +136,11 @@ class TelethonLibrary:
             random_id=random_id,
             reply_to=reply_to,
             matches=lambda m: (media_of(m) or ("",))[0] == item.unique_id,
+            caption=caption,
         )
 
     async def _send_uploaded(
-        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None
+        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None, caption: str = ""
     ) -> SentMessage:
         """Upload the item's file (MEDIA_ROOT) and send it: a photo as a photo, anything else as a file."""
         path = Path(settings.MEDIA_ROOT) / item.file
@@ -156,4 +165,5 @@ class TelethonLibrary:
             random_id=random_id,
             reply_to=reply_to,
             matches=lambda m: media_of(m) is not None,
+            caption=caption,
         )

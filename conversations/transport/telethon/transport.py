@@ -233,13 +233,14 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
         )
 
     async def _send_input_media(
-        self, peer_id: int, media, *, random_id: int, reply_to: int | None, matches
+        self, peer_id: int, media, *, random_id: int, reply_to: int | None, matches, caption: str = ""
     ) -> SentMessage:
-        """messages.sendMedia; on RANDOM_ID_DUPLICATE, the earlier message for which `matches` holds."""
+        """messages.sendMedia (`caption` as its text); on RANDOM_ID_DUPLICATE, the earlier message for
+        which `matches` holds."""
 
         def build(peer):
             return functions.messages.SendMediaRequest(
-                peer=peer, media=media, message="", random_id=random_id, reply_to=_reply(reply_to)
+                peer=peer, media=media, message=caption, random_id=random_id, reply_to=_reply(reply_to)
             )
 
         try:

@@ -38,9 +38,16 @@ class Health:
 
 
 def health(
-    db: ChildDatabase, conversation_ids: Iterable[int], log: str, expected: Iterable[str] = ()
+    db: ChildDatabase,
+    conversation_ids: Iterable[int],
+    log: str,
+    expected: Iterable[str] = (),
+    refusals: Iterable[str] = (),
 ) -> Health:
-    """Count what went wrong in these conversations, and the log lines no `expected` substring names."""
+    """Count what went wrong in these conversations, and the log lines no `expected` substring names.
+
+    A policy refusal whose summary contains one of `refusals` (the texts a scenario's turns expect in
+    their activity lines) is the product at work, not trouble."""
     ids = ", ".join(str(i) for i in conversation_ids) or "NULL"
     report = Health()
     kinds = ", ".join(f"'{k}'" for k in TROUBLE_EVENTS)
@@ -80,6 +87,20 @@ def health(
     ):
         report.graphs[status] = count
     report.log_lines = unexpected_log_lines(log, expected)
+    return without_expected_refusals(report, refusals)
+
+
+def without_expected_refusals(report: Health, texts: Iterable[str]) -> Health:
+    """The report without the policy refusals whose summary contains one of `texts`."""
+    texts = [t for t in texts if t]
+    expected = [
+        line
+        for line in report.refusals
+        if line.startswith("policy_refused: ") and any(t in line for t in texts)
+    ]
+    report.refusals = [line for line in report.refusals if line not in expected]
+    if expected:
+        report.events["policy_refused"] = report.events.get("policy_refused", 0) - len(expected)
     return report
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import time
 
 from engine.tests.scenarios.health import health
@@ -13,6 +14,17 @@ from engine.tests.scenarios.stage import Stage, wait
 PROMPTLY_SECONDS = 30
 #: What the prompt of a turn started by a trigger shows (llm/prompt/instructions.py).
 TRIGGER_SECTIONS = {"xsend": "# Cross-channel Trigger", "event": "# Scheduled Event"}
+
+
+def opens_as_image(data: bytes | None) -> bool:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data or b"")) as image:
+            image.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError):
+        return False
+    return True
 
 
 def render(message: tuple[int, bool, str, list, list]) -> str:
@@ -61,7 +73,11 @@ class Player:
             if turn.photo:  # once more at the end: describing happens after the send, on a later turn
                 self._check_curated(turn.photo, "at the end")
         report = health(
-            stage.db, stage.conversation_ids(scenario), stage.log_since(start), expected=scenario.logs
+            stage.db,
+            stage.conversation_ids(scenario),
+            stage.log_since(start),
+            expected=scenario.logs,
+            refusals=[text for turn in scenario.turns for text in turn.activity],
         )
         self.failures += [f"health: {p}" for p in report.problems]
         self.failures += [
@@ -84,6 +100,7 @@ class Player:
         if turn.answer_bots:
             stage.answer_bots(scenario, turn)
         graphs = stage.graphs(scenario, turn.person)
+        pictures = stage.pictures_made(scenario)
         started = time.time()
         if turn.operator:
             stage.operate(scenario, turn)
@@ -163,6 +180,9 @@ class Player:
         for text in turn.retrieved_has:
             if text not in last:
                 self.failures.append(f"{at}: the prompt after the retrieve does not show {text!r}")
+        made = stage.pictures_made(scenario) - pictures
+        if turn.pictures is not None and made != turn.pictures:
+            self.failures.append(f"{at}: {made} picture(s) made, expected {turn.pictures}")
         self._check_effects(turn, at)
         if turn.describe:
             self._check_describes(turn, at, stage.describes(started, time.time()))
@@ -212,6 +232,27 @@ class Player:
                 f"{at}: the catalog describes {photo} as {catalog!r}, not its curated {curated!r}"
             )
 
+    def _check_picture(self, description: str, new: list, at: str) -> None:
+        """A picture the agent made: in its library with `description` curated (in the catalog too),
+        and sent among the new messages: a photo with the picture's bytes that opens as an image."""
+        stage, scenario = self.stage, self.scenario
+        found = stage.library_picture(scenario.persona, description)
+        if found is None:
+            self.failures.append(f"{at}: no picture described {description!r} in the agent's library")
+            return
+        unique_id, file = found
+        catalog = stage.catalog_description(unique_id)
+        if catalog != description:
+            self.failures.append(f"{at}: the catalog describes picture {unique_id} as {catalog!r}")
+        stored = stage.media_bytes(file)
+        photos = [part for m in new for part in m[3] if part.get("media_kind") == "photo"]
+        sent = [stage.photo_bytes(part) for part in photos]
+        if stored is None or stored not in sent:
+            self.failures.append(f"{at}: picture {unique_id} ({file}) was not sent here")
+        for data in sent:
+            if not opens_as_image(data):
+                self.failures.append(f"{at}: a photo the agent sent does not open as an image")
+
     def _troubled(self) -> bool:
         ids = self.stage.conversation_ids(self.scenario)
         if not ids:
@@ -254,6 +295,8 @@ class Player:
             if not sent:
                 self.failures.append(f"{at}: library photo {turn.photo} ({unique_id}) was not sent here")
             self._check_curated(turn.photo, at)
+        if turn.picture:
+            self._check_picture(turn.picture, new, at)
         if turn.schedule:
             have = stage.schedule_activities(scenario.persona)
             missing = [a for a in turn.schedule if a not in have]

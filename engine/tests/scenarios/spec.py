@@ -36,6 +36,9 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     sends = ["Hi!"]                  # the agent's new lines in this chat, in order
     reaction = "👍"                  # the agent's reaction on the person's last message
     photo = "AgADCanalPhoto5.png"    # a library file the agent sent here, its description unchanged
+    picture = "A sketch of ..."      # a picture the agent made with this description: in its library
+                                     #   (the description curated) and sent here, opening as an image
+    pictures = 1                     # the image calls (pictures made) this turn, e.g. 0 when refused
     schedule = ["Sorting returns"]   # schedule activities that must exist
     blocked = true                   # whether the agent has blocked this person
     cleared = true                   # the chat's earlier messages are gone
@@ -62,7 +65,11 @@ has no `transcript`: the harness checks that it is not transcribed again.
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
-(an ISO time that many seconds from now, UTC), `$library:FILE` (the library item's unique id).
+(an ISO time that many seconds from now, UTC), `$library:FILE` (the library item's unique id),
+`$picture:N` (the unique id of the picture turn N's `picture` names, in the agent's library).
+
+The stage allows each agent CINDY_IMAGES_PER_DAY = 2 pictures; the stand-in answers an image request
+(one asking for the IMAGE modality) with a new PNG.
 """
 
 from __future__ import annotations
@@ -118,6 +125,8 @@ _TURN_KEYS = {
     "sends",
     "reaction",
     "photo",
+    "picture",
+    "pictures",
     "schedule",
     "blocked",
     "cleared",
@@ -156,6 +165,8 @@ class Turn:
     sends: tuple[str, ...] | None = None
     reaction: str = ""
     photo: str = ""
+    picture: str = ""
+    pictures: int | None = None
     schedule: tuple[str, ...] = ()
     blocked: bool | None = None
     cleared: bool = False
@@ -424,6 +435,9 @@ def _turn(
         raise ScenarioError(f'{at}: describe is {describe!r}: use "images" or "none"')
     if raw.get("media") is not None and typing[0]:
         raise ScenarioError(f"{at}: a message with media is sent without typing: remove typing or media")
+    pictures = raw.get("pictures")
+    if pictures is not None and (isinstance(pictures, bool) or not isinstance(pictures, int) or pictures < 0):
+        raise ScenarioError(f"{at}: pictures is {pictures!r}: give how many pictures the turn makes, e.g. 0")
     if voice:
         return Turn(
             number=number,
@@ -454,6 +468,8 @@ def _turn(
         sends=None if sends is None else tuple(_strings(at, "sends", sends)),
         reaction=str(raw.get("reaction", "")),
         photo=str(raw.get("photo", "")),
+        picture=str(raw.get("picture", "")),
+        pictures=pictures,
         schedule=tuple(_strings(at, "schedule", raw.get("schedule", []))),
         blocked=raw.get("blocked"),
         cleared=raw.get("cleared", False),

@@ -25,6 +25,7 @@ from django.conf import settings
 
 from cindy_site.testing.fake_llm import FakeLLMServer, FakeReply, RecordedRequest
 from conversations.services.sandbox import PERSON_USER_ID_BASE
+from conversations.testing.mtproto.media import image_bytes
 from engine.tests.processes import MANAGE, ChildDatabase, child_settings, manage, start_gateway
 from engine.tests.scenarios.spec import ANIMATED_SET, HARNESS_STICKER_SETS, Scenario, Turn
 
@@ -39,6 +40,8 @@ DESCRIPTION = "A small picture."
 AUDIO_TOKENS_PER_SECOND = 32
 TRANSCRIPTION_TEXT_TOKENS = 60
 TRANSCRIPTION_OUTPUT_TOKENS = 12
+#: The output tokens of a picture the stand-in makes (Gemini's count for a 1024 px image).
+IMAGE_TOKENS = 1290
 _CHANNEL_ID = re.compile(r"# Channel Details\n\n(?:- .*\n)*?- ID: (?P<id>-?\d+)")
 
 #: Run in a child once the database is a copy of the template: import the samples as shipped, make
@@ -207,6 +210,8 @@ class Stage:
             "CINDY_READ_DELAY_SECONDS": "0",
             "CINDY_MEDIA_ROOT": str(tmp / "media"),
             "CINDY_AGENT_CONFIG_PATH": f"{SAMPLES}:{CONFIGDIR}",
+            # Few enough that a scenario reaches the daily picture limit (spec.py, `pictures`).
+            "CINDY_IMAGES_PER_DAY": "2",
         }
         self.served: list[Served] = []
         #: The transcription requests answered (a voice note's), apart from the chats' turns.
@@ -372,6 +377,17 @@ class Stage:
         if _is_transcription(request):
             return self._transcribe()
         text = request_text(request)
+        if _asks_for_image(request):  # making a picture: a new PNG, in Gemini's image output format
+            with self._lock:
+                self.served.append(Served(chat="", turn=None, text=text, reply="(picture)", at=time.time()))
+                number = len(self.served)
+            picture = image_bytes(f"picture {number}", size=(320, 240), color="navy", fmt="PNG")
+            return FakeReply(
+                text=None,
+                images=((picture, "image/png"),),
+                output_tokens=IMAGE_TOKENS,
+                image_tokens=IMAGE_TOKENS,
+            )
         match = _CHANNEL_ID.search(text)
         chat = self._chat_named(int(match.group("id"))) if match else ""
         with self._lock:
@@ -476,9 +492,17 @@ class Stage:
                 return at.isoformat()
             if name == "library":
                 return self.library[f"{scenario.persona}/{arg}"][0]
+            if name == "picture":
+                description = scenario.turns[int(arg) - 1].picture
+                found = self.library_picture(scenario.persona, description)
+                assert found, f"{scenario.path.name}: turn {turn.number}: no picture {description!r} yet"
+                return found[0]
             raise AssertionError(f"{scenario.path.name}: turn {turn.number}: unknown placeholder {raw!r}")
 
-        return [{key: value(raw) for key, raw in task.items()} for task in tasks]
+        def resolved(raw: Any) -> Any:
+            return [value(item) for item in raw] if isinstance(raw, list) else value(raw)
+
+        return [{key: resolved(raw) for key, raw in task.items()} for task in tasks]
 
     def requests_of(self, scenario: Scenario, turn: Turn) -> list[Served]:
         with self._lock:
@@ -841,6 +865,33 @@ class Stage:
         )
         return rows[0][0] if rows else None
 
+    def library_picture(self, persona: str, description: str) -> tuple[str, str] | None:
+        """(unique id, file) of the persona's library item with this description, or None."""
+        rows = self.db.query(
+            "SELECT unique_id, file FROM media_catalog_libraryitem WHERE agent_id = "
+            f"{self.agent_ids[persona]} AND description = '{description.replace(chr(39), chr(39) * 2)}'"
+        )
+        return tuple(rows[0]) if rows else None
+
+    def media_bytes(self, relative: str) -> bytes | None:
+        """A file under the gateway's MEDIA_ROOT, or None."""
+        path = self.tmp / "media" / relative
+        return path.read_bytes() if relative and path.is_file() else None
+
+    def photo_bytes(self, part: dict[str, Any]) -> bytes | None:
+        """The bytes of a photo the agent sent (a sandbox message's media part)."""
+        return self.media_bytes(part.get("file", ""))
+
+    def pictures_made(self, scenario: Scenario) -> int:
+        """The image calls (pictures made) of the scenario's chats."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return 0
+        return self.db.query(
+            "SELECT COUNT(*) FROM conversations_llmcall WHERE purpose = 'image' AND conversation_id IN "
+            f"({', '.join(map(str, ids))})"
+        )[0][0]
+
     def library_description(self, persona: str, unique_id: str) -> str:
         return self.db.query(
             f"SELECT description FROM media_catalog_libraryitem WHERE unique_id = '{unique_id}' AND "
@@ -855,6 +906,13 @@ def _is_transcription(request: RecordedRequest) -> bool:
         return True
     config = (request.json or {}).get("generationConfig") if isinstance(request.json, dict) else None
     return '"transcript"' in json.dumps(config or {})
+
+
+def _asks_for_image(request: RecordedRequest) -> bool:
+    """A Gemini request for the IMAGE modality (llm/images.py)."""
+    body = request.json if isinstance(request.json, dict) else {}
+    modalities = (body.get("generationConfig") or {}).get("responseModalities") or []
+    return "IMAGE" in modalities
 
 
 def _channel_details(text: str) -> str:

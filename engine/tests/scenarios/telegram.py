@@ -229,8 +229,13 @@ class TelegramStage(Stage):
             return [{"media_kind": "document"}]
         if isinstance(media, types.MessageMediaPhoto):
             data = self.standin.world.files.get(media.photo.id)
-            return [{"media_kind": "photo", "unique_id": self.library_files.get(data, str(media.photo.id))}]
+            unique_id = self.library_files.get(data, str(media.photo.id))
+            return [{"media_kind": "photo", "unique_id": unique_id, "data": data}]
         return [{"media_kind": type(media).__name__}]
+
+    def photo_bytes(self, part: dict) -> bytes | None:
+        """The bytes of a photo as the stand-in received it (uploaded with messages.sendMedia)."""
+        return part.get("data")
 
     def blocked_ids(self, persona: str) -> list[int]:
         return self.standin.run(lambda: sorted(self.standin.world.users[self.accounts[persona]].blocked))

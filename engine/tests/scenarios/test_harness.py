@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from engine.tests.scenarios.health import unexpected_log_lines
+from engine.tests.scenarios.health import Health, unexpected_log_lines, without_expected_refusals
 from engine.tests.scenarios.spec import SCENARIO_DIR, ScenarioError, all_scenarios, load
 
 
@@ -232,3 +232,31 @@ def test_a_bot_cannot_say_a_voice_note(tmp_path):
             tmp_path,
             VOICE + 'bots = ["Ada"]\n[[turn]]\nvoice = {seconds = 2, transcript = "x"}\n' + VOICE_REPLY,
         )
+
+
+def test_a_refusal_a_turn_expects_in_its_activity_is_not_trouble_and_others_still_are():
+    report = Health(
+        events={"policy_refused": 2},
+        refusals=[
+            "policy_refused: Refused image: CINDY_IMAGES_PER_DAY allows 2",
+            "policy_refused: Refused block: only in direct messages",
+        ],
+    )
+    kept = without_expected_refusals(report, ["CINDY_IMAGES_PER_DAY allows 2"])
+    assert kept.problems == [
+        "1 policy_refused event(s)",
+        "policy_refused: Refused block: only in direct messages",
+    ]
+    assert without_expected_refusals(kept, ["only in direct messages"]).problems == []
+
+
+def test_a_scenario_reads_the_picture_keys(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "draw"\n'
+        'reply = [{kind = "image", description = "A gull"}]\npicture = "A gull"\npictures = 1\n',
+    )
+    assert loaded.kinds == {"image"}
+    assert (loaded.turns[0].picture, loaded.turns[0].pictures) == ("A gull", 1)
+    with pytest.raises(ScenarioError, match="turn 1: pictures is -1: give how many pictures the turn makes"):
+        scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + "pictures = -1\n")
