@@ -25,6 +25,7 @@ from conversations.services.sandbox_library import sandbox_library_part
 from conversations.transport.base import (
     AccountInfo,
     ChatDetails,
+    DialogUnreadMark,
     InboundMessage,
     LibraryRef,
     MediaItem,
@@ -205,6 +206,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         for row_id, created, member_id, kind, actor_id in rows:
             if kind == SandboxUpdate.Kind.TYPING and actor_id == member_id:
                 continue  # one's own typing is no update for oneself
+            if kind == SandboxUpdate.Kind.UNREAD_MARK and actor_id != member_id:
+                continue  # an unread mark is the marking account's alone
             by_member.setdefault(member_id, []).append((row_id, created))
         for transport in live:
             own_floor = max(transport.cursor - TRAILING_IDS, 0)
@@ -228,6 +231,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             row
             for row in SandboxUpdate.objects.filter(self._window(), chat__members=me)
             .exclude(kind=SandboxUpdate.Kind.TYPING, actor=me)
+            .exclude(Q(kind=SandboxUpdate.Kind.UNREAD_MARK) & ~Q(actor=me))
             .select_related("chat")
             .order_by("id")[: POLL_BATCH + len(self.seen)]
             if row.id not in self.seen
@@ -247,6 +251,10 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                 typing = self._partner_typing(row, me)
                 if typing is not None:
                     updates.append(typing)
+                continue
+            if row.kind == SandboxUpdate.Kind.UNREAD_MARK:
+                marked = SandboxMember.objects.filter(chat=row.chat, user=me, unread_mark=True).exists()
+                updates.append(DialogUnreadMark(peer_id=self._peer_of(row.chat), unread=marked))
                 continue
             message = (
                 SandboxMessage.objects.filter(chat=row.chat, message_id=row.message_id)
@@ -388,6 +396,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             SandboxMember.objects.filter(chat_id=chat_id, user=me, read_up_to__lt=max_id).update(
                 read_up_to=max_id
             )
+            # Reading a chat clears its unread mark, as Cindy's Telegram transport does.
+            SandboxMember.objects.filter(chat_id=chat_id, user=me, unread_mark=True).update(unread_mark=False)
             # Reading the chat also reads the reactions on the account's own messages.
             own = SandboxMessage.objects.filter(chat_id=chat_id, sender=me, message_id__lte=max_id)
             for pk, reactions in own.values_list("pk", "reactions"):
@@ -502,7 +512,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         member = SandboxMember.objects.filter(chat=chat, user=me).first()
         others = list(chat.members.exclude(pk=me.pk).order_by("name"))
         peer = self._peer_of(chat)
-        extra = {"read_inbox_max_id": member.read_up_to if member else 0}
+        extra = self._marks(chat, member)
         if chat.kind == SandboxChat.Kind.GROUP:
             return ChatDetails(
                 peer_id=peer,
@@ -525,6 +535,26 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             in (SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []),
             extra=extra,
         )
+
+    def _marks(self, chat: SandboxChat, member: SandboxMember | None) -> dict[str, Any]:
+        """The dialog list's marks (see `ChatDetails`): what is unread for the account, as Telegram
+        counts it (messages of others after its read mark, mentions among them, unread reactions on
+        its own messages)."""
+        me = self._require_me()
+        read = member.read_up_to if member else 0
+        live = SandboxMessage.objects.filter(chat=chat, deleted=False)
+        top = live.order_by("-message_id").values_list("message_id", "date").first()
+        unread = list(live.filter(message_id__gt=read).exclude(sender=me).values_list("text", flat=True))
+        reactions = live.filter(sender=me).exclude(reactions=[]).values_list("reactions", flat=True)
+        return {
+            "read_inbox_max_id": read,
+            "top_message": top[0] if top else 0,
+            "top_date": top[1] if top else None,
+            "unread_count": len(unread),
+            "unread_mark": bool(member and member.unread_mark),
+            "unread_mentions_count": sum(1 for text in unread if self._mentions_me(text)),
+            "unread_reactions_count": sum(1 for r in reactions if any(x.get("unread") for x in r)),
+        }
 
     async def is_muted(self, peer_id: int) -> bool:
         return (await self.get_details(peer_id)).muted

@@ -1,7 +1,8 @@
-"""`manage.py sandbox say|typing|react|show`: talk to an agent on the sandbox transport from a shell.
+"""`manage.py sandbox say|typing|react|mark-unread|show`: talk to an agent on the sandbox transport from a shell.
 
 `say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
-`typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply."""
+`typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply;
+`mark-unread AGENT --as USER [--group TITLE]` marks the agent's chat unread, which it answers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agents.models import Agent
 from conversations.services.sandbox import (
     SandboxError,
+    sandbox_mark_unread,
     sandbox_react,
     sandbox_say,
     sandbox_transcript,
@@ -50,6 +52,12 @@ class Command(BaseCommand):
         react.add_argument("--as", dest="as_name", default="You", metavar="NAME")
         react.add_argument("--group", metavar="TITLE")
 
+        mark = sub.add_parser(
+            "mark-unread", help="mark the agent's chat unread, as its account's owner would: it answers"
+        )
+        mark.add_argument("agent")
+        mark.add_argument("--as", dest="as_name", default="You", metavar="USER")
+        mark.add_argument("--group", metavar="TITLE")
         show = sub.add_parser("show", help="print the chat, one message per line as SENDER: text")
         show.add_argument("agent")
         show.add_argument("--as", dest="as_name", default="You", metavar="NAME")
@@ -88,6 +96,9 @@ class Command(BaseCommand):
                     as_name=options["as_name"],
                     group=options["group"],
                 )
+            elif options["action"] == "mark-unread":
+                chat = sandbox_mark_unread(agent=agent, as_name=options["as_name"], group=options["group"])
+                self.stdout.write(f"marked {chat} unread for {agent.name}")
             else:
                 lines = sandbox_transcript(
                     agent=agent, as_name=options["as_name"], group=options["group"], with_ids=options["ids"]
