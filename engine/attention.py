@@ -41,8 +41,9 @@ from django.db.models import Max
 
 from agents.models import Agent
 from cindy_site.clock import get_clock, now
-from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation, Message
+from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message
 from conversations.selectors import conversations_last_message_ids
+from conversations.services.activity import record_event
 from conversations.services.ingest import conversation_apply_details
 from conversations.transport.base import (
     ChatDetails,
@@ -159,6 +160,33 @@ def scan_plan(
     return work
 
 
+def _ingest_undelivered(agent_id: int, peer_id: int, records: list[InboundMessage]) -> list[int]:
+    """Ingest what the scan fetched, with triggers; the messages new to the mirror are named in the
+    activity stream (a late update of them finds them stored and says nothing)."""
+    ids = [r.message_id for r in records]
+    conversation = Conversation.objects.filter(agent_id=agent_id, peer_id=peer_id).first()
+    known = set(
+        Message.objects.filter(conversation=conversation, message_id__in=ids).values_list(
+            "message_id", flat=True
+        )
+        if conversation is not None
+        else ()
+    )
+    graph_ids = ingest_history(agent_id=agent_id, records=records, trigger=True)
+    new = [i for i in ids if i not in known]
+    if new and conversation is not None:
+        summary = f"unread scan: {len(new)} message(s) no update delivered (#{', #'.join(map(str, new))})"
+        logger.info("agent #%s, peer %s: %s", agent_id, peer_id, summary)
+        record_event(
+            ActivityEvent.Kind.INFO,
+            agent_id=agent_id,
+            conversation_id=conversation.pk,
+            summary=summary,
+            data={"unread_scan": new},
+        )
+    return graph_ids
+
+
 def _apply_fresh(agent_id: int, details: ChatDetails) -> None:
     conversation_apply_details(agent=Agent.objects.get(pk=agent_id), details=details)
 
@@ -198,15 +226,7 @@ async def _handle(agent_id: int, transport: Transport, item: _Work, report: Scan
         finally:
             if records:
                 report.fetched += len(records)
-                logger.info(
-                    "agent #%s: the unread scan found %d message(s) in peer %s that no update delivered",
-                    agent_id,
-                    len(records),
-                    item.peer_id,
-                )
-                report.graph_ids += await sync_to_async(ingest_history)(
-                    agent_id=agent_id, records=records, trigger=True
-                )
+                report.graph_ids += await sync_to_async(_ingest_undelivered)(agent_id, item.peer_id, records)
     if item.reaction_message_id is not None:
         records = await transport.history(item.peer_id, since_id=item.reaction_message_id - 1, limit=1)
         record = next((r for r in records if r.message_id == item.reaction_message_id), None)

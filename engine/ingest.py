@@ -167,7 +167,7 @@ def _stored_reactions(*, agent_id: int, peer_id: int, message_id: int) -> list |
 
 
 def _unread_mark_trigger(*, agent: Agent, peer_id: int) -> _Trigger | None:
-    """A dialog marked unread starts a turn on its newest message, unless the agent is answering it
+    """A dialog marked unread starts a turn on the other side's newest message, unless the agent is answering it
     already (its active graph reads the chat, which clears the mark) or the chat is quiet."""
     conversation = Conversation.objects.filter(agent=agent, peer_id=peer_id).first()
     if conversation is None:
@@ -181,7 +181,13 @@ def _unread_mark_trigger(*, agent: Agent, peer_id: int) -> _Trigger | None:
         return None
     if TaskGraph.objects.filter(active_slot=conversation.pk).exists():
         return None
-    last = conversation_last_message_id(conversation=conversation)
+    # The other side's newest message is what a person re-reads; the chat's newest if they wrote none.
+    theirs = Message.objects.filter(
+        conversation=conversation, is_agent=False, is_service=False, deleted=False
+    )
+    last = theirs.order_by("-message_id").values_list("message_id", flat=True).first()
+    if last is None:
+        last = conversation_last_message_id(conversation=conversation)
     if last is None:
         return None
     return _Trigger(conversation, decision, last, now())

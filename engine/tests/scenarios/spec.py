@@ -20,6 +20,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     # trigger = "xsend" | "event"    #   by the agent's own xsend or event (the turn waits for it), or
     # trigger = "nudge"              #   by an operator's nudge (the admin's XSend), with `intent = "..."`
     # trigger = "operator"           #   by the operator's `operator` change (a held turn plans again)
+    # trigger = "mark_unread"        #   by the agent's account marking the person's chat unread
     as = "Ada"                       # optional: whose chat this turn is in
     operator = {daily_spend_cap = "0.01"}   # optional: spend limits an operator saves first, as the
                                      #   admin does ("" clears one)
@@ -46,6 +47,11 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     chain = [{agent = "Wendy", reply = [...]}]   # in a group: the further LLM requests the turn
                                      # makes, in order, each by the named persona
     activity = ["spend cap reached"] # texts each in exactly one activity line of the scenario's chats
+    mute = true                      # the operator mutes the person's chat (or the group) first, as the
+                                     #   admin does (on Telegram too); the chat must exist already
+    unseen = true                    # the message reaches Telegram but its update is lost: only the
+                                     #   unread scan can find it. Once the turn is done, the update comes
+                                     #   after all with an edit of the message: it must start no turn
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -62,7 +68,7 @@ from typing import Any
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
-TRIGGERS = ("message", "xsend", "event", "nudge", "operator")
+TRIGGERS = ("message", "xsend", "event", "nudge", "operator", "mark_unread")
 #: What an `operator` step may change: the agent's spend limits (engine/brakes.py), as the admin saves them.
 OPERATOR_FIELDS = ("daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "thinking_tokens")
@@ -109,6 +115,8 @@ _TURN_KEYS = {
     "usage",
     "braked",
     "activity",
+    "mute",
+    "unseen",
 }
 
 
@@ -146,6 +154,8 @@ class Turn:
     usage: tuple[tuple[str, int], ...] = ()  # the token counts the model reports for this turn's replies
     braked: bool = False
     activity: tuple[str, ...] = ()
+    mute: bool = False
+    unseen: bool = False
 
     @property
     def kinds(self) -> set[str]:
@@ -262,7 +272,7 @@ def _turn(
     if (trigger == "message") != bool(say):
         raise ScenarioError(
             f'{at}: a turn either says something (say = "...") or waits for a trigger '
-            '(trigger = "xsend", "event" or "nudge"), not both or neither'
+            '(trigger = "xsend", "event", "nudge", "operator" or "mark_unread"), not both or neither'
         )
     if raw.get("intent") and trigger != "nudge":
         raise ScenarioError(f'{at}: intent is for an operator\'s nudge: add trigger = "nudge" or remove it')
@@ -277,9 +287,23 @@ def _turn(
             f'{at}: trigger = "operator" needs an operator change, e.g. operator = '
             '{daily_spend_cap = "1.00"}'
         )
-    for key in ("blocked", "cleared", "stopped", "answered", "answer_bots", "loop_guard", "braked"):
+    for key in (
+        "blocked",
+        "cleared",
+        "stopped",
+        "answered",
+        "answer_bots",
+        "loop_guard",
+        "braked",
+        "mute",
+        "unseen",
+    ):
         if key in raw and not isinstance(raw[key], bool):
             raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
+    if raw.get("unseen") and (trigger != "message" or "typing" in raw or raw.get("braked")):
+        raise ScenarioError(
+            f'{at}: unseen is a message whose update is lost: give say = "..." and no typing or braked'
+        )
     braked = raw.get("braked", False)
     if braked:
         if "reply" in raw or "after_retrieve" in raw or trigger != "message":
@@ -352,6 +376,8 @@ def _turn(
         operator=operator,
         usage=tuple(usage.items()),
         activity=tuple(_strings(at, "activity", raw.get("activity", []))),
+        mute=raw.get("mute", False),
+        unseen=raw.get("unseen", False),
     )
 
 
