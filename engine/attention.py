@@ -302,15 +302,6 @@ class AttentionSteps:
             started = True
         return started
 
-    def attention_next_due(self) -> float | None:
-        """Seconds until the next unread scan is due (for the idle wait), or None."""
-        if settings.CINDY_UNREAD_SCAN_SECONDS <= 0:
-            return None
-        dues = [s.due for s in self._scans().values() if s.connected]
-        if not dues:
-            return None
-        return max(0.0, min(dues) - get_clock().monotonic())
-
     async def _scan(self, agent_id: int, client: AgentClient, state: ScanState) -> None:
         try:
             report = await unread_scan(agent_id=agent_id, transport=client.transport, marks=state.marks)

@@ -52,6 +52,8 @@ POLL_BATCH = 500
 TRAILING_IDS = 1000
 TRAILING_SECONDS = 10
 MAX_SEEN = 5000
+#: The dialog list counts unread mentions and reactions among a chat's newest this many messages.
+MARKS_WINDOW = 200
 
 
 class SandboxTransport(SandboxAccount, SandboxBatch):
@@ -544,16 +546,20 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         read = member.read_up_to if member else 0
         live = SandboxMessage.objects.filter(chat=chat, deleted=False)
         top = live.order_by("-message_id").values_list("message_id", "date").first()
-        unread = list(live.filter(message_id__gt=read).exclude(sender=me).values_list("text", flat=True))
-        reactions = live.filter(sender=me).exclude(reactions=[]).values_list("reactions", flat=True)
+        unread = live.filter(message_id__gt=read).exclude(sender=me)
+        # Mentions and reactions are looked for among the newest MARKS_WINDOW messages only.
+        texts = unread.order_by("-message_id").values_list("text", flat=True)[:MARKS_WINDOW]
+        own = (
+            live.filter(sender=me).order_by("-message_id").values_list("reactions", flat=True)[:MARKS_WINDOW]
+        )
         return {
             "read_inbox_max_id": read,
             "top_message": top[0] if top else 0,
             "top_date": top[1] if top else None,
-            "unread_count": len(unread),
+            "unread_count": unread.count(),
             "unread_mark": bool(member and member.unread_mark),
-            "unread_mentions_count": sum(1 for text in unread if self._mentions_me(text)),
-            "unread_reactions_count": sum(1 for r in reactions if any(x.get("unread") for x in r)),
+            "unread_mentions_count": sum(1 for text in texts if self._mentions_me(text)),
+            "unread_reactions_count": sum(1 for r in own if any(x.get("unread") for x in r or [])),
         }
 
     async def is_muted(self, peer_id: int) -> bool:

@@ -252,3 +252,28 @@ def test_a_slow_scan_does_not_hold_up_the_step(agent, harness, clock, settings):
         await gateway.attention_stop()
 
     asyncio.run(run())
+
+
+def test_a_reconnect_brings_the_next_scan_forward(agent, harness, clock, settings):
+    settings.CINDY_UNREAD_SCAN_SECONDS = 600
+    gateway = harness.gateway
+    client = gateway.clients[agent.pk]
+
+    async def run() -> None:
+        await gateway.step_attention()
+        clock.advance(6)
+        assert await gateway.step_attention() is True
+        state = gateway._scans()[agent.pk]
+        await state.task
+        clock.advance(60)
+        assert await gateway.step_attention() is False  # the next scan is ten minutes away
+        client.connected = False  # the connection broke (step_ingest) ...
+        await gateway.step_attention()
+        client.connected = True  # ... and step_connect reconnected and reconciled
+        await gateway.step_attention()
+        clock.advance(6)
+        assert await gateway.step_attention() is True  # a scan soon after the reconnect
+        await state.task
+        await gateway.attention_stop()
+
+    asyncio.run(run())
