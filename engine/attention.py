@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Max
 
 from agents.models import Agent
@@ -164,15 +165,16 @@ def _ingest_undelivered(agent_id: int, peer_id: int, records: list[InboundMessag
     """Ingest what the scan fetched, with triggers; the messages new to the mirror are named in the
     activity stream (a late update of them finds them stored and says nothing)."""
     ids = [r.message_id for r in records]
-    conversation = Conversation.objects.filter(agent_id=agent_id, peer_id=peer_id).first()
-    known = set(
-        Message.objects.filter(conversation=conversation, message_id__in=ids).values_list(
-            "message_id", flat=True
+    with transaction.atomic():
+        conversation = Conversation.objects.filter(agent_id=agent_id, peer_id=peer_id).first()
+        known = set(
+            Message.objects.filter(conversation=conversation, message_id__in=ids).values_list(
+                "message_id", flat=True
+            )
+            if conversation is not None
+            else ()
         )
-        if conversation is not None
-        else ()
-    )
-    graph_ids = ingest_history(agent_id=agent_id, records=records, trigger=True)
+        graph_ids = ingest_history(agent_id=agent_id, records=records, trigger=True)
     new = [i for i in ids if i not in known]
     if new and conversation is not None:
         summary = f"unread scan: {len(new)} message(s) no update delivered (#{', #'.join(map(str, new))})"
@@ -314,7 +316,11 @@ class AttentionSteps:
             )
             return
         except Exception as exc:
-            logger.warning("agent %s: unread scan failed: %r", client.agent.name, exc)
+            # A connection dropped or broken meanwhile is the gateway's to handle (and to report).
+            quiet = client.dropped or not client.connected
+            (logger.info if quiet else logger.warning)(
+                "agent %s: unread scan failed: %r", client.agent.name, exc
+            )
             return
         if report.graph_ids:
             self.wakeup.set()  # their nodes are the tick's to claim
