@@ -14,6 +14,10 @@ The `received` node of a replan waits until the triggering message is CINDY_READ
 and a burst typed within the delay costs one LLM call. An agent with a daily schedule waits as its
 current activity's responsiveness says instead (`engine.responsiveness`), and a DM partner's typing
 holds it longer (`engine.partner_typing`).
+
+A dialog marked unread (`DialogUnreadMark`) starts a turn as a callout (`engine.triggers`), unless the
+agent is answering the chat already; the unread scan (`engine.attention`) feeds what no update
+brought through the same functions.
 """
 
 from __future__ import annotations

@@ -4,20 +4,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0012_llmcall_worker'),
+        ("conversations", "0012_llmcall_worker"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='sandboxmember',
-            name='unread_mark',
-            field=models.BooleanField(default=False, help_text="The member marked the chat unread (Telegram's unread_mark); reading clears it"),
+            model_name="sandboxmember",
+            name="unread_mark",
+            field=models.BooleanField(
+                default=False,
+                help_text="The member marked the chat unread (Telegram's unread_mark); reading clears it",
+            ),
         ),
         migrations.AlterField(
-            model_name='sandboxupdate',
-            name='kind',
-            field=models.CharField(choices=[('new_message', 'New message'), ('edit', 'Edit'), ('delete', 'Delete'), ('reaction', 'Reaction'), ('typing', 'Typing'), ('unread_mark', 'Marked unread')], max_length=16),
+            model_name="sandboxupdate",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("new_message", "New message"),
+                    ("edit", "Edit"),
+                    ("delete", "Delete"),
+                    ("reaction", "Reaction"),
+                    ("typing", "Typing"),
+                    ("unread_mark", "Marked unread"),
+                ],
+                max_length=16,
+            ),
         ),
     ]
