@@ -328,7 +328,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         return await sync_to_async(self._dialogs)(limit)
 
     def _dialogs(self, limit: int) -> list[ChatDetails]:
-        return [self._details(chat) for chat in self._my_chats().order_by("-id")[:limit]]
+        return [self._details(chat, marks=True) for chat in self._my_chats().order_by("-id")[:limit]]
 
     # --- actions --------------------------------------------------------------------------------
 
@@ -509,12 +509,14 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
     async def get_details(self, peer_id: int) -> ChatDetails:
         return await sync_to_async(lambda: self._details(self._chat_for_peer(peer_id)))()
 
-    def _details(self, chat: SandboxChat) -> ChatDetails:
+    def _details(self, chat: SandboxChat, *, marks: bool = False) -> ChatDetails:
+        """The chat's details; with `marks`, the dialog list's marks too (see `_marks`)."""
         me = self._require_me()
         member = SandboxMember.objects.filter(chat=chat, user=me).first()
         others = list(chat.members.exclude(pk=me.pk).order_by("name"))
         peer = self._peer_of(chat)
-        extra = self._marks(chat, member)
+        read = {"read_inbox_max_id": member.read_up_to if member else 0}
+        extra = self._marks(chat, member) if marks else read
         if chat.kind == SandboxChat.Kind.GROUP:
             return ChatDetails(
                 peer_id=peer,
