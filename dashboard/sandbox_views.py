@@ -34,6 +34,7 @@ from conversations.services.sandbox import (
     SandboxError,
     sandbox_chat_for,
     sandbox_find_chat,
+    sandbox_mark_unread,
     sandbox_react,
     sandbox_say,
 )
@@ -191,6 +192,27 @@ def sandbox_react_view(request: HttpRequest) -> JsonResponse:
     except SandboxError as exc:
         return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
     return JsonResponse({"ok": True, "message": selectors.sandbox_message_row(message)})
+
+
+@require_POST
+def sandbox_mark_unread_view(request: HttpRequest) -> HttpResponse:
+    """Mark the chat unread on the agent's account, as whoever holds its phone would (a callout the
+    agent answers: docs/engine.md, "Attention"); then show the chat again."""
+    if (refused := _refuse(request)) is not None:
+        return refused
+    form = ChatForm(request.POST)
+    if not form.is_valid():
+        return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
+    data = form.cleaned_data
+    group = data["group"] or None
+    try:
+        sandbox_mark_unread(agent=data["agent"], as_name=data["as_name"], group=group)
+    except SandboxError as exc:
+        return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
+    query = urlencode(
+        {"agent": data["agent"].pk, "as_name": data["as_name"], **({"group": group} if group else {})}
+    )
+    return HttpResponseRedirect(f"{reverse('dashboard:sandbox')}?{query}", status=303)
 
 
 @verified_staff_required

@@ -34,6 +34,7 @@ from conversations.services.nodes import node_release, nodes_reap_expired, nodes
 from conversations.services.wake import wake_not_needed
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
+from engine.attention import AttentionSteps
 from engine.clients import AgentClient, clients_quiet
 from engine.dispatch import PlanningDispatch, enqueue_received
 from engine.health import gateway_forget, processes_forget_gone
@@ -73,7 +74,14 @@ def default_gateway_id() -> str:
 
 
 class Gateway(
-    LeaseKeeper, UpkeepSteps, SignInSteps, PlanningWatchdog, InitiativeSteps, WakeWaits, PlanningDispatch
+    LeaseKeeper,
+    UpkeepSteps,
+    SignInSteps,
+    PlanningWatchdog,
+    InitiativeSteps,
+    WakeWaits,
+    PlanningDispatch,
+    AttentionSteps,
 ):
     def __init__(
         self,
@@ -443,6 +451,7 @@ class Gateway(
             self.step_stickers,
             self.step_library,
             self.step_dialogs,
+            self.step_attention,  # starts the due unread scans as tasks of their own (engine/attention.py)
         ):
             if self.stopping.is_set():
                 break
@@ -539,6 +548,7 @@ class Gateway(
         """
         if self.workers is not None:
             await asyncio.to_thread(self.workers.stop)
+        await self.attention_stop()
         for agent_id in list(self.clients):
             try:
                 await self._drop(agent_id, "gateway stopped", flush=True)

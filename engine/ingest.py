@@ -14,6 +14,10 @@ The `received` node of a replan waits until the triggering message is CINDY_READ
 and a burst typed within the delay costs one LLM call. An agent with a daily schedule waits as its
 current activity's responsiveness says instead (`engine.responsiveness`), and a DM partner's typing
 holds it longer (`engine.partner_typing`).
+
+A dialog marked unread (`DialogUnreadMark`) starts a turn as a callout (`engine.triggers`), unless the
+agent is answering the chat already; the unread scan (`engine.attention`) feeds what no update
+brought through the same functions.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from django.db import transaction
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import Conversation
+from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_message_id, conversations_with_messages
 from conversations.services.graphs import graph_replan
 from conversations.services.ingest import (
@@ -40,6 +44,7 @@ from conversations.services.ingest import (
 )
 from conversations.services.summaries import first_message_clear, summarization_start_if_due
 from conversations.transport.base import (
+    DialogUnreadMark,
     InboundMessage,
     MessageEdited,
     MessagesDeleted,
@@ -51,7 +56,7 @@ from conversations.transport.base import (
 )
 from engine.partner_typing import partner_typing_end, partner_typing_record, typing_hold
 from engine.responsiveness import reply_not_before
-from engine.triggers import Decision, message_decision, reaction_decision
+from engine.triggers import Decision, message_decision, reaction_decision, unread_mark_decision
 
 logger = logging.getLogger(__name__)
 
@@ -126,10 +131,14 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
         elif isinstance(update, MessagesDeleted):
             messages_mark_deleted(agent=agent, peer_id=update.peer_id, message_ids=update.message_ids)
         elif isinstance(update, ReactionsChanged):
+            before = _stored_reactions(
+                agent_id=agent_id, peer_id=update.peer_id, message_id=update.message_id
+            )
             message = message_set_reactions(
                 agent=agent, peer_id=update.peer_id, message_id=update.message_id, reactions=update.reactions
             )
-            if trigger and message is not None:
+            # Only a change triggers: the unread scan and a late update may bring the same reactions.
+            if trigger and message is not None and message.reactions != before:
                 decision = reaction_decision(
                     agent=agent, conversation=message.conversation, message=message, unread=update.unread
                 )
@@ -137,6 +146,11 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
                     pending[message.conversation_id] = _Trigger(
                         message.conversation, decision, message.message_id, now()
                     )
+        elif isinstance(update, DialogUnreadMark):
+            if trigger and update.unread:
+                item = _unread_mark_trigger(agent=agent, peer_id=update.peer_id)
+                if item is not None:
+                    pending[item.conversation.pk] = item
     graph_ids = _replan_all(pending)
     if trigger:
         for conversation_id in sorted(grown - set(pending)):
@@ -144,6 +158,43 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
             if graph is not None:
                 graph_ids.append(graph.pk)
     return graph_ids
+
+
+def _stored_reactions(*, agent_id: int, peer_id: int, message_id: int) -> list | None:
+    return (
+        Message.objects.filter(
+            conversation__agent_id=agent_id, conversation__peer_id=peer_id, message_id=message_id
+        )
+        .values_list("reactions", flat=True)
+        .first()
+    )
+
+
+def _unread_mark_trigger(*, agent: Agent, peer_id: int) -> _Trigger | None:
+    """A dialog marked unread starts a turn on the other side's newest message, unless the agent is answering it
+    already (its active graph reads the chat, which clears the mark) or the chat is quiet."""
+    conversation = Conversation.objects.filter(agent=agent, peer_id=peer_id).first()
+    if conversation is None:
+        logger.info(
+            "agent #%s: peer %s was marked unread before any message of it was seen", agent.pk, peer_id
+        )
+        return None
+    decision = unread_mark_decision(agent=agent, conversation=conversation)
+    if not decision:
+        logger.info("agent #%s: peer %s marked unread, not answered: %s", agent.pk, peer_id, decision.reason)
+        return None
+    if TaskGraph.objects.filter(active_slot=conversation.pk).exists():
+        return None
+    # The other side's newest message is what a person re-reads; the chat's newest if they wrote none.
+    theirs = Message.objects.filter(
+        conversation=conversation, is_agent=False, is_service=False, deleted=False
+    )
+    last = theirs.order_by("-message_id").values_list("message_id", flat=True).first()
+    if last is None:
+        last = conversation_last_message_id(conversation=conversation)
+    if last is None:
+        return None
+    return _Trigger(conversation, decision, last, now())
 
 
 def ingest_history(*, agent_id: int, records: Iterable[InboundMessage], trigger: bool) -> list[int]:

@@ -11,8 +11,13 @@
   "answer bots" setting allows it.
 - A message from another agent or a bot that would trigger does not once the chat's run of such
   messages is longer than the agent's hop limit (`engine.loops`).
-- Nothing triggers for a muted chat, a gagged chat, a blocked user, a channel, or a disabled, gagged
-  or stopped agent: the message is still recorded.
+- A muted chat (the account's notification setting) still triggers on callouts, as the original pays
+  attention: a mention of the agent or a reply to one of its messages, and an unread reaction on its
+  last message; anything else in it is only recorded.
+- A dialog the account marked unread (Telegram's `unread_mark`) is a callout of its own: it starts a
+  turn on the chat's newest message, muted or not (`unread_mark_decision`).
+- Nothing triggers for a gagged chat, a blocked user, a channel, or a disabled, gagged or stopped
+  agent: the message is still recorded.
 
 An agent asleep per its Daily Schedule (`agents/schedule.py`) still replans, but the tick runs none of
 its nodes until it wakes: the night's messages are answered once, in the morning.
@@ -37,15 +42,16 @@ class Decision:
         return self.trigger is not None
 
 
-def quiet_reason(*, agent: Agent, conversation: Conversation) -> str | None:
-    """Why nothing in this conversation may trigger right now, or None."""
+def quiet_reason(*, agent: Agent, conversation: Conversation, callout: bool = False) -> str | None:
+    """Why nothing in this conversation may trigger right now, or None. A `callout` (a mention, a
+    reply to the agent, a reaction on its message, an unread mark) is heard in a muted chat too."""
     if agent.disabled:
         return "agent disabled"
     if agent.stopped:
         return "agent stopped"
     if agent.gagged:
         return "agent gagged"
-    if conversation.muted:
+    if conversation.muted and not callout:
         return "chat muted"
     if conversation.gagged:
         return "chat gagged"
@@ -80,16 +86,23 @@ def _message_decision(
         return Decision(None, "Telegram's service account is no conversation partner")
     if message.sender_is_bot and not (agent.answer_bots or conversation.answer_bots):
         return Decision(None, "a bot (allow with the Answer Bots flag or the chat's answer bots setting)")
-    quiet = quiet_reason(agent=agent, conversation=conversation)
+    mention = message.mentions_agent
+    # Whether it replies to the agent matters only in a group or a muted chat (one query, else skipped).
+    reply = (
+        not mention
+        and (conversation.kind != Conversation.Kind.DM or conversation.muted)
+        and (reply_to_agent or is_reply_to_agent(conversation=conversation, reply_to_id=message.reply_to_id))
+    )
+    quiet = quiet_reason(agent=agent, conversation=conversation, callout=mention or reply)
     if quiet:
         return Decision(None, quiet)
     if conversation.kind == Conversation.Kind.DM:
         if _first_in_mirror(conversation=conversation, message=message):
             return Decision(TaskGraph.Trigger.NEW_CONVERSATION, "first message of a new conversation")
         return Decision(TaskGraph.Trigger.MESSAGE, "direct message")
-    if message.mentions_agent:
+    if mention:
         return Decision(TaskGraph.Trigger.MESSAGE, "mention")
-    if reply_to_agent or is_reply_to_agent(conversation=conversation, reply_to_id=message.reply_to_id):
+    if reply:
         return Decision(TaskGraph.Trigger.MESSAGE, "reply to the agent")
     return Decision(None, "group chatter without a callout")
 
@@ -105,9 +118,19 @@ def reaction_decision(
 ) -> Decision:
     if not unread or not message.is_agent:
         return Decision(None, "not an unread reaction on the agent's message")
-    quiet = quiet_reason(agent=agent, conversation=conversation)
+    quiet = quiet_reason(agent=agent, conversation=conversation, callout=True)
     if quiet:
         return Decision(None, quiet)
     if message.message_id != conversation_last_agent_message_id(conversation=conversation):
         return Decision(None, "reaction on an older message")
     return Decision(TaskGraph.Trigger.REACTION, "unread reaction on the agent's last message")
+
+
+def unread_mark_decision(*, agent: Agent, conversation: Conversation) -> Decision:
+    """The account marked the dialog unread: a callout, in a muted chat too (not in Telegram's own)."""
+    if conversation.is_telegram_service:
+        return Decision(None, "Telegram's service account is no conversation partner")
+    quiet = quiet_reason(agent=agent, conversation=conversation, callout=True)
+    if quiet:
+        return Decision(None, quiet)
+    return Decision(TaskGraph.Trigger.MESSAGE, "dialog marked unread")

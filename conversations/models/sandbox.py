@@ -60,6 +60,10 @@ class SandboxMember(models.Model):
     muted = models.BooleanField(default=False)
     typing_until = models.DateTimeField(null=True, blank=True)
     read_up_to = models.BigIntegerField(default=0)
+    unread_mark = models.BooleanField(
+        default=False,
+        help_text="The member marked the chat unread (Telegram's unread_mark); reading clears it",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["chat", "user"], name="sandbox_member_unique")]
@@ -110,6 +114,7 @@ class SandboxUpdate(models.Model):
         DELETE = "delete", "Delete"
         REACTION = "reaction", "Reaction"
         TYPING = "typing", "Typing"
+        UNREAD_MARK = "unread_mark", "Marked unread"  # seen only by its actor, as on Telegram
 
     chat = models.ForeignKey(SandboxChat, on_delete=models.CASCADE, related_name="updates")
     kind = models.CharField(max_length=16, choices=Kind.choices)

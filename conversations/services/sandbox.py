@@ -294,6 +294,23 @@ def sandbox_typing(*, agent: Agent, as_name: str = "You", seconds: float = 5.0) 
     return chat
 
 
+def sandbox_mark_unread(*, agent: Agent, as_name: str = "You", group: str | None = None) -> SandboxChat:
+    """The agent's account marks its chat with `as_name` (or the group) unread, as a person holding the
+    account would on their phone: a callout the agent answers (docs/engine.md, "Attention")."""
+    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group)
+    if chat is None:
+        where = f"group {group!r}" if group else f"a chat with {as_name!r}"
+        raise SandboxError(
+            f"{agent.name} has no {where} to mark unread: say something there first (`sandbox say`)"
+        )
+    me = sandbox_user_for_agent(agent=agent)
+    with transaction.atomic():
+        SandboxMember.objects.filter(chat=chat, user=me).update(unread_mark=True)
+        SandboxUpdate.objects.create(chat=chat, kind=SandboxUpdate.Kind.UNREAD_MARK, actor=me, created=now())
+        wake_gateways_on_commit()
+    return chat
+
+
 def sandbox_set_reaction(*, message: SandboxMessage, user: SandboxUser, emoji: str) -> SandboxMessage:
     """Set `user`'s reaction on `message` (one per user, as in Telegram); empty emoji removes it.
 

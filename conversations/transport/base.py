@@ -154,11 +154,20 @@ class PartnerTyping:
     seconds: float
 
 
+@dataclass(frozen=True)
+class DialogUnreadMark:
+    """The account marked a dialog unread (`unread`), or cleared the mark, e.g. from its phone.
+    Telegram's `UpdateDialogUnreadMark`; the transport's `mark_read` clears the mark as well."""
+
+    peer_id: int
+    unread: bool
+
+
 #: How long one Telegram typing update lasts, unless a newer one or a cancel comes first.
 TYPING_UPDATE_SECONDS = 6.0
 
 
-Update = NewMessage | MessageEdited | MessagesDeleted | ReactionsChanged | PartnerTyping
+Update = NewMessage | MessageEdited | MessagesDeleted | ReactionsChanged | PartnerTyping | DialogUnreadMark
 
 
 @dataclass(frozen=True)
@@ -182,7 +191,12 @@ class AccountInfo:
 
 @dataclass(frozen=True)
 class ChatDetails:
-    """What the prompt's channel-details section and the Conversation row need about a peer."""
+    """What the prompt's channel-details section and the Conversation row need about a peer.
+
+    `extra` of an entry of `dialogs()` carries the dialog list's marks, where the transport has them:
+    `read_inbox_max_id`, `top_message`, `top_date` (an aware datetime), `unread_count`, `unread_mark`,
+    `unread_mentions_count` and `unread_reactions_count` (what Telegram's messages.getDialogs returns).
+    """
 
     peer_id: int
     kind: ChatKind

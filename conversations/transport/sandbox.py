@@ -25,6 +25,7 @@ from conversations.services.sandbox_library import sandbox_library_part
 from conversations.transport.base import (
     AccountInfo,
     ChatDetails,
+    DialogUnreadMark,
     InboundMessage,
     LibraryRef,
     MediaItem,
@@ -51,6 +52,8 @@ POLL_BATCH = 500
 TRAILING_IDS = 1000
 TRAILING_SECONDS = 10
 MAX_SEEN = 5000
+#: The dialog list counts unread mentions and reactions among a chat's newest this many messages.
+MARKS_WINDOW = 200
 
 
 class SandboxTransport(SandboxAccount, SandboxBatch):
@@ -205,6 +208,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         for row_id, created, member_id, kind, actor_id in rows:
             if kind == SandboxUpdate.Kind.TYPING and actor_id == member_id:
                 continue  # one's own typing is no update for oneself
+            if kind == SandboxUpdate.Kind.UNREAD_MARK and actor_id != member_id:
+                continue  # an unread mark is the marking account's alone
             by_member.setdefault(member_id, []).append((row_id, created))
         for transport in live:
             own_floor = max(transport.cursor - TRAILING_IDS, 0)
@@ -228,6 +233,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             row
             for row in SandboxUpdate.objects.filter(self._window(), chat__members=me)
             .exclude(kind=SandboxUpdate.Kind.TYPING, actor=me)
+            .exclude(Q(kind=SandboxUpdate.Kind.UNREAD_MARK) & ~Q(actor=me))
             .select_related("chat")
             .order_by("id")[: POLL_BATCH + len(self.seen)]
             if row.id not in self.seen
@@ -247,6 +253,10 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                 typing = self._partner_typing(row, me)
                 if typing is not None:
                     updates.append(typing)
+                continue
+            if row.kind == SandboxUpdate.Kind.UNREAD_MARK:
+                marked = SandboxMember.objects.filter(chat=row.chat, user=me, unread_mark=True).exists()
+                updates.append(DialogUnreadMark(peer_id=self._peer_of(row.chat), unread=marked))
                 continue
             message = (
                 SandboxMessage.objects.filter(chat=row.chat, message_id=row.message_id)
@@ -318,7 +328,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         return await sync_to_async(self._dialogs)(limit)
 
     def _dialogs(self, limit: int) -> list[ChatDetails]:
-        return [self._details(chat) for chat in self._my_chats().order_by("-id")[:limit]]
+        return [self._details(chat, marks=True) for chat in self._my_chats().order_by("-id")[:limit]]
 
     # --- actions --------------------------------------------------------------------------------
 
@@ -419,6 +429,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             SandboxMember.objects.filter(chat_id=chat_id, user=me, read_up_to__lt=max_id).update(
                 read_up_to=max_id
             )
+            # Reading a chat clears its unread mark, as Cindy's Telegram transport does.
+            SandboxMember.objects.filter(chat_id=chat_id, user=me, unread_mark=True).update(unread_mark=False)
             # Reading the chat also reads the reactions on the account's own messages.
             own = SandboxMessage.objects.filter(chat_id=chat_id, sender=me, message_id__lte=max_id)
             for pk, reactions in own.values_list("pk", "reactions"):
@@ -533,12 +545,14 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
     async def get_details(self, peer_id: int) -> ChatDetails:
         return await sync_to_async(lambda: self._details(self._chat_for_peer(peer_id)))()
 
-    def _details(self, chat: SandboxChat) -> ChatDetails:
+    def _details(self, chat: SandboxChat, *, marks: bool = False) -> ChatDetails:
+        """The chat's details; with `marks`, the dialog list's marks too (see `_marks`)."""
         me = self._require_me()
         member = SandboxMember.objects.filter(chat=chat, user=me).first()
         others = list(chat.members.exclude(pk=me.pk).order_by("name"))
         peer = self._peer_of(chat)
-        extra = {"read_inbox_max_id": member.read_up_to if member else 0}
+        read = {"read_inbox_max_id": member.read_up_to if member else 0}
+        extra = self._marks(chat, member) if marks else read
         if chat.kind == SandboxChat.Kind.GROUP:
             return ChatDetails(
                 peer_id=peer,
@@ -561,6 +575,30 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             in (SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []),
             extra=extra,
         )
+
+    def _marks(self, chat: SandboxChat, member: SandboxMember | None) -> dict[str, Any]:
+        """The dialog list's marks (see `ChatDetails`): what is unread for the account, as Telegram
+        counts it (messages of others after its read mark, mentions among them, unread reactions on
+        its own messages)."""
+        me = self._require_me()
+        read = member.read_up_to if member else 0
+        live = SandboxMessage.objects.filter(chat=chat, deleted=False)
+        top = live.order_by("-message_id").values_list("message_id", "date").first()
+        unread = live.filter(message_id__gt=read).exclude(sender=me)
+        # Mentions and reactions are looked for among the newest MARKS_WINDOW messages only.
+        texts = unread.order_by("-message_id").values_list("text", flat=True)[:MARKS_WINDOW]
+        own = (
+            live.filter(sender=me).order_by("-message_id").values_list("reactions", flat=True)[:MARKS_WINDOW]
+        )
+        return {
+            "read_inbox_max_id": read,
+            "top_message": top[0] if top else 0,
+            "top_date": top[1] if top else None,
+            "unread_count": unread.count(),
+            "unread_mark": bool(member and member.unread_mark),
+            "unread_mentions_count": sum(1 for text in texts if self._mentions_me(text)),
+            "unread_reactions_count": sum(1 for r in own if any(x.get("unread") for x in r or [])),
+        }
 
     async def is_muted(self, peer_id: int) -> bool:
         return (await self.get_details(peer_id)).muted

@@ -114,6 +114,16 @@ class SandboxBatch:
                 if read_up_to < wanted.get((chat_id, user_id), read_up_to)
             }
             update_by_pk(SandboxMember, "read_up_to", behind)
+            # Reading a chat clears its unread mark (one query finds the marked ones).
+            marked = [
+                pk
+                for pk, chat_id, user_id in SandboxMember.objects.filter(
+                    chat_id__in=chats, user_id__in=users, unread_mark=True
+                ).values_list("pk", "chat_id", "user_id")
+                if (chat_id, user_id) in wanted
+            ]
+            if marked:
+                SandboxMember.objects.filter(pk__in=marked).update(unread_mark=False)
             # Reading a chat also reads the reactions on the account's own messages.
             own = SandboxMessage.objects.filter(
                 chat_id__in=chats, sender_id__in=users, message_id__lte=max(wanted.values())

@@ -10,7 +10,7 @@ from cindy_site.clock import now
 from conversations.models import Conversation, Message, TaskGraph
 from conversations.services.sandbox import sandbox_say
 from engine.tests.harness import Harness
-from engine.triggers import message_decision
+from engine.triggers import message_decision, unread_mark_decision
 
 pytestmark = pytest.mark.django_db
 
@@ -105,3 +105,41 @@ def test_gagging_one_chat_leaves_the_agents_other_chats_triggering(agent, clock)
 
     assert _trigger(agent, gagged, _message(gagged, 2)) is None
     assert _trigger(agent, open_chat, _message(open_chat, 2)) == "new_conversation"
+
+
+def test_a_muted_group_still_hears_a_mention_and_a_reply_but_not_chatter(agent, clock):
+    group = _chat(agent, kind=Conversation.Kind.GROUP, peer_id=-2003)
+    group.muted = True
+    group.save()
+    _message(group, 1, is_agent=True)
+
+    assert _trigger(agent, group, _message(group, 2, mentions_agent=True)) == "message"
+    assert _trigger(agent, group, _message(group, 3, reply_to_id=1)) == "message"
+    chatter = _message(group, 4)
+    assert _trigger(agent, group, chatter) is None
+    assert message_decision(agent=agent, conversation=group, message=chatter).reason == "chat muted"
+
+
+def test_a_muted_dm_answers_a_mention_or_a_reply_to_the_agent_only(agent, clock):
+    chat = _chat(agent)
+    _message(chat, 1)
+    _message(chat, 2, is_agent=True)
+    chat.muted = True
+    chat.save()
+
+    assert _trigger(agent, chat, _message(chat, 3)) is None
+    assert _trigger(agent, chat, _message(chat, 4, reply_to_id=2)) == "message"
+    assert _trigger(agent, chat, _message(chat, 5, mentions_agent=True)) == "message"
+
+
+def test_an_unread_mark_is_a_callout_even_when_muted_but_not_when_gagged(agent, clock):
+    chat = _chat(agent)
+    chat.muted = True
+    chat.save()
+
+    assert unread_mark_decision(agent=agent, conversation=chat).trigger == "message"
+    chat.gagged = True
+    chat.save()
+    assert unread_mark_decision(agent=agent, conversation=chat).reason == "chat gagged"
+    service = _chat(agent, peer_id=777000)
+    assert unread_mark_decision(agent=agent, conversation=service).trigger is None

@@ -1,9 +1,11 @@
-"""`manage.py sandbox say|voice|typing|react|show`: talk to an agent on the sandbox transport from a shell.
+"""`manage.py sandbox say|voice|typing|react|mark-unread|show`: talk to an agent on the sandbox transport
+from a shell.
 
 `voice AGENT FILE --as USER` sends an OGG/Opus file as a voice note (its duration read from the file).
 
 `say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
-`typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply."""
+`typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply;
+`mark-unread AGENT --as USER [--group TITLE]` marks the agent's chat unread, which it answers."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agents.models import Agent
 from conversations.services.sandbox import (
     SandboxError,
+    sandbox_mark_unread,
     sandbox_react,
     sandbox_say,
     sandbox_transcript,
@@ -60,6 +63,12 @@ class Command(BaseCommand):
         react.add_argument("--as", dest="as_name", default="You", metavar="NAME")
         react.add_argument("--group", metavar="TITLE")
 
+        mark = sub.add_parser(
+            "mark-unread", help="mark the agent's chat unread, as its account's owner would: it answers"
+        )
+        mark.add_argument("agent")
+        mark.add_argument("--as", dest="as_name", default="You", metavar="USER")
+        mark.add_argument("--group", metavar="TITLE")
         show = sub.add_parser("show", help="print the chat, one message per line as SENDER: text")
         show.add_argument("agent")
         show.add_argument("--as", dest="as_name", default="You", metavar="NAME")
@@ -107,6 +116,9 @@ class Command(BaseCommand):
                     as_name=options["as_name"],
                     group=options["group"],
                 )
+            elif options["action"] == "mark-unread":
+                chat = sandbox_mark_unread(agent=agent, as_name=options["as_name"], group=options["group"])
+                self.stdout.write(f"marked {chat} unread for {agent.name}")
             else:
                 lines = sandbox_transcript(
                     agent=agent, as_name=options["as_name"], group=options["group"], with_ids=options["ids"]

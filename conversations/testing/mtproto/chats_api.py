@@ -114,9 +114,10 @@ class ChatsApi:
                         read_inbox_max_id=self.world.users[me].read_max.get(key, 0),
                         read_outbox_max_id=0,
                         unread_count=self.world.unread(me, key),
-                        unread_mentions_count=0,
-                        unread_reactions_count=0,
+                        unread_mentions_count=self.world.unread_mentions(me, key),
+                        unread_reactions_count=self.world.unread_reactions(me, key),
                         unread_poll_votes_count=0,
+                        unread_mark=self.world.users[me].unread_mark.get(key) or None,
                         notify_settings=self._notify(me, key),
                         pts=self.world.chats[key[1]].pts if key[0] == CHANNEL else None,
                     ),
@@ -227,8 +228,24 @@ class ChatsApi:
     @handles(functions.messages.ReadReactionsRequest)
     def read_reactions(self, conn, request):
         me = self._me(conn)
-        self.world.key_for(me, request.peer)
+        self.world.read_reactions(me, self.world.key_for(me, request.peer))
         return types.messages.AffectedHistory(pts=self.world.users[me].pts, pts_count=0, offset=0)
+
+    @handles(functions.messages.ReadMentionsRequest)
+    def read_mentions(self, conn, request):
+        me = self._me(conn)
+        self.world.read_mentions(me, self.world.key_for(me, request.peer))
+        return types.messages.AffectedHistory(pts=self.world.users[me].pts, pts_count=0, offset=0)
+
+    @handles(functions.messages.MarkDialogUnreadRequest)
+    def mark_dialog_unread(self, conn, request):
+        me = self._me(conn)
+        if not isinstance(request.peer, types.InputDialogPeer):
+            raise RpcFail(400, "PEER_ID_INVALID")
+        self.world.mark_unread(
+            me, self.world.key_for(me, request.peer.peer), bool(request.unread), push=False
+        )
+        return True
 
     @handles(functions.messages.SetTypingRequest)
     def set_typing(self, conn, request):

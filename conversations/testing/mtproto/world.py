@@ -11,6 +11,7 @@ Every mutation runs on the server's event loop; `push` delivers an account's liv
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ class User:
     log: list[tuple[int, str, Any]] = field(default_factory=list)  # (pts, kind, data)
     read_max: dict[tuple, int] = field(default_factory=dict)  # dialog key -> read_inbox_max_id
     muted_until: dict[tuple, int] = field(default_factory=dict)
+    unread_mark: dict[tuple, bool] = field(default_factory=dict)  # dialog key -> marked unread
+    mentions_read: dict[tuple, int] = field(default_factory=dict)  # dialog key -> mentions read up to
 
 
 @dataclass
@@ -73,6 +76,7 @@ class Message:
     edit_date: int | None = None
     deleted: bool = False
     pts: int = 0  # the sender's pts after the send
+    reactions_unread: set[int] = field(default_factory=set)  # reacting users the author has not read
 
 
 class World:
@@ -228,7 +232,7 @@ class World:
                         peer_id=types.PeerUser(uid),
                         date=m.edit_date or m.date,
                         reaction=types.ReactionEmoji(e),
-                        unread=m.sender == viewer and uid != viewer,
+                        unread=m.sender == viewer and uid in m.reactions_unread,
                         my=uid == viewer,
                     )
                     for uid, e in m.reactions.items()
@@ -339,6 +343,8 @@ class World:
             msg_id, chat.next_id = chat.next_id, chat.next_id + 1
         else:
             msg_id = next(self._common_msg_id)
+        if entities is None and not mentions:  # the server finds @username mentions in plain text
+            entities, mentions = self._text_mentions(text)
         message = Message(
             msg_id, key, sender, text, int(time.time()), random_id, reply_to, media, mentions, entities or []
         )
@@ -352,6 +358,58 @@ class World:
         message.pts = pts.get(sender, 0)
         self._deliver(key, "new", message, pts, skip=skip_push)
         return message, pts, True
+
+    def _text_mentions(self, text: str) -> tuple[list, tuple[int, ...]]:
+        """The `MessageEntityMention`s of the @usernames of known users in `text`, and their ids."""
+        entities, mentioned = [], []
+        by_name = {u.username.lower(): u.id for u in self.users.values() if u.username}
+        for found in re.finditer(r"@([A-Za-z][A-Za-z0-9_]{2,31})", text):
+            uid = by_name.get(found.group(1).lower())
+            if uid is not None:
+                start = len(text[: found.start()].encode("utf-16-le")) // 2
+                length = len(found.group(0).encode("utf-16-le")) // 2
+                entities.append(types.MessageEntityMention(offset=start, length=length))
+                mentioned.append(uid)
+        return entities, tuple(mentioned)
+
+    # --- attention: what messages.getDialogs counts as unread ---------------------------------------
+
+    def mark_unread(self, user_id: int, key: tuple, unread: bool = True, *, push: bool = True) -> None:
+        """`user_id` marks the dialog unread (or clears the mark), e.g. from their phone: their other
+        sessions get `UpdateDialogUnreadMark` (`push`)."""
+        self.users[user_id].unread_mark[key] = unread
+        if push:
+            update = types.UpdateDialogUnreadMark(
+                peer=types.DialogPeer(peer=self.peer_of(key, user_id)), unread=unread or None
+            )
+            users, chats = self.extras({key}, user_id)
+            self.push(
+                user_id,
+                types.Updates(updates=[update], users=users, chats=chats, date=int(time.time()), seq=0),
+            )
+
+    def _mentions_viewer(self, m: Message, viewer: int) -> bool:
+        replied = self.find(m.key, m.reply_to) if m.reply_to else None
+        return m.sender != viewer and (
+            viewer in m.mentions or (replied is not None and replied.sender == viewer)
+        )
+
+    def unread_mentions(self, viewer: int, key: tuple) -> int:
+        read = self.users[viewer].mentions_read.get(key, 0)
+        return sum(1 for m in self.history(key) if m.id > read and self._mentions_viewer(m, viewer))
+
+    def read_mentions(self, viewer: int, key: tuple) -> None:
+        history = self.history(key)
+        if history:
+            self.users[viewer].mentions_read[key] = history[-1].id
+
+    def unread_reactions(self, viewer: int, key: tuple) -> int:
+        return sum(1 for m in self.history(key) if m.sender == viewer and m.reactions_unread)
+
+    def read_reactions(self, viewer: int, key: tuple) -> None:
+        for m in self.history(key):
+            if m.sender == viewer:
+                m.reactions_unread.clear()
 
     def typing(self, user_id: int, key: tuple, *, cancel: bool = False) -> None:
         """`user_id` types in a DM (or stops: `cancel`): the other side gets `UpdateUserTyping`, which
@@ -390,8 +448,11 @@ class World:
             raise RpcFail(400, "MESSAGE_ID_INVALID")
         if emoji:
             message.reactions[user_id] = emoji
+            if message.sender != user_id:
+                message.reactions_unread.add(user_id)
         else:
             message.reactions.pop(user_id, None)
+            message.reactions_unread.discard(user_id)
         for uid in self.members(key):
             if uid == user_id:
                 continue

@@ -38,6 +38,7 @@ from conversations.services.activity import Kind, record_event
 from conversations.transport.base import (
     AccountInfo,
     AuthError,
+    DialogUnreadMark,
     FloodWait,
     InboundMessage,
     MessageEdited,
@@ -120,6 +121,10 @@ class TelethonConnection:
         self._sticker_set_names: dict[int, tuple[str, str]] = {}
         self._entities: dict[int, Any] = {}
         self._own_ids: dict[int, collections.deque[int]] = {}
+        #: Peers whose dialog is marked unread, or has unread mentions, as far as the account has seen
+        #: (dialog lists, updates): `mark_read` clears those too (engine/attention.py).
+        self._marked_unread: set[int] = set()
+        self._unread_mentions: set[int] = set()
         self._closing = False
         #: Called (on the gateway's loop) whenever an update is queued, so the gateway polls at once.
         self.on_update: Callable[[], None] | None = None
@@ -376,7 +381,9 @@ class TelethonConnection:
                 await self._resolve_sticker_sets(sticker_sets_needed(message), [message])
                 if getattr(message, "out", False):
                     self._remember_own(utils.get_peer_id(message.peer_id), message.id)
-            self._queue.extend(updates_from(update, self._context()))
+            found = updates_from(update, self._context())
+            self._note_attention(found)
+            self._queue.extend(found)
         except Exception:
             try:
                 self._queue_unreadable(update)
@@ -386,6 +393,16 @@ class TelethonConnection:
                 )
         if self._queue and self.on_update is not None:
             self.on_update()
+
+    def _note_attention(self, updates: list[Update]) -> None:
+        """Remember the dialogs `mark_read` must also clear: marked unread, or with a mention."""
+        for update in updates:
+            if isinstance(update, DialogUnreadMark):
+                (self._marked_unread.add if update.unread else self._marked_unread.discard)(update.peer_id)
+            elif isinstance(update, NewMessage) and (
+                update.message.mentions_agent or update.message.reply_to_agent
+            ):
+                self._unread_mentions.add(update.message.peer_id)
 
     async def poll_updates(self) -> list[Update]:
         """The queued updates; raises when the connection is gone, so the gateway reconnects.

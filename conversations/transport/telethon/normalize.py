@@ -20,6 +20,7 @@ from telethon.tl import types
 from conversations.transport.base import (
     TYPING_UPDATE_SECONDS,
     ChatKind,
+    DialogUnreadMark,
     InboundMessage,
     MediaItem,
     MessageEdited,
@@ -396,6 +397,8 @@ def updates_from(update, ctx: Context) -> list[Update]:
     if isinstance(update, types.UpdateUserTyping) and update.user_id != ctx.me_id:
         stopped = isinstance(update.action, types.SendMessageCancelAction)
         return [PartnerTyping(peer_id=update.user_id, seconds=0.0 if stopped else TYPING_UPDATE_SECONDS)]
+    if isinstance(update, types.UpdateDialogUnreadMark) and isinstance(update.peer, types.DialogPeer):
+        return [DialogUnreadMark(peer_id=peer_id_of(update.peer.peer), unread=bool(update.unread))]
     if isinstance(update, types.UpdateMessageReactions):
         reactions, unread = reactions_of(update.reactions, ctx.me_id)
         return [

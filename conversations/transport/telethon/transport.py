@@ -8,6 +8,7 @@ in the chat's recent history), so a send retried after a crash never produces a 
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,18 @@ def _is_muted(settings: types.PeerNotifySettings | None) -> bool:
     return bool(until and until > now())
 
 
-def _dialog_marks(dialog: types.Dialog) -> dict[str, int]:
-    """The reconciler's marks: what the account has read (a first start answers only what is after
-    it) and the newest message (a chat whose newest message is already stored needs no history)."""
+def _dialog_marks(dialog: types.Dialog, top_dates: dict[tuple[int, int], dt.datetime]) -> dict[str, Any]:
+    """The reconciler's and the unread scan's marks: what the account has read (a first start answers
+    only what is after it), the newest message and its date (a chat whose newest message is already
+    stored needs no history), and what Telegram counts as unread (`ChatDetails`)."""
     return {
         "read_inbox_max_id": dialog.read_inbox_max_id,
         "top_message": dialog.top_message,
+        "top_date": top_dates.get((peer_id_of(dialog.peer), dialog.top_message)),
         "unread_count": dialog.unread_count,
+        "unread_mark": bool(dialog.unread_mark),
+        "unread_mentions_count": dialog.unread_mentions_count or 0,
+        "unread_reactions_count": dialog.unread_reactions_count or 0,
     }
 
 
@@ -273,6 +279,19 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
         await self._peer_call(peer_id, build)
         # Reactions read too, so an answered reaction does not count as unread again.
         await self._peer_call(peer_id, lambda peer: functions.messages.ReadReactionsRequest(peer=peer))
+        # Mentions and an unread mark are cleared as Telegram's apps do on opening the chat (only
+        # where the account saw them: two requests fewer for every other chat).
+        if peer_id in self._unread_mentions:
+            await self._peer_call(peer_id, lambda peer: functions.messages.ReadMentionsRequest(peer=peer))
+            self._unread_mentions.discard(peer_id)
+        if peer_id in self._marked_unread:
+            await self._peer_call(
+                peer_id,
+                lambda peer: functions.messages.MarkDialogUnreadRequest(
+                    peer=types.InputDialogPeer(peer=peer), unread=False
+                ),
+            )
+            self._marked_unread.discard(peer_id)
 
     async def set_typing(self, peer_id: int, typing: bool = True) -> None:
         action = types.SendMessageTypingAction() if typing else types.SendMessageCancelAction()
@@ -367,11 +386,21 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             )
         )
         self._remember_entities([*result.users, *result.chats])
-        return [
-            self._details(d.peer, d.notify_settings, extra=_dialog_marks(d))
+        top_dates = {
+            (peer_id_of(m.peer_id), m.id): m.date
+            for m in result.messages
+            if isinstance(m, types.Message | types.MessageService) and m.date is not None
+        }
+        found = [
+            self._details(d.peer, d.notify_settings, extra=_dialog_marks(d, top_dates))
             for d in result.dialogs
             if isinstance(d, types.Dialog)
         ]
+        for details in found:
+            marked, mentioned = details.extra["unread_mark"], details.extra["unread_mentions_count"] > 0
+            (self._marked_unread.add if marked else self._marked_unread.discard)(details.peer_id)
+            (self._unread_mentions.add if mentioned else self._unread_mentions.discard)(details.peer_id)
+        return found
 
     async def get_details(self, peer_id: int) -> ChatDetails:
         peer = await self._input_peer(peer_id)

@@ -104,8 +104,12 @@ class Player:
         started = time.time()
         if turn.operator:
             stage.operate(scenario, turn)
+        if turn.mute:
+            stage.mute(scenario, turn)
         if turn.trigger == "message" and turn.voice:
             stage.say_voice(scenario, turn)
+        elif turn.unseen:
+            stage.say_unseen(scenario, turn)
         elif turn.trigger == "message":
             stage.say(scenario, turn, typing=turn.typing_seconds)
             if turn.typing_then:  # said once the agent holds its reply for the typing
@@ -121,6 +125,8 @@ class Player:
                 stage.say(scenario, turn, text=turn.typing_then)
         elif turn.trigger == "nudge":
             stage.nudge(scenario, turn)
+        elif turn.trigger == "mark_unread":
+            stage.mark_unread(scenario, turn)
         if not turn.answered:  # once Cindy stored the message, a turn it started would show
             wait(
                 lambda: self._mirrored(turn),
@@ -186,6 +192,8 @@ class Player:
         self._check_effects(turn, at)
         if turn.describe:
             self._check_describes(turn, at, stage.describes(started, time.time()))
+        if turn.unseen and not self.stopped:
+            self._late_update(turn, at)
         return not self.stopped
 
     def _check_describes(self, turn: Turn, at: str, described: list) -> None:
@@ -201,6 +209,20 @@ class Player:
                     self.failures.append(
                         f"{at}: a media description request carried {list(served.inline)}, not only images"
                     )
+
+    def _late_update(self, turn: Turn, at: str) -> None:
+        """The lost update of an unseen message arrives after all (with an edit of the message, which
+        shows when Cindy has read it): it must start no second turn."""
+        stage, scenario = self.stage, self.scenario
+        graphs = stage.graphs(scenario, turn.person)
+        edited = stage.deliver_late(scenario, turn)
+        wait(
+            lambda: edited in stage.mirrored(scenario, turn.person) or self._troubled(),
+            f"{scenario.name} {at}: the late update and the edit in Cindy's mirror",
+            stage,
+        )
+        if stage.graphs(scenario, turn.person) != graphs:
+            self.failures.append(f"{at}: the late update of the unseen message started another turn")
 
     def _braked(self, turn: Turn, at: str) -> bool:
         """A message a spend brake holds: the turn waits, no LLM request is made, nothing is sent."""

@@ -23,6 +23,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     # trigger = "xsend" | "event"    #   by the agent's own xsend or event (the turn waits for it), or
     # trigger = "nudge"              #   by an operator's nudge (the admin's XSend), with `intent = "..."`
     # trigger = "operator"           #   by the operator's `operator` change (a held turn plans again)
+    # trigger = "mark_unread"        #   by the agent's account marking the person's chat unread
     as = "Ada"                       # optional: whose chat this turn is in
     operator = {daily_spend_cap = "0.01"}   # optional: spend limits an operator saves first, as the
                                      #   admin does ("" clears one)
@@ -62,6 +63,11 @@ A `voice` turn says a voice note instead of text: an OGG/Opus tone `seconds` lon
 once per `name` in the scenario (default "voice"); the stand-in answers its transcription request with
 `transcript`. The same `name` in a later turn sends the same note again (the same media unique id) and
 has no `transcript`: the harness checks that it is not transcribed again.
+    mute = true                      # the operator mutes the person's chat (or the group) first, as the
+                                     #   admin does (on Telegram too); the chat must exist already
+    unseen = true                    # the message reaches Telegram but its update is lost: only the
+                                     #   unread scan can find it. Once the turn is done, the update comes
+                                     #   after all with an edit of the message: it must start no turn
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -82,7 +88,7 @@ from typing import Any
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
-TRIGGERS = ("message", "xsend", "event", "nudge", "operator")
+TRIGGERS = ("message", "xsend", "event", "nudge", "operator", "mark_unread")
 #: What an `operator` step may change: the agent's spend limits (engine/brakes.py), as the admin saves them.
 OPERATOR_FIELDS = ("daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "thinking_tokens")
@@ -144,6 +150,8 @@ _TURN_KEYS = {
     "activity",
     "media",
     "describe",
+    "mute",
+    "unseen",
 }
 
 
@@ -188,6 +196,8 @@ class Turn:
     voice_transcript: str = ""  # what the stand-in transcribes it as; "" for a note said before
     media: tuple[tuple[str, Any], ...] = ()  # the media the message carries: (("kind", ...), ...)
     describe: str = ""  # "images" | "none" | "" (not checked)
+    mute: bool = False
+    unseen: bool = False
 
     @property
     def kinds(self) -> set[str]:
@@ -366,7 +376,7 @@ def _turn(
     if (trigger == "message") != bool(say or voice):
         raise ScenarioError(
             f'{at}: a turn either says something (say = "..." or voice = {{...}}) or waits for a trigger '
-            '(trigger = "xsend", "event" or "nudge"), not both or neither'
+            '(trigger = "xsend", "event", "nudge", "operator" or "mark_unread"), not both or neither'
         )
     if voice and "typing" in raw:
         raise ScenarioError(f"{at}: typing follows a text message: remove typing from the voice turn")
@@ -383,9 +393,23 @@ def _turn(
             f'{at}: trigger = "operator" needs an operator change, e.g. operator = '
             '{daily_spend_cap = "1.00"}'
         )
-    for key in ("blocked", "cleared", "stopped", "answered", "answer_bots", "loop_guard", "braked"):
+    for key in (
+        "blocked",
+        "cleared",
+        "stopped",
+        "answered",
+        "answer_bots",
+        "loop_guard",
+        "braked",
+        "mute",
+        "unseen",
+    ):
         if key in raw and not isinstance(raw[key], bool):
             raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
+    if raw.get("unseen") and (trigger != "message" or "typing" in raw or raw.get("braked")):
+        raise ScenarioError(
+            f'{at}: unseen is a message whose update is lost: give say = "..." and no typing or braked'
+        )
     braked = raw.get("braked", False)
     if braked:
         if "reply" in raw or "after_retrieve" in raw or trigger != "message":
@@ -487,6 +511,8 @@ def _turn(
         activity=tuple(_strings(at, "activity", raw.get("activity", []))),
         media=_media(at, raw.get("media"), trigger),
         describe=describe,
+        mute=raw.get("mute", False),
+        unseen=raw.get("unseen", False),
     )
 
 

@@ -208,6 +208,7 @@ class Stage:
             "GOOGLE_GEMINI_API_KEY": "test",
             "DEFAULT_AGENT_LLM": "gemini",
             "CINDY_READ_DELAY_SECONDS": "0",
+            "CINDY_UNREAD_SCAN_SECONDS": "3",  # an unseen message is found within seconds
             "CINDY_MEDIA_ROOT": str(tmp / "media"),
             "CINDY_AGENT_CONFIG_PATH": f"{SAMPLES}:{CONFIGDIR}",
             # Few enough that a scenario reaches the daily picture limit (spec.py, `pictures`).
@@ -591,6 +592,71 @@ class Stage:
     def typing_lasts(self, seconds: float) -> float:
         """How long the agent sees a person type who types for `seconds`."""
         return seconds
+
+    # --- attention (engine/attention.py) ----------------------------------------------------------
+
+    def _say_args(self, scenario: Scenario, turn: Turn) -> list[str]:
+        args = [scenario.persona, turn.say, "--as", scenario.user(turn.person)]
+        if turn.person in scenario.bots:
+            args.append("--bot")
+        if turn.person in scenario.user_ids:
+            args += ["--user-id", str(scenario.user_ids[turn.person])]
+        if scenario.group:
+            args += ["--group", scenario.group_title]
+        return args
+
+    def say_unseen(self, scenario: Scenario, turn: Turn) -> None:
+        """The person writes, but the update is lost: its row leaves the log in the same transaction."""
+        self.run(
+            "from django.core.management import call_command\n"
+            "from django.db import transaction\n"
+            "from conversations.models import SandboxMessage, SandboxUpdate\n"
+            "with transaction.atomic():\n"
+            f"    call_command('sandbox', 'say', *{self._say_args(scenario, turn)!r})\n"
+            f"    m = SandboxMessage.objects.filter(sender__name={scenario.user(turn.person)!r}).latest('id')\n"
+            "    SandboxUpdate.objects.filter(chat=m.chat, message_id=m.message_id).delete()"
+        )
+
+    def deliver_late(self, scenario: Scenario, turn: Turn) -> str:
+        """The lost update of the turn's message arrives, followed by an edit of it; returns the edited
+        text."""
+        edited = f"{turn.say} (edited)"
+        self.run(
+            "from django.db import transaction\n"
+            "from cindy_site.clock import now\n"
+            "from conversations.models import SandboxMessage, SandboxUpdate\n"
+            "from conversations.services.wake import wake_gateways_on_commit\n"
+            f"m = SandboxMessage.objects.filter(sender__name={scenario.user(turn.person)!r}, "
+            f"text={turn.say!r}).latest('id')\n"
+            "with transaction.atomic():\n"
+            "    SandboxUpdate.objects.create(chat=m.chat, kind='new_message', message_id=m.message_id, "
+            "actor=m.sender, created=now())\n"
+            f"    SandboxMessage.objects.filter(pk=m.pk).update(text={edited!r}, edited=True)\n"
+            "    SandboxUpdate.objects.create(chat=m.chat, kind='edit', message_id=m.message_id, "
+            "actor=m.sender, created=now())\n"
+            "    wake_gateways_on_commit()"
+        )
+        return edited
+
+    def mark_unread(self, scenario: Scenario, turn: Turn) -> None:
+        """The agent's account marks the person's chat (or the group) unread: `sandbox mark-unread`."""
+        args = [scenario.persona, "--as", scenario.user(turn.person)]
+        if scenario.group:
+            args += ["--group", scenario.group_title]
+        self.command("sandbox", "mark-unread", *args)
+
+    def mute(self, scenario: Scenario, turn: Turn) -> None:
+        """The operator mutes the person's chat (or the group), as the admin's Mute action does."""
+        conversation = self._conversation_of(scenario, turn.person)
+        assert conversation, (
+            f"{scenario.path.name}: turn {turn.number}: mute before the chat exists: say something in "
+            "an earlier turn"
+        )
+        self.run(
+            "from conversations.models import Conversation\n"
+            "from conversations.services.curation import conversations_set_muted\n"
+            f"conversations_set_muted(conversations=[Conversation.objects.get(pk={conversation})], muted=True)"
+        )
 
     def answer_bots(self, scenario: Scenario, turn: Turn) -> None:
         """An operator turns on the "answer bots" setting of the person's chat, as in the admin."""

@@ -178,6 +178,36 @@ class TelegramStage(Stage):
             )
         return types.MessageMediaDocument(document=document)
 
+    def _dm(self, scenario: Scenario, person: str) -> tuple[int, tuple]:
+        who = self._person(scenario.user(person))
+        return who, self.standin.world.dm_key(self.accounts[scenario.persona], who)
+
+    def say_unseen(self, scenario: Scenario, turn: Turn) -> None:
+        """The message is stored and logged, but its update is not pushed: the account learns of it from
+        the dialog list, or from getDifference once a later update shows the gap."""
+        person, key = self._dm(scenario, turn.person)
+        self.standin.run(
+            self.standin.world.send, person, key, turn.say, skip_push=self.accounts[scenario.persona]
+        )
+
+    def deliver_late(self, scenario: Scenario, turn: Turn) -> str:
+        """An edit of the unseen message is pushed: its pts gap makes Telethon fetch the difference,
+        which brings the lost update after all."""
+        person, key = self._dm(scenario, turn.person)
+        edited = f"{turn.say} (edited)"
+
+        def act() -> None:
+            message = next(m for m in reversed(self.standin.world.history(key)) if m.text == turn.say)
+            self.standin.world.edit(person, key, message.id, edited)
+
+        self.standin.run(act)
+        return edited
+
+    def mark_unread(self, scenario: Scenario, turn: Turn) -> None:
+        """The agent's account marks the chat unread on another device: `UpdateDialogUnreadMark`."""
+        _person, key = self._dm(scenario, turn.person)
+        self.standin.run(self.standin.world.mark_unread, self.accounts[scenario.persona], key)
+
     # --- reading the world --------------------------------------------------------------------------
 
     def user_id(self, name: str) -> int:

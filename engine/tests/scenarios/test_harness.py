@@ -260,3 +260,32 @@ def test_a_scenario_reads_the_picture_keys(tmp_path):
     assert (loaded.turns[0].picture, loaded.turns[0].pictures) == ("A gull", 1)
     with pytest.raises(ScenarioError, match="turn 1: pictures is -1: give how many pictures the turn makes"):
         scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + "pictures = -1\n")
+
+
+def test_a_scenario_reads_the_attention_keys(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\n'
+        + GOOD_TURN
+        + '[[turn]]\nmute = true\nsay = "psst"\nunseen = true\nanswered = false\n'
+        + '[[turn]]\ntrigger = "mark_unread"\nreply = [{kind = "send", text = "back"}]\n',
+    )
+    first, second, third = loaded.turns
+    assert (first.mute, first.unseen) == (False, False)
+    assert (second.mute, second.unseen, second.answered) == (True, True, False)
+    assert (third.trigger, third.say) == ("mark_unread", "")
+
+
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        ('trigger = "mark_unread"\nunseen = true\nreply = []\n', "unseen is a message whose update is lost"),
+        ('say = "hi"\nunseen = true\ntyping = {seconds = 3}\nreply = []\n', "no typing or braked"),
+        ('say = "hi"\nmute = "yes"\nreply = []\n', "mute is 'yes': use true or false"),
+        ('trigger = "mark_unread"\nsay = "hi"\nreply = []\n', '"operator" or "mark_unread"'),
+    ],
+)
+def test_bad_attention_keys_are_refused_with_the_fix(tmp_path, turn, message):
+    with pytest.raises(ScenarioError, match="turn 1") as refused:
+        scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\n' + turn)
+    assert message in str(refused.value)
