@@ -1,5 +1,6 @@
 """`manage.py sandbox say|typing|react|show`: talk to an agent on the sandbox transport from a shell.
 
+`say --group TITLE --topic NAME` writes in a topic of a forum group (made on first use);
 `say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
 `typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply."""
 
@@ -27,6 +28,11 @@ class Command(BaseCommand):
         say.add_argument("texts", nargs="+", metavar="TEXT")
         say.add_argument("--as", dest="as_name", default=None, metavar="NAME", help="default: You")
         say.add_argument("--group", metavar="TITLE")
+        say.add_argument(
+            "--topic",
+            metavar="NAME",
+            help="write in this topic of the --group (created on first use; the group becomes a forum)",
+        )
         say.add_argument("--reply-to", type=int, metavar="ID")
         say.add_argument(
             "--user-id",
@@ -54,6 +60,7 @@ class Command(BaseCommand):
         show.add_argument("agent")
         show.add_argument("--as", dest="as_name", default="You", metavar="NAME")
         show.add_argument("--group", metavar="TITLE")
+        show.add_argument("--topic", metavar="NAME", help="only this topic of the --group")
         show.add_argument("--ids", action="store_true", help="prefix each line with its message id")
 
     def handle(self, *args, **options):
@@ -74,6 +81,7 @@ class Command(BaseCommand):
                         reply_to=reply_to,
                         user_id=options["user_id"],
                         bot=options["bot"],
+                        topic=options["topic"],
                     )
                     reply_to = None  # only the first message is the reply
                     self.stdout.write(f"sent #{message.message_id}")
@@ -90,7 +98,11 @@ class Command(BaseCommand):
                 )
             else:
                 lines = sandbox_transcript(
-                    agent=agent, as_name=options["as_name"], group=options["group"], with_ids=options["ids"]
+                    agent=agent,
+                    as_name=options["as_name"],
+                    group=options["group"],
+                    with_ids=options["ids"],
+                    topic=options["topic"],
                 )
                 for line in lines:
                     self.stdout.write(line)
