@@ -13,20 +13,18 @@ from .test_standin_transport import connected, next_updates, standin, world  # n
 
 
 def test_messages_sends_typing_history_and_read_marks_follow_the_forum_topic(world):  # noqa: F811
-    standin, agent, me, bob = world
-    forum = standin.run(
-        standin.world.create_group, title="Allotment", member_ids=[me.id, bob.id], forum=True
-    )
+    server, agent, me, bob = world
+    forum = server.run(server.world.create_group, title="Allotment", member_ids=[me.id, bob.id], forum=True)
     key = ("channel", forum.id)
     peer = peer_id_of(types.PeerChannel(forum.id))
 
     async def run():
         transport = await connected(agent)
-        seeds = standin.run(standin.world.create_topic, bob.id, forum.id, "Seeds").id
-        tools = standin.run(standin.world.create_topic, bob.id, forum.id, "Tools").id
-        first, _pts, _new = standin.run(standin.world.send, bob.id, key, "beans or peas?", topic=seeds)
-        standin.run(standin.world.send, bob.id, key, "who has a spade?", topic=tools)
-        standin.run(standin.world.send, bob.id, key, "hello all")
+        seeds = server.run(server.world.create_topic, bob.id, forum.id, "Seeds").id
+        tools = server.run(server.world.create_topic, bob.id, forum.id, "Tools").id
+        first, _pts, _new = server.run(server.world.send, bob.id, key, "beans or peas?", topic=seeds)
+        server.run(server.world.send, bob.id, key, "who has a spade?", topic=tools)
+        server.run(server.world.send, bob.id, key, "hello all")
         got = []
         while len(got) < 5:
             got += await next_updates(transport, NewMessage)
@@ -46,12 +44,20 @@ def test_messages_sends_typing_history_and_read_marks_follow_the_forum_topic(wor
     assert by_text["beans or peas?"].reply_to_id is None  # a post in the topic, not a reply to its opener
     assert (by_text["who has a spade?"].topic_id, by_text["who has a spade?"].topic_title) == (tools, "Tools")
     assert by_text["hello all"].topic_id is None  # General
-    stored = {m.id: m for m in standin.run(standin.world.history, key)}
-    assert (stored[sent.message_id].topic, stored[sent.message_id].reply_to) == (seeds, by_text["beans or peas?"].message_id)
+    stored = {m.id: m for m in server.run(server.world.history, key)}
+    assert (stored[sent.message_id].topic, stored[sent.message_id].reply_to) == (
+        seeds,
+        by_text["beans or peas?"].message_id,
+    )
     assert (stored[plain.message_id].topic, stored[plain.message_id].reply_to) == (seeds, None)
-    assert [m.text for m in history] == ["[TopicCreate: Seeds]", "beans or peas?", "peas", "in the seeds topic"]
+    assert [m.text for m in history] == [
+        "[TopicCreate: Seeds]",
+        "beans or peas?",
+        "peas",
+        "in the seeds topic",
+    ]
     assert all(m.topic_id == seeds for m in history)
-    assert standin.world.users[me.id].read_max[(*key, seeds)] == plain.message_id
-    typing = standin.calls_of("messages.setTyping")[-1]
+    assert server.world.users[me.id].read_max[(*key, seeds)] == plain.message_id
+    typing = server.calls_of("messages.setTyping")[-1]
     assert typing.error == ""
-    assert standin.calls_of("messages.getReplies") and standin.calls_of("messages.readDiscussion")
+    assert server.calls_of("messages.getReplies") and server.calls_of("messages.readDiscussion")
