@@ -322,6 +322,10 @@ def channel_details_section(conversation: Conversation) -> str:
         lines.append(f"- {label}: {conversation.title}")
     if conversation.username:
         lines.append(f"- Username: @{conversation.username}")
+    if conversation.topic_id:  # a forum topic: this conversation is that topic only
+        lines.append(
+            f"- Topic: {conversation.topic_title or conversation.topic_id} (topic id {conversation.topic_id})"
+        )
     for key, title in _DETAIL_LABELS.items():
         value = details.get(key)
         if value not in (None, "", [], {}):
