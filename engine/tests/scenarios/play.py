@@ -35,7 +35,7 @@ class Player:
     def __init__(self, stage: Stage, scenario: Scenario) -> None:
         self.stage = stage
         self.scenario = scenario
-        self.seen: dict[str, int] = {}  # person -> id of the last agent message checked in their chat
+        self.seen: dict[str, int] = {}  # person (or group) -> id of the last agent message checked there
         self.failures: list[str] = []
         self.stopped = False  # a turn went wrong and the scenario stopped there
         self.braked_calls: int | None = None  # the LLM calls of the scenario when a brake held a turn
@@ -217,10 +217,11 @@ class Player:
     def _check_effects(self, turn: Turn, at: str) -> None:
         stage, scenario = self.stage, self.scenario
         messages = stage.messages(scenario, turn.person)
-        since = self.seen.get(turn.person, 0)
+        chat = scenario.group_title or turn.person  # in a group, everybody's turns share the one chat
+        since = self.seen.get(chat, 0)
         new = [m for m in messages if m[1] and m[0] > since]
         if new:
-            self.seen[turn.person] = new[-1][0]
+            self.seen[chat] = new[-1][0]
         if scenario.forum:
             new = self._in_topic(turn, at, new)
         if turn.sends is not None and [render(m) for m in new] != list(turn.sends):
