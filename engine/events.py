@@ -62,7 +62,12 @@ def event_fire(*, event_pk: int, at: dt.datetime) -> bool:
             return False
         if not event_claim(event=event, at=at):
             return False
-        conversation = Conversation.objects.filter(agent_id=event.agent_id, peer_id=event.channel_id).first()
+        # A forum's own conversation (General, topic 0) comes before its topics'.
+        conversation = (
+            Conversation.objects.filter(agent_id=event.agent_id, peer_id=event.channel_id)
+            .order_by("topic_id")
+            .first()
+        )
         reason = _skip_reason(event.agent, conversation)
         if reason:
             record_event(
