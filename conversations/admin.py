@@ -210,6 +210,7 @@ class ConversationAdmin(admin.ModelAdmin):
                     "events",
                     agent__id__exact=conversation.agent_id,
                     channel_id=conversation.peer_id,
+                    topic_id=conversation.topic_id,
                 ),
                 format_html(
                     '<a href="{}">XSend</a>',
@@ -256,7 +257,11 @@ class ConversationAdmin(admin.ModelAdmin):
 
 def memory_links(conversation: Conversation) -> list[str]:
     """Links to the conversation's summaries and notes in the memory admin."""
-    filters = {"agent__id__exact": conversation.agent_id, "channel_id": conversation.peer_id}
+    filters = {
+        "agent__id__exact": conversation.agent_id,
+        "channel_id": conversation.peer_id,
+        "topic_id": conversation.topic_id,
+    }
     return [
         changelist_link("memory.summary", "summaries", **filters),
         changelist_link("memory.note", "notes", **filters),
