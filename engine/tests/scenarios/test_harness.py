@@ -94,6 +94,27 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
             'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nreply = []\nusage = {tokens = 5}\n',
             "usage is {'tokens': 5}: use token counts of input_tokens",
         ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club"}\n'
+            + GOOD_TURN
+            + 'topic = "Seeds"\n',
+            'a turn has a topic, but the group has none: set group = {title = "...", forum = true}',
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club", forum = "yes"}\n' + GOOD_TURN,
+            "group forum is 'yes': use true or false",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\ngroup = {title = "Club", forum = true, '
+            'agents = ["Wendy"]}\n' + GOOD_TURN,
+            "on Telegram a group scenario is a forum of the persona and the people",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club", forum = true}\n'
+            + GOOD_TURN
+            + 'topic = ""\n',
+            "topic ['']: give each a title of 1 to 128 characters",
+        ),
     ],
 )
 def test_a_bad_scenario_file_is_refused_naming_the_file_and_the_fix(tmp_path, text, message):
@@ -138,3 +159,15 @@ def test_the_log_scan_reports_warnings_errors_and_tracebacks_not_expected_by_nam
         "Traceback (most recent call last):",
     ]
     assert unexpected_log_lines("2026-01-01 10:00:00,000 INFO x: a WARNING in the text\n") == []
+
+
+def test_a_forum_scenario_reads_its_topics_and_may_play_on_telegram(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\ngroup = {title = "Allotment", forum = true}\n'
+        + GOOD_TURN
+        + 'topic = "Seeds"\n'
+        + GOOD_TURN,
+    )
+    assert (loaded.forum, loaded.telegram, loaded.group_title) == (True, True, "Allotment orla_x")
+    assert [t.topic for t in loaded.turns] == ["Seeds", ""]
