@@ -273,6 +273,7 @@ def sandbox_message_row(message: SandboxMessage) -> dict[str, Any]:
         "date": _iso(message.date),
         "text": message.text,
         "reply_to_id": message.reply_to_id,
+        "topic_id": message.topic_id,
         "media": [_media_row(part) for part in message.media],
         "reactions": message.reactions,
         "edited": message.edited,
