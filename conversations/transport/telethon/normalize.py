@@ -360,7 +360,17 @@ def unsupported_message(message, ctx: Context) -> InboundMessage:
         is_outgoing=out,
         text=text if isinstance(text, str) else "",
         media=(MediaItem(media_kind="other", extra={"type": "unsupported", "tl_type": content_type}),),
+        topic_id=_safe_topic(message),
     )
+
+
+def _safe_topic(message) -> int | None:
+    """The message's forum topic, or None when even that cannot be read (it then lands in General)."""
+    try:
+        topic = topic_of(message)
+    except Exception:
+        return None
+    return topic if isinstance(topic, int) else None
 
 
 NEW_MESSAGE_UPDATES = (types.UpdateNewMessage, types.UpdateNewChannelMessage)
