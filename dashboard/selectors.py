@@ -176,6 +176,7 @@ def _conversation_row(conversation: Conversation, graph: TaskGraph | None) -> di
         "kind": conversation.kind,
         "title": conversation.display_title,
         "peer_id": conversation.peer_id,
+        "topic_id": conversation.topic_id,
         "muted": conversation.muted,
         "blocked": conversation.blocked,
         "last_message_at": _iso(conversation.last_message_at),

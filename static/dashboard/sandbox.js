@@ -95,6 +95,7 @@
 
   function showGraph(conversation) {
     if (!conversation || conversation.agent_id !== config.agent_id || conversation.peer_id !== config.peer_id) return;
+    if ((conversation.topic_id || 0) !== (config.topic_id || 0)) return;  // another topic of the forum
     const first = !conversationId;
     conversationId = conversation.id;
     document.getElementById("graph").replaceChildren(conversationCard(conversation));
