@@ -107,12 +107,14 @@ class ConversationAdmin(admin.ModelAdmin):
         "graph",
     ]
     list_filter = ["agent", "kind", "muted", "gagged", "blocked"]
-    search_fields = ["title", "username", "=peer_id", "agent__name"]
+    search_fields = ["title", "topic_title", "username", "=peer_id", "agent__name"]
     list_select_related = ["agent"]
     date_hierarchy = "last_message_at"
     fields = [
         "agent",
         "peer_id",
+        "topic_id",
+        "topic_title",
         "kind",
         "title",
         "username",
@@ -132,6 +134,8 @@ class ConversationAdmin(admin.ModelAdmin):
     readonly_fields = [
         "agent",
         "peer_id",
+        "topic_id",
+        "topic_title",
         "kind",
         "title",
         "username",
