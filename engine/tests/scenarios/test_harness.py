@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.tests.scenarios.health import unexpected_log_lines
+from engine.tests.scenarios.play import Player
 from engine.tests.scenarios.spec import SCENARIO_DIR, ScenarioError, all_scenarios, load
 
 
@@ -171,3 +172,32 @@ def test_a_forum_scenario_reads_its_topics_and_may_play_on_telegram(tmp_path):
     )
     assert (loaded.forum, loaded.telegram, loaded.group_title) == (True, True, "Allotment orla_x")
     assert [t.topic for t in loaded.turns] == ["Seeds", ""]
+
+
+class _TopicStage:
+    """Just what the player's topic check reads: each message's topic title ("": General)."""
+
+    def __init__(self, topics: dict[int, str]) -> None:
+        self.topics = topics
+
+    def message_topics(self, scenario) -> dict[int, str]:
+        return self.topics
+
+
+def test_a_forum_turn_fails_for_an_agent_line_in_another_topic_or_in_general(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Allotment", forum = true}\n'
+        + GOOD_TURN
+        + 'topic = "Seeds"\n',
+    )
+    player = Player(_TopicStage({1: "Seeds", 2: "Tools"}), loaded)
+    new = [(1, True, "Orla: peas", [], []), (2, True, "Orla: spade", [], []), (3, True, "Orla: hi", [], [])]
+
+    kept = player._in_topic(loaded.turns[0], "turn 1", new)
+
+    assert [m[0] for m in kept] == [1]
+    assert player.failures == [
+        "turn 1: the agent wrote #2 in 'Tools', not in 'Seeds'",
+        "turn 1: the agent wrote #3 in General, not in 'Seeds'",
+    ]
