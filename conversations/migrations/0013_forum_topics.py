@@ -5,64 +5,81 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0009_person_bots_and_hops'),
-        ('conversations', '0012_llmcall_worker'),
+        ("agents", "0009_person_bots_and_hops"),
+        ("conversations", "0012_llmcall_worker"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SandboxTopic',
+            name="SandboxTopic",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('topic_id', models.BigIntegerField()),
-                ('title', models.CharField(max_length=128)),
-                ('created', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("topic_id", models.BigIntegerField()),
+                ("title", models.CharField(max_length=128)),
+                ("created", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['chat', 'topic_id'],
+                "ordering": ["chat", "topic_id"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='conversation',
-            name='conversation_unique_peer',
+            model_name="conversation",
+            name="conversation_unique_peer",
         ),
         migrations.AddField(
-            model_name='conversation',
-            name='topic_id',
-            field=models.BigIntegerField(default=0, help_text="In a forum group, the topic's id (its top message id); 0 for the whole chat: DMs, plain groups and a forum's General topic"),
+            model_name="conversation",
+            name="topic_id",
+            field=models.BigIntegerField(
+                default=0,
+                help_text="In a forum group, the topic's id (its top message id); 0 for the whole chat: DMs, plain groups and a forum's General topic",
+            ),
         ),
         migrations.AddField(
-            model_name='conversation',
-            name='topic_title',
+            model_name="conversation",
+            name="topic_title",
             field=models.CharField(blank=True, help_text="The forum topic's title", max_length=255),
         ),
         migrations.AddField(
-            model_name='sandboxchat',
-            name='forum',
-            field=models.BooleanField(default=False, help_text='A group with topics (a forum supergroup)'),
+            model_name="sandboxchat",
+            name="forum",
+            field=models.BooleanField(default=False, help_text="A group with topics (a forum supergroup)"),
         ),
         migrations.AddField(
-            model_name='sandboxmessage',
-            name='topic_id',
-            field=models.BigIntegerField(blank=True, help_text='The forum topic it was posted in (none: General, or no forum)', null=True),
+            model_name="sandboxmessage",
+            name="topic_id",
+            field=models.BigIntegerField(
+                blank=True,
+                help_text="The forum topic it was posted in (none: General, or no forum)",
+                null=True,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='conversation',
-            constraint=models.UniqueConstraint(fields=('agent', 'peer_id', 'topic_id'), name='conversation_unique_peer_topic'),
+            model_name="conversation",
+            constraint=models.UniqueConstraint(
+                fields=("agent", "peer_id", "topic_id"), name="conversation_unique_peer_topic"
+            ),
         ),
         migrations.AddField(
-            model_name='sandboxtopic',
-            name='chat',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='topics', to='conversations.sandboxchat'),
+            model_name="sandboxtopic",
+            name="chat",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="topics",
+                to="conversations.sandboxchat",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='sandboxtopic',
-            constraint=models.UniqueConstraint(fields=('chat', 'topic_id'), name='sandbox_topic_unique_id'),
+            model_name="sandboxtopic",
+            constraint=models.UniqueConstraint(fields=("chat", "topic_id"), name="sandbox_topic_unique_id"),
         ),
         migrations.AddConstraint(
-            model_name='sandboxtopic',
-            constraint=models.UniqueConstraint(fields=('chat', 'title'), name='sandbox_topic_unique_title'),
+            model_name="sandboxtopic",
+            constraint=models.UniqueConstraint(fields=("chat", "title"), name="sandbox_topic_unique_title"),
         ),
     ]

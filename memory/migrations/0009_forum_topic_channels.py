@@ -4,30 +4,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0008_intention_creation_channel'),
+        ("memory", "0008_intention_creation_channel"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='note',
-            name='topic_id',
-            field=models.BigIntegerField(default=0, help_text='The forum topic of the channel (0: none, or General)'),
+            model_name="note",
+            name="topic_id",
+            field=models.BigIntegerField(
+                default=0, help_text="The forum topic of the channel (0: none, or General)"
+            ),
         ),
         migrations.AddField(
-            model_name='plan',
-            name='topic_id',
-            field=models.BigIntegerField(default=0, help_text='The forum topic of the channel (0: none, or General)'),
+            model_name="plan",
+            name="topic_id",
+            field=models.BigIntegerField(
+                default=0, help_text="The forum topic of the channel (0: none, or General)"
+            ),
         ),
         migrations.AddField(
-            model_name='scheduledevent',
-            name='topic_id',
-            field=models.BigIntegerField(default=0, help_text='The forum topic of the channel (0: none, or General)'),
+            model_name="scheduledevent",
+            name="topic_id",
+            field=models.BigIntegerField(
+                default=0, help_text="The forum topic of the channel (0: none, or General)"
+            ),
         ),
         migrations.AddField(
-            model_name='summary',
-            name='topic_id',
-            field=models.BigIntegerField(default=0, help_text='The forum topic of the channel (0: none, or General)'),
+            model_name="summary",
+            name="topic_id",
+            field=models.BigIntegerField(
+                default=0, help_text="The forum topic of the channel (0: none, or General)"
+            ),
         ),
     ]
