@@ -61,3 +61,4 @@ def test_messages_sends_typing_history_and_read_marks_follow_the_forum_topic(wor
     typing = server.calls_of("messages.setTyping")[-1]
     assert typing.error == ""
     assert server.calls_of("messages.getReplies") and server.calls_of("messages.readDiscussion")
+    assert server.calls_of("messages.readReactions")[-1].error == ""

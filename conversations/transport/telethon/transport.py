@@ -309,7 +309,10 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
 
         await self._peer_call(peer_id, build)
         # Reactions read too, so an answered reaction does not count as unread again.
-        await self._peer_call(peer_id, lambda peer: functions.messages.ReadReactionsRequest(peer=peer))
+        await self._peer_call(
+            peer_id,
+            lambda peer: functions.messages.ReadReactionsRequest(peer=peer, top_msg_id=topic_id or None),
+        )
 
     async def set_typing(self, peer_id: int, typing: bool = True, *, topic_id: int | None = None) -> None:
         action = types.SendMessageTypingAction() if typing else types.SendMessageCancelAction()
