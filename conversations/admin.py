@@ -107,12 +107,14 @@ class ConversationAdmin(admin.ModelAdmin):
         "graph",
     ]
     list_filter = ["agent", "kind", "muted", "gagged", "blocked"]
-    search_fields = ["title", "username", "=peer_id", "agent__name"]
+    search_fields = ["title", "topic_title", "username", "=peer_id", "agent__name"]
     list_select_related = ["agent"]
     date_hierarchy = "last_message_at"
     fields = [
         "agent",
         "peer_id",
+        "topic_id",
+        "topic_title",
         "kind",
         "title",
         "username",
@@ -132,6 +134,8 @@ class ConversationAdmin(admin.ModelAdmin):
     readonly_fields = [
         "agent",
         "peer_id",
+        "topic_id",
+        "topic_title",
         "kind",
         "title",
         "username",
@@ -210,6 +214,7 @@ class ConversationAdmin(admin.ModelAdmin):
                     "events",
                     agent__id__exact=conversation.agent_id,
                     channel_id=conversation.peer_id,
+                    topic_id=conversation.topic_id,
                 ),
                 format_html(
                     '<a href="{}">XSend</a>',
@@ -256,7 +261,11 @@ class ConversationAdmin(admin.ModelAdmin):
 
 def memory_links(conversation: Conversation) -> list[str]:
     """Links to the conversation's summaries and notes in the memory admin."""
-    filters = {"agent__id__exact": conversation.agent_id, "channel_id": conversation.peer_id}
+    filters = {
+        "agent__id__exact": conversation.agent_id,
+        "channel_id": conversation.peer_id,
+        "topic_id": conversation.topic_id,
+    }
     return [
         changelist_link("memory.summary", "summaries", **filters),
         changelist_link("memory.note", "notes", **filters),

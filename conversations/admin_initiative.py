@@ -88,7 +88,9 @@ class ScheduledEventAdmin(admin.ModelAdmin):
 
     @admin.display(description="Conversation", ordering="channel_id")
     def conversation(self, event: ScheduledEvent) -> str:
-        found = Conversation.objects.filter(agent_id=event.agent_id, peer_id=event.channel_id).first()
+        found = Conversation.objects.filter(
+            agent_id=event.agent_id, peer_id=event.channel_id, topic_id=event.topic_id
+        ).first()
         return change_link(found) if found else str(event.channel_id)
 
     def save_model(self, request, obj, form, change):

@@ -62,6 +62,9 @@ class ChatForm(forms.Form):
         error_messages={"required": "Your display name is empty: type the name the agent should see."},
     )
     group = forms.CharField(label="Group title (empty for a direct message)", max_length=255, required=False)
+    topic = forms.CharField(
+        label="Topic (a forum group's; empty for General)", max_length=128, required=False
+    )
 
     def clean_as_name(self) -> str:
         name = self.cleaned_data["as_name"].strip()
@@ -74,6 +77,14 @@ class ChatForm(forms.Form):
 
     def clean_group(self) -> str:
         return self.cleaned_data["group"].strip()
+
+    def clean_topic(self) -> str:
+        topic = self.cleaned_data["topic"].strip()
+        if topic and not self.cleaned_data.get("group"):
+            raise forms.ValidationError(
+                f"Topic {topic!r} needs a group: topics live in groups; type the group's title too."
+            )
+        return topic
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The sandbox chat: talk to a sandbox agent as a simulated Telegram user, in a DM or a group.
 
-A chat has a URL (`?agent=…&as_name=…&group=…`), and a GET of it only reads: it shows the chat when
+A chat has a URL (`?agent=…&as_name=…&group=…`, and `&topic=…` for a topic of a forum group), and a
+GET of it only reads: it shows the chat when
 it exists and otherwise offers to start it. Starting a chat (which creates the simulated person,
 the group and their memberships) is the setup form's POST, answered with a redirect to the chat's
 URL. Sending and reacting are POSTs answered with JSON; the messages themselves, the agent's typing
@@ -29,7 +30,7 @@ from django.views.decorators.http import require_POST
 
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
-from conversations.models import Conversation, SandboxChat, SandboxUser
+from conversations.models import Conversation, SandboxChat, SandboxTopic, SandboxUser
 from conversations.services.sandbox import (
     SandboxError,
     sandbox_chat_for,
@@ -37,6 +38,7 @@ from conversations.services.sandbox import (
     sandbox_mark_unread,
     sandbox_react,
     sandbox_say,
+    sandbox_topic,
 )
 from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required
@@ -75,13 +77,18 @@ def sandbox_chat(request: HttpRequest) -> HttpResponse:
     agent, as_name = form.cleaned_data["agent"], form.cleaned_data["as_name"]
     group = form.cleaned_data["group"] or None
     chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group)
-    if chat is None:
+    topic = None
+    if chat is not None and form.cleaned_data["topic"]:
+        topic = SandboxTopic.objects.filter(chat=chat, title=form.cleaned_data["topic"]).first()
+    if chat is None or (form.cleaned_data["topic"] and topic is None):
         context["not_started"] = True
         return render(request, "dashboard/sandbox.html", context)
     # sandbox_find_chat found both users; the same look-ups give them here.
     me = SandboxUser.objects.filter(agent=agent).first()
     person = SandboxUser.objects.filter(agent__isnull=True, name=as_name).first()
-    context.update(_chat_context(agent=agent, chat=chat, me=me, person=person, as_name=as_name, group=group))
+    context.update(
+        _chat_context(agent=agent, chat=chat, me=me, person=person, as_name=as_name, group=group, topic=topic)
+    )
     return render(request, "dashboard/sandbox.html", context)
 
 
@@ -92,25 +99,55 @@ def _start_chat(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     if not form.is_valid():
         return render(request, "dashboard/sandbox.html", context, status=400)
     agent, as_name = form.cleaned_data["agent"], form.cleaned_data["as_name"]
-    group = form.cleaned_data["group"]
+    group, topic = form.cleaned_data["group"], form.cleaned_data["topic"]
     try:
-        sandbox_chat_for(agent=agent, as_name=as_name, group=group or None)
+        chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group or None)
+        if topic:
+            sandbox_topic(chat=chat, title=topic)
     except SandboxError as exc:
         form.add_error(None, str(exc))
         return render(request, "dashboard/sandbox.html", context, status=400)
-    query = urlencode({"agent": agent.pk, "as_name": as_name, **({"group": group} if group else {})})
+    query = urlencode(
+        {
+            "agent": agent.pk,
+            "as_name": as_name,
+            **({"group": group} if group else {}),
+            **({"topic": topic} if topic else {}),
+        }
+    )
     return HttpResponseRedirect(f"{reverse('dashboard:sandbox')}?{query}", status=303)
 
 
 def _chat_context(
-    *, agent: Agent, chat: SandboxChat, me: SandboxUser, person: SandboxUser, as_name: str, group: str | None
+    *,
+    agent: Agent,
+    chat: SandboxChat,
+    me: SandboxUser,
+    person: SandboxUser,
+    as_name: str,
+    group: str | None,
+    topic: SandboxTopic | None = None,
 ) -> dict[str, Any]:
+    """What the chat page shows; in a forum, one topic of it (General without `topic`), with links to
+    the others: each topic is a conversation of its own for the agent."""
     conversation = Conversation.objects.filter(
-        agent=agent, peer_id=_agent_peer_id(chat, person.user_id)
+        agent=agent, peer_id=_agent_peer_id(chat, person.user_id), topic_id=topic.topic_id if topic else 0
     ).first()
+    base = {"agent": agent.pk, "as_name": as_name, "group": group or ""}
+    topics = [
+        {
+            "title": t.title,
+            "current": topic is not None and t.pk == topic.pk,
+            "query": urlencode({**base, "topic": t.title}),
+        }
+        for t in chat.topics.all()
+    ]
     return {
         "chat": chat,
         "agent": agent,
+        "topic": topic,
+        "topics": topics,
+        "general_query": urlencode(base),
         "group_titles": selectors.sandbox_group_titles(agent=agent),
         "stickers": selectors.agent_stickers(agent=agent),
         "max_photo_mb": MAX_PHOTO_BYTES // (1024 * 1024),
@@ -122,6 +159,9 @@ def _chat_context(
             "agent_handle": me.username or agent.name,
             "as_name": as_name,
             "group": group or "",
+            "forum": chat.forum,
+            "topic": topic.title if topic else "",
+            "topic_id": topic.topic_id if topic else None,
             "my_user_id": person.user_id,
             "peer_id": _agent_peer_id(chat, person.user_id),
             "conversation_id": conversation.pk if conversation else None,
@@ -167,6 +207,7 @@ def sandbox_send(request: HttpRequest) -> JsonResponse:
             group=data["group"] or None,
             reply_to=data["reply_to"],
             media=form.media_parts() or None,
+            topic=data["topic"] or None,
         )
     except SandboxError as exc:
         return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)

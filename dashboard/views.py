@@ -54,7 +54,9 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
     graph = conversation.graphs.exclude(trigger="summarize").order_by("-created", "-id").first()
     turn = turn_context_from_graph(graph) if graph is not None else TurnContext(trigger="continuation")
     outline = prompt_outline(conversation, turn, history=history)
-    store = StoreContext(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    store = StoreContext(
+        agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+    )
     summaries = stored_entries(kind="summarize", context=store)
     shown = {section.key for section in [*outline.system, *outline.recent]}
     empty = [

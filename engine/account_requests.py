@@ -77,10 +77,13 @@ def _record_username(*, agent_id: int, username: str) -> None:
 
 
 def _conversation_set_muted(*, agent_id: int, peer_id: int, muted: bool) -> int | None:
-    conversation = Conversation.objects.filter(agent_id=agent_id, peer_id=peer_id).first()
+    conversation = (
+        Conversation.objects.filter(agent_id=agent_id, peer_id=peer_id).order_by("topic_id").first()
+    )
     if conversation is None:
         return None
-    Conversation.objects.filter(pk=conversation.pk).update(muted=muted)
+    # A forum's topics are the same Telegram chat: muted together with it.
+    Conversation.objects.filter(agent_id=agent_id, peer_id=peer_id).update(muted=muted)
     return conversation.pk
 
 
@@ -91,7 +94,10 @@ def _conversation_joined(*, agent_id: int, details: ChatDetails) -> int:
 
 def _conversation_id(*, agent_id: int, peer_id: int) -> int | None:
     return (
-        Conversation.objects.filter(agent_id=agent_id, peer_id=peer_id).values_list("pk", flat=True).first()
+        Conversation.objects.filter(agent_id=agent_id, peer_id=peer_id)
+        .order_by("topic_id")
+        .values_list("pk", flat=True)
+        .first()
     )
 
 

@@ -137,6 +137,36 @@ def _mark_read(transport: Transport, peer_id: int, max_id: int) -> Awaitable[Non
     return transport.mark_read(peer_id, max_id)
 
 
+def _topic_history(
+    transport: Transport, peer_id: int, since_id: int | None, limit: int, topic_id: int
+) -> Awaitable[Any]:
+    return transport.history(peer_id, since_id=since_id, limit=limit, topic_id=topic_id)
+
+
+def _topic_mark_read(transport: Transport, peer_id: int, max_id: int, topic_id: int) -> Awaitable[None]:
+    return transport.mark_read(peer_id, max_id, topic_id=topic_id)
+
+
+async def _chats_call(chats: Sequence[_Chat], args, *, many: str, one, topic_one) -> list[Any]:
+    """`transports_call` for these chats: a forum topic's call names its topic (and is made on its
+    own: the batch forms know no topics), the others go as before."""
+    plain = [i for i, c in enumerate(chats) if not c.node.conversation.topic_id]
+    topics = [i for i, c in enumerate(chats) if c.node.conversation.topic_id]
+    answers: list[Any] = [None] * len(chats)
+    got = await transports_call([args(chats[i]) for i in plain], many=many, one=one)
+    for i, answer in zip(plain, got, strict=True):
+        answers[i] = answer
+    if topics:
+        got = await transports_call(
+            [(*args(chats[i]), chats[i].node.conversation.topic_id) for i in topics],
+            many="",
+            one=topic_one,
+        )
+        for i, answer in zip(topics, got, strict=True):
+            answers[i] = answer
+    return answers
+
+
 @dataclass
 class _Chat:
     """One claimed planning node on its way to the task queue."""
@@ -180,18 +210,17 @@ class PlanningDispatch:
         newest = await sync_to_async(conversations_last_message_ids)(
             conversation_ids=[c.conversation_id for c in chats]
         )
-        fetched = await transports_call(
-            [
-                (
-                    c.client.transport,
-                    c.node.conversation.peer_id,
-                    newest.get(c.conversation_id),
-                    RECONCILE_LIMIT,
-                )
-                for c in chats
-            ],
+        fetched = await _chats_call(
+            chats,
+            lambda c: (
+                c.client.transport,
+                c.node.conversation.peer_id,
+                newest.get(c.conversation_id),
+                RECONCILE_LIMIT,
+            ),
             many="history_many",
             one=_history,
+            topic_one=_topic_history,
         )
         for chat, records in zip(chats, fetched, strict=True):
             if isinstance(records, Exception):
@@ -200,10 +229,12 @@ class PlanningDispatch:
                 chat.synced = True
         await sync_to_async(self._ingest_fetched)(chats, fetched)
         marking = [c for c in chats if c.synced and c.last]
-        answers = await transports_call(
-            [(c.client.transport, c.node.conversation.peer_id, c.last) for c in marking],
+        answers = await _chats_call(
+            marking,
+            lambda c: (c.client.transport, c.node.conversation.peer_id, c.last),
             many="mark_read_many",
             one=_mark_read,
+            topic_one=_topic_mark_read,
         )
         for chat, error in zip(marking, answers, strict=True):
             if isinstance(error, Exception):

@@ -62,7 +62,10 @@ def event_fire(*, event_pk: int, at: dt.datetime) -> bool:
             return False
         if not event_claim(event=event, at=at):
             return False
-        conversation = Conversation.objects.filter(agent_id=event.agent_id, peer_id=event.channel_id).first()
+        # An event made in a forum topic fires in that topic.
+        conversation = Conversation.objects.filter(
+            agent_id=event.agent_id, peer_id=event.channel_id, topic_id=event.topic_id
+        ).first()
         reason = _skip_reason(event.agent, conversation)
         if reason:
             record_event(

@@ -203,10 +203,17 @@ def ingest_history(*, agent_id: int, records: Iterable[InboundMessage], trigger:
 
 
 def _known_conversations(agent_id: int) -> list[tuple[int, int | None]]:
-    return [
-        (c.peer_id, conversation_last_message_id(conversation=c))
-        for c in conversations_with_messages(agent_id=agent_id)
-    ]
+    """(peer, newest stored message id) of each chat the mirror has messages of. A forum's topics are
+    one chat on Telegram with one id sequence: its history after the oldest of their newest ids brings
+    every topic's new messages (each is ingested into its topic's conversation)."""
+    newest: dict[int, int | None] = {}
+    for c in conversations_with_messages(agent_id=agent_id):
+        last = conversation_last_message_id(conversation=c)
+        if c.peer_id not in newest:
+            newest[c.peer_id] = last
+        elif newest[c.peer_id] is not None:
+            newest[c.peer_id] = None if last is None else min(newest[c.peer_id], last)
+    return list(newest.items())
 
 
 def _apply_dialogs(agent_id: int, dialogs) -> list[tuple[int, int | None]]:

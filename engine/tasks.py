@@ -135,6 +135,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             channel_id=conversation.peer_id,
             channel_name=conversation.title or str(conversation.peer_id),
             channel_username=f"@{conversation.username}" if conversation.username else "",
+            topic_id=conversation.topic_id,
         )
         planned: list[PlannedNode] = []
         stored: list[str] = []

@@ -133,7 +133,9 @@ def history_start(conversation: Conversation) -> HistoryStart:
     floor = None
     if conversation.agent.reset_context_on_first_message:
         floor = first_partner_message_id(conversation=conversation)
-    covered = summary_covered_id(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    covered = summary_covered_id(
+        agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+    )
     if covered is not None:
         rows = visible_messages(conversation).filter(message_id__lte=covered)
         if floor is not None:

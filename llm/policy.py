@@ -183,7 +183,9 @@ def refusal_reason(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
             task, conversation=conversation, xsend_depth=inputs.xsend_depth, earlier=earlier
         )
     if is_stored_kind(task.kind) and task.id and not partner_is_operator(conversation):
-        context = StoreContext(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+        context = StoreContext(
+            agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+        )
         return stored_entry_foreign(kind=task.kind, context=context, entry_id=task.id)
     if is_ordinary(task.kind):
         return ""

@@ -52,7 +52,10 @@ def _event(task: Task, conversation: Conversation) -> str:
         return ""  # a delete by id
     existing = (
         ScheduledEvent.objects.filter(
-            agent_id=conversation.agent_id, channel_id=conversation.peer_id, entry_id=task.id
+            agent_id=conversation.agent_id,
+            channel_id=conversation.peer_id,
+            topic_id=conversation.topic_id,
+            entry_id=task.id,
         ).first()
         if task.id
         else None

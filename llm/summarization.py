@@ -89,9 +89,9 @@ def summarize_turn(
     agent = conversation.agent
     ids = dict(agent_id=agent.pk, conversation_id=conversation.pk, node_id=node.pk)
     summaries = list(
-        Summary.objects.filter(agent=agent, channel_id=conversation.peer_id).order_by(
-            "first_message_id", "created", "id"
-        )
+        Summary.objects.filter(
+            agent=agent, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+        ).order_by("first_message_id", "created", "id")
     )
     plan = (node.graph.context or {}).get("summarize") or {}
     if plan.get("need") == CONSOLIDATE and len(summaries) >= CONSOLIDATE_AT:

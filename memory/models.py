@@ -118,6 +118,9 @@ class Plan(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="plans")
     channel_id = models.BigIntegerField()
+    topic_id = models.BigIntegerField(
+        default=0, help_text="The forum topic of the channel (0: none, or General)"
+    )
     plan_id = models.CharField(
         max_length=100,
         default=new_plan_id,
@@ -144,6 +147,9 @@ class Summary(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="summaries")
     channel_id = models.BigIntegerField()
+    topic_id = models.BigIntegerField(
+        default=0, help_text="The forum topic of the channel (0: none, or General)"
+    )
     entry_id = models.CharField(
         max_length=100, default=new_summary_id, help_text="The id the agent uses to update or delete it"
     )
@@ -174,6 +180,9 @@ class Note(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="notes")
     channel_id = models.BigIntegerField()
+    topic_id = models.BigIntegerField(
+        default=0, help_text="The forum topic of the channel (0: none, or General)"
+    )
     entry_id = models.CharField(
         max_length=100, default=new_note_id, help_text="The id the agent uses to update or delete it"
     )
@@ -240,6 +249,9 @@ class ScheduledEvent(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="scheduled_events")
     channel_id = models.BigIntegerField(help_text="The conversation's Telegram peer id")
+    topic_id = models.BigIntegerField(
+        default=0, help_text="The forum topic of the channel (0: none, or General)"
+    )
     entry_id = models.CharField(max_length=100, default=new_event_id, help_text="The event task's id")
     intent = models.TextField(help_text="What the agent told its future self to do")
     time_raw = models.CharField(max_length=64, blank=True, help_text="The event's time as the task gave it")

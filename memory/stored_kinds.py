@@ -13,7 +13,8 @@ one id is unique among, and how its entries appear in the prompt. Everything els
 
 Adding a kind (`note`, `intend`, `summarize`, `event`, `schedule`, ...) means one more `register(...)`
 call with its model and its prompt section; the engine and the parser need no change. Channels are
-Telegram peer ids (`StoreContext.channel_id`), so this module does not depend on `conversations`.
+Telegram peer ids (`StoreContext.channel_id`, with `topic_id` for a forum topic), so this module does
+not depend on `conversations`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class StoreContext:
     channel_id: int
     channel_name: str = ""
     channel_username: str = ""  # "@name", as the original writes creation_channel_username
+    topic_id: int = 0  # in a forum group: the topic (its own plans, notes, summaries and events)
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,11 @@ PLAN = register(
         model=Plan,
         id_prefix="plan",
         id_field="plan_id",
-        scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
+        scope=lambda context: {
+            "agent_id": context.agent_id,
+            "channel_id": context.channel_id,
+            "topic_id": context.topic_id,
+        },
         section_title="Channel Plan",
         section_entry=_plan_entry,
         section_order=30,
@@ -205,7 +211,11 @@ NOTE = register(
         kind="note",
         model=Note,
         id_prefix="note",
-        scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
+        scope=lambda context: {
+            "agent_id": context.agent_id,
+            "channel_id": context.channel_id,
+            "topic_id": context.topic_id,
+        },
         section_title="Conversation Notes",
         section_entry=_note_entry,
         section_order=20,
@@ -237,7 +247,11 @@ SUMMARIZE = register(
         kind="summarize",
         model=Summary,
         id_prefix="summary",
-        scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
+        scope=lambda context: {
+            "agent_id": context.agent_id,
+            "channel_id": context.channel_id,
+            "topic_id": context.topic_id,
+        },
         params=(
             StoredParam("min_message_id", "first_message_id", "int"),
             StoredParam("max_message_id", "last_message_id", "int"),
@@ -290,7 +304,11 @@ EVENT = register(
         kind="event",
         model=ScheduledEvent,
         id_prefix="event",
-        scope=lambda context: {"agent_id": context.agent_id, "channel_id": context.channel_id},
+        scope=lambda context: {
+            "agent_id": context.agent_id,
+            "channel_id": context.channel_id,
+            "topic_id": context.topic_id,
+        },
         section_title="Scheduled Events",
         section_entry=_event_entry,
         content_field="intent",

@@ -6,6 +6,7 @@ from conversations.models.sandbox import (
     SandboxChat,
     SandboxMember,
     SandboxMessage,
+    SandboxTopic,
     SandboxUpdate,
     SandboxUser,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "SandboxChat",
     "SandboxMember",
     "SandboxMessage",
+    "SandboxTopic",
     "SandboxUpdate",
     "SandboxUser",
     "TELEGRAM_SERVICE_USER_ID",

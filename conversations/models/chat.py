@@ -21,6 +21,12 @@ class Conversation(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
     peer_id = models.BigIntegerField(help_text="Telegram peer id (user id for DMs)")
+    topic_id = models.BigIntegerField(
+        default=0,
+        help_text="In a forum group, the topic's id (its top message id); 0 for the whole chat: DMs, plain "
+        "groups and a forum's General topic",
+    )
+    topic_title = models.CharField(max_length=255, blank=True, help_text="The forum topic's title")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     title = models.CharField(max_length=255, blank=True)
     username = models.CharField(max_length=64, blank=True)
@@ -47,7 +53,11 @@ class Conversation(models.Model):
 
     class Meta:
         ordering = ["-last_message_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["agent", "peer_id"], name="conversation_unique_peer")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "peer_id", "topic_id"], name="conversation_unique_peer_topic"
+            )
+        ]
         indexes = [
             # The dashboard lists an agent's conversations by recent activity.
             models.Index(fields=["agent", "last_message_at"], name="conversation_recent_idx"),
@@ -69,10 +79,19 @@ class Conversation(models.Model):
     @property
     def display_title(self) -> str:
         """The title operators read: "Saved Messages" for the agent's own chat (Telegram titles it
-        with the agent's own name), otherwise the title, or the peer id when there is none."""
+        with the agent's own name), otherwise the title, or the peer id when there is none; a forum
+        topic is "Group › Topic"."""
         if self.is_saved_messages:
             return SAVED_MESSAGES_TITLE
-        return self.title or str(self.peer_id)
+        title = self.title or str(self.peer_id)
+        if self.topic_id:
+            return f"{title} › {self.topic_title or f'topic {self.topic_id}'}"
+        return title
+
+    @property
+    def is_topic(self) -> bool:
+        """A forum topic: its own conversation, on the group's peer (`topic_id` says which)."""
+        return bool(self.topic_id)
 
 
 class Message(models.Model):

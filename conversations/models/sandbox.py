@@ -46,12 +46,33 @@ class SandboxChat(models.Model):
     # A public group is joined by its username, a private one by its invite link's hash.
     username = models.CharField(max_length=64, blank=True)
     invite_hash = models.CharField(max_length=64, blank=True)
+    forum = models.BooleanField(default=False, help_text="A group with topics (a forum supergroup)")
     members = models.ManyToManyField(SandboxUser, through="SandboxMember", related_name="chats")
     next_message_id = models.BigIntegerField(default=1)
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return self.title or f"{self.kind} {self.peer_id}"
+
+
+class SandboxTopic(models.Model):
+    """A topic of a forum group. Its id is a message id of the chat, as on Telegram (there, the id of
+    the topic's creation message); messages in the General topic have none."""
+
+    chat = models.ForeignKey(SandboxChat, on_delete=models.CASCADE, related_name="topics")
+    topic_id = models.BigIntegerField()
+    title = models.CharField(max_length=128)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["chat", "topic_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["chat", "topic_id"], name="sandbox_topic_unique_id"),
+            models.UniqueConstraint(fields=["chat", "title"], name="sandbox_topic_unique_title"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chat} › {self.title}"
 
 
 class SandboxMember(models.Model):
@@ -79,6 +100,9 @@ class SandboxMessage(models.Model):
     date = models.DateTimeField()
     text = models.TextField(blank=True)
     reply_to_id = models.BigIntegerField(null=True, blank=True)
+    topic_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The forum topic it was posted in (none: General, or no forum)"
+    )
     media = models.JSONField(default=list, blank=True, help_text="Sticker or photo parts")
     reactions = models.JSONField(default=list, blank=True)
     random_id = models.BigIntegerField(null=True, blank=True)

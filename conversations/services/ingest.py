@@ -54,28 +54,61 @@ def _keep_local_media(old: list[dict], new: list[dict]) -> list[dict]:
 
 
 def conversation_upsert(
-    *, agent: Agent, peer_id: int, kind: str, title: str = "", username: str = ""
+    *,
+    agent: Agent,
+    peer_id: int,
+    kind: str,
+    title: str = "",
+    username: str = "",
+    topic_id: int | None = None,
+    topic_title: str = "",
 ) -> Conversation:
-    """The agent's conversation with `peer_id`, created on first sight; title and username kept fresh."""
-    conversation = Conversation.objects.filter(agent=agent, peer_id=peer_id).first()
+    """The agent's conversation with `peer_id` (in a forum group: with one of its topics, `topic_id`),
+    created on first sight; title, username and topic title kept fresh.
+
+    A forum topic is a conversation of its own, on the group's peer: its own history, graphs, read
+    mark, summaries and plans. A new topic conversation takes the group's settings and details from
+    the group's own conversation (topic 0) when there is one."""
+    topic_id = int(topic_id or 0)
+    key = {"agent": agent, "peer_id": peer_id, "topic_id": topic_id}
+    conversation = Conversation.objects.filter(**key).first()
     if conversation is None:
+        fields = {
+            "kind": kind,
+            "title": title[:255],
+            "username": username[:64],
+            "topic_title": topic_title[:255],
+        }
+        if topic_id:
+            fields |= _group_settings(agent=agent, peer_id=peer_id)
         try:
             with transaction.atomic():
-                return Conversation.objects.create(
-                    agent=agent, peer_id=peer_id, kind=kind, title=title[:255], username=username[:64]
-                )
+                return Conversation.objects.create(**key, **fields)
         except IntegrityError:
-            conversation = Conversation.objects.get(agent=agent, peer_id=peer_id)
+            conversation = Conversation.objects.get(**key)
     changed = {}
     if title and conversation.title != title[:255]:
         changed["title"] = title[:255]
     if username and conversation.username != username[:64]:
         changed["username"] = username[:64]
+    if topic_title and conversation.topic_title != topic_title[:255]:
+        changed["topic_title"] = topic_title[:255]
     if changed:
         Conversation.objects.filter(pk=conversation.pk).update(**changed)
         for field, value in changed.items():
             setattr(conversation, field, value)
     return conversation
+
+
+#: What a forum topic's conversation takes over from its group's conversation when it is created.
+GROUP_SETTINGS = ("muted", "gagged", "answer_bots", "llm_model", "details")
+
+
+def _group_settings(*, agent: Agent, peer_id: int) -> dict:
+    group = (
+        Conversation.objects.filter(agent=agent, peer_id=peer_id, topic_id=0).values(*GROUP_SETTINGS).first()
+    )
+    return group or {}
 
 
 def conversation_apply_details(*, agent: Agent, details: ChatDetails) -> Conversation:
@@ -100,6 +133,8 @@ def conversation_apply_details(*, agent: Agent, details: ChatDetails) -> Convers
     if details.blocked:
         fields["blocked"] = True
     Conversation.objects.filter(pk=conversation.pk).update(**fields)
+    # A forum's topics are the same Telegram chat: its mute state and details are theirs too.
+    Conversation.objects.filter(agent=agent, peer_id=details.peer_id).exclude(topic_id=0).update(**fields)
     for field, value in fields.items():
         setattr(conversation, field, value)
     return conversation
@@ -138,6 +173,8 @@ def message_upsert(
         kind=record.chat_kind,
         title=record.chat_title,
         username=record.chat_username,
+        topic_id=record.topic_id,
+        topic_title=record.topic_title,
     )
     fields = _message_fields(record)
     if edited:
@@ -224,6 +261,7 @@ def message_record_sent(
         text=text,
         reply_to_id=reply_to,
         random_id=sent.random_id,
+        topic_id=conversation.topic_id or None,
         # With the media, so the message_out event names what was sent (a sticker or photo has no text).
         media=tuple(MediaItem.from_part(part) for part in media or ()),
     )

@@ -36,7 +36,8 @@ def conversation_xsend(
     depth = xsend_depth(source_graph)
     if target_peer_id == source.peer_id:
         raise XSendRefused("xsend cannot target the conversation it was asked in")
-    target = Conversation.objects.filter(agent_id=source.agent_id, peer_id=target_peer_id).first()
+    # A forum group is targeted as a whole: its General conversation (topic 0), not one of its topics.
+    target = Conversation.objects.filter(agent_id=source.agent_id, peer_id=target_peer_id, topic_id=0).first()
     if target is None:
         raise XSendRefused(f"xsend target {target_peer_id} is not a conversation of this agent")
     if target.is_telegram_service:

@@ -22,6 +22,7 @@ from conversations.models import (
     SandboxChat,
     SandboxMember,
     SandboxMessage,
+    SandboxTopic,
     SandboxUpdate,
     SandboxUser,
 )
@@ -159,6 +160,38 @@ def sandbox_group(*, title: str, members: list[SandboxUser]) -> SandboxChat:
     return chat
 
 
+#: Telegram's longest topic title.
+TOPIC_TITLE_MAX = 128
+
+
+def sandbox_topic(*, chat: SandboxChat, title: str) -> SandboxTopic:
+    """The topic of `chat` titled `title`, created on first use; the group becomes a forum.
+
+    A new topic takes the chat's next message id, as on Telegram, where a topic's id is the id of the
+    message that created it (the sandbox keeps no such message: the id is simply used up)."""
+    title = (title or "").strip()
+    if not title or len(title) > TOPIC_TITLE_MAX:
+        raise SandboxError(
+            f"topic title {title!r}: give 1 to {TOPIC_TITLE_MAX} characters (--topic NAME), e.g. --topic Seeds"
+        )
+    if chat.kind != SandboxChat.Kind.GROUP:
+        raise SandboxError(f"{chat} is a direct message: topics live in groups; add --group TITLE")
+    topic = SandboxTopic.objects.filter(chat=chat, title=title).first()
+    if topic is not None:
+        return topic
+    try:
+        with transaction.atomic():
+            SandboxChat.objects.filter(pk=chat.pk).update(
+                forum=True, next_message_id=F("next_message_id") + 1
+            )
+            topic_id = SandboxChat.objects.values_list("next_message_id", flat=True).get(pk=chat.pk) - 1
+            topic = SandboxTopic.objects.create(chat=chat, topic_id=topic_id, title=title)
+    except IntegrityError:
+        return SandboxTopic.objects.get(chat=chat, title=title)
+    chat.forum = True
+    return topic
+
+
 def sandbox_chat_for(*, agent: Agent, as_name: str = "You", group: str | None = None) -> SandboxChat:
     """The DM between `as_name` and the agent, or the group titled `group` with both in it."""
     me = sandbox_user_for_agent(agent=agent)
@@ -189,8 +222,9 @@ def sandbox_post(
     reply_to: int | None = None,
     media: list[dict[str, Any]] | None = None,
     random_id: int | None = None,
+    topic_id: int | None = None,
 ) -> tuple[SandboxMessage, bool]:
-    """Append a message to a chat; returns (message, created).
+    """Append a message to a chat (to one of its topics: `topic_id`); returns (message, created).
 
     A repeated (sender, random_id) returns the earlier message and creates nothing, as Telegram does.
     Steps: look up the random_id; take the chat's next message id with an atomic increment; insert the
@@ -215,6 +249,7 @@ def sandbox_post(
                 reply_to_id=reply_to,
                 media=media or [],
                 random_id=random_id,
+                topic_id=topic_id or None,
             )
             SandboxUpdate.objects.create(
                 chat=chat,
@@ -262,11 +297,15 @@ def sandbox_say(
     media: list[dict[str, Any]] | None = None,
     user_id: int | None = None,
     bot: bool = False,
+    topic: str | None = None,
 ) -> SandboxMessage:
     """A person sends a message to the agent (in their DM, or in a group the agent is in).
 
     `user_id` writes as the user with that id (e.g. 777000, Telegram's service account); `bot` writes
-    as a bot account."""
+    as a bot account; `topic` writes in the group's topic of that title (created on first use, which
+    makes the group a forum)."""
+    if topic and not group:
+        raise SandboxError(f"--topic {topic!r} needs --group TITLE: topics live in groups")
     if not text and not media:
         raise SandboxError("a sandbox message needs text or media")
     if user_id is None:
@@ -275,7 +314,10 @@ def sandbox_say(
         sender = sandbox_user_with_id(user_id=user_id, name=as_name, bot=bot)
     me = sandbox_user_for_agent(agent=agent)
     chat = sandbox_group(title=group, members=[me, sender]) if group else sandbox_dm_between(a=sender, b=me)
-    message, _ = sandbox_post(chat=chat, sender=sender, text=text, reply_to=reply_to, media=media)
+    topic_id = sandbox_topic(chat=chat, title=topic).topic_id if topic else None
+    message, _ = sandbox_post(
+        chat=chat, sender=sender, text=text, reply_to=reply_to, media=media, topic_id=topic_id
+    )
     return message
 
 
@@ -394,15 +436,32 @@ def sandbox_message_line(message: SandboxMessage, *, names: dict[int, str], with
 
 
 def sandbox_transcript(
-    *, agent: Agent, as_name: str = "You", group: str | None = None, with_ids: bool = False
+    *,
+    agent: Agent,
+    as_name: str = "You",
+    group: str | None = None,
+    with_ids: bool = False,
+    topic: str | None = None,
 ) -> list[str]:
     """The chat as `SENDER: text` lines, oldest first; empty when the chat does not exist.
 
-    Reading never creates anything: a person, an agent identity or a chat that is not there yet means
-    there is nothing to show."""
+    In a forum, each line starts with its topic (`[Seeds] `, General's lines with none); with `topic`,
+    only that topic's lines are shown, without the prefix. Reading never creates anything: a person,
+    an agent identity or a chat that is not there yet means there is nothing to show."""
     chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group)
     if chat is None:
         return []
     names = dict(SandboxUser.objects.filter(chats=chat).values_list("user_id", "name"))
     messages = SandboxMessage.objects.filter(chat=chat).select_related("sender").order_by("message_id")
-    return [sandbox_message_line(m, names=names, with_ids=with_ids) for m in messages]
+    titles = dict(SandboxTopic.objects.filter(chat=chat).values_list("topic_id", "title"))
+    if topic:
+        wanted = next((i for i, t in titles.items() if t == topic.strip()), None)
+        if wanted is None:
+            return []
+        messages = messages.filter(topic_id=wanted)
+        return [sandbox_message_line(m, names=names, with_ids=with_ids) for m in messages]
+    return [
+        (f"[{titles[m.topic_id]}] " if m.topic_id in titles else "")
+        + sandbox_message_line(m, names=names, with_ids=with_ids)
+        for m in messages
+    ]

@@ -43,7 +43,9 @@ def unsummarized_messages(conversation: Conversation) -> QuerySet[Message]:
     """Visible messages after the last summarized one (and, with Reset Context On First Message, not
     before the partner's first message)."""
     rows = Message.objects.filter(conversation=conversation, deleted=False)
-    covered = summary_covered_id(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    covered = summary_covered_id(
+        agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+    )
     if covered is not None:
         rows = rows.filter(message_id__gt=covered)
     if conversation.agent.reset_context_on_first_message:
@@ -73,7 +75,12 @@ def summarization_needs(conversation: Conversation) -> list[str]:
     """What is due, in the order it is done: "consolidate" (CONSOLIDATE_AT summaries or more), then
     "summarize" (SUMMARIZE_AFTER unsummarized messages or more)."""
     needs = []
-    if summary_count(agent_id=conversation.agent_id, channel_id=conversation.peer_id) >= CONSOLIDATE_AT:
+    if (
+        summary_count(
+            agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+        )
+        >= CONSOLIDATE_AT
+    ):
         needs.append(CONSOLIDATE)
     if _unsummarized_count(conversation, limit=SUMMARIZE_AFTER) >= SUMMARIZE_AFTER:
         needs.append(SUMMARIZE)
@@ -88,8 +95,12 @@ def _attempt_key(conversation: Conversation, need: str) -> str:
     """What a turn for `need` would start from: the coverage, the number of summaries, and how many
     SUMMARIZE_AFTER-sized batches of messages wait. A turn that changed none of them is not repeated;
     70 more messages make it worth another try."""
-    covered = summary_covered_id(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
-    count = summary_count(agent_id=conversation.agent_id, channel_id=conversation.peer_id)
+    covered = summary_covered_id(
+        agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+    )
+    count = summary_count(
+        agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+    )
     batches = _unsummarized_count(conversation, limit=COUNT_LIMIT) // SUMMARIZE_AFTER
     return f"{need}:{covered}:{count}:{batches}"
 
@@ -158,7 +169,9 @@ def first_message_clear(*, conversation: Conversation, message: Message) -> int:
         return 0
     if first_partner_message_id(conversation=conversation) != message.message_id:
         return 0
-    deleted = summaries_clear(agent_id=agent.pk, channel_id=conversation.peer_id, plans=reset)
+    deleted = summaries_clear(
+        agent_id=agent.pk, channel_id=conversation.peer_id, plans=reset, topic_id=conversation.topic_id
+    )
     if deleted:
         logger.info(
             "agent %s: first message from %s; %d summaries/plans cleared",

@@ -119,6 +119,11 @@ class InboundMessage:
     chat_title: str = ""
     chat_username: str = ""
     random_id: int | None = None
+    #: In a forum group: the topic the message is in (its top message id) and the topic's title; None
+    #: in DMs, plain groups and a forum's General topic. `reply_to_id` then names a message the person
+    #: replied to inside the topic, never the topic itself.
+    topic_id: int | None = None
+    topic_title: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,12 @@ TYPING_UPDATE_SECONDS = 6.0
 
 
 Update = NewMessage | MessageEdited | MessagesDeleted | ReactionsChanged | PartnerTyping | DialogUnreadMark
+
+
+def topic_kwargs(topic_id: int | None) -> dict[str, int]:
+    """`{"topic_id": N}` for a forum topic, `{}` otherwise: the keyword a transport call gets, so a
+    conversation without a topic calls the transport exactly as before forums existed."""
+    return {"topic_id": int(topic_id)} if topic_id else {}
 
 
 @dataclass(frozen=True)
@@ -297,20 +308,38 @@ class Transport(Protocol):
         since_id: int | None = None,
         around_id: int | None = None,
         limit: int = 100,
+        topic_id: int | None = None,
     ) -> list[InboundMessage]:
-        """Messages of a chat in chronological order: after `since_id`, around `around_id`, or newest."""
+        """Messages of a chat in chronological order: after `since_id`, around `around_id`, or newest;
+        with `topic_id`, only that forum topic's."""
         ...
 
     async def dialogs(self, *, limit: int = 100) -> list[ChatDetails]: ...
 
+    # Sends, typing and read marks take `topic_id` in a forum group: the message goes to that topic
+    # (Telegram: `reply_to` with the topic's top message id), the typing shows there. Callers pass it
+    # only for a topic (`topic_kwargs`), so a transport without forums needs no change.
+
     async def send_text(
-        self, peer_id: int, text: str, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        text: str,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        topic_id: int | None = None,
     ) -> SentMessage:
         """Send text. A repeated random_id returns the earlier message and sends nothing new."""
         ...
 
     async def send_sticker(
-        self, peer_id: int, sticker: StickerRef, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        sticker: StickerRef,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        topic_id: int | None = None,
     ) -> SentMessage: ...
 
     async def send_media(
@@ -321,6 +350,7 @@ class Transport(Protocol):
         random_id: int,
         reply_to: int | None = None,
         caption: str = "",
+        topic_id: int | None = None,
     ) -> SentMessage:
         """Send an item of the agent's media library, with `caption` as the message's text. A repeated
         random_id sends nothing new."""
@@ -332,9 +362,9 @@ class Transport(Protocol):
 
     async def react(self, peer_id: int, message_id: int, emoji: str) -> None: ...
 
-    async def mark_read(self, peer_id: int, max_id: int) -> None: ...
+    async def mark_read(self, peer_id: int, max_id: int, *, topic_id: int | None = None) -> None: ...
 
-    async def set_typing(self, peer_id: int, typing: bool = True) -> None: ...
+    async def set_typing(self, peer_id: int, typing: bool = True, *, topic_id: int | None = None) -> None: ...
 
     async def block(self, user_id: int) -> None: ...
 

@@ -19,7 +19,14 @@ from django.db.models import Max, Q
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+from conversations.models import (
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxTopic,
+    SandboxUpdate,
+    SandboxUser,
+)
 from conversations.services import sandbox as sandbox_services
 from conversations.services.sandbox_library import sandbox_library_part
 from conversations.transport.base import (
@@ -144,6 +151,11 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                 "message_id", flat=True
             )
         )
+        topics = (
+            dict(SandboxTopic.objects.filter(chat=chat).values_list("topic_id", "title"))
+            if chat.forum
+            else {}
+        )
         records = []
         for m in messages:
             outgoing = m.sender_id == me.pk
@@ -168,6 +180,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                     chat_title=chat.title if chat.kind == SandboxChat.Kind.GROUP else partner.name,
                     chat_username="" if chat.kind == SandboxChat.Kind.GROUP else partner.username,
                     random_id=m.random_id if outgoing else None,
+                    topic_id=m.topic_id if m.topic_id in topics else None,
+                    topic_title=topics.get(m.topic_id, ""),
                 )
             )
         return records
@@ -305,12 +319,22 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         since_id: int | None = None,
         around_id: int | None = None,
         limit: int = 100,
+        topic_id: int | None = None,
     ) -> list[InboundMessage]:
-        return await sync_to_async(self._history)(peer_id, since_id, around_id, limit)
+        return await sync_to_async(self._history)(peer_id, since_id, around_id, limit, topic_id)
 
-    def _history(self, peer_id: int, since_id: int | None, around_id: int | None, limit: int):
+    def _history(
+        self,
+        peer_id: int,
+        since_id: int | None,
+        around_id: int | None,
+        limit: int,
+        topic_id: int | None = None,
+    ):
         chat_id = self._chat_id_for_peer(peer_id)
         qs = SandboxMessage.objects.filter(chat_id=chat_id, deleted=False).select_related("sender")
+        if topic_id:
+            qs = qs.filter(topic_id=topic_id)
         if since_id is not None:
             rows = list(qs.filter(message_id__gt=since_id).order_by("message_id")[:limit])
         elif around_id is not None:
@@ -333,12 +357,24 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
     # --- actions --------------------------------------------------------------------------------
 
     async def send_text(
-        self, peer_id: int, text: str, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        text: str,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        topic_id: int | None = None,
     ) -> SentMessage:
-        return await sync_to_async(self._send)(peer_id, text, None, random_id, reply_to)
+        return await sync_to_async(self._send)(peer_id, text, None, random_id, reply_to, topic_id)
 
     async def send_sticker(
-        self, peer_id: int, sticker: StickerRef, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        sticker: StickerRef,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        topic_id: int | None = None,
     ) -> SentMessage:
         part = {
             "kind": "media",
@@ -347,7 +383,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             "sticker_name": sticker.name,
             "unique_id": sticker.unique_id,
         }
-        return await sync_to_async(self._send)(peer_id, "", [part], random_id, reply_to)
+        return await sync_to_async(self._send)(peer_id, "", [part], random_id, reply_to, topic_id)
 
     async def send_media(
         self,
@@ -357,10 +393,11 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         random_id: int,
         reply_to: int | None = None,
         caption: str = "",
+        topic_id: int | None = None,
     ) -> SentMessage:
         """The library file is shown in the chat like an uploaded photo (MEDIA_ROOT/sandbox/...)."""
         part = await sync_to_async(sandbox_library_part)(item)
-        return await sync_to_async(self._send)(peer_id, caption, [part], random_id, reply_to)
+        return await sync_to_async(self._send)(peer_id, caption, [part], random_id, reply_to, topic_id)
 
     async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:
         """The stickers the account keeps in its Saved Messages (its DM with itself, see
@@ -390,9 +427,11 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                     )
         return items
 
-    def _send(self, peer_id, text, media, random_id, reply_to) -> SentMessage:
+    def _send(self, peer_id, text, media, random_id, reply_to, topic_id=None) -> SentMessage:
         me = self._require_me()
         chat = self._chat_for_peer(peer_id)
+        if topic_id and not SandboxTopic.objects.filter(chat=chat, topic_id=topic_id).exists():
+            raise PermanentError("TOPIC_ID_INVALID", f"sandbox chat {peer_id} has no topic {topic_id}")
         if chat.kind == SandboxChat.Kind.DM:
             other = chat.members.exclude(pk=me.pk).first()
             if other is not None and me.user_id in (other.blocked_user_ids or []):
@@ -403,7 +442,13 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         ):
             reply_to = None  # Telegram sends without the reply when the target is gone
         message, _ = sandbox_services.sandbox_post(
-            chat=chat, sender=me, text=text, media=media, reply_to=reply_to, random_id=random_id
+            chat=chat,
+            sender=me,
+            text=text,
+            media=media,
+            reply_to=reply_to,
+            random_id=random_id,
+            topic_id=topic_id,
         )
         return SentMessage(
             peer_id=peer_id, message_id=message.message_id, date=message.date, random_id=random_id
@@ -419,7 +464,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             raise PermanentError("MESSAGE_ID_INVALID", f"no message {message_id} in sandbox chat {peer_id}")
         sandbox_services.sandbox_set_reaction(message=message, user=self._require_me(), emoji=emoji)
 
-    async def mark_read(self, peer_id: int, max_id: int) -> None:
+    async def mark_read(self, peer_id: int, max_id: int, *, topic_id: int | None = None) -> None:
+        """The sandbox keeps one read mark per member and chat; a topic's read reads the chat up to it."""
         await sync_to_async(self._mark_read)(peer_id, max_id)
 
     def _mark_read(self, peer_id: int, max_id: int) -> None:
@@ -439,7 +485,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                         reactions=[{**r, "unread": False} for r in reactions]
                     )
 
-    async def set_typing(self, peer_id: int, typing: bool = True) -> None:
+    async def set_typing(self, peer_id: int, typing: bool = True, *, topic_id: int | None = None) -> None:
+        """The sandbox shows typing per chat, whichever topic it is in."""
         await sync_to_async(self._set_typing)(peer_id, typing)
 
     def _set_typing(self, peer_id: int, typing: bool) -> None:

@@ -15,7 +15,7 @@ def history_event(
 ) -> Outcome:
     """Create or refresh the one ActivityEvent that stands for source row `key`."""
     payload = {"imported_from": ORIGIN, "import_key": key, "channel_id": channel_id, **data}
-    conversation = Conversation.objects.filter(agent=agent, peer_id=channel_id).first()
+    conversation = Conversation.objects.filter(agent=agent, peer_id=channel_id, topic_id=0).first()
     values = {
         "created": created,
         "kind": kind,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUser
+from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxTopic, SandboxUser
 from conversations.services.sandbox import sandbox_say
 from dashboard import forms
 from media_catalog.models import MediaDescription, Sticker, StickerSet
@@ -268,3 +268,33 @@ def test_a_non_image_file_in_the_photo_folder_is_not_served(verified, media_root
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "page.png").write_bytes(b"<html><script>alert(1)</script></html>")
     assert verified.client.get("/dashboard/sandbox/photos/page.png").status_code == 404
+
+
+def test_a_forum_topic_opens_as_its_own_chat_with_links_to_the_others(verified, sandbox_agent):
+    response = _open(verified, sandbox_agent, group="Allotment", topic="Seeds")
+    assert response.redirect_chain == [
+        (f"/dashboard/sandbox/?agent={sandbox_agent.pk}&as_name=Alice&group=Allotment&topic=Seeds", 303)
+    ]
+    config = response.context["config"]
+    seeds = SandboxTopic.objects.get(title="Seeds")
+    assert (config["forum"], config["topic"], config["topic_id"]) == (True, "Seeds", seeds.topic_id)
+    assert [(t["title"], t["current"]) for t in response.context["topics"]] == [("Seeds", True)]
+    page = response.content.decode()
+    assert "Allotment › Seeds" in page and 'id="topics"' in page
+
+    sent = _send(verified, sandbox_agent, group="Allotment", topic="Seeds", text="beans?")
+    assert sent.json()["message"]["topic_id"] == seeds.topic_id
+    assert SandboxMessage.objects.get(text="beans?").topic_id == seeds.topic_id
+
+    general = verified.client.get(
+        "/dashboard/sandbox/", {"agent": sandbox_agent.pk, "as_name": "Alice", "group": "Allotment"}
+    )
+    assert (general.context["config"]["topic_id"], general.context["topic"]) == (None, None)
+    assert "Allotment › General" in general.content.decode()
+
+
+def test_a_topic_without_a_group_is_refused_naming_the_fix(verified, sandbox_agent):
+    response = _open(verified, sandbox_agent, topic="Seeds")
+    assert response.status_code == 400
+    assert "Topic 'Seeds' needs a group" in response.context["form"].errors["topic"][0]
+    assert not SandboxTopic.objects.exists()

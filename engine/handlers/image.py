@@ -11,7 +11,7 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 
 from conversations.services.ingest import message_record_sent
-from conversations.transport.base import PermanentError
+from conversations.transport.base import PermanentError, topic_kwargs
 from engine.handlers.base import Done, HandlerContext, register
 from engine.handlers.send import stored_random_id
 from engine.handlers.send_media import library_ref
@@ -31,7 +31,12 @@ async def handle_image(ctx: HandlerContext) -> Done:
     reply_to = ctx.params.get("reply_to")
     random_id = await stored_random_id(ctx)
     sent = await ctx.transport.send_media(
-        ctx.conversation.peer_id, ref, random_id=random_id, reply_to=reply_to, caption=caption
+        ctx.conversation.peer_id,
+        ref,
+        random_id=random_id,
+        reply_to=reply_to,
+        caption=caption,
+        **topic_kwargs(ctx.conversation.topic_id),
     )
     if sent.media_unique_id and sent.media_unique_id != ref.unique_id:  # uploaded with the send
         await sync_to_async(library_item_sent_as)(

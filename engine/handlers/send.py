@@ -15,7 +15,7 @@ from agents.models import Agent
 from cindy_site.clock import now
 from conversations.services.ingest import message_record_sent
 from conversations.services.nodes import node_store_random_id
-from conversations.transport.base import AuthError, FloodWait, PermanentError, TransportError
+from conversations.transport.base import AuthError, FloodWait, PermanentError, TransportError, topic_kwargs
 from engine.handlers.base import Defer, Done, HandlerContext, NodeLost, register
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,9 @@ async def stored_random_id(ctx: HandlerContext) -> int:
 async def show_typing(ctx: HandlerContext) -> None:
     """Typing is cosmetic: only errors that must change the schedule (flood, auth) propagate."""
     try:
-        await ctx.transport.set_typing(ctx.conversation.peer_id, True)
+        await ctx.transport.set_typing(
+            ctx.conversation.peer_id, True, **topic_kwargs(ctx.conversation.topic_id)
+        )
     except (FloodWait, AuthError):
         raise
     except TransportError as exc:
@@ -79,7 +81,11 @@ async def handle_send(ctx: HandlerContext) -> Done | Defer:
         return deferred
     reply_to = ctx.params.get("reply_to")
     sent = await ctx.transport.send_text(
-        ctx.conversation.peer_id, text, random_id=random_id, reply_to=reply_to
+        ctx.conversation.peer_id,
+        text,
+        random_id=random_id,
+        reply_to=reply_to,
+        **topic_kwargs(ctx.conversation.topic_id),
     )
     await sync_to_async(message_record_sent)(
         agent=ctx.agent, conversation=ctx.conversation, sent=sent, text=text, reply_to=reply_to

@@ -5,7 +5,7 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 
 from conversations.services.ingest import message_record_sent
-from conversations.transport.base import LibraryRef, PermanentError
+from conversations.transport.base import LibraryRef, PermanentError, topic_kwargs
 from engine.handlers.base import Done, HandlerContext, register
 from engine.handlers.send import stored_random_id
 from media_catalog.models import LibraryItem
@@ -36,7 +36,11 @@ async def handle_send_media(ctx: HandlerContext) -> Done:
     random_id = await stored_random_id(ctx)
     reply_to = ctx.params.get("reply_to")
     sent = await ctx.transport.send_media(
-        ctx.conversation.peer_id, ref, random_id=random_id, reply_to=reply_to
+        ctx.conversation.peer_id,
+        ref,
+        random_id=random_id,
+        reply_to=reply_to,
+        **topic_kwargs(ctx.conversation.topic_id),
     )
     if sent.media_unique_id and sent.media_unique_id != ref.unique_id:  # uploaded with the send
         await sync_to_async(library_item_sent_as)(

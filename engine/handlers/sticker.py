@@ -15,7 +15,7 @@ from agents.models import Agent
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.services.ingest import message_record_sent
-from conversations.transport.base import PermanentError, StickerRef, Transport
+from conversations.transport.base import PermanentError, StickerRef, Transport, topic_kwargs
 from engine.handlers.base import Done, HandlerContext, register
 from engine.handlers.send import stored_random_id
 from media_catalog.models import Sticker
@@ -72,8 +72,9 @@ async def handle_sticker(ctx: HandlerContext) -> Done:
     if sticker is None and set_name:
         sticker = await transport_sticker(ctx.transport, set_name, name)
     peer = ctx.conversation.peer_id
+    topic = topic_kwargs(ctx.conversation.topic_id)
     if sticker is None:
-        sent = await ctx.transport.send_text(peer, name, random_id=random_id, reply_to=reply_to)
+        sent = await ctx.transport.send_text(peer, name, random_id=random_id, reply_to=reply_to, **topic)
         await sync_to_async(message_record_sent)(
             agent=ctx.agent, conversation=ctx.conversation, sent=sent, text=name, reply_to=reply_to
         )
@@ -86,7 +87,7 @@ async def handle_sticker(ctx: HandlerContext) -> Done:
         )
         logger.warning("agent %s: sticker %s::%s not found, sent as text", ctx.agent.name, set_name, name)
         return Done(f"sticker {set_name}::{name} unresolved, sent as text", {"message_id": sent.message_id})
-    sent = await ctx.transport.send_sticker(peer, sticker, random_id=random_id, reply_to=reply_to)
+    sent = await ctx.transport.send_sticker(peer, sticker, random_id=random_id, reply_to=reply_to, **topic)
     part = {
         "kind": "media",
         "media_kind": "sticker",

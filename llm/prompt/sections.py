@@ -286,7 +286,7 @@ def stored_sections(
     shares the cached prefix. Each kind declares its title, entries and place in `memory.stored_kinds`;
     the agent names an entry's id to update it, or gives it empty content to delete it.
     """
-    context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id)
+    context = StoreContext(agent_id=agent.pk, channel_id=conversation.peer_id, topic_id=conversation.topic_id)
     # Entries another chat stored are shown without their ids: only that chat may change them (an
     # operator's direct messages may change any, and see every id).
     hide = not partner_is_operator(conversation)
@@ -337,6 +337,10 @@ def channel_details_section(conversation: Conversation) -> str:
         lines.append(f"- {label}: {conversation.title}")
     if conversation.username:
         lines.append(f"- Username: @{conversation.username}")
+    if conversation.topic_id:  # a forum topic: this conversation is that topic only
+        lines.append(
+            f"- Topic: {conversation.topic_title or conversation.topic_id} (topic id {conversation.topic_id})"
+        )
     for key, title in _DETAIL_LABELS.items():
         value = details.get(key)
         if value not in (None, "", [], {}):

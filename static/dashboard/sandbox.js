@@ -72,6 +72,8 @@
 
   function upsertMessage(message) {
     if (message.chat_id !== config.chat_id) return;
+    // In a forum the page shows one topic (General: no topic); each is a chat of its own.
+    if (config.forum && (message.topic_id || null) !== (config.topic_id || null)) return;
     const atBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
     messages.set(message.message_id, message);
     const node = bubble(message);
@@ -99,6 +101,7 @@
 
   function showGraph(conversation) {
     if (!conversation || conversation.agent_id !== config.agent_id || conversation.peer_id !== config.peer_id) return;
+    if ((conversation.topic_id || 0) !== (config.topic_id || 0)) return;  // another topic of the forum
     const first = !conversationId;
     conversationId = conversation.id;
     document.getElementById("graph").replaceChildren(conversationCard(conversation));
@@ -165,6 +168,7 @@
     form.append("agent", config.agent_id);
     form.append("as_name", config.as_name);
     form.append("group", config.group);
+    form.append("topic", config.topic || "");
     return form;
   }
 

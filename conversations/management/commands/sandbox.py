@@ -3,6 +3,7 @@ from a shell.
 
 `voice AGENT FILE --as USER` sends an OGG/Opus file as a voice note (its duration read from the file).
 
+`say --group TITLE --topic NAME` writes in a topic of a forum group (made on first use);
 `say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
 `typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply;
 `mark-unread AGENT --as USER [--group TITLE]` marks the agent's chat unread, which it answers."""
@@ -33,6 +34,11 @@ class Command(BaseCommand):
         say.add_argument("texts", nargs="+", metavar="TEXT")
         say.add_argument("--as", dest="as_name", default=None, metavar="NAME", help="default: You")
         say.add_argument("--group", metavar="TITLE")
+        say.add_argument(
+            "--topic",
+            metavar="NAME",
+            help="write in this topic of the --group (created on first use; the group becomes a forum)",
+        )
         say.add_argument("--reply-to", type=int, metavar="ID")
         say.add_argument(
             "--user-id",
@@ -73,6 +79,7 @@ class Command(BaseCommand):
         show.add_argument("agent")
         show.add_argument("--as", dest="as_name", default="You", metavar="NAME")
         show.add_argument("--group", metavar="TITLE")
+        show.add_argument("--topic", metavar="NAME", help="only this topic of the --group")
         show.add_argument("--ids", action="store_true", help="prefix each line with its message id")
 
     def handle(self, *args, **options):
@@ -93,6 +100,7 @@ class Command(BaseCommand):
                         reply_to=reply_to,
                         user_id=options["user_id"],
                         bot=options["bot"],
+                        topic=options["topic"],
                     )
                     reply_to = None  # only the first message is the reply
                     self.stdout.write(f"sent #{message.message_id}")
@@ -121,7 +129,11 @@ class Command(BaseCommand):
                 self.stdout.write(f"marked {chat} unread for {agent.name}")
             else:
                 lines = sandbox_transcript(
-                    agent=agent, as_name=options["as_name"], group=options["group"], with_ids=options["ids"]
+                    agent=agent,
+                    as_name=options["as_name"],
+                    group=options["group"],
+                    with_ids=options["ids"],
+                    topic=options["topic"],
                 )
                 for line in lines:
                     self.stdout.write(line)

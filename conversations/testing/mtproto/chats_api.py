@@ -276,6 +276,9 @@ class ChatsApi:
         if key[0] == DM and (key[1] if key[2] == me else key[2]) in self.world.users[me].blocked:
             raise RpcFail(400, "YOU_BLOCKED_USER")
         reply = getattr(request.reply_to, "reply_to_msg_id", None)
+        topic = self.world.topic_of_reply(key, reply, getattr(request.reply_to, "top_msg_id", None))
+        if topic is not None and reply == topic:
+            reply = None  # posted in the topic, replying to no message of it
         if not text.strip() and media is None:
             raise RpcFail(400, "MESSAGE_EMPTY")
         message, _pts, new = self.world.send(
@@ -287,6 +290,7 @@ class ChatsApi:
             media=media,
             entities=list(request.entities or []),
             skip_push=me,
+            topic=topic,
         )
         if not new and self.server.random_id_duplicate_error:
             raise RpcFail(400, "RANDOM_ID_DUPLICATE")

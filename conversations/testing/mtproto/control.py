@@ -2,15 +2,18 @@
 
     POST /users      {"first_name", "username"?, "phone"?, "password"?, "id"?, "bot"?}   -> the user
                      ("id": 777000 is Telegram's service account; "bot": true makes a bot)
-    POST /groups     {"title", "member_ids": [...], "supergroup"?}          -> the group
-    POST /send       {"from", "to" | "group", "text", "reply_to"?, "mention"?, "photo"?, "sticker"?}
+    POST /groups     {"title", "member_ids": [...], "supergroup"?, "forum"?}  -> the group
+                     ("forum": true makes a supergroup with topics)
+    POST /topics     {"from", "group", "title"}        -> {"topic_id"} (MessageActionTopicCreate)
+    POST /send       {"from", "to" | "group", "text", "reply_to"?, "mention"?, "photo"?, "sticker"?,
+                      "topic"?}                        ("topic": a forum topic's id; none: General)
     POST /typing     {"from", "to", "cancel"?}        (UpdateUserTyping in their DM)
     POST /react      {"from", "to" | "group", "message_id", "emoji"}
     POST /edit       {"from", "to" | "group", "message_id", "text"}
     POST /delete     {"from", "to" | "group", "message_ids": [...]}
     POST /block      {"from", "user"}                 (the user "from" blocks "user")
     POST /flood_wait {"method": "messages.sendMessage", "seconds": 30, "times"?: 1}
-    GET  /messages?user=A&peer=B  or  ?group=G        -> messages with their random_ids
+    GET  /messages?user=A&peer=B  or  ?group=G        -> messages with their random_ids and topics
     GET  /calls                                        -> every request with its time and error
 Errors answer 400 with {"error": "..."} naming the bad field.
 """
@@ -71,12 +74,19 @@ class Control:
             title=_field(body, "title"),
             member_ids=[int(m) for m in _field(body, "member_ids", list)],
             supergroup=bool(body.get("supergroup")),
+            forum=bool(body.get("forum")),
         )
         return {
             "id": chat.id,
             "kind": chat.kind,
             "peer_id": -chat.id if chat.kind == "chat" else -(10**12 + chat.id),
         }
+
+    def topics(self, body: dict) -> dict:
+        message = self.world.create_topic(
+            self.world.user(_field(body, "from", int)).id, _field(body, "group", int), _field(body, "title")
+        )
+        return {"topic_id": message.id}
 
     def send(self, body: dict) -> dict:
         sender = self.world.user(_field(body, "from", int)).id
@@ -105,8 +115,18 @@ class Control:
             media=media,
             mentions=mentions,
             entities=entities,
+            topic=self._topic(body, key),
         )
         return {"message_id": message.id}
+
+    def _topic(self, body: dict, key: tuple) -> int | None:
+        if "topic" not in body:
+            return None
+        topic = _field(body, "topic", int)
+        chat = self.world.chats.get(key[1]) if key[0] != "dm" else None
+        if chat is None or topic not in chat.topics:
+            raise ControlError(f"topic {topic} is no topic of this chat: create it with POST /topics")
+        return topic
 
     def typing(self, body: dict) -> dict:
         sender = self.world.user(_field(body, "from", int)).id
@@ -165,6 +185,7 @@ class Control:
                     "media": type(m.media).__name__ if m.media else None,
                     "reactions": m.reactions,
                     "date": m.date,
+                    "topic": m.topic,
                 }
                 for m in self.world.history(key)
             ]

@@ -58,6 +58,8 @@ class Chat:
     pts: int = 1
     next_id: int = 1
     log: list[tuple[int, str, Any]] = field(default_factory=list)
+    forum: bool = False  # a supergroup with topics (Telegram's `Channel.forum`)
+    topics: dict[int, str] = field(default_factory=dict)  # topic id (its creation message's id) -> title
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Message:
     deleted: bool = False
     pts: int = 0  # the sender's pts after the send
     reactions_unread: set[int] = field(default_factory=set)  # reacting users the author has not read
+    topic: int | None = None  # in a forum: the topic's id (None: the General topic)
+    action: Any = None  # a service message's TL MessageAction (e.g. MessageActionTopicCreate)
 
 
 class World:
@@ -138,14 +142,50 @@ class World:
         except KeyError:
             raise WorldError(f"no group with id {chat_id}; create it first") from None
 
-    def create_group(self, *, title: str, member_ids: list[int], supergroup: bool = False) -> Chat:
+    def create_group(
+        self, *, title: str, member_ids: list[int], supergroup: bool = False, forum: bool = False
+    ) -> Chat:
+        """A basic group, a supergroup, or (`forum`) a supergroup with topics."""
         for uid in member_ids:
             self.user(uid)
         chat = Chat(
-            self.new_id(), CHANNEL if supergroup else CHAT, title, set(member_ids), self.new_id() * 104729
+            self.new_id(),
+            CHANNEL if supergroup or forum else CHAT,
+            title,
+            set(member_ids),
+            self.new_id() * 104729,
+            forum=forum,
         )
         self.chats[chat.id] = chat
         return chat
+
+    def create_topic(self, creator: int, chat_id: int, title: str) -> Message:
+        """`creator` opens a topic in a forum: a service message (MessageActionTopicCreate) whose id
+        becomes the topic's id, delivered to every member like any new message."""
+        chat = self.chat(chat_id)
+        if not chat.forum:
+            raise WorldError(f"group {chat_id} is not a forum: create it with forum = true")
+        if creator not in chat.members:
+            raise WorldError(f"user {creator} is not a member of group {chat_id}")
+        message, _pts, _new = self.send(
+            creator, (CHANNEL, chat.id), "", action=types.MessageActionTopicCreate(title=title, icon_color=0)
+        )
+        return message
+
+    def topic_of_reply(self, key: tuple, reply_to: int | None, top: int | None) -> int | None:
+        """The topic a message sent in a forum goes to: the `top_msg_id` it names, else the topic of
+        the message it replies to (or the topic it names by replying to its id); None: General."""
+        chat = self.chats.get(key[1]) if key[0] == CHANNEL else None
+        if chat is None or not chat.forum:
+            return None
+        if top:
+            if top not in chat.topics:
+                raise RpcFail(400, "TOPIC_ID_INVALID")
+            return top
+        if reply_to in chat.topics:
+            return reply_to
+        replied = self.find(key, reply_to) if reply_to else None
+        return replied.topic if replied is not None else None
 
     # --- keys and peers ---------------------------------------------------------------------------
 
@@ -213,10 +253,33 @@ class World:
             date=None,
             access_hash=c.access_hash,
             megagroup=True,
+            forum=c.forum or None,
         )
+
+    def tl_reply_header(self, m: Message) -> types.MessageReplyHeader | None:
+        """As Telegram marks it: in a forum topic every message "replies" to the topic (`forum_topic`,
+        `reply_to_msg_id` the topic's id), and a reply to another message of the topic names that
+        message with the topic as `reply_to_top_id`."""
+        if m.topic is not None and m.id != m.topic:
+            if m.reply_to and m.reply_to != m.topic:
+                return types.MessageReplyHeader(
+                    forum_topic=True, reply_to_msg_id=m.reply_to, reply_to_top_id=m.topic
+                )
+            return types.MessageReplyHeader(forum_topic=True, reply_to_msg_id=m.topic)
+        return types.MessageReplyHeader(reply_to_msg_id=m.reply_to) if m.reply_to else None
 
     def tl_message(self, m: Message, viewer: int) -> types.Message:
         out = m.sender == viewer
+        if m.action is not None:
+            return types.MessageService(
+                id=m.id,
+                peer_id=self.peer_of(m.key, viewer),
+                date=m.date,
+                out=out,
+                from_id=types.PeerUser(m.sender),
+                reply_to=self.tl_reply_header(m),
+                action=m.action,
+            )
         replied = self.find(m.key, m.reply_to) if m.reply_to else None
         results: dict[str, int] = {}
         for emoji in m.reactions.values():
@@ -247,7 +310,7 @@ class World:
             mentioned=not out
             and (viewer in m.mentions or (replied is not None and replied.sender == viewer)),
             from_id=types.PeerUser(m.sender) if (m.key[0] != DM or out) else None,
-            reply_to=types.MessageReplyHeader(reply_to_msg_id=m.reply_to) if m.reply_to else None,
+            reply_to=self.tl_reply_header(m),
             media=m.media,
             entities=m.entities or None,
             reactions=reactions,
@@ -332,8 +395,11 @@ class World:
         mentions: tuple[int, ...] = (),
         entities: list | None = None,
         skip_push: int | None = None,
+        topic: int | None = None,
+        action: Any = None,
     ) -> tuple[Message, dict[int, int], bool]:
-        """A new message (or, for a random_id already used by `sender` here, the first one and False)."""
+        """A new message (or, for a random_id already used by `sender` here, the first one and False);
+        in a forum, in `topic` (None: General); `action` makes it a service message."""
         if random_id is not None:
             earlier = self.by_random_id.get((sender, random_id))
             if earlier is not None:
@@ -348,6 +414,10 @@ class World:
         message = Message(
             msg_id, key, sender, text, int(time.time()), random_id, reply_to, media, mentions, entities or []
         )
+        if isinstance(action, types.MessageActionTopicCreate):
+            self.chats[key[1]].topics[msg_id] = action.title
+            topic = msg_id
+        message.topic, message.action = topic, action
         self.messages.setdefault(key, []).append(message)
         if random_id is not None:
             self.by_random_id[(sender, random_id)] = message

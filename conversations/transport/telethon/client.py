@@ -56,6 +56,8 @@ from .normalize import (
     inbound_message,
     message_of,
     sticker_sets_needed,
+    topic_of,
+    topic_titles_of,
     unsupported_message,
     updates_from,
 )
@@ -119,6 +121,7 @@ class TelethonConnection:
         self._blocklist: TTLCache[str, frozenset[int]] = TTLCache(BLOCKLIST_TTL)
         self._sticker_sets: TTLCache[str, Any] = TTLCache(None)  # for the session's lifetime
         self._sticker_set_names: dict[int, tuple[str, str]] = {}
+        self._topic_titles: dict[tuple[int, int], str] = {}  # (peer, forum topic id) -> title
         self._entities: dict[int, Any] = {}
         self._own_ids: dict[int, collections.deque[int]] = {}
         #: Peers whose dialog is marked unread, or has unread mentions, as far as the account has seen
@@ -286,6 +289,7 @@ class TelethonConnection:
             entities=self._entities,
             sticker_sets=self._sticker_set_names,
             own_message_ids={peer: set(ids) for peer, ids in self._own_ids.items()},
+            topic_titles=self._topic_titles,
         )
 
     def _remember_entities(self, entities: Iterable[Any]) -> None:
@@ -319,11 +323,45 @@ class TelethonConnection:
                 continue
             self._sticker_set_names[set_id] = (result.set.short_name, result.set.title)
 
+    async def _resolve_topics(self, messages: Iterable[Any]) -> None:
+        """Learn the titles of the forum topics these messages are in: from the messages that opened
+        (or renamed) a topic, else with one messages.getForumTopicsByID per chat for the topics not
+        known yet (once per session)."""
+        wanted: dict[int, set[int]] = {}
+        for message in messages:
+            peer = getattr(message, "peer_id", None)
+            if peer is None:
+                continue
+            peer_id = utils.get_peer_id(peer)
+            opened = topic_titles_of(message)
+            if opened is not None:
+                self._topic_titles[(peer_id, opened[0])] = opened[1]
+            topic_id = topic_of(message)
+            if topic_id is not None and (peer_id, topic_id) not in self._topic_titles:
+                wanted.setdefault(peer_id, set()).add(topic_id)
+        for peer_id, topic_ids in wanted.items():
+            ids = sorted(topic_ids)
+            try:
+                result = await self._peer_call(
+                    peer_id,
+                    lambda peer, ids=ids: functions.messages.GetForumTopicsByIDRequest(peer=peer, topics=ids),
+                )
+            except TransportError:
+                # The messages are still delivered; only the topics' titles are missing.
+                logger.info(
+                    "agents/%s: forum topics %s of %s not resolved", self.agent.name, topic_ids, peer_id
+                )
+                continue
+            for topic in getattr(result, "topics", []):
+                if isinstance(topic, types.ForumTopic):
+                    self._topic_titles[(peer_id, topic.id)] = topic.title
+
     async def _normalise_messages(self, messages: list[Any]) -> list[InboundMessage]:
         needed: set[int] = set()
         for message in messages:
             needed |= sticker_sets_needed(message)
         await self._resolve_sticker_sets(needed, messages)
+        await self._resolve_topics(messages)
         ctx = self._context()
         out = []
         for message in messages:
@@ -379,6 +417,7 @@ class TelethonConnection:
             message = message_of(update, self.me.user_id if self.me else 0)
             if message is not None:
                 await self._resolve_sticker_sets(sticker_sets_needed(message), [message])
+                await self._resolve_topics([message])
                 if getattr(message, "out", False):
                     self._remember_own(utils.get_peer_id(message.peer_id), message.id)
             found = updates_from(update, self._context())

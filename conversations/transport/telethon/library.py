@@ -112,11 +112,12 @@ class TelethonLibrary:
         random_id: int,
         reply_to: int | None = None,
         caption: str = "",
+        topic_id: int | None = None,
     ) -> SentMessage:
         if item.saved_message_id is None:
             if item.file:
                 return await self._send_uploaded(
-                    peer_id, item, random_id=random_id, reply_to=reply_to, caption=caption
+                    peer_id, item, random_id=random_id, reply_to=reply_to, caption=caption, topic_id=topic_id
                 )
             raise PermanentError(
                 "MEDIA_NOT_SAVED", f"library item {item.unique_id} has no Saved Messages message"
@@ -135,12 +136,20 @@ class TelethonLibrary:
             _input_media(message),
             random_id=random_id,
             reply_to=reply_to,
+            topic_id=topic_id,
             matches=lambda m: (media_of(m) or ("",))[0] == item.unique_id,
             caption=caption,
         )
 
     async def _send_uploaded(
-        self, peer_id: int, item: LibraryRef, *, random_id: int, reply_to: int | None, caption: str = ""
+        self,
+        peer_id: int,
+        item: LibraryRef,
+        *,
+        random_id: int,
+        reply_to: int | None,
+        caption: str = "",
+        topic_id: int | None = None,
     ) -> SentMessage:
         """Upload the item's file (MEDIA_ROOT) and send it: a photo as a photo, anything else as a file."""
         path = Path(settings.MEDIA_ROOT) / item.file
@@ -164,6 +173,7 @@ class TelethonLibrary:
             media,
             random_id=random_id,
             reply_to=reply_to,
+            topic_id=topic_id,
             matches=lambda m: media_of(m) is not None,
             caption=caption,
         )

@@ -44,6 +44,7 @@ class Context:
     entities: Mapping[int, object] = field(default_factory=dict)  # marked id -> User/Chat/Channel
     sticker_sets: Mapping[int, tuple[str, str]] = field(default_factory=dict)  # set id -> (short, title)
     own_message_ids: Mapping[int, set[int]] = field(default_factory=dict)  # peer -> agent's message ids
+    topic_titles: Mapping[tuple[int, int], str] = field(default_factory=dict)  # (peer, topic id) -> title
 
 
 def peer_id_of(peer) -> int:
@@ -261,6 +262,9 @@ def inbound_message(message, ctx: Context) -> InboundMessage:
     reply = message.reply_to
     if isinstance(reply, types.MessageReplyHeader) and reply.reply_to_msg_id:
         reply_to_id = reply.reply_to_msg_id
+    topic_id = topic_of(message)
+    if topic_id is not None and reply_to_id == topic_id and not reply.reply_to_top_id:
+        reply_to_id = None  # a plain post in the topic, not a reply to the message that opened it
 
     is_service = isinstance(message, types.MessageService)
     explicit = False if is_service else mentions_me(message, ctx.me_id, ctx.me_username)
@@ -295,7 +299,35 @@ def inbound_message(message, ctx: Context) -> InboundMessage:
         edited_at=_date(message.edit_date) if getattr(message, "edit_date", None) else None,
         chat_title=_chat_title(chat, kind, peer_id, ctx.me_id),
         chat_username=getattr(chat, "username", None) or "",
+        topic_id=topic_id,
+        topic_title=ctx.topic_titles.get((peer_id, topic_id), "") if topic_id is not None else "",
     )
+
+
+def topic_of(message) -> int | None:
+    """The forum topic a message is in, as Telegram marks it: the topic's top message id.
+
+    A message in a topic carries a reply header with `forum_topic`; its `reply_to_top_id` is the topic
+    when it replies to another message of the topic, else `reply_to_msg_id` is. The message that
+    opened a topic (`MessageActionTopicCreate`) is in the topic it opened, whose id is its own. Messages
+    of the General topic, of plain groups and of DMs are in none."""
+    if isinstance(getattr(message, "action", None), types.MessageActionTopicCreate):
+        return message.id
+    reply = getattr(message, "reply_to", None)
+    if isinstance(reply, types.MessageReplyHeader) and reply.forum_topic:
+        return reply.reply_to_top_id or reply.reply_to_msg_id
+    return None
+
+
+def topic_titles_of(message) -> tuple[int, str] | None:
+    """(topic id, title) when the message opened a forum topic or renamed it."""
+    action = getattr(message, "action", None)
+    if isinstance(action, types.MessageActionTopicCreate):
+        return message.id, action.title
+    if isinstance(action, types.MessageActionTopicEdit) and action.title:
+        topic_id = topic_of(message)
+        return (topic_id, action.title) if topic_id is not None else None
+    return None
 
 
 def _chat_title(chat, kind: str, peer_id: int, me_id: int) -> str:
@@ -336,7 +368,17 @@ def unsupported_message(message, ctx: Context) -> InboundMessage:
         is_outgoing=out,
         text=text if isinstance(text, str) else "",
         media=(MediaItem(media_kind="other", extra={"type": "unsupported", "tl_type": content_type}),),
+        topic_id=_safe_topic(message),
     )
+
+
+def _safe_topic(message) -> int | None:
+    """The message's forum topic, or None when even that cannot be read (it then lands in General)."""
+    try:
+        topic = topic_of(message)
+    except Exception:
+        return None
+    return topic if isinstance(topic, int) else None
 
 
 NEW_MESSAGE_UPDATES = (types.UpdateNewMessage, types.UpdateNewChannelMessage)

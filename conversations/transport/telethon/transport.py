@@ -48,7 +48,11 @@ def _stale_file_reference(exc: TransportError) -> bool:
     return isinstance(cause, errors.RPCError) and error_code(cause) in STALE_REFERENCE_CODES
 
 
-def _reply(reply_to: int | None):
+def _reply(reply_to: int | None, topic_id: int | None = None):
+    """The `reply_to` of a send: a reply to a message, and in a forum topic the topic (its top message
+    id, which is also what a message that replies to nothing in the topic "replies" to)."""
+    if topic_id:
+        return types.InputReplyToMessage(reply_to_msg_id=reply_to or topic_id, top_msg_id=topic_id)
     return types.InputReplyToMessage(reply_to_msg_id=reply_to) if reply_to else None
 
 
@@ -127,7 +131,13 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
         )
 
     async def send_text(
-        self, peer_id: int, text: str, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        text: str,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        topic_id: int | None = None,
     ) -> SentMessage:
         plain, entities = to_entities(text)
         if not plain.strip():
@@ -138,7 +148,7 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
                 peer=peer,
                 message=plain,
                 no_webpage=True,
-                reply_to=_reply(reply_to),
+                reply_to=_reply(reply_to, topic_id),
                 random_id=random_id,
                 entities=entities or None,
             )
@@ -199,14 +209,22 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
         self._sticker_sets.invalidate(short_name.lower())
 
     async def send_sticker(
-        self, peer_id: int, sticker: StickerRef, *, random_id: int, reply_to: int | None = None
+        self,
+        peer_id: int,
+        sticker: StickerRef,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        topic_id: int | None = None,
     ) -> SentMessage:
         # A cached document's file reference expires after a while (Telegram answers
         # FILE_REFERENCE_EXPIRED); the set is then fetched again and the send repeated once, with the
         # same random_id, so at most one message goes out.
         doc = await self._sticker_document(sticker)
         try:
-            return await self._send_sticker_document(peer_id, doc, random_id=random_id, reply_to=reply_to)
+            return await self._send_sticker_document(
+                peer_id, doc, random_id=random_id, reply_to=reply_to, topic_id=topic_id
+            )
         except TransportError as exc:
             if not _stale_file_reference(exc):
                 raise
@@ -218,14 +236,22 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             )
         try:
             doc = await self._sticker_document(sticker)
-            return await self._send_sticker_document(peer_id, doc, random_id=random_id, reply_to=reply_to)
+            return await self._send_sticker_document(
+                peer_id, doc, random_id=random_id, reply_to=reply_to, topic_id=topic_id
+            )
         except TransportError as exc:
             if _stale_file_reference(exc):
                 self._forget_sticker_set(sticker.set_short_name)  # the engine's retry looks it up again
             raise
 
     async def _send_sticker_document(
-        self, peer_id: int, doc: types.Document, *, random_id: int, reply_to: int | None
+        self,
+        peer_id: int,
+        doc: types.Document,
+        *,
+        random_id: int,
+        reply_to: int | None,
+        topic_id: int | None = None,
     ) -> SentMessage:
         media = types.InputMediaDocument(
             id=types.InputDocument(id=doc.id, access_hash=doc.access_hash, file_reference=doc.file_reference)
@@ -235,18 +261,31 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             media,
             random_id=random_id,
             reply_to=reply_to,
+            topic_id=topic_id,
             matches=lambda m: getattr(getattr(m.media, "document", None), "id", None) == doc.id,
         )
 
     async def _send_input_media(
-        self, peer_id: int, media, *, random_id: int, reply_to: int | None, matches, caption: str = ""
+        self,
+        peer_id: int,
+        media,
+        *,
+        random_id: int,
+        reply_to: int | None,
+        matches,
+        caption: str = "",
+        topic_id: int | None = None,
     ) -> SentMessage:
         """messages.sendMedia (`caption` as its text); on RANDOM_ID_DUPLICATE, the earlier message for
         which `matches` holds."""
 
         def build(peer):
             return functions.messages.SendMediaRequest(
-                peer=peer, media=media, message=caption, random_id=random_id, reply_to=_reply(reply_to)
+                peer=peer,
+                media=media,
+                message=caption,
+                random_id=random_id,
+                reply_to=_reply(reply_to, topic_id),
             )
 
         try:
@@ -268,8 +307,12 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             ),
         )
 
-    async def mark_read(self, peer_id: int, max_id: int) -> None:
+    async def mark_read(self, peer_id: int, max_id: int, *, topic_id: int | None = None) -> None:
         def build(peer):
+            if topic_id:  # a forum topic has a read mark of its own
+                return functions.messages.ReadDiscussionRequest(
+                    peer=peer, msg_id=topic_id, read_max_id=max_id
+                )
             if isinstance(peer, types.InputPeerChannel):
                 return functions.channels.ReadHistoryRequest(
                     channel=utils.get_input_channel(peer), max_id=max_id
@@ -278,7 +321,10 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
 
         await self._peer_call(peer_id, build)
         # Reactions read too, so an answered reaction does not count as unread again.
-        await self._peer_call(peer_id, lambda peer: functions.messages.ReadReactionsRequest(peer=peer))
+        await self._peer_call(
+            peer_id,
+            lambda peer: functions.messages.ReadReactionsRequest(peer=peer, top_msg_id=topic_id or None),
+        )
         # Mentions and an unread mark are cleared as Telegram's apps do on opening the chat (only
         # where the account saw them: two requests fewer for every other chat).
         if peer_id in self._unread_mentions:
@@ -293,10 +339,13 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             )
             self._marked_unread.discard(peer_id)
 
-    async def set_typing(self, peer_id: int, typing: bool = True) -> None:
+    async def set_typing(self, peer_id: int, typing: bool = True, *, topic_id: int | None = None) -> None:
         action = types.SendMessageTypingAction() if typing else types.SendMessageCancelAction()
         await self._peer_call(
-            peer_id, lambda peer: functions.messages.SetTypingRequest(peer=peer, action=action)
+            peer_id,
+            lambda peer: functions.messages.SetTypingRequest(
+                peer=peer, action=action, top_msg_id=topic_id or None
+            ),
         )
 
     async def block(self, user_id: int) -> None:
@@ -329,7 +378,9 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
 
     # --- reading ----------------------------------------------------------------------------------
 
-    async def _raw_history(self, peer_id: int, *, since_id=None, around_id=None, limit=100) -> list:
+    async def _raw_history(
+        self, peer_id: int, *, since_id=None, around_id=None, limit=100, topic_id: int | None = None
+    ) -> list:
         if since_id is not None:
             # The `limit` messages right after since_id, so a reconciler pages forward without gaps.
             offset_id, add_offset, min_id = since_id + 1, -limit, since_id
@@ -337,26 +388,37 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             offset_id, add_offset, min_id = around_id, -(limit // 2), 0
         else:
             offset_id, add_offset, min_id = 0, 0, 0
-        result = await self._peer_call(
-            peer_id,
-            lambda peer: functions.messages.GetHistoryRequest(
-                peer=peer,
-                offset_id=offset_id,
-                offset_date=None,
-                add_offset=add_offset,
-                limit=limit,
-                max_id=0,
-                min_id=min_id,
-                hash=0,
-            ),
-        )
+        page = {
+            "offset_id": offset_id,
+            "offset_date": None,
+            "add_offset": add_offset,
+            "limit": limit,
+            "max_id": 0,
+            "min_id": min_id,
+            "hash": 0,
+        }
+
+        def build(peer):
+            if topic_id:  # a forum topic's messages: the "replies" to its top message
+                return functions.messages.GetRepliesRequest(peer=peer, msg_id=topic_id, **page)
+            return functions.messages.GetHistoryRequest(peer=peer, **page)
+
+        result = await self._peer_call(peer_id, build)
         self._remember_entities([*getattr(result, "users", []), *getattr(result, "chats", [])])
         return list(getattr(result, "messages", []))
 
     async def history(
-        self, peer_id: int, *, since_id: int | None = None, around_id: int | None = None, limit: int = 100
+        self,
+        peer_id: int,
+        *,
+        since_id: int | None = None,
+        around_id: int | None = None,
+        limit: int = 100,
+        topic_id: int | None = None,
     ) -> list[InboundMessage]:
-        raw = await self._raw_history(peer_id, since_id=since_id, around_id=around_id, limit=limit)
+        raw = await self._raw_history(
+            peer_id, since_id=since_id, around_id=around_id, limit=limit, topic_id=topic_id
+        )
         messages = await self._normalise_messages(raw)
         if since_id is not None:
             messages = [m for m in messages if m.message_id > since_id]

@@ -47,7 +47,7 @@ class Player:
     def __init__(self, stage: Stage, scenario: Scenario) -> None:
         self.stage = stage
         self.scenario = scenario
-        self.seen: dict[str, int] = {}  # person -> id of the last agent message checked in their chat
+        self.seen: dict[str, int] = {}  # person (or group) -> id of the last agent message checked there
         self.failures: list[str] = []
         self.stopped = False  # a turn went wrong and the scenario stopped there
         self.braked_calls: int | None = None  # the LLM calls of the scenario when a brake held a turn
@@ -294,13 +294,28 @@ class Player:
     def _consumed(self, turn: Turn) -> bool:
         return len(self.stage.requests_of(self.scenario, turn)) >= len(turn.replies)
 
+    def _in_topic(self, turn: Turn, at: str, new: list) -> list:
+        """The agent's new messages in the turn's forum topic; one anywhere else (another topic, or
+        General for a turn in a topic) is a failure: a reply goes to the topic it answers."""
+        topics = self.stage.message_topics(self.scenario)
+        wrong = [(m[0], topics.get(m[0], "")) for m in new if topics.get(m[0], "") != turn.topic]
+        for message_id, topic in wrong:
+            self.failures.append(
+                f"{at}: the agent wrote #{message_id} in {repr(topic) if topic else 'General'}, not in "
+                f"{repr(turn.topic) if turn.topic else 'General'}"
+            )
+        return [m for m in new if topics.get(m[0], "") == turn.topic]
+
     def _check_effects(self, turn: Turn, at: str) -> None:
         stage, scenario = self.stage, self.scenario
         messages = stage.messages(scenario, turn.person)
-        since = self.seen.get(turn.person, 0)
+        chat = scenario.group_title or turn.person  # in a group, everybody's turns share the one chat
+        since = self.seen.get(chat, 0)
         new = [m for m in messages if m[1] and m[0] > since]
         if new:
-            self.seen[turn.person] = new[-1][0]
+            self.seen[chat] = new[-1][0]
+        if scenario.forum:
+            new = self._in_topic(turn, at, new)
         if turn.sends is not None and [render(m) for m in new] != list(turn.sends):
             self.failures.append(
                 f"{at}: the agent sent {[render(m) for m in new]}, expected {list(turn.sends)}"

@@ -16,6 +16,8 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
                                      # these other personas are in too (sandbox only)
     saved_stickers = ["KeptSet::🦔"]  # optional: stickers the persona's account keeps in its Saved
                                      # Messages (from HARNESS_STICKER_SETS), before the stage starts
+    group = {title = "Allotment", forum = true}    # a group with topics; without other agents it may
+                                     # also play on Telegram (a forum supergroup on the stand-in)
 
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
@@ -25,6 +27,9 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     # trigger = "operator"           #   by the operator's `operator` change (a held turn plans again)
     # trigger = "mark_unread"        #   by the agent's account marking the person's chat unread
     as = "Ada"                       # optional: whose chat this turn is in
+    topic = "Seeds"                  # in a forum group: the topic the person writes in (made on first
+                                     #   use; none: General). `sends` then lists the agent's new lines
+                                     #   in this topic, and a new line of the agent anywhere else fails
     operator = {daily_spend_cap = "0.01"}   # optional: spend limits an operator saves first, as the
                                      #   admin does ("" clears one)
     reply = [{kind = "send", text = "Hi!"}]            # what the LLM stand-in answers
@@ -152,6 +157,7 @@ _TURN_KEYS = {
     "describe",
     "mute",
     "unseen",
+    "topic",
 }
 
 
@@ -198,6 +204,7 @@ class Turn:
     describe: str = ""  # "images" | "none" | "" (not checked)
     mute: bool = False
     unseen: bool = False
+    topic: str = ""  # the forum topic the turn is in ("": General, or not a forum)
 
     @property
     def kinds(self) -> set[str]:
@@ -225,6 +232,7 @@ class Scenario:
     group: str = ""  # the title of the group the people speak in ("" for DMs)
     group_agents: tuple[str, ...] = ()  # the other personas in that group
     saved_stickers: tuple[tuple[str, str], ...] = ()  # (set, emoji) kept in the account's Saved Messages
+    forum: bool = False  # the group has topics
 
     @property
     def group_title(self) -> str:
@@ -265,9 +273,21 @@ def load(path: Path) -> Scenario:
     turns = data.get("turn") or []
     if not turns:
         raise ScenarioError(f"{where}: no [[turn]]: add at least one")
-    group, group_agents = _group(where, data.get("group"), persona)
-    if group and data.get("telegram"):
-        raise ScenarioError(f"{where}: a group scenario plays on the sandbox only: remove telegram = true")
+    group, group_agents, forum = _group(where, data.get("group"), persona)
+    if group and data.get("telegram") and (group_agents or not forum):
+        raise ScenarioError(
+            f"{where}: on Telegram a group scenario is a forum of the persona and the people: set "
+            "group = {title = ..., forum = true} without agents, or remove telegram = true"
+        )
+    topics = [t.get("topic") for t in turns if isinstance(t, dict) and "topic" in t]
+    if topics and not forum:
+        raise ScenarioError(
+            f'{where}: a turn has a topic, but the group has none: set group = {{title = "...", forum = true}}'
+        )
+    if not all(isinstance(t, str) and 0 < len(t.strip()) <= 128 for t in topics):
+        raise ScenarioError(
+            f'{where}: topic {topics!r}: give each a title of 1 to 128 characters, e.g. topic = "Seeds"'
+        )
     parsed = tuple(
         _turn(where, number, raw, people, (persona, *group_agents) if group else ())
         for number, raw in enumerate(turns, start=1)
@@ -296,6 +316,7 @@ def load(path: Path) -> Scenario:
         group=group,
         group_agents=group_agents,
         saved_stickers=_saved_stickers(where, data.get("saved_stickers", [])),
+        forum=forum,
     )
 
 
@@ -343,17 +364,23 @@ def _media(at: str, value: Any, trigger: str) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(value.items()))
 
 
-def _group(where: str, value: Any, persona: str) -> tuple[str, tuple[str, ...]]:
+def _group(where: str, value: Any, persona: str) -> tuple[str, tuple[str, ...], bool]:
     if value is None:
-        return "", ()
-    example = 'e.g. group = {title = "Garden club", agents = ["Wendy"]}'
-    if not isinstance(value, dict) or set(value) - {"title", "agents"} or not value.get("title"):
-        raise ScenarioError(f"{where}: group is {value!r}: give a title and the other agents; {example}")
+        return "", (), False
+    example = (
+        'e.g. group = {title = "Garden club", agents = ["Wendy"]} or {title = "Allotment", forum = true}'
+    )
+    if not isinstance(value, dict) or set(value) - {"title", "agents", "forum"} or not value.get("title"):
+        raise ScenarioError(
+            f"{where}: group is {value!r}: give a title, the other agents and whether it has topics; {example}"
+        )
+    if not isinstance(value.get("forum", False), bool):
+        raise ScenarioError(f"{where}: group forum is {value['forum']!r}: use true or false; {example}")
     agents = _strings(where, "group agents", value.get("agents", []))
     wrong = [a for a in agents if a not in PERSONAS or a == persona]
     if wrong:
         raise ScenarioError(f"{where}: group agents {wrong}: name other personas than {persona}; {example}")
-    return str(value["title"]), tuple(agents)
+    return str(value["title"]), tuple(agents), bool(value.get("forum", False))
 
 
 def _turn(
@@ -427,6 +454,7 @@ def _turn(
             sends=tuple(_strings(at, "sends", raw.get("sends", []))),
             braked=True,
             activity=tuple(_strings(at, "activity", raw.get("activity", []))),
+            topic=str(raw.get("topic", "")).strip(),
         )
     replies = [_reply(at, "reply", raw.get("reply"))] if answered else []
     if "after_retrieve" in raw:
@@ -513,6 +541,7 @@ def _turn(
         describe=describe,
         mute=raw.get("mute", False),
         unseen=raw.get("unseen", False),
+        topic=str(raw.get("topic", "")).strip(),
     )
 
 

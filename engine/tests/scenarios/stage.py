@@ -531,6 +531,8 @@ class Stage:
             args += ["--user-id", str(scenario.user_ids[turn.person])]
         if scenario.group:
             args += ["--group", scenario.group_title]
+        if turn.topic:
+            args += ["--topic", turn.topic]
         if turn.media:
             self.run(
                 "from agents.models import Agent\nfrom conversations.services.sandbox import sandbox_say\n"
@@ -848,15 +850,40 @@ class Stage:
         return chats[0] if chats else None
 
     def mirrored(self, scenario: Scenario, person: str) -> list[str]:
-        """The texts of the person's messages in Cindy's mirror of their chat (as stored, redacted)."""
-        conversation = self._conversation_of(scenario, person)
-        if conversation is None:
+        """The texts of the person's messages in Cindy's mirror of their chat (as stored, redacted);
+        in a forum, of every topic's conversation."""
+        if scenario.forum:
+            conversations = self._forum_conversations(scenario)
+        else:
+            conversation = self._conversation_of(scenario, person)
+            conversations = [] if conversation is None else [conversation]
+        if not conversations:
             return []
         rows = self.db.query(
             "SELECT text FROM conversations_message WHERE is_agent = 0 AND is_service = 0 AND "
-            f"conversation_id = {conversation} ORDER BY message_id"
+            f"conversation_id IN ({', '.join(map(str, conversations))}) ORDER BY message_id"
         )
         return [r[0] for r in rows]
+
+    def _forum_conversations(self, scenario: Scenario) -> list[int]:
+        """The persona's conversations of the scenario's forum: General's and each topic's."""
+        peer = next((p for p, key in self._group_peers.items() if key == scenario.group_title), None)
+        if peer is None:
+            return []
+        rows = self.db.query(
+            f"SELECT id FROM conversations_conversation WHERE agent_id = {self.agent_ids[scenario.persona]} "
+            f"AND peer_id = {peer}"
+        )
+        return [r[0] for r in rows]
+
+    def message_topics(self, scenario: Scenario) -> dict[int, str]:
+        """Message id -> the title of the forum topic it is in, for the scenario's group ("": General)."""
+        rows = self.db.query(
+            "SELECT m.message_id, t.title FROM conversations_sandboxmessage m JOIN conversations_sandboxchat c "
+            "ON m.chat_id = c.id JOIN conversations_sandboxtopic t ON t.chat_id = c.id AND t.topic_id = m.topic_id "
+            f"WHERE c.title = '{scenario.group_title}'"
+        )
+        return dict(rows)
 
     def events(self, scenario: Scenario, person: str, kind: str) -> int:
         """How many activity events of `kind` the person's chat has (any agent's, in a group)."""

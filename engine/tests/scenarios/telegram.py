@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from telethon import utils
 from telethon.tl import types
 
 from conversations.testing.mtproto import StandIn
@@ -40,6 +41,8 @@ class TelegramStage(Stage):
         self.standin = StandIn().start()
         self.people: dict[str, int] = {}
         self._voice_media: dict[tuple[str, str], types.MessageMediaDocument] = {}
+        self.forums: dict[str, int] = {}  # a forum scenario's group title -> its stand-in chat id
+        self.topics: dict[tuple[str, str], int] = {}  # (group title, topic title) -> topic id
         super().__init__(tmp, template, scenarios)
         key_path = tmp / "standin.pub.pem"
         key_path.write_bytes(self.standin.key.public_pem)
@@ -130,6 +133,40 @@ class TelegramStage(Stage):
     def operator_id(self, name: str) -> int:
         return self._person(name)
 
+    def _group(self, scenario: Scenario) -> int:
+        """A forum supergroup of the persona and the people (spec.py allows no other group here)."""
+        members = [self.accounts[scenario.persona]] + [
+            self._person(scenario.user(p), bot=p in scenario.bots) for p in scenario.people
+        ]
+        chat = self.standin.run(
+            self.standin.world.create_group, title=scenario.group_title, member_ids=members, forum=True
+        )
+        self.forums[scenario.group_title] = chat.id
+        return utils.get_peer_id(types.PeerChannel(chat.id))
+
+    def _topic(self, scenario: Scenario, title: str, creator: int) -> int:
+        """The forum topic titled `title`, opened by `creator` on first use."""
+        key = (scenario.group_title, title)
+        if key not in self.topics:
+            chat_id = self.forums[scenario.group_title]
+            self.topics[key] = self.standin.run(self.standin.world.create_topic, creator, chat_id, title).id
+        return self.topics[key]
+
+    def _say_in_forum(self, scenario: Scenario, turn: Turn, person: int, text: str) -> None:
+        """The person writes in the forum (in the turn's topic), mentioning the persona as Telegram's
+        apps do when the text holds its @username."""
+        topic = self._topic(scenario, turn.topic, person) if turn.topic else None
+        agent = self.accounts[scenario.persona]
+        handle = f"@{scenario.persona.lower()}"
+        at = text.lower().find(handle)
+        entities = [types.MessageEntityMention(offset=at, length=len(handle))] if at >= 0 else []
+        key = ("channel", self.forums[scenario.group_title])
+        self.standin.run(
+            lambda: self.standin.world.send(
+                person, key, text, mentions=(agent,) if entities else (), entities=entities, topic=topic
+            )
+        )
+
     def say(self, scenario: Scenario, turn: Turn, text: str = "", typing: float = 0.0) -> None:
         """The person writes; with `typing`, one `UpdateUserTyping` follows at once (Telegram's clients
         take it to last TYPING_UPDATE_SECONDS)."""
@@ -138,6 +175,9 @@ class TelegramStage(Stage):
             user_id=scenario.user_ids.get(turn.person),
             bot=turn.person in scenario.bots,
         )
+        if scenario.group:
+            self._say_in_forum(scenario, turn, person, text or turn.say)
+            return
         key = self.standin.world.dm_key(self.accounts[scenario.persona], person)
 
         media = self._media_of(turn) if turn.media else None
@@ -223,26 +263,48 @@ class TelegramStage(Stage):
         return self.accounts[persona]
 
     def messages(self, scenario: Scenario, person: str) -> list[tuple[int, bool, str, list, list]]:
+        """As on the sandbox; in a forum, every topic's messages (not the service messages that open
+        topics), the persona's text as `Name: text`."""
         name = scenario.user(person)
-        if name not in self.people:
-            return []
         me = self.accounts[scenario.persona]
-        key = self.standin.world.dm_key(me, self.people[name])
+        if scenario.group:
+            if scenario.group_title not in self.forums:
+                return []
+            key = ("channel", self.forums[scenario.group_title])
+        elif name not in self.people:
+            return []
+        else:
+            key = self.standin.world.dm_key(me, self.people[name])
 
         def read():
             return [
                 (
                     m.id,
                     m.sender == me,
-                    m.text,
+                    f"{scenario.persona}: {m.text}" if scenario.group and m.sender == me else m.text,
                     self._media(m.media),
                     [{"emoji": emoji, "user_ids": [uid]} for uid, emoji in m.reactions.items()],
                 )
                 for m in self.standin.world.history(key)
-                if not m.deleted
+                if not m.deleted and m.action is None
             ]
 
         return self.standin.run(read)
+
+    def message_topics(self, scenario: Scenario) -> dict[int, str]:
+        """Message id -> the title of the topic Telegram has it in (the topic its `reply_to_top_id`
+        / `top_msg_id` named), for the scenario's forum ("": General)."""
+        chat_id = self.forums.get(scenario.group_title)
+        if chat_id is None:
+            return {}
+        chat = self.standin.world.chats[chat_id]
+        return self.standin.run(
+            lambda: {
+                m.id: chat.topics.get(m.topic, "")
+                for m in self.standin.world.history(("channel", chat_id))
+                if m.topic is not None
+            }
+        )
 
     def _media(self, media) -> list[dict]:
         """A message's media as the sandbox's parts: stickers with their set and emoji, else the kind."""

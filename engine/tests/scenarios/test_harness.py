@@ -7,6 +7,7 @@ import re
 import pytest
 
 from engine.tests.scenarios.health import Health, unexpected_log_lines, without_expected_refusals
+from engine.tests.scenarios.play import Player
 from engine.tests.scenarios.spec import SCENARIO_DIR, ScenarioError, all_scenarios, load
 
 
@@ -129,6 +130,27 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
         (
             'persona = "Orla"\npeople = ["Ada"]\nsaved_stickers = ["KeptSet::🐸"]\n' + GOOD_TURN,
             "saved_stickers has 'KeptSet::🐸': name one of",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club"}\n'
+            + GOOD_TURN
+            + 'topic = "Seeds"\n',
+            'a turn has a topic, but the group has none: set group = {title = "...", forum = true}',
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club", forum = "yes"}\n' + GOOD_TURN,
+            "group forum is 'yes': use true or false",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\ngroup = {title = "Club", forum = true, '
+            'agents = ["Wendy"]}\n' + GOOD_TURN,
+            "on Telegram a group scenario is a forum of the persona and the people",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club", forum = true}\n'
+            + GOOD_TURN
+            + 'topic = ""\n',
+            "topic ['']: give each a title of 1 to 128 characters",
         ),
     ],
 )
@@ -289,3 +311,44 @@ def test_bad_attention_keys_are_refused_with_the_fix(tmp_path, turn, message):
     with pytest.raises(ScenarioError, match="turn 1") as refused:
         scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\n' + turn)
     assert message in str(refused.value)
+
+
+def test_a_forum_scenario_reads_its_topics_and_may_play_on_telegram(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\ngroup = {title = "Allotment", forum = true}\n'
+        + GOOD_TURN
+        + 'topic = "Seeds"\n'
+        + GOOD_TURN,
+    )
+    assert (loaded.forum, loaded.telegram, loaded.group_title) == (True, True, "Allotment orla_x")
+    assert [t.topic for t in loaded.turns] == ["Seeds", ""]
+
+
+class _TopicStage:
+    """Just what the player's topic check reads: each message's topic title ("": General)."""
+
+    def __init__(self, topics: dict[int, str]) -> None:
+        self.topics = topics
+
+    def message_topics(self, scenario) -> dict[int, str]:
+        return self.topics
+
+
+def test_a_forum_turn_fails_for_an_agent_line_in_another_topic_or_in_general(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Allotment", forum = true}\n'
+        + GOOD_TURN
+        + 'topic = "Seeds"\n',
+    )
+    player = Player(_TopicStage({1: "Seeds", 2: "Tools"}), loaded)
+    new = [(1, True, "Orla: peas", [], []), (2, True, "Orla: spade", [], []), (3, True, "Orla: hi", [], [])]
+
+    kept = player._in_topic(loaded.turns[0], "turn 1", new)
+
+    assert [m[0] for m in kept] == [1]
+    assert player.failures == [
+        "turn 1: the agent wrote #2 in 'Tools', not in 'Seeds'",
+        "turn 1: the agent wrote #3 in General, not in 'Seeds'",
+    ]
