@@ -13,6 +13,9 @@
   messages is longer than the agent's hop limit (`engine.loops`).
 - Nothing triggers for a muted chat, a gagged chat, a blocked user, a channel, or a disabled, gagged
   or stopped agent: the message is still recorded.
+- Nothing triggers in a group or channel the account cannot write in (`Conversation.cannot_write`: a
+  read-only channel, a restricted group, a restriction or ban of the account); a message or reaction
+  that would otherwise start a turn there writes a `policy_refused` activity line naming why.
 
 An agent asleep per its Daily Schedule (`agents/schedule.py`) still replans, but the tick runs none of
 its nodes until it wakes: the night's messages are answered once, in the morning.
@@ -23,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.models import Agent
-from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation, Message, TaskGraph
+from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
+from conversations.services.activity import record_event
 from engine.loops import loop_guard_reason
 
 
@@ -81,8 +85,18 @@ def _message_decision(
     if message.sender_is_bot and not (agent.answer_bots or conversation.answer_bots):
         return Decision(None, "a bot (allow with the Answer Bots flag or the chat's answer bots setting)")
     quiet = quiet_reason(agent=agent, conversation=conversation)
+    # A callout in a channel the account cannot post in is still told in the activity log (below).
+    if quiet and not (quiet == "channel" and conversation.cannot_write):
+        return Decision(None, quiet)
+    decision = _callout_decision(conversation=conversation, message=message, reply_to_agent=reply_to_agent)
+    if decision and conversation.cannot_write:
+        return write_refused(agent=agent, conversation=conversation, what=_named(message))
     if quiet:
         return Decision(None, quiet)
+    return decision
+
+
+def _callout_decision(*, conversation: Conversation, message: Message, reply_to_agent: bool) -> Decision:
     if conversation.kind == Conversation.Kind.DM:
         if _first_in_mirror(conversation=conversation, message=message):
             return Decision(TaskGraph.Trigger.NEW_CONVERSATION, "first message of a new conversation")
@@ -92,6 +106,24 @@ def _message_decision(
     if reply_to_agent or is_reply_to_agent(conversation=conversation, reply_to_id=message.reply_to_id):
         return Decision(TaskGraph.Trigger.MESSAGE, "reply to the agent")
     return Decision(None, "group chatter without a callout")
+
+
+def _named(message: Message) -> str:
+    return f"{message.sender_name or message.sender_id or 'a post'} #{message.message_id}"
+
+
+def write_refused(*, agent: Agent, conversation: Conversation, what: str) -> Decision:
+    """No turn in a chat the account cannot write in (as the original checks before any turn); the
+    activity log says why."""
+    reason = f"cannot write here: {conversation.cannot_write}"
+    record_event(
+        ActivityEvent.Kind.POLICY_REFUSED,
+        agent_id=agent.pk,
+        conversation_id=conversation.pk,
+        summary=f"{what} not answered: the account {reason}",
+        data={"cannot_write": conversation.cannot_write},
+    )
+    return Decision(None, reason)
 
 
 def _first_in_mirror(*, conversation: Conversation, message: Message) -> bool:
@@ -110,4 +142,8 @@ def reaction_decision(
         return Decision(None, quiet)
     if message.message_id != conversation_last_agent_message_id(conversation=conversation):
         return Decision(None, "reaction on an older message")
+    if conversation.cannot_write:
+        return write_refused(
+            agent=agent, conversation=conversation, what=f"a reaction on #{message.message_id}"
+        )
     return Decision(TaskGraph.Trigger.REACTION, "unread reaction on the agent's last message")

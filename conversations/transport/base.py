@@ -119,6 +119,8 @@ class InboundMessage:
     chat_title: str = ""
     chat_username: str = ""
     random_id: int | None = None
+    #: Why the account cannot write in this group or channel (`WRITE_REFUSALS`); "" when it can.
+    cannot_write: str = ""
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,16 @@ class PartnerTyping:
 TYPING_UPDATE_SECONDS = 6.0
 
 
+#: Why an account may be unable to write in a group or channel, as the reason the activity log shows.
+WRITE_REFUSALS = {
+    "read_only": "read-only channel: only its admins post",
+    "restricted": "restricted: an admin took away the account's right to send messages",
+    "members_restricted": "restricted group: its members may not send messages",
+    "banned": "banned from the chat",
+    "left": "no longer a member of the chat",
+}
+
+
 Update = NewMessage | MessageEdited | MessagesDeleted | ReactionsChanged | PartnerTyping
 
 
@@ -193,6 +205,7 @@ class ChatDetails:
     muted: bool = False
     blocked: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    cannot_write: str = ""  # why the account cannot write here (`WRITE_REFUSALS`); "" when it can
 
 
 @dataclass(frozen=True)
@@ -312,6 +325,10 @@ class Transport(Protocol):
 
     async def set_typing(self, peer_id: int, typing: bool = True) -> None: ...
 
+    async def set_online(self, online: bool) -> None:
+        """Show the account online or offline to others (Telegram's account.updateStatus)."""
+        ...
+
     async def block(self, user_id: int) -> None: ...
 
     async def unblock(self, user_id: int) -> None: ...
@@ -359,7 +376,8 @@ class Transport(Protocol):
     async def contacts(self) -> list[ContactInfo]: ...
 
     async def add_contact(self, target: str, *, first_name: str, last_name: str = "") -> ContactInfo:
-        """Add a user (by numeric id or @username) to the account's contacts."""
+        """Add a user (by numeric id or @username) to the account's contacts; with no `first_name`,
+        under the user's own names."""
         ...
 
     async def delete_contacts(self, user_ids: list[int]) -> None: ...

@@ -17,6 +17,7 @@ from telethon.tl import functions, types
 from .chats_api import ChatsApi
 from .context import Caller, Endpoint
 from .crypto import DH_G, DH_PRIME
+from .presence_api import PresenceApi
 from .rpc import HANDLERS, RpcFail, handles
 
 
@@ -28,7 +29,7 @@ def test_code(phone: str) -> str | None:
     return None
 
 
-class Api(ChatsApi):
+class Api(ChatsApi, PresenceApi):
     def __init__(self, server: Endpoint) -> None:
         self.server = server
         self.world = server.world
