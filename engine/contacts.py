@@ -46,9 +46,8 @@ def contact_record(*, conversation: Conversation, name: str) -> None:
 async def partners_add_to_contacts(chats: Sequence[tuple[Transport, Conversation]]) -> int:
     """Add the partners of these DMs to their accounts' contacts where needed. Returns how many."""
     added = 0
-    for transport, conversation in chats:
-        if not needs_contact(conversation):
-            continue
+    due = await sync_to_async(lambda: [(t, c) for t, c in chats if needs_contact(c)])()
+    for transport, conversation in due:
         try:
             contact = await transport.add_contact(str(conversation.peer_id), first_name="")
         except (FloodWait, AuthError):
