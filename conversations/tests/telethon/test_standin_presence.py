@@ -65,30 +65,30 @@ def test_the_write_refusal_follows_the_entity_rights(entity, refusal):
 
 
 def test_the_online_status_is_pushed_to_the_dm_partners(world):  # noqa: F811
-    standin, agent, me, bob = world
+    stand, agent, me, bob = world
     pushed: list[tuple[int, object]] = []
 
     def spy():
-        original = standin.world.push
+        original = stand.world.push
 
         def push(user_id, updates):
             pushed.append((user_id, updates))
             original(user_id, updates)
 
-        standin.world.push = push
+        stand.world.push = push
         return original
 
     async def run():
         transport = await connected(agent)
         await transport.send_text(bob.id, "hello Bob", random_id=7001)
-        original = standin.run(spy)
+        original = stand.run(spy)
         try:
             await transport.set_online(True)
-            online = standin.run(lambda: standin.world.users[me.id].online)
+            online = stand.run(lambda: stand.world.users[me.id].online)
             await transport.set_online(False)
-            offline = standin.run(lambda: standin.world.users[me.id].online)
+            offline = stand.run(lambda: stand.world.users[me.id].online)
         finally:
-            standin.run(lambda: setattr(standin.world, "push", original))
+            stand.run(lambda: setattr(stand.world, "push", original))
         await transport.disconnect()
         return online, offline
 
@@ -101,11 +101,11 @@ def test_the_online_status_is_pushed_to_the_dm_partners(world):  # noqa: F811
         if isinstance(u, types.UpdateUserStatus) and u.user_id == me.id
     ]
     assert statuses == [(bob.id, "UserStatusOnline"), (bob.id, "UserStatusOffline")]
-    assert [c.error for c in standin.calls_of("account.updateStatus")][-2:] == ["", ""]
+    assert [c.error for c in stand.calls_of("account.updateStatus")][-2:] == ["", ""]
 
 
 def test_a_partner_is_added_to_the_contacts_under_their_own_name(world):  # noqa: F811
-    standin, agent, me, bob = world
+    stand, agent, me, bob = world
 
     async def run():
         transport = await connected(agent)
@@ -117,16 +117,16 @@ def test_a_partner_is_added_to_the_contacts_under_their_own_name(world):  # noqa
     added, contacts = async_to_sync(run)()
     assert (added.user_id, added.first_name) == (bob.id, "Bob")
     assert [c.user_id for c in contacts] == [bob.id]
-    assert standin.run(lambda: standin.world.users[me.id].contacts) == {bob.id}
-    (call,) = standin.calls_of("contacts.addContact")[-1:]
+    assert stand.run(lambda: stand.world.users[me.id].contacts) == {bob.id}
+    (call,) = stand.calls_of("contacts.addContact")[-1:]
     assert call.error == ""
 
 
 def test_restricted_banned_and_read_only_chats_are_reported_and_refuse_sends(world):  # noqa: F811
-    standin, agent, me, bob = world
+    stand, agent, me, bob = world
 
     def chats():
-        make = standin.world.create_group
+        make = stand.world.create_group
         read_only = make(title="News", member_ids=[me.id, bob.id], supergroup=True)
         read_only.broadcast, read_only.admins = True, {bob.id}
         quiet = make(title="Quiet", member_ids=[me.id, bob.id])
@@ -135,7 +135,7 @@ def test_restricted_banned_and_read_only_chats_are_reported_and_refuse_sends(wor
         restricted.restricted = {me.id}
         return read_only, quiet, restricted
 
-    read_only, quiet, restricted = standin.run(chats)
+    read_only, quiet, restricted = stand.run(chats)
     expected = {
         read_only.id: WRITE_REFUSALS["read_only"],
         quiet.id: WRITE_REFUSALS["members_restricted"],
@@ -147,7 +147,7 @@ def test_restricted_banned_and_read_only_chats_are_reported_and_refuse_sends(wor
         seen = {}
         for chat in (read_only, quiet, restricted):
             key = ("chat", chat.id) if chat.kind == "chat" else ("channel", chat.id)
-            standin.run(standin.world.send, bob.id, key, "@heidi are you there?")
+            stand.run(stand.world.send, bob.id, key, "@heidi are you there?")
             [new] = await next_updates(transport, NewMessage)
             peer = new.message.peer_id
             details = await transport.get_details(peer)
