@@ -39,6 +39,7 @@ class Player:
         self.failures: list[str] = []
         self.stopped = False  # a turn went wrong and the scenario stopped there
         self.braked_calls: int | None = None  # the LLM calls of the scenario when a brake held a turn
+        self.delays_seen = 0  # the person's chat's typed sends before the current turn
 
     def play(self) -> None:
         stage, scenario = self.stage, self.scenario
@@ -79,10 +80,15 @@ class Player:
         self.braked_calls = None
         if turn.answer_bots:
             stage.answer_bots(scenario, turn)
+        if turn.pause:  # real time passes for the real processes (e.g. the online window runs out)
+            time.sleep(turn.pause)
         graphs = stage.graphs(scenario, turn.person)
+        self.delays_seen = len(stage.start_delays(scenario, turn.person))
         started = time.time()
         if turn.operator:
             stage.operate(scenario, turn)
+        if turn.rights is not None:
+            stage.set_rights(scenario, turn.rights)
         if turn.trigger == "message":
             stage.say(scenario, turn, typing=turn.typing_seconds)
             if turn.typing_then:  # said once the agent holds its reply for the typing
@@ -242,6 +248,7 @@ class Player:
                 self.failures.append(
                     f"{at}: {len(lines)} activity line(s) say {text!r}, expected one: {lines}"
                 )
+        self._check_presence(turn, at)
         if turn.stopped is not None and stage.stopped(scenario.persona) != turn.stopped:
             self.failures.append(f"{at}: {scenario.persona} is {'' if turn.stopped else 'not '}running")
         if turn.stored_has or turn.stored_lacks:
@@ -267,3 +274,34 @@ class Player:
             blocked = stage.user_id(scenario.user(turn.person)) in stage.blocked_ids(scenario.persona)
             if blocked != turn.blocked:
                 self.failures.append(f"{at}: {turn.person} is {'' if blocked else 'not '}blocked")
+
+    def _check_presence(self, turn: Turn, at: str) -> None:
+        """The start-typing delay of the turn's first send, the agent's contacts, its online status."""
+        stage, scenario = self.stage, self.scenario
+        if turn.start_delay is not None:
+            delays = stage.start_delays(scenario, turn.person)[self.delays_seen :]
+            if not delays:
+                self.failures.append(f"{at}: no send of this turn was typed")
+            elif (delays[0] > 0) != turn.start_delay:
+                self.failures.append(
+                    f"{at}: the first send was typed with a start-typing delay of {delays[0]:g} s; expected "
+                    + ("one" if turn.start_delay else "none (already online)")
+                )
+        if turn.contacts is not None:
+            ids = set(stage.contact_ids(scenario.persona))
+            have = [
+                p
+                for p in scenario.people
+                if stage._known(scenario, p) and stage.user_id(scenario.user(p)) in ids
+            ]
+            if sorted(have) != sorted(turn.contacts):
+                self.failures.append(
+                    f"{at}: the agent's contacts hold {have}, expected {list(turn.contacts)}"
+                )
+        if turn.online is not None:  # the gateway checks presence every few seconds
+            wait(
+                lambda: stage.shown_online(scenario.persona) == turn.online,
+                f"{scenario.name} {at}: {scenario.persona} shown {'online' if turn.online else 'offline'}",
+                stage,
+                deadline=30,
+            )

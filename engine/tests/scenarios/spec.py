@@ -13,7 +13,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     bots = ["Beep"]                  # optional: people who are bot accounts
     user_ids = {Tg = 777000}         # optional: people with a fixed user id (777000: Telegram's service)
     group = {title = "Club", agents = ["Wendy"]}   # optional: the people speak in this group, which
-                                     # these other personas are in too (sandbox only)
+                                     # these other personas are in too (with agents: sandbox only)
 
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
@@ -46,6 +46,16 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     chain = [{agent = "Wendy", reply = [...]}]   # in a group: the further LLM requests the turn
                                      # makes, in order, each by the named persona
     activity = ["spend cap reached"] # texts each in exactly one activity line of the scenario's chats
+    pause = 16                       # optional: seconds to let pass before the turn (e.g. the online
+                                     #   window, CINDY_ONLINE_WINDOW_SECONDS, which the stage sets to
+                                     #   ONLINE_WINDOW_SECONDS)
+    start_delay = false              # whether the turn's first send paid the start-typing delay (false:
+                                     #   the agent was already online in the chat)
+    contacts = ["Ada"]               # exactly which of the people are in the agent's contacts
+    online = true                    # whether the agent's account shows online after the turn
+    rights = "restricted"            # in a group: an admin first changes the persona's right to write:
+                                     #   "restricted", "read_only" (only admins post), "banned", or ""
+                                     #   (it may write again)
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -109,7 +119,15 @@ _TURN_KEYS = {
     "usage",
     "braked",
     "activity",
+    "pause",
+    "start_delay",
+    "contacts",
+    "online",
+    "rights",
 }
+#: How a group may refuse the persona's writing (a turn's `rights`): `SandboxMember.cannot_write`, and
+#: on the MTProto stand-in a broadcast channel, a restriction or a ban in the supergroup.
+RIGHTS = ("read_only", "restricted", "banned", "")
 
 
 class ScenarioError(ValueError):
@@ -146,6 +164,11 @@ class Turn:
     usage: tuple[tuple[str, int], ...] = ()  # the token counts the model reports for this turn's replies
     braked: bool = False
     activity: tuple[str, ...] = ()
+    pause: float = 0.0
+    start_delay: bool | None = None
+    contacts: tuple[str, ...] | None = None
+    online: bool | None = None
+    rights: str | None = None  # a RIGHTS value an admin sets before the turn; None: unchanged
 
     @property
     def kinds(self) -> set[str]:
@@ -209,8 +232,10 @@ def load(path: Path) -> Scenario:
     if not turns:
         raise ScenarioError(f"{where}: no [[turn]]: add at least one")
     group, group_agents = _group(where, data.get("group"), persona)
-    if group and data.get("telegram"):
-        raise ScenarioError(f"{where}: a group scenario plays on the sandbox only: remove telegram = true")
+    if group_agents and data.get("telegram"):
+        raise ScenarioError(
+            f"{where}: a group scenario with other agents plays on the sandbox only: remove telegram = true"
+        )
     return Scenario(
         path=path,
         persona=persona,
@@ -246,7 +271,11 @@ def _group(where: str, value: Any, persona: str) -> tuple[str, tuple[str, ...]]:
 
 
 def _turn(
-    where: str, number: int, raw: dict[str, Any], people: list[str], group_personas: tuple[str, ...] = ()
+    where: str,
+    number: int,
+    raw: dict[str, Any],
+    people: list[str],
+    group_personas: tuple[str, ...] = (),
 ) -> Turn:
     at = f"{where}: turn {number}"
     unknown = set(raw) - _TURN_KEYS
@@ -277,7 +306,17 @@ def _turn(
             f'{at}: trigger = "operator" needs an operator change, e.g. operator = '
             '{daily_spend_cap = "1.00"}'
         )
-    for key in ("blocked", "cleared", "stopped", "answered", "answer_bots", "loop_guard", "braked"):
+    for key in (
+        "blocked",
+        "cleared",
+        "stopped",
+        "answered",
+        "answer_bots",
+        "loop_guard",
+        "braked",
+        "start_delay",
+        "online",
+    ):
         if key in raw and not isinstance(raw[key], bool):
             raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
     braked = raw.get("braked", False)
@@ -323,6 +362,26 @@ def _turn(
             f"{at}: usage is {usage!r}: use token counts of {', '.join(USAGE_KEYS)}, e.g. "
             "usage = {input_tokens = 6000, output_tokens = 1000}"
         )
+    pause = raw.get("pause", 0)
+    if isinstance(pause, bool) or not isinstance(pause, int | float) or not 0 <= pause <= 60:
+        raise ScenarioError(
+            f"{at}: pause is {pause!r}: give the seconds to wait first, 0 to 60, e.g. pause = 16"
+        )
+    if "start_delay" in raw and not any(t.get("kind") == "send" for reply in replies for t in reply):
+        raise ScenarioError(
+            f'{at}: start_delay is about the turn\'s first send: add a {{kind = "send"}} reply'
+        )
+    rights = raw.get("rights")
+    if rights is not None and (rights not in RIGHTS or not group_personas):
+        raise ScenarioError(
+            f"{at}: rights is {rights!r}: in a group scenario, use one of {', '.join(map(repr, RIGHTS))}, "
+            'e.g. rights = "restricted"'
+        )
+    contacts = raw.get("contacts")
+    if contacts is not None:
+        strangers = [p for p in _strings(at, "contacts", contacts) if p not in people]
+        if strangers:
+            raise ScenarioError(f"{at}: contacts {strangers} are not in people {people}: add them to people")
     sends = raw.get("sends")
     return Turn(
         number=number,
@@ -352,6 +411,11 @@ def _turn(
         operator=operator,
         usage=tuple(usage.items()),
         activity=tuple(_strings(at, "activity", raw.get("activity", []))),
+        pause=float(pause),
+        start_delay=raw.get("start_delay"),
+        contacts=None if contacts is None else tuple(contacts),
+        online=raw.get("online"),
+        rights=rights,
     )
 
 

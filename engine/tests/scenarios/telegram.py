@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from telethon import utils
 from telethon.tl import types
 
 from conversations.testing.mtproto import StandIn
@@ -31,6 +32,7 @@ class TelegramStage(Stage):
     def __init__(self, tmp: Path, template: ChildDatabase, scenarios: list[Scenario]) -> None:
         self.standin = StandIn().start()
         self.people: dict[str, int] = {}
+        self.group_ids: dict[str, int] = {}  # group title -> stand-in channel id
         super().__init__(tmp, template, scenarios)
         key_path = tmp / "standin.pub.pem"
         key_path.write_bytes(self.standin.key.public_pem)
@@ -80,6 +82,34 @@ class TelegramStage(Stage):
         super().stop()
         self.standin.stop()
 
+    def _group(self, scenario: Scenario) -> int:
+        """The scenario's group, a supergroup of the persona and the people; returns its peer id as
+        Telethon marks it."""
+        me = self.accounts[scenario.persona]
+        people = [self._person(scenario.user(p), bot=p in scenario.bots) for p in scenario.people]
+
+        chat = self.standin.run(
+            lambda: self.standin.world.create_group(
+                title=scenario.group_title, member_ids=[me, *people], supergroup=True
+            )
+        )
+        self.group_ids[scenario.group_title] = chat.id
+        return utils.get_peer_id(types.PeerChannel(chat.id))
+
+    def set_rights(self, scenario: Scenario, rights: str) -> None:
+        """An admin changes the persona's right to write: "read_only" makes the supergroup a broadcast
+        channel the people administer, "restricted" / "banned" restrict or ban the persona, "" undoes it."""
+        me = self.accounts[scenario.persona]
+
+        def change() -> None:
+            chat = self.standin.world.chats[self.group_ids[scenario.group_title]]
+            chat.broadcast = rights == "read_only"
+            chat.admins = (chat.members - {me}) if chat.broadcast else set()
+            chat.restricted = {me} if rights == "restricted" else set()
+            chat.banned = {me} if rights == "banned" else set()
+
+        self.standin.run(change)
+
     # --- the people ---------------------------------------------------------------------------------
 
     def _person(self, name: str, *, user_id: int | None = None, bot: bool = False) -> int:
@@ -101,10 +131,14 @@ class TelegramStage(Stage):
             user_id=scenario.user_ids.get(turn.person),
             bot=turn.person in scenario.bots,
         )
-        key = self.standin.world.dm_key(self.accounts[scenario.persona], person)
+        me = self.accounts[scenario.persona]
+        key = self._key(scenario, person)
+        said = text or turn.say
+        # A mention of the persona (@name) is one, as a Telegram client marks it.
+        mentions = (me,) if f"@{scenario.persona}".lower() in said.lower() else ()
 
         def act() -> None:
-            self.standin.world.send(person, key, text or turn.say)
+            self.standin.world.send(person, key, said, mentions=mentions)
             if typing:
                 self.standin.world.typing(person, key)
 
@@ -112,6 +146,12 @@ class TelegramStage(Stage):
 
     def typing_lasts(self, seconds: float) -> float:
         return TYPING_UPDATE_SECONDS
+
+    def _key(self, scenario: Scenario, person_id: int) -> tuple:
+        """The stand-in dialog key of the person's chat: the group, or their DM with the persona."""
+        if scenario.group:
+            return ("channel", self.group_ids[scenario.group_title])
+        return self.standin.world.dm_key(self.accounts[scenario.persona], person_id)
 
     # --- reading the world --------------------------------------------------------------------------
 
@@ -132,14 +172,15 @@ class TelegramStage(Stage):
         if name not in self.people:
             return []
         me = self.accounts[scenario.persona]
-        key = self.standin.world.dm_key(me, self.people[name])
+        key = self._key(scenario, self.people[name])
+        named = bool(scenario.group)
 
         def read():
             return [
                 (
                     m.id,
                     m.sender == me,
-                    m.text,
+                    f"{scenario.persona}: {m.text}" if named and m.sender == me else m.text,
                     self._media(m.media),
                     [{"emoji": emoji, "user_ids": [uid]} for uid, emoji in m.reactions.items()],
                 )
@@ -169,3 +210,9 @@ class TelegramStage(Stage):
 
     def blocked_ids(self, persona: str) -> list[int]:
         return self.standin.run(lambda: sorted(self.standin.world.users[self.accounts[persona]].blocked))
+
+    def contact_ids(self, persona: str) -> list[int]:
+        return self.standin.run(lambda: sorted(self.standin.world.users[self.accounts[persona]].contacts))
+
+    def shown_online(self, persona: str) -> bool:
+        return bool(self.standin.run(lambda: self.standin.world.users[self.accounts[persona]].online))
