@@ -62,5 +62,6 @@ urlpatterns = [
     path("sandbox/", sandbox_views.sandbox_chat, name="sandbox"),
     path("sandbox/send/", sandbox_views.sandbox_send, name="sandbox_send"),
     path("sandbox/react/", sandbox_views.sandbox_react_view, name="sandbox_react"),
+    path("sandbox/typing/", sandbox_views.sandbox_typing_view, name="sandbox_typing"),
     path("sandbox/photos/<str:name>", sandbox_views.sandbox_photo, name="sandbox_photo"),
 ]

@@ -15,7 +15,7 @@
   or stopped agent: the message is still recorded.
 - Nothing triggers in a group or channel the account cannot write in (`Conversation.cannot_write`: a
   read-only channel, a restricted group, a restriction or ban of the account); a message or reaction
-  that would otherwise start a turn there writes a `policy_refused` activity line naming why.
+  that would otherwise start a turn there writes an activity line naming why.
 
 An agent asleep per its Daily Schedule (`agents/schedule.py`) still replans, but the tick runs none of
 its nodes until it wakes: the night's messages are answered once, in the morning.
@@ -117,7 +117,7 @@ def write_refused(*, agent: Agent, conversation: Conversation, what: str) -> Dec
     activity log says why."""
     reason = f"cannot write here: {conversation.cannot_write}"
     record_event(
-        ActivityEvent.Kind.POLICY_REFUSED,
+        ActivityEvent.Kind.INFO,
         agent_id=agent.pk,
         conversation_id=conversation.pk,
         summary=f"{what} not answered: the account {reason}",

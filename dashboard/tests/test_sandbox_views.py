@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUser
+from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
 from conversations.services.sandbox import sandbox_say
 from dashboard import forms
 from media_catalog.models import MediaDescription, Sticker, StickerSet
@@ -268,3 +268,34 @@ def test_a_non_image_file_in_the_photo_folder_is_not_served(verified, media_root
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "page.png").write_bytes(b"<html><script>alert(1)</script></html>")
     assert verified.client.get("/dashboard/sandbox/photos/page.png").status_code == 404
+
+
+def _typing(visitor, agent, **fields):
+    data = {"agent": agent.pk, "as_name": "Alice", "group": "", **fields}
+    return visitor.client.post("/dashboard/sandbox/typing/", data)
+
+
+def test_typing_in_the_page_sends_a_typing_update_to_the_agent(verified, sandbox_agent, clock):
+    response = _typing(verified, sandbox_agent, typing="on")
+    assert response.json() == {"ok": True}
+    alice = SandboxUser.objects.get(name="Alice")
+    member = SandboxMember.objects.get(user=alice)
+    assert member.typing_until is not None and member.typing_until > clock.now()
+    assert SandboxUpdate.objects.filter(kind=SandboxUpdate.Kind.TYPING, actor=alice).count() == 1
+
+    _typing(verified, sandbox_agent)  # the box was emptied: typing stops
+    member.refresh_from_db()
+    assert member.typing_until is None
+
+
+def test_typing_in_a_group_is_refused_with_a_clear_error(verified, sandbox_agent):
+    response = _typing(verified, sandbox_agent, typing="on", group="Book club")
+    assert response.status_code == 400
+    assert "direct messages only" in response.json()["errors"]["group"][0]
+    assert not SandboxUpdate.objects.exists()
+
+
+def test_typing_needs_a_verified_staff_member(unverified, sandbox_agent):
+    response = _typing(unverified, sandbox_agent, typing="on")
+    assert response.status_code == 403
+    assert not SandboxUpdate.objects.exists()
