@@ -1,7 +1,9 @@
-"""`manage.py sandbox say|typing|react|show`: talk to an agent on the sandbox transport from a shell.
+"""`manage.py sandbox say|typing|react|rights|show`: talk to an agent on the sandbox transport from a shell.
 
 `say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
-`typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply."""
+`typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply;
+`rights AGENT --group TITLE --cannot-write restricted|read_only|banned|none` sets what an admin allows
+the agent in a group (a callout where it cannot write starts no turn)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
 from conversations.services.sandbox import (
+    CANNOT_WRITE_CHOICES,
     SandboxError,
     sandbox_react,
     sandbox_say,
+    sandbox_set_rights,
     sandbox_transcript,
     sandbox_typing,
 )
@@ -50,6 +54,11 @@ class Command(BaseCommand):
         react.add_argument("--as", dest="as_name", default="You", metavar="NAME")
         react.add_argument("--group", metavar="TITLE")
 
+        rights = sub.add_parser("rights", help="set the agent's right to write in a group, as its admin")
+        rights.add_argument("agent")
+        rights.add_argument("--group", metavar="TITLE", required=True)
+        rights.add_argument("--cannot-write", required=True, choices=[*CANNOT_WRITE_CHOICES, "none"])
+
         show = sub.add_parser("show", help="print the chat, one message per line as SENDER: text")
         show.add_argument("agent")
         show.add_argument("--as", dest="as_name", default="You", metavar="NAME")
@@ -80,6 +89,10 @@ class Command(BaseCommand):
             elif options["action"] == "typing":
                 sandbox_typing(agent=agent, as_name=options["as_name"], seconds=options["seconds"])
                 self.stdout.write(f"{options['as_name']} is typing for {options['seconds']:g} s")
+            elif options["action"] == "rights":
+                how = "" if options["cannot_write"] == "none" else options["cannot_write"]
+                chat = sandbox_set_rights(agent=agent, group=options["group"], cannot_write=how)
+                self.stdout.write(f"{agent.name} in {chat.title}: {how or 'may write'}")
             elif options["action"] == "react":
                 sandbox_react(
                     agent=agent,

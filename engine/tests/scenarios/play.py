@@ -82,6 +82,8 @@ class Player:
             stage.answer_bots(scenario, turn)
         if turn.pause:  # real time passes for the real processes (e.g. the online window runs out)
             time.sleep(turn.pause)
+        if turn.online_before is not None:
+            self._check_online(turn, turn.online_before, f"{at}, before its message")
         graphs = stage.graphs(scenario, turn.person)
         self.delays_seen = len(stage.start_delays(scenario, turn.person))
         started = time.time()
@@ -298,10 +300,15 @@ class Player:
                 self.failures.append(
                     f"{at}: the agent's contacts hold {have}, expected {list(turn.contacts)}"
                 )
-        if turn.online is not None:  # the gateway checks presence every few seconds
-            wait(
-                lambda: stage.shown_online(scenario.persona) == turn.online,
-                f"{scenario.name} {at}: {scenario.persona} shown {'online' if turn.online else 'offline'}",
-                stage,
-                deadline=30,
-            )
+        if turn.online is not None:
+            self._check_online(turn, turn.online, at)
+
+    def _check_online(self, turn: Turn, online: bool, at: str) -> None:
+        """Wait until the persona's account shows `online` (the gateway checks every few seconds)."""
+        stage, scenario = self.stage, self.scenario
+        wait(
+            lambda: stage.shown_online(scenario.persona) == online,
+            f"{scenario.name} {at}: {scenario.persona} shown {'online' if online else 'offline'}",
+            stage,
+            deadline=30,
+        )

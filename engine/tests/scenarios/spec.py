@@ -53,6 +53,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
                                      #   the agent was already online in the chat)
     contacts = ["Ada"]               # exactly which of the people are in the agent's contacts
     online = true                    # whether the agent's account shows online after the turn
+    online_before = false            # whether it shows online before the turn's action (after a pause)
     rights = "restricted"            # in a group: an admin first changes the persona's right to write:
                                      #   "restricted", "read_only" (only admins post), "banned", or ""
                                      #   (it may write again)
@@ -123,6 +124,7 @@ _TURN_KEYS = {
     "start_delay",
     "contacts",
     "online",
+    "online_before",
     "rights",
 }
 #: How a group may refuse the persona's writing (a turn's `rights`): `SandboxMember.cannot_write`, and
@@ -168,6 +170,7 @@ class Turn:
     start_delay: bool | None = None
     contacts: tuple[str, ...] | None = None
     online: bool | None = None
+    online_before: bool | None = None
     rights: str | None = None  # a RIGHTS value an admin sets before the turn; None: unchanged
 
     @property
@@ -316,6 +319,7 @@ def _turn(
         "braked",
         "start_delay",
         "online",
+        "online_before",
     ):
         if key in raw and not isinstance(raw[key], bool):
             raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
@@ -415,6 +419,7 @@ def _turn(
         start_delay=raw.get("start_delay"),
         contacts=None if contacts is None else tuple(contacts),
         online=raw.get("online"),
+        online_before=raw.get("online_before"),
         rights=rights,
     )
 

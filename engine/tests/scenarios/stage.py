@@ -642,10 +642,14 @@ class Stage:
 
     def set_rights(self, scenario: Scenario, rights: str) -> None:
         """An admin of the scenario's group changes the persona's right to write there."""
-        self.run(
-            "from conversations.models import SandboxMember\n"
-            f"SandboxMember.objects.filter(chat__title={scenario.group_title!r}, "
-            f"user__agent__name={scenario.persona!r}).update(cannot_write={rights!r})"
+        self.command(
+            "sandbox",
+            "rights",
+            scenario.persona,
+            "--group",
+            scenario.group_title,
+            "--cannot-write",
+            rights or "none",
         )
 
     def start_delays(self, scenario: Scenario, person: str) -> list[float]:

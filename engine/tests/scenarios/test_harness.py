@@ -158,15 +158,17 @@ def test_a_scenario_reads_the_presence_and_permission_keys(tmp_path):
         tmp_path,
         'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\ngroup = {title = "Desk"}\n'
         + GOOD_TURN
-        + 'pause = 16\nstart_delay = false\ncontacts = []\nonline = true\nrights = "read_only"\n',
+        + "pause = 16\nstart_delay = false\ncontacts = []\nonline = true\nonline_before = false\n"
+        + 'rights = "read_only"\n',
     )
     assert loaded.telegram and loaded.group == "Desk" and loaded.group_agents == ()
     (turn,) = loaded.turns
-    assert (turn.pause, turn.start_delay, turn.contacts, turn.online, turn.rights) == (
+    assert (turn.pause, turn.start_delay, turn.contacts, turn.online, turn.online_before, turn.rights) == (
         16.0,
         False,
         (),
         True,
+        False,
         "read_only",
     )
     assert scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN).turns[0].rights is None
