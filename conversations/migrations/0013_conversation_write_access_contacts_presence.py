@@ -4,30 +4,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0012_llmcall_worker'),
+        ("conversations", "0012_llmcall_worker"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conversation',
-            name='cannot_write',
-            field=models.CharField(blank=True, help_text='Why the account cannot write here (read-only channel, restricted, banned); empty when it can', max_length=200),
+            model_name="conversation",
+            name="cannot_write",
+            field=models.CharField(
+                blank=True,
+                help_text="Why the account cannot write here (read-only channel, restricted, banned); empty when it can",
+                max_length=200,
+            ),
         ),
         migrations.AddField(
-            model_name='conversation',
-            name='partner_in_contacts',
-            field=models.BooleanField(default=False, help_text="The DM partner is in the account's contacts (added on the first turn)"),
+            model_name="conversation",
+            name="partner_in_contacts",
+            field=models.BooleanField(
+                default=False,
+                help_text="The DM partner is in the account's contacts (added on the first turn)",
+            ),
         ),
         migrations.AddField(
-            model_name='sandboxmember',
-            name='cannot_write',
-            field=models.CharField(blank=True, choices=[('read_only', 'Read-only channel'), ('restricted', 'Restricted'), ('banned', 'Banned')], help_text='Why this member may not write in the chat, as a Telegram admin would set it', max_length=16),
+            model_name="sandboxmember",
+            name="cannot_write",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("read_only", "Read-only channel"),
+                    ("restricted", "Restricted"),
+                    ("banned", "Banned"),
+                ],
+                help_text="Why this member may not write in the chat, as a Telegram admin would set it",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='sandboxuser',
-            name='online',
-            field=models.BooleanField(default=False, help_text='Shown online, as the account last set it'),
+            model_name="sandboxuser",
+            name="online",
+            field=models.BooleanField(default=False, help_text="Shown online, as the account last set it"),
         ),
     ]
