@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import ActivityEvent, Conversation, SandboxMember, SandboxUser
+from conversations.services.initiative import XSendRefused, conversation_xsend
 from conversations.services.sandbox import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
 from conversations.transport.base import WRITE_REFUSALS
 from engine.tests.harness import tasks
@@ -79,3 +80,15 @@ def test_a_callout_is_answered_once_the_restriction_is_lifted(agent, harness, fa
     harness.settle()
     assert len(fake_llm.requests) == 1
     assert Conversation.objects.get(title="Notices").cannot_write == ""
+
+
+def test_an_xsend_never_starts_a_turn_where_the_account_cannot_write(agent, harness, fake_llm):
+    _restricted_group(agent, "restricted")
+    sandbox_say(agent=agent, text="news", as_name="Bob", group="Notices")
+    sandbox_say(agent=agent, text="hi", as_name="Ann")
+    fake_llm.reply_with(tasks({"kind": "send", "text": "hello"}))
+    harness.settle()
+    ann, notices = Conversation.objects.get(title="Ann"), Conversation.objects.get(title="Notices")
+    with pytest.raises(XSendRefused, match="is a chat the account cannot write in: restricted"):
+        conversation_xsend(source=ann, target_peer_id=notices.peer_id, intent="tell them", source_node_id=1)
+    assert not notices.graphs.exists()
