@@ -321,6 +321,10 @@ CINDY_READ_DELAY_SECONDS = max(env.float("CINDY_READ_DELAY_SECONDS", default=3.0
 # While a DM partner types, the agent's reply waits, but never longer than this after the message it
 # answers (engine/partner_typing.py).
 CINDY_TYPING_WAIT_MAX_SECONDS = _positive_int("CINDY_TYPING_WAIT_MAX_SECONDS", 60)
+# Online presence (engine/presence.py): an agent that wrote in a chat within this many seconds is
+# "already online" there and starts typing at once (no start-typing delay); it is shown online on
+# Telegram while it wrote anywhere within this window and is awake. The original uses 5 minutes.
+CINDY_ONLINE_WINDOW_SECONDS = _positive_int("CINDY_ONLINE_WINDOW_SECONDS", 300)
 # Agent-to-agent loops (engine/loops.py): an agent answers at most this many messages in a row from
 # agents or bots in one chat (no person writing in between); a pause of the cool-down starts a new run.
 # Each agent may set its own in the admin (Agent.hop_limit, Agent.hop_cooldown_seconds).

@@ -21,7 +21,7 @@ class SandboxUserAdmin(ReadOnlyAdmin):
 
 class SandboxMemberInline(ReadOnlyInline):
     model = SandboxMember
-    fields = ["user", "muted", "typing_until", "read_up_to"]
+    fields = ["user", "muted", "typing_until", "read_up_to", "cannot_write"]
     readonly_fields = fields
     show_change_link = False
 

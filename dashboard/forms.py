@@ -87,6 +87,20 @@ class ChatForm(forms.Form):
         return topic
 
 
+class TypingForm(ChatForm):
+    """The person typing in the sandbox page (`typing` false: they stopped), in a direct message."""
+
+    typing = forms.BooleanField(required=False)
+
+    def clean_group(self) -> str:
+        group = super().clean_group()
+        if group:
+            raise forms.ValidationError(
+                "Typing is signalled in direct messages only (agents ignore typing in groups, as on Telegram)."
+            )
+        return group
+
+
 @dataclass
 class StoredPhoto:
     part: dict[str, Any]

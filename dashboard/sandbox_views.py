@@ -39,10 +39,20 @@ from conversations.services.sandbox import (
     sandbox_react,
     sandbox_say,
     sandbox_topic,
+    sandbox_typing,
 )
+from conversations.transport.base import TYPING_UPDATE_SECONDS
 from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required
-from dashboard.forms import MAX_PHOTO_BYTES, PHOTO_DIR, ChatForm, ReactForm, SendForm, sniff_image
+from dashboard.forms import (
+    MAX_PHOTO_BYTES,
+    PHOTO_DIR,
+    ChatForm,
+    ReactForm,
+    SendForm,
+    TypingForm,
+    sniff_image,
+)
 from media_catalog.audio import is_ogg
 
 #: Starting a chat, writing and reacting in it act as a person in the sandbox.
@@ -212,6 +222,27 @@ def sandbox_send(request: HttpRequest) -> JsonResponse:
     except SandboxError as exc:
         return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
     return JsonResponse({"ok": True, "message": selectors.sandbox_message_row(message)})
+
+
+@require_POST
+def sandbox_typing_view(request: HttpRequest) -> JsonResponse:
+    """The person types in the page: the agent sees a typing update, as `manage.py sandbox typing`
+    sends one (Telegram's lasts about six seconds; the page renews it while typing goes on)."""
+    if (refused := _refuse(request)) is not None:
+        return refused
+    form = TypingForm(request.POST)
+    if not form.is_valid():
+        return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
+    data = form.cleaned_data
+    try:
+        sandbox_typing(
+            agent=data["agent"],
+            as_name=data["as_name"],
+            seconds=TYPING_UPDATE_SECONDS if data["typing"] else 0,
+        )
+    except SandboxError as exc:
+        return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
+    return JsonResponse({"ok": True})
 
 
 @require_POST

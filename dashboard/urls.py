@@ -63,6 +63,7 @@ urlpatterns = [
     path("sandbox/send/", sandbox_views.sandbox_send, name="sandbox_send"),
     path("sandbox/react/", sandbox_views.sandbox_react_view, name="sandbox_react"),
     path("sandbox/mark-unread/", sandbox_views.sandbox_mark_unread_view, name="sandbox_mark_unread"),
+    path("sandbox/typing/", sandbox_views.sandbox_typing_view, name="sandbox_typing"),
     path("sandbox/photos/<str:name>", sandbox_views.sandbox_photo, name="sandbox_photo"),
     path("sandbox/voice/<str:name>", sandbox_views.sandbox_voice, name="sandbox_voice"),
 ]

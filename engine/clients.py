@@ -32,6 +32,7 @@ class AgentClient:
     paused_until: dt.datetime | None = None
     renewed_at: float = 0.0  # monotonic start of the last lease acquisition or renewal that succeeded
     dropped: bool = False  # released (or fenced) while a step still held on to it
+    shown_online: bool | None = None  # the online status last set on the account (engine/presence.py)
 
     def fail(self, exc: BaseException) -> float:
         self.connected = False

@@ -32,6 +32,7 @@ from conversations.services.ingest import conversations_mark_read
 from conversations.services.nodes import node_release
 from conversations.transport.base import Transport
 from engine.clients import AgentClient
+from engine.contacts import partners_add_to_contacts
 from engine.ingest import RECONCILE_LIMIT, ingest_history
 
 logger = logging.getLogger("engine.gateway")
@@ -204,6 +205,12 @@ class PlanningDispatch:
             await self._sync_and_mark_read(chats)
         except Exception as exc:  # planning can still go ahead on what the mirror has
             logger.warning("history sync before planning failed: %r", exc)
+        try:  # engine/contacts.py: a DM partner joins the contacts before the turn
+            await partners_add_to_contacts(
+                [(c.client.transport, c.node.conversation) for c in chats if c.read]
+            )
+        except Exception as exc:  # best effort: the next turn tries again
+            logger.info("adding DM partners to the contacts failed: %r", exc)
         await sync_to_async(self._mark_read_and_enqueue)(chats)
 
     async def _sync_and_mark_read(self, chats: list[_Chat]) -> None:

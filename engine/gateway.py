@@ -50,6 +50,7 @@ from engine.leases import (
     record_phone_refusal,
 )
 from engine.models import ProcessHeartbeat
+from engine.presence import PresenceSteps
 from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
 from engine.responsiveness import agents_asleep
 from engine.runner import run_node
@@ -82,6 +83,7 @@ class Gateway(
     WakeWaits,
     PlanningDispatch,
     AttentionSteps,
+    PresenceSteps,
 ):
     def __init__(
         self,
@@ -445,6 +447,7 @@ class Gateway(
             self.step_events,
             self.step_schedules,
             self.step_tick,
+            self.step_presence,
             self.step_reap_requests,
             self.step_requests,
             self.step_signin,

@@ -18,6 +18,9 @@
   turn on the chat's newest message, muted or not (`unread_mark_decision`).
 - Nothing triggers for a gagged chat, a blocked user, a channel, or a disabled, gagged or stopped
   agent: the message is still recorded.
+- Nothing triggers in a group or channel the account cannot write in (`Conversation.cannot_write`: a
+  read-only channel, a restricted group, a restriction or ban of the account); a message or reaction
+  that would otherwise start a turn there writes an activity line naming why.
 
 An agent asleep per its Daily Schedule (`agents/schedule.py`) still replans, but the tick runs none of
 its nodes until it wakes: the night's messages are answered once, in the morning.
@@ -28,8 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.models import Agent
-from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation, Message, TaskGraph
+from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
+from conversations.services.activity import record_event
 from engine.loops import loop_guard_reason
 
 
@@ -94,8 +98,18 @@ def _message_decision(
         and (reply_to_agent or is_reply_to_agent(conversation=conversation, reply_to_id=message.reply_to_id))
     )
     quiet = quiet_reason(agent=agent, conversation=conversation, callout=mention or reply)
+    # A callout in a channel the account cannot post in is still told in the activity log (below).
+    if quiet and not (quiet == "channel" and conversation.cannot_write):
+        return Decision(None, quiet)
+    decision = _callout_decision(conversation=conversation, message=message, mention=mention, reply=reply)
+    if decision and conversation.cannot_write:
+        return write_refused(agent=agent, conversation=conversation, what=_named(message))
     if quiet:
         return Decision(None, quiet)
+    return decision
+
+
+def _callout_decision(*, conversation: Conversation, message: Message, mention: bool, reply: bool) -> Decision:
     if conversation.kind == Conversation.Kind.DM:
         if _first_in_mirror(conversation=conversation, message=message):
             return Decision(TaskGraph.Trigger.NEW_CONVERSATION, "first message of a new conversation")
@@ -105,6 +119,24 @@ def _message_decision(
     if reply:
         return Decision(TaskGraph.Trigger.MESSAGE, "reply to the agent")
     return Decision(None, "group chatter without a callout")
+
+
+def _named(message: Message) -> str:
+    return f"{message.sender_name or message.sender_id or 'a post'} #{message.message_id}"
+
+
+def write_refused(*, agent: Agent, conversation: Conversation, what: str) -> Decision:
+    """No turn in a chat the account cannot write in (as the original checks before any turn); the
+    activity log says why."""
+    reason = f"cannot write here: {conversation.cannot_write}"
+    record_event(
+        ActivityEvent.Kind.INFO,
+        agent_id=agent.pk,
+        conversation_id=conversation.pk,
+        summary=f"{what} not answered: the account {reason}",
+        data={"cannot_write": conversation.cannot_write},
+    )
+    return Decision(None, reason)
 
 
 def _first_in_mirror(*, conversation: Conversation, message: Message) -> bool:
@@ -123,6 +155,10 @@ def reaction_decision(
         return Decision(None, quiet)
     if message.message_id != conversation_last_agent_message_id(conversation=conversation):
         return Decision(None, "reaction on an older message")
+    if conversation.cannot_write:
+        return write_refused(
+            agent=agent, conversation=conversation, what=f"a reaction on #{message.message_id}"
+        )
     return Decision(TaskGraph.Trigger.REACTION, "unread reaction on the agent's last message")
 
 
@@ -133,4 +169,6 @@ def unread_mark_decision(*, agent: Agent, conversation: Conversation) -> Decisio
     quiet = quiet_reason(agent=agent, conversation=conversation, callout=True)
     if quiet:
         return Decision(None, quiet)
+    if conversation.cannot_write:
+        return write_refused(agent=agent, conversation=conversation, what="the chat marked unread")
     return Decision(TaskGraph.Trigger.MESSAGE, "dialog marked unread")

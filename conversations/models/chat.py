@@ -47,6 +47,14 @@ class Conversation(models.Model):
         null=True, blank=True, help_text="The DM partner is typing until then; the agent's reply waits"
     )
     details = models.JSONField(default=dict, blank=True, help_text="Channel details for the prompt")
+    cannot_write = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Why the account cannot write here (read-only channel, restricted, banned); empty when it can",
+    )
+    partner_in_contacts = models.BooleanField(
+        default=False, help_text="The DM partner is in the account's contacts (added on the first turn)"
+    )
     last_message_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)

@@ -27,6 +27,7 @@ class SandboxUser(models.Model):
     about = models.CharField(max_length=140, blank=True)
     photos = models.JSONField(default=list, blank=True, help_text="[{id, path, date}], newest first")
     contact_user_ids = models.JSONField(default=list, blank=True)
+    online = models.BooleanField(default=False, help_text="Shown online, as the account last set it")
 
     class Meta:
         ordering = ["name"]
@@ -84,6 +85,12 @@ class SandboxMember(models.Model):
     unread_mark = models.BooleanField(
         default=False,
         help_text="The member marked the chat unread (Telegram's unread_mark); reading clears it",
+    )
+    cannot_write = models.CharField(
+        max_length=16,
+        blank=True,
+        choices=[("read_only", "Read-only channel"), ("restricted", "Restricted"), ("banned", "Banned")],
+        help_text="Why this member may not write in the chat, as a Telegram admin would set it",
     )
 
     class Meta:

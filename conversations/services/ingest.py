@@ -122,6 +122,7 @@ def conversation_apply_details(*, agent: Agent, details: ChatDetails) -> Convers
     )
     fields = {
         "muted": details.muted,
+        "cannot_write": details.cannot_write[:200],
         "details": {
             "about": details.about,
             "participants_count": details.participants_count,
@@ -176,6 +177,11 @@ def message_upsert(
         topic_id=record.topic_id,
         topic_title=record.topic_title,
     )
+    if record.chat_kind != Conversation.Kind.DM and conversation.cannot_write != record.cannot_write:
+        # Rights change (an admin restricts the account, a group turns read-only): every message
+        # brings the chat's current ones, so the next trigger decides on them.
+        Conversation.objects.filter(pk=conversation.pk).update(cannot_write=record.cannot_write[:200])
+        conversation.cannot_write = record.cannot_write[:200]
     fields = _message_fields(record)
     if edited:
         fields.update(edited=True, edited_at=record.edited_at or now())

@@ -26,8 +26,8 @@ def conversation_xsend(
 ) -> TaskGraph:
     """Start a turn in the agent's conversation with `target_peer_id`, carrying `intent`.
 
-    The policy holds here too, whoever calls: the target belongs to the same agent and is not `source`,
-    and the turn that asked is not already CINDY_XSEND_MAX_DEPTH xsend hops deep nor over
+    The policy holds here too, whoever calls: the target belongs to the same agent, is not `source`
+    and is a chat the account may write in (`Conversation.cannot_write`), and the turn that asked is not already CINDY_XSEND_MAX_DEPTH xsend hops deep nor over
     CINDY_XSENDS_PER_HOUR. The new turn records its own depth (`context["xsend_depth"]`). A retried
     xsend node (the gateway died after the replan committed) finds its own graph, or its trigger
     queued behind or carried by the target's active graph, by `source_node_id` and starts nothing new.
@@ -42,6 +42,10 @@ def conversation_xsend(
         raise XSendRefused(f"xsend target {target_peer_id} is not a conversation of this agent")
     if target.is_telegram_service:
         raise XSendRefused(f"xsend target {target_peer_id} is Telegram's service account, never a partner")
+    if target.cannot_write:
+        raise XSendRefused(
+            f"xsend target {target_peer_id} is a chat the account cannot write in: {target.cannot_write}"
+        )
     earlier = TaskGraph.objects.filter(
         conversation=target, trigger=TaskGraph.Trigger.XSEND, context__xsend_node=source_node_id
     ).first()

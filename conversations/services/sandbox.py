@@ -192,6 +192,29 @@ def sandbox_topic(*, chat: SandboxChat, title: str) -> SandboxTopic:
     return topic
 
 
+#: The `SandboxMember.cannot_write` values, as `manage.py sandbox rights --cannot-write` names them.
+CANNOT_WRITE_CHOICES = ("read_only", "restricted", "banned")
+
+
+def sandbox_set_rights(*, agent: Agent, group: str, cannot_write: str) -> SandboxChat:
+    """An admin of the group changes the agent's right to write there: `cannot_write` is one of
+    CANNOT_WRITE_CHOICES, or "" (it may write again). The agent sees it with the group's next message."""
+    if cannot_write and cannot_write not in CANNOT_WRITE_CHOICES:
+        raise SandboxError(
+            f"--cannot-write {cannot_write}: use one of {', '.join(CANNOT_WRITE_CHOICES)}, or none to lift it"
+        )
+    me = sandbox_user_for_agent(agent=agent)
+    chat = (
+        SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, title=group.strip(), members=me)
+        .order_by("id")
+        .first()
+    )
+    if chat is None:
+        raise SandboxError(f"{agent.name} is in no sandbox group titled {group!r}: say something there first")
+    SandboxMember.objects.filter(chat=chat, user=me).update(cannot_write=cannot_write)
+    return chat
+
+
 def sandbox_chat_for(*, agent: Agent, as_name: str = "You", group: str | None = None) -> SandboxChat:
     """The DM between `as_name` and the agent, or the group titled `group` with both in it."""
     me = sandbox_user_for_agent(agent=agent)

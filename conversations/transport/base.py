@@ -124,6 +124,8 @@ class InboundMessage:
     #: replied to inside the topic, never the topic itself.
     topic_id: int | None = None
     topic_title: str = ""
+    #: Why the account cannot write in this group or channel (`WRITE_REFUSALS`); "" when it can.
+    cannot_write: str = ""
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,16 @@ class DialogUnreadMark:
 
 #: How long one Telegram typing update lasts, unless a newer one or a cancel comes first.
 TYPING_UPDATE_SECONDS = 6.0
+
+
+#: Why an account may be unable to write in a group or channel, as the reason the activity log shows.
+WRITE_REFUSALS = {
+    "read_only": "read-only channel: only its admins post",
+    "restricted": "restricted: an admin took away the account's right to send messages",
+    "members_restricted": "restricted group: its members may not send messages",
+    "banned": "banned from the chat",
+    "left": "no longer a member of the chat",
+}
 
 
 Update = NewMessage | MessageEdited | MessagesDeleted | ReactionsChanged | PartnerTyping | DialogUnreadMark
@@ -219,6 +231,7 @@ class ChatDetails:
     muted: bool = False
     blocked: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    cannot_write: str = ""  # why the account cannot write here (`WRITE_REFUSALS`); "" when it can
 
 
 @dataclass(frozen=True)
@@ -366,6 +379,10 @@ class Transport(Protocol):
 
     async def set_typing(self, peer_id: int, typing: bool = True, *, topic_id: int | None = None) -> None: ...
 
+    async def set_online(self, online: bool) -> None:
+        """Show the account online or offline to others (Telegram's account.updateStatus)."""
+        ...
+
     async def block(self, user_id: int) -> None: ...
 
     async def unblock(self, user_id: int) -> None: ...
@@ -413,7 +430,8 @@ class Transport(Protocol):
     async def contacts(self) -> list[ContactInfo]: ...
 
     async def add_contact(self, target: str, *, first_name: str, last_name: str = "") -> ContactInfo:
-        """Add a user (by numeric id or @username) to the account's contacts."""
+        """Add a user (by numeric id or @username) to the account's contacts; with no `first_name`,
+        under the user's own names."""
         ...
 
     async def delete_contacts(self, user_ids: list[int]) -> None: ...

@@ -30,6 +30,7 @@ from conversations.models import (
 from conversations.services import sandbox as sandbox_services
 from conversations.services.sandbox_library import sandbox_library_part
 from conversations.transport.base import (
+    WRITE_REFUSALS,
     AccountInfo,
     ChatDetails,
     DialogUnreadMark,
@@ -156,6 +157,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             if chat.forum
             else {}
         )
+        refusal = self._write_refusal(chat)
         records = []
         for m in messages:
             outgoing = m.sender_id == me.pk
@@ -182,9 +184,21 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                     random_id=m.random_id if outgoing else None,
                     topic_id=m.topic_id if m.topic_id in topics else None,
                     topic_title=topics.get(m.topic_id, ""),
+                    cannot_write=refusal,
                 )
             )
         return records
+
+    def _write_refusal(self, chat: SandboxChat) -> str:
+        """Why the account may not write in this group (`SandboxMember.cannot_write`), "" when it may."""
+        if chat.kind != SandboxChat.Kind.GROUP:
+            return ""
+        code = (
+            SandboxMember.objects.filter(chat=chat, user=self._require_me())
+            .values_list("cannot_write", flat=True)
+            .first()
+        )
+        return WRITE_REFUSALS.get(code or "", "")
 
     # --- the update stream ----------------------------------------------------------------------
 
@@ -436,6 +450,8 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
             other = chat.members.exclude(pk=me.pk).first()
             if other is not None and me.user_id in (other.blocked_user_ids or []):
                 raise PermanentError("USER_IS_BLOCKED", f"{other.name} has blocked {me.name}")
+        elif refusal := self._write_refusal(chat):
+            raise PermanentError("CHAT_WRITE_FORBIDDEN", f"{me.name} cannot write in {chat.title}: {refusal}")
         if (
             reply_to is not None
             and not SandboxMessage.objects.filter(chat=chat, message_id=reply_to).exists()
@@ -495,6 +511,12 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
         until = now() + dt.timedelta(seconds=TYPING_SECONDS) if typing else None
         SandboxMember.objects.filter(chat=chat, user=me).update(typing_until=until)
         SandboxUpdate.objects.create(chat=chat, kind=SandboxUpdate.Kind.TYPING, actor=me, created=now())
+
+    async def set_online(self, online: bool) -> None:
+        await sync_to_async(self._set_online)(online)
+
+    def _set_online(self, online: bool) -> None:
+        SandboxUser.objects.filter(pk=self._require_me().pk).update(online=online)
 
     async def block(self, user_id: int) -> None:
         await sync_to_async(self._set_blocked)(user_id, True)
@@ -609,6 +631,7 @@ class SandboxTransport(SandboxAccount, SandboxBatch):
                 participants=tuple(u.name for u in others),
                 muted=bool(member and member.muted),
                 extra=extra,
+                cannot_write=WRITE_REFUSALS.get(member.cannot_write if member else "", ""),
             )
         other = others[0] if others else me
         return ChatDetails(

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxTopic, SandboxUser
+from conversations.models import (
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxTopic,
+    SandboxUpdate,
+    SandboxUser,
+)
 from conversations.services.sandbox import sandbox_say
 from dashboard import forms
 from media_catalog.models import MediaDescription, Sticker, StickerSet
@@ -298,3 +305,34 @@ def test_a_topic_without_a_group_is_refused_naming_the_fix(verified, sandbox_age
     assert response.status_code == 400
     assert "Topic 'Seeds' needs a group" in response.context["form"].errors["topic"][0]
     assert not SandboxTopic.objects.exists()
+
+
+def _typing(visitor, agent, **fields):
+    data = {"agent": agent.pk, "as_name": "Alice", "group": "", **fields}
+    return visitor.client.post("/dashboard/sandbox/typing/", data)
+
+
+def test_typing_in_the_page_sends_a_typing_update_to_the_agent(verified, sandbox_agent, clock):
+    response = _typing(verified, sandbox_agent, typing="on")
+    assert response.json() == {"ok": True}
+    alice = SandboxUser.objects.get(name="Alice")
+    member = SandboxMember.objects.get(user=alice)
+    assert member.typing_until is not None and member.typing_until > clock.now()
+    assert SandboxUpdate.objects.filter(kind=SandboxUpdate.Kind.TYPING, actor=alice).count() == 1
+
+    _typing(verified, sandbox_agent)  # the box was emptied: typing stops
+    member.refresh_from_db()
+    assert member.typing_until is None
+
+
+def test_typing_in_a_group_is_refused_with_a_clear_error(verified, sandbox_agent):
+    response = _typing(verified, sandbox_agent, typing="on", group="Book club")
+    assert response.status_code == 400
+    assert "direct messages only" in response.json()["errors"]["group"][0]
+    assert not SandboxUpdate.objects.exists()
+
+
+def test_typing_needs_a_verified_staff_member(unverified, sandbox_agent):
+    response = _typing(unverified, sandbox_agent, typing="on")
+    assert response.status_code == 403
+    assert not SandboxUpdate.objects.exists()

@@ -1,5 +1,9 @@
 """send: type for a while (start-typing delay + length / typing speed), then send the text.
 
+An agent already online in the chat (it wrote there within CINDY_ONLINE_WINDOW_SECONDS before the turn,
+`engine.presence`) starts typing at once: no start-typing delay. The node's `start_delay` param records
+which it paid.
+
 Typing is shown by deferring the node, never by sleeping: each run renews the typing indicator and
 defers until the typing time is over, then the text goes out with the node's stored random_id.
 """
@@ -13,10 +17,12 @@ from asgiref.sync import sync_to_async
 
 from agents.models import Agent
 from cindy_site.clock import now
+from conversations.models import TaskGraph
 from conversations.services.ingest import message_record_sent
 from conversations.services.nodes import node_store_random_id
 from conversations.transport.base import AuthError, FloodWait, PermanentError, TransportError, topic_kwargs
 from engine.handlers.base import Defer, Done, HandlerContext, NodeLost, register
+from engine.presence import already_online
 
 logger = logging.getLogger(__name__)
 
@@ -27,10 +33,15 @@ DEFAULT_TYPING_SPEED = 30
 TYPING_RENEW_SECONDS = 5
 
 
-def typing_seconds(agent: Agent, text: str) -> float:
-    delay = agent.start_typing_delay or DEFAULT_START_TYPING_DELAY
+def start_typing_delay(agent: Agent) -> float:
+    return agent.start_typing_delay or DEFAULT_START_TYPING_DELAY
+
+
+def typing_seconds(agent: Agent, text: str, *, online: bool = False) -> float:
+    """How long the agent types `text`: the start-typing delay (none when it is already online in the
+    chat, `engine.presence`) and the text's length at its typing speed."""
     speed = agent.typing_speed or DEFAULT_TYPING_SPEED
-    return delay + len(text) / speed
+    return (0 if online else start_typing_delay(agent)) + len(text) / speed
 
 
 async def stored_random_id(ctx: HandlerContext) -> int:
@@ -59,15 +70,29 @@ async def type_then(ctx: HandlerContext, text: str) -> Defer | None:
     when = now()
     raw = ctx.params.get("typing_until")
     if raw is None:
-        until = when + dt.timedelta(seconds=typing_seconds(ctx.agent, text))
+        online = await sync_to_async(_already_online)(ctx)
+        until = when + dt.timedelta(seconds=typing_seconds(ctx.agent, text, online=online))
         await show_typing(ctx)
         next_run = min(until, when + dt.timedelta(seconds=TYPING_RENEW_SECONDS))
-        return Defer(next_run, f"typing until {until:%H:%M:%S}", params={"typing_until": until.isoformat()})
+        start = 0 if online else start_typing_delay(ctx.agent)
+        why = "already online: no start-typing delay" if online else f"start-typing delay {start:g} s"
+        return Defer(
+            next_run,
+            f"typing until {until:%H:%M:%S} ({why})",
+            params={"typing_until": until.isoformat(), "start_delay": start},
+        )
     until = dt.datetime.fromisoformat(raw)
     if when < until:
         await show_typing(ctx)
         return Defer(min(until, when + dt.timedelta(seconds=TYPING_RENEW_SECONDS)), "still typing")
     return None
+
+
+def _already_online(ctx: HandlerContext) -> bool:
+    """Whether the agent wrote in this chat within the online window before this turn began (what it
+    sends in this turn does not count: each fresh exchange pays the start-typing delay once)."""
+    created = TaskGraph.objects.filter(pk=ctx.node.graph_id).values_list("created", flat=True).first()
+    return already_online(conversation_id=ctx.conversation.pk, before=created or now())
 
 
 @register("send")

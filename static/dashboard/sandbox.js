@@ -192,6 +192,26 @@
   }
 
   composer.dataset.reactUrl = composer.action.replace(/send\/$/, "react/");
+  composer.dataset.typingUrl = composer.action.replace(/send\/$/, "typing/");
+
+  // Typing in a direct message is signalled to the agent, as Telegram's apps do: one update when
+  // typing starts, renewed while it goes on (an update lasts about six seconds), and a stop when the
+  // box is emptied. Sending ends typing by itself.
+  let typingSentAt = 0;
+  function signalTyping(typing) {
+    if (config.group) return;
+    const form = baseForm();
+    if (typing) form.append("typing", "on");
+    typingSentAt = typing ? Date.now() : 0;
+    fetch(composer.dataset.typingUrl, {
+      method: "POST", body: form, credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken() },
+    }).catch(function () { /* cosmetic: the message itself still goes through the composer */ });
+  }
+  document.getElementById("message-text").addEventListener("input", function (event) {
+    if (!event.target.value.trim()) { if (typingSentAt) signalTyping(false); return; }
+    if (Date.now() - typingSentAt > 4000) signalTyping(true);
+  });
   document.getElementById("cancel-reply").addEventListener("click", cancelReply);
   const mention = document.getElementById("mention");
   if (mention) {
@@ -208,6 +228,7 @@
     try {
       const data = await post(composer.action, new FormData(composer));
       if (data) {
+        typingSentAt = 0;
         document.getElementById("message-text").value = "";
         document.getElementById("photo").value = "";
         document.getElementById("sticker").value = "";

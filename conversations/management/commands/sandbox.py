@@ -1,12 +1,14 @@
-"""`manage.py sandbox say|voice|typing|react|mark-unread|show`: talk to an agent on the sandbox transport
-from a shell.
+"""`manage.py sandbox say|voice|typing|react|mark-unread|rights|show`: talk to an agent on the sandbox
+transport from a shell.
 
 `voice AGENT FILE --as USER` sends an OGG/Opus file as a voice note (its duration read from the file).
 
 `say --group TITLE --topic NAME` writes in a topic of a forum group (made on first use);
 `say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
 `typing AGENT --as USER [--seconds N]` types in the DM, which holds the agent's reply;
-`mark-unread AGENT --as USER [--group TITLE]` marks the agent's chat unread, which it answers."""
+`mark-unread AGENT --as USER [--group TITLE]` marks the agent's chat unread, which it answers;
+`rights AGENT --group TITLE --cannot-write restricted|read_only|banned|none` sets what an admin allows
+the agent in a group (a callout where it cannot write starts no turn)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
 from conversations.services.sandbox import (
+    CANNOT_WRITE_CHOICES,
     SandboxError,
     sandbox_mark_unread,
     sandbox_react,
     sandbox_say,
+    sandbox_set_rights,
     sandbox_transcript,
     sandbox_typing,
 )
@@ -75,6 +79,12 @@ class Command(BaseCommand):
         mark.add_argument("agent")
         mark.add_argument("--as", dest="as_name", default="You", metavar="USER")
         mark.add_argument("--group", metavar="TITLE")
+
+        rights = sub.add_parser("rights", help="set the agent's right to write in a group, as its admin")
+        rights.add_argument("agent")
+        rights.add_argument("--group", metavar="TITLE", required=True)
+        rights.add_argument("--cannot-write", required=True, choices=[*CANNOT_WRITE_CHOICES, "none"])
+
         show = sub.add_parser("show", help="print the chat, one message per line as SENDER: text")
         show.add_argument("agent")
         show.add_argument("--as", dest="as_name", default="You", metavar="NAME")
@@ -116,6 +126,10 @@ class Command(BaseCommand):
             elif options["action"] == "typing":
                 sandbox_typing(agent=agent, as_name=options["as_name"], seconds=options["seconds"])
                 self.stdout.write(f"{options['as_name']} is typing for {options['seconds']:g} s")
+            elif options["action"] == "rights":
+                how = "" if options["cannot_write"] == "none" else options["cannot_write"]
+                chat = sandbox_set_rights(agent=agent, group=options["group"], cannot_write=how)
+                self.stdout.write(f"{agent.name} in {chat.title}: {how or 'may write'}")
             elif options["action"] == "react":
                 sandbox_react(
                     agent=agent,

@@ -18,6 +18,7 @@ from .chats_api import ChatsApi
 from .context import Caller, Endpoint
 from .crypto import DH_G, DH_PRIME
 from .forum_api import ForumApi
+from .presence_api import PresenceApi
 from .rpc import HANDLERS, RpcFail, handles
 
 
@@ -29,7 +30,7 @@ def test_code(phone: str) -> str | None:
     return None
 
 
-class Api(ForumApi, ChatsApi):
+class Api(ForumApi, ChatsApi, PresenceApi):
     def __init__(self, server: Endpoint) -> None:
         self.server = server
         self.world = server.world

@@ -11,6 +11,7 @@ from telethon.tl import functions, types
 
 from .context import Endpoint
 from .media import add_photo
+from .presence_api import write_refused
 from .rpc import RpcFail, handles
 from .world import CHANNEL, CHAT, DM
 
@@ -275,6 +276,8 @@ class ChatsApi:
         key = self.world.key_for(me, request.peer)
         if key[0] == DM and (key[1] if key[2] == me else key[2]) in self.world.users[me].blocked:
             raise RpcFail(400, "YOU_BLOCKED_USER")
+        if key[0] != DM and (refused := write_refused(self.world.chats[key[1]], me)) is not None:
+            raise refused
         reply = getattr(request.reply_to, "reply_to_msg_id", None)
         topic = self.world.topic_of_reply(key, reply, getattr(request.reply_to, "top_msg_id", None))
         if topic is not None and reply == topic:

@@ -19,6 +19,7 @@ from typing import Any
 
 from telethon.tl import types
 
+from .presence_api import chat_rights, user_status
 from .rpc import RpcFail
 
 DM, CHAT, CHANNEL = "dm", "chat", "channel"
@@ -45,6 +46,9 @@ class User:
     muted_until: dict[tuple, int] = field(default_factory=dict)
     unread_mark: dict[tuple, bool] = field(default_factory=dict)  # dialog key -> marked unread
     mentions_read: dict[tuple, int] = field(default_factory=dict)  # dialog key -> mentions read up to
+    contacts: set[int] = field(default_factory=set)  # users this account added to its contacts
+    online: bool | None = None  # as account.updateStatus last set it (None: never set)
+    status_at: int = 0  # when it was last set
 
 
 @dataclass
@@ -60,6 +64,14 @@ class Chat:
     log: list[tuple[int, str, Any]] = field(default_factory=list)
     forum: bool = False  # a supergroup with topics (Telegram's `Channel.forum`)
     topics: dict[int, str] = field(default_factory=dict)  # topic id (its creation message's id) -> title
+    # Who may write (presence_api.py): a broadcast channel lets only its admins post; a restricted
+    # group none of its members but admins; `restricted` members may read but not write; `banned` ones
+    # may do neither.
+    broadcast: bool = False
+    members_write: bool = True
+    admins: set[int] = field(default_factory=set)
+    restricted: set[int] = field(default_factory=set)
+    banned: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -229,14 +241,16 @@ class World:
             first_name=u.first_name,
             username=u.username or None,
             phone=u.phone if u.id == viewer else None,
-            contact=u.id != viewer,
+            contact=u.id in self.users[viewer].contacts,
             bot=u.bot,
             bot_info_version=1 if u.bot else None,
             premium=u.premium,
+            status=user_status(u),
         )
 
-    def tl_chat(self, chat_id: int):
+    def tl_chat(self, chat_id: int, viewer: int | None = None):
         c = self.chats[chat_id]
+        rights = chat_rights(c, viewer)
         if c.kind == CHAT:
             return types.Chat(
                 id=c.id,
@@ -245,6 +259,7 @@ class World:
                 participants_count=len(c.members),
                 date=None,
                 version=1,
+                **rights,
             )
         return types.Channel(
             id=c.id,
@@ -252,8 +267,10 @@ class World:
             photo=types.ChatPhotoEmpty(),
             date=None,
             access_hash=c.access_hash,
-            megagroup=True,
+            megagroup=not c.broadcast,
+            broadcast=c.broadcast,
             forum=c.forum or None,
+            **rights,
         )
 
     def tl_reply_header(self, m: Message) -> types.MessageReplyHeader | None:
@@ -326,7 +343,9 @@ class World:
             else:
                 cids.add(key[1])
                 uids |= self.chats[key[1]].members
-        return [self.tl_user(u, viewer) for u in sorted(uids)], [self.tl_chat(c) for c in sorted(cids)]
+        return [self.tl_user(u, viewer) for u in sorted(uids)], [
+            self.tl_chat(c, viewer) for c in sorted(cids)
+        ]
 
     def find(self, key: tuple, msg_id: int | None) -> Message | None:
         return next((m for m in self.messages.get(key, []) if m.id == msg_id and not m.deleted), None)

@@ -182,7 +182,14 @@ class TelethonAccount:
         return utils.get_input_user(peer)
 
     async def add_contact(self, target: str, *, first_name: str, last_name: str = "") -> ContactInfo:
+        """Without a first name, the user's own names are used, as the original adds a DM partner."""
         user = await self._input_user(target)
+        if not first_name:
+            known = self._entities.get(user.user_id)
+            if not isinstance(known, types.User):
+                (known,) = await self._call(functions.users.GetUsersRequest(id=[user]))
+            first_name = getattr(known, "first_name", None) or str(user.user_id)
+            last_name = last_name or getattr(known, "last_name", None) or ""
         result = await self._call(
             functions.contacts.AddContactRequest(
                 id=user,

@@ -19,6 +19,7 @@ from telethon.tl import types
 
 from conversations.transport.base import (
     TYPING_UPDATE_SECONDS,
+    WRITE_REFUSALS,
     ChatKind,
     DialogUnreadMark,
     InboundMessage,
@@ -62,6 +63,37 @@ def chat_kind_of(peer, entities: Mapping[int, object]) -> ChatKind:
     # Supergroups are channels with `megagroup`; an unknown channel is treated as a group, where
     # only callouts trigger, which is the cautious choice.
     return "group"
+
+
+def write_refusal(entity) -> str:
+    """Why the account cannot write in this group or channel (a `WRITE_REFUSALS` text), "" when it can
+    or the entity is unknown. The original reads the same rights through `get_permissions`; the
+    entity Telegram sends along with every update and history page has them already.
+
+    Steps: a group the account left or was removed from; its own bans and restrictions
+    (`banned_rights`); then, unless it is the creator or an admin, a broadcast channel (admins post)
+    and the members' default rights (`default_banned_rights`)."""
+    if isinstance(entity, types.ChatForbidden | types.ChannelForbidden):
+        return WRITE_REFUSALS["left"]
+    if not isinstance(entity, types.Chat | types.Channel):
+        return ""
+    if getattr(entity, "left", False) or getattr(entity, "deactivated", False):
+        return WRITE_REFUSALS["left"]
+    banned = getattr(entity, "banned_rights", None)
+    if banned is not None and banned.view_messages:
+        return WRITE_REFUSALS["banned"]
+    if banned is not None and banned.send_messages:
+        return WRITE_REFUSALS["restricted"]
+    if entity.creator or entity.admin_rights is not None:
+        if isinstance(entity, types.Channel) and entity.broadcast:
+            return "" if entity.creator or entity.admin_rights.post_messages else WRITE_REFUSALS["read_only"]
+        return ""
+    if isinstance(entity, types.Channel) and entity.broadcast:
+        return WRITE_REFUSALS["read_only"]
+    default = entity.default_banned_rights
+    if default is not None and default.send_messages:
+        return WRITE_REFUSALS["members_restricted"]
+    return ""
 
 
 def display_name(entity) -> str:
@@ -301,6 +333,7 @@ def inbound_message(message, ctx: Context) -> InboundMessage:
         chat_username=getattr(chat, "username", None) or "",
         topic_id=topic_id,
         topic_title=ctx.topic_titles.get((peer_id, topic_id), "") if topic_id is not None else "",
+        cannot_write="" if kind == "dm" else write_refusal(chat),
     )
 
 

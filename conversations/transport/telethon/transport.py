@@ -32,7 +32,7 @@ from .client import TelethonConnection
 from .errors import error_code
 from .library import TelethonLibrary, media_of
 from .markdown import to_entities
-from .normalize import chat_kind_of, is_premium_sticker, peer_id_of
+from .normalize import chat_kind_of, is_premium_sticker, peer_id_of, write_refusal
 
 DUPLICATE_LOOKBACK = 20
 STALE_REFERENCE_CODES = frozenset(
@@ -348,6 +348,9 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             ),
         )
 
+    async def set_online(self, online: bool) -> None:
+        await self._call(functions.account.UpdateStatusRequest(offline=not online))
+
     async def block(self, user_id: int) -> None:
         await self._peer_call(user_id, lambda peer: functions.contacts.BlockRequest(id=peer))
         cached = self._blocklist.get("all")
@@ -438,6 +441,7 @@ class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
             title=title,
             username=getattr(entity, "username", None) or "",
             muted=muted,
+            cannot_write="" if kind == "dm" else write_refusal(entity),
             **fields,
         )
 

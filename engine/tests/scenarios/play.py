@@ -51,6 +51,7 @@ class Player:
         self.failures: list[str] = []
         self.stopped = False  # a turn went wrong and the scenario stopped there
         self.braked_calls: int | None = None  # the LLM calls of the scenario when a brake held a turn
+        self.delays_seen = 0  # the person's chat's typed sends before the current turn
 
     def play(self) -> None:
         stage, scenario = self.stage, self.scenario
@@ -99,11 +100,18 @@ class Player:
         self.braked_calls = None
         if turn.answer_bots:
             stage.answer_bots(scenario, turn)
+        if turn.pause:  # real time passes for the real processes (e.g. the online window runs out)
+            time.sleep(turn.pause)
+        if turn.online_before is not None:
+            self._check_online(turn, turn.online_before, f"{at}, before its message")
         graphs = stage.graphs(scenario, turn.person)
         pictures = stage.pictures_made(scenario)
+        self.delays_seen = len(stage.start_delays(scenario, turn.person))
         started = time.time()
         if turn.operator:
             stage.operate(scenario, turn)
+        if turn.rights is not None:
+            stage.set_rights(scenario, turn.rights)
         if turn.mute:
             stage.mute(scenario, turn)
         if turn.trigger == "message" and turn.voice:
@@ -351,6 +359,7 @@ class Player:
                 self.failures.append(
                     f"{at}: {len(lines)} activity line(s) say {text!r}, expected one: {lines}"
                 )
+        self._check_presence(turn, at)
         if turn.stopped is not None and stage.stopped(scenario.persona) != turn.stopped:
             self.failures.append(f"{at}: {scenario.persona} is {'' if turn.stopped else 'not '}running")
         if turn.stored_has or turn.stored_lacks:
@@ -376,3 +385,39 @@ class Player:
             blocked = stage.user_id(scenario.user(turn.person)) in stage.blocked_ids(scenario.persona)
             if blocked != turn.blocked:
                 self.failures.append(f"{at}: {turn.person} is {'' if blocked else 'not '}blocked")
+
+    def _check_presence(self, turn: Turn, at: str) -> None:
+        """The start-typing delay of the turn's first send, the agent's contacts, its online status."""
+        stage, scenario = self.stage, self.scenario
+        if turn.start_delay is not None:
+            delays = stage.start_delays(scenario, turn.person)[self.delays_seen :]
+            if not delays:
+                self.failures.append(f"{at}: no send of this turn was typed")
+            elif (delays[0] > 0) != turn.start_delay:
+                self.failures.append(
+                    f"{at}: the first send was typed with a start-typing delay of {delays[0]:g} s; expected "
+                    + ("one" if turn.start_delay else "none (already online)")
+                )
+        if turn.contacts is not None:
+            ids = set(stage.contact_ids(scenario.persona))
+            have = [
+                p
+                for p in scenario.people
+                if stage._known(scenario, p) and stage.user_id(scenario.user(p)) in ids
+            ]
+            if sorted(have) != sorted(turn.contacts):
+                self.failures.append(
+                    f"{at}: the agent's contacts hold {have}, expected {list(turn.contacts)}"
+                )
+        if turn.online is not None:
+            self._check_online(turn, turn.online, at)
+
+    def _check_online(self, turn: Turn, online: bool, at: str) -> None:
+        """Wait until the persona's account shows `online` (the gateway checks every few seconds)."""
+        stage, scenario = self.stage, self.scenario
+        wait(
+            lambda: stage.shown_online(scenario.persona) == online,
+            f"{scenario.name} {at}: {scenario.persona} shown {'online' if online else 'offline'}",
+            stage,
+            deadline=30,
+        )

@@ -13,7 +13,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     bots = ["Beep"]                  # optional: people who are bot accounts
     user_ids = {Tg = 777000}         # optional: people with a fixed user id (777000: Telegram's service)
     group = {title = "Club", agents = ["Wendy"]}   # optional: the people speak in this group, which
-                                     # these other personas are in too (sandbox only)
+                                     # these other personas are in too (with agents: sandbox only)
     saved_stickers = ["KeptSet::🦔"]  # optional: stickers the persona's account keeps in its Saved
                                      # Messages (from HARNESS_STICKER_SETS), before the stage starts
     group = {title = "Allotment", forum = true}    # a group with topics; without other agents it may
@@ -73,6 +73,17 @@ has no `transcript`: the harness checks that it is not transcribed again.
     unseen = true                    # the message reaches Telegram but its update is lost: only the
                                      #   unread scan can find it. Once the turn is done, the update comes
                                      #   after all with an edit of the message: it must start no turn
+    pause = 16                       # optional: seconds to let pass before the turn (e.g. the online
+                                     #   window, CINDY_ONLINE_WINDOW_SECONDS, which the stage sets to
+                                     #   ONLINE_WINDOW_SECONDS)
+    start_delay = false              # whether the turn's first send paid the start-typing delay (false:
+                                     #   the agent was already online in the chat)
+    contacts = ["Ada"]               # exactly which of the people are in the agent's contacts
+    online = true                    # whether the agent's account shows online after the turn
+    online_before = false            # whether it shows online before the turn's action (after a pause)
+    rights = "restricted"            # in a group: an admin first changes the persona's right to write:
+                                     #   "restricted", "read_only" (only admins post), "banned", or ""
+                                     #   (it may write again)
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -158,7 +169,16 @@ _TURN_KEYS = {
     "mute",
     "unseen",
     "topic",
+    "pause",
+    "start_delay",
+    "contacts",
+    "online",
+    "online_before",
+    "rights",
 }
+#: How a group may refuse the persona's writing (a turn's `rights`): `SandboxMember.cannot_write`, and
+#: on the MTProto stand-in a broadcast channel, a restriction or a ban in the supergroup.
+RIGHTS = ("read_only", "restricted", "banned", "")
 
 
 class ScenarioError(ValueError):
@@ -205,6 +225,12 @@ class Turn:
     mute: bool = False
     unseen: bool = False
     topic: str = ""  # the forum topic the turn is in ("": General, or not a forum)
+    pause: float = 0.0
+    start_delay: bool | None = None
+    contacts: tuple[str, ...] | None = None
+    online: bool | None = None
+    online_before: bool | None = None
+    rights: str | None = None  # a RIGHTS value an admin sets before the turn; None: unchanged
 
     @property
     def kinds(self) -> set[str]:
@@ -274,10 +300,9 @@ def load(path: Path) -> Scenario:
     if not turns:
         raise ScenarioError(f"{where}: no [[turn]]: add at least one")
     group, group_agents, forum = _group(where, data.get("group"), persona)
-    if group and data.get("telegram") and (group_agents or not forum):
+    if group_agents and data.get("telegram"):
         raise ScenarioError(
-            f"{where}: on Telegram a group scenario is a forum of the persona and the people: set "
-            "group = {title = ..., forum = true} without agents, or remove telegram = true"
+            f"{where}: a group scenario with other agents plays on the sandbox only: remove telegram = true"
         )
     topics = [t.get("topic") for t in turns if isinstance(t, dict) and "topic" in t]
     if topics and not forum:
@@ -384,7 +409,11 @@ def _group(where: str, value: Any, persona: str) -> tuple[str, tuple[str, ...], 
 
 
 def _turn(
-    where: str, number: int, raw: dict[str, Any], people: list[str], group_personas: tuple[str, ...] = ()
+    where: str,
+    number: int,
+    raw: dict[str, Any],
+    people: list[str],
+    group_personas: tuple[str, ...] = (),
 ) -> Turn:
     at = f"{where}: turn {number}"
     unknown = set(raw) - _TURN_KEYS
@@ -430,6 +459,9 @@ def _turn(
         "braked",
         "mute",
         "unseen",
+        "start_delay",
+        "online",
+        "online_before",
     ):
         if key in raw and not isinstance(raw[key], bool):
             raise ScenarioError(f"{at}: {key} is {raw[key]!r}: use true or false")
@@ -481,6 +513,26 @@ def _turn(
             f"{at}: usage is {usage!r}: use token counts of {', '.join(USAGE_KEYS)}, e.g. "
             "usage = {input_tokens = 6000, output_tokens = 1000}"
         )
+    pause = raw.get("pause", 0)
+    if isinstance(pause, bool) or not isinstance(pause, int | float) or not 0 <= pause <= 60:
+        raise ScenarioError(
+            f"{at}: pause is {pause!r}: give the seconds to wait first, 0 to 60, e.g. pause = 16"
+        )
+    if "start_delay" in raw and not any(t.get("kind") == "send" for reply in replies for t in reply):
+        raise ScenarioError(
+            f'{at}: start_delay is about the turn\'s first send: add a {{kind = "send"}} reply'
+        )
+    rights = raw.get("rights")
+    if rights is not None and (rights not in RIGHTS or not group_personas):
+        raise ScenarioError(
+            f"{at}: rights is {rights!r}: in a group scenario, use one of {', '.join(map(repr, RIGHTS))}, "
+            'e.g. rights = "restricted"'
+        )
+    contacts = raw.get("contacts")
+    if contacts is not None:
+        strangers = [p for p in _strings(at, "contacts", contacts) if p not in people]
+        if strangers:
+            raise ScenarioError(f"{at}: contacts {strangers} are not in people {people}: add them to people")
     sends = raw.get("sends")
     describe = raw.get("describe", "")
     if describe not in ("", *DESCRIBE):
@@ -542,6 +594,12 @@ def _turn(
         mute=raw.get("mute", False),
         unseen=raw.get("unseen", False),
         topic=str(raw.get("topic", "")).strip(),
+        pause=float(pause),
+        start_delay=raw.get("start_delay"),
+        contacts=None if contacts is None else tuple(contacts),
+        online=raw.get("online"),
+        online_before=raw.get("online_before"),
+        rights=rights,
     )
 
 

@@ -193,6 +193,11 @@ class _Script:
     queue: deque[tuple[Turn, list[dict[str, Any]]]] = field(default_factory=deque)
 
 
+#: The online window on the stage (CINDY_ONLINE_WINDOW_SECONDS): long enough for a quick next message
+#: on a busy machine, short enough for a scenario to `pause` past it.
+ONLINE_WINDOW_SECONDS = 15
+
+
 class Stage:
     """A database, the LLM stand-in and a running gateway with every sample persona."""
 
@@ -209,6 +214,7 @@ class Stage:
             "DEFAULT_AGENT_LLM": "gemini",
             "CINDY_READ_DELAY_SECONDS": "0",
             "CINDY_UNREAD_SCAN_SECONDS": "3",  # an unseen message is found within seconds
+            "CINDY_ONLINE_WINDOW_SECONDS": str(ONLINE_WINDOW_SECONDS),
             "CINDY_MEDIA_ROOT": str(tmp / "media"),
             "CINDY_AGENT_CONFIG_PATH": f"{SAMPLES}:{CONFIGDIR}",
             # Few enough that a scenario reaches the daily picture limit (spec.py, `pictures`).
@@ -945,6 +951,42 @@ class Stage:
             f"{self.agent_ids[persona]}"
         )
         return json.loads(rows[0][0] or "[]")
+
+    def set_rights(self, scenario: Scenario, rights: str) -> None:
+        """An admin of the scenario's group changes the persona's right to write there."""
+        self.command(
+            "sandbox",
+            "rights",
+            scenario.persona,
+            "--group",
+            scenario.group_title,
+            "--cannot-write",
+            rights or "none",
+        )
+
+    def start_delays(self, scenario: Scenario, person: str) -> list[float]:
+        """The start-typing delay (seconds) of each typed send in the person's chat, oldest first."""
+        conversation = self._conversation_of(scenario, person)
+        if conversation is None:
+            return []
+        rows = self.db.query(
+            "SELECT params FROM conversations_tasknode WHERE kind = 'send' AND "
+            f"conversation_id = {conversation} ORDER BY id"
+        )
+        params = [json.loads(r[0] or "{}") for r in rows]
+        return [float(p["start_delay"]) for p in params if "start_delay" in p]
+
+    def contact_ids(self, persona: str) -> list[int]:
+        rows = self.db.query(
+            f"SELECT contact_user_ids FROM conversations_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
+        )
+        return json.loads(rows[0][0] or "[]")
+
+    def shown_online(self, persona: str) -> bool:
+        rows = self.db.query(
+            f"SELECT online FROM conversations_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
+        )
+        return bool(rows[0][0])
 
     def schedule_activities(self, persona: str) -> list[str]:
         rows = self.db.query(

@@ -41,7 +41,7 @@ class TelegramStage(Stage):
         self.standin = StandIn().start()
         self.people: dict[str, int] = {}
         self._voice_media: dict[tuple[str, str], types.MessageMediaDocument] = {}
-        self.forums: dict[str, int] = {}  # a forum scenario's group title -> its stand-in chat id
+        self.group_ids: dict[str, int] = {}  # a group scenario's title -> its stand-in channel id
         self.topics: dict[tuple[str, str], int] = {}  # (group title, topic title) -> topic id
         super().__init__(tmp, template, scenarios)
         key_path = tmp / "standin.pub.pem"
@@ -120,6 +120,20 @@ class TelegramStage(Stage):
         if not any(getattr(m, "document", None) is document for m in saved):
             save_to_saved_messages(world, account, document)
 
+    def set_rights(self, scenario: Scenario, rights: str) -> None:
+        """An admin changes the persona's right to write: "read_only" makes the supergroup a broadcast
+        channel the people administer, "restricted" / "banned" restrict or ban the persona, "" undoes it."""
+        me = self.accounts[scenario.persona]
+
+        def change() -> None:
+            chat = self.standin.world.chats[self.group_ids[scenario.group_title]]
+            chat.broadcast = rights == "read_only"
+            chat.admins = (chat.members - {me}) if chat.broadcast else set()
+            chat.restricted = {me} if rights == "restricted" else set()
+            chat.banned = {me} if rights == "banned" else set()
+
+        self.standin.run(change)
+
     # --- the people ---------------------------------------------------------------------------------
 
     def _person(self, name: str, *, user_id: int | None = None, bot: bool = False) -> int:
@@ -134,33 +148,36 @@ class TelegramStage(Stage):
         return self._person(name)
 
     def _group(self, scenario: Scenario) -> int:
-        """A forum supergroup of the persona and the people (spec.py allows no other group here)."""
+        """The scenario's group: a supergroup (a forum with `forum = true`) of the persona and the people
+        (spec.py allows no other agents here); returns its peer id as Telethon marks it."""
         members = [self.accounts[scenario.persona]] + [
             self._person(scenario.user(p), bot=p in scenario.bots) for p in scenario.people
         ]
         chat = self.standin.run(
-            self.standin.world.create_group, title=scenario.group_title, member_ids=members, forum=True
+            lambda: self.standin.world.create_group(
+                title=scenario.group_title, member_ids=members, supergroup=True, forum=scenario.forum
+            )
         )
-        self.forums[scenario.group_title] = chat.id
+        self.group_ids[scenario.group_title] = chat.id
         return utils.get_peer_id(types.PeerChannel(chat.id))
 
     def _topic(self, scenario: Scenario, title: str, creator: int) -> int:
         """The forum topic titled `title`, opened by `creator` on first use."""
         key = (scenario.group_title, title)
         if key not in self.topics:
-            chat_id = self.forums[scenario.group_title]
+            chat_id = self.group_ids[scenario.group_title]
             self.topics[key] = self.standin.run(self.standin.world.create_topic, creator, chat_id, title).id
         return self.topics[key]
 
-    def _say_in_forum(self, scenario: Scenario, turn: Turn, person: int, text: str) -> None:
-        """The person writes in the forum (in the turn's topic), mentioning the persona as Telegram's
-        apps do when the text holds its @username."""
+    def _say_in_group(self, scenario: Scenario, turn: Turn, person: int, text: str) -> None:
+        """The person writes in the group (in a forum, in the turn's topic), mentioning the persona as
+        Telegram's apps do when the text holds its @username."""
         topic = self._topic(scenario, turn.topic, person) if turn.topic else None
         agent = self.accounts[scenario.persona]
         handle = f"@{scenario.persona.lower()}"
         at = text.lower().find(handle)
         entities = [types.MessageEntityMention(offset=at, length=len(handle))] if at >= 0 else []
-        key = ("channel", self.forums[scenario.group_title])
+        key = ("channel", self.group_ids[scenario.group_title])
         self.standin.run(
             lambda: self.standin.world.send(
                 person, key, text, mentions=(agent,) if entities else (), entities=entities, topic=topic
@@ -176,7 +193,7 @@ class TelegramStage(Stage):
             bot=turn.person in scenario.bots,
         )
         if scenario.group:
-            self._say_in_forum(scenario, turn, person, text or turn.say)
+            self._say_in_group(scenario, turn, person, text or turn.say)
             return
         key = self.standin.world.dm_key(self.accounts[scenario.persona], person)
 
@@ -248,6 +265,7 @@ class TelegramStage(Stage):
         _person, key = self._dm(scenario, turn.person)
         self.standin.run(self.standin.world.mark_unread, self.accounts[scenario.persona], key)
 
+
     # --- reading the world --------------------------------------------------------------------------
 
     def user_id(self, name: str) -> int:
@@ -268,9 +286,9 @@ class TelegramStage(Stage):
         name = scenario.user(person)
         me = self.accounts[scenario.persona]
         if scenario.group:
-            if scenario.group_title not in self.forums:
+            if scenario.group_title not in self.group_ids:
                 return []
-            key = ("channel", self.forums[scenario.group_title])
+            key = ("channel", self.group_ids[scenario.group_title])
         elif name not in self.people:
             return []
         else:
@@ -294,7 +312,7 @@ class TelegramStage(Stage):
     def message_topics(self, scenario: Scenario) -> dict[int, str]:
         """Message id -> the title of the topic Telegram has it in (the topic its `reply_to_top_id`
         / `top_msg_id` named), for the scenario's forum ("": General)."""
-        chat_id = self.forums.get(scenario.group_title)
+        chat_id = self.group_ids.get(scenario.group_title)
         if chat_id is None:
             return {}
         chat = self.standin.world.chats[chat_id]
@@ -331,3 +349,9 @@ class TelegramStage(Stage):
 
     def blocked_ids(self, persona: str) -> list[int]:
         return self.standin.run(lambda: sorted(self.standin.world.users[self.accounts[persona]].blocked))
+
+    def contact_ids(self, persona: str) -> list[int]:
+        return self.standin.run(lambda: sorted(self.standin.world.users[self.accounts[persona]].contacts))
+
+    def shown_online(self, persona: str) -> bool:
+        return bool(self.standin.run(lambda: self.standin.world.users[self.accounts[persona]].online))

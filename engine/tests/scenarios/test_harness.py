@@ -130,7 +130,37 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
         (
             'persona = "Orla"\npeople = ["Ada"]\nsaved_stickers = ["KeptSet::🐸"]\n' + GOOD_TURN,
             "saved_stickers has 'KeptSet::🐸': name one of",
+
         ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + "pause = 600\n",
+            "turn 1: pause is 600: give the seconds to wait first, 0 to 60",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nreply = [{kind = "react", emoji = "x"}]\n'
+            "start_delay = true\n",
+            "turn 1: start_delay is about the turn's first send",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + 'contacts = ["Bo"]\n',
+            "turn 1: contacts ['Bo'] are not in people",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + 'rights = "restricted"\n',
+            "turn 1: rights is 'restricted': in a group scenario",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club"}\n'
+            + GOOD_TURN
+            + 'rights = "mute"\n',
+            "turn 1: rights is 'mute': in a group scenario, use one of 'read_only'",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\ngroup = {title = "Club", agents = ["Wendy"]}\n'
+            + GOOD_TURN,
+            "a group scenario with other agents plays on the sandbox only",
+        ),
+        ('persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + 'online = "yes"\n', "turn 1: online is 'yes'"),
         (
             'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club"}\n'
             + GOOD_TURN
@@ -140,11 +170,6 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
         (
             'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club", forum = "yes"}\n' + GOOD_TURN,
             "group forum is 'yes': use true or false",
-        ),
-        (
-            'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\ngroup = {title = "Club", forum = true, '
-            'agents = ["Wendy"]}\n' + GOOD_TURN,
-            "on Telegram a group scenario is a forum of the persona and the people",
         ),
         (
             'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club", forum = true}\n'
@@ -180,6 +205,27 @@ def test_a_scenario_reads_the_person_like_keys(tmp_path):
         2,
     )
     assert typed.loop_guard is True
+
+
+def test_a_scenario_reads_the_presence_and_permission_keys(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\ngroup = {title = "Desk"}\n'
+        + GOOD_TURN
+        + "pause = 16\nstart_delay = false\ncontacts = []\nonline = true\nonline_before = false\n"
+        + 'rights = "read_only"\n',
+    )
+    assert loaded.telegram and loaded.group == "Desk" and loaded.group_agents == ()
+    (turn,) = loaded.turns
+    assert (turn.pause, turn.start_delay, turn.contacts, turn.online, turn.online_before, turn.rights) == (
+        16.0,
+        False,
+        (),
+        True,
+        False,
+        "read_only",
+    )
+    assert scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN).turns[0].rights is None
 
 
 def test_the_log_scan_reports_warnings_errors_and_tracebacks_not_expected_by_name():

@@ -1,0 +1,126 @@
+"""Online presence, as the original's "already online" (a 5-minute online window per chat).
+
+- An agent that wrote in a chat within CINDY_ONLINE_WINDOW_SECONDS before a turn started is *already
+  online* there: the first message of that turn skips the start-typing delay (`engine.handlers.send`).
+  A fresh exchange, or one that resumes after the window, pays it again.
+- The account's online status on Telegram follows the same activity and the schedule: the gateway shows
+  an agent online while it wrote in any chat within the window and is awake, and offline otherwise
+  (asleep, or quiet for the window). It changes the status only when that changes, and says so in the
+  activity stream.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from agents.models import Agent
+from cindy_site.clock import get_clock, now
+from conversations.models import ActivityEvent, Conversation, Message
+from conversations.services.activity import record_event
+from conversations.transport.base import AuthError, FloodWait, TransportError
+from engine.clients import AgentClient
+from engine.responsiveness import agents_asleep
+
+logger = logging.getLogger(__name__)
+
+#: How often the gateway checks whether an agent's online status must change.
+PRESENCE_CHECK_SECONDS = 5.0
+
+
+def online_window() -> dt.timedelta:
+    return dt.timedelta(seconds=settings.CINDY_ONLINE_WINDOW_SECONDS)
+
+
+def already_online(*, conversation_id: int, before: dt.datetime) -> bool:
+    """Whether the agent wrote in this conversation within the online window before `before`."""
+    return Message.objects.filter(
+        conversation_id=conversation_id,
+        is_agent=True,
+        deleted=False,
+        date__gt=before - online_window(),
+        date__lte=before,
+    ).exists()
+
+
+def agents_active(*, agent_ids: Iterable[int], at: dt.datetime) -> set[int]:
+    """The agents that wrote in any chat within the online window before `at`.
+
+    Two indexed queries: the conversations with a message in the window (conversation_recent_idx),
+    then the agent's own messages among them (message_history_idx)."""
+    since = at - online_window()
+    recent = Conversation.objects.filter(agent_id__in=list(agent_ids), last_message_at__gt=since)
+    conversation_agents = dict(recent.values_list("pk", "agent_id"))
+    if not conversation_agents:
+        return set()
+    spoke = (
+        Message.objects.filter(
+            conversation_id__in=list(conversation_agents), is_agent=True, deleted=False, date__gt=since
+        )
+        .values_list("conversation_id", flat=True)
+        .distinct()
+    )
+    return {conversation_agents[conversation_id] for conversation_id in spoke}
+
+
+def agents_due_online(*, agents: list[Agent], at: dt.datetime) -> dict[int, tuple[bool, str]]:
+    """For each agent: (online, why), as the status Telegram should show."""
+    asleep = agents_asleep(agents=agents, at=at)
+    active = agents_active(agent_ids=[a.pk for a in agents if a.pk not in asleep], at=at)
+    minutes = round(settings.CINDY_ONLINE_WINDOW_SECONDS / 60, 1)
+    due = {}
+    for agent in agents:
+        if agent.pk in asleep:
+            due[agent.pk] = (False, "asleep")
+        elif agent.pk in active:
+            due[agent.pk] = (True, f"wrote within the last {minutes:g} min")
+        else:
+            due[agent.pk] = (False, f"nothing written for {minutes:g} min")
+    return due
+
+
+def presence_record(*, agent_id: int, online: bool, why: str) -> None:
+    record_event(
+        ActivityEvent.Kind.INFO,
+        agent_id=agent_id,
+        summary=f"shown {'online' if online else 'offline'} ({why})",
+        data={"online": online},
+    )
+
+
+class PresenceSteps:
+    """A mixin of `engine.gateway.Gateway`, which sets `clients`."""
+
+    clients: dict[int, AgentClient]
+    _presence_at: float = 0.0
+
+    async def step_presence(self) -> bool:
+        """Show each connected agent online or offline as its activity and schedule say."""
+        at = get_clock().monotonic()
+        if at - self._presence_at < PRESENCE_CHECK_SECONDS:
+            return False
+        self._presence_at = at
+        clients = [c for c in self.clients.values() if c.connected]
+        if not clients:
+            return False
+        due = await sync_to_async(agents_due_online)(agents=[c.agent for c in clients], at=now())
+        did = False
+        for client in clients:
+            online, why = due[client.agent.pk]
+            if client.shown_online == online:
+                continue
+            try:
+                await client.transport.set_online(online)
+            except (FloodWait, AuthError):
+                raise
+            except TransportError as exc:
+                logger.info("agent %s: could not set the online status: %s", client.agent.name, exc)
+                continue
+            client.shown_online = online
+            await sync_to_async(presence_record)(agent_id=client.agent.pk, online=online, why=why)
+            did = True
+        return did
