@@ -109,7 +109,9 @@ def _message_decision(
     return decision
 
 
-def _callout_decision(*, conversation: Conversation, message: Message, mention: bool, reply: bool) -> Decision:
+def _callout_decision(
+    *, conversation: Conversation, message: Message, mention: bool, reply: bool
+) -> Decision:
     if conversation.kind == Conversation.Kind.DM:
         if _first_in_mirror(conversation=conversation, message=message):
             return Decision(TaskGraph.Trigger.NEW_CONVERSATION, "first message of a new conversation")

@@ -265,7 +265,6 @@ class TelegramStage(Stage):
         _person, key = self._dm(scenario, turn.person)
         self.standin.run(self.standin.world.mark_unread, self.accounts[scenario.persona], key)
 
-
     # --- reading the world --------------------------------------------------------------------------
 
     def user_id(self, name: str) -> int:

@@ -130,7 +130,6 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
         (
             'persona = "Orla"\npeople = ["Ada"]\nsaved_stickers = ["KeptSet::🐸"]\n' + GOOD_TURN,
             "saved_stickers has 'KeptSet::🐸': name one of",
-
         ),
         (
             'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + "pause = 600\n",
