@@ -364,6 +364,10 @@ GROK_MODEL = env.str("GROK_MODEL", default="")
 OPENROUTER_MODEL = env.str("OPENROUTER_MODEL", default="")
 MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
 TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
+# Voice notes (the `voice` kind, llm/speech.py): the Gemini speech model and the voice a persona
+# without a "# Voice" section speaks with.
+CINDY_SPEECH_MODEL = env.str("CINDY_SPEECH_MODEL", default="gemini-2.5-flash-preview-tts")
+CINDY_SPEECH_VOICE = env.str("CINDY_SPEECH_VOICE", default="Kore")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
 
 GOOGLE_GEMINI_API_KEY = env.str("GOOGLE_GEMINI_API_KEY", default="")

@@ -9,6 +9,7 @@ from conversations.models.sandbox import (
     SandboxUpdate,
     SandboxUser,
 )
+from conversations.models.voice import VoiceNote
 
 __all__ = [
     "ActivityEvent",
@@ -29,4 +30,5 @@ __all__ = [
     "TaskGraph",
     "TaskNode",
     "Translation",
+    "VoiceNote",
 ]

@@ -71,6 +71,7 @@ class LLMCall(models.Model):
         DESCRIBE = "describe", "Describe media"
         SUMMARIZE = "summarize", "Summarize"
         TRANSLATE = "translate", "Translate for an operator"
+        SPEECH = "speech", "Speak a voice note"
 
     created = models.DateTimeField()
     agent = models.ForeignKey(

@@ -21,6 +21,7 @@ class NodeKind(models.TextChoices):
     # initiative kinds
     XSEND = "xsend", "Cross-chat send"
     SEND_MEDIA = "send_media", "Send media"
+    VOICE = "voice", "Voice note"
 
 
 #: Kinds that need an LLM and run on a django-q2 worker; every other kind runs in the gateway.
