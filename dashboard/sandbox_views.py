@@ -209,3 +209,19 @@ def sandbox_photo(request: HttpRequest, name: str) -> FileResponse:
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response
+
+
+@verified_staff_required
+def sandbox_voice(request: HttpRequest, name: str) -> FileResponse:
+    """A voice note an agent sent in the sandbox, for staff only: served only when it is an OGG file."""
+    folder = (Path(settings.MEDIA_ROOT) / PHOTO_DIR).resolve()
+    path = (folder / name).resolve()
+    if path.parent != folder or not path.is_file() or not name.endswith(".ogg"):
+        raise Http404(f"no sandbox voice note named {name!r}")
+    with path.open("rb") as handle:
+        if handle.read(4) != b"OggS":
+            raise Http404(f"{name!r} is not an OGG file")
+    response = FileResponse(path.open("rb"), content_type="audio/ogg")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response

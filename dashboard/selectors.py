@@ -283,7 +283,11 @@ def sandbox_message_row(message: SandboxMessage) -> dict[str, Any]:
 def _media_row(part: dict[str, Any]) -> dict[str, Any]:
     folder, _, name = str(part.get("file", "")).rpartition("/")
     url = reverse("dashboard:sandbox_photo", args=[name]) if folder == "sandbox" and name else ""
+    if part.get("media_kind") == "voice":
+        url = reverse("dashboard:sandbox_voice", args=[name]) if folder == "sandbox" and name else ""
     return {
+        "duration": part.get("duration"),
+        "transcript": part.get("transcript", ""),
         "media_kind": part.get("media_kind", ""),
         "sticker_set_name": part.get("sticker_set_name", ""),
         "sticker_name": part.get("sticker_name", ""),

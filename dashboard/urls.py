@@ -63,4 +63,5 @@ urlpatterns = [
     path("sandbox/send/", sandbox_views.sandbox_send, name="sandbox_send"),
     path("sandbox/react/", sandbox_views.sandbox_react_view, name="sandbox_react"),
     path("sandbox/photos/<str:name>", sandbox_views.sandbox_photo, name="sandbox_photo"),
+    path("sandbox/voice/<str:name>", sandbox_views.sandbox_voice, name="sandbox_voice"),
 ]

@@ -57,10 +57,12 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     braked = brake_hold(node_id=node_id, owner=owner)  # engine/brakes.py: caps and rate limits
     if braked:
         return f"node {node_id}: not planned: {braked}"
-    from llm.planning import plan_turn  # imported here: the LLM stack loads only on workers
+    from engine.voice_render import voice_tasks_render  # imported here: the LLM stack loads only on workers
+    from llm.planning import plan_turn
 
     try:
         result = plan_turn(node_id=node_id)
+        voice_tasks_render(node_id=node_id, result=result)  # speech is LLM work: here, not in the gateway
     except (LLMConfigError, LLMPermanentError) as exc:
         # No retry would fix it: the node fails once (the graph ends, its queued triggers start) and
         # the message it was for stays in the history, answerable by the next turn.

@@ -58,6 +58,7 @@ def speech_config(voice: VoiceChoice) -> types.GenerateContentConfig:
             language_code=voice.language or None,
         ),
         safety_settings=safety_settings(),
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
     )
 
 

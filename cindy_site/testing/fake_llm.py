@@ -8,7 +8,7 @@ at this server through their base URL settings, and the SDKs build, send and par
   `/chat/completions`, so OpenRouter-style `/api/v1/...` works too).
 - OpenRouter's model list: `GET .../models` answers `{"data": models}` from the `models` attribute.
 - Gemini speech: a generateContent request whose `generationConfig.responseModalities` is `["AUDIO"]`
-  is answered at once, outside the reply queue, with inline PCM (`audio/L16;codec=pcm;rate=24000`, a
+  is answered at once, outside the reply queue (failures: `fail_next_speech`), with inline PCM (`audio/L16;codec=pcm;rate=24000`, a
   tone lasting SPEECH_SECONDS_PER_CHARACTER per character of the text: `speech_seconds(text)`).
 
 Replies are queued with `reply_with` (first in, first out); when the queue is empty the default reply
@@ -127,6 +127,7 @@ class _State:
     failures: deque[_Failure | _Stall | _Raw] = field(default_factory=deque)
     default: FakeReply = field(default_factory=lambda: FakeReply(text="[]"))
     responder: Callable[[RecordedRequest], FakeReply] | None = None
+    speech_failures: deque[_Failure] = field(default_factory=deque)
 
 
 class FakeLLMServer:
@@ -225,6 +226,12 @@ class FakeLLMServer:
             for _ in range(times):
                 self._state.failures.append(_Failure(status, message or f"fake failure {status}"))
 
+    def fail_next_speech(self, status: int, times: int = 1, *, message: str = "") -> None:
+        """Answer the next `times` speech requests with HTTP `status` (other requests are unaffected)."""
+        with self._lock:
+            for _ in range(times):
+                self._state.speech_failures.append(_Failure(status, message or f"fake failure {status}"))
+
     def raw_next(
         self, body: str | bytes, *, status: int = 200, content_type: str = "application/json; charset=utf-8"
     ) -> None:
@@ -319,8 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer a speech request (after any queued failure) with its PCM, as Gemini's TTS models do."""
         with self.owner._lock:
             self.owner.requests.append(recorded)
-            failures = self.owner._state.failures
-            failure = failures.popleft() if failures and isinstance(failures[0], _Failure) else None
+            failures = self.owner._state.speech_failures
+            failure = failures.popleft() if failures else None
         if failure is not None:
             self._send(failure.status, _error_body("gemini", failure))
             return

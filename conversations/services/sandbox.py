@@ -331,6 +331,9 @@ def _describe_media(part: dict[str, Any]) -> str:
         name = part.get("sticker_name") or "?"
         set_name = part.get("sticker_set_name")
         return f"(sticker {name} from {set_name})" if set_name else f"(sticker {name})"
+    if kind == "voice" and part.get("duration") is not None:  # `(voice 3.2 s) what it says`
+        transcript = part.get("transcript") or ""
+        return f"(voice {float(part['duration']):.1f} s){' ' + transcript if transcript else ''}"
     caption = part.get("description") or part.get("file_name") or ""
     return f"({kind}{': ' + caption if caption else ''})"
 

@@ -23,6 +23,13 @@
       if (part.url) box.appendChild(el("img", { attrs: { src: part.url, alt: "photo" } }));
       return box;
     }
+    if (part.media_kind === "voice") {
+      const label = "voice" + (part.duration != null ? " " + Number(part.duration).toFixed(1) + " s" : "");
+      const box = el("div", { className: "media voice", text: label });
+      if (part.url) box.appendChild(el("audio", { attrs: { src: part.url, controls: "", preload: "metadata" } }));
+      if (part.transcript) box.appendChild(el("div", { className: "transcript", text: part.transcript }));
+      return box;
+    }
     if (part.media_kind === "sticker") {
       return el("div", { className: "media", text: "sticker " + (part.sticker_name || "?") + (part.sticker_set_name ? " · " + part.sticker_set_name : "") });
     }

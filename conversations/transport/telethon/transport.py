@@ -32,6 +32,7 @@ from .errors import error_code
 from .library import TelethonLibrary, media_of
 from .markdown import to_entities
 from .normalize import chat_kind_of, peer_id_of
+from .voice import TelethonVoice
 
 DUPLICATE_LOOKBACK = 20
 STALE_REFERENCE_CODES = frozenset(
@@ -66,7 +67,7 @@ def _dialog_marks(dialog: types.Dialog) -> dict[str, int]:
     }
 
 
-class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
+class TelethonTransport(TelethonLibrary, TelethonVoice, TelethonAccount, TelethonConnection):
     """See the module docstring; connection and inbound plumbing live in `TelethonConnection`."""
 
     # --- sending ----------------------------------------------------------------------------------
