@@ -79,6 +79,7 @@ def llm_overview(*, search: str = "") -> dict[str, Any]:
         "DEFAULT_AGENT_LLM": settings.DEFAULT_AGENT_LLM,
         "MEDIA_MODEL": settings.MEDIA_MODEL,
         "TRANSLATION_MODEL": settings.TRANSLATION_MODEL or "(the conversation's LLM)",
+        "CINDY_SPEECH_MODEL": settings.CINDY_SPEECH_MODEL,
     }
     for name in (settings.DEFAULT_AGENT_LLM, settings.MEDIA_MODEL, settings.TRANSLATION_MODEL):
         if name:
