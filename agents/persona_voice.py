@@ -4,7 +4,8 @@
     Voice: Kore
     Language: en-GB
 
-`Voice` is the speech provider's voice name (Gemini's prebuilt voices: Kore, Puck, Charon, ...);
+`Voice` is the speech provider's voice: one of Gemini's prebuilt voices (Kore, Puck, Charon, ...) or,
+for installations speaking through ElevenLabs, an ElevenLabs voice id (20 letters and digits);
 `Language` a BCP-47 code. Both are optional: without them a note uses CINDY_SPEECH_VOICE and the
 provider detects the language. The original ignores the heading as unknown; Cindy reads it, and
 like every optional value a bad line is ignored with a warning naming the file, the line and the fix.
@@ -23,6 +24,7 @@ GEMINI_VOICES = frozenset(
     "Despina Erinome Algenib Rasalgethi Laomedeia Achernar Alnilam Schedar Gacrux Pulcherrima Achird "
     "Zubenelgenubi Vindemiatrix Sadachbia Sadaltager Sulafat".split()
 )
+_ELEVENLABS_VOICE_ID = re.compile(r"^[A-Za-z0-9]{20}$")
 _LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
 
 
@@ -39,10 +41,13 @@ def set_voice(persona, body: str, source: str) -> None:
             continue
         if key == "Voice":
             match = next((name for name in GEMINI_VOICES if name.lower() == value.lower()), None)
+            if match is None and _ELEVENLABS_VOICE_ID.match(value):
+                match = value
             if match is None:
                 persona.warnings.append(
-                    f'{where}: "{value}" is not one of Gemini\'s voices; ignored, the notes use '
-                    f"CINDY_SPEECH_VOICE: write one of {', '.join(sorted(GEMINI_VOICES)[:6])}, ..."
+                    f'{where}: "{value}" is not one of Gemini\'s voices nor an ElevenLabs voice id; '
+                    f"ignored, the notes use CINDY_SPEECH_VOICE: write one of "
+                    f"{', '.join(sorted(GEMINI_VOICES)[:6])}, ... or a 20-character ElevenLabs voice id"
                 )
                 continue
             persona.voice_name = match

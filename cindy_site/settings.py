@@ -368,6 +368,11 @@ TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 # without a "# Voice" section speaks with.
 CINDY_SPEECH_MODEL = env.str("CINDY_SPEECH_MODEL", default="gemini-2.5-flash-preview-tts")
 CINDY_SPEECH_VOICE = env.str("CINDY_SPEECH_VOICE", default="Kore")
+# With an ElevenLabs key, voice notes are spoken by ElevenLabs instead (llm/speech_elevenlabs.py).
+ELEVENLABS_API_KEY = env.str("ELEVENLABS_API_KEY", default="")
+ELEVENLABS_BASE_URL = env.str("ELEVENLABS_BASE_URL", default="")
+CINDY_ELEVENLABS_MODEL = env.str("CINDY_ELEVENLABS_MODEL", default="eleven_multilingual_v2")
+CINDY_ELEVENLABS_VOICE = env.str("CINDY_ELEVENLABS_VOICE", default="21m00Tcm4TlvDq8ikWAM")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
 
 GOOGLE_GEMINI_API_KEY = env.str("GOOGLE_GEMINI_API_KEY", default="")

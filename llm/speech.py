@@ -1,4 +1,5 @@
-"""Speech for the `voice` kind: text in, 16-bit mono PCM out, through Gemini's speech generation.
+"""Speech for the `voice` kind: text in, 16-bit mono PCM out, through Gemini's speech generation,
+or through ElevenLabs when ELEVENLABS_API_KEY is set (`llm/speech_elevenlabs.py`).
 
 Gemini's TTS models (CINDY_SPEECH_MODEL, default `gemini-2.5-flash-preview-tts`) take the text as a
 user turn with `response_modalities=["AUDIO"]` and a `speech_config` naming a prebuilt voice (the
@@ -23,6 +24,8 @@ from llm.errors import LLMConfigError, LLMPermanentError, LLMTransientError
 from llm.providers.base import transport_errors
 from llm.providers.gemini import GeminiProvider, safety_settings
 from llm.request import Usage
+from llm.speech_elevenlabs import PROVIDER as ELEVENLABS
+from llm.speech_elevenlabs import elevenlabs_speak, is_elevenlabs_voice
 from llm.usage import llm_call_finish, llm_call_start
 
 PROVIDER = "gemini"
@@ -49,8 +52,13 @@ class Speech:
     llm_call_id: int | None = None
 
 
+def gemini_voice(name: str) -> str:
+    """The persona's voice for Gemini: an ElevenLabs voice id means nothing there."""
+    return settings.CINDY_SPEECH_VOICE if not name or is_elevenlabs_voice(name) else name
+
+
 def speech_config(voice: VoiceChoice) -> types.GenerateContentConfig:
-    name = voice.name or settings.CINDY_SPEECH_VOICE
+    name = gemini_voice(voice.name)
     return types.GenerateContentConfig(
         response_modalities=["AUDIO"],
         speech_config=types.SpeechConfig(
@@ -72,6 +80,16 @@ def speak(
 ) -> Speech:
     """One speech call. Raises LLMConfigError (no key, key refused), LLMTransientError (429, 5xx,
     timeouts: worth another try later) or LLMPermanentError (refused, or no audio in the reply)."""
+    if settings.ELEVENLABS_API_KEY:
+        pcm, rate, model, voice_id, call_id = elevenlabs_speak(
+            text,
+            voice_name=voice.name,
+            language=voice.language,
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            node_id=node_id,
+        )
+        return Speech(pcm, rate, ELEVENLABS, model, voice_id, call_id)
     model = settings.CINDY_SPEECH_MODEL
     provider = GeminiProvider(
         api_key=settings.GOOGLE_GEMINI_API_KEY,
@@ -127,7 +145,7 @@ def speak(
         sample_rate=int(match.group(1)) if match else DEFAULT_PCM_RATE,
         provider=PROVIDER,
         model=model,
-        voice=voice.name or settings.CINDY_SPEECH_VOICE,
+        voice=gemini_voice(voice.name),
         llm_call_id=call.pk,
     )
 

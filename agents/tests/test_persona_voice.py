@@ -28,6 +28,10 @@ def test_the_voice_and_language_are_read_and_written_back():
     assert parse_persona(text) == read
 
 
+def test_an_elevenlabs_voice_id_is_kept_as_written():
+    assert persona("Voice: 21m00Tcm4TlvDq8ikWAM").voice_name == "21m00Tcm4TlvDq8ikWAM"
+
+
 def test_a_persona_without_a_voice_writes_no_voice_section():
     read = parse_persona(BASE, source="agents/Vera.md")
     assert (read.voice_name, read.voice_language) == ("", "")
@@ -39,8 +43,8 @@ def test_a_persona_without_a_voice_writes_no_voice_section():
     [
         (
             "Voice: Robotron",
-            'agents/Vera.md: "Voice" line "Voice: Robotron": "Robotron" is not one of Gemini\'s voices; '
-            "ignored, the notes use CINDY_SPEECH_VOICE",
+            'agents/Vera.md: "Voice" line "Voice: Robotron": "Robotron" is not one of Gemini\'s voices nor '
+            "an ElevenLabs voice id; ignored, the notes use CINDY_SPEECH_VOICE",
         ),
         (
             "Language: english please",

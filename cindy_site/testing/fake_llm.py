@@ -7,9 +7,8 @@ at this server through their base URL settings, and the SDKs build, send and par
 - OpenAI: `POST /v1/chat/completions` and `POST /chat/completions` (any prefix ending in
   `/chat/completions`, so OpenRouter-style `/api/v1/...` works too).
 - OpenRouter's model list: `GET .../models` answers `{"data": models}` from the `models` attribute.
-- Gemini speech: a generateContent request whose `generationConfig.responseModalities` is `["AUDIO"]`
-  is answered at once, outside the reply queue (failures: `fail_next_speech`), with inline PCM (`audio/L16;codec=pcm;rate=24000`, a
-  tone lasting SPEECH_SECONDS_PER_CHARACTER per character of the text: `speech_seconds(text)`).
+- Speech (Gemini's speech output, ElevenLabs' text-to-speech; `fake_speech.py`) is answered at once,
+  outside the reply queue, with a tone of `speech_seconds(text)`; `fail_next_speech` fails it.
 
 Replies are queued with `reply_with` (first in, first out); when the queue is empty the default reply
 is used, or, when set, the `responder` (a function of the recorded request, called in the request's
@@ -20,11 +19,8 @@ requests fail with that HTTP status, in the provider's error format. Every reque
 
 from __future__ import annotations
 
-import base64
 import json
-import math
 import re
-import struct
 import threading
 import time
 from collections import deque
@@ -32,6 +28,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from cindy_site.testing.fake_speech import (  # noqa: F401 - re-exported for tests
+    ELEVENLABS_PATH,
+    SPEECH_RATE,
+    SPEECH_SECONDS_PER_CHARACTER,
+    elevenlabs_error,
+    gemini_speech_response,
+    is_gemini_speech,
+    speech_pcm,
+    speech_seconds,
+)
 
 _GEMINI_PATH = re.compile(r"^/(?:[^/]+/)?models/(?P<model>[^/:]+):generateContent$")
 _STATUS_NAMES = {
@@ -44,40 +51,6 @@ _STATUS_NAMES = {
     503: "UNAVAILABLE",
     504: "DEADLINE_EXCEEDED",
 }
-
-
-#: How long the stand-in's speech lasts per character of the text it is asked to say.
-SPEECH_SECONDS_PER_CHARACTER = 0.05
-SPEECH_RATE = 24_000
-
-
-def speech_seconds(text: str) -> float:
-    """The length of the speech the stand-in answers for `text`, to the sample."""
-    return round(len(text) * SPEECH_SECONDS_PER_CHARACTER * SPEECH_RATE) / SPEECH_RATE
-
-
-def speech_pcm(text: str) -> bytes:
-    """16-bit mono PCM at 24 kHz: a 220 Hz tone whose loudness rises and falls, `speech_seconds` long."""
-    count = round(len(text) * SPEECH_SECONDS_PER_CHARACTER * SPEECH_RATE)
-    samples = (
-        int(9000 * math.sin(math.pi * i / count) * math.sin(2 * math.pi * 220 * i / SPEECH_RATE))
-        for i in range(count)
-    )
-    return struct.pack(f"<{count}h", *samples)
-
-
-def _is_speech(body: Any) -> bool:
-    config = body.get("generationConfig") if isinstance(body, dict) else None
-    return isinstance(config, dict) and "AUDIO" in (config.get("responseModalities") or [])
-
-
-def _speech_text(body: dict[str, Any]) -> str:
-    return "".join(
-        part.get("text", "")
-        for content in body.get("contents") or []
-        for part in content.get("parts") or []
-        if isinstance(part, dict)
-    )
 
 
 @dataclass
@@ -290,12 +263,17 @@ class _Handler(BaseHTTPRequestHandler):
         gemini = _GEMINI_PATH.match(path)
         if gemini:
             api, model = "gemini", gemini.group("model")
+        elif ELEVENLABS_PATH.match(path):
+            voice = ELEVENLABS_PATH.match(path).group("voice")
+            model = (body or {}).get("model_id", "") if isinstance(body, dict) else ""
+            self._speak(RecordedRequest("POST", self.path, headers, body, "elevenlabs", model), voice=voice)
+            return
         elif path.endswith("/chat/completions"):
             api, model = "openai", (body or {}).get("model", "") if isinstance(body, dict) else ""
         else:
             self._send(404, {"error": {"code": 404, "message": f"no fake route for {path}"}})
             return
-        if api == "gemini" and _is_speech(body):
+        if api == "gemini" and is_gemini_speech(body):
             self._speak(RecordedRequest("POST", path, headers, body, "gemini-speech", model))
             return
         outcome = self.owner._next(RecordedRequest("POST", path, headers, body, api, model))
@@ -322,40 +300,23 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(404, {"error": {"code": 404, "message": f"no fake route for GET {path}"}})
 
-    def _speak(self, recorded: RecordedRequest) -> None:
-        """Answer a speech request (after any queued failure) with its PCM, as Gemini's TTS models do."""
+    def _speak(self, recorded: RecordedRequest, *, voice: str = "") -> None:
+        """Answer a speech request (after any queued speech failure) with its PCM (`fake_speech.py`)."""
         with self.owner._lock:
             self.owner.requests.append(recorded)
             failures = self.owner._state.speech_failures
             failure = failures.popleft() if failures else None
-        if failure is not None:
+        if recorded.api == "elevenlabs":
+            if failure is not None:
+                self._send(failure.status, elevenlabs_error(failure.status, failure.message))
+                return
+            self._send_bytes(200, speech_pcm(str(recorded.json.get("text", ""))), "audio/pcm")
+        elif failure is not None:
             self._send(failure.status, _error_body("gemini", failure))
-            return
-        text = _speech_text(recorded.json)
-        audio = base64.b64encode(speech_pcm(text)).decode()
-        mime = f"audio/L16;codec=pcm;rate={SPEECH_RATE}"
-        self._send(
-            200,
-            {
-                "candidates": [
-                    {
-                        "content": {
-                            "role": "model",
-                            "parts": [{"inlineData": {"mimeType": mime, "data": audio}}],
-                        },
-                        "finishReason": "STOP",
-                        "index": 0,
-                    }
-                ],
-                "usageMetadata": {
-                    "promptTokenCount": max(1, len(text) // 4),
-                    "candidatesTokenCount": round(speech_seconds(text) * 25),
-                    "totalTokenCount": max(1, len(text) // 4) + round(speech_seconds(text) * 25),
-                },
-                "modelVersion": recorded.model,
-                "responseId": _response_id(),
-            },
-        )
+        else:
+            self._send(
+                200, gemini_speech_response(recorded.json, model=recorded.model, response_id=_response_id())
+            )
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), "application/json; charset=utf-8")

@@ -6,9 +6,14 @@ from decimal import Decimal
 from django.db import migrations, models
 
 #: Gemini's speech models bill tokens: text in, audio out (25 tokens a second), USD per million.
+#: ElevenLabs bills characters: its rows are USD per million characters of text (the input).
 SPEECH_PRICES = [
     ("gemini", "gemini-2.5-flash-preview-tts", "0.50", "0.50", "10.00"),
     ("gemini", "gemini-2.5-pro-preview-tts", "1.00", "1.00", "20.00"),
+    ("elevenlabs", "eleven_multilingual", "100.00", "100.00", "0"),
+    ("elevenlabs", "eleven_v3", "100.00", "100.00", "0"),
+    ("elevenlabs", "eleven_flash", "50.00", "50.00", "0"),
+    ("elevenlabs", "eleven_turbo", "50.00", "50.00", "0"),
 ]
 
 

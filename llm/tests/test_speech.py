@@ -59,3 +59,51 @@ def test_a_voice_task_needs_text_and_says_at_most_the_limit():
         validate_task({"kind": "voice", "text": ["hi"]})
     with pytest.raises(TaskError, match=f"a voice note says at most {MAX_VOICE_CHARACTERS}"):
         validate_task({"kind": "voice", "text": "a" * (MAX_VOICE_CHARACTERS + 1)})
+
+
+@pytest.fixture
+def elevenlabs(fake_llm, settings):
+    settings.ELEVENLABS_API_KEY = "el-test"
+    settings.ELEVENLABS_BASE_URL = fake_llm.url
+    return fake_llm
+
+
+def test_with_an_elevenlabs_key_speech_goes_to_elevenlabs_billed_by_the_character(elevenlabs, settings):
+    speech = speak(TEXT, voice=VoiceChoice(name="21m00Tcm4TlvDq8ikWAM", language="en"))
+    (request,) = elevenlabs.requests
+    assert request.api == "elevenlabs" and request.headers["xi-api-key"] == "el-test"
+    assert request.path.startswith("/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM?")
+    assert "output_format=pcm_24000" in request.path
+    assert request.json["text"] == TEXT and request.json["model_id"] == "eleven_multilingual_v2"
+    assert request.json["language_code"] == "en"
+    assert (speech.provider, speech.sample_rate, speech.voice) == (
+        "elevenlabs",
+        24_000,
+        "21m00Tcm4TlvDq8ikWAM",
+    )
+    assert len(speech.pcm) == round(speech_seconds(TEXT) * SPEECH_RATE) * 2
+    call = LLMCall.objects.get(pk=speech.llm_call_id)
+    assert (call.provider, call.purpose, call.status, call.input_tokens) == (
+        "elevenlabs",
+        "speech",
+        "ok",
+        len(TEXT),
+    )
+    assert call.cost == (Decimal(len(TEXT)) * 100 / 1_000_000).quantize(Decimal("0.000001"))
+
+
+def test_a_gemini_voice_name_falls_back_to_the_default_elevenlabs_voice(elevenlabs, settings):
+    settings.CINDY_ELEVENLABS_VOICE = "AbCdEfGhIjKlMnOpQrSt"
+    assert speak(TEXT, voice=VoiceChoice(name="Kore")).voice == "AbCdEfGhIjKlMnOpQrSt"
+    assert "/text-to-speech/AbCdEfGhIjKlMnOpQrSt?" in elevenlabs.requests[0].path
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(429, LLMTransientError), (500, LLMTransientError), (401, LLMConfigError), (422, LLMPermanentError)],
+)
+def test_a_refused_elevenlabs_call_raises_what_the_engine_understands(elevenlabs, status, error):
+    elevenlabs.fail_next_speech(status, message="voice_not_found")
+    with pytest.raises(error, match="voice_not_found"):
+        speak(TEXT, voice=VoiceChoice())
+    assert LLMCall.objects.get().status == "error"
