@@ -12,18 +12,26 @@ from __future__ import annotations
 
 import logging
 
+from cindy_site.clock import get_clock
 from conversations.models import TaskNode
 from conversations.services.voice_notes import voice_note_create
 from conversations.voice_encoding import VoiceEncodingError, encode_voice_note
-from llm.errors import LLMError
+from llm.errors import LLMError, LLMTransientError
 from llm.plan_result import PlanResult
 from llm.speech import VoiceChoice, speak
 
 logger = logging.getLogger(__name__)
 
 
-def voice_tasks_render(*, node_id: int, result: PlanResult) -> int:
-    """Make the notes of the plan's `voice` tasks (in place); returns how many were made."""
+#: A speech call is not started with less time than this left in the turn: its text is sent instead.
+MIN_SPEECH_SECONDS = 5.0
+
+
+def voice_tasks_render(*, node_id: int, result: PlanResult, deadline: float | None = None) -> int:
+    """Make the notes of the plan's `voice` tasks (in place); returns how many were made.
+
+    `deadline` (the clock's monotonic time) is the turn's: each speech call gets at most the time
+    left, so the task worker is never killed mid-turn (CINDY_Q_TIMEOUT)."""
     voices = [task for task in result.tasks if task.kind == "voice"]
     if not voices:
         return 0
@@ -33,9 +41,17 @@ def voice_tasks_render(*, node_id: int, result: PlanResult) -> int:
     made = 0
     for task in voices:
         text = task.params["text"]
+        left = None if deadline is None else deadline - get_clock().monotonic()
         try:
+            if left is not None and left < MIN_SPEECH_SECONDS:
+                raise LLMTransientError(f"only {max(left, 0):.0f} s were left in the turn")
             speech = speak(
-                text, voice=choice, agent_id=agent.pk, conversation_id=node.conversation_id, node_id=node_id
+                text,
+                voice=choice,
+                agent_id=agent.pk,
+                conversation_id=node.conversation_id,
+                node_id=node_id,
+                timeout=left,
             )
             audio = encode_voice_note(speech.pcm, sample_rate=speech.sample_rate)
         except (LLMError, VoiceEncodingError) as exc:

@@ -57,9 +57,11 @@ def gemini_voice(name: str) -> str:
     return settings.CINDY_SPEECH_VOICE if not name or is_elevenlabs_voice(name) else name
 
 
-def speech_config(voice: VoiceChoice) -> types.GenerateContentConfig:
+def speech_config(voice: VoiceChoice, *, timeout: float | None = None) -> types.GenerateContentConfig:
     name = gemini_voice(voice.name)
+    http_options = types.HttpOptions(timeout=max(1, int(timeout * 1000))) if timeout is not None else None
     return types.GenerateContentConfig(
+        http_options=http_options,
         response_modalities=["AUDIO"],
         speech_config=types.SpeechConfig(
             voice_config=types.VoiceConfig(prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=name)),
@@ -77,9 +79,12 @@ def speak(
     agent_id: int | None = None,
     conversation_id: int | None = None,
     node_id: int | None = None,
+    timeout: float | None = None,
 ) -> Speech:
     """One speech call. Raises LLMConfigError (no key, key refused), LLMTransientError (429, 5xx,
-    timeouts: worth another try later) or LLMPermanentError (refused, or no audio in the reply)."""
+    timeouts: worth another try later) or LLMPermanentError (refused, or no audio in the reply).
+    `timeout` (seconds) shortens the call's timeout below LLM_TIMEOUT_SECONDS."""
+    timeout = min(settings.LLM_TIMEOUT_SECONDS, timeout) if timeout is not None else None
     if settings.ELEVENLABS_API_KEY:
         pcm, rate, model, voice_id, call_id = elevenlabs_speak(
             text,
@@ -88,6 +93,7 @@ def speak(
             agent_id=agent_id,
             conversation_id=conversation_id,
             node_id=node_id,
+            timeout=timeout,
         )
         return Speech(pcm, rate, ELEVENLABS, model, voice_id, call_id)
     model = settings.CINDY_SPEECH_MODEL
@@ -113,7 +119,7 @@ def speak(
 
     try:
         response = provider._client.models.generate_content(
-            model=model, contents=text, config=speech_config(voice)
+            model=model, contents=text, config=speech_config(voice, timeout=timeout)
         )
     except genai_errors.APIError as exc:
         code = exc.code or 0

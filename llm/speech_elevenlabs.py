@@ -31,7 +31,7 @@ def is_elevenlabs_voice(name: str) -> bool:
 
 
 def elevenlabs_speak(
-    text: str, *, voice_name: str, language: str, agent_id, conversation_id, node_id
+    text: str, *, voice_name: str, language: str, agent_id, conversation_id, node_id, timeout=None
 ) -> tuple[bytes, int, str, str, int]:
     """(pcm, sample rate, model, voice id, LLMCall id). Raises LLMConfigError, LLMTransientError or
     LLMPermanentError as `llm.speech.speak` documents."""
@@ -61,7 +61,9 @@ def elevenlabs_speak(
         latency = int((time.monotonic() - started) * 1000)
         llm_call_finish(call, usage=usage, status=status, latency_ms=latency, error=error)
 
-    extra = {"language_code": language} if language else {}
+    extra: dict = {"language_code": language} if language else {}
+    if timeout is not None:
+        extra["request_options"] = {"timeout_in_seconds": max(1, int(timeout))}
     try:
         chunks = client.text_to_speech.convert(
             voice, text=text, model_id=model, output_format=OUTPUT_FORMAT, **extra

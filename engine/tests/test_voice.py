@@ -129,3 +129,19 @@ def test_a_note_the_provider_refuses_is_sent_as_text_with_a_note(agent, harness,
     assert "voice not available" in note.summary
     call = LLMCall.objects.get(purpose=LLMCall.Purpose.SPEECH)
     assert call.status == LLMCall.Status.ERROR
+
+
+def test_a_note_with_too_little_time_left_in_the_turn_is_sent_as_text(agent, harness, fake_llm, clock):
+    from engine.voice_render import voice_tasks_render
+    from llm.plan_result import PlanResult
+    from llm.tasks import Task
+
+    sandbox_say(agent=agent, text="say it")
+    harness.ingest()
+    node = TaskNode.objects.get(kind="received")
+    result = PlanResult(tasks=[Task("voice", {"text": TEXT, "reply_to": 7})])
+    made = voice_tasks_render(node_id=node.pk, result=result, deadline=clock.monotonic() + 2)
+
+    assert made == 0 and speech_requests(fake_llm) == []
+    assert (result.tasks[0].kind, result.tasks[0].params) == ("send", {"text": TEXT, "reply_to": 7})
+    assert "only 2 s were left in the turn" in result.notes[0]
