@@ -66,6 +66,8 @@ def test_a_voice_task_sends_a_voice_note_of_the_spoken_length(agent, harness, fa
     assert node.random_id is not None and node.result["message_id"] == sent.message_id
     call = LLMCall.objects.get(purpose=LLMCall.Purpose.SPEECH)
     assert call.status == LLMCall.Status.OK and call.output_tokens > 0 and call.cost > 0
+    out = ActivityEvent.objects.get(kind=ActivityEvent.Kind.MESSAGE_OUT)
+    assert TEXT in out.summary  # the activity stream shows what the note says
     mirrored = Message.objects.get(is_agent=True)
     assert mirrored.media[0]["media_kind"] == "voice"
     assert mirrored.media[0]["extra"]["transcript"] == TEXT
