@@ -26,7 +26,7 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
@@ -212,6 +212,7 @@ def sandbox_photo(request: HttpRequest, name: str) -> FileResponse:
     return response
 
 
+@require_safe
 @verified_staff_required
 def sandbox_voice(request: HttpRequest, name: str) -> HttpResponse:
     """A voice note an agent sent in the sandbox, for staff only: served only when it is an OGG file.

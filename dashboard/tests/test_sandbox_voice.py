@@ -44,3 +44,7 @@ def test_only_ogg_files_for_verified_staff_are_served(verified, unverified, note
     assert verified.client.get("/dashboard/sandbox/voice/voice-2.ogg").status_code == 404
     assert verified.client.get("/dashboard/sandbox/voice/..%2Fsecret.ogg").status_code == 404
     assert verified.client.get("/dashboard/sandbox/voice/voice-9.ogg").status_code == 404
+
+
+def test_a_voice_note_is_only_read(verified, note):
+    assert verified.client.post("/dashboard/sandbox/voice/voice-1.ogg").status_code == 405
