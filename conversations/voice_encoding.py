@@ -3,7 +3,8 @@
 The speech providers answer raw 16-bit PCM (Gemini: 24 kHz mono). Telegram shows a voice note with a
 waveform drawn from the message's `DocumentAttributeAudio(voice=True, waveform=...)`: 100 samples of
 5 bits each (0-31), packed little-endian bit by bit into 63 bytes. PyAV (FFmpeg in its wheel) resamples
-and encodes; nothing is downloaded and no system FFmpeg is needed.
+and encodes; nothing is downloaded and no system FFmpeg is needed. PyAV (about 30 MB) is imported
+on the first note, so a task worker that never speaks does not load it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import array
 import io
 from dataclasses import dataclass
 from fractions import Fraction
-
-import av
 
 #: Telegram's voice-note format: Opus in OGG, 48 kHz, one channel.
 VOICE_SAMPLE_RATE = 48_000
@@ -80,6 +79,8 @@ def encode_voice_note(pcm: bytes, *, sample_rate: int) -> VoiceNoteAudio:
     Steps: read the samples, draw the waveform from them, resample to 48 kHz and encode with libopus
     in an OGG container, then read the duration back from the file (what a player shows).
     """
+    import av
+
     samples = pcm_samples(pcm)
     if not samples:
         raise VoiceEncodingError("the speech provider returned no audio")
@@ -114,6 +115,8 @@ class DecodedVoice:
 
 def decode_voice_note(data: bytes) -> DecodedVoice:
     """Decode a voice note whole: its codec, rate, channels and the duration of the decoded audio."""
+    import av
+
     with av.open(io.BytesIO(data), mode="r") as container:
         stream = container.streams.audio[0]
         decoded = 0
