@@ -81,6 +81,8 @@ async def handle_voice(ctx: HandlerContext) -> Done | Defer:
         "duration": voice.duration,
         "extra": {"transcript": voice.transcript},
     }
+    if sent.media_unique_id:
+        part["unique_id"] = sent.media_unique_id
     await sync_to_async(message_record_sent)(
         agent=ctx.agent, conversation=ctx.conversation, sent=sent, reply_to=reply_to, media=[part]
     )

@@ -147,3 +147,41 @@ def test_a_note_with_too_little_time_left_in_the_turn_is_sent_as_text(agent, har
     assert made == 0 and speech_requests(fake_llm) == []
     assert (result.tasks[0].kind, result.tasks[0].params) == ("send", {"text": TEXT, "reply_to": 7})
     assert "only 2 s were left in the turn" in result.notes[0]
+
+
+class MirroredFirst(SandboxTransport):
+    """Telegram's history reached the mirror before the send was recorded: the note as a document."""
+
+    async def send_voice(self, peer_id, voice, *, random_id, reply_to=None):
+        from asgiref.sync import sync_to_async
+
+        from conversations.services.ingest import message_upsert
+        from conversations.transport.base import InboundMessage, MediaItem
+
+        sent = await super().send_voice(peer_id, voice, random_id=random_id, reply_to=reply_to)
+        record = InboundMessage(
+            peer_id=peer_id,
+            chat_kind="dm",
+            message_id=sent.message_id,
+            date=sent.date,
+            sender_id=self.agent.telegram_user_id,
+            is_outgoing=True,
+            media=(MediaItem(media_kind="document", unique_id="5551", mime="audio/ogg"),),
+        )
+        await sync_to_async(message_upsert)(agent=self.agent, record=record)
+        return sent
+
+
+def test_a_note_mirrored_from_history_before_its_send_was_recorded_keeps_its_transcript(
+    agent, clock, fake_llm
+):
+    harness = Harness(
+        clock, transport_factory=lambda agent, gateway_id="": MirroredFirst(agent, gateway_id=gateway_id)
+    )
+    harness.start()
+    fake_llm.reply_with(tasks({"kind": "voice", "text": TEXT}))
+    sandbox_say(agent=agent, text="say it")
+    harness.settle()
+
+    (part,) = Message.objects.get(is_agent=True).media
+    assert part["media_kind"] == "voice" and part["extra"]["transcript"] == TEXT
