@@ -74,6 +74,7 @@ async def handle_voice(ctx: HandlerContext) -> Done | Defer:
     sent = await ctx.transport.send_voice(
         ctx.conversation.peer_id, voice, random_id=random_id, reply_to=reply_to
     )
+    # No unique_id: the mirror knows what the note says, so it is never downloaded nor described.
     part = {
         "kind": "media",
         "media_kind": "voice",
@@ -81,8 +82,6 @@ async def handle_voice(ctx: HandlerContext) -> Done | Defer:
         "duration": voice.duration,
         "extra": {"transcript": voice.transcript},
     }
-    if sent.media_unique_id:
-        part["unique_id"] = sent.media_unique_id
     await sync_to_async(message_record_sent)(
         agent=ctx.agent, conversation=ctx.conversation, sent=sent, reply_to=reply_to, media=[part]
     )
