@@ -41,8 +41,10 @@ def _seeded_model_prices(request):
     if not ModelPrice.objects.exists():
         seed = importlib.import_module("conversations.migrations.0002_seed_model_prices")
         seed.seed_prices(apps, None)
-        # The audio and image models' prices, seeded by later migrations.
+        # The audio, image and speech models' prices, seeded by later migrations.
         audio = importlib.import_module("conversations.migrations.0013_audio_usage_and_prices")
         audio.seed_audio_prices(apps, None)
         images = importlib.import_module("conversations.migrations.0014_image_generation")
         images.seed_image_prices(apps, None)
+        speech = importlib.import_module("conversations.migrations.0018_voice_notes")
+        speech.seed_speech_prices(apps, None)

@@ -119,6 +119,8 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
                     "daily_schedule",
                     "start_typing_delay",
                     "typing_speed",
+                    "voice_name",
+                    "voice_language",
                     "telegram_id",
                     "extra_sections",
                 ]

@@ -20,7 +20,8 @@ The reading follows the original where it matters to an operator:
 - `none` and `null` in the single-value fields mean "not set";
 - a flag section (`# Disabled`, `# Gagged`, ...) counts by its presence; any text under it is kept;
 - `# Spend Limits` (Cindy's own; the original ignores it as an unknown heading) holds `Key: value`
-  lines: `Daily Cap USD: 5`, `Turns Per Partner Per Minute: 3`, `Turns Per Partner Per Day: 200`.
+  lines: `Daily Cap USD: 5`, `Turns Per Partner Per Minute: 3`, `Turns Per Partner Per Day: 200`;
+- `# Voice` (Cindy's own too) holds `Voice: Kore` and `Language: en-GB` (`agents/persona_voice.py`).
 
 This module knows nothing about the database: `parse_persona` returns a `Persona`, `write_persona`
 turns anything with the same attributes (a `Persona` or an `Agent`) back into text, and
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from agents.persona_voice import VOICE_HEADING, VOICE_KEYS, set_voice, voice_text
 from agents.schedule import ScheduleError, parse_sleep_windows
 from llm.routing import UnknownModelError, is_default_name, resolve
 
@@ -80,6 +82,7 @@ TELEGRAM_ID_MAX = 2**63 - 1  # Telegram ids fit a signed 64-bit integer
 PERSONA_FIELDS = (
     *TEXT_FIELDS.values(),
     *SPEND_KEYS.values(),
+    *VOICE_KEYS.values(),
     *FLAG_FIELDS.values(),
     "extra_sections",
     "flag_notes",
@@ -91,7 +94,7 @@ MAX_SECTION_CHARS = 100_000
 
 # Column sizes of the Agent model, checked here so that a long value is a clear message, not a DB error.
 _MAX_LENGTH = {"Agent Name": 100, "Agent Phone": 32, "Agent Timezone": 64, "LLM": 100}
-_KNOWN = (*TEXT_FIELDS, SPEND_HEADING, *FLAG_FIELDS)
+_KNOWN = (*TEXT_FIELDS, SPEND_HEADING, VOICE_HEADING, *FLAG_FIELDS)
 _HEADING = re.compile(r"^# +(.+?)$", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,30}$")
@@ -123,6 +126,8 @@ class Persona:
     daily_spend_cap: Decimal | None = None
     partner_turns_per_minute: int | None = None
     partner_turns_per_day: int | None = None
+    voice_name: str = ""
+    voice_language: str = ""
     disabled: bool = False
     gagged: bool = False
     reset_context_on_first_message: bool = False
@@ -211,6 +216,8 @@ def parse_persona(text: str, *, source: str = "persona") -> Persona:
                 persona.flag_notes[heading] = body
         elif heading == SPEND_HEADING:
             _set_spend_limits(persona, body, source)
+        elif heading == VOICE_HEADING:
+            set_voice(persona, body, source)
         elif heading in TEXT_FIELDS:
             error = _set_field(persona, heading, body, source)
             if error:
@@ -462,6 +469,9 @@ def write_persona(persona) -> str:
     limits = _spend_limits_text(persona)
     if limits:
         sections.append((SPEND_HEADING, limits))
+    voice = voice_text(persona)
+    if voice:
+        sections.append((VOICE_HEADING, voice))
     notes = getattr(persona, "flag_notes", None) or {}
     sections += [
         (heading, notes.get(heading, "")) for heading, attr in FLAG_FIELDS.items() if getattr(persona, attr)

@@ -385,6 +385,15 @@ TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 # Voice notes, audio and video notes (llm/transcription.py); empty: MEDIA_MODEL for a Gemini agent,
 # OpenAI's gpt-4o-mini-transcribe for any other.
 TRANSCRIPTION_MODEL = env.str("TRANSCRIPTION_MODEL", default="")
+# Voice notes (the `voice` kind, llm/speech.py): the Gemini speech model and the voice a persona
+# without a "# Voice" section speaks with.
+CINDY_SPEECH_MODEL = env.str("CINDY_SPEECH_MODEL", default="gemini-2.5-flash-preview-tts")
+CINDY_SPEECH_VOICE = env.str("CINDY_SPEECH_VOICE", default="Kore")
+# With an ElevenLabs key, voice notes are spoken by ElevenLabs instead (llm/speech_elevenlabs.py).
+ELEVENLABS_API_KEY = env.str("ELEVENLABS_API_KEY", default="")
+ELEVENLABS_BASE_URL = env.str("ELEVENLABS_BASE_URL", default="")
+CINDY_ELEVENLABS_MODEL = env.str("CINDY_ELEVENLABS_MODEL", default="eleven_multilingual_v2")
+CINDY_ELEVENLABS_VOICE = env.str("CINDY_ELEVENLABS_VOICE", default="21m00Tcm4TlvDq8ikWAM")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
 
 GOOGLE_GEMINI_API_KEY = env.str("GOOGLE_GEMINI_API_KEY", default="")

@@ -28,6 +28,7 @@ from conversations.admin_telegram import (
     gateway_note,
     telegram_requests_display,
 )
+from conversations.admin_voice import register_voice_admin
 from conversations.admin_work import register_work_queue_actions
 from conversations.models import (
     ActivityEvent,
@@ -471,5 +472,6 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
 
 register_sandbox_admins()
+register_voice_admin()
 register_work_queue_actions()
 register_llm_admin()

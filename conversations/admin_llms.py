@@ -81,6 +81,7 @@ def llm_overview(*, search: str = "") -> dict[str, Any]:
         "MEDIA_MODEL": settings.MEDIA_MODEL,
         "TRANSLATION_MODEL": settings.TRANSLATION_MODEL or "(the conversation's LLM)",
         "CINDY_IMAGE_MODEL": settings.CINDY_IMAGE_MODEL,
+        "CINDY_SPEECH_MODEL": settings.CINDY_SPEECH_MODEL,
     }
     for name in (
         settings.DEFAULT_AGENT_LLM,

@@ -10,6 +10,7 @@ and its replies reach the page over the dashboard socket, like everything the ga
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -26,7 +27,7 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
@@ -53,7 +54,6 @@ from dashboard.forms import (
     TypingForm,
     sniff_image,
 )
-from media_catalog.audio import is_ogg
 
 #: Starting a chat, writing and reacting in it act as a person in the sandbox.
 SANDBOX_WRITE = "conversations.add_sandboxmessage"
@@ -306,18 +306,38 @@ def sandbox_photo(request: HttpRequest, name: str) -> FileResponse:
     return response
 
 
+@require_safe
 @verified_staff_required
-def sandbox_voice(request: HttpRequest, name: str) -> FileResponse:
-    """A voice note of the sandbox (a person's or an agent's), for the chat's audio player."""
+def sandbox_voice(request: HttpRequest, name: str) -> HttpResponse:
+    """A voice note an agent sent in the sandbox, for staff only: served only when it is an OGG file.
+
+    Byte ranges are answered (206), as a browser's audio player reads the end of an OGG file for its
+    duration; without them it shows the note as a stream of unknown length.
+    """
     folder = (Path(settings.MEDIA_ROOT) / PHOTO_DIR).resolve()
     path = (folder / name).resolve()
-    if path.parent != folder or not path.is_file():
+    if path.parent != folder or not path.is_file() or not name.endswith(".ogg"):
         raise Http404(f"no sandbox voice note named {name!r}")
-    with path.open("rb") as handle:
-        if not is_ogg(handle.read(4)):
-            raise Http404(f"{name!r} is not an OGG voice note")
-    # Served only as Ogg audio (its bytes checked), not sniffable, sandboxed as a document.
-    response = FileResponse(path.open("rb"), content_type="audio/ogg")
+    data = path.read_bytes()
+    if not data.startswith(b"OggS"):
+        raise Http404(f"{name!r} is not an OGG file")
+    match = re.fullmatch(r"bytes=(\d*)-(\d*)", request.headers.get("Range", "").strip())
+    start, end = 0, len(data) - 1
+    if match and (match.group(1) or match.group(2)):
+        if match.group(1):
+            start = int(match.group(1))
+            end = min(int(match.group(2)), end) if match.group(2) else end
+        else:  # the last N bytes
+            start = max(0, len(data) - int(match.group(2)))
+        if start > end:
+            response = HttpResponse(status=416)
+            response["Content-Range"] = f"bytes */{len(data)}"
+            return response
+        response = HttpResponse(data[start : end + 1], status=206, content_type="audio/ogg")
+        response["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+    else:
+        response = HttpResponse(data, content_type="audio/ogg")
+    response["Accept-Ranges"] = "bytes"
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response

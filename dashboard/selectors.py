@@ -294,8 +294,9 @@ def _media_row(part: dict[str, Any]) -> dict[str, Any]:
         "unique_id": part.get("unique_id", ""),
         "url": url,
     }
-    if kind == "voice":  # the browser's audio player: its length
+    if kind == "voice":  # the browser's audio player: its length, and what an agent's note says
         row["duration"] = part.get("duration")
+        row["transcript"] = part.get("transcript", "")
     return row
 
 

@@ -13,7 +13,7 @@ import logging
 
 from django.db import transaction
 
-from cindy_site.clock import now
+from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
 from conversations.services.activity import record_event
 from conversations.services.graph_finish import graph_finish_if_complete
@@ -57,10 +57,14 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     braked = brake_hold(node_id=node_id, owner=owner)  # engine/brakes.py: caps and rate limits
     if braked:
         return f"node {node_id}: not planned: {braked}"
-    from llm.planning import plan_turn  # imported here: the LLM stack loads only on workers
+    from engine.voice_render import voice_tasks_render  # imported here: the LLM stack loads only on workers
+    from llm.planning import plan_turn, turn_budget_seconds
 
+    deadline = get_clock().monotonic() + turn_budget_seconds()
     try:
-        result = plan_turn(node_id=node_id)
+        result = plan_turn(node_id=node_id, deadline=deadline)
+        # Speech is LLM work: here, not in the gateway, within the same turn budget.
+        voice_tasks_render(node_id=node_id, result=result, deadline=deadline)
     except (LLMConfigError, LLMPermanentError) as exc:
         # No retry would fix it: the node fails once (the graph ends, its queued triggers start) and
         # the message it was for stays in the history, answerable by the next turn.

@@ -226,6 +226,9 @@ def render_media(part: dict[str, Any], description: MediaDescription | None, *, 
         return f"‹media of kind {kind}›"
     if described:
         text += f" that appears as {described}"
+    transcript = (part.get("extra") or {}).get("transcript") if kind == "voice" else ""
+    if transcript:  # one of the agent's own voice notes: what it said
+        text += f" saying: {' '.join(str(transcript).split())}"
     return f"‹{text}›"
 
 

@@ -57,9 +57,10 @@ from memory.stored_kinds import StoreContext, is_stored_kind, stored_kind
 
 DM_ONLY = frozenset({"block", "unblock", "clear-conversation"})
 OPERATOR_ONLY = frozenset({"shutdown"})
-#: Kinds that act only inside this conversation's ordinary flow and need no privilege. Stored kinds
+#: Kinds that act only inside this conversation's ordinary flow and need no privilege (a `voice` note
+#: is a send spoken). Stored kinds
 #: (`memory.stored_kinds`: remember, plan, ...), which change only the agent's own records, are too.
-ORDINARY = frozenset({"send", "sticker", "react", "wait", "think", "retrieve"})
+ORDINARY = frozenset({"send", "sticker", "react", "wait", "think", "retrieve", "voice"})
 #: What the daily schedule planning turn may do besides the stored kinds: nothing that acts in a chat.
 SCHEDULE_TURN_KINDS = frozenset({"think", "retrieve"})
 #: More messages than this since the agent's last turn are not checked one by one: shutdown is refused.

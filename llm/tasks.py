@@ -53,11 +53,15 @@ ACTION_KINDS = (
     "send_media",
     # A picture made from a description (llm/images.py), sent as a photo.
     "image",
+    # A voice note: the text spoken (llm/speech.py) and sent as Telegram voice message.
+    "voice",
 )
 #: Older names the original accepts for a kind.
 KIND_ALIASES = {"photo": "send_media"}
 #: Pages fetched per retrieve round; further URLs are skipped and the model is told so.
 MAX_RETRIEVE_URLS = 3
+#: The longest text one voice note says (about two minutes of speech).
+MAX_VOICE_CHARACTERS = 2000
 #: At most this many parts of one send are kept, so its typing time stays sane; the rest is cut.
 MAX_SEND_PARTS = 4
 
@@ -175,6 +179,23 @@ def _send(raw: dict[str, Any], task_id: str | None, notes: list[str]) -> list[di
     return [{"text": part, "reply_to": reply_to if index == 0 else None} for index, part in enumerate(parts)]
 
 
+def _voice(raw: dict[str, Any], notes: list[str]) -> dict[str, Any] | None:
+    """A voice task's text and reply_to; None (dropped with a note) when it says nothing."""
+    value = raw.get("text", raw.get("message"))
+    if value is not None and not isinstance(value, str):
+        raise TaskError(f'"text" is {type(value).__name__}: it must be the text to say')
+    if not (value or "").strip():
+        notes.append("a voice task without text was dropped")
+        return None
+    text = clean_text(value.strip(), notes, '"text"')
+    if len(text) > MAX_VOICE_CHARACTERS:
+        raise TaskError(
+            f'"text" is {len(text)} characters: a voice note says at most {MAX_VOICE_CHARACTERS}; '
+            "split it into several voice tasks or send the rest as text"
+        )
+    return {"text": text, "reply_to": message_id_of(raw, "reply_to", required=False)}
+
+
 def validate_task(raw: Any, notes: list[str] | None = None) -> list[Task]:
     """One raw task object → its Tasks (none when dropped with a note, several for a split send).
 
@@ -241,6 +262,10 @@ def validate_task(raw: Any, notes: list[str] | None = None) -> list[Task]:
         }
     elif kind == "image":
         params = image_params(raw, notes)
+    elif kind == "voice":
+        params = _voice(raw, notes)
+        if params is None:
+            return []
     elif stored_kind(kind) is not None:
         params = _stored(kind, raw, notes)
     else:

@@ -57,6 +57,15 @@ class Agent(models.Model):
         validators=[MinValueValidator(1)],
         help_text="Planning turns per conversation per day (TIME_ZONE); more wait for the next day. Empty: no limit",
     )
+    # The persona's optional "# Voice" section (agents/persona_voice.py): how its voice notes sound.
+    voice_name = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The speech provider's voice, e.g. Kore. Empty: CINDY_SPEECH_VOICE",
+    )
+    voice_language = models.CharField(
+        max_length=35, blank=True, help_text="BCP-47 language of the voice notes, e.g. en-GB. Empty: detected"
+    )
     disabled = models.BooleanField(default=False)
     gagged = models.BooleanField(default=False)
     reset_context_on_first_message = models.BooleanField(default=False)

@@ -11,6 +11,8 @@ at this server through their base URL settings, and the SDKs build, send and par
   sends it); the recorded `json` holds the form's fields and the file (`filename`, `content_type`,
   `size`, `data_b64`). A whisper model's `verbose_json` answer carries the language and duration.
 - OpenRouter's model list: `GET .../models` answers `{"data": models}` from the `models` attribute.
+- Speech (Gemini's speech output, ElevenLabs' text-to-speech; `fake_speech.py`) is answered at once,
+  outside the reply queue, with a tone of `speech_seconds(text)`; `fail_next_speech` fails it.
 
 A reply's `audio_tokens` are reported as the prompt's AUDIO modality tokens (Gemini) or the input's
 audio tokens (OpenAI transcription); `audio_seconds` as a transcription billed by duration.
@@ -36,6 +38,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from cindy_site.testing.fake_speech import (  # noqa: F401 - re-exported for tests
+    ELEVENLABS_PATH,
+    SPEECH_RATE,
+    SPEECH_SECONDS_PER_CHARACTER,
+    elevenlabs_error,
+    gemini_speech_response,
+    is_gemini_speech,
+    speech_pcm,
+    speech_seconds,
+)
 
 _GEMINI_PATH = re.compile(r"^/(?:[^/]+/)?models/(?P<model>[^/:]+):generateContent$")
 _STATUS_NAMES = {
@@ -104,6 +117,7 @@ class _State:
     failures: deque[_Failure | _Stall | _Raw] = field(default_factory=deque)
     default: FakeReply = field(default_factory=lambda: FakeReply(text="[]"))
     responder: Callable[[RecordedRequest], FakeReply] | None = None
+    speech_failures: deque[_Failure] = field(default_factory=deque)
 
 
 class FakeLLMServer:
@@ -214,6 +228,12 @@ class FakeLLMServer:
             for _ in range(times):
                 self._state.failures.append(_Failure(status, message or f"fake failure {status}"))
 
+    def fail_next_speech(self, status: int, times: int = 1, *, message: str = "") -> None:
+        """Answer the next `times` speech requests with HTTP `status` (other requests are unaffected)."""
+        with self._lock:
+            for _ in range(times):
+                self._state.speech_failures.append(_Failure(status, message or f"fake failure {status}"))
+
     def raw_next(
         self, body: str | bytes, *, status: int = 200, content_type: str = "application/json; charset=utf-8"
     ) -> None:
@@ -277,10 +297,18 @@ class _Handler(BaseHTTPRequestHandler):
             api, model = "openai", (body or {}).get("model", "") if isinstance(body, dict) else ""
         elif gemini:
             api, model = "gemini", gemini.group("model")
+        elif ELEVENLABS_PATH.match(path):
+            voice = ELEVENLABS_PATH.match(path).group("voice")
+            model = (body or {}).get("model_id", "") if isinstance(body, dict) else ""
+            self._speak(RecordedRequest("POST", self.path, headers, body, "elevenlabs", model), voice=voice)
+            return
         elif path.endswith("/chat/completions"):
             api, model = "openai", (body or {}).get("model", "") if isinstance(body, dict) else ""
         else:
             self._send(404, {"error": {"code": 404, "message": f"no fake route for {path}"}})
+            return
+        if api == "gemini" and is_gemini_speech(body):
+            self._speak(RecordedRequest("POST", path, headers, body, "gemini-speech", model))
             return
         outcome = self.owner._next(RecordedRequest("POST", path, headers, body, api, model))
         if isinstance(outcome, _Stall):
@@ -307,6 +335,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"data": list(self.owner.models)})
             return
         self._send(404, {"error": {"code": 404, "message": f"no fake route for GET {path}"}})
+
+    def _speak(self, recorded: RecordedRequest, *, voice: str = "") -> None:
+        """Answer a speech request (after any queued speech failure) with its PCM (`fake_speech.py`)."""
+        with self.owner._lock:
+            self.owner.requests.append(recorded)
+            failures = self.owner._state.speech_failures
+            failure = failures.popleft() if failures else None
+        if recorded.api == "elevenlabs":
+            if failure is not None:
+                self._send(failure.status, elevenlabs_error(failure.status, failure.message))
+                return
+            self._send_bytes(200, speech_pcm(str(recorded.json.get("text", ""))), "audio/pcm")
+        elif failure is not None:
+            self._send(failure.status, _error_body("gemini", failure))
+        else:
+            self._send(
+                200, gemini_speech_response(recorded.json, model=recorded.model, response_id=_response_id())
+            )
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), "application/json; charset=utf-8")

@@ -10,6 +10,7 @@ from conversations.models.sandbox import (
     SandboxUpdate,
     SandboxUser,
 )
+from conversations.models.voice import VoiceNote
 
 __all__ = [
     "ActivityEvent",
@@ -31,4 +32,5 @@ __all__ = [
     "TaskGraph",
     "TaskNode",
     "Translation",
+    "VoiceNote",
 ]

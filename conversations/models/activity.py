@@ -73,6 +73,7 @@ class LLMCall(models.Model):
         TRANSLATE = "translate", "Translate for an operator"
         TRANSCRIBE = "transcribe", "Transcribe a voice note"
         IMAGE = "image", "Make a picture"
+        SPEECH = "speech", "Speak a voice note"
 
     created = models.DateTimeField()
     agent = models.ForeignKey(

@@ -23,6 +23,7 @@ class NodeKind(models.TextChoices):
     SEND_MEDIA = "send_media", "Send media"
     # a picture made on a worker while planning, sent here as a photo
     IMAGE = "image", "Picture"
+    VOICE = "voice", "Voice note"
 
 
 #: Kinds that need an LLM and run on a django-q2 worker; every other kind runs in the gateway.

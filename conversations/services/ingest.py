@@ -370,5 +370,6 @@ def _media_preview(part: dict, *, agent_id: int) -> str:
             .first()
             or ""
         )
-    label = " ".join(described.split()) or part.get("file_name") or unique_id
+    transcript = str((part.get("extra") or {}).get("transcript") or "")  # what an agent's voice note says
+    label = " ".join(described.split()) or " ".join(transcript.split()) or part.get("file_name") or unique_id
     return f"{kind} {label[:200]}".strip()

@@ -77,11 +77,15 @@ def sandbox_voice(
 
 
 def voice_line(part: dict[str, Any]) -> str:
-    """A voice note in `sandbox show`: `(voice 3.2 s) transcript`, once a transcript exists."""
+    """A voice note in `sandbox show`: `(voice 3.2 s) transcript`: an agent's note carries what it
+    says; a person's shows its transcript once one exists."""
     from media_catalog.models import MediaDescription
 
     duration = part.get("duration")
     label = f"(voice {duration:.1f} s)" if isinstance(duration, int | float) else "(voice)"
+    own = " ".join(str(part.get("transcript") or "").split())
+    if own:
+        return f"{label} {own}"
     row = MediaDescription.objects.filter(
         unique_id=part.get("unique_id") or "",
         status__in=[MediaDescription.Status.OK, MediaDescription.Status.CURATED],

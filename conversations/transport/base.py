@@ -259,6 +259,18 @@ class LibraryRef:
 
 
 @dataclass(frozen=True)
+class VoiceRef:
+    """A voice note to send: an OGG/Opus file (`file`, relative to MEDIA_ROOT), its duration in
+    seconds, Telegram's packed waveform, and what it says (shown as its transcript in the sandbox)."""
+
+    file: str
+    duration: float
+    waveform: bytes = b""
+    transcript: str = ""
+    mime: str = "audio/ogg"
+
+
+@dataclass(frozen=True)
 class StickerSetInfo:
     short_name: str
     title: str
@@ -367,6 +379,22 @@ class Transport(Protocol):
     ) -> SentMessage:
         """Send an item of the agent's media library, with `caption` as the message's text. A repeated
         random_id sends nothing new."""
+        ...
+
+    async def send_voice(
+        self,
+        peer_id: int,
+        voice: VoiceRef,
+        *,
+        random_id: int,
+        reply_to: int | None = None,
+        topic_id: int | None = None,
+    ) -> SentMessage:
+        """Upload and send a voice note. A repeated random_id sends nothing new."""
+        ...
+
+    async def set_recording(self, peer_id: int, *, topic_id: int | None = None) -> None:
+        """Show "recording a voice message" in the chat (for about 6 s, like typing)."""
         ...
 
     async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:

@@ -52,6 +52,7 @@ from conversations.transport.base import (
 )
 from conversations.transport.sandbox_account import SandboxAccount
 from conversations.transport.sandbox_batch import SandboxBatch
+from conversations.transport.sandbox_voice import SandboxVoice
 
 #: How long a typing indicator shows without being renewed (Telegram: about 6 seconds).
 TYPING_SECONDS = 6
@@ -64,7 +65,7 @@ MAX_SEEN = 5000
 MARKS_WINDOW = 200
 
 
-class SandboxTransport(SandboxAccount, SandboxBatch):
+class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
     def __init__(self, agent: Agent, *, gateway_id: str = "") -> None:
         self.agent = agent
         self.gateway_id = gateway_id

@@ -31,7 +31,7 @@ def test_a_voice_note_row_has_its_player_url_and_length(verified, sandbox_agent)
     assert row["url"] == f"/dashboard/sandbox/voice/{part['unique_id']}.ogg"
     served = verified.client.get(row["url"])
     assert served.status_code == 200 and served["Content-Type"] == "audio/ogg"
-    assert b"".join(served.streaming_content) == data
+    assert served.content == data
     assert served["X-Content-Type-Options"] == "nosniff"
 
 

@@ -12,6 +12,7 @@ from engine.handlers import (  # noqa: F401  (each module registers its kind)
     shutdown,
     sticker,
     unblock,
+    voice,
     wait,
     xsend,
 )

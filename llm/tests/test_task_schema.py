@@ -72,6 +72,7 @@ SHIPPED_TEACHING = {
     "configdir/prompts/Task-Plan.md": {"plan", "intend"},
     "configdir/prompts/Task-Retrieve.md": {"retrieve"},
     "configdir/prompts/Task-Photo.md": {"send_media"},
+    "configdir/prompts/Task-Voice.md": {"voice"},
     "configdir/prompts/Task-Schedule.md": {"schedule", "retrieve"},
     "configdir/prompts/Task-Event.md": {"event"},
     "configdir/prompts/Task-XSend.md": {"xsend"},

@@ -33,6 +33,7 @@ from .errors import error_code
 from .library import TelethonLibrary, media_of
 from .markdown import to_entities
 from .normalize import chat_kind_of, is_premium_sticker, peer_id_of, write_refusal
+from .voice import TelethonVoice
 
 DUPLICATE_LOOKBACK = 20
 STALE_REFERENCE_CODES = frozenset(
@@ -76,7 +77,7 @@ def _dialog_marks(dialog: types.Dialog, top_dates: dict[tuple[int, int], dt.date
     }
 
 
-class TelethonTransport(TelethonLibrary, TelethonAccount, TelethonConnection):
+class TelethonTransport(TelethonLibrary, TelethonVoice, TelethonAccount, TelethonConnection):
     """See the module docstring; connection and inbound plumbing live in `TelethonConnection`."""
 
     # --- sending ----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import time
 from engine.tests.scenarios.health import health
 from engine.tests.scenarios.spec import Scenario, Turn
 from engine.tests.scenarios.stage import Stage, wait
+from engine.tests.scenarios.voice import render_voice, voice_problems
 
 #: How soon after an operator's change a held turn must plan: well within the brake's own next check
 #: (engine/brakes.py, BRAKE_RECHECK_SECONDS), so a raised cap visibly takes effect at once.
@@ -29,13 +30,15 @@ def opens_as_image(data: bytes | None) -> bool:
 
 def render(message: tuple[int, bool, str, list, list]) -> str:
     """An agent's message as a scenario's `sends` line: its text, a sticker as `(sticker NAME from SET)`,
-    other media as `(KIND)`."""
+    a voice note as `(voice 2.4 s)` (its decoded length), other media as `(KIND)`."""
     _id, _agent, text, media, _reactions = message
     pieces = []
     for part in media:
         kind = part.get("media_kind", "media")
         if kind == "sticker":
             pieces.append(f"(sticker {part.get('sticker_name')} from {part.get('sticker_set_name')})")
+        elif kind == "voice":
+            pieces.append(render_voice(part))
         else:
             pieces.append(f"({kind})")
     if text:
@@ -324,6 +327,8 @@ class Player:
             self.seen[chat] = new[-1][0]
         if scenario.forum:
             new = self._in_topic(turn, at, new)
+        for part in (part for m in new for part in m[3] if part.get("media_kind") == "voice"):
+            self.failures.extend(f"{at}: {problem}" for problem in voice_problems(part))
         if turn.sends is not None and [render(m) for m in new] != list(turn.sends):
             self.failures.append(
                 f"{at}: the agent sent {[render(m) for m in new]}, expected {list(turn.sends)}"

@@ -28,6 +28,7 @@ from conversations.services.sandbox import PERSON_USER_ID_BASE
 from conversations.testing.mtproto.media import image_bytes
 from engine.tests.processes import MANAGE, ChildDatabase, child_settings, manage, start_gateway
 from engine.tests.scenarios.spec import ANIMATED_SET, HARNESS_STICKER_SETS, Scenario, Turn
+from engine.tests.scenarios.voice import voice_part
 
 SAMPLES = Path(settings.BASE_DIR) / "samples"
 CONFIGDIR = Path(settings.BASE_DIR) / "configdir"
@@ -815,11 +816,19 @@ class Stage:
                 mid,
                 agent is not None,
                 f"{name}: {text}" if scenario.group and agent is not None else text,
-                json.loads(media),
+                [self._voice(part) for part in json.loads(media)],
                 json.loads(reactions),
             )
             for mid, agent, text, media, reactions, name in rows
         ]
+
+    def _voice(self, part: dict) -> dict:
+        """A voice note's part with its file decoded (engine/tests/scenarios/voice.py); others as they are."""
+        if part.get("media_kind") != "voice":
+            return part
+        path = self.tmp / "media" / part.get("file", "")
+        data = path.read_bytes() if part.get("file") and path.is_file() else None
+        return part | voice_part(data, stated=part.get("duration"), whole_seconds=False)
 
     def last_message_id(self, scenario: Scenario, person: str) -> int:
         theirs = [m for m in self.messages(scenario, person) if not m[1]]

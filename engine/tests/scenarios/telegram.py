@@ -27,6 +27,7 @@ from conversations.transport.base import TYPING_UPDATE_SECONDS
 from engine.tests.processes import MANAGE, ChildDatabase, manage
 from engine.tests.scenarios.spec import ANIMATED_SET, HARNESS_STICKER_SETS, PERSONAS, Scenario, Turn
 from engine.tests.scenarios.stage import SAMPLES, Stage
+from engine.tests.scenarios.voice import voice_part
 
 #: Test numbers (+99966XYYYY: the login code is X five times), one per persona.
 PHONES = {name: f"+999662{number:04d}" for number, name in enumerate(PERSONAS, start=1)}
@@ -335,6 +336,12 @@ class TelegramStage(Stage):
                     return [
                         {"media_kind": "sticker", "sticker_name": attribute.alt, "sticker_set_name": name}
                     ]
+                if isinstance(attribute, types.DocumentAttributeAudio) and attribute.voice:
+                    data = self.standin.world.files.get(media.document.id)
+                    voice = voice_part(data, stated=attribute.duration, whole_seconds=True)
+                    voice["mime"] = media.document.mime_type
+                    voice["waveform"] = bool(attribute.waveform)
+                    return [voice]
             return [{"media_kind": "document"}]
         if isinstance(media, types.MessageMediaPhoto):
             data = self.standin.world.files.get(media.photo.id)

@@ -397,3 +397,37 @@ def test_a_forum_turn_fails_for_an_agent_line_in_another_topic_or_in_general(tmp
         "turn 1: the agent wrote #2 in 'Tools', not in 'Seeds'",
         "turn 1: the agent wrote #3 in General, not in 'Seeds'",
     ]
+
+
+def _note(seconds: float) -> bytes:
+    import math
+    import struct
+
+    from conversations.voice_encoding import encode_voice_note
+
+    count = round(seconds * 24_000)
+    pcm = struct.pack(f"<{count}h", *(int(6000 * math.sin(i / 9)) for i in range(count)))
+    return encode_voice_note(pcm, sample_rate=24_000).data
+
+
+def test_a_voice_note_is_shown_by_its_decoded_length_and_checked_against_what_it_states():
+    from engine.tests.scenarios.play import render
+    from engine.tests.scenarios.voice import voice_part, voice_problems
+
+    data = _note(2.1)
+    sandbox = voice_part(data, stated=2.1, whole_seconds=False)
+    telegram = voice_part(data, stated=3, whole_seconds=True)
+    assert render((1, True, "", [sandbox], [])) == "(voice 2.1 s)"
+    assert voice_problems(sandbox) == [] and voice_problems(telegram) == []
+    assert voice_problems(voice_part(data, stated=4.0, whole_seconds=False)) == [
+        "a voice note of 2.10 s that states 4.00 s"
+    ]
+    assert voice_problems(voice_part(data, stated=2, whole_seconds=True)) == [
+        "a voice note of 2.10 s that states 2 s"
+    ]
+    assert voice_problems(voice_part(None, stated=2.1, whole_seconds=False)) == [
+        "a voice note without its file"
+    ]
+    broken = voice_part(b"OggS not really", stated=1.0, whole_seconds=False)
+    assert voice_problems(broken)[0].startswith("a voice note that does not decode")
+    assert render((1, True, "", [broken], [])) == "(voice undecodable)"
