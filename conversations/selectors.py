@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from typing import NamedTuple
 
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, F, Max, OuterRef, Q, Subquery, Window
+from django.db.models.functions import RowNumber
 
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
 
@@ -23,12 +25,26 @@ def pending_nodes_due(*, agent_ids: Iterable[int], at: dt.datetime) -> bool:
     )
 
 
-def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[TaskNode]:
-    """Nodes the tick may start now, oldest `not_before` first.
+class Candidate(NamedTuple):
+    """A node the tick may start, as plain values (the tick reads a few hundred per pass)."""
+
+    id: int
+    agent_id: int
+    conversation_id: int
+    kind: str
+
+
+def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[Candidate]:
+    """Nodes the tick may start now: the oldest eligible node of each conversation, at most `limit`.
 
     Eligible means: pending; `not_before` reached; every dependency done; the graph active; the agent
-    neither disabled, gagged nor stopped; the conversation not gagged; and no other node of the conversation running (one running
-    node per conversation). The scan uses `tasknode_eligible_idx` (status, not_before).
+    neither disabled, gagged nor stopped; the conversation not gagged; and no other node of the
+    conversation running (one running node per conversation, so only its oldest eligible node is a
+    candidate). One query, driven by the active graphs of the agents, not by their pending nodes: a
+    conversation with 10,000 queued nodes costs one index probe (`tasknode_queue_idx`: conversation,
+    status, not_before), like a conversation with one. The candidates come agent by agent in turns (each
+    agent's oldest, then each agent's second oldest, ...), oldest `not_before` first within a turn, so
+    `limit` never fills with one agent's backlog while another agent waits.
     """
     agent_ids = list(agent_ids)
     if not agent_ids:
@@ -36,24 +52,41 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
     unfinished_dependency = DependsOn.objects.filter(from_tasknode=OuterRef("pk")).exclude(
         to_tasknode__status=NodeStatus.DONE
     )
-    running_sibling = TaskNode.objects.filter(
-        conversation=OuterRef("conversation"), status=NodeStatus.RUNNING
-    )
-    return list(
+    head = (
         TaskNode.objects.filter(
+            conversation=OuterRef("conversation"),
             status=NodeStatus.PENDING,
             not_before__lte=at,
-            agent_id__in=agent_ids,
-            graph__status=TaskGraph.Status.ACTIVE,
-            agent__disabled=False,
-            agent__gagged=False,
-            agent__stopped=False,
-            conversation__gagged=False,
+            graph=OuterRef("pk"),
         )
-        .filter(~Exists(unfinished_dependency), ~Exists(running_sibling))
+        .filter(~Exists(unfinished_dependency))
         .order_by("not_before", "id")
-        .only("id", "agent_id", "conversation_id", "kind", "not_before", "sequence")[:limit]
+        .values("id")[:1]
     )
+    running = TaskNode.objects.filter(conversation=OuterRef("conversation"), status=NodeStatus.RUNNING)
+    held = Conversation.objects.filter(
+        pk=OuterRef("conversation_id"),
+        agent_id__in=agent_ids,
+        gagged=False,
+        agent__disabled=False,
+        agent__gagged=False,
+        agent__stopped=False,
+    )
+    heads = (
+        # Only active graphs carry `active_slot`: the read starts from its unique index, so finished
+        # graphs and idle conversations cost nothing.
+        TaskGraph.objects.filter(active_slot__gte=0, status=TaskGraph.Status.ACTIVE)
+        .filter(Exists(held), ~Exists(running))
+        .values(head=Subquery(head))
+    )
+    turn = Window(RowNumber(), partition_by=[F("agent_id")], order_by=[F("not_before").asc(), F("id").asc()])
+    rows = (
+        TaskNode.objects.filter(pk__in=heads)
+        .annotate(turn=turn)
+        .order_by("turn", "not_before", "id")
+        .values_list("id", "agent_id", "conversation_id", "kind")[:limit]
+    )
+    return [Candidate(*row) for row in rows]
 
 
 def node_next_due_at(*, agent_ids: Iterable[int], after: dt.datetime) -> dt.datetime | None:

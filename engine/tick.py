@@ -17,15 +17,16 @@ from django.conf import settings
 from cindy_site.clock import now
 from conversations.models import TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors import eligible_nodes, pending_nodes_due
+from conversations.selectors import Candidate, eligible_nodes, pending_nodes_due
 from conversations.services.nodes import new_claim_token, nodes_claim
 
 logger = logging.getLogger(__name__)
 
 #: Upper bound on nodes started per tick; the rest wait for the next tick.
 MAX_NODES_PER_TICK = 200
-#: Upper bound on candidates read per tick.
-SCAN_LIMIT = 5000
+#: Candidates read per tick (at most one per conversation): a small multiple of the cap, so the
+#: round-robin has choice while the read stays the same size however long the backlog.
+SCAN_LIMIT = 4 * MAX_NODES_PER_TICK
 
 
 class Ticker:
@@ -35,21 +36,25 @@ class Ticker:
         self._served_conversation: dict[int, int] = {}
         self._served_agent: dict[int, int] = {}
 
-    def select(self, candidates: Iterable[TaskNode], *, limit: int = MAX_NODES_PER_TICK) -> list[TaskNode]:
+    def select(self, candidates: Iterable[Candidate], *, limit: int = MAX_NODES_PER_TICK) -> list[Candidate]:
         """Pick at most one node per conversation and one Telegram node per agent, round-robin."""
-        first_per_conversation: dict[int, TaskNode] = {}
-        for node in candidates:  # oldest not_before first, so the head of each chain wins
-            first_per_conversation.setdefault(node.conversation_id, node)
-        ordered = sorted(
-            first_per_conversation.values(),
-            key=lambda n: (
-                self._served_agent.get(n.agent_id, 0),
-                self._served_conversation.get(n.conversation_id, 0),
-                n.not_before,
-                n.pk,
-            ),
-        )
-        picked: list[TaskNode] = []
+        # Candidates come in the order the tick should prefer them when nothing else decides (oldest
+        # first), so the first node of each conversation is the head of its chain.
+        first_per_conversation: dict[int, tuple[int, Candidate]] = {}
+        for position, node in enumerate(candidates):
+            first_per_conversation.setdefault(node.conversation_id, (position, node))
+        ordered = [
+            node
+            for _, node in sorted(
+                first_per_conversation.values(),
+                key=lambda entry: (
+                    self._served_agent.get(entry[1].agent_id, 0),
+                    self._served_conversation.get(entry[1].conversation_id, 0),
+                    entry[0],
+                ),
+            )
+        ]
+        picked: list[Candidate] = []
         acting_agents: set[int] = set()
         for node in ordered:
             if len(picked) >= limit:
@@ -77,6 +82,6 @@ class Ticker:
             return []
         owner = new_claim_token(self.gateway_id)
         won = nodes_claim(
-            node_ids=[n.pk for n in chosen], owner=owner, lease_seconds=settings.CINDY_NODE_LEASE_SECONDS
+            node_ids=[n.id for n in chosen], owner=owner, lease_seconds=settings.CINDY_NODE_LEASE_SECONDS
         )
         return [(node, owner) for node in won]
