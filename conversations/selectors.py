@@ -26,7 +26,7 @@ def pending_nodes_due(*, agent_ids: Iterable[int], at: dt.datetime) -> bool:
 
 
 class Candidate(NamedTuple):
-    """A node the tick may start, as plain values (the tick reads a few hundred per pass)."""
+    """A node the tick may start, as plain values (the tick reads up to `SCAN_LIMIT` per pass)."""
 
     id: int
     agent_id: int
@@ -39,12 +39,18 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
 
     Eligible means: pending; `not_before` reached; every dependency done; the graph active; the agent
     neither disabled, gagged nor stopped; the conversation not gagged; and no other node of the
-    conversation running (one running node per conversation, so only its oldest eligible node is a
-    candidate). One query, driven by the active graphs of the agents, not by their pending nodes: a
-    conversation with 10,000 queued nodes costs one index probe (`tasknode_queue_idx`: conversation,
-    status, not_before), like a conversation with one. The candidates come agent by agent in turns (each
-    agent's oldest, then each agent's second oldest, ...), oldest `not_before` first within a turn, so
-    `limit` never fills with one agent's backlog while another agent waits.
+    conversation running (one running node per conversation, so only its oldest eligible node can
+    start). Two queries, driven by the agents' active graphs rather than their pending nodes:
+
+    1. the id of each active conversation's oldest eligible node, one integer per conversation, each
+       found by a probe of `tasknode_queue_idx` (conversation, status, not_before): a conversation
+       with 10,000 queued nodes costs what a conversation with one costs;
+    2. the values of at most `limit` of them, agent by agent in turns (each agent's oldest, then each
+       agent's second oldest, ...), oldest `not_before` first within a turn, so `limit` never fills
+       with one agent's backlog while another agent waits.
+
+    No model object is built. The ids of step 1 are query parameters: on SQLite (at most 32,766 per
+    query) that bounds the active conversations of the agents passed at once.
     """
     agent_ids = list(agent_ids)
     if not agent_ids:
@@ -54,18 +60,17 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
     )
     head = (
         TaskNode.objects.filter(
-            conversation=OuterRef("conversation"),
+            conversation=OuterRef("active_slot"),
             status=NodeStatus.PENDING,
             not_before__lte=at,
-            graph=OuterRef("pk"),
         )
         .filter(~Exists(unfinished_dependency))
         .order_by("not_before", "id")
         .values("id")[:1]
     )
-    running = TaskNode.objects.filter(conversation=OuterRef("conversation"), status=NodeStatus.RUNNING)
+    running = TaskNode.objects.filter(conversation=OuterRef("active_slot"), status=NodeStatus.RUNNING)
     held = Conversation.objects.filter(
-        pk=OuterRef("conversation_id"),
+        pk=OuterRef("active_slot"),
         agent_id__in=agent_ids,
         gagged=False,
         agent__disabled=False,
@@ -73,15 +78,20 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
         agent__stopped=False,
     )
     heads = (
-        # Only active graphs carry `active_slot`: the read starts from its unique index, so finished
-        # graphs and idle conversations cost nothing.
-        TaskGraph.objects.filter(active_slot__gte=0, status=TaskGraph.Status.ACTIVE)
+        # An active graph, and only it, carries its conversation's id as `active_slot`: the read walks
+        # that unique index alone, so finished graphs and idle conversations cost nothing. (Pending
+        # and running nodes belong to their conversation's active graph: closing a graph cancels them.)
+        TaskGraph.objects.filter(active_slot__gte=0)
         .filter(Exists(held), ~Exists(running))
-        .values(head=Subquery(head))
+        .order_by()
+        .values_list(Subquery(head), flat=True)
     )
+    head_ids = [pk for pk in heads if pk is not None]
+    if not head_ids:
+        return []
     turn = Window(RowNumber(), partition_by=[F("agent_id")], order_by=[F("not_before").asc(), F("id").asc()])
     rows = (
-        TaskNode.objects.filter(pk__in=heads)
+        TaskNode.objects.filter(pk__in=head_ids)
         .annotate(turn=turn)
         .order_by("turn", "not_before", "id")
         .values_list("id", "agent_id", "conversation_id", "kind")[:limit]

@@ -170,9 +170,10 @@ def test_a_claim_pass_costs_the_same_queries_however_long_the_backlog(
     )
     queue(open_conversations(other_agent, 2, first_peer=90_000), 1, kind=NodeKind.RECEIVED, at=clock.now())
     ticker = Ticker(gateway_id="gw")
-    # due check, candidates; then the claim: savepoint, compare-and-set UPDATE, read of the rows won,
-    # their agents, the claimed events, release savepoint
-    with django_assert_num_queries(7 + claimed_event_inserts(MAX_NODES_PER_TICK)):
+    # due check, the head of each active conversation, the candidates' values; then the claim:
+    # savepoint, compare-and-set UPDATE, read of the rows won, their agents, the claimed events,
+    # release savepoint
+    with django_assert_num_queries(8 + claimed_event_inserts(MAX_NODES_PER_TICK)):
         won = ticker.claim(agent_ids=[agent.pk, other_agent.pk])
     assert len(won) == MAX_NODES_PER_TICK
     assert {node.agent_id for node, _ in won} == {agent.pk, other_agent.pk}
