@@ -54,9 +54,8 @@ IDLE_CPU_SAMPLES = 5
 IDLE_CPU_SECONDS = 2.0
 #: The gateway and broker settings before wake-ups: a fixed 1 s tick, the ORM broker polled every 0.2 s.
 POLLING = {"CINDY_WAKE": "false", "CINDY_Q_POLL_SECONDS": "0.2"}
-#: Tick claims: pending nodes in the backlog, at most this many conversations, claims timed per run.
-CLAIM_PENDING = (100, 1_000, 10_000)
-CLAIM_CONVERSATIONS = 1_000
+#: Tick claims: (pending nodes, conversations they wait in) and the claims timed per run.
+CLAIM_BACKLOGS = ((100, 100), (1_000, 1_000), (10_000, 1_000), (10_000, 10_000))
 CLAIMS_PER_RUN = 1_000
 CLAIM_GOALS = {"SQLite": 5000, "MariaDB": 4000}
 #: The previous tick read up to this many eligible nodes per pass.
@@ -219,10 +218,9 @@ def _claims_per_second(claim, wanted: int) -> float:
     return claimed / (time.perf_counter() - start)
 
 
-def _claims_backlog(agents: list, pending: int) -> int:
-    """`pending` nodes queued in at most CLAIM_CONVERSATIONS conversations of `agents`, each
-    conversation's nodes a chain (each waits for the one before, as a plan's tasks do); returns the
-    number of conversations."""
+def _claims_backlog(agents: list, pending: int, count: int) -> None:
+    """`pending` nodes queued in `count` conversations of `agents`, each conversation's nodes a chain
+    (each waits for the one before, as a plan's tasks do)."""
     from cindy_site.clock import now
     from conversations.models import Conversation, NodeKind, TaskGraph, TaskNode
 
@@ -230,7 +228,6 @@ def _claims_backlog(agents: list, pending: int) -> int:
     TaskGraph.objects.all().delete()
     Conversation.objects.all().delete()
     when = now()
-    count = min(pending, CLAIM_CONVERSATIONS)
     conversations = Conversation.objects.bulk_create(
         Conversation(agent=agents[i % len(agents)], peer_id=10_000 + i, kind="dm") for i in range(count)
     )
@@ -257,20 +254,19 @@ def _claims_backlog(agents: list, pending: int) -> int:
         for k in range(len(nodes))
         if k % per
     )
-    return count
 
 
 def part_claims(label: str) -> None:
-    """Tick claims per second with a backlog of 100, 1,000 and 10,000 pending nodes: claim passes
-    (`Ticker.claim`, up to 200 nodes each) until CLAIMS_PER_RUN nodes, or every conversation's next
-    node, are claimed; beside the previous candidate read, same backlog, same run."""
+    """Tick claims per second with a backlog of 100, 1,000 and 10,000 pending nodes (CLAIM_BACKLOGS):
+    claim passes (`Ticker.claim`, up to 200 nodes each) until CLAIMS_PER_RUN nodes, or every
+    conversation's next node, are claimed; beside the previous candidate read, same backlog, same run."""
     from engine.tick import Ticker
 
     agents = [make_agent(f"Bench{i}") for i in range(10)]
     agent_ids = [a.pk for a in agents]
     goal = CLAIM_GOALS[label]
-    for pending in CLAIM_PENDING:
-        conversations = _claims_backlog(agents, pending)
+    for pending, conversations in CLAIM_BACKLOGS:
+        _claims_backlog(agents, pending, conversations)
         wanted = min(CLAIMS_PER_RUN, conversations)
         old, new = [], []
         for _ in range(CLAIM_RUNS):  # interleaved, so both paths see the same machine load

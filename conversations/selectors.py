@@ -34,35 +34,31 @@ class Candidate(NamedTuple):
     kind: str
 
 
-def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[Candidate]:
-    """Nodes the tick may start now: the oldest eligible node of each conversation, at most `limit`.
+def conversation_heads(
+    *, agent_ids: Iterable[int], at: dt.datetime, limit: int, after: int = 0, upto: int | None = None
+) -> list[tuple[int, int]]:
+    """(conversation id, node id) of the node each active conversation may start now, at most `limit`,
+    in conversation id order from just after `after` (to `upto`, inclusive, when given).
 
-    Eligible means: pending; `not_before` reached; every dependency done; the graph active; the agent
-    neither disabled, gagged nor stopped; the conversation not gagged; and no other node of the
-    conversation running (one running node per conversation, so only its oldest eligible node can
-    start). Two queries, driven by the agents' active graphs rather than their pending nodes:
-
-    1. the id of each active conversation's oldest eligible node, one integer per conversation, each
-       found by a probe of `tasknode_queue_idx` (conversation, status, not_before): a conversation
-       with 10,000 queued nodes costs what a conversation with one costs;
-    2. the values of at most `limit` of them, agent by agent in turns (each agent's oldest, then each
-       agent's second oldest, ...), oldest `not_before` first within a turn, so `limit` never fills
-       with one agent's backlog while another agent waits.
-
-    No model object is built. The ids of step 1 are query parameters: on SQLite (at most 32,766 per
-    query) that bounds the active conversations of the agents passed at once.
+    A conversation's node is its oldest eligible one: pending; `not_before` reached; every dependency
+    done; the agent neither disabled, gagged nor stopped; the conversation not gagged; and no node of
+    the conversation running (one running node per conversation). One query that walks the active
+    graphs in the unique index of `active_slot` (an active graph, and only it, carries its
+    conversation's id there; pending and running nodes belong to it, since closing a graph cancels
+    them) and stops at `limit` conversations with a node to start. Each conversation costs a few index
+    probes (`tasknode_queue_idx`: conversation, status, not_before), so its backlog does not matter: a
+    conversation with 10,000 queued nodes costs what one with a single node costs, and finished
+    graphs or idle conversations cost nothing.
     """
     agent_ids = list(agent_ids)
-    if not agent_ids:
+    if not agent_ids or limit <= 0:
         return []
     unfinished_dependency = DependsOn.objects.filter(from_tasknode=OuterRef("pk")).exclude(
         to_tasknode__status=NodeStatus.DONE
     )
     head = (
         TaskNode.objects.filter(
-            conversation=OuterRef("active_slot"),
-            status=NodeStatus.PENDING,
-            not_before__lte=at,
+            conversation=OuterRef("active_slot"), status=NodeStatus.PENDING, not_before__lte=at
         )
         .filter(~Exists(unfinished_dependency))
         .order_by("not_before", "id")
@@ -77,26 +73,40 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
         agent__gagged=False,
         agent__stopped=False,
     )
-    heads = (
-        # An active graph, and only it, carries its conversation's id as `active_slot`: the read walks
-        # that unique index alone, so finished graphs and idle conversations cost nothing. (Pending
-        # and running nodes belong to their conversation's active graph: closing a graph cancels them.)
-        TaskGraph.objects.filter(active_slot__gte=0)
-        .filter(Exists(held), ~Exists(running))
-        .order_by()
-        .values_list(Subquery(head), flat=True)
+    graphs = TaskGraph.objects.filter(active_slot__gt=after)
+    if upto is not None:
+        graphs = graphs.filter(active_slot__lte=upto)
+    return list(
+        graphs.filter(Exists(held), ~Exists(running))
+        .annotate(head=Subquery(head))
+        .filter(head__isnull=False)
+        .order_by("active_slot")
+        .values_list("active_slot", "head")[:limit]
     )
-    head_ids = [pk for pk in heads if pk is not None]
-    if not head_ids:
+
+
+def candidates_in_turns(*, node_ids: list[int], limit: int) -> list[Candidate]:
+    """The values of at most `limit` of `node_ids` (one per conversation, from `conversation_heads`),
+    agent by agent in turns: each agent's oldest, then each agent's second oldest, ..., oldest
+    `not_before` first within a turn, so `limit` never fills with one agent's backlog while another
+    agent waits. One query; no model object is built."""
+    if not node_ids:
         return []
     turn = Window(RowNumber(), partition_by=[F("agent_id")], order_by=[F("not_before").asc(), F("id").asc()])
     rows = (
-        TaskNode.objects.filter(pk__in=head_ids)
+        TaskNode.objects.filter(pk__in=node_ids)
         .annotate(turn=turn)
         .order_by("turn", "not_before", "id")
         .values_list("id", "agent_id", "conversation_id", "kind")[:limit]
     )
     return [Candidate(*row) for row in rows]
+
+
+def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[Candidate]:
+    """The nodes the tick may start now, one per conversation (`conversation_heads` from the first
+    conversation on), at most `limit`, in turns (`candidates_in_turns`). Two queries."""
+    heads = conversation_heads(agent_ids=agent_ids, at=at, limit=limit)
+    return candidates_in_turns(node_ids=[node_id for _, node_id in heads], limit=limit)
 
 
 def node_next_due_at(*, agent_ids: Iterable[int], after: dt.datetime) -> dt.datetime | None:

@@ -17,7 +17,7 @@ from django.conf import settings
 from cindy_site.clock import now
 from conversations.models import TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors import Candidate, eligible_nodes, pending_nodes_due
+from conversations.selectors import Candidate, candidates_in_turns, conversation_heads, pending_nodes_due
 from conversations.services.nodes import new_claim_token, nodes_claim
 
 logger = logging.getLogger(__name__)
@@ -35,6 +35,8 @@ class Ticker:
         self._counter = 0
         self._served_conversation: dict[int, int] = {}
         self._served_agent: dict[int, int] = {}
+        #: The conversation id the next read starts after (see `candidates`).
+        self._after = 0
 
     def select(self, candidates: Iterable[Candidate], *, limit: int = MAX_NODES_PER_TICK) -> list[Candidate]:
         """Pick at most one node per conversation and one Telegram node per agent, round-robin."""
@@ -69,6 +71,22 @@ class Ticker:
             picked.append(node)
         return picked
 
+    def candidates(self, *, agent_ids: list[int], at) -> list[Candidate]:
+        """This tick's candidates: at most `SCAN_LIMIT` conversations' next nodes, read in conversation
+        id order from where the previous read stopped, wrapping round to the first conversation.
+
+        While fewer than `SCAN_LIMIT` conversations have a node to start, every read sees them all
+        and starts from the first. With more, each read takes the next `SCAN_LIMIT` of them, so every
+        conversation comes up within a round of ticks, however many there are, and a read costs the
+        same at 100 or at 10,000 waiting conversations."""
+        heads = conversation_heads(agent_ids=agent_ids, at=at, limit=SCAN_LIMIT, after=self._after)
+        if len(heads) < SCAN_LIMIT and self._after:  # the end was reached: go round from the start
+            heads += conversation_heads(
+                agent_ids=agent_ids, at=at, limit=SCAN_LIMIT - len(heads), upto=self._after
+            )
+        self._after = heads[-1][0] if len(heads) == SCAN_LIMIT else 0
+        return candidates_in_turns(node_ids=[node_id for _, node_id in heads], limit=SCAN_LIMIT)
+
     def claim(
         self, *, agent_ids: Iterable[int], limit: int = MAX_NODES_PER_TICK
     ) -> list[tuple[TaskNode, str]]:
@@ -76,8 +94,7 @@ class Ticker:
         agent_ids, at = list(agent_ids), now()
         if not pending_nodes_due(agent_ids=agent_ids, at=at):  # an idle tick: skip the full scan
             return []
-        candidates = eligible_nodes(agent_ids=agent_ids, at=at, limit=SCAN_LIMIT)
-        chosen = self.select(candidates, limit=limit)
+        chosen = self.select(self.candidates(agent_ids=agent_ids, at=at), limit=limit)
         if not chosen:
             return []
         owner = new_claim_token(self.gateway_id)

@@ -4,16 +4,15 @@ compare-and-set when another gateway claims at the same moment."""
 from __future__ import annotations
 
 import datetime as dt
-import math
 
 import pytest
-from django.db import connection
 from django.db.models.signals import post_init
 
 from agents.models import Agent
 from conversations.models import ActivityEvent, Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.selectors import eligible_nodes
-from conversations.services.nodes import node_claim
+from conversations.services import activity
+from conversations.services.nodes import event_for, node_claim
 from engine import tick
 from engine.tests.cast import make_agent
 from engine.tick import MAX_NODES_PER_TICK, SCAN_LIMIT, Ticker
@@ -121,25 +120,49 @@ def test_a_quiet_conversation_is_claimed_beside_a_backlog_larger_than_any_scan(a
     )
 
 
-def test_an_agent_with_one_chat_gets_a_turn_beside_an_agent_with_more_chats_than_the_scan(agent, clock):
-    """Candidates come agent by agent in turns, so an agent's backlog larger than the scan does not
-    keep another agent's newer node out of this tick."""
+def test_with_more_waiting_conversations_than_the_scan_each_comes_up_within_a_round(agent, clock):
+    """An agent with more waiting chats than one read takes does not keep another agent's chat out
+    for longer than a round: the next read carries on from where the last one stopped."""
     other = make_agent("Heidi", phone="+15550000002")
     crowded = open_conversations(agent, SCAN_LIMIT + 1)
     queue(crowded, 1, kind=NodeKind.RECEIVED, at=clock.now() - dt.timedelta(minutes=1))
     (lonely,) = queue(
         open_conversations(other, 1, first_peer=90_000), 1, kind=NodeKind.RECEIVED, at=clock.now()
     )
-
     ticker = Ticker(gateway_id="gw")
-    first = ticker.claim(agent_ids=[agent.pk, other.pk])
 
-    assert len(first) == MAX_NODES_PER_TICK
-    assert lonely.pk in [node.pk for node, _ in first]
-    # Next tick the other agent has nothing left and the crowded one carries on, oldest first.
+    first = ticker.claim(agent_ids=[agent.pk, other.pk])
     second = ticker.claim(agent_ids=[agent.pk, other.pk])
-    assert len(second) == MAX_NODES_PER_TICK
-    assert {node.agent_id for node, _ in second} == {agent.pk}
+
+    assert len(first) == len(second) == MAX_NODES_PER_TICK
+    assert lonely.pk not in [node.pk for node, _ in first]  # beyond the first read
+    # the second read starts past the first: the other agent, served least, goes first
+    assert second[0][0].pk == lonely.pk
+    last_of_first_read = crowded[SCAN_LIMIT - 1].conversation_id
+    assert all(node.conversation_id <= last_of_first_read for node, _ in first)
+    # and every conversation was claimed once by the end of the round
+    rest = [ticker.claim(agent_ids=[agent.pk, other.pk]) for _ in range(3)]
+    claimed = [node.pk for batch in [first, second, *rest] for node, _ in batch]
+    assert len(claimed) == len(set(claimed)) == SCAN_LIMIT + 2
+
+
+def test_a_read_takes_at_most_the_scan_however_many_conversations_wait(
+    agent, clock, django_assert_num_queries
+):
+    graphs = open_conversations(agent, 2 * SCAN_LIMIT - 1)
+    queue(graphs, 1, kind=NodeKind.RECEIVED, at=clock.now())
+    ticker = Ticker(gateway_id="gw")
+    with NodesBuilt() as built, django_assert_num_queries(2):
+        candidates = ticker.candidates(agent_ids=[agent.pk], at=clock.now())
+    assert built.count == 0
+    assert [c.conversation_id for c in candidates] == [g.conversation_id for g in graphs[:SCAN_LIMIT]]
+    # The next read carries on after them and, reaching the end, goes round from the first (one
+    # query more).
+    with django_assert_num_queries(3):
+        candidates = ticker.candidates(agent_ids=[agent.pk], at=clock.now())
+    assert sorted(c.conversation_id for c in candidates) == sorted(
+        g.conversation_id for g in [graphs[0], *graphs[SCAN_LIMIT:]]
+    )
 
 
 def test_telegram_kinds_still_run_one_per_agent_per_tick_with_a_backlog(agent, other_agent, clock):
@@ -149,12 +172,6 @@ def test_telegram_kinds_still_run_one_per_agent_per_tick_with_a_backlog(agent, o
     won = Ticker(gateway_id="gw").claim(agent_ids=[agent.pk, other_agent.pk])
 
     assert sorted(node.agent_id for node, _ in won) == sorted([agent.pk, other_agent.pk])
-
-
-def claimed_event_inserts(count: int) -> int:
-    """Statements for `count` claimed events: one on MariaDB, batches of 999 variables on SQLite."""
-    fields = [f for f in ActivityEvent._meta.concrete_fields if not f.primary_key]
-    return math.ceil(count / connection.ops.bulk_batch_size(fields, [None] * count))
 
 
 @pytest.mark.parametrize("per_conversation", [1, 50])
@@ -170,10 +187,10 @@ def test_a_claim_pass_costs_the_same_queries_however_long_the_backlog(
     )
     queue(open_conversations(other_agent, 2, first_peer=90_000), 1, kind=NodeKind.RECEIVED, at=clock.now())
     ticker = Ticker(gateway_id="gw")
-    # due check, the head of each active conversation, the candidates' values; then the claim:
+    # due check, the next node of each waiting conversation, their values; then the claim:
     # savepoint, compare-and-set UPDATE, read of the rows won, their agents, the claimed events,
     # release savepoint
-    with django_assert_num_queries(8 + claimed_event_inserts(MAX_NODES_PER_TICK)):
+    with django_assert_num_queries(9):
         won = ticker.claim(agent_ids=[agent.pk, other_agent.pk])
     assert len(won) == MAX_NODES_PER_TICK
     assert {node.agent_id for node, _ in won} == {agent.pk, other_agent.pk}
@@ -184,7 +201,7 @@ def test_a_node_another_gateway_claims_between_the_read_and_the_claim_is_not_tak
 ):
     graphs = open_conversations(agent, 4)
     queue(graphs, 2, kind=NodeKind.RECEIVED, at=clock.now())
-    read = tick.eligible_nodes
+    read = tick.candidates_in_turns
     taken: list[int] = []
 
     def read_then_lose_one(**kwargs):
@@ -194,7 +211,7 @@ def test_a_node_another_gateway_claims_between_the_read_and_the_claim_is_not_tak
         taken.append(candidates[0].id)
         return candidates
 
-    monkeypatch.setattr(tick, "eligible_nodes", read_then_lose_one)
+    monkeypatch.setattr(tick, "candidates_in_turns", read_then_lose_one)
     won = Ticker(gateway_id="gw1").claim(agent_ids=[agent.pk])
 
     assert len(won) == 3 and taken[0] not in [node.pk for node, _ in won]
@@ -204,6 +221,26 @@ def test_a_node_another_gateway_claims_between_the_read_and_the_claim_is_not_tak
     claimed = ActivityEvent.objects.filter(kind=ActivityEvent.Kind.NODE_CLAIMED)
     assert sorted(claimed.values_list("node_id", flat=True)) == sorted([taken[0], *[n.pk for n, _ in won]])
     # Each of the four conversations now runs exactly one node: nothing is left to claim.
-    monkeypatch.setattr(tick, "eligible_nodes", read)
+    monkeypatch.setattr(tick, "candidates_in_turns", read)
     assert Ticker(gateway_id="gw1").claim(agent_ids=[agent.pk]) == []
     assert TaskNode.objects.filter(status=NodeStatus.RUNNING).count() == 4
+
+
+def test_the_claimed_events_are_those_event_for_builds(agent, clock):
+    (graph,) = open_conversations(agent, 1)
+    (node,) = queue([graph], 1, kind=NodeKind.SEND, at=clock.now())
+    TaskNode.objects.filter(pk=node.pk).update(attempts=2)
+
+    (won,) = Ticker(gateway_id="gw-a").claim(agent_ids=[agent.pk])
+
+    stored = ActivityEvent.objects.get(kind=ActivityEvent.Kind.NODE_CLAIMED)
+    built = event_for(ActivityEvent.Kind.NODE_CLAIMED, won[0], "claimed by gw-a", attempt=3, when=clock.now())
+    fields = ["created", "kind", "agent_id", "conversation_id", "node_id", "summary", "data"]
+    assert {f: getattr(stored, f) for f in fields} == {f: getattr(built, f) for f in fields}
+    assert stored.data == {"kind": "send", "graph_id": graph.pk, "attempt": 3}
+
+
+def test_the_events_insert_writes_every_column_of_an_activity_event():
+    """A column added to ActivityEvent must be added to `events_insert` too (its rows skip the model)."""
+    columns = {f.column for f in ActivityEvent._meta.concrete_fields if not f.primary_key}
+    assert columns == set(activity._ROW_COLUMNS)
