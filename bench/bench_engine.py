@@ -178,13 +178,56 @@ def _eligible_nodes_before(*, agent_ids: list[int], at) -> list:
     )
 
 
-def _claim_before(ticker, agent_ids: list[int]) -> int:
-    """The previous claim pass: the same due check, selection and batch claim, on the previous read."""
-    from django.conf import settings
+def _nodes_claim_before(*, node_ids: list[int], owner: str) -> int:
+    """The previous batch claim: the same compare-and-set UPDATE and read of the rows won, with the
+    claimed events built as model objects and bulk-inserted."""
+    import datetime as dt
 
+    from django.conf import settings
+    from django.db import transaction
+
+    from agents.models import Agent
+    from cindy_site.clock import now
+    from conversations.models import ActivityEvent, NodeStatus, TaskNode
+    from conversations.services.activity import events_record
+    from conversations.services.nodes import event_for
+
+    when = now()
+    lease = dt.timedelta(seconds=settings.CINDY_NODE_LEASE_SECONDS)
+    with transaction.atomic():
+        changed = TaskNode.objects.filter(pk__in=node_ids, status=NodeStatus.PENDING).update(
+            status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when + lease, started=when
+        )
+        if not changed:
+            return 0
+        won = list(
+            TaskNode.objects.select_related("conversation", "graph").filter(
+                pk__in=node_ids, status=NodeStatus.RUNNING, lease_owner=owner
+            )
+        )
+        agents = Agent.objects.in_bulk({node.agent_id for node in won})
+        for node in won:
+            node.agent = agents[node.agent_id]
+        events_record(
+            [
+                event_for(
+                    ActivityEvent.Kind.NODE_CLAIMED,
+                    node,
+                    "claimed by bench",
+                    attempt=node.attempts + 1,
+                    when=when,
+                )
+                for node in won
+            ]
+        )
+    return len(won)
+
+
+def _claim_before(ticker, agent_ids: list[int]) -> int:
+    """The previous claim pass: the same due check and selection, on the previous read and claim."""
     from cindy_site.clock import now
     from conversations.selectors import pending_nodes_due
-    from conversations.services.nodes import new_claim_token, nodes_claim
+    from conversations.services.nodes import new_claim_token
 
     at = now()
     if not pending_nodes_due(agent_ids=agent_ids, at=at):
@@ -192,12 +235,7 @@ def _claim_before(ticker, agent_ids: list[int]) -> int:
     chosen = ticker.select(_eligible_nodes_before(agent_ids=agent_ids, at=at))
     if not chosen:
         return 0
-    owner = new_claim_token(ticker.gateway_id)
-    return len(
-        nodes_claim(
-            node_ids=[n.id for n in chosen], owner=owner, lease_seconds=settings.CINDY_NODE_LEASE_SECONDS
-        )
-    )
+    return _nodes_claim_before(node_ids=[n.id for n in chosen], owner=new_claim_token(ticker.gateway_id))
 
 
 def _claims_per_second(claim, wanted: int) -> float:

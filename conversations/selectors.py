@@ -6,8 +6,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from django.db.models import Exists, F, Max, OuterRef, Q, Subquery, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Exists, Max, OuterRef, Q, Subquery
 
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
 
@@ -65,19 +64,22 @@ def conversation_heads(
         .values("id")[:1]
     )
     running = TaskNode.objects.filter(conversation=OuterRef("active_slot"), status=NodeStatus.RUNNING)
-    held = Conversation.objects.filter(
+    # The conversation's agent, if it and its agent may act: a scalar subquery rather than a join or
+    # EXISTS, which MariaDB would turn into a join driven by the agents' conversations.
+    acting_agent = Conversation.objects.filter(
         pk=OuterRef("active_slot"),
-        agent_id__in=agent_ids,
         gagged=False,
         agent__disabled=False,
         agent__gagged=False,
         agent__stopped=False,
-    )
+    ).values("agent_id")[:1]
     graphs = TaskGraph.objects.filter(active_slot__gt=after)
     if upto is not None:
         graphs = graphs.filter(active_slot__lte=upto)
     return list(
-        graphs.filter(Exists(held), ~Exists(running))
+        graphs.alias(acting_agent=Subquery(acting_agent))
+        .filter(acting_agent__in=agent_ids)
+        .filter(~Exists(running))
         .annotate(head=Subquery(head))
         .filter(head__isnull=False)
         .order_by("active_slot")
@@ -92,14 +94,19 @@ def candidates_in_turns(*, node_ids: list[int], limit: int) -> list[Candidate]:
     agent waits. One query; no model object is built."""
     if not node_ids:
         return []
-    turn = Window(RowNumber(), partition_by=[F("agent_id")], order_by=[F("not_before").asc(), F("id").asc()])
     rows = (
         TaskNode.objects.filter(pk__in=node_ids)
-        .annotate(turn=turn)
-        .order_by("turn", "not_before", "id")
-        .values_list("id", "agent_id", "conversation_id", "kind")[:limit]
+        .order_by("not_before", "id")
+        .values_list("id", "agent_id", "conversation_id", "kind")
     )
-    return [Candidate(*row) for row in rows]
+    taken: dict[int, int] = {}
+    in_turns = []
+    for position, row in enumerate(rows):
+        turn = taken.get(row[1], 0)
+        taken[row[1]] = turn + 1
+        in_turns.append((turn, position, Candidate(*row)))
+    in_turns.sort(key=lambda entry: entry[:2])
+    return [candidate for _, _, candidate in in_turns[:limit]]
 
 
 def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[Candidate]:
