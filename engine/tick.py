@@ -2,9 +2,11 @@
 
 Fairness is round-robin: every started node stamps its conversation and its agent with a rising
 counter, and candidates are taken least-recently-served agent first, then least-recently-served
-conversation. With at most one running node per conversation (enforced by the eligibility query) a chat
-with fifty queued sends gets one turn per tick like any other chat, so it never starves the rest.
-Telegram kinds are limited to one per agent per tick: one account acts like one person.
+conversation. Only a conversation's next node is a candidate (one running node per conversation, see
+`conversation_heads`), so a chat with fifty queued sends gets one turn per tick like any other chat and
+never starves the rest. A pass reads at most `SCAN_LIMIT` conversations, carrying on from where the
+previous read stopped, so with more waiting conversations than that each still comes up within a round
+of ticks. Telegram kinds are limited to one per agent per tick: one account acts like one person.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ class Ticker:
 
     def select(self, candidates: Iterable[Candidate], *, limit: int = MAX_NODES_PER_TICK) -> list[Candidate]:
         """Pick at most one node per conversation and one Telegram node per agent, round-robin."""
-        # Candidates come in the order the tick should prefer them when nothing else decides (oldest
-        # first), so the first node of each conversation is the head of its chain.
+        # Candidates come in the order to prefer when the stamps tie (`candidates_in_turns`: agents in
+        # turns, oldest first); a list with several nodes of a conversation keeps the first.
         first_per_conversation: dict[int, tuple[int, Candidate]] = {}
         for position, node in enumerate(candidates):
             first_per_conversation.setdefault(node.conversation_id, (position, node))
