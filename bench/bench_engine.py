@@ -2,7 +2,8 @@
 
 - inbound → LLM request: from a sandbox message to the request reaching the (local, fake) LLM server,
   through ingest, replan, tick, history sync and planning, with 500 messages of history;
-- tick claim throughput with 1,000 active conversations, on SQLite and on MariaDB when reachable
+- tick claim throughput with 100, 1,000 and 10,000 pending nodes (10,000 in 1,000 and in 10,000
+  conversations), beside the previous read and claim, on SQLite and on MariaDB when reachable
   (DATABASE_URL=mysql://... or the local server at 127.0.0.1:3306; a dedicated database, named by
   CINDY_BENCH_DATABASE_NAME or cindy_bench_<pid>, is created and dropped);
 - the gateway's CPU per idle pass with 100 sandbox agents, and its share of a core at the tick;
