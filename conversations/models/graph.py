@@ -102,8 +102,8 @@ class TaskNode(models.Model):
             models.Index(fields=["status", "not_before"], name="tasknode_eligible_idx"),
             # The lease reaper: running nodes whose lease has expired.
             models.Index(fields=["status", "lease_expires_at"], name="tasknode_lease_idx"),
-            # The tick's candidate read (`eligible_nodes`, polled by `Ticker.claim`): the oldest eligible
-            # node of each active conversation, and whether a node of it is running.
+            # The tick's candidate read (`conversation_heads`, polled by `Ticker.claim` every pass): the
+            # oldest eligible node of each active conversation, and whether a node of it is running.
             models.Index(fields=["conversation", "status", "not_before"], name="tasknode_queue_idx"),
         ]
 

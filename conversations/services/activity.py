@@ -81,7 +81,7 @@ def events_insert(
         cursor.executemany(
             sql,
             [
-                (created, kind, agent_id, conversation_id, node_id, summary[:2000], json.dumps(data))
+                (created, str(kind), agent_id, conversation_id, node_id, summary[:2000], json.dumps(data))
                 for agent_id, conversation_id, node_id, summary, data in rows
             ],
         )

@@ -61,8 +61,8 @@ def nodes_claim(*, node_ids: list[int], owner: str, lease_seconds: int | None = 
     One compare-and-set UPDATE over the ids (only rows still pending change), one read of the rows
     now carrying the claim token, one insert of their claimed events (`events_insert`: the rows
     `event_for` would build). A node another gateway claimed first keeps its token and is not
-    returned. The token is shared by the batch; every later
-    change checks (node id, token), so it still names exactly one claim of each node.
+    returned. The token is shared by the batch; every later change checks (node id, token), so it
+    still names exactly one claim of each node.
     """
     if not node_ids:
         return []
