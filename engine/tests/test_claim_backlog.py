@@ -28,7 +28,7 @@ def open_conversations(agent: Agent, count: int, *, first_peer: int = 50_000) ->
         Conversation(agent=agent, peer_id=first_peer + i, kind="dm", title=f"C{i}") for i in range(count)
     )
     return TaskGraph.objects.bulk_create(
-        TaskGraph(conversation=c, active_slot=c.pk, trigger="message", created=c.created)  # noqa
+        TaskGraph(conversation=c, active_slot=c.pk, trigger="message", created=c.created)
         for c in conversations
     )
 
