@@ -2,7 +2,8 @@
 
 - inbound → LLM request: from a sandbox message to the request reaching the (local, fake) LLM server,
   through ingest, replan, tick, history sync and planning, with 500 messages of history;
-- tick claim throughput with 1,000 active conversations, on SQLite and on MariaDB when reachable
+- tick claim throughput with 100, 1,000 and 10,000 pending nodes (10,000 in 1,000 and in 10,000
+  conversations), beside the previous read and claim, on SQLite and on MariaDB when reachable
   (DATABASE_URL=mysql://... or the local server at 127.0.0.1:3306; a dedicated database, named by
   CINDY_BENCH_DATABASE_NAME or cindy_bench_<pid>, is created and dropped);
 - the gateway's CPU per idle pass with 100 sandbox agents, and its share of a core at the tick;
@@ -18,7 +19,8 @@
   with 100 sandbox agents, less the read delay (set to 0) and the typing time (subtracted), with
   wake-ups beside the fixed tick and 0.2 s broker poll they replace; and the gateway's idle CPU in each.
 
-Run: .venv/bin/python bench/bench_engine.py
+Run: .venv/bin/python bench/bench_engine.py  (one or some parts: --only claims,idle; parts: overhead,
+claims, idle, dispatch, rss, worker_rss, latency)
 Each part runs in its own process on its own temporary database and touches nothing else.
 """
 
@@ -53,7 +55,12 @@ IDLE_CPU_SAMPLES = 5
 IDLE_CPU_SECONDS = 2.0
 #: The gateway and broker settings before wake-ups: a fixed 1 s tick, the ORM broker polled every 0.2 s.
 POLLING = {"CINDY_WAKE": "false", "CINDY_Q_POLL_SECONDS": "0.2"}
-CLAIM_GOALS = {"SQLite": 2000, "MariaDB": 1000}
+#: Tick claims: (pending nodes, conversations they wait in) and the claims timed per run.
+CLAIM_BACKLOGS = ((100, 100), (1_000, 1_000), (10_000, 1_000), (10_000, 10_000))
+CLAIMS_PER_RUN = 1_000
+CLAIM_GOALS = {"SQLite": 5000, "MariaDB": 4000}
+#: The previous tick read up to this many eligible nodes per pass.
+BEFORE_SCAN_LIMIT = 5000
 
 
 def setup_django(env: dict[str, str]) -> None:
@@ -142,41 +149,107 @@ def part_overhead() -> None:
 # --- part 2: tick claim throughput ---------------------------------------------------------------------
 
 
-def _claim_per_node(ticker, agent_ids: list[int]) -> int:
-    """The previous claim: one transaction per node (UPDATE, joined read, one event insert)."""
+def _eligible_nodes_before(*, agent_ids: list[int], at) -> list:
+    """The previous candidate read: every eligible node, oldest first, up to 5,000, as model objects
+    (the tick then kept the first of each conversation)."""
+    from django.db.models import Exists, OuterRef
+
+    from conversations.models import NodeStatus, TaskGraph, TaskNode
+
+    unfinished_dependency = TaskNode.depends_on.through.objects.filter(from_tasknode=OuterRef("pk")).exclude(
+        to_tasknode__status=NodeStatus.DONE
+    )
+    running_sibling = TaskNode.objects.filter(
+        conversation=OuterRef("conversation"), status=NodeStatus.RUNNING
+    )
+    return list(
+        TaskNode.objects.filter(
+            status=NodeStatus.PENDING,
+            not_before__lte=at,
+            agent_id__in=agent_ids,
+            graph__status=TaskGraph.Status.ACTIVE,
+            agent__disabled=False,
+            agent__gagged=False,
+            agent__stopped=False,
+            conversation__gagged=False,
+        )
+        .filter(~Exists(unfinished_dependency), ~Exists(running_sibling))
+        .order_by("not_before", "id")
+        .only("id", "agent_id", "conversation_id", "kind", "not_before", "sequence")[:BEFORE_SCAN_LIMIT]
+    )
+
+
+def _nodes_claim_before(*, node_ids: list[int], owner: str) -> int:
+    """The previous batch claim: the same compare-and-set UPDATE and read of the rows won, with the
+    claimed events built as model objects and bulk-inserted."""
+    import datetime as dt
+
+    from django.conf import settings
     from django.db import transaction
 
+    from agents.models import Agent
     from cindy_site.clock import now
     from conversations.models import ActivityEvent, NodeStatus, TaskNode
-    from conversations.selectors import eligible_nodes
-    from conversations.services.activity import record_event
-    from conversations.services.nodes import new_claim_token
-    from engine.tick import SCAN_LIMIT
+    from conversations.services.activity import events_record
+    from conversations.services.nodes import event_for
 
-    won = 0
-    for candidate in ticker.select(eligible_nodes(agent_ids=agent_ids, at=now(), limit=SCAN_LIMIT)):
-        owner = new_claim_token(ticker.gateway_id)
-        with transaction.atomic():
-            when = now()
-            changed = TaskNode.objects.filter(pk=candidate.pk, status=NodeStatus.PENDING).update(
-                status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when, started=when
+    when = now()
+    lease = dt.timedelta(seconds=settings.CINDY_NODE_LEASE_SECONDS)
+    with transaction.atomic():
+        changed = TaskNode.objects.filter(pk__in=node_ids, status=NodeStatus.PENDING).update(
+            status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when + lease, started=when
+        )
+        if not changed:
+            return 0
+        won = list(
+            TaskNode.objects.select_related("conversation", "graph").filter(
+                pk__in=node_ids, status=NodeStatus.RUNNING, lease_owner=owner
             )
-            if changed != 1:
-                continue
-            node = TaskNode.objects.select_related("conversation", "agent", "graph").get(pk=candidate.pk)
-            record_event(ActivityEvent.Kind.NODE_CLAIMED, agent_id=node.agent_id, node_id=node.pk)
-            won += 1
-    return won
+        )
+        agents = Agent.objects.in_bulk({node.agent_id for node in won})
+        for node in won:
+            node.agent = agents[node.agent_id]
+        events_record(
+            [
+                event_for(
+                    ActivityEvent.Kind.NODE_CLAIMED,
+                    node,
+                    "claimed by bench",
+                    attempt=node.attempts + 1,
+                    when=when,
+                )
+                for node in won
+            ]
+        )
+    return len(won)
 
 
-def _claims_per_second(claim) -> float:
+def _claim_before(ticker, agent_ids: list[int]) -> int:
+    """The previous claim pass: the same due check and selection, on the previous read and claim."""
+    from cindy_site.clock import now
+    from conversations.selectors import pending_nodes_due
+    from conversations.services.nodes import new_claim_token
+
+    at = now()
+    if not pending_nodes_due(agent_ids=agent_ids, at=at):
+        return 0
+    chosen = ticker.select(_eligible_nodes_before(agent_ids=agent_ids, at=at))
+    if not chosen:
+        return 0
+    return _nodes_claim_before(node_ids=[n.id for n in chosen], owner=new_claim_token(ticker.gateway_id))
+
+
+def _claims_per_second(claim, wanted: int) -> float:
+    """Claim passes from a reset backlog until `wanted` nodes are claimed (or nothing more can be)."""
     from conversations.models import ActivityEvent, NodeStatus, TaskNode
 
-    TaskNode.objects.update(status=NodeStatus.PENDING, lease_owner="", lease_expires_at=None, started=None)
+    TaskNode.objects.filter(status=NodeStatus.RUNNING).update(
+        status=NodeStatus.PENDING, lease_owner="", lease_expires_at=None, started=None
+    )
     ActivityEvent.objects.all().delete()
     claimed = 0
     start = time.perf_counter()
-    while claimed < CONVERSATIONS:
+    while claimed < wanted:
         got = claim()
         if not got:
             break
@@ -184,45 +257,70 @@ def _claims_per_second(claim) -> float:
     return claimed / (time.perf_counter() - start)
 
 
-def part_claims(label: str) -> None:
+def _claims_backlog(agents: list, pending: int, count: int) -> None:
+    """`pending` nodes queued in `count` conversations of `agents`, each conversation's nodes a chain
+    (each waits for the one before, as a plan's tasks do)."""
     from cindy_site.clock import now
     from conversations.models import Conversation, NodeKind, TaskGraph, TaskNode
-    from engine.tick import Ticker
 
-    agents = [make_agent(f"Bench{i}") for i in range(10)]
+    TaskNode.objects.all().delete()
+    TaskGraph.objects.all().delete()
+    Conversation.objects.all().delete()
     when = now()
     conversations = Conversation.objects.bulk_create(
-        Conversation(agent=agents[i % len(agents)], peer_id=10_000 + i, kind="dm")
-        for i in range(CONVERSATIONS)
+        Conversation(agent=agents[i % len(agents)], peer_id=10_000 + i, kind="dm") for i in range(count)
     )
     graphs = TaskGraph.objects.bulk_create(
         TaskGraph(conversation=c, active_slot=c.pk, trigger="message", created=when) for c in conversations
     )
-    TaskNode.objects.bulk_create(
+    per = pending // count
+    nodes = TaskNode.objects.bulk_create(
         TaskNode(
             graph=g,
             conversation=c,
             agent_id=c.agent_id,
             kind=NodeKind.RECEIVED,
+            sequence=i,
             not_before=when,
             created=when,
         )
         for g, c in zip(graphs, conversations, strict=True)
+        for i in range(per)
     )
+    through = TaskNode.depends_on.through
+    through.objects.bulk_create(
+        through(from_tasknode_id=nodes[k].pk, to_tasknode_id=nodes[k - 1].pk)
+        for k in range(len(nodes))
+        if k % per
+    )
+
+
+def part_claims(label: str) -> None:
+    """Tick claims per second with a backlog of 100, 1,000 and 10,000 pending nodes (CLAIM_BACKLOGS):
+    claim passes (`Ticker.claim`, up to 200 nodes each) until CLAIMS_PER_RUN nodes, or every
+    conversation's next node, are claimed; beside the previous candidate read, same backlog, same run."""
+    from engine.tick import Ticker
+
+    agents = [make_agent(f"Bench{i}") for i in range(10)]
     agent_ids = [a.pk for a in agents]
-    old, new = [], []
-    for _ in range(CLAIM_RUNS):  # interleaved, so both paths see the same machine load
-        ticker = Ticker(gateway_id="bench")
-        old.append(_claims_per_second(lambda t=ticker: _claim_per_node(t, agent_ids)))
-        ticker = Ticker(gateway_id="bench")
-        new.append(_claims_per_second(lambda t=ticker: len(t.claim(agent_ids=agent_ids))))
-    now_rate, before = statistics.median(new), statistics.median(old)
     goal = CLAIM_GOALS[label]
-    print(
-        f"tick claims, {CONVERSATIONS} active conversations on {label}: median {now_rate:.0f} claims/s "
-        f"(one transaction per node: {before:.0f}/s, {now_rate / before:.1f}x); goal ≥ {goal:,}/s, "
-        f"{'meets' if now_rate >= goal else 'MISSES'} ({CLAIM_RUNS} runs)"
-    )
+    for pending, conversations in CLAIM_BACKLOGS:
+        _claims_backlog(agents, pending, conversations)
+        wanted = min(CLAIMS_PER_RUN, conversations)
+        old, new = [], []
+        for _ in range(CLAIM_RUNS):  # interleaved, so both paths see the same machine load
+            ticker = Ticker(gateway_id="bench")
+            old.append(_claims_per_second(lambda t=ticker: _claim_before(t, agent_ids), wanted))
+            ticker = Ticker(gateway_id="bench")
+            new.append(_claims_per_second(lambda t=ticker: len(t.claim(agent_ids=agent_ids)), wanted))
+        rate, before = statistics.median(new), statistics.median(old)
+        print(
+            f"tick claims, {pending:,} pending in {conversations:,} conversations on {label}: median "
+            f"{rate:,.0f} claims/s (before, up to {BEFORE_SCAN_LIMIT:,} nodes read as objects: "
+            f"{before:,.0f}/s, {rate / before:.1f}x); goal ≥ {goal:,}/s, "
+            f"{'meets' if rate >= goal else 'MISSES'} ({CLAIM_RUNS} runs of {wanted:,} claims)",
+            flush=True,
+        )
 
 
 def _idle_pass_cpu(gateway) -> float:
@@ -731,33 +829,49 @@ def run_part(part: str, env: dict[str, str], label: str = "") -> None:
     print("\n".join(lines) if lines else f"{part}: failed\n{result.stderr[-2000:]}")
 
 
-def main() -> None:
+PARTS = ("overhead", "claims", "idle", "dispatch", "rss", "worker_rss", "latency")
+
+
+def main(only: set[str]) -> None:
+    """Run the parts named in `only` (every part when empty), in order."""
+    unknown = only - set(PARTS)
+    if unknown:
+        sys.exit(f"unknown part {', '.join(sorted(unknown))}: --only takes {', '.join(PARTS)}")
     base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
     with tempfile.TemporaryDirectory() as tmp:
-        sqlite = {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "overhead.sqlite3")}
-        run_part("overhead", sqlite)
-        run_part("claims", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "claims.sqlite3")}, "SQLite")
-        url = mysql_url()
-        if url:
-            parts = urlsplit(url)
-            name = os.environ.get("CINDY_BENCH_DATABASE_NAME") or f"cindy_bench_{os.getpid()}"
-            mysql_admin(url, f"DROP DATABASE IF EXISTS {name}")
-            mysql_admin(url, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
-            try:
-                run_part(
-                    "claims", {**base, "DATABASE_URL": f"{parts.scheme}://{parts.netloc}/{name}"}, "MariaDB"
-                )
-            finally:
+
+        def sqlite(name: str) -> dict[str, str]:
+            return {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / f"{name}.sqlite3")}
+
+        def wanted(part: str) -> bool:
+            return not only or part in only
+
+        if wanted("overhead"):
+            run_part("overhead", sqlite("overhead"))
+        if wanted("claims"):
+            run_part("claims", sqlite("claims"), "SQLite")
+            url = mysql_url()
+            if url:
+                parts = urlsplit(url)
+                name = os.environ.get("CINDY_BENCH_DATABASE_NAME") or f"cindy_bench_{os.getpid()}"
                 mysql_admin(url, f"DROP DATABASE IF EXISTS {name}")
-        else:
-            print("tick claims on MariaDB: skipped (no MySQL/MariaDB server reachable)")
-        run_part("idle", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "idle.sqlite3")})
-        run_part("dispatch", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "dispatch.sqlite3")})
-        run_part("rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "rss.sqlite3")})
-        run_part("worker_rss", {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / "worker_rss.sqlite3")})
-        for count in LATENCY_AGENTS:
-            path = str(Path(tmp) / f"latency{count}.sqlite3")
-            run_part("latency", {**base, "CINDY_SQLITE_PATH": path}, str(count))
+                mysql_admin(url, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+                try:
+                    run_part(
+                        "claims",
+                        {**base, "DATABASE_URL": f"{parts.scheme}://{parts.netloc}/{name}"},
+                        "MariaDB",
+                    )
+                finally:
+                    mysql_admin(url, f"DROP DATABASE IF EXISTS {name}")
+            else:
+                print("tick claims on MariaDB: skipped (no MySQL/MariaDB server reachable)")
+        for part in ("idle", "dispatch", "rss", "worker_rss"):
+            if wanted(part):
+                run_part(part, sqlite(part))
+        if wanted("latency"):
+            for count in LATENCY_AGENTS:
+                run_part("latency", sqlite(f"latency{count}"), str(count))
 
 
 if __name__ == "__main__":
@@ -784,4 +898,7 @@ if __name__ == "__main__":
         else:
             part_rss(child_env)
     else:
-        main()
+        only = set()
+        if "--only" in sys.argv:
+            only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
+        main(only)

@@ -2,9 +2,11 @@
 
 Fairness is round-robin: every started node stamps its conversation and its agent with a rising
 counter, and candidates are taken least-recently-served agent first, then least-recently-served
-conversation. With at most one running node per conversation (enforced by the eligibility query) a chat
-with fifty queued sends gets one turn per tick like any other chat, so it never starves the rest.
-Telegram kinds are limited to one per agent per tick: one account acts like one person.
+conversation. Only a conversation's next node is a candidate (one running node per conversation, see
+`conversation_heads`), so a chat with fifty queued sends gets one turn per tick like any other chat and
+never starves the rest. A pass reads at most `SCAN_LIMIT` conversations, carrying on from where the
+previous read stopped, so with more waiting conversations than that each still comes up within a round
+of ticks. Telegram kinds are limited to one per agent per tick: one account acts like one person.
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ from django.conf import settings
 from cindy_site.clock import now
 from conversations.models import TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors import eligible_nodes, pending_nodes_due
+from conversations.selectors import Candidate, candidates_in_turns, conversation_heads, pending_nodes_due
 from conversations.services.nodes import new_claim_token, nodes_claim
 
 logger = logging.getLogger(__name__)
 
 #: Upper bound on nodes started per tick; the rest wait for the next tick.
 MAX_NODES_PER_TICK = 200
-#: Upper bound on candidates read per tick.
-SCAN_LIMIT = 5000
+#: Candidates read per tick (at most one per conversation): a small multiple of the cap, so the
+#: round-robin has choice while the read stays the same size however long the backlog.
+SCAN_LIMIT = 4 * MAX_NODES_PER_TICK
 
 
 class Ticker:
@@ -34,22 +37,28 @@ class Ticker:
         self._counter = 0
         self._served_conversation: dict[int, int] = {}
         self._served_agent: dict[int, int] = {}
+        #: The conversation id the next read starts after (see `candidates`).
+        self._after = 0
 
-    def select(self, candidates: Iterable[TaskNode], *, limit: int = MAX_NODES_PER_TICK) -> list[TaskNode]:
+    def select(self, candidates: Iterable[Candidate], *, limit: int = MAX_NODES_PER_TICK) -> list[Candidate]:
         """Pick at most one node per conversation and one Telegram node per agent, round-robin."""
-        first_per_conversation: dict[int, TaskNode] = {}
-        for node in candidates:  # oldest not_before first, so the head of each chain wins
-            first_per_conversation.setdefault(node.conversation_id, node)
-        ordered = sorted(
-            first_per_conversation.values(),
-            key=lambda n: (
-                self._served_agent.get(n.agent_id, 0),
-                self._served_conversation.get(n.conversation_id, 0),
-                n.not_before,
-                n.pk,
-            ),
-        )
-        picked: list[TaskNode] = []
+        # Candidates come in the order to prefer when the stamps tie (`candidates_in_turns`: agents in
+        # turns, oldest first); a list with several nodes of a conversation keeps the first.
+        first_per_conversation: dict[int, tuple[int, Candidate]] = {}
+        for position, node in enumerate(candidates):
+            first_per_conversation.setdefault(node.conversation_id, (position, node))
+        ordered = [
+            node
+            for _, node in sorted(
+                first_per_conversation.values(),
+                key=lambda entry: (
+                    self._served_agent.get(entry[1].agent_id, 0),
+                    self._served_conversation.get(entry[1].conversation_id, 0),
+                    entry[0],
+                ),
+            )
+        ]
+        picked: list[Candidate] = []
         acting_agents: set[int] = set()
         for node in ordered:
             if len(picked) >= limit:
@@ -64,6 +73,22 @@ class Ticker:
             picked.append(node)
         return picked
 
+    def candidates(self, *, agent_ids: list[int], at) -> list[Candidate]:
+        """This tick's candidates: at most `SCAN_LIMIT` conversations' next nodes, read in conversation
+        id order from where the previous read stopped, wrapping round to the first conversation.
+
+        While fewer than `SCAN_LIMIT` conversations have a node to start, every read sees them all
+        and starts from the first. With more, each read takes the next `SCAN_LIMIT` of them, so every
+        conversation comes up within a round of ticks, however many there are, and a read costs the
+        same at 100 or at 10,000 waiting conversations."""
+        heads = conversation_heads(agent_ids=agent_ids, at=at, limit=SCAN_LIMIT, after=self._after)
+        if len(heads) < SCAN_LIMIT and self._after:  # the end was reached: go round from the start
+            heads += conversation_heads(
+                agent_ids=agent_ids, at=at, limit=SCAN_LIMIT - len(heads), upto=self._after
+            )
+        self._after = heads[-1][0] if len(heads) == SCAN_LIMIT else 0
+        return candidates_in_turns(node_ids=[node_id for _, node_id in heads], limit=SCAN_LIMIT)
+
     def claim(
         self, *, agent_ids: Iterable[int], limit: int = MAX_NODES_PER_TICK
     ) -> list[tuple[TaskNode, str]]:
@@ -71,12 +96,11 @@ class Ticker:
         agent_ids, at = list(agent_ids), now()
         if not pending_nodes_due(agent_ids=agent_ids, at=at):  # an idle tick: skip the full scan
             return []
-        candidates = eligible_nodes(agent_ids=agent_ids, at=at, limit=SCAN_LIMIT)
-        chosen = self.select(candidates, limit=limit)
+        chosen = self.select(self.candidates(agent_ids=agent_ids, at=at), limit=limit)
         if not chosen:
             return []
         owner = new_claim_token(self.gateway_id)
         won = nodes_claim(
-            node_ids=[n.pk for n in chosen], owner=owner, lease_seconds=settings.CINDY_NODE_LEASE_SECONDS
+            node_ids=[n.id for n in chosen], owner=owner, lease_seconds=settings.CINDY_NODE_LEASE_SECONDS
         )
         return [(node, owner) for node in won]

@@ -100,10 +100,14 @@ class TaskNode(models.Model):
     class Meta:
         ordering = ["graph", "sequence", "id"]
         indexes = [
-            # The tick's eligibility scan: pending nodes whose not_before has passed.
+            # The idle tick's first test (`pending_nodes_due`) and the node timer (`node_next_due_at`):
+            # pending nodes by not_before.
             models.Index(fields=["status", "not_before"], name="tasknode_eligible_idx"),
             # The lease reaper: running nodes whose lease has expired.
             models.Index(fields=["status", "lease_expires_at"], name="tasknode_lease_idx"),
+            # The tick's candidate read (`conversation_heads`, polled by `Ticker.claim` every pass): the
+            # oldest eligible node of each active conversation, and whether a node of it is running.
+            models.Index(fields=["conversation", "status", "not_before"], name="tasknode_queue_idx"),
         ]
 
     def __str__(self) -> str:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
+
+from django.db import connection
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
@@ -48,3 +51,37 @@ def events_record(events: list[ActivityEvent]) -> None:
     """Append many events in one INSERT (built with `activity_event`), in list order."""
     if events:
         ActivityEvent.objects.bulk_create(events)
+
+
+#: The columns `events_insert` writes, in its row order.
+_ROW_COLUMNS = ("created", "kind", "agent_id", "conversation_id", "node_id", "summary", "data")
+
+
+def events_insert(
+    kind: str,
+    rows: list[tuple[int | None, int | None, int | None, str, dict[str, Any]]],
+    *,
+    when: dt.datetime,
+) -> None:
+    """Append many events of one `kind`, all at `when`, from plain rows (agent id, conversation id,
+    node id, summary, data): one statement and no model object, for the tick's claims (up to 200 per
+    pass), where building and preparing each event made up a fifth of the pass. The stored rows are
+    those `activity_event` would build."""
+    if kind not in _KINDS:
+        raise ValueError(f"unknown activity kind {kind!r}: add it to ActivityEvent.Kind")
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    created = connection.ops.adapt_datetimefield_value(when)
+    sql = (
+        f"INSERT INTO {quote(ActivityEvent._meta.db_table)} ({', '.join(quote(c) for c in _ROW_COLUMNS)}) "
+        f"VALUES ({', '.join(['%s'] * len(_ROW_COLUMNS))})"
+    )
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            sql,
+            [
+                (created, str(kind), agent_id, conversation_id, node_id, summary[:2000], json.dumps(data))
+                for agent_id, conversation_id, node_id, summary, data in rows
+            ],
+        )
