@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("agents", "0009_person_bots_and_hops"),
-        ("conversations", "0012_llmcall_worker"),
+        ("conversations", "0018_voice_notes"),
     ]
 
     operations = [
