@@ -205,9 +205,10 @@ def descriptions_for(messages: Iterable[Message]) -> dict[str, MediaDescription]
 def render_media(part: dict[str, Any], description: MediaDescription | None, *, speaker: str = "") -> str:
     """Compact text for one media part, e.g. ‹the sticker 😂 from the set NNNNun that appears as …›;
     a voice note, audio or video note as its transcript (llm.transcription)."""
-    if is_transcribable(part):
-        return render_audio(part, description, speaker=speaker)
     kind = part.get("media_kind") or "other"
+    own = (part.get("extra") or {}).get("transcript") if kind == "voice" else ""
+    if is_transcribable(part) and not own:
+        return render_audio(part, description, speaker=speaker)
     described = ""
     if description is not None and description.status in _DESCRIBED and description.description:
         described = " ".join(description.description.split())
@@ -226,9 +227,8 @@ def render_media(part: dict[str, Any], description: MediaDescription | None, *, 
         return f"‹media of kind {kind}›"
     if described:
         text += f" that appears as {described}"
-    transcript = (part.get("extra") or {}).get("transcript") if kind == "voice" else ""
-    if transcript:  # one of the agent's own voice notes: what it said
-        text += f" saying: {' '.join(str(transcript).split())}"
+    if own:  # one of the agent's own voice notes: what it said
+        text += f" saying: {' '.join(str(own).split())}"
     return f"‹{text}›"
 
 
