@@ -20,7 +20,9 @@ def _staff(django_user_model, username: str, *perms: str):
     user = django_user_model.objects.create_user(username, password="pw", is_staff=True)
     for perm in perms:
         app_label, codename = perm.split(".")
-        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+        user.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
     return django_user_model.objects.get(pk=user.pk)  # a fresh instance: no cached permissions
 
 

@@ -1,0 +1,109 @@
+"""Installation-wide summaries: LLM costs per agent and day, health, and the metrics summary.
+
+Health and metrics are open to every staff token, as `/metrics` is to every signed-in staff user;
+costs list only the agents whose LLM calls the user may see."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from decimal import Decimal
+from typing import Annotated
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+
+from agents.access import agents_for
+from api.core import ERRORS
+from dashboard.costs import daily_costs
+from engine.health import installation_health
+from engine.metrics import DatabaseCollector
+
+router = Router(tags=["summaries"])
+VIEW_COSTS = "conversations.view_llmcall"
+
+
+class AgentCostOut(Schema):
+    name: str
+    values: list[str] = Field(description="USD per day, in the order of `days`")
+    total: str
+
+
+class CostsOut(Schema):
+    days: list[dt.date]
+    agents: list[AgentCostOut]
+    total: str
+
+
+class ProcessOut(Schema):
+    name: str
+    kind: str
+    host: str
+    pid: int
+    started_at: dt.datetime
+    beat_at: dt.datetime
+
+
+class HealthOut(Schema):
+    ok: bool
+    problems: list[str]
+    processes: list[ProcessOut]
+
+
+class SampleOut(Schema):
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
+class MetricsOut(Schema):
+    samples: list[SampleOut]
+
+
+@router.get("/costs", response={200: CostsOut, **ERRORS}, summary="LLM costs per agent and day")
+def costs(request: HttpRequest, days: Annotated[int, Field(ge=1, le=366)] = 14):
+    """The agents you may see with their LLM costs (USD) per day of TIME_ZONE, today last."""
+    visible = set(agents_for(request.user, VIEW_COSTS).values_list("name", flat=True))
+    data = daily_costs(days=days)
+    series = [row for row in data["agents"] if row["name"] in visible]
+    return {
+        "days": data["days"],
+        "agents": [
+            {"name": row["name"], "values": [str(v) for v in row["values"]], "total": str(row["total"])}
+            for row in series
+        ],
+        "total": str(sum((row["total"] for row in series), start=Decimal("0"))),
+    }
+
+
+@router.get("/health", response={200: HealthOut, **ERRORS}, summary="Health of the installation")
+def health(request: HttpRequest):
+    """What `manage.py health` reports: each gateway's and worker pool's heartbeat, and what is wrong."""
+    report = installation_health()
+    return {
+        "ok": report.ok,
+        "problems": report.problems,
+        "processes": [
+            {
+                "name": row.name,
+                "kind": row.kind,
+                "host": row.host,
+                "pid": row.pid,
+                "started_at": row.started_at,
+                "beat_at": row.beat_at,
+            }
+            for row in report.processes
+        ],
+    }
+
+
+@router.get("/metrics", response={200: MetricsOut, **ERRORS}, summary="The metrics summary")
+def metrics(request: HttpRequest):
+    """The samples `/metrics` exposes for Prometheus (messages, turns, LLM calls, queue, leases...), as JSON."""
+    samples = [
+        {"name": sample.name, "labels": dict(sample.labels), "value": sample.value}
+        for family in DatabaseCollector().collect()
+        for sample in family.samples
+        if math.isfinite(sample.value)
+    ]
+    return {"samples": samples}
