@@ -82,7 +82,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
             )
         except TokenError as exc:
             raise ValidationError(str(exc)) from None
-        obj.pk = token.pk
+        for field in ApiToken._meta.concrete_fields:  # the admin logs and links the saved row
+            setattr(obj, field.attname, getattr(token, field.attname))
         messages.warning(
             request,
             f"Your new API token (copy it now, it is not shown again): {raw}",
