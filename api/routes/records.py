@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Annotated, Any
 
 from django.http import HttpRequest
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 
 from api.core import (
     DEFAULT_LIMIT,
@@ -142,7 +142,7 @@ def record_create(request: HttpRequest, agent_id: RowId, kind: RecordName, body:
         created=body.created,
         fields=body.fields,
     )
-    return 201, record_row(record, _existing(record, agent.pk, channel_id, outcome.entry_id))
+    return Status(201, record_row(record, _existing(record, agent.pk, channel_id, outcome.entry_id)))
 
 
 @router.get(
@@ -214,4 +214,4 @@ def record_delete(
         created=None,
         fields={},
     )
-    return 204, None
+    return Status(204, None)

@@ -10,7 +10,7 @@ import datetime as dt
 from typing import Annotated, Any
 
 from django.http import HttpRequest
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 
 from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
 from conversations.models import SandboxMessage
@@ -85,7 +85,7 @@ def sandbox_say_view(request: HttpRequest, agent_id: RowId, body: SayIn):
         )
     except SandboxError as exc:
         raise ApiError(422, str(exc), field="reply_to" if "reply" in str(exc) else None) from None
-    return 201, message_row(message)
+    return Status(201, message_row(message))
 
 
 @router.get(

@@ -27,7 +27,9 @@ class ApiClient:
         )
 
     def put(self, path: str, body: dict):
-        return self.client.put(f"/api/v1{path}", body, content_type="application/json", headers=self._headers())
+        return self.client.put(
+            f"/api/v1{path}", body, content_type="application/json", headers=self._headers()
+        )
 
     def delete(self, path: str):
         return self.client.delete(f"/api/v1{path}", headers=self._headers())

@@ -25,7 +25,9 @@ def staff_client(client, make_staff):
 
 
 def test_staff_create_a_token_and_see_it_once(staff_client):
-    answer = staff_client.post("/admin/api/apitoken/add/", {"name": "fleet script", "expires_0": "", "expires_1": ""})
+    answer = staff_client.post(
+        "/admin/api/apitoken/add/", {"name": "fleet script", "expires_0": "", "expires_1": ""}
+    )
 
     assert answer.status_code == 302
     token = ApiToken.objects.get()
