@@ -20,12 +20,13 @@ from engine.health import installation_health
 from engine.metrics import DatabaseCollector
 
 router = Router(tags=["summaries"])
+MICRO_USD = Decimal("0.000001")
 VIEW_COSTS = "conversations.view_llmcall"
 
 
 class AgentCostOut(Schema):
     name: str
-    values: list[str] = Field(description="USD per day, in the order of `days`")
+    values: list[str] = Field(description="USD per day (six decimals), in the order of `days`")
     total: str
 
 
@@ -60,6 +61,11 @@ class MetricsOut(Schema):
     samples: list[SampleOut]
 
 
+def _usd(value: Decimal) -> str:
+    """A cost as the LLM call rows keep it: dollars with six decimals (the same on every database)."""
+    return f"{Decimal(value).quantize(MICRO_USD):f}"
+
+
 @router.get("/costs", response={200: CostsOut, **ERRORS}, summary="LLM costs per agent and day")
 def costs(request: HttpRequest, days: Annotated[int, Field(ge=1, le=366)] = 14):
     """The agents you may see with their LLM costs (USD) per day of TIME_ZONE, today last."""
@@ -69,10 +75,10 @@ def costs(request: HttpRequest, days: Annotated[int, Field(ge=1, le=366)] = 14):
     return {
         "days": data["days"],
         "agents": [
-            {"name": row["name"], "values": [str(v) for v in row["values"]], "total": str(row["total"])}
+            {"name": row["name"], "values": [_usd(v) for v in row["values"]], "total": _usd(row["total"])}
             for row in series
         ],
-        "total": str(sum((row["total"] for row in series), start=Decimal("0"))),
+        "total": _usd(sum((row["total"] for row in series), start=Decimal("0"))),
     }
 
 
