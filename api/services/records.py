@@ -166,8 +166,10 @@ def record_write(
             )
             if outcome.action != "absent":
                 _record_activity(record, agent_id=agent_id, outcome=outcome, by=by)
-    except TimeError as exc:
-        raise RecordError(str(exc), field=_field_named(str(exc), record)) from None
+    except (TimeError, OverflowError) as exc:
+        # TimeError names the field and the fix; an overflow is a date past what a calendar holds.
+        message = str(exc) if isinstance(exc, TimeError) else f"a date or interval is out of range ({exc})"
+        raise RecordError(message, field=_field_named(str(exc), record)) from None
     except (IntegrityError, ValidationError) as exc:
         raise RecordError(_integrity_message(record, exc)) from None
     return outcome
