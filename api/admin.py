@@ -24,6 +24,11 @@ class ApiTokenForm(forms.ModelForm):
         model = ApiToken
         fields = ["name", "expires"]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "name" in self.fields:
+            self.fields["name"].required = True  # a person's list of tokens needs telling apart
+
     def clean_expires(self):
         expires = self.cleaned_data.get("expires")
         if expires is not None and expires <= now():
