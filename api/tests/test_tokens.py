@@ -7,9 +7,10 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from api.models import ApiToken
-from api.services.tokens import api_token_revoke, token_digest
+from api.services.tokens import api_token_create, api_token_revoke, token_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +95,10 @@ def test_the_schema_is_served_without_a_token(client):
     schema = answer.json()
     assert schema["info"]["title"] == "Cindy API"
     assert "/api/v1/agents/{agent_id}/records/{kind}" in schema["paths"]
+
+
+def test_writes_need_no_csrf_token(owner, wendy):
+    _, raw = api_token_create(user=owner, name="script")
+    strict = Client(enforce_csrf_checks=True)
+    answer = strict.post(f"/api/v1/agents/{wendy.pk}/disable", headers={"Authorization": f"Bearer {raw}"})
+    assert answer.status_code == 200
