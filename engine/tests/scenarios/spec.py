@@ -14,6 +14,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     user_ids = {Tg = 777000}         # optional: people with a fixed user id (777000: Telegram's service)
     group = {title = "Club", agents = ["Wendy"]}   # optional: the people speak in this group, which
                                      # these other personas are in too (sandbox only)
+    through_api = true               # optional: the people speak through the REST API (sandbox only)
 
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
@@ -79,6 +80,7 @@ _SCENARIO_KEYS = {
     "bots",
     "user_ids",
     "group",
+    "through_api",
     "turn",
 }
 _TURN_KEYS = {
@@ -168,6 +170,7 @@ class Scenario:
     user_ids: dict[str, int] = field(default_factory=dict)
     group: str = ""  # the title of the group the people speak in ("" for DMs)
     group_agents: tuple[str, ...] = ()  # the other personas in that group
+    through_api: bool = False  # the people speak through POST /api/v1/agents/{id}/sandbox/messages
 
     @property
     def group_title(self) -> str:
@@ -211,6 +214,14 @@ def load(path: Path) -> Scenario:
     group, group_agents = _group(where, data.get("group"), persona)
     if group and data.get("telegram"):
         raise ScenarioError(f"{where}: a group scenario plays on the sandbox only: remove telegram = true")
+    through_api = data.get("through_api", False)
+    if not isinstance(through_api, bool):
+        raise ScenarioError(f"{where}: through_api is {through_api!r}: write true or false")
+    if through_api and (data.get("telegram") or data.get("bots") or data.get("user_ids")):
+        raise ScenarioError(
+            f"{where}: through_api = true: the REST API speaks as sandbox people only: "
+            "remove telegram, bots and user_ids"
+        )
     return Scenario(
         path=path,
         persona=persona,
@@ -229,6 +240,7 @@ def load(path: Path) -> Scenario:
         user_ids=_user_ids(where, data.get("user_ids", {}), people),
         group=group,
         group_agents=group_agents,
+        through_api=through_api,
     )
 
 
