@@ -46,14 +46,16 @@ def api_token_create(
     return token, raw
 
 
-def api_token_create_for(*, username: str, name: str = "") -> tuple[ApiToken, str]:
+def api_token_create_for(
+    *, username: str, name: str = "", expires: dt.datetime | None = None
+) -> tuple[ApiToken, str]:
     user = get_user_model().objects.filter(**{get_user_model().USERNAME_FIELD: username}).first()
     if user is None:
         raise TokenError(
             f'no user is named "{username}": check the spelling, or create the user first '
             "(`manage.py createsuperuser`, or the admin's Users page)"
         )
-    return api_token_create(user=user, name=name)
+    return api_token_create(user=user, name=name, expires=expires)
 
 
 def api_token_revoke(*, token: ApiToken, by: str) -> ApiToken:

@@ -35,6 +35,13 @@ def test_apitoken_prints_a_token_once_and_stores_only_its_digest(owner, wendy, c
     assert token.last_used == clock.now()
 
 
+def test_apitoken_can_make_a_token_that_expires(owner, clock):
+    _apitoken("owner", "--days", "30")
+    assert ApiToken.objects.get().expires == clock.now() + dt.timedelta(days=30)
+    with pytest.raises(CommandError, match="--days is 0"):
+        _apitoken("owner", "--days", "0")
+
+
 def test_apitoken_refuses_unknown_users_and_non_staff(django_user_model):
     django_user_model.objects.create_user("visitor", password="pw")
     with pytest.raises(CommandError, match='no user is named "nobody"'):
