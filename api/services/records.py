@@ -178,7 +178,7 @@ def record_write(
 def _field_named(message: str, record: RecordKind) -> str | None:
     """The field a task error names ("\\"time\\" is ..."), as the request spells it."""
     for name in record.param_names():
-        if f'"{name}"' in message:
+        if f'"{name}"' in message or message.startswith(f"{name} "):
             return f"fields.{name}"
     if any(f'"{name}"' in message for name in record.spec.content_names):
         return "content"

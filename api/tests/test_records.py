@@ -86,6 +86,11 @@ def test_unknown_fields_and_empty_content_are_refused_with_the_fix(api, wendy):
     unknown = api.post(base, {"content": "x", "channel_id": 1, "fields": {"when": "tomorrow"}}).json()
     assert unknown["field"] == "fields.when"
     assert "use time, timezone, interval, occurrences" in unknown["detail"]
+    zone = api.post(
+        base, {"content": "x", "channel_id": 1, "fields": {"time": "2030-01-01", "timezone": "Mars/Base"}}
+    )
+    assert (zone.status_code, zone.json()["field"]) == (422, "fields.timezone")
+    assert 'timezone "Mars/Base" is not an IANA zone' in zone.json()["detail"]
     assert api.post(f"/agents/{wendy.pk}/records/memories", {"content": ""}).status_code == 422
     assert api.get(f"/agents/{wendy.pk}/records/diaries").status_code == 422
 
