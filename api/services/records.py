@@ -18,10 +18,13 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
-from conversations.models import ActivityEvent
+from agents.models import Agent
+from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
-from llm.tasks import TaskError, validate_task
-from memory.schedule_times import TimeError
+from llm.policy_initiative import initiative_refusal
+from llm.tasks import Task, TaskError, validate_task
+from memory.models import ScheduleEntry
+from memory.schedule_times import TimeError, parse_entry_time
 from memory.services.stored import StoredOutcome, stored_entry_apply
 from memory.stored_kinds import StoreContext, StoredKind, stored_kind
 
@@ -127,7 +130,8 @@ def record_write(
 ) -> StoredOutcome:
     """Create (no or a new `entry_id`), update (an existing one) or delete (empty `content`) one record.
 
-    1. The request is checked as the agent's own task of that kind would be (`validate_task`).
+    1. The request is checked as the agent's own task of that kind would be (`validate_task`), and
+       events and schedule entries as the admin's forms check them (`_refusal`).
     2. It is stored by `stored_entry_apply`; a time or a range the model refuses undoes it.
     3. The activity stream records who changed what.
     """
@@ -152,6 +156,9 @@ def record_write(
         (task,) = validate_task(raw)
     except TaskError as exc:
         raise RecordError(str(exc), field=_field_named(str(exc), record)) from None
+    refusal = _refusal(record, task, agent_id=agent_id, channel_id=channel_id)
+    if refusal:
+        raise RecordError(refusal, field=_field_named(refusal, record))
     params = dict(task.params)
     context = StoreContext(agent_id=agent_id, channel_id=channel_id or 0)
     try:
@@ -175,11 +182,60 @@ def record_write(
     return outcome
 
 
+def _refusal(record: RecordKind, task: Task, *, agent_id: int, channel_id: int | None) -> str:
+    """The rules the admin's forms and the agent's policy keep beyond the task's shape: an event needs a
+    readable, future time; a schedule entry ends after it starts and overlaps no other entry."""
+    if not task.params.get("content", "").strip():
+        return ""  # a delete by id
+    agent = Agent.objects.get(pk=agent_id)
+    if record.kind == "event":
+        refusal = initiative_refusal(task, conversation=Conversation(agent=agent, peer_id=channel_id or 0))
+        return refusal.removeprefix("event: ").removeprefix("event ")
+    if record.kind == "schedule":
+        return _schedule_refusal(task, agent=agent)
+    return ""
+
+
+def _schedule_refusal(task: Task, *, agent: Agent) -> str:
+    params = task.params
+    existing = ScheduleEntry.objects.filter(agent=agent, entry_id=task.id).first() if task.id else None
+    missing = [n for n in ("start_time", "end_time") if existing is None and params.get(n) in (None, "")]
+    if missing:
+        return " and ".join(f'"{name}"' for name in missing) + " missing: give ISO 8601 date-times"
+    try:
+        start = parse_entry_time(
+            params.get("start_time") or existing.start, agent_timezone=agent.timezone, name="start_time"
+        )
+        end = parse_entry_time(
+            params.get("end_time") or existing.end, agent_timezone=agent.timezone, name="end_time"
+        )
+    except TimeError as exc:
+        return str(exc)
+    if end <= start:
+        return f'"end_time" ({end:%Y-%m-%d %H:%M}) is not after "start_time" ({start:%Y-%m-%d %H:%M}): give a later end'
+    clash = (
+        ScheduleEntry.objects.filter(agent=agent, start__lt=end, end__gt=start)
+        .exclude(entry_id=task.id or "")
+        .order_by("start")
+        .first()
+    )
+    if clash is not None:
+        return (
+            f'this entry overlaps "{clash.activity}" ({clash.entry_id}, {clash.start:%Y-%m-%d %H:%M}-'
+            f"{clash.end:%H:%M}): move it, or change or delete that entry first"
+        )
+    return ""
+
+
 def _field_named(message: str, record: RecordKind) -> str | None:
     """The field a task error names ("\\"time\\" is ..."), as the request spells it."""
-    for name in record.param_names():
-        if f'"{name}"' in message or message.startswith(f"{name} "):
-            return f"fields.{name}"
+    named = sorted(
+        (0 if message.startswith(f"{name} ") else message.find(f'"{name}"'), name)
+        for name in record.param_names()
+        if message.startswith(f"{name} ") or f'"{name}"' in message
+    )
+    if named:
+        return f"fields.{named[0][1]}"  # the first one the message names
     if any(f'"{name}"' in message for name in record.spec.content_names):
         return "content"
     if '"created"' in message:

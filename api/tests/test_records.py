@@ -62,6 +62,16 @@ def test_notes_belong_to_one_conversation(api, wendy, clock):
 def test_an_event_s_time_is_checked_as_the_agent_s_own_task_is(api, wendy, clock):
     base = f"/agents/{wendy.pk}/records/events"
 
+    past = api.post(
+        base, {"content": "Too late", "channel_id": 1001, "fields": {"time": "2001-01-01T10:00:00"}}
+    )
+    assert (past.status_code, past.json()["field"], "is in the past" in past.json()["detail"]) == (
+        422,
+        "fields.time",
+        True,
+    )
+    untimed = api.post(base, {"content": "Whenever", "channel_id": 1001})
+    assert (untimed.status_code, untimed.json()["field"]) == (422, "fields.time")
     bad = api.post(base, {"content": "Ask about the exam", "channel_id": 1001, "fields": {"time": "soonish"}})
     assert bad.status_code == 422
     body = bad.json()
@@ -100,13 +110,18 @@ def test_a_schedule_entry_that_ends_before_it_starts_is_refused(api, wendy, cloc
     fields = {"start_time": "2030-05-01T10:00:00+00:00", "end_time": "2030-05-01T09:00:00+00:00"}
 
     refused = api.post(base, {"content": "Gardening", "fields": fields})
-    assert refused.status_code == 422
-    assert "end after the start" in refused.json()["detail"]
+    assert (refused.status_code, refused.json()["field"]) == (422, "fields.end_time")
+    assert "give a later end" in refused.json()["detail"]
     assert not ScheduleEntry.objects.exists()
 
     fields["end_time"] = "2030-05-01T12:00:00+00:00"
     entry = api.post(base, {"content": "Gardening", "fields": {**fields, "responsiveness": 20}}).json()
     assert (entry["content"], entry["fields"]["responsiveness"]) == ("Gardening", 20)
+    overlap = api.post(
+        base, {"content": "Lunch", "fields": {**fields, "start_time": "2030-05-01T11:00:00+00:00"}}
+    )
+    assert (overlap.status_code, 'overlaps "Gardening"' in overlap.json()["detail"]) == (422, True)
+    assert ScheduleEntry.objects.count() == 1
 
 
 def test_each_write_needs_its_own_model_permission(api_as, make_staff, wendy, clock):
