@@ -4,8 +4,8 @@ API: the same validation as the agent's own tasks (`llm.tasks.validate_task`) an
 
 Each record kind of the API is one stored kind (`memory.stored_kinds`). Kinds kept per conversation
 (plans, notes, summaries, events) are addressed with the conversation's Telegram peer id
-(`channel_id`); the others are the agent's across all its chats, and entries the API makes there
-belong to no chat (so no conversation may change them; operators may).
+(`channel_id`); the others are the agent's across all its chats, and an entry the API makes there
+without a `channel_id` belongs to no chat (so no conversation may change it; operators may).
 """
 
 from __future__ import annotations
