@@ -1,7 +1,8 @@
 """Installation-wide summaries: LLM costs per agent and day, health, and the metrics summary.
 
-Health and metrics are open to every staff token, as `/metrics` is to every signed-in staff user;
-costs list only the agents whose LLM calls the user may see."""
+Health and metrics are open to every staff token, as `/metrics` is to every signed-in staff user,
+but leave out what names an agent the user may not see; costs list only the agents whose LLM calls
+the user may see."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from agents.access import agents_for
+from agents.models import Agent
 from api.core import ERRORS
 from dashboard.costs import daily_costs
 from engine.health import installation_health
@@ -61,6 +63,12 @@ class MetricsOut(Schema):
     samples: list[SampleOut]
 
 
+def _hidden_agents(request: HttpRequest) -> set[str]:
+    """The names of the agents the user may not see."""
+    visible = agents_for(request.user).values_list("pk", flat=True)
+    return set(Agent.objects.exclude(pk__in=visible).values_list("name", flat=True))
+
+
 def _usd(value: Decimal) -> str:
     """A cost as the LLM call rows keep it: dollars with six decimals (the same on every database)."""
     return f"{Decimal(value).quantize(MICRO_USD):f}"
@@ -86,9 +94,10 @@ def costs(request: HttpRequest, days: Annotated[int, Field(ge=1, le=366)] = 14):
 def health(request: HttpRequest):
     """What `manage.py health` reports: each gateway's and worker pool's heartbeat, and what is wrong."""
     report = installation_health()
+    hidden = _hidden_agents(request)
     return {
         "ok": report.ok,
-        "problems": report.problems,
+        "problems": [p for p in report.problems if not any(p.startswith(f"agent {n}:") for n in hidden)],
         "processes": [
             {
                 "name": row.name,
@@ -106,10 +115,11 @@ def health(request: HttpRequest):
 @router.get("/metrics", response={200: MetricsOut, **ERRORS}, summary="The metrics summary")
 def metrics(request: HttpRequest):
     """The samples `/metrics` exposes for Prometheus (messages, turns, LLM calls, queue, leases...), as JSON."""
+    hidden = _hidden_agents(request)
     samples = [
         {"name": sample.name, "labels": dict(sample.labels), "value": sample.value}
         for family in DatabaseCollector().collect()
         for sample in family.samples
-        if math.isfinite(sample.value)
+        if math.isfinite(sample.value) and sample.labels.get("agent") not in hidden
     ]
     return {"samples": samples}

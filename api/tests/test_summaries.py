@@ -55,6 +55,17 @@ def test_the_metrics_summary_has_the_prometheus_samples(api, wendy, clock):
     )
 
 
+def test_health_and_metrics_leave_out_agents_the_user_may_not_see(api, api_as, make_staff, wendy, clock):
+    chat = Conversation.objects.create(agent=wendy, peer_id=1001, kind="dm")
+    Message.objects.create(conversation=chat, message_id=1, date=clock.now(), text="hi", sender_id=1001)
+    nobody = api_as(make_staff("nobody"))
+
+    assert not any("Wendy" in problem for problem in nobody.get("/health").json()["problems"])
+    assert any("Wendy" in problem for problem in api.get("/health").json()["problems"])
+    assert any(s["labels"].get("agent") == "Wendy" for s in api.get("/metrics").json()["samples"])
+    assert not any(s["labels"].get("agent") == "Wendy" for s in nobody.get("/metrics").json()["samples"])
+
+
 def test_summaries_need_a_token(api_as):
     for path in ("/costs", "/health", "/metrics"):
         assert api_as(None).get(path).status_code == 401
