@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError
+from ninja.errors import AuthenticationError, ValidationError
 
 from api.core import ApiError, TokenAuth
 from api.routes import agents, conversations, records, sandbox, status, work
@@ -26,6 +26,20 @@ api = NinjaAPI(
 @api.exception_handler(ApiError)
 def _api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
     return api.create_response(request, {"detail": exc.detail, "field": exc.field}, status=exc.status)
+
+
+@api.exception_handler(ValidationError)
+def _malformed(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    """django-ninja's field errors, with the first one's field named as every other error names it."""
+    field = None
+    if exc.errors:
+        location = [str(part) for part in exc.errors[0].get("loc", ())]
+        field = (
+            ".".join(location[1:] if location[:1] in (["body"], ["query"], ["path"]) else location) or None
+        )
+        if field and field.startswith("body."):
+            field = field[len("body.") :]
+    return api.create_response(request, {"detail": exc.errors, "field": field}, status=422)
 
 
 @api.exception_handler(AuthenticationError)

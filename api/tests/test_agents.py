@@ -27,7 +27,8 @@ def test_the_list_pages_in_name_order_with_a_next_link(api, clock):
 def test_the_page_size_is_bounded(api, wendy):
     answer = api.get("/agents", limit=500)
     assert answer.status_code == 422
-    assert "limit" in str(answer.json()["detail"])
+    assert answer.json()["field"] == "limit"
+    assert "less than or equal to 200" in str(answer.json()["detail"])
 
 
 def test_reading_an_agent(api, wendy):

@@ -101,7 +101,8 @@ def test_unknown_fields_and_empty_content_are_refused_with_the_fix(api, wendy):
     )
     assert (zone.status_code, zone.json()["field"]) == (422, "fields.timezone")
     assert 'timezone "Mars/Base" is not an IANA zone' in zone.json()["detail"]
-    assert api.post(f"/agents/{wendy.pk}/records/memories", {"content": ""}).status_code == 422
+    empty = api.post(f"/agents/{wendy.pk}/records/memories", {"content": ""})
+    assert (empty.status_code, empty.json()["field"]) == (422, "content")
     assert api.get(f"/agents/{wendy.pk}/records/diaries").status_code == 422
 
 
