@@ -109,6 +109,7 @@ INSTALLED_APPS = [
     "llm",
     "dashboard",
     "cwimport",
+    "api",
 ]
 
 MIDDLEWARE = [

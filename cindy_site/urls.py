@@ -5,6 +5,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from api.api import api as rest_api
 from cindy_site.health_views import health_live, health_ready
 from cindy_site.metrics_views import metrics
 
@@ -16,6 +17,8 @@ urlpatterns = [
     # admin.site is cindy_site.admin_site.CindyAdminSite (OTP required), see CindyAdminConfig.
     path("admin/", admin.site.urls),
     path("dashboard/", include("dashboard.urls")),
+    # The REST API (api/): bearer tokens only, its schema at /api/v1/openapi.json.
+    path("api/v1/", rest_api.urls),
     # For supervisors and load balancers: no login, and answered on plain http too (settings).
     path("health/live", health_live, name="health_live"),
     path("health/ready", health_ready, name="health_ready"),

@@ -6,7 +6,14 @@ from __future__ import annotations
 from django.contrib import admin
 
 from cindy_site.admin_utils import ReadOnlyAdmin, ReadOnlyInline, change_link, short
-from conversations.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+from conversations.models import (
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxTopic,
+    SandboxUpdate,
+    SandboxUser,
+)
 
 
 class SandboxUserAdmin(ReadOnlyAdmin):
@@ -72,9 +79,17 @@ class SandboxUpdateAdmin(ReadOnlyAdmin):
     list_select_related = ["chat", "actor"]
 
 
+class SandboxTopicAdmin(ReadOnlyAdmin):
+    list_display = ["title", "chat", "topic_id", "created"]
+    list_filter = ["chat"]
+    search_fields = ["title"]
+    list_select_related = ["chat"]
+
+
 def register_sandbox_admins() -> None:
     admin.site.register(SandboxUser, SandboxUserAdmin)
     admin.site.register(SandboxChat, SandboxChatAdmin)
     admin.site.register(SandboxMember, SandboxMemberAdmin)
     admin.site.register(SandboxMessage, SandboxMessageAdmin)
     admin.site.register(SandboxUpdate, SandboxUpdateAdmin)
+    admin.site.register(SandboxTopic, SandboxTopicAdmin)

@@ -50,6 +50,7 @@ from llm.conversation import ChatMessage
 from llm.file_sources import is_file_url
 from llm.policy_image import image_refusal
 from llm.policy_initiative import INITIATIVE_KINDS, initiative_refusal
+from llm.policy_inputs import Source, TurnInputs
 from llm.prompt.sections import partner_is_operator
 from llm.tasks import Task
 from memory.services.stored import stored_entry_foreign
@@ -65,37 +66,6 @@ ORDINARY = frozenset({"send", "sticker", "react", "wait", "think", "retrieve", "
 SCHEDULE_TURN_KINDS = frozenset({"think", "retrieve"})
 #: More messages than this since the agent's last turn are not checked one by one: shutdown is refused.
 MAX_CHECKED_MESSAGES = 500
-
-
-@dataclass(frozen=True)
-class Source:
-    """One message the turn could have acted on."""
-
-    message_id: int
-    sender_id: int | None
-    sender_name: str
-    forwarded_from: str
-
-    @classmethod
-    def of(cls, message: Message | ChatMessage) -> Source:
-        return cls(message.message_id, message.sender_id, message.sender_name, message.forwarded_from)
-
-    def describe(self) -> str:
-        who = f"{self.sender_name} ({self.sender_id})" if self.sender_name else f"sender {self.sender_id}"
-        return f"message #{self.message_id} from {who}"
-
-
-@dataclass(frozen=True)
-class TurnInputs:
-    """What could have caused a turn's tasks (see the module docstring)."""
-
-    conversation: Conversation
-    since_last_turn: tuple[Source, ...] = ()
-    shown: tuple[Source, ...] = ()
-    outside: tuple[str, ...] = ()  # e.g. "2 retrieved web pages"
-    too_many: bool = False  # more than MAX_CHECKED_MESSAGES since the agent's last turn
-    trigger: str = ""  # the graph's trigger: message, xsend, event, schedule, ...
-    xsend_depth: int = 0  # the xsend hops that led to this turn (conversations.services.carry)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from django.conf import settings
 from llm.tasks import Task
 
 if TYPE_CHECKING:
-    from llm.policy import TurnInputs
+    from llm.policy_inputs import TurnInputs
 
 
 def image_refusal(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:

@@ -21,8 +21,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from cindy_site.admin_utils import change_link, changelist_link, short
-from media_catalog.models import MediaDescription, Sticker, StickerSet
+from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, short
+from media_catalog.models import MediaDescription, Sticker, StickerAccess, StickerSet
 from media_catalog.previews import (
     MAX_TGS_BYTES,
     PreviewError,
@@ -438,3 +438,16 @@ class StickerAdmin(FileViewMixin, admin.ModelAdmin):
         url = reverse("admin:media_catalog_mediadescription_change", args=[pk])
         label = short(sticker.description_text or sticker.description_status, 60)
         return format_html('<a href="{}">{}</a>', url, label)
+
+
+@admin.register(StickerAccess)
+class StickerAccessAdmin(ReadOnlyAdmin):
+    """What each Telegram account may send beyond its sets, as its gateway last saw it."""
+
+    list_display = ["agent", "premium", "saved_count", "updated"]
+    list_filter = ["premium"]
+    list_select_related = ["agent"]
+
+    @admin.display(description="Saved Messages stickers")
+    def saved_count(self, access: StickerAccess) -> int:
+        return len(access.saved_stickers or [])

@@ -38,7 +38,7 @@ from memory.models import Intention, Memory, Plan, Summary
 
 pytestmark = pytest.mark.django_db
 
-OUR_APPS = ("agents", "conversations", "memory", "media_catalog")
+OUR_APPS = ("agents", "conversations", "memory", "media_catalog", "api")
 T0 = dt.datetime(2026, 1, 5, 12, 0, tzinfo=dt.UTC)
 
 

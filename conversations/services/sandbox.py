@@ -424,11 +424,27 @@ def sandbox_react(
     return sandbox_set_reaction(message=message, user=sandbox_person(name=as_name), emoji=emoji)
 
 
+def voice_line(part: dict[str, Any]) -> str:
+    """A voice note in `sandbox show`: `(voice 3.2 s) transcript`: an agent's note carries what it
+    says; a person's shows its transcript once one exists."""
+    from media_catalog.models import MediaDescription
+
+    duration = part.get("duration")
+    label = f"(voice {duration:.1f} s)" if isinstance(duration, int | float) else "(voice)"
+    own = " ".join(str(part.get("transcript") or "").split())
+    if own:
+        return f"{label} {own}"
+    row = MediaDescription.objects.filter(
+        unique_id=part.get("unique_id") or "",
+        status__in=[MediaDescription.Status.OK, MediaDescription.Status.CURATED],
+    ).first()
+    transcript = " ".join((row.description or "").split()) if row else ""
+    return f"{label} {transcript}" if transcript else label
+
+
 def _describe_media(part: dict[str, Any]) -> str:
     kind = part.get("media_kind", "media")
     if kind == "voice":
-        from conversations.services.sandbox_voice import voice_line
-
         return voice_line(part)
     if kind == "sticker":
         name = part.get("sticker_name") or "?"

@@ -74,21 +74,3 @@ def sandbox_voice(
         ) from exc
     part = sandbox_voice_part(data, name=str(path))
     return sandbox_say(agent=agent, as_name=as_name, group=group, reply_to=reply_to, media=[part])
-
-
-def voice_line(part: dict[str, Any]) -> str:
-    """A voice note in `sandbox show`: `(voice 3.2 s) transcript`: an agent's note carries what it
-    says; a person's shows its transcript once one exists."""
-    from media_catalog.models import MediaDescription
-
-    duration = part.get("duration")
-    label = f"(voice {duration:.1f} s)" if isinstance(duration, int | float) else "(voice)"
-    own = " ".join(str(part.get("transcript") or "").split())
-    if own:
-        return f"{label} {own}"
-    row = MediaDescription.objects.filter(
-        unique_id=part.get("unique_id") or "",
-        status__in=[MediaDescription.Status.OK, MediaDescription.Status.CURATED],
-    ).first()
-    transcript = " ".join((row.description or "").split()) if row else ""
-    return f"{label} {transcript}" if transcript else label

@@ -18,6 +18,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
                                      # Messages (from HARNESS_STICKER_SETS), before the stage starts
     group = {title = "Allotment", forum = true}    # a group with topics; without other agents it may
                                      # also play on Telegram (a forum supergroup on the stand-in)
+    through_api = true               # optional: the people speak through the REST API (sandbox only)
 
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
@@ -131,6 +132,7 @@ _SCENARIO_KEYS = {
     "user_ids",
     "group",
     "saved_stickers",
+    "through_api",
     "turn",
 }
 _TURN_KEYS = {
@@ -259,6 +261,7 @@ class Scenario:
     group_agents: tuple[str, ...] = ()  # the other personas in that group
     saved_stickers: tuple[tuple[str, str], ...] = ()  # (set, emoji) kept in the account's Saved Messages
     forum: bool = False  # the group has topics
+    through_api: bool = False  # the people speak through POST /api/v1/agents/{id}/sandbox/messages
 
     @property
     def group_title(self) -> str:
@@ -325,6 +328,14 @@ def load(path: Path) -> Scenario:
                 f"{where}: turn {turn.number}: {turn.person} says a voice note as a person: a bot or a "
                 "fixed user id (bots, user_ids) sends text only"
             )
+    through_api = data.get("through_api", False)
+    if not isinstance(through_api, bool):
+        raise ScenarioError(f"{where}: through_api is {through_api!r}: write true or false")
+    if through_api and (data.get("telegram") or data.get("bots") or data.get("user_ids")):
+        raise ScenarioError(
+            f"{where}: through_api = true: the REST API speaks as sandbox people only: "
+            "remove telegram, bots and user_ids"
+        )
     return Scenario(
         path=path,
         persona=persona,
@@ -342,6 +353,7 @@ def load(path: Path) -> Scenario:
         group_agents=group_agents,
         saved_stickers=_saved_stickers(where, data.get("saved_stickers", [])),
         forum=forum,
+        through_api=through_api,
     )
 
 

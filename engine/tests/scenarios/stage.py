@@ -204,6 +204,7 @@ class Stage:
 
     def __init__(self, tmp: Path, template: ChildDatabase, scenarios: list[Scenario]) -> None:
         self.tmp = tmp
+        self._api_token = ""  # an operator's REST API token, made at the first `through_api` say
         self.db = ChildDatabase(tmp, suffix=f"_{type(self).__name__.lower()}")
         self.db.copy_from(template)
         self.llm = FakeLLMServer().start()
@@ -540,6 +541,19 @@ class Stage:
             args += ["--group", scenario.group_title]
         if turn.topic:
             args += ["--topic", turn.topic]
+        if scenario.through_api:
+            self.say_through_api(scenario, turn, text=text or turn.say)
+            if typing:
+                self.command(
+                    "sandbox",
+                    "typing",
+                    scenario.persona,
+                    "--as",
+                    scenario.user(turn.person),
+                    "--seconds",
+                    f"{typing:g}",
+                )
+            return
         if turn.media:
             self.run(
                 "from agents.models import Agent\nfrom conversations.services.sandbox import sandbox_say\n"
@@ -597,6 +611,26 @@ class Stage:
                 for s in self.served
                 if s.turn is None and "# Channel Details" not in s.text and since <= s.at <= until
             ]
+
+    def say_through_api(self, scenario: Scenario, turn: Turn, *, text: str) -> None:
+        """The person's message as a script sends it: POST /api/v1/agents/{id}/sandbox/messages with
+        an operator's token (`manage.py apitoken`), through the site's own URLs and middleware."""
+        if not self._api_token:
+            self.run(
+                "from django.contrib.auth import get_user_model\n"
+                "users = get_user_model().objects\n"
+                "if not users.filter(username='scenario-api').exists():\n"
+                "    users.create_superuser('scenario-api', 'api@example.com', None)"
+            )
+            self._api_token = self.command("apitoken", "scenario-api", "--name", "scenarios").strip()
+        body = {"text": text, "as_name": scenario.user(turn.person), "group": scenario.group_title}
+        self.run(
+            "from django.test import Client\n"
+            f"answer = Client(HTTP_HOST='localhost').post('/api/v1/agents/{self.agent_ids[scenario.persona]}"
+            f"/sandbox/messages', {body!r}, content_type='application/json', secure=True, "
+            f"headers={{'Authorization': 'Bearer {self._api_token}'}})\n"
+            "assert answer.status_code == 201, (answer.status_code, answer.content)"
+        )
 
     def typing_lasts(self, seconds: float) -> float:
         """How long the agent sees a person type who types for `seconds`."""

@@ -176,6 +176,11 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
             + 'topic = ""\n',
             "topic ['']: give each a title of 1 to 128 characters",
         ),
+        ('persona = "Orla"\npeople = ["Ada"]\nthrough_api = "yes"\n' + GOOD_TURN, "through_api is 'yes'"),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\nthrough_api = true\ntelegram = true\n' + GOOD_TURN,
+            "the REST API speaks as sandbox people only: remove telegram, bots and user_ids",
+        ),
     ],
 )
 def test_a_bad_scenario_file_is_refused_naming_the_file_and_the_fix(tmp_path, text, message):
@@ -225,6 +230,13 @@ def test_a_scenario_reads_the_presence_and_permission_keys(tmp_path):
         "read_only",
     )
     assert scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN).turns[0].rights is None
+
+
+def test_a_scenario_may_speak_through_the_rest_api(tmp_path):
+    assert scenario(
+        tmp_path, 'persona = "Orla"\npeople = ["Ada"]\nthrough_api = true\n' + GOOD_TURN
+    ).through_api
+    assert not scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN).through_api
 
 
 def test_the_log_scan_reports_warnings_errors_and_tracebacks_not_expected_by_name():

@@ -1,0 +1,111 @@
+"""The sandbox chat: say something to a sandbox agent as a person, and show the chat.
+
+Saying goes through the sandbox page's own form (`dashboard.forms.SendForm`) and `sandbox_say`, so
+the same checks apply; the gateway ingests the message and the agent answers in its own time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema, Status
+
+from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
+from conversations.models import SandboxMessage
+from conversations.services.sandbox import SandboxError, sandbox_find_chat, sandbox_say
+from dashboard.forms import SendForm
+from dashboard.sandbox_views import SANDBOX_WRITE
+from dashboard.selectors import sandbox_message_row
+
+router = Router(tags=["sandbox"])
+VIEW = "conversations.view_sandboxmessage"
+
+
+class SayIn(Schema):
+    text: str = Field(min_length=1, max_length=4096)
+    as_name: str = Field("You", min_length=1, max_length=64, description="Who speaks (a sandbox person)")
+    group: str = Field("", max_length=255, description="A group title; empty for the direct messages")
+    reply_to: int | None = Field(None, ge=1, le=2**31, description="A message id in that chat")
+
+
+class SandboxMessageOut(Schema):
+    chat_id: int
+    message_id: int
+    sender: str
+    sender_user_id: int
+    from_agent: bool
+    date: dt.datetime | None
+    text: str
+    reply_to_id: int | None
+    reactions: list[Any]
+    edited: bool
+    deleted: bool
+
+
+SandboxPage = page_schema(SandboxMessageOut, "SandboxPage")
+
+
+def message_row(message: SandboxMessage) -> dict[str, Any]:
+    row = sandbox_message_row(message)
+    row.pop("media", None)
+    return row
+
+
+def _form_errors(form: SendForm) -> tuple[str, str | None]:
+    for name, errors in form.errors.items():
+        field = None if name == "__all__" else name
+        return f"{name if field else 'message'}: {' '.join(errors)}", field
+    return "the message was refused", None
+
+
+@router.post(
+    "/{agent_id}/sandbox/messages",
+    response={201: SandboxMessageOut, **ERRORS},
+    summary="Say something to a sandbox agent",
+)
+def sandbox_say_view(request: HttpRequest, agent_id: RowId, body: SayIn):
+    agent = visible_agent(request, agent_id, SANDBOX_WRITE)
+    data = {"agent": agent.pk, "text": body.text, "as_name": body.as_name, "group": body.group}
+    if body.reply_to is not None:
+        data["reply_to"] = body.reply_to
+    form = SendForm(data)
+    if not form.is_valid():
+        detail, field = _form_errors(form)
+        raise ApiError(422, detail, field=field)
+    cleaned = form.cleaned_data
+    try:
+        message = sandbox_say(
+            agent=cleaned["agent"],
+            text=cleaned["text"],
+            as_name=cleaned["as_name"],
+            group=cleaned["group"] or None,
+            reply_to=cleaned["reply_to"],
+        )
+    except SandboxError as exc:
+        raise ApiError(422, str(exc), field="reply_to" if "reply" in str(exc) else None) from None
+    return Status(201, message_row(message))
+
+
+@router.get(
+    "/{agent_id}/sandbox/messages",
+    response={200: SandboxPage, **ERRORS},
+    summary="Show a sandbox chat, oldest first",
+)
+def sandbox_show(
+    request: HttpRequest,
+    agent_id: RowId,
+    as_name: Annotated[str, Field(min_length=1, max_length=64)] = "You",
+    group: Annotated[str, Field(max_length=255)] = "",
+    limit: Limit = DEFAULT_LIMIT,
+    offset: Offset = 0,
+):
+    """The chat between `as_name` and the agent (or the group titled `group`); empty if none yet."""
+    agent = visible_agent(request, agent_id, VIEW)
+    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group or None)
+    if chat is None:
+        messages: Any = SandboxMessage.objects.none()
+    else:
+        messages = SandboxMessage.objects.filter(chat=chat).select_related("sender").order_by("message_id")
+    return page(request, messages, limit=limit, offset=offset, row=message_row)
