@@ -74,7 +74,13 @@ def _part_of(conversation: Conversation, message_id: int, unique_id: str) -> dic
         raise ValidationError(f"message #{message_id} holds no media {unique_id!r}: reload the page")
     if not savable(part):
         kind = part.get("media_kind") or "other"
-        label = MediaKind(kind).label.lower() if kind in MediaKind.values else kind
+        label = (
+            "voice note"
+            if kind == MediaKind.VOICE
+            else MediaKind(kind).label.lower()
+            if kind in MediaKind.values
+            else kind
+        )
         raise ValidationError(
             f"a {label} cannot be saved to the library: only photos, stickers, GIFs and animations can"
         )
