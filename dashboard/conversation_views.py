@@ -15,7 +15,7 @@ from agents.models import Agent
 from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation
 from conversations.services.curation import conversation_gag, conversation_llm_set
-from conversations.services.media_save import conversation_media_save
+from conversations.services.media_save import conversation_media_save, media_save_options
 from conversations.services.translations import LANGUAGES, conversation_translation_request
 from conversations.services.work_queue import (
     WorkQueueError,
@@ -68,6 +68,8 @@ def conversation_log(request: HttpRequest, conversation_id: int) -> HttpResponse
     entries = conversation_transcript(conversation, translations=translations)
     context = conversation_header(conversation, request, tab="log")
     context.update({"entries": entries, "shown_language": language, "missing": missing})
+    shown = [m for e in entries if e["type"] == "message" for m in e["media"]]
+    context["save_options"] = media_save_options(conversation=conversation, parts=shown)
     return render(request, "dashboard/conversation_log.html", context)
 
 

@@ -107,3 +107,12 @@ def test_what_cannot_be_saved_is_a_clear_400(verified, saver, chat, url_args, da
     assert response.status_code == 400 and response["Content-Type"].startswith("text/plain")
     assert response.content.decode().startswith(expected)
     assert not LibraryItem.objects.exists() and not MediaDescription.objects.get().is_curated
+
+
+def test_the_task_log_offers_the_same_form_and_returns_to_the_log(verified, saver, chat):
+    log_url = f"/dashboard/conversations/{chat.pk}/log/"
+    page = verified.client.get(log_url).content.decode()
+    assert page.count('class="media-save"') == 1 and f'name="next" value="{log_url}"' in page
+    response = verified.client.post(_url(chat), {"description": "a red kite", "next": log_url})
+    assert (response.status_code, response["Location"]) == (302, log_url)
+    assert LibraryItem.objects.filter(unique_id="P1").exists()
