@@ -398,3 +398,35 @@ def test_a_forum_turn_fails_for_an_agent_line_in_another_topic_or_in_general(tmp
         "turn 1: the agent wrote #2 in 'Tools', not in 'Seeds'",
         "turn 1: the agent wrote #3 in General, not in 'Seeds'",
     ]
+
+
+def test_a_scenario_reads_a_photo_and_the_operator_saving_it(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\n'
+        + GOOD_TURN
+        + 'media = {kind = "photo", text = "kite"}\n'
+        + '[[turn]]\nsave_media = " A red kite "\nsay = "back?"\n'
+        + 'reply = [{kind = "send_media", unique_id = "$saved:2"}]\n',
+    )
+    first, second = loaded.turns
+    assert (first.media_spec, first.save_media) == ({"kind": "photo", "text": "kite"}, "")
+    assert second.save_media == "A red kite" and second.media == ()
+
+
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        ('say = "hi"\nsave_media = ""\nreply = []\n', "save_media is '': give the description"),
+        ('say = "hi"\nsave_media = true\nreply = []\n', "save_media is True: give the description"),
+        ('say = "hi"\nmedia = {kind = "photo"}\nreply = []\n', "a photo names the text it shows"),
+        (
+            'say = "hi"\nmedia = {kind = "photo", text = "a", seconds = 3}\nreply = []\n',
+            "a photo names the text",
+        ),
+    ],
+)
+def test_bad_save_media_and_photo_keys_are_refused_with_the_fix(tmp_path, turn, message):
+    with pytest.raises(ScenarioError, match="turn 1") as refused:
+        scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\n' + turn)
+    assert message in str(refused.value)
