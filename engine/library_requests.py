@@ -12,14 +12,22 @@ from asgiref.sync import sync_to_async
 from agents.models import GatewayRequest
 from conversations.transport.base import Transport
 from engine.stickers import sticker_access_record_saved
-from media_catalog.models import LibraryItem
+from media_catalog.models import LibraryItem, MediaDescription
 from media_catalog.services.library import library_sync_saved
 
 
 def _describe(*, agent_id: int, unique_id: str, text: str) -> None:
-    if text.strip():
+    """The new item's description: the catalog's curated text (an operator may have edited it since
+    the request was made), else the request's."""
+    curated = (
+        MediaDescription.objects.filter(unique_id=unique_id, source=MediaDescription.Source.CURATED)
+        .values_list("description", flat=True)
+        .first()
+    )
+    text = (curated or text).strip()
+    if text:
         LibraryItem.objects.filter(agent_id=agent_id, unique_id=unique_id, description="").update(
-            description=text.strip()
+            description=text
         )
 
 

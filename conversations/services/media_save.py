@@ -34,6 +34,7 @@ SAVABLE_KINDS = (MediaKind.PHOTO, *STICKER_KINDS, MediaKind.GIF, MediaKind.ANIMA
 class Outcome:
     SAVED = "saved"
     ALREADY = "already"
+    PENDING = "pending"  # asked of the gateway earlier, not done yet
     REQUESTED = "requested"
 
 
@@ -52,6 +53,11 @@ class MediaSave:
         if self.outcome == Outcome.ALREADY:
             return (
                 f"The {label} {self.unique_id} is already in the agent's library; its description is curated."
+            )
+        if self.outcome == Outcome.PENDING:
+            return (
+                f"The gateway is already saving the {label} {self.unique_id} to the library; "
+                "its description is curated."
             )
         if self.outcome == Outcome.REQUESTED:
             return (
@@ -121,19 +127,22 @@ def _curate(part: dict[str, Any], text: str) -> MediaDescription:
     return row
 
 
-def _in_library(conversation: Conversation, unique_id: str) -> bool:
+def _kept(conversation: Conversation, unique_id: str) -> str:
+    """Outcome.ALREADY when the library holds the media, Outcome.PENDING when the gateway was asked to
+    save it and has not finished, else ""."""
     agent_id = conversation.agent_id
     if LibraryItem.objects.filter(agent_id=agent_id, unique_id=unique_id).exists():
-        return True
+        return Outcome.ALREADY
     access = StickerAccess.objects.filter(agent_id=agent_id).first()
     if access is not None and any(s.get("unique_id") == unique_id for s in access.saved_stickers or []):
-        return True  # a set's sticker in Saved Messages: in the sticker list, not a library item
-    return GatewayRequest.objects.filter(
+        return Outcome.ALREADY  # a set's sticker in Saved Messages: in the sticker list, not a library item
+    pending = GatewayRequest.objects.filter(
         agent_id=agent_id,
         kind=GatewayRequest.Kind.SAVE_TO_LIBRARY,
         status__in=[GatewayRequest.Status.PENDING, GatewayRequest.Status.RUNNING],
         params__unique_id=unique_id,
     ).exists()
+    return Outcome.PENDING if pending else ""
 
 
 def _sandbox_item(conversation: Conversation, part: dict[str, Any], text: str) -> LibraryItem:
@@ -168,11 +177,11 @@ def conversation_media_save(
     kind = str(part["media_kind"])
     with transaction.atomic():
         _curate(part, text)
-        if _in_library(conversation, unique_id):
+        if kept := _kept(conversation, unique_id):
             LibraryItem.objects.filter(agent_id=conversation.agent_id, unique_id=unique_id).update(
                 description=text
             )
-            result = MediaSave(Outcome.ALREADY, unique_id, kind)
+            result = MediaSave(kept, unique_id, kind)
         elif conversation.agent.transport == TransportKind.TELEGRAM:
             request = gateway_request_create(
                 agent=conversation.agent,

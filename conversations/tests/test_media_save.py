@@ -101,8 +101,14 @@ def test_a_telegram_agent_asks_its_gateway_once(media_root):
     assert not LibraryItem.objects.exists()  # the library refresh lists it once it is in Saved Messages
     assert MediaDescription.objects.get(unique_id="P1").is_curated
 
-    assert _save(chat).outcome == Outcome.ALREADY  # asked already: no second request
-    assert GatewayRequest.objects.count() == 1
+    pending = _save(chat, description="a kite")  # asked already: no second request
+    assert pending.outcome == Outcome.PENDING and "already saving the photo P1" in pending.message
+    assert GatewayRequest.objects.get().params["description"] == "a blue kite over the beach"
+    assert MediaDescription.objects.get(unique_id="P1").description == "a kite"
+
+    GatewayRequest.objects.update(status=GatewayRequest.Status.FAILED, error="FLOOD_WAIT")
+    assert _save(chat).outcome == Outcome.REQUESTED  # a failed request is asked again
+    assert GatewayRequest.objects.count() == 2
 
 
 def test_a_sticker_kept_in_saved_messages_is_already_in_the_library(media_root):

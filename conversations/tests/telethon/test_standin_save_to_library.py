@@ -11,7 +11,7 @@ from cindy_site.clock import now
 from conversations.testing.mtproto.media import add_photo, image_bytes, sticker_document
 from conversations.transport.base import NewMessage, PermanentError
 from engine.requests import execute_request
-from media_catalog.models import LibraryItem
+from media_catalog.models import LibraryItem, MediaDescription
 
 from . import test_standin_transport as base
 from .test_standin_transport import connected, next_updates
@@ -58,6 +58,14 @@ def test_a_photo_from_a_chat_goes_to_saved_messages_as_the_same_photo_once(world
         height=48,
     )
     before = _saved(standin, me.id)
+    # edited by an operator after the request was made: the item takes the catalog's curated text
+    MediaDescription.objects.create(
+        unique_id=str(photo.id),
+        kind="photo",
+        description="a blue kite at noon",
+        source="curated",
+        status="curated",
+    )
 
     async def run():
         transport = await connected(agent)
@@ -81,7 +89,7 @@ def test_a_photo_from_a_chat_goes_to_saved_messages_as_the_same_photo_once(world
     assert again["saved_message_id"] == first["saved_message_id"]
     item = LibraryItem.objects.get(agent=agent, unique_id=str(photo.id))
     assert (item.kind, item.saved_message_id, item.file.name) == ("photo", first["saved_message_id"], "")
-    assert item.description == "a blue kite over a beach"
+    assert item.description == "a blue kite at noon"
     sends = [c for c in standin.calls_of("messages.sendMedia") if c.error == ""]
     assert len(sends) == 1
 
