@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -15,6 +15,7 @@ from agents.models import Agent
 from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation
 from conversations.services.curation import conversation_gag, conversation_llm_set
+from conversations.services.media_save import conversation_media_save, media_save_options
 from conversations.services.translations import LANGUAGES, conversation_translation_request
 from conversations.services.work_queue import (
     WorkQueueError,
@@ -32,6 +33,8 @@ from llm.translation import cached_translations, translatable_messages
 CONVERSATION_CONTROL = permission_by_method(read=None, write="conversations.change_conversation")
 #: A translation runs paid LLM calls and stores their result.
 TRANSLATE = permission_by_method(read=None, write="conversations.add_translation")
+#: Saving a chat's media adds an item to the agent's library (and curates its description).
+SAVE_MEDIA = permission_by_method(read=None, write="media_catalog.add_libraryitem")
 
 
 def _conversation(conversation_id: int) -> Conversation:
@@ -65,6 +68,8 @@ def conversation_log(request: HttpRequest, conversation_id: int) -> HttpResponse
     entries = conversation_transcript(conversation, translations=translations)
     context = conversation_header(conversation, request, tab="log")
     context.update({"entries": entries, "shown_language": language, "missing": missing})
+    shown = [m for e in entries if e["type"] == "message" for m in e["media"]]
+    context["save_options"] = media_save_options(conversation=conversation, parts=shown)
     return render(request, "dashboard/conversation_log.html", context)
 
 
@@ -182,3 +187,29 @@ def agent_work_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
     if conversation_id.isdigit():
         return redirect("dashboard:conversation", int(conversation_id))
     return redirect("dashboard:index")
+
+
+@verified_staff_required
+@SAVE_MEDIA
+@require_POST
+def conversation_media_save_view(
+    request: HttpRequest, conversation_id: int, message_id: int, unique_id: str
+) -> HttpResponse:
+    """A message's "Save to library" form: curate the media's description and add it to the library."""
+    conversation = _conversation(conversation_id)
+    try:
+        saved = conversation_media_save(
+            conversation=conversation,
+            message_id=message_id,
+            unique_id=unique_id,
+            description=request.POST.get("description", ""),
+            by=request.user.get_username(),
+        )
+    except ValidationError as exc:
+        fields = exc.message_dict if hasattr(exc, "error_dict") else {}
+        text = "; ".join(f"{name}: {' '.join(found)}" for name, found in fields.items())
+        return HttpResponseBadRequest(
+            f"Not saved: {text or ' '.join(exc.messages)}", content_type="text/plain; charset=utf-8"
+        )
+    messages.success(request, saved.message)
+    return _back(request, conversation)

@@ -68,6 +68,8 @@ def _message_entry(
             {
                 "label": render_media(part, descriptions.get(part.get("unique_id", ""))),
                 "data_uri": image_data_uri(part) if embed else "",
+                "unique_id": part.get("unique_id", ""),
+                "media_kind": part.get("media_kind", ""),
             }
         )
     who = (

@@ -55,6 +55,11 @@ urlpatterns = [
         name="conversation_cancel",
     ),
     path(
+        "conversations/<int:conversation_id>/media/<int:message_id>/<str:unique_id>/save/",
+        conversation_views.conversation_media_save_view,
+        name="conversation_media_save",
+    ),
+    path(
         "agents/<int:agent_id>/cancel-work/", conversation_views.agent_work_delete, name="agent_work_delete"
     ),
     path("users/", console_views.users_index, name="users"),

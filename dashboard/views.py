@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation
+from conversations.services.media_save import media_save_options
 from conversations.services.summaries import conversations_summarize_now
 from dashboard import selectors
 from dashboard.access import verified_staff_required
@@ -76,6 +77,9 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
             "start": start,
             "empty_sections": empty,
             "turn_trigger": graph.get_trigger_display() if graph is not None else "",
+            "save_options": media_save_options(
+                conversation=conversation, parts=[p for m in history for p in m.media]
+            ),
         },
     )
 

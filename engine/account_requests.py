@@ -21,6 +21,7 @@ from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.services.ingest import conversation_apply_details
 from conversations.transport.base import ChatDetails, Transport
+from engine.library_requests import save_to_library
 from engine.request_errors import request_error
 
 Kind = GatewayRequest.Kind
@@ -176,6 +177,7 @@ HANDLERS: dict[str, Handler] = {
     Kind.DELETE_PROFILE_PHOTO: _delete_photo,
     Kind.ADD_CONTACT: _add_contact,
     Kind.DELETE_CONTACTS: _delete_contacts,
+    Kind.SAVE_TO_LIBRARY: save_to_library,
 }
 
 

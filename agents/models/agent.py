@@ -287,6 +287,7 @@ class GatewayRequest(models.Model):
         SIGN_IN_START = "sign_in_start", "Sign in: send the code"
         SIGN_IN_CODE = "sign_in_code", "Sign in: check the code"
         SIGN_IN_PASSWORD = "sign_in_password", "Sign in: check the password"
+        SAVE_TO_LIBRARY = "save_to_library", "Save media to the library"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"

@@ -65,6 +65,8 @@ def gateway_request_describe(request: GatewayRequest) -> str:
         return f"Delete contact(s) {', '.join(str(u) for u in params.get('user_ids', []))}"
     if request.kind == Kind.DELETE_PROFILE_PHOTO:
         return f"Delete profile photo {params.get('photo_id', '')}"
+    if request.kind == Kind.SAVE_TO_LIBRARY:
+        return f"Save media {params.get('unique_id', '')} to the library"
     return request.get_kind_display()
 
 

@@ -269,6 +269,7 @@ def test_the_dashboard_controls_refuse_without_the_permission(bare_staff, cast):
         (f"{base}/translate/", {"language": "French"}),
         (f"{base}/llm/", {"llm_model": "gemini-2.5-flash"}),
         (f"{base}/summarize/", {}),
+        (f"{base}/media/1/P1/save/", {"description": "a red kite"}),
         (f"/dashboard/agents/{cast['agent'].pk}/cancel-work/", {}),
         ("/dashboard/sandbox/", {"agent": str(cast["agent"].pk), "as_name": "Eve"}),
         ("/dashboard/sandbox/send/", {"agent": str(cast["agent"].pk), "as_name": "You", "text": "hi"}),

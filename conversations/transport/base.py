@@ -271,6 +271,15 @@ class VoiceRef:
 
 
 @dataclass(frozen=True)
+class LibrarySave:
+    """What `save_to_library` did: `item` is the media in Saved Messages; `already` when it was
+    there before (nothing was sent)."""
+
+    item: LibraryRef
+    already: bool = False
+
+
+@dataclass(frozen=True)
 class StickerSetInfo:
     short_name: str
     title: str
@@ -399,6 +408,11 @@ class Transport(Protocol):
 
     async def saved_media(self, *, limit: int = 200) -> list[LibraryRef]:
         """The media in the account's Saved Messages, newest first: its media library on Telegram."""
+        ...
+
+    async def save_to_library(self, peer_id: int, message_id: int, unique_id: str) -> LibrarySave:
+        """Keep one media item of a chat's message in the account's Saved Messages (its media library),
+        as the same media (the unique id stays); nothing is sent when it is already there."""
         ...
 
     async def react(self, peer_id: int, message_id: int, emoji: str) -> None: ...

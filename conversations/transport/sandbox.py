@@ -36,6 +36,7 @@ from conversations.transport.base import (
     DialogUnreadMark,
     InboundMessage,
     LibraryRef,
+    LibrarySave,
     MediaItem,
     MessageEdited,
     MessagesDeleted,
@@ -441,6 +442,37 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
                         )
                     )
         return items
+
+    async def save_to_library(self, peer_id: int, message_id: int, unique_id: str) -> LibrarySave:
+        """The message's media item is posted to the account's Saved Messages (its DM with itself)."""
+        return await sync_to_async(self._save_to_library)(peer_id, message_id, unique_id)
+
+    def _save_to_library(self, peer_id: int, message_id: int, unique_id: str) -> LibrarySave:
+        me = self._require_me()
+        message = SandboxMessage.objects.filter(
+            chat=self._chat_for_peer(peer_id), message_id=message_id
+        ).first()
+        if message is None:
+            raise PermanentError("MESSAGE_ID_INVALID", f"sandbox chat {peer_id} has no message {message_id}")
+        part = next((p for p in message.media or [] if str(p.get("unique_id", "")) == unique_id), None)
+        if part is None:
+            raise PermanentError(
+                "MEDIA_NOT_FOUND",
+                f"message {message_id} of sandbox chat {peer_id} does not hold media {unique_id}",
+            )
+        chat = sandbox_services.sandbox_saved_chat(user=me)
+        for saved in SandboxMessage.objects.filter(chat=chat, deleted=False) if chat else []:
+            if any(str(p.get("unique_id", "")) == unique_id for p in saved.media or []):
+                ref = LibraryRef(
+                    unique_id, str(part.get("media_kind", "")), saved_message_id=saved.message_id
+                )
+                return LibrarySave(ref, already=True)
+        saved = sandbox_services.sandbox_save(agent=self.agent, media=[dict(part)])
+        mime = str(part.get("mime") or "")
+        ref = LibraryRef(
+            unique_id, str(part.get("media_kind", "")), saved_message_id=saved.message_id, mime=mime
+        )
+        return LibrarySave(ref)
 
     def _send(self, peer_id, text, media, random_id, reply_to, topic_id=None) -> SentMessage:
         me = self._require_me()

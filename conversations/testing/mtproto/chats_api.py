@@ -315,8 +315,10 @@ class ChatsApi:
             return self._send(conn, request, request.message, types.MessageMediaDocument(document=doc))
         if isinstance(media, types.InputMediaPhoto):
             photo = self.world.photos.get(media.id.id)
-            if photo is None:
+            if photo is None or photo.access_hash != media.id.access_hash:
                 raise RpcFail(400, "MEDIA_INVALID")
+            if media.id.file_reference != photo.file_reference:
+                raise RpcFail(400, "FILE_REFERENCE_EXPIRED")
             return self._send(conn, request, request.message, types.MessageMediaPhoto(photo=photo))
         if isinstance(media, types.InputMediaUploadedPhoto):
             data = self._uploaded(conn, media.file)

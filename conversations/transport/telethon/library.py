@@ -12,12 +12,13 @@ Telegram gave it (`SentMessage.media_unique_id`), so its curated description fol
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 from django.conf import settings
-from telethon import functions, types
+from telethon import functions, types, utils
 
-from conversations.transport.base import LibraryRef, PermanentError, SentMessage
+from conversations.transport.base import LibraryRef, LibrarySave, PermanentError, SentMessage
 
 
 def media_of(message) -> tuple[str, str, str] | None:
@@ -91,6 +92,47 @@ class TelethonLibrary:
                     )
                 )
         return items
+
+    async def save_to_library(self, peer_id: int, message_id: int, unique_id: str) -> LibrarySave:
+        """messages.sendMedia to Saved Messages (`InputPeerSelf`) with the chat message's own photo or
+        document, so the media keeps its id; nothing is sent when Saved Messages already hold it."""
+        for item in await self.saved_media():
+            if item.unique_id == unique_id:
+                return LibrarySave(item, already=True)
+
+        def build(peer):
+            ids = [types.InputMessageID(id=message_id)]
+            if isinstance(peer, types.InputPeerChannel):
+                return functions.channels.GetMessagesRequest(channel=utils.get_input_channel(peer), id=ids)
+            return functions.messages.GetMessagesRequest(id=ids)
+
+        found = await self._peer_call(peer_id, build)
+        message = next(
+            (
+                m
+                for m in getattr(found, "messages", [])
+                if isinstance(m, types.Message) and m.id == message_id
+            ),
+            None,
+        )
+        if message is None:
+            raise PermanentError("MESSAGE_ID_INVALID", f"chat {peer_id} has no message {message_id}")
+        media = media_of(message)
+        if media is None or media[0] != unique_id:
+            raise PermanentError(
+                "MEDIA_NOT_FOUND", f"message {message_id} of chat {peer_id} does not hold media {unique_id}"
+            )
+        random_id = secrets.randbits(63)
+        result = await self._call(
+            functions.messages.SendMediaRequest(
+                peer=types.InputPeerSelf(), media=_input_media(message), message="", random_id=random_id
+            )
+        )
+        me = self.me.user_id if self.me else 0
+        sent = self._sent(result, me, random_id)
+        return LibrarySave(
+            LibraryRef(unique_id, media[1], saved_message_id=sent.message_id, mime=media[2]), already=False
+        )
 
     def _saved_sticker_key(self, message) -> tuple[str, str]:
         """(set short name, emoji) of a sticker in Saved Messages; ("", "") when its set is unknown."""

@@ -117,6 +117,8 @@ class Player:
             stage.set_rights(scenario, turn.rights)
         if turn.mute:
             stage.mute(scenario, turn)
+        if turn.save_media:
+            stage.save_media(scenario, turn)
         if turn.trigger == "message" and turn.voice:
             stage.say_voice(scenario, turn)
         elif turn.unseen:

@@ -61,7 +61,13 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
     activity = ["spend cap reached"] # texts each in exactly one activity line of the scenario's chats
     media = {kind = "animated_sticker", name = "🟥"}   # the message carries media, `say` its caption:
                                      # an animated (TGS) sticker of ANIMATED_SET, or
-                                     # {kind = "video" | "video_note", seconds = 720}
+                                     # {kind = "video" | "video_note", seconds = 720}, or
+                                     # {kind = "photo", text = "kite"} (a JPEG showing the text)
+    save_media = "A red kite ..."    # an operator first saves the media of the person's latest message
+                                     #   that has one to the agent's library with this description, as
+                                     #   the conversation page's "Save to library" does (on Telegram the
+                                     #   gateway sends it to Saved Messages); the turn starts once the
+                                     #   library holds it
     describe = "images"              # the media descriptions this turn requested: "images" (one or
                                      # more, each with only image input) or "none"
 
@@ -89,7 +95,8 @@ has no `transcript`: the harness checks that it is not transcribed again.
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
 (an ISO time that many seconds from now, UTC), `$library:FILE` (the library item's unique id),
-`$picture:N` (the unique id of the picture turn N's `picture` names, in the agent's library).
+`$picture:N` (the unique id of the picture turn N's `picture` names, in the agent's library),
+`$saved:N` (the unique id of the media turn N's `save_media` put in the agent's library).
 
 The stage allows each agent CINDY_IMAGES_PER_DAY = 2 pictures; the stand-in answers an image request
 (one asking for the IMAGE modality) with a new PNG.
@@ -117,7 +124,7 @@ HARNESS_STICKER_SETS = {"GnomeParty": [("🌷", False), ("🎩", True)], "KeptSe
 #: The animated (TGS) sticker set people send from: (short name, emoji); each sticker is a real small
 #: Lottie animation, gzipped (conversations.testing.mtproto.media.tgs_bytes).
 ANIMATED_SET = ("PersonMotion", ("🟥", "🟦"))
-MEDIA_KINDS = ("animated_sticker", "video", "video_note")
+MEDIA_KINDS = ("animated_sticker", "video", "video_note", "photo")
 DESCRIBE = ("images", "none")
 _SCENARIO_KEYS = {
     "persona",
@@ -169,6 +176,7 @@ _TURN_KEYS = {
     "media",
     "describe",
     "mute",
+    "save_media",
     "unseen",
     "topic",
     "pause",
@@ -225,6 +233,7 @@ class Turn:
     media: tuple[tuple[str, Any], ...] = ()  # the media the message carries: (("kind", ...), ...)
     describe: str = ""  # "images" | "none" | "" (not checked)
     mute: bool = False
+    save_media: str = ""  # the description an operator saves the person's latest media with, first
     unseen: bool = False
     topic: str = ""  # the forum topic the turn is in ("": General, or not a forum)
     pause: float = 0.0
@@ -382,7 +391,12 @@ def _media(at: str, value: Any, trigger: str) -> tuple[tuple[str, Any], ...]:
         )
     if trigger != "message":
         raise ScenarioError(f'{at}: media comes with what the person says: add say = "..." (its caption)')
-    if kind == "animated_sticker":
+    if kind == "photo":
+        if set(value) != {"kind", "text"} or not isinstance(value["text"], str) or not value["text"].strip():
+            raise ScenarioError(
+                f'{at}: media is {value!r}: a photo names the text it shows; e.g. media = {{kind = "photo", text = "kite"}}'
+            )
+    elif kind == "animated_sticker":
         if set(value) != {"kind", "name"} or value["name"] not in ANIMATED_SET[1]:
             raise ScenarioError(
                 f"{at}: media is {value!r}: an animated sticker names one of {list(ANIMATED_SET[1])}; {example}"
@@ -399,6 +413,18 @@ def _media(at: str, value: Any, trigger: str) -> tuple[tuple[str, Any], ...]:
                 f"{at}: media is {value!r}: a {kind} gives its length in whole seconds; {example}"
             )
     return tuple(sorted(value.items()))
+
+
+def _save_media(at: str, value: Any) -> str:
+    """A turn's `save_media`: the description an operator saves the person's latest media with."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise ScenarioError(
+            f"{at}: save_media is {value!r}: give the description the operator saves it with, e.g. "
+            'save_media = "A red kite over the harbour wall"'
+        )
+    return value.strip()
 
 
 def _group(where: str, value: Any, persona: str) -> tuple[str, tuple[str, ...], bool]:
@@ -604,6 +630,7 @@ def _turn(
         media=_media(at, raw.get("media"), trigger),
         describe=describe,
         mute=raw.get("mute", False),
+        save_media=_save_media(at, raw.get("save_media")),
         unseen=raw.get("unseen", False),
         topic=str(raw.get("topic", "")).strip(),
         pause=float(pause),

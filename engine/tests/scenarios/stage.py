@@ -501,6 +501,13 @@ class Stage:
                 return at.isoformat()
             if name == "library":
                 return self.library[f"{scenario.persona}/{arg}"][0]
+            if name == "saved":
+                description = scenario.turns[int(arg) - 1].save_media
+                found = self.library_picture(scenario.persona, description)
+                assert found, (
+                    f"{scenario.path.name}: turn {turn.number}: nothing saved as {description!r} yet"
+                )
+                return found[0]
             if name == "picture":
                 description = scenario.turns[int(arg) - 1].picture
                 found = self.library_picture(scenario.persona, description)
@@ -579,6 +586,12 @@ class Stage:
 
         spec = turn.media_spec
         unique_id = f"{spec['kind']}-{scenario.name}-{turn.number}"
+        if spec["kind"] == "photo":
+            path = self.tmp / "people" / f"{unique_id}.jpg"
+            path.parent.mkdir(exist_ok=True)
+            path.write_bytes(image_bytes(spec["text"], size=(320, 240), color="red", fmt="JPEG"))
+            return {"kind": "media", "media_kind": "photo", "unique_id": unique_id, "mime": "image/jpeg",
+                    "path": str(path)}  # fmt: skip
         if spec["kind"] == "animated_sticker":
             path = self.tmp / "people" / f"{unique_id}.tgs"
             path.parent.mkdir(exist_ok=True)
@@ -699,6 +712,29 @@ class Stage:
             "from conversations.models import Conversation\n"
             "from conversations.services.curation import conversations_set_muted\n"
             f"conversations_set_muted(conversations=[Conversation.objects.get(pk={conversation})], muted=True)"
+        )
+
+    def save_media(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator saves the media of the person's latest message that has one to the agent's
+        library, as the conversation page's "Save to library" does; on Telegram the gateway then sends
+        it to Saved Messages. Returns once the library holds it."""
+        conversation = self._conversation_of(scenario, turn.person)
+        assert conversation, (
+            f"{scenario.path.name}: turn {turn.number}: save_media before {turn.person} sent any media"
+        )
+        self.run(
+            "from conversations.models import Conversation, Message\n"
+            "from conversations.services.media_save import conversation_media_save\n"
+            f"chat = Conversation.objects.get(pk={conversation})\n"
+            "message = next(m for m in Message.objects.filter(conversation=chat, is_agent=False)"
+            ".exclude(media=[]).order_by('-message_id'))\n"
+            "conversation_media_save(conversation=chat, message_id=message.message_id, "
+            f"unique_id=message.media[0]['unique_id'], description={turn.save_media!r}, by='scenario')"
+        )
+        wait(
+            lambda: self.library_picture(scenario.persona, turn.save_media) is not None,
+            f"{scenario.name} turn {turn.number}: the saved media in {scenario.persona}'s library",
+            self,
         )
 
     def answer_bots(self, scenario: Scenario, turn: Turn) -> None:

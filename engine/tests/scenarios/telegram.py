@@ -15,6 +15,7 @@ from telethon.tl import types
 
 from conversations.testing.mtproto import StandIn
 from conversations.testing.mtproto.media import (
+    add_photo,
     add_sticker_set,
     add_video,
     add_voice_note,
@@ -224,10 +225,15 @@ class TelegramStage(Stage):
     def typing_lasts(self, seconds: float) -> float:
         return TYPING_UPDATE_SECONDS
 
-    def _media_of(self, turn: Turn) -> types.MessageMediaDocument:
-        """A turn's `media` as Telegram sends it: a sticker of the animated set, or a new video."""
+    def _media_of(self, turn: Turn) -> types.MessageMediaDocument | types.MessageMediaPhoto:
+        """A turn's `media` as Telegram sends it: a sticker of the animated set, a new video or photo."""
         spec = turn.media_spec
         world = self.standin.world
+        if spec["kind"] == "photo":
+            data = image_bytes(spec["text"], size=(320, 240), color="red", fmt="JPEG")
+            return types.MessageMediaPhoto(
+                photo=self.standin.run(add_photo, world, data, width=320, height=240)
+            )
         if spec["kind"] == "animated_sticker":
             document = sticker_document(world, ANIMATED_SET[0], spec["name"])
         else:

@@ -443,3 +443,35 @@ def test_a_voice_note_is_shown_by_its_decoded_length_and_checked_against_what_it
     broken = voice_part(b"OggS not really", stated=1.0, whole_seconds=False)
     assert voice_problems(broken)[0].startswith("a voice note that does not decode")
     assert render((1, True, "", [broken], [])) == "(voice undecodable)"
+
+
+def test_a_scenario_reads_a_photo_and_the_operator_saving_it(tmp_path):
+    loaded = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\n'
+        + GOOD_TURN
+        + 'media = {kind = "photo", text = "kite"}\n'
+        + '[[turn]]\nsave_media = " A red kite "\nsay = "back?"\n'
+        + 'reply = [{kind = "send_media", unique_id = "$saved:2"}]\n',
+    )
+    first, second = loaded.turns
+    assert (first.media_spec, first.save_media) == ({"kind": "photo", "text": "kite"}, "")
+    assert second.save_media == "A red kite" and second.media == ()
+
+
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        ('say = "hi"\nsave_media = ""\nreply = []\n', "save_media is '': give the description"),
+        ('say = "hi"\nsave_media = true\nreply = []\n', "save_media is True: give the description"),
+        ('say = "hi"\nmedia = {kind = "photo"}\nreply = []\n', "a photo names the text it shows"),
+        (
+            'say = "hi"\nmedia = {kind = "photo", text = "a", seconds = 3}\nreply = []\n',
+            "a photo names the text",
+        ),
+    ],
+)
+def test_bad_save_media_and_photo_keys_are_refused_with_the_fix(tmp_path, turn, message):
+    with pytest.raises(ScenarioError, match="turn 1") as refused:
+        scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\n' + turn)
+    assert message in str(refused.value)
