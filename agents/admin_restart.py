@@ -8,7 +8,6 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 
-from agents.models import Agent
 from agents.selectors import agents_by_phone
 from agents.services import curation
 
@@ -45,7 +44,7 @@ class AgentRestartMixin:
 
     def restart_view(self, request, pk: int):
         """The change page's Restart button: POST only."""
-        agent = get_object_or_404(Agent, pk=pk)
+        agent = get_object_or_404(self.get_queryset(request), pk=pk)
         if request.method != "POST" or not self.has_change_permission(request, agent):
             raise PermissionDenied
         curation.agent_restart(agent=agent, by=request.user.get_username())
