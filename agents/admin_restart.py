@@ -44,8 +44,11 @@ class AgentRestartMixin:
 
     def restart_view(self, request, pk: int):
         """The change page's Restart button: POST only."""
+        if request.method != "POST" or not self.has_change_permission(request):
+            raise PermissionDenied
+        # Only an agent the user may see (agents.access): another agent is "not found".
         agent = get_object_or_404(self.get_queryset(request), pk=pk)
-        if request.method != "POST" or not self.has_change_permission(request, agent):
+        if not self.has_change_permission(request, agent):
             raise PermissionDenied
         curation.agent_restart(agent=agent, by=request.user.get_username())
         self.message_user(

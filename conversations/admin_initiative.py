@@ -3,7 +3,6 @@ library (with previews and uploads), and the console's XSend, which nudges an ag
 
 from __future__ import annotations
 
-from agents.access import visible_to
 import datetime as dt
 from zoneinfo import ZoneInfo
 
@@ -16,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from agents.access import visible_to
 from agents.models import Agent
 from agents.schedule import _zone
 from cindy_site.admin_utils import change_link

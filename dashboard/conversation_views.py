@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.access import visible_to
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation
@@ -22,7 +23,7 @@ from conversations.services.work_queue import (
     graph_cancel,
     node_cancel,
 )
-from dashboard.access import verified_staff_required
+from dashboard.access import verified_staff_required, visible_conversation_or_404
 from dashboard.conversation_tools import conversation_header
 from dashboard.exports import export_filename, transcript_html, transcript_markdown
 from dashboard.transcript import conversation_transcript
@@ -34,8 +35,8 @@ CONVERSATION_CONTROL = permission_by_method(read=None, write="conversations.chan
 TRANSLATE = permission_by_method(read=None, write="conversations.add_translation")
 
 
-def _conversation(conversation_id: int) -> Conversation:
-    return get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
+def _conversation(request: HttpRequest, conversation_id: int) -> Conversation:
+    return visible_conversation_or_404(request, conversation_id)
 
 
 def _back(request: HttpRequest, conversation: Conversation) -> HttpResponse:
@@ -59,7 +60,7 @@ def _translated(conversation: Conversation, language: str) -> tuple[dict[int, st
 @verified_staff_required
 @require_GET
 def conversation_log(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     language = _language(request.GET.get("lang"))
     translations, missing = _translated(conversation, language) if language else ({}, 0)
     entries = conversation_transcript(conversation, translations=translations)
@@ -72,7 +73,7 @@ def conversation_log(request: HttpRequest, conversation_id: int) -> HttpResponse
 @require_GET
 def conversation_translations(request: HttpRequest, conversation_id: int) -> JsonResponse:
     """The cached translations of the log's messages, polled while a translation runs."""
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     language = _language(request.GET.get("lang"))
     if language is None:
         return JsonResponse({"error": f"choose a language: {', '.join(LANGUAGES)}"}, status=400)
@@ -84,7 +85,7 @@ def conversation_translations(request: HttpRequest, conversation_id: int) -> Jso
 @TRANSLATE
 @require_POST
 def conversation_translate(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     language = request.POST.get("language", "")
     try:
         conversation_translation_request(conversation=conversation, language=language)
@@ -98,7 +99,7 @@ def conversation_translate(request: HttpRequest, conversation_id: int) -> HttpRe
 @verified_staff_required
 @require_GET
 def conversation_print(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     entries = conversation_transcript(conversation, limit=None, embed_media=True)
     return HttpResponse(transcript_html(conversation, entries, printable=True))
 
@@ -108,7 +109,7 @@ def conversation_print(request: HttpRequest, conversation_id: int) -> HttpRespon
 def conversation_download(request: HttpRequest, conversation_id: int, fmt: str) -> HttpResponse:
     if fmt not in ("md", "html"):
         raise Http404(f"no download as {fmt!r}: use .md or .html")
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     entries = conversation_transcript(conversation, limit=None, embed_media=True)
     if fmt == "md":
         body, content_type = transcript_markdown(conversation, entries), "text/markdown; charset=utf-8"
@@ -126,7 +127,7 @@ def conversation_download(request: HttpRequest, conversation_id: int, fmt: str) 
 @CONVERSATION_CONTROL
 @require_POST
 def conversation_gag_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     gagged = request.POST.get("gagged") == "1"
     conversation_gag(conversation=conversation, gagged=gagged, by=request.user.get_username())
     messages.success(
@@ -139,7 +140,7 @@ def conversation_gag_view(request: HttpRequest, conversation_id: int) -> HttpRes
 @CONVERSATION_CONTROL
 @require_POST
 def conversation_llm_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     value = request.POST.get("llm_model", "")
     try:
         conversation_llm_set(conversation=conversation, llm_model=value, by=request.user.get_username())
@@ -154,7 +155,7 @@ def conversation_llm_view(request: HttpRequest, conversation_id: int) -> HttpRes
 @CONVERSATION_CONTROL
 @require_POST
 def conversation_work_cancel(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     by = request.user.get_username()
     try:
         if request.POST.get("node"):
@@ -175,7 +176,7 @@ def conversation_work_cancel(request: HttpRequest, conversation_id: int) -> Http
 @CONVERSATION_CONTROL
 @require_POST
 def agent_work_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
-    agent = get_object_or_404(Agent, pk=agent_id)
+    agent = get_object_or_404(visible_to(request.user, Agent.objects.all()), pk=agent_id)
     count = agent_pending_work_delete(agent=agent, by=request.user.get_username())
     messages.success(request, f"All pending work of {agent.name} cancelled: {count} graph(s).")
     conversation_id = request.POST.get("conversation", "")
