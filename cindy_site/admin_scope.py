@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.admin.filters import RelatedOnlyFieldListFilter
+from django.contrib.admin.utils import NotRelationField, get_fields_from_path
 from django.core.exceptions import FieldDoesNotExist
 
 from agents.access import AGENT_PATHS, OWNER_ONLY, is_owner, visible_to
@@ -41,10 +42,10 @@ class AgentScopedAdmin:
             return filters
         narrowed = []
         for entry in filters:
-            if isinstance(entry, str) and "__" not in entry:
+            if isinstance(entry, str):
                 try:
-                    field = self.model._meta.get_field(entry)
-                except FieldDoesNotExist:
+                    field = get_fields_from_path(self.model, entry)[-1]
+                except (FieldDoesNotExist, NotRelationField):
                     field = None
                 if field is not None and field.is_relation and _scoped(field.related_model):
                     entry = (entry, RelatedOnlyFieldListFilter)
