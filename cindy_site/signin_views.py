@@ -51,7 +51,7 @@ def otp_step(request: HttpRequest) -> HttpResponse:
 
 #: Mounted under /accounts/ by cindy_site/urls.py only when Google sign-in is configured.
 urlpatterns = [
-    path("oidc/", include(oidc_urls)),
+    path("", include(oidc_urls)),  # oidc/<provider>/login/ and its callback
     path("otp/", otp_step, name="signin_otp"),
     # allauth sends errors and cancellations to these names; "account_login" is the admin's login.
     path("login/cancelled/", login_cancelled, name="socialaccount_login_cancelled"),

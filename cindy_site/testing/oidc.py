@@ -89,7 +89,14 @@ class OIDCStandIn:
         numbers = self.key.public_key().public_numbers()
         return {
             "keys": [
-                {"kty": "RSA", "use": "sig", "alg": "RS256", "kid": self.kid, "n": _b64(numbers.n), "e": _b64(numbers.e)}
+                {
+                    "kty": "RSA",
+                    "use": "sig",
+                    "alg": "RS256",
+                    "kid": self.kid,
+                    "n": _b64(numbers.n),
+                    "e": _b64(numbers.e),
+                }
             ]
         }
 
