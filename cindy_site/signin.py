@@ -18,6 +18,7 @@ from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django.contrib.auth import get_user_model
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.http import urlencode
 
 from agents.services.access_requests import access_request_record
 from cindy_site import clock
@@ -30,6 +31,14 @@ class StaffAccountAdapter(DefaultAccountAdapter):
 
     def get_login_redirect_url(self, request) -> str:
         return reverse("signin_otp")
+
+    def post_login(self, request, user, *, redirect_url: str | None = None, **kwargs):
+        """Every sign-in through the provider goes on to the one-time-code step, which then leads
+        to where the person was going (`next`)."""
+        step = reverse("signin_otp")
+        if redirect_url and redirect_url != step:
+            step = f"{step}?{urlencode({'next': redirect_url})}"
+        return super().post_login(request, user, redirect_url=step, **kwargs)
 
     def send_notification_mail(self, *args, **kwargs) -> None:
         """Cindy sends no email: an owner sees new links and requests in the admin."""

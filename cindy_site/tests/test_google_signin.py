@@ -101,6 +101,25 @@ def test_a_staff_member_signs_in_with_google_and_still_needs_the_one_time_code(
     assert client.get("/dashboard/").status_code == 200
 
 
+def test_where_the_person_was_going_is_kept_through_the_code_step(client, provider, staff_with_device):
+    back = sign_in_with_google(
+        client, provider, Person(sub="g-101", email="ada@example.com"), next_url="/admin/"
+    )
+
+    assert back["Location"] == "/accounts/otp/?next=%2Fadmin%2F"
+    step = client.get(back["Location"])
+    assert b'name="next" value="/admin/"' in step.content
+    done = client.post(
+        back["Location"],
+        {
+            "otp_device": staff_with_device.persistent_id,
+            "otp_token": totp_now(staff_with_device),
+            "next": "/admin/",
+        },
+    )
+    assert done["Location"] == "/admin/"
+
+
 def test_an_unknown_address_records_an_access_request_and_creates_nothing(client, provider):
     users_before = get_user_model().objects.count()
 
