@@ -1,3 +1,5 @@
+import logging
+
 from django.apps import AppConfig, apps
 from django.db.models.signals import post_migrate
 
@@ -9,7 +11,12 @@ def _sync_roles_after_migrate(sender, using="default", **kwargs) -> None:
         return
     from agents.roles import roles_sync
 
-    roles_sync()
+    try:
+        roles_sync()
+    except LookupError as exc:
+        # A partial migrate (`migrate APP TARGET`) may leave some listed models without permissions
+        # yet; the roles are completed by the next full migrate or by `manage.py roles`.
+        logging.getLogger(__name__).warning("staff roles not synced: %s", exc)
 
 
 class AgentsConfig(AppConfig):
