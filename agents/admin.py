@@ -452,3 +452,6 @@ class TelegramDeviceAdmin(admin.ModelAdmin):
         "throttling_failure_timestamp",
         "throttling_failure_count",
     ]
+
+
+from agents import admin_access  # noqa: E402,F401  (grants and access requests)

@@ -8,7 +8,6 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 
-from agents.models import Agent
 from agents.selectors import agents_by_phone
 from agents.services import curation
 
@@ -45,8 +44,11 @@ class AgentRestartMixin:
 
     def restart_view(self, request, pk: int):
         """The change page's Restart button: POST only."""
-        agent = get_object_or_404(Agent, pk=pk)
-        if request.method != "POST" or not self.has_change_permission(request, agent):
+        if request.method != "POST" or not self.has_change_permission(request):
+            raise PermissionDenied
+        # Only an agent the user may see (agents.access): another agent is "not found".
+        agent = get_object_or_404(self.get_queryset(request), pk=pk)
+        if not self.has_change_permission(request, agent):
             raise PermissionDenied
         curation.agent_restart(agent=agent, by=request.user.get_username())
         self.message_user(

@@ -20,6 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from agents import selectors
+from agents.access import visible_to
 from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
 from agents.services import telegram_requests as requests
@@ -108,7 +109,7 @@ agent_account_permission = permission_by_method(read="agents.view_agent", write=
 
 @agent_account_permission
 def account_page(request: HttpRequest, agent_id: int) -> HttpResponse:
-    agent = get_object_or_404(Agent.objects.select_related("lease"), pk=agent_id)
+    agent = get_object_or_404(visible_to(request.user, Agent.objects.select_related("lease")), pk=agent_id)
     snapshot = selectors.account_snapshot(agent=agent)
     data = (snapshot.result or {}) if snapshot else {}
     profile = data.get("profile") or {}
@@ -212,7 +213,7 @@ def profile_photo(request: HttpRequest, agent_id: int, name: str) -> FileRespons
 
 @agent_account_permission
 def signin_page(request: HttpRequest, agent_id: int) -> HttpResponse:
-    agent = get_object_or_404(Agent.objects.select_related("lease"), pk=agent_id)
+    agent = get_object_or_404(visible_to(request.user, Agent.objects.select_related("lease")), pk=agent_id)
     code_form, password_form = CodeForm(prefix="code"), PasswordForm(prefix="password")
     if request.method == "POST":
         action = request.POST.get("action", "")

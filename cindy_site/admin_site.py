@@ -2,7 +2,8 @@
 
 `CindyAdminSite` is installed as Django's default admin site (see `CindyAdminConfig` in
 `cindy_site/apps.py`), so every `@admin.register` in the project and in third-party apps lands on
-it, and only users verified by an OTP device get in. It adds the device enrollment page.
+it, and only users verified by an OTP device get in. It adds the device enrollment pages, and
+narrows every agent-scoped model's pages to the agents the user may see (`cindy_site.admin_scope`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,31 @@ class CindyAdminSite(OTPAdminSite):
     # The navigation column took a quarter of a 1280 px window, which left changelists with a filter
     # column too narrow for their columns; the index and the breadcrumbs lead everywhere it did.
     enable_nav_sidebar = False
+    login_template = "admin/cindy_login.html"
 
     def __init__(self, name: str = "admin") -> None:
         # Named "admin" so that reverse("admin:...") and LOGIN_URL keep working.
         super().__init__(name)
+
+    def login(self, request, extra_context=None):
+        """The password + code form, and "Sign in with Google" when it is configured."""
+        from django.conf import settings
+        from django.urls import reverse
+
+        extra_context = dict(extra_context or {})
+        if settings.GOOGLE_SIGNIN_ENABLED:
+            extra_context["google_signin_url"] = reverse("openid_connect_login", args=["google"])
+        return super().login(request, extra_context)
+
+    def register(self, model_or_iterable, admin_class=None, **options):
+        """Every agent-scoped model's admin shows only the agents the user may see (admin_scope)."""
+        from django.db.models.base import ModelBase
+
+        from cindy_site.admin_scope import scoped_admin_class
+
+        models = [model_or_iterable] if isinstance(model_or_iterable, ModelBase) else list(model_or_iterable)
+        for model in models:
+            super().register(model, scoped_admin_class(model, admin_class), **options)
 
     def get_urls(self):
         from cindy_site import otp_views

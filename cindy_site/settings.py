@@ -110,6 +110,17 @@ INSTALLED_APPS = [
     "dashboard",
     "cwimport",
     "api",
+    # Sign-in with Google (OpenID Connect); inert unless CINDY_OIDC_GOOGLE_CLIENT_ID is set (below).
+    *(
+        []
+        if LEAN_PROCESS
+        else [
+            "allauth",
+            "allauth.account",
+            "allauth.socialaccount",
+            "allauth.socialaccount.providers.openid_connect",
+        ]
+    ),
 ]
 
 MIDDLEWARE = [
@@ -119,6 +130,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django_otp.middleware.OTPMiddleware",
+    *([] if LEAN_PROCESS else ["allauth.account.middleware.AccountMiddleware"]),
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -250,6 +262,54 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env.str("CINDY_MEDIA_ROOT", default=str(BASE_DIR / "var" / "media")))
 
 LOGIN_URL = "admin:login"
+
+# --- Sign-in with Google (django-allauth, OpenID Connect) ---------------------------------------
+# Off unless a client id is set: then the login page offers "Sign in with Google" and /accounts/
+# serves the provider's login and callback. A Google sign-in is always followed by the one-time
+# code; an unknown address only records an access request for an owner (docs/dashboard.md, "Access").
+CINDY_OIDC_GOOGLE_CLIENT_ID = env.str("CINDY_OIDC_GOOGLE_CLIENT_ID", default="")
+CINDY_OIDC_GOOGLE_SECRET = env.str("CINDY_OIDC_GOOGLE_SECRET", default="")
+CINDY_OIDC_GOOGLE_SERVER_URL = env.str("CINDY_OIDC_GOOGLE_SERVER_URL", default="https://accounts.google.com")
+GOOGLE_SIGNIN_ENABLED = bool(CINDY_OIDC_GOOGLE_CLIENT_ID)
+if GOOGLE_SIGNIN_ENABLED and not CINDY_OIDC_GOOGLE_SECRET:
+    raise ImproperlyConfigured(
+        "CINDY_OIDC_GOOGLE_CLIENT_ID is set but CINDY_OIDC_GOOGLE_SECRET is empty: set the client secret "
+        "from the same OAuth client, or unset the client id to turn Google sign-in off"
+    )
+
+
+def google_signin_provider(*, client_id: str, secret: str, server_url: str) -> dict:
+    """allauth's openid_connect app for Google (the tests build one for their local stand-in)."""
+    return {
+        "provider_id": "google",
+        "name": "Google",
+        "client_id": client_id,
+        "secret": secret,
+        "settings": {"server_url": server_url, "fetch_userinfo": False, "oauth_pkce_enabled": True},
+    }
+
+
+SOCIALACCOUNT_PROVIDERS = {
+    "openid_connect": {
+        "APPS": (
+            [
+                google_signin_provider(
+                    client_id=CINDY_OIDC_GOOGLE_CLIENT_ID,
+                    secret=CINDY_OIDC_GOOGLE_SECRET,
+                    server_url=CINDY_OIDC_GOOGLE_SERVER_URL,
+                )
+            ]
+            if GOOGLE_SIGNIN_ENABLED
+            else []
+        ),
+        "SCOPE": ["openid", "email", "profile"],
+    }
+}
+SOCIALACCOUNT_ADAPTER = "cindy_site.signin.StaffSocialAccountAdapter"
+ACCOUNT_ADAPTER = "cindy_site.signin.StaffAccountAdapter"
+SOCIALACCOUNT_AUTO_SIGNUP = False
+SOCIALACCOUNT_STORE_TOKENS = False
+ACCOUNT_EMAIL_VERIFICATION = "none"
 OTP_TOTP_ISSUER = env.str("OTP_TOTP_ISSUER", default="Cindy")
 
 # One handler, on the root logger. Django's default configuration gives the "django" logger a console

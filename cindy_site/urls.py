@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
 from django.templatetags.static import static
 from django.urls import include, path
@@ -25,5 +26,8 @@ urlpatterns = [
     # Prometheus: a bearer token (CINDY_METRICS_TOKEN) or a verified staff session.
     path("metrics", metrics, name="metrics"),
 ]
+if settings.GOOGLE_SIGNIN_ENABLED:
+    # Sign-in with Google, then the one-time code (cindy_site/signin_views.py). Absent when not configured.
+    urlpatterns.append(path("accounts/", include("cindy_site.signin_views")))
 # MEDIA_ROOT is never served as a whole: media files go out only through views that require a
 # verified staff session (the admin's file views, the sandbox chat's photo view).

@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from agents.access import visible_to
 from agents.models import Agent
 from agents.schedule import _zone
 from cindy_site.admin_utils import change_link
@@ -180,7 +181,7 @@ class ScheduleEntryAdmin(admin.ModelAdmin):
         """One day of the agent's schedule as blocks on a 24-hour line, in the agent's timezone."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        agent = get_object_or_404(Agent, pk=agent_id)
+        agent = get_object_or_404(visible_to(request.user, Agent.objects.all()), pk=agent_id)
         zone = _zone(agent.timezone)
         try:
             day = dt.date.fromisoformat(request.GET.get("day", ""))
@@ -268,7 +269,7 @@ class LibraryItemAdmin(admin.ModelAdmin):
     def file_view(self, request: HttpRequest, item_id: int) -> FileResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        item = get_object_or_404(LibraryItem, pk=item_id)
+        item = get_object_or_404(self.get_queryset(request), pk=item_id)
         if not item.file or not (item.mime or "").startswith("image/"):
             raise Http404("no image file for this library item")
         response = FileResponse(item.file.open("rb"), content_type=item.mime)
@@ -308,7 +309,9 @@ class XSendForm(forms.Form):
 def xsend_view(model_admin: admin.ModelAdmin, request: HttpRequest, conversation_id: int) -> HttpResponse:
     if not model_admin.has_change_permission(request):
         raise PermissionDenied
-    conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
+    conversation = get_object_or_404(
+        visible_to(request.user, Conversation.objects.select_related("agent")), pk=conversation_id
+    )
     form = XSendForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         conversation_nudge(

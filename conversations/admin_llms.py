@@ -18,6 +18,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from agents.access import agents_for
 from agents.models import Agent
 from cindy_site.admin_utils import ReadOnlyAdmin, short
 from conversations.models import Conversation, ModelPrice, OfferedModel, Translation
@@ -66,10 +67,12 @@ def _route_row(name: str, used_by: list[str]) -> dict[str, Any]:
     }
 
 
-def llm_overview(*, search: str = "") -> dict[str, Any]:
-    """Everything the page shows, in a fixed number of queries (prices are read once, then matched)."""
+def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
+    """Everything the page shows, in a fixed number of queries (prices are read once, then matched).
+    "Used by" names the agents of `agents` (a queryset: those the viewer may see; default all)."""
     used: dict[str, list[str]] = {}
-    for agent_name, llm in Agent.objects.order_by("name").values_list("name", "llm"):
+    agents = Agent.objects.all() if agents is None else agents
+    for agent_name, llm in agents.order_by("name").values_list("name", "llm"):
         used.setdefault(settings.DEFAULT_AGENT_LLM if is_default_name(llm) else llm, []).append(agent_name)
     overrides = (
         Conversation.objects.exclude(llm_model="").values_list("llm_model", flat=True).distinct().order_by()
@@ -149,7 +152,7 @@ class OfferedModelAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "title": "LLMs and prices",
             "opts": self.model._meta,
-            **llm_overview(search=request.GET.get("q", "").strip()),
+            **llm_overview(search=request.GET.get("q", "").strip(), agents=agents_for(request.user)),
         }
         return TemplateResponse(request, "admin/conversations/llms.html", context)
 

@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 
+from agents.access import visible_to
 from agents.models import Agent
 from agents.schedule import _zone
 from cindy_site.clock import now
@@ -50,7 +51,7 @@ def schedule_print_view(request: HttpRequest, agent_id: int) -> HttpResponse:
     MAX_DAYS days on). Each row's start shows its date; its end shows only the time when it ends on
     the same day.
     """
-    agent = get_object_or_404(Agent, pk=agent_id)
+    agent = get_object_or_404(visible_to(request.user, Agent.objects.all()), pk=agent_id)
     zone = _zone(agent.timezone)
     moment = now()
     try:

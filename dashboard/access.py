@@ -77,3 +77,21 @@ def socket_session_still_verified(*, session_key: str | None, user_pk: Any) -> b
     if not is_staff_member(user) or user.pk != user_pk:
         return False
     return _device_confirmed(session.get(DEVICE_ID_SESSION_KEY), user)
+
+
+def viewer_agent_ids(request: HttpRequest) -> frozenset[int] | None:
+    """The agents the signed-in user may see on the dashboard (None: all; `agents.access`)."""
+    from agents.access import visible_agent_ids
+
+    return visible_agent_ids(request.user)
+
+
+def visible_conversation_or_404(request: HttpRequest, conversation_id: int):
+    """The conversation, if its agent is one the user may see; 404 otherwise (as if it did not exist)."""
+    from django.shortcuts import get_object_or_404
+
+    from agents.access import visible_to
+    from conversations.models import Conversation
+
+    queryset = visible_to(request.user, Conversation.objects.select_related("agent"))
+    return get_object_or_404(queryset, pk=conversation_id)

@@ -15,15 +15,23 @@ Access is checked at connect and again on every `hello` and, at most every
 `AUTH_RECHECK_SECONDS` (injected clock), when the relay delivers or ticks: once the session is
 logged out, the user is no longer active staff, or the OTP device is deleted or unconfirmed, the
 socket closes with 4403.
+
+A socket only carries what its user may see (`agents.access`): the agents, conversations, events and
+usage of the agents granted to them, and only sandbox chats with one of those agents. The set is read
+at connect and again on every access check, so a grant taken away stops the stream within
+`AUTH_RECHECK_SECONDS`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth import get_user_model
 
+from agents.access import keep_rows, visible_agent_ids
 from cindy_site.clock import get_clock
 from conversations.models import SandboxChat
 from dashboard import selectors
@@ -39,28 +47,36 @@ AUTH_RECHECK_SECONDS = 10.0
 CATCHUP_OVERLAP = 50
 
 
-def _full_snapshot() -> dict[str, Any]:
+def _full_snapshot(agent_ids: Collection[int] | None) -> dict[str, Any]:
     return {
         "type": "snapshot",
-        "agents": selectors.agent_rows(),
-        "usage": selectors.llm_usage_today(),
-        "conversations": selectors.conversation_rows(),
+        "agents": selectors.agent_rows(agent_ids=agent_ids),
+        "usage": selectors.llm_usage_today(agent_ids=agent_ids),
+        "conversations": selectors.conversation_rows(agent_ids=agent_ids),
         "last_event_id": selectors.last_event_id(),
     }
 
 
-def _catch_up(last_event_id: int) -> dict[str, Any]:
+def _catch_up(last_event_id: int, agent_ids: Collection[int] | None) -> dict[str, Any]:
     """The events a reconnecting browser missed, or a reset to the newest ones if too many were."""
     after = max(0, last_event_id - CATCHUP_OVERLAP)
     limit = selectors.EVENT_LIMIT
-    events = selectors.events_after(after_id=after, limit=limit + 1)
+    events = selectors.events_after(after_id=after, limit=limit + 1, agent_ids=agent_ids)
     if len(events) <= limit:
         return {"events": events, "reset": False}
-    return {"events": selectors.recent_events(limit=limit), "reset": True}
+    return {"events": selectors.recent_events(limit=limit, agent_ids=agent_ids), "reset": True}
 
 
-def _chat_exists(chat_id: int) -> bool:
-    return SandboxChat.objects.filter(pk=chat_id).exists()
+def _chat_visible(chat_id: int, agent_ids: Collection[int] | None) -> bool:
+    if not SandboxChat.objects.filter(pk=chat_id).exists():
+        return False
+    return agent_ids is None or bool(selectors.sandbox_chat_agent_ids(chat_id=chat_id) & set(agent_ids))
+
+
+def _agent_ids_of(user_pk: Any) -> frozenset[int] | None:
+    """What the user may see now (their grants and roles may have changed since the last check)."""
+    user = get_user_model().objects.filter(pk=user_pk).first()
+    return visible_agent_ids(user) if user is not None else frozenset()
 
 
 class DashboardConsumer(AsyncJsonWebsocketConsumer):
@@ -70,6 +86,8 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
     user_pk: Any = None
     session_key: str | None = None
     checked_at = 0.0
+    #: The agents this socket's user may see (None: every agent); see the module docstring.
+    agent_ids: frozenset[int] | None = frozenset()
 
     async def connect(self) -> None:
         # Origins are checked by dashboard.origin.SameOriginValidator before this runs.
@@ -79,6 +97,7 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
             return
         self.user_pk = self.scope["user"].pk
         self.session_key = self.scope["session"].session_key
+        self.agent_ids = await database_sync_to_async(_agent_ids_of)(self.user_pk)
         self.checked_at = get_clock().monotonic()
         await self.channel_layer.group_add(dashboard_group(), self.channel_name)
         await relay_subscribe()
@@ -108,6 +127,8 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         allowed = await database_sync_to_async(socket_session_still_verified)(
             session_key=self.session_key, user_pk=self.user_pk
         )
+        if allowed:
+            self.agent_ids = await database_sync_to_async(_agent_ids_of)(self.user_pk)
         self.checked_at = at
         if not allowed:
             self.refused = True
@@ -131,18 +152,18 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         if last_event_id > 0:
-            missed = await database_sync_to_async(_catch_up)(last_event_id)
+            missed = await database_sync_to_async(_catch_up)(last_event_id, self.agent_ids)
             if missed["reset"]:
                 await self.send_json({"type": "events_reset", "events": missed["events"]})
             else:
                 for event in missed["events"]:
                     await self.send_json({"type": "event", "event": event})
-        await self.send_json(await database_sync_to_async(_full_snapshot)())
+        await self.send_json(await database_sync_to_async(_full_snapshot)(self.agent_ids))
         if chat_id is not None:
             await self._follow_sandbox_chat(chat_id)
 
     async def _follow_sandbox_chat(self, chat_id: int) -> None:
-        if not await database_sync_to_async(_chat_exists)(chat_id):
+        if not await database_sync_to_async(_chat_visible)(chat_id, self.agent_ids):
             await self.send_json({"type": "error", "error": f"sandbox chat {chat_id} does not exist"})
             return
         if self.sandbox_chat_id is not None and self.sandbox_chat_id != chat_id:
@@ -162,21 +183,25 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
     async def relay_recheck(self, message: dict[str, Any]) -> None:
         await self._still_allowed()
 
+    def _sees(self, agent_id: int | None) -> bool:
+        return self.agent_ids is None or agent_id in self.agent_ids
+
     async def relay_event(self, message: dict[str, Any]) -> None:
-        if await self._still_allowed():
+        if await self._still_allowed() and self._sees(message["event"].get("agent_id")):
             await self.send_json({"type": "event", "event": message["event"]})
 
     async def relay_conversation(self, message: dict[str, Any]) -> None:
-        if await self._still_allowed():
+        if await self._still_allowed() and self._sees(message["conversation"].get("agent_id")):
             await self.send_json({"type": "conversation", "conversation": message["conversation"]})
 
     async def relay_usage(self, message: dict[str, Any]) -> None:
         if await self._still_allowed():
-            await self.send_json({"type": "usage", "usage": message["usage"]})
+            await self.send_json({"type": "usage", "usage": keep_rows(message["usage"], self.agent_ids)})
 
     async def relay_agents(self, message: dict[str, Any]) -> None:
         if await self._still_allowed():
-            await self.send_json({"type": "agents", "agents": message["agents"]})
+            agents = keep_rows(message["agents"], self.agent_ids, key="id")
+            await self.send_json({"type": "agents", "agents": agents})
 
     async def relay_sandbox_message(self, message: dict[str, Any]) -> None:
         if await self._still_allowed():

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.access import visible_to
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation
@@ -23,7 +24,7 @@ from conversations.services.work_queue import (
     graph_cancel,
     node_cancel,
 )
-from dashboard.access import verified_staff_required
+from dashboard.access import verified_staff_required, visible_conversation_or_404
 from dashboard.conversation_tools import conversation_header
 from dashboard.exports import export_filename, transcript_html, transcript_markdown
 from dashboard.transcript import conversation_transcript
@@ -37,8 +38,8 @@ TRANSLATE = permission_by_method(read=None, write="conversations.add_translation
 SAVE_MEDIA = permission_by_method(read=None, write="media_catalog.add_libraryitem")
 
 
-def _conversation(conversation_id: int) -> Conversation:
-    return get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
+def _conversation(request: HttpRequest, conversation_id: int) -> Conversation:
+    return visible_conversation_or_404(request, conversation_id)
 
 
 def _back(request: HttpRequest, conversation: Conversation) -> HttpResponse:
@@ -62,7 +63,7 @@ def _translated(conversation: Conversation, language: str) -> tuple[dict[int, st
 @verified_staff_required
 @require_GET
 def conversation_log(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     language = _language(request.GET.get("lang"))
     translations, missing = _translated(conversation, language) if language else ({}, 0)
     entries = conversation_transcript(conversation, translations=translations)
@@ -77,7 +78,7 @@ def conversation_log(request: HttpRequest, conversation_id: int) -> HttpResponse
 @require_GET
 def conversation_translations(request: HttpRequest, conversation_id: int) -> JsonResponse:
     """The cached translations of the log's messages, polled while a translation runs."""
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     language = _language(request.GET.get("lang"))
     if language is None:
         return JsonResponse({"error": f"choose a language: {', '.join(LANGUAGES)}"}, status=400)
@@ -89,7 +90,7 @@ def conversation_translations(request: HttpRequest, conversation_id: int) -> Jso
 @TRANSLATE
 @require_POST
 def conversation_translate(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     language = request.POST.get("language", "")
     try:
         conversation_translation_request(conversation=conversation, language=language)
@@ -103,7 +104,7 @@ def conversation_translate(request: HttpRequest, conversation_id: int) -> HttpRe
 @verified_staff_required
 @require_GET
 def conversation_print(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     entries = conversation_transcript(conversation, limit=None, embed_media=True)
     return HttpResponse(transcript_html(conversation, entries, printable=True))
 
@@ -113,7 +114,7 @@ def conversation_print(request: HttpRequest, conversation_id: int) -> HttpRespon
 def conversation_download(request: HttpRequest, conversation_id: int, fmt: str) -> HttpResponse:
     if fmt not in ("md", "html"):
         raise Http404(f"no download as {fmt!r}: use .md or .html")
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     entries = conversation_transcript(conversation, limit=None, embed_media=True)
     if fmt == "md":
         body, content_type = transcript_markdown(conversation, entries), "text/markdown; charset=utf-8"
@@ -131,7 +132,7 @@ def conversation_download(request: HttpRequest, conversation_id: int, fmt: str) 
 @CONVERSATION_CONTROL
 @require_POST
 def conversation_gag_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     gagged = request.POST.get("gagged") == "1"
     conversation_gag(conversation=conversation, gagged=gagged, by=request.user.get_username())
     messages.success(
@@ -144,7 +145,7 @@ def conversation_gag_view(request: HttpRequest, conversation_id: int) -> HttpRes
 @CONVERSATION_CONTROL
 @require_POST
 def conversation_llm_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     value = request.POST.get("llm_model", "")
     try:
         conversation_llm_set(conversation=conversation, llm_model=value, by=request.user.get_username())
@@ -159,7 +160,7 @@ def conversation_llm_view(request: HttpRequest, conversation_id: int) -> HttpRes
 @CONVERSATION_CONTROL
 @require_POST
 def conversation_work_cancel(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     by = request.user.get_username()
     try:
         if request.POST.get("node"):
@@ -180,7 +181,7 @@ def conversation_work_cancel(request: HttpRequest, conversation_id: int) -> Http
 @CONVERSATION_CONTROL
 @require_POST
 def agent_work_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
-    agent = get_object_or_404(Agent, pk=agent_id)
+    agent = get_object_or_404(visible_to(request.user, Agent.objects.all()), pk=agent_id)
     count = agent_pending_work_delete(agent=agent, by=request.user.get_username())
     messages.success(request, f"All pending work of {agent.name} cancelled: {count} graph(s).")
     conversation_id = request.POST.get("conversation", "")
@@ -196,7 +197,7 @@ def conversation_media_save_view(
     request: HttpRequest, conversation_id: int, message_id: int, unique_id: str
 ) -> HttpResponse:
     """A message's "Save to library" form: curate the media's description and add it to the library."""
-    conversation = _conversation(conversation_id)
+    conversation = _conversation(request, conversation_id)
     try:
         saved = conversation_media_save(
             conversation=conversation,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Collection
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -27,14 +28,18 @@ WIDTH, HEIGHT = 640, 190
 LEFT, RIGHT, TOP, BOTTOM = 52, 8, 10, 26
 
 
-def daily_costs(*, days: int = DAYS, at: dt.datetime | None = None) -> dict[str, Any]:
+def daily_costs(
+    *, days: int = DAYS, at: dt.datetime | None = None, agent_ids: Collection[int] | None = None
+) -> dict[str, Any]:
     """{"days": [date...], "agents": [{"name", "values": [Decimal per day], "total"}], "total"}."""
     tz = ZoneInfo(settings.TIME_ZONE)
     today = (at or now()).astimezone(tz).date()
     dates = [today - dt.timedelta(days=offset) for offset in range(days - 1, -1, -1)]
     start = dt.datetime.combine(dates[0], dt.time(), tzinfo=tz)
     rows = (
-        LLMCall.objects.filter(created__gte=start)
+        LLMCall.objects.filter(
+            created__gte=start, **({} if agent_ids is None else {"agent_id__in": agent_ids})
+        )
         .annotate(hour=TruncHour("created", tzinfo=dt.UTC))
         .values("hour", "agent__name")
         .annotate(cost=Sum("cost"))
@@ -49,7 +54,7 @@ def daily_costs(*, days: int = DAYS, at: dt.datetime | None = None) -> dict[str,
         values = agents.setdefault(row["agent__name"] or "(no agent)", [Decimal("0")] * days)
         values[position] += row["cost"] or Decimal("0")
     # LLM calls pruned by retention live on as daily totals (engine/retention.py).
-    for day, name, cost in usage_daily_costs(since=dates[0]):
+    for day, name, cost in usage_daily_costs(since=dates[0], agent_ids=agent_ids):
         position = index.get(day)
         if position is not None:
             values = agents.setdefault(name or "(no agent)", [Decimal("0")] * days)

@@ -23,7 +23,7 @@ PARTNER_LIMIT = 500
 _MONEY = DecimalField(max_digits=14, decimal_places=6)
 
 
-def _dm_conversations():
+def _dm_conversations(agent_ids=None):
     """DMs with message counts and LLM cost annotated (one query however many there are).
 
     The agent's chat with itself (Saved Messages, where its planning turns run) is no partner, nor is
@@ -35,9 +35,11 @@ def _dm_conversations():
         .annotate(total=Sum("cost"))
         .values("total")
     )
+    conversations = Conversation.objects.filter(kind=Conversation.Kind.DM)
+    if agent_ids is not None:
+        conversations = conversations.filter(agent_id__in=agent_ids)
     return (
-        Conversation.objects.filter(kind=Conversation.Kind.DM)
-        .exclude(agent__telegram_user_id=F("peer_id"))
+        conversations.exclude(agent__telegram_user_id=F("peer_id"))
         .exclude(peer_id=TELEGRAM_SERVICE_USER_ID)
         .select_related("agent")
         .annotate(
@@ -48,9 +50,10 @@ def _dm_conversations():
     )
 
 
-def partner_rows(*, limit: int = PARTNER_LIMIT) -> list[dict[str, Any]]:
+def partner_rows(*, limit: int = PARTNER_LIMIT, agent_ids=None) -> list[dict[str, Any]]:
+    """The partners of the agents in `agent_ids` (None: every agent)."""
     partners: dict[int, dict[str, Any]] = {}
-    for conversation in _dm_conversations().order_by("-last_message_at", "-id"):
+    for conversation in _dm_conversations(agent_ids).order_by("-last_message_at", "-id"):
         row = partners.get(conversation.peer_id)
         if row is None:
             if len(partners) >= limit:
@@ -92,8 +95,8 @@ PARTNER_RECORD_SOURCES: list[tuple[str, Callable[..., dict[int, list[dict[str, A
 ]
 
 
-def partner_detail(*, peer_id: int) -> dict[str, Any] | None:
-    conversations = list(_dm_conversations().filter(peer_id=peer_id).order_by("agent__name"))
+def partner_detail(*, peer_id: int, agent_ids=None) -> dict[str, Any] | None:
+    conversations = list(_dm_conversations(agent_ids).filter(peer_id=peer_id).order_by("agent__name"))
     if not conversations:
         return None
     agent_ids = [c.agent_id for c in conversations]

@@ -29,6 +29,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from agents.access import has_agent_perm
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation, SandboxChat, SandboxTopic, SandboxUser
@@ -44,7 +45,7 @@ from conversations.services.sandbox import (
 )
 from conversations.transport.base import TYPING_UPDATE_SECONDS
 from dashboard import selectors
-from dashboard.access import request_user_is_verified, verified_staff_required
+from dashboard.access import request_user_is_verified, verified_staff_required, viewer_agent_ids
 from dashboard.forms import (
     MAX_PHOTO_BYTES,
     PHOTO_DIR,
@@ -66,10 +67,19 @@ def _agent_peer_id(chat: SandboxChat, person_user_id: int) -> int:
     return chat.peer_id if chat.kind == SandboxChat.Kind.GROUP else person_user_id
 
 
+def _chat_form(request: HttpRequest, *args: Any, **kwargs: Any) -> ChatForm:
+    """The chat setup form, offering only the sandbox agents the user may see."""
+    form = ChatForm(*args, **kwargs)
+    ids = viewer_agent_ids(request)
+    if ids is not None:
+        form.fields["agent"].queryset = form.fields["agent"].queryset.filter(pk__in=ids)
+    return form
+
+
 @verified_staff_required
 @permission_by_method(read=None, write=SANDBOX_WRITE)
 def sandbox_chat(request: HttpRequest) -> HttpResponse:
-    agents = selectors.sandbox_agents()
+    agents = selectors.sandbox_agents(agent_ids=viewer_agent_ids(request))
     context: dict[str, Any] = {"nav": "sandbox", "agents": agents, "chat": None}
     if request.method == "POST":
         return _start_chat(request, context)
@@ -77,14 +87,16 @@ def sandbox_chat(request: HttpRequest) -> HttpResponse:
         return HttpResponseNotAllowed(["GET", "HEAD", "POST"])
     if "agent" not in request.GET:
         initial = {"agent": agents[0].pk} if agents else {}
-        context["form"] = ChatForm(initial={"as_name": "You", **initial})
+        context["form"] = _chat_form(request, initial={"as_name": "You", **initial})
         return render(request, "dashboard/sandbox.html", context)
 
-    form = ChatForm(request.GET)
+    form = _chat_form(request, request.GET)
     context["form"] = form
     if not form.is_valid():
         return render(request, "dashboard/sandbox.html", context, status=400)
     agent, as_name = form.cleaned_data["agent"], form.cleaned_data["as_name"]
+    if agent not in agents:
+        raise Http404(f"no sandbox agent {agent.pk} that you may see")
     group = form.cleaned_data["group"] or None
     chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group)
     topic = None
@@ -104,11 +116,13 @@ def sandbox_chat(request: HttpRequest) -> HttpResponse:
 
 def _start_chat(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     """The setup form's POST: create what the chat needs, then show it at its own URL."""
-    form = ChatForm(request.POST)
+    form = _chat_form(request, request.POST)
     context["form"] = form
     if not form.is_valid():
         return render(request, "dashboard/sandbox.html", context, status=400)
     agent, as_name = form.cleaned_data["agent"], form.cleaned_data["as_name"]
+    if not has_agent_perm(request.user, SANDBOX_WRITE, agent):
+        raise Http404(f"no sandbox agent {agent.pk} that you may talk to")
     group, topic = form.cleaned_data["group"], form.cleaned_data["topic"]
     try:
         chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group or None)
@@ -191,11 +205,13 @@ def _form_errors(form: Any) -> dict[str, list[str]]:
     return {field: [str(e) for e in errors] for field, errors in form.errors.items()}
 
 
-def _refuse(request: HttpRequest) -> JsonResponse | None:
+def _refuse(request: HttpRequest, agent: Agent | None = None) -> JsonResponse | None:
     if not request_user_is_verified(request):
         reason = "Log in to the admin with your one-time code first."
     elif not request.user.has_perm(SANDBOX_WRITE):
         reason = f"Writing in the sandbox needs the permission {SANDBOX_WRITE}."
+    elif agent is not None and not has_agent_perm(request.user, SANDBOX_WRITE, agent):
+        reason = f"You have no access to the agent {agent.name}: an owner grants it in the admin."
     else:
         return None
     return JsonResponse({"ok": False, "errors": {"__all__": [reason]}}, status=403)
@@ -209,6 +225,8 @@ def sandbox_send(request: HttpRequest) -> JsonResponse:
     if not form.is_valid():
         return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
     data = form.cleaned_data
+    if (refused := _refuse(request, data["agent"])) is not None:
+        return refused
     try:
         message = sandbox_say(
             agent=data["agent"],
@@ -234,6 +252,8 @@ def sandbox_typing_view(request: HttpRequest) -> JsonResponse:
     if not form.is_valid():
         return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
     data = form.cleaned_data
+    if (refused := _refuse(request, data["agent"])) is not None:
+        return refused
     try:
         sandbox_typing(
             agent=data["agent"],
@@ -253,6 +273,8 @@ def sandbox_react_view(request: HttpRequest) -> JsonResponse:
     if not form.is_valid():
         return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
     data = form.cleaned_data
+    if (refused := _refuse(request, data["agent"])) is not None:
+        return refused
     try:
         message = sandbox_react(
             agent=data["agent"],
@@ -276,6 +298,8 @@ def sandbox_mark_unread_view(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
     data = form.cleaned_data
+    if (refused := _refuse(request, data["agent"])) is not None:
+        return refused
     group = data["group"] or None
     try:
         sandbox_mark_unread(agent=data["agent"], as_name=data["as_name"], group=group)

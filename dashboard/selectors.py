@@ -2,11 +2,15 @@
 
 The page and the socket share these shapes: the browser renders them with `textContent` only, so
 names, titles, texts and errors that came from Telegram or an LLM stay inert.
+
+Reads that list records of several agents take `agent_ids`: the agents the viewer may see
+(`agents.access.visible_agent_ids`), or None for every agent and the records that belong to none.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -90,7 +94,13 @@ def _agent_row(
     }
 
 
-def agent_rows(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
+def _only(queryset, agent_ids: Collection[int] | None, field: str = "agent_id"):
+    return queryset if agent_ids is None else queryset.filter(**{f"{field}__in": agent_ids})
+
+
+def agent_rows(
+    *, at: dt.datetime | None = None, agent_ids: Collection[int] | None = None
+) -> list[dict[str, Any]]:
     at = at or now()
     leases = {lease.agent_id: lease for lease in AgentLease.objects.all()}
     activities = {
@@ -102,17 +112,19 @@ def agent_rows(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
             upcoming[event.agent_id].append(event)
     return [
         _agent_row(agent, leases.get(agent.pk), at, activities.get(agent.pk), upcoming.get(agent.pk))
-        for agent in Agent.objects.order_by("name")
+        for agent in _only(Agent.objects.order_by("name"), agent_ids, "pk")
     ]
 
 
 # --- LLM usage --------------------------------------------------------------------------------
 
 
-def llm_usage_today(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
+def llm_usage_today(
+    *, at: dt.datetime | None = None, agent_ids: Collection[int] | None = None
+) -> list[dict[str, Any]]:
     rows = (
         # The same "today" as the spend caps' (engine/brakes.py): midnight in TIME_ZONE.
-        LLMCall.objects.filter(created__gte=day_start(at or now()))
+        _only(LLMCall.objects.filter(created__gte=day_start(at or now())), agent_ids)
         .values("agent_id", "agent__name")
         .annotate(
             calls=Count("id"),
@@ -196,9 +208,13 @@ def _latest_graphs(conversation_ids: list[int]) -> dict[int, TaskGraph]:
     return {graph.conversation_id: graph for graph in graphs}
 
 
-def conversation_rows(*, limit: int = CONVERSATION_LIMIT) -> list[dict[str, Any]]:
+def conversation_rows(
+    *, limit: int = CONVERSATION_LIMIT, agent_ids: Collection[int] | None = None
+) -> list[dict[str, Any]]:
     conversations = list(
-        Conversation.objects.select_related("agent").order_by("-last_message_at", "-id")[:limit]
+        _only(Conversation.objects.select_related("agent"), agent_ids).order_by("-last_message_at", "-id")[
+            :limit
+        ]
     )
     graphs = _latest_graphs([c.pk for c in conversations])
     return [_conversation_row(c, graphs.get(c.pk)) for c in conversations]
@@ -227,18 +243,23 @@ def event_row(event: ActivityEvent) -> dict[str, Any]:
     }
 
 
-def recent_events(*, limit: int = EVENT_LIMIT, conversation_id: int | None = None) -> list[dict[str, Any]]:
+def recent_events(
+    *, limit: int = EVENT_LIMIT, conversation_id: int | None = None, agent_ids: Collection[int] | None = None
+) -> list[dict[str, Any]]:
     """The newest events (of one conversation, if given), oldest first, as the browser appends them."""
-    events = ActivityEvent.objects.select_related("agent").order_by("-id")
+    events = _only(ActivityEvent.objects.select_related("agent"), agent_ids).order_by("-id")
     if conversation_id is not None:
         events = events.filter(conversation_id=conversation_id)
     events = list(events[:limit])
     return [event_row(e) for e in reversed(events)]
 
 
-def events_after(*, after_id: int, limit: int = EVENT_LIMIT) -> list[dict[str, Any]]:
+def events_after(
+    *, after_id: int, limit: int = EVENT_LIMIT, agent_ids: Collection[int] | None = None
+) -> list[dict[str, Any]]:
     """Events with an id above `after_id`, oldest first (the relay's tail and the reconnect catch-up)."""
-    events = ActivityEvent.objects.select_related("agent").filter(id__gt=after_id).order_by("id")[:limit]
+    events = _only(ActivityEvent.objects.select_related("agent"), agent_ids)
+    events = events.filter(id__gt=after_id).order_by("id")[:limit]
     return [event_row(e) for e in events]
 
 
@@ -341,8 +362,17 @@ def last_sandbox_update_id() -> int:
     return SandboxUpdate.objects.aggregate(last=Max("id"))["last"] or 0
 
 
-def sandbox_agents() -> list[Agent]:
-    return list(Agent.objects.filter(transport="sandbox").order_by("name"))
+def sandbox_agents(*, agent_ids: Collection[int] | None = None) -> list[Agent]:
+    return list(_only(Agent.objects.filter(transport="sandbox"), agent_ids, "pk").order_by("name"))
+
+
+def sandbox_chat_agent_ids(*, chat_id: int) -> set[int]:
+    """The agents taking part in a sandbox chat (a socket follows it only if it may see one)."""
+    return set(
+        SandboxMember.objects.filter(chat_id=chat_id, user__agent__isnull=False).values_list(
+            "user__agent_id", flat=True
+        )
+    )
 
 
 def sandbox_group_titles(*, agent: Agent) -> list[str]:

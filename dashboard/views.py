@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from cindy_site.permissions import permission_by_method
-from conversations.models import Conversation
 from conversations.services.media_save import media_save_options
 from conversations.services.summaries import conversations_summarize_now
 from dashboard import selectors
-from dashboard.access import verified_staff_required
+from dashboard.access import verified_staff_required, viewer_agent_ids, visible_conversation_or_404
 from dashboard.conversation_tools import conversation_header
 from dashboard.costs import cost_chart, daily_costs
 from engine.brakes import spend_alerts
@@ -28,14 +27,15 @@ from memory.stored_kinds import StoreContext, stored_kinds
 def dashboard_index(request: HttpRequest) -> HttpResponse:
     # The page embeds its first state with json_script (escaped for HTML) and the browser renders
     # it with textContent; the socket then keeps it current.
+    ids = viewer_agent_ids(request)
     initial = {
-        "agents": selectors.agent_rows(),
-        "usage": selectors.llm_usage_today(),
-        "conversations": selectors.conversation_rows(),
-        "events": selectors.recent_events(),
+        "agents": selectors.agent_rows(agent_ids=ids),
+        "usage": selectors.llm_usage_today(agent_ids=ids),
+        "conversations": selectors.conversation_rows(agent_ids=ids),
+        "events": selectors.recent_events(agent_ids=ids),
         "last_event_id": selectors.last_event_id(),
     }
-    chart = cost_chart(daily_costs())
+    chart = cost_chart(daily_costs(agent_ids=ids))
     context = {"initial": initial, "chart": chart, "alerts": process_alerts() + spend_alerts()}
     return render(request, "dashboard/index.html", context)
 
@@ -48,7 +48,7 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
     memories, notes, plan, intentions, events, summaries), where the history starts and why, the
     history (headers, text, and media as their catalog descriptions), the entries stored since the
     history began, and the turn's final text (current time, the instructions for the turn)."""
-    conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
+    conversation = visible_conversation_or_404(request, conversation_id)
     start = history_start(conversation)
     history = conversation_history(conversation, start=start)
     # The latest turn's kind of instructions; a summarization turn's are written when it runs.
@@ -89,6 +89,6 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
 @require_POST
 def conversation_summarize(request: HttpRequest, conversation_id: int) -> HttpResponse:
     """The page's "Summarize now" button: the same as the conversation admin's action."""
-    conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation_id)
+    conversation = visible_conversation_or_404(request, conversation_id)
     messages.info(request, conversations_summarize_now(conversations=[conversation]))
     return redirect("dashboard:conversation", conversation_id=conversation.pk)

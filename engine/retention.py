@@ -148,11 +148,14 @@ def retention_run(
     return report
 
 
-def usage_daily_costs(*, since: dt.date) -> list[tuple[dt.date, str | None, object]]:
-    """(day, agent name, cost) of the pruned LLM calls from `since` on, for the cost chart."""
+def usage_daily_costs(*, since: dt.date, agent_ids=None) -> list[tuple[dt.date, str | None, object]]:
+    """(day, agent name, cost) of the pruned LLM calls from `since` on (of `agent_ids` only, when
+    given), for the cost chart."""
+    rows = LLMUsageDaily.objects.filter(day__gte=since)
+    if agent_ids is not None:
+        rows = rows.filter(agent_id__in=agent_ids)
     return list(
-        LLMUsageDaily.objects.filter(day__gte=since)
-        .values("day", "agent__name")
+        rows.values("day", "agent__name")
         .annotate(total=Sum("cost"))
         .order_by()
         .values_list("day", "agent__name", "total")

@@ -159,7 +159,7 @@ class FileViewMixin:
     def file_view(self, request, pk: int):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        row = get_object_or_404(self.model, pk=pk)
+        row = get_object_or_404(self.get_queryset(request), pk=pk)
         return serve_media_file(request, row.file, row.mime)
 
 

@@ -3,6 +3,7 @@ password device (`otp_device`), which builds on them. Both are registered by imp
 
 from __future__ import annotations
 
+from agents.models.access import AccessRequest, AgentGrant
 from agents.models.agent import (
     Agent,
     AgentDocument,
@@ -17,7 +18,9 @@ from agents.models.agent import (
 from agents.models.otp_device import TelegramDevice
 
 __all__ = [
+    "AccessRequest",
     "Agent",
+    "AgentGrant",
     "AgentDocument",
     "AgentLease",
     "GatewayRequest",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 
+from agents.models import AgentGrant
 from api.services.tokens import api_token_create
 from engine.tests.cast import make_agent
 
@@ -52,8 +53,11 @@ def owner(django_user_model):
 
 @pytest.fixture
 def make_staff(django_user_model):
-    def make(username: str, *perms: str):
+    def make(username: str, *perms: str, agents: list | None = None):
+        """Staff holding `perms`, granted every agent, or only `agents` when given."""
         user = django_user_model.objects.create_user(username, password="pw", is_staff=True)
+        for agent in agents if agents is not None else [None]:
+            AgentGrant.objects.create(user=user, agent=agent)
         for perm in perms:
             app_label, codename = perm.split(".")
             user.user_permissions.add(

@@ -69,3 +69,24 @@ def test_reading_needs_the_conversation_view_permission(api_as, make_staff, wend
 def test_without_a_token_it_is_401(api_as, wendy):
     chat = _chat(wendy, 1001)
     assert api_as(None).get(f"/agents/{wendy.pk}/conversations/{chat.pk}/messages").status_code == 401
+
+
+def test_a_token_without_a_grant_on_the_agent_sees_nothing_of_it(api_as, make_staff, wendy, heidi):
+    """A curator granted Wendy only: Heidi is "not found" everywhere, though the model permissions
+    would allow it; Wendy stays readable, and writes need their permission too."""
+    from django.contrib.auth.models import Group
+
+    from agents.roles import CURATOR
+
+    curator = make_staff("curator", agents=[wendy])
+    curator.groups.add(Group.objects.get(name=CURATOR))
+    api = api_as(curator)
+    hers, theirs = _chat(wendy, 1001, messages=1), _chat(heidi, 2002, messages=1)
+
+    assert [a["name"] for a in api.get("/agents").json()["items"]] == ["Wendy"]
+    assert api.get(f"/agents/{heidi.pk}").status_code == 404
+    assert api.get(f"/agents/{heidi.pk}/conversations").status_code == 404
+    assert api.get(f"/agents/{heidi.pk}/conversations/{theirs.pk}/messages").status_code == 404
+    assert api.post(f"/agents/{heidi.pk}/disable").status_code == 404
+    assert api.get(f"/agents/{wendy.pk}/conversations/{hers.pk}/messages").json()["count"] == 1
+    assert api.post(f"/agents/{wendy.pk}/disable").status_code == 403  # a curator runs no agents

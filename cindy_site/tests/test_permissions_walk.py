@@ -17,7 +17,7 @@ from django.contrib.sessions.models import Session
 from django.urls import URLPattern, URLResolver, get_resolver
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from agents.models import Agent, GatewayRequest, Transport
+from agents.models import Agent, AgentGrant, GatewayRequest, Transport
 from cindy_site.clock import now
 from cindy_site.testing.staff import verify_client
 from conversations.models import Conversation, Message, TaskGraph, TaskNode
@@ -287,6 +287,9 @@ def test_a_user_with_the_permission_gets_the_action_done(bare_staff, cast, djang
         Permission.objects.get(codename="change_agent"), Permission.objects.get(codename="view_agent")
     )
     agent = cast["agent"]
+    # The permission alone is not enough: the agent must be granted too (agents.access).
+    assert bare_staff.post(f"/admin/agents/agent/{agent.pk}/telegram/", {"action": "read"}).status_code == 404
+    AgentGrant.objects.create(user=user, agent=agent)
 
     response = bare_staff.post(f"/admin/agents/agent/{agent.pk}/telegram/", {"action": "read"})
 

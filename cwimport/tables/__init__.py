@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cwimport.base import TableImporter
 from cwimport.tables.administrators import (
+    AdministratorResourceGrantsImporter,
     AdministratorRolesImporter,
     AdministratorsImporter,
     AdminRoleNamesImporter,
@@ -38,6 +39,7 @@ IMPORTERS: list[type[TableImporter]] = [
     AdministratorsImporter,
     AdminRoleNamesImporter,
     AdministratorRolesImporter,
+    AdministratorResourceGrantsImporter,
 ]
 
 # Tables of the original that Cindy does not import, with the reason shown in the report.
@@ -47,11 +49,6 @@ NOT_IMPORTED: dict[str, str] = {
         "text nor the language, so it cannot be matched to a message; Cindy translates again on demand"
     ),
     "available_llms": "dropped: Cindy's LLM names and prices live in settings and the ModelPrice table",
-    "administrator_resource_grants": (
-        "not imported: the original limited an administrator to some agents; Cindy's staff permissions "
-        "are per model (Django groups and permissions), not per agent, so give each imported staff user "
-        "the permissions they need in the admin"
-    ),
     "agent_profile_photos": (
         "not imported: the profile photos themselves are on each Telegram account, and Cindy's account "
         "page reads them from Telegram; the original's link from a photo to the Saved Messages media "

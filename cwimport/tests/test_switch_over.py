@@ -16,7 +16,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 
-from agents.models import Agent
+from agents.access import agents_for, has_agent_perm
+from agents.models import Agent, AgentGrant
+from agents.roles import ROLES
 from conversations.models import ActivityEvent
 from cwimport.matching import AgentMatcher
 from cwimport.report import TableReport
@@ -198,9 +200,7 @@ def test_every_table_of_the_schema_is_named_in_the_report(agents, cw_source):
 
     for table in SCHEMA_TABLES:
         assert f"  {table}:" in text or f"  {table} (" in text, table
-    assert (
-        "administrator_resource_grants (1 rows): not imported: the original limited an administrator" in text
-    )
+    assert "  administrator_resource_grants: 1 created" in text
     assert "agent_profile_photos (1 rows): not imported: the profile photos themselves are on each" in text
 
 
@@ -215,9 +215,28 @@ def test_staff_and_roles_become_django_users_and_groups_without_passwords(agents
         ("sam@example.com", "sam@example.com", "Sam", True, False),
     ]
     assert not any(u.has_usable_password() for u in users)
-    assert list(users.get(username="sam@example.com").groups.values_list("name", flat=True)) == ["editor"]
-    assert set(Group.objects.values_list("name", flat=True)) == {"editor", "superuser"}
+    # Sam was limited to Lola: he operates her, and only her (agents.access).
+    lola, bernd = agents
+    sam = users.get(username="sam@example.com")
+    assert set(sam.groups.values_list("name", flat=True)) == {"editor", "Operator"}
+    assert set(Group.objects.values_list("name", flat=True)) == {"editor", "superuser", *ROLES}
     assert report.tables["administrator_roles"].counts["created"] == 2
+    assert [(g.user, g.agent) for g in AgentGrant.objects.all()] == [(sam, lola)]
+    assert list(agents_for(sam)) == [lola]
+    assert not has_agent_perm(sam, "conversations.view_conversation", bernd)
+    assert set(agents_for(users.get(username="olivia@example.com"))) == {lola, bernd}
+
+
+def test_a_grant_of_something_other_than_an_agent_is_counted_as_skipped(agents, cw_source):
+    fill(cw_source)
+    cw_source.insert("administrator_resource_grants", email="sam@example.com", resource_type="prompt",
+                     resource_id="Roleplay")  # fmt: skip
+
+    report = run(cw_source)
+
+    table = report.tables["administrator_resource_grants"]
+    assert table.counts == {"created": 1, "skipped": 1}
+    assert dict(table.skip_reasons) == {'resource_type "prompt": Cindy grants access to agents only': 1}
 
 
 def test_a_second_run_reports_every_table_unchanged(agents, cw_source):

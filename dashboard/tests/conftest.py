@@ -142,8 +142,11 @@ OPERATOR_PERMISSIONS = (
 def staff(db):
     from django.contrib.auth.models import Permission
 
+    from agents.models import AgentGrant
+
     user = make_user("operator")
     user.user_permissions.add(*Permission.objects.filter(codename__in=OPERATOR_PERMISSIONS))
+    AgentGrant.objects.create(user=user, agent=None)  # every agent
     return user
 
 
