@@ -25,8 +25,15 @@ BUILT_IN_LLMS = (
 
 
 def llm_choices() -> list[str]:
-    offered = OfferedModel.objects.order_by("provider", "model").values_list("provider", "model")
-    return [*BUILT_IN_LLMS, *(f"{provider}:{model}" for provider, model in offered)]
+    """The models offered to personas first (in the operator's order), the built-in names, then the rest
+    of the list (OpenRouter's fetched models)."""
+    rows = OfferedModel.objects.order_by("-offered", "position", "provider", "model").only(
+        "provider", "model", "llm_name", "offered"
+    )
+    offered = [row.persona_name for row in rows if row.offered]
+    rest = [row.persona_name for row in rows if not row.offered]
+    names = [*offered, *BUILT_IN_LLMS, *rest]
+    return list(dict.fromkeys(names))
 
 
 def effective_llm(conversation: Conversation) -> dict[str, str]:

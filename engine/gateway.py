@@ -27,6 +27,7 @@ from agents.models import Agent
 from agents.selectors import phone_key, shared_phone_keys
 from cindy_site.bulk import driver_rows
 from cindy_site.clock import get_clock, now
+from cindy_site.parameters import parameters_refresh
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
@@ -438,6 +439,10 @@ class Gateway(
     async def run_once(self) -> bool:
         """One pass over every step; returns whether any did work."""
         did = False
+        try:  # the global parameters an operator changed apply from this pass on (cindy_site/parameters.py)
+            await sync_to_async(parameters_refresh)()
+        except Exception as exc:
+            logger.warning("could not read the global parameters, keeping the previous ones: %r", exc)
         for step in (
             self.step_leases,
             self.step_workers,  # after the leases: a gateway standing by starts none
