@@ -22,17 +22,17 @@ from django.urls import path
 
 from agents.models import Agent
 from cindy_site.admin_utils import ReadOnlyAdmin, short
-from cindy_site.parameters import (
+from cindy_site.parameters import parameter
+from conversations.models import Conversation, ModelPrice, OfferedModel, Translation
+from conversations.services.parameters import (
     PARAMETERS,
     ParameterError,
     effective_parameters,
-    parameter,
     parameter_reset,
     parameter_set,
     parameters_refresh,
     parse_value,
 )
-from conversations.models import Conversation, ModelPrice, OfferedModel, Translation
 from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, resolve
 from llm.usage import price_for

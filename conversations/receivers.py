@@ -7,9 +7,9 @@ from django_q.signals import pre_execute
 
 from agents.models import Agent, GatewayRequest
 from agents.signals import agent_restarted, gateway_request_created
-from cindy_site.parameters import refresh_before_task
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
+from conversations.services.parameters import refresh_before_task
 from conversations.services.wake import wake_gateways_on_commit
 from media_catalog.signals import describe_again_requested
 

@@ -27,11 +27,11 @@ from agents.models import Agent
 from agents.selectors import phone_key, shared_phone_keys
 from cindy_site.bulk import driver_rows
 from cindy_site.clock import get_clock, now
-from cindy_site.parameters import parameters_refresh
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
+from conversations.services.parameters import parameters_refresh
 from conversations.services.wake import wake_not_needed
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for

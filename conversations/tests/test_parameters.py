@@ -8,16 +8,16 @@ import logging
 import pytest
 from django_q.signals import pre_execute
 
-from cindy_site.parameters import (
+from cindy_site.parameters import NAMES, parameter
+from conversations.models import ActivityEvent, SiteParameter
+from conversations.services.parameters import (
     PARAMETERS,
     ParameterError,
-    parameter,
     parameter_reset,
     parameter_set,
     parameters_refresh,
     parse_value,
 )
-from conversations.models import ActivityEvent, SiteParameter
 from llm.routing import Route, route_for
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +84,11 @@ def test_a_stored_value_that_no_longer_validates_is_ignored_and_named(settings, 
         ("CINDY_HISTORY_SIZE", "many", 'CINDY_HISTORY_SIZE is "many": it must be a whole number, at least 1'),
         ("CINDY_READ_DELAY_SECONDS", "-1", "CINDY_READ_DELAY_SECONDS is -1: it must be a number of seconds"),
         ("MEDIA_DESC_BUDGET_PER_TICK", "-2", "MEDIA_DESC_BUDGET_PER_TICK is -2: it must be at least 0"),
-        ("GOOGLE_GEMINI_API_KEY", "x", '"GOOGLE_GEMINI_API_KEY" is not a global parameter: the admin can set'),
+        (
+            "GOOGLE_GEMINI_API_KEY",
+            "x",
+            '"GOOGLE_GEMINI_API_KEY" is not a global parameter: the admin can set',
+        ),
     ],
 )
 def test_a_bad_value_names_the_parameter_the_value_and_the_fix(name, raw, message):
@@ -96,6 +100,7 @@ def test_a_bad_value_names_the_parameter_the_value_and_the_fix(name, raw, messag
 def test_optional_models_accept_empty_and_no_secret_is_a_parameter():
     assert parse_value("TRANSLATION_MODEL", "") == ""
     assert parse_value("TRANSCRIPTION_MODEL", " gpt-4o-mini-transcribe ") == "gpt-4o-mini-transcribe"
+    assert tuple(PARAMETERS) == NAMES
     assert not [n for n in PARAMETERS if "KEY" in n or "TOKEN" in n or "SECRET" in n or "URL" in n]
 
 
