@@ -130,6 +130,11 @@ PARAMETERS: dict[str, Parameter] = {
             "CINDY_READ_DELAY_SECONDS", _seconds, "Seconds an agent waits after a message before it replies."
         ),
         Parameter("MEDIA_DESC_BUDGET_PER_TICK", _int(0), "Media descriptions started per gateway pass."),
+        Parameter(
+            "MEDIA_VIDEO_MAX_DURATION_SECONDS",
+            _int(1),
+            "Videos, GIFs and animations longer than this (seconds) are never fetched nor described.",
+        ),
         Parameter("RETRIEVAL_MAX_ROUNDS", _int(1), "Web retrieval rounds a planning turn may take."),
         Parameter("CINDY_IMAGES_PER_DAY", _int(0), "Pictures an agent may make per day (0: none)."),
     )
