@@ -18,12 +18,13 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from agents.models import Agent
 from cindy_site.admin_utils import ReadOnlyAdmin, short
 from cindy_site.parameters import parameter
-from conversations.models import Conversation, ModelPrice, OfferedModel, Translation
+from conversations.models import Conversation, ModelPrice, OfferedModel, SiteParameter, Translation
 from conversations.services.parameters import (
     PARAMETERS,
     ParameterError,
@@ -78,6 +79,14 @@ def _route_row(name: str, used_by: list[str]) -> dict[str, Any]:
     }
 
 
+def _route_only(name: str) -> dict[str, str]:
+    try:
+        route = resolve(name)
+    except UnknownModelError as exc:
+        return {"route": "", "error": str(exc)}
+    return {"route": f"{route.provider}/{route.model}", "error": ""}
+
+
 def llm_overview(*, search: str = "") -> dict[str, Any]:
     """Everything the page shows, in a fixed number of queries (prices are read once, then matched)."""
     parameters_refresh()  # this process shows, and resolves with, the values stored now
@@ -106,8 +115,6 @@ def llm_overview(*, search: str = "") -> dict[str, Any]:
             "position", "provider", "model"
         )
     )
-    for row in models:
-        used.setdefault(row.persona_name, [])
     offered = OfferedModel.objects.filter(provider="openrouter")
     if search:
         offered = offered.filter(Q(model__icontains=search) | Q(name__icontains=search))
@@ -121,7 +128,7 @@ def llm_overview(*, search: str = "") -> dict[str, Any]:
         },
         "keys": [{"provider": p, "name": n, "set": bool(getattr(settings, n, ""))} for p, n in _KEYS.items()],
         "routes": [_route_row(name, sorted(set(agents))) for name, agents in sorted(used.items())],
-        "models": [{"row": row, "route": _route_row(row.persona_name, [])} for row in models],
+        "models": [{"row": row, "route": _route_only(row.persona_name)} for row in models],
         "prices": list(ModelPrice.objects.all()),
         "openrouter_key": bool(settings.OPENROUTER_API_KEY),
         "offered": offered_rows,
@@ -340,6 +347,20 @@ class TranslationAdmin(ReadOnlyAdmin):
         return short(translation.translated_text, 80)
 
 
+class SiteParameterAdmin(ReadOnlyAdmin):
+    """The stored overrides, for looking them up; they are set and reset on the LLMs and prices page
+    (each change audited there), never edited here."""
+
+    list_display = ["name", "value", "updated", "updated_by", "edit_link"]
+    search_fields = ["name", "value", "updated_by"]
+
+    @admin.display(description="Edit")
+    def edit_link(self, row: SiteParameter) -> str:
+        url = reverse("admin:conversations_offeredmodel_parameter", args=[row.name])
+        return format_html('<a href="{}">on the LLMs and prices page</a>', url)
+
+
 def register_llm_admin() -> None:
     admin.site.register(OfferedModel, OfferedModelAdmin)
+    admin.site.register(SiteParameter, SiteParameterAdmin)
     admin.site.register(Translation, TranslationAdmin)

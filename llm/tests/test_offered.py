@@ -193,3 +193,21 @@ def test_the_offered_models_lead_the_agent_forms_llm_choices_in_order(verified_c
     choices = html.split('<datalist id="agent-llm-choices">')[1].split("</datalist>")[0]
     assert choices.index("openrouter:x/first") < choices.index("gpt-4o") < choices.index('"gemini"')
     assert choices.index('"gemini"') < choices.index("openrouter:y/not-offered")
+
+
+def test_the_llm_page_lists_the_offered_models_in_order_in_a_fixed_number_of_queries(
+    verified_client, clock, django_assert_max_num_queries
+):
+    for i in range(12):
+        OfferedModel.objects.create(
+            provider="openrouter", model=f"vendor/model-{i}", offered=True, position=12 - i, source="operator"
+        )
+    OfferedModel.objects.create(provider="openai", model="bad", llm_name="not-a-route", source="operator")
+
+    with django_assert_max_num_queries(25):
+        html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+
+    table = html.split('id="offered-models"')[1].split("</table>")[0]
+    assert table.index("vendor/model-11") < table.index("vendor/model-0")
+    assert "LLM &quot;not-a-route&quot; is not a known name" in table
+    assert "/admin/conversations/offeredmodel/add/" in html
