@@ -132,6 +132,13 @@ def test_a_parameter_changed_in_the_admin_applies_to_the_next_turn_without_a_res
     expect(page.locator("#parameter-CINDY_HISTORY_SIZE td.source")).to_have_text("environment")
     assert page.dialogs == []
 
+    # The page and the form fit the admin's 1280 px window (test_admin_at_1280.py).
+    page.set_viewport_size({"width": 1280, "height": 900})
+    for path in (PAGE, f"{PAGE}parameters/MEDIA_MODEL/"):
+        page.goto(path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 1280, f"{path} is {width} px wide at a 1280 px window"
+
 
 def test_an_operator_adds_orders_and_offers_models_to_the_agent_form(site_db, page):
     agent = _agent(f"Otto {secrets.token_hex(2)}")
