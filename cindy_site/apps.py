@@ -10,13 +10,7 @@ class CindySiteConfig(AppConfig):
     verbose_name = "Cindy"
 
     def ready(self) -> None:
-        from django_q.signals import pre_execute
-
         from cindy_site import checks  # noqa: F401  (registers the system checks)
-        from cindy_site.parameters import refresh_before_task
-
-        # A worker's task starts with the global parameters stored now (cindy_site/parameters.py).
-        pre_execute.connect(refresh_before_task, dispatch_uid="cindy_parameters_refresh")
 
 
 class CindyAdminConfig(admin_apps.AdminConfig):
