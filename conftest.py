@@ -48,3 +48,14 @@ def _seeded_model_prices(request):
         images.seed_image_prices(apps, None)
         speech = importlib.import_module("conversations.migrations.0018_voice_notes")
         speech.seed_speech_prices(apps, None)
+
+
+@pytest.fixture(autouse=True)
+def _environment_parameters():
+    """Every test starts and ends with the environment's global parameters (cindy_site/parameters.py):
+    an override a test stored is forgotten with its database rows."""
+    from cindy_site.parameters import parameters_forget
+
+    parameters_forget()
+    yield
+    parameters_forget()

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Q
+from django.utils.html import format_html, format_html_join
 
 from agents.models import Agent, RolePrompt
 from agents.services import curation
@@ -135,6 +136,21 @@ class ListChoiceField(forms.MultipleChoiceField):
         return list(initial or []) != list(data or [])
 
 
+class LLMNameInput(forms.TextInput):
+    """A text field suggesting the models offered to personas (the admin's LLMs and prices page, in its
+    order), then the built-in names; any name that routes is accepted."""
+
+    def __init__(self) -> None:
+        super().__init__(attrs={"list": "agent-llm-choices", "autocomplete": "off"})
+
+    def render(self, name, value, attrs=None, renderer=None):  # noqa: ANN001 - Django's signature
+        from dashboard.conversation_tools import llm_choices
+
+        options = format_html_join("", '<option value="{}">', ((choice,) for choice in llm_choices()))
+        datalist = format_html('<datalist id="agent-llm-choices">{}</datalist>', options)
+        return super().render(name, value, attrs, renderer) + datalist
+
+
 class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
     role_prompt_names = ListChoiceField(
         label="Role prompts",
@@ -185,6 +201,7 @@ class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
         )
         if "llm" in self.fields:
             self.fields["llm"].label = "LLM"
+            self.fields["llm"].widget = LLMNameInput()
 
     def clean_role_prompt_names(self) -> list[str]:
         """An `Instructions` entry the agent already lists is not offered, but it is kept in its place."""

@@ -1,5 +1,6 @@
-"""The admin's "LLMs and prices" page: the global LLM parameters, the models in use and on offer
-with their prices, and OpenRouter's model list (refreshed by a worker) when a key is set.
+"""The admin's "LLMs and prices" page: the global parameters (each editable: `cindy_site/parameters.py`),
+the models in use and those offered to personas (editable and ordered here), with their prices, and
+OpenRouter's model list (refreshed by a worker) when a key is set.
 
 It is the changelist of `OfferedModel`, so it sits in the admin index beside the price table.
 """
@@ -9,19 +10,31 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from agents.access import agents_for
 from agents.models import Agent
 from cindy_site.admin_utils import ReadOnlyAdmin, short
-from conversations.models import Conversation, ModelPrice, OfferedModel, Translation
+from cindy_site.parameters import parameter
+from conversations.models import Conversation, ModelPrice, OfferedModel, SiteParameter, Translation
+from conversations.services.parameters import (
+    PARAMETERS,
+    ParameterError,
+    effective_parameters,
+    parameter_reset,
+    parameter_set,
+    parameters_refresh,
+    parse_value,
+)
 from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, resolve
 from llm.usage import price_for
@@ -67,73 +80,186 @@ def _route_row(name: str, used_by: list[str]) -> dict[str, Any]:
     }
 
 
+def _route_only(name: str) -> dict[str, str]:
+    try:
+        route = resolve(name)
+    except UnknownModelError as exc:
+        return {"route": "", "error": str(exc)}
+    return {"route": f"{route.provider}/{route.model}", "error": ""}
+
+
 def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
     """Everything the page shows, in a fixed number of queries (prices are read once, then matched).
     "Used by" names the agents of `agents` (a queryset: those the viewer may see; default all)."""
+    parameters_refresh()  # this process shows, and resolves with, the values stored now
+    default_llm = parameter("DEFAULT_AGENT_LLM")
     used: dict[str, list[str]] = {}
     agents = Agent.objects.all() if agents is None else agents
     for agent_name, llm in agents.order_by("name").values_list("name", "llm"):
-        used.setdefault(settings.DEFAULT_AGENT_LLM if is_default_name(llm) else llm, []).append(agent_name)
+        used.setdefault(default_llm if is_default_name(llm) else llm, []).append(agent_name)
     overrides = (
         Conversation.objects.exclude(llm_model="").values_list("llm_model", flat=True).distinct().order_by()
     )
     for llm in overrides:
         used.setdefault(llm, []).append("conversation overrides")
-    site = {
-        "DEFAULT_AGENT_LLM": settings.DEFAULT_AGENT_LLM,
-        "MEDIA_MODEL": settings.MEDIA_MODEL,
-        "TRANSLATION_MODEL": settings.TRANSLATION_MODEL or "(the conversation's LLM)",
-        "CINDY_IMAGE_MODEL": settings.CINDY_IMAGE_MODEL,
-        "CINDY_SPEECH_MODEL": settings.CINDY_SPEECH_MODEL,
-    }
     for name in (
-        settings.DEFAULT_AGENT_LLM,
-        settings.MEDIA_MODEL,
-        settings.TRANSLATION_MODEL,
-        settings.CINDY_IMAGE_MODEL,
+        "DEFAULT_AGENT_LLM",
+        "MEDIA_MODEL",
+        "TRANSLATION_MODEL",
+        "TRANSCRIPTION_MODEL",
+        "CINDY_IMAGE_MODEL",
     ):
-        if name:
-            used.setdefault(name, [])
+        if parameter(name):
+            used.setdefault(parameter(name), [])
     for name in ("gemini", GEMINI_DEFAULT, "grok", GROK_DEFAULT):
         used.setdefault(name, [])
+    models = list(
+        OfferedModel.objects.filter(Q(source=OfferedModel.Source.OPERATOR) | Q(offered=True)).order_by(
+            "position", "provider", "model"
+        )
+    )
     offered = OfferedModel.objects.filter(provider="openrouter")
     if search:
         offered = offered.filter(Q(model__icontains=search) | Q(name__icontains=search))
     offered_rows = list(offered.order_by("model")[:OFFERED_ROWS])
     return {
-        "site": site,
+        "editable": effective_parameters(),
         "parameters": {
             "LLM_TIMEOUT_SECONDS": settings.LLM_TIMEOUT_SECONDS,
             "LLM_MAX_RETRIES": settings.LLM_MAX_RETRIES,
-            "MEDIA_DESC_BUDGET_PER_TICK": settings.MEDIA_DESC_BUDGET_PER_TICK,
-            "RETRIEVAL_MAX_ROUNDS": settings.RETRIEVAL_MAX_ROUNDS,
-            "CINDY_HISTORY_SIZE": settings.CINDY_HISTORY_SIZE,
-            "CINDY_IMAGES_PER_DAY": settings.CINDY_IMAGES_PER_DAY,
             "CINDY_IMAGES_AFTER_UNTRUSTED": settings.CINDY_IMAGES_AFTER_UNTRUSTED,
         },
         "keys": [{"provider": p, "name": n, "set": bool(getattr(settings, n, ""))} for p, n in _KEYS.items()],
         "routes": [_route_row(name, sorted(set(agents))) for name, agents in sorted(used.items())],
+        "models": [{"row": row, "route": _route_only(row.persona_name)} for row in models],
         "prices": list(ModelPrice.objects.all()),
         "openrouter_key": bool(settings.OPENROUTER_API_KEY),
         "offered": offered_rows,
         "offered_total": OfferedModel.objects.filter(provider="openrouter").count(),
-        "offered_fetched": max((row.fetched for row in offered_rows), default=None),
+        "offered_fetched": max((row.fetched for row in offered_rows if row.fetched), default=None),
         "search": search,
         "zero": Decimal("0"),
     }
 
 
+class OfferedModelForm(forms.ModelForm):
+    """An operator's model: the name personas use (validated by `llm/routing.py`), a label, prices, whether
+    it is offered to personas and where it sorts. Saving makes the row the operator's: a refresh of
+    OpenRouter's list no longer replaces it."""
+
+    class Meta:
+        model = OfferedModel
+        fields = [
+            "llm_name",
+            "name",
+            "offered",
+            "position",
+            "input_per_million",
+            "output_per_million",
+            "context_length",
+        ]
+        labels = {"name": "Label", "input_per_million": "Input price", "output_per_million": "Output price"}
+        help_texts = {
+            "input_per_million": "USD per million input tokens; with the output price, saved to the price "
+            "table (Model prices) for this exact model, which bills its calls",
+            "output_per_million": "USD per million output tokens",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["llm_name"].required = True
+        if self.instance.pk and not self.instance.llm_name:
+            self.initial["llm_name"] = self.instance.persona_name
+
+    def clean_llm_name(self) -> str:
+        name = self.cleaned_data["llm_name"].strip()
+        if is_default_name(name):
+            raise forms.ValidationError(
+                f'LLM name "{name}" means DEFAULT_AGENT_LLM: give a model name such as gpt-5-mini, '
+                "gemini-2.5-pro or anthropic/claude-sonnet-4.5"
+            )
+        try:
+            route = resolve(name)
+        except UnknownModelError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        clash = OfferedModel.objects.filter(provider=route.provider, model=route.model).exclude(
+            pk=self.instance.pk
+        )
+        if clash.exists():
+            raise forms.ValidationError(
+                f'LLM name "{name}" is {route.provider}/{route.model}, already listed as '
+                f'"{clash.first().persona_name}": edit that row instead'
+            )
+        self.route = route
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if (data.get("input_per_million") is None) != (data.get("output_per_million") is None):
+            raise forms.ValidationError(
+                "Give both the input and the output price (USD per million tokens), or neither"
+            )
+        return data
+
+    def save(self, commit: bool = True) -> OfferedModel:
+        row = super().save(commit=False)
+        row.provider, row.model = self.route.provider, self.route.model
+        row.source = OfferedModel.Source.OPERATOR
+        if commit:
+            row.save()
+        return row
+
+
+def save_offered_price(row: OfferedModel) -> ModelPrice | None:
+    """The row's prices as the price table's entry for exactly this model (the one that bills it)."""
+    if row.input_per_million is None or row.output_per_million is None:
+        return None
+    price, _ = ModelPrice.objects.update_or_create(
+        provider=row.provider,
+        model_prefix=row.model[:100],
+        defaults={"input_per_million": row.input_per_million, "output_per_million": row.output_per_million},
+    )
+    return price
+
+
+class ParameterForm(forms.Form):
+    value = forms.CharField(required=False, strip=True, max_length=500)
+
+    def __init__(self, *args: Any, name: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = name
+        self.fields["value"].label = name
+        self.fields["value"].help_text = PARAMETERS[name].help
+
+    def clean_value(self) -> str:
+        raw = self.cleaned_data["value"]
+        try:
+            parse_value(self.name, raw)
+        except ParameterError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return raw
+
+
 class OfferedModelAdmin(admin.ModelAdmin):
-    """The changelist is the overview page; rows are written only by the refresh task."""
+    """The changelist is the overview page; the add and change forms edit the models offered to
+    personas; `parameters/<NAME>/` edits one global parameter."""
+
+    form = OfferedModelForm
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
+        return request.user.has_perm("conversations.add_offeredmodel")
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+        return request.user.has_perm("conversations.change_offeredmodel")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+        return request.user.has_perm("conversations.delete_offeredmodel")
+
+    def save_model(self, request: HttpRequest, obj: OfferedModel, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        price = save_offered_price(obj)
+        if price is not None:
+            messages.info(request, f"Price table: {price} bills {obj.persona_name}.")
 
     def get_urls(self):
         refresh = path(
@@ -141,7 +267,12 @@ class OfferedModelAdmin(admin.ModelAdmin):
             self.admin_site.admin_view(self.refresh_view),
             name="conversations_offeredmodel_refresh",
         )
-        return [refresh, *super().get_urls()]
+        parameter_edit = path(
+            "parameters/<str:name>/",
+            self.admin_site.admin_view(self.parameter_view),
+            name="conversations_offeredmodel_parameter",
+        )
+        return [refresh, parameter_edit, *super().get_urls()]
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
         if not self.has_view_permission(request):
@@ -152,9 +283,41 @@ class OfferedModelAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "title": "LLMs and prices",
             "opts": self.model._meta,
+            "can_edit_parameters": request.user.has_perm("conversations.change_siteparameter"),
+            "can_add_model": self.has_add_permission(request),
             **llm_overview(search=request.GET.get("q", "").strip(), agents=agents_for(request.user)),
         }
         return TemplateResponse(request, "admin/conversations/llms.html", context)
+
+    def parameter_view(self, request: HttpRequest, name: str) -> HttpResponse:
+        """Edit one global parameter: save an override, or reset it to the environment's value."""
+        if not request.user.has_perm("conversations.change_siteparameter"):
+            raise PermissionDenied
+        if name not in PARAMETERS:
+            raise Http404(f"{name} is not a global parameter")
+        row = next(r for r in effective_parameters() if r["name"] == name)
+        by = request.user.get_username()
+        if request.method == "POST" and "reset" in request.POST:
+            if parameter_reset(name, by=by):
+                messages.success(request, f"{name} is the environment's value again: {row['environment']}.")
+            return redirect("admin:conversations_offeredmodel_changelist")
+        if request.method == "POST":
+            form = ParameterForm(request.POST, name=name)
+            if form.is_valid():
+                value = parameter_set(name, form.cleaned_data["value"], by=by)
+                messages.success(request, f"{name} is now {value!r}; it applies from the next turn on.")
+                return redirect("admin:conversations_offeredmodel_changelist")
+        else:
+            initial = row["stored"].value if row["stored"] is not None else row["environment"]
+            form = ParameterForm(initial={"value": initial}, name=name)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Global parameter {name}",
+            "opts": self.model._meta,
+            "form": form,
+            "row": row,
+        }
+        return TemplateResponse(request, "admin/conversations/parameter.html", context)
 
     def refresh_view(self, request: HttpRequest) -> HttpResponse:
         """Refilling the cached model list is part of viewing it: the view permission suffices."""
@@ -187,6 +350,20 @@ class TranslationAdmin(ReadOnlyAdmin):
         return short(translation.translated_text, 80)
 
 
+class SiteParameterAdmin(ReadOnlyAdmin):
+    """The stored overrides, for looking them up; they are set and reset on the LLMs and prices page
+    (each change audited there), never edited here."""
+
+    list_display = ["name", "value", "updated", "updated_by", "edit_link"]
+    search_fields = ["name", "value", "updated_by"]
+
+    @admin.display(description="Edit")
+    def edit_link(self, row: SiteParameter) -> str:
+        url = reverse("admin:conversations_offeredmodel_parameter", args=[row.name])
+        return format_html('<a href="{}">on the LLMs and prices page</a>', url)
+
+
 def register_llm_admin() -> None:
     admin.site.register(OfferedModel, OfferedModelAdmin)
+    admin.site.register(SiteParameter, SiteParameterAdmin)
     admin.site.register(Translation, TranslationAdmin)

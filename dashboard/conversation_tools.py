@@ -6,7 +6,9 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from cindy_site.parameters import parameters_installed
 from conversations.models import Conversation, NodeStatus, OfferedModel, TaskGraph
+from conversations.services.parameters import parameters_refresh
 from conversations.services.translations import LANGUAGES
 from dashboard.transcript import action_text
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, route_for
@@ -25,8 +27,15 @@ BUILT_IN_LLMS = (
 
 
 def llm_choices() -> list[str]:
-    offered = OfferedModel.objects.order_by("provider", "model").values_list("provider", "model")
-    return [*BUILT_IN_LLMS, *(f"{provider}:{model}" for provider, model in offered)]
+    """The models offered to personas first (in the operator's order), the built-in names, then the rest
+    of the list (OpenRouter's fetched models)."""
+    rows = OfferedModel.objects.order_by("-offered", "position", "provider", "model").only(
+        "provider", "model", "llm_name", "offered"
+    )
+    offered = [row.persona_name for row in rows if row.offered]
+    rest = [row.persona_name for row in rows if not row.offered]
+    names = [*offered, *BUILT_IN_LLMS, *rest]
+    return list(dict.fromkeys(names))
 
 
 def effective_llm(conversation: Conversation) -> dict[str, str]:
@@ -36,7 +45,11 @@ def effective_llm(conversation: Conversation) -> dict[str, str]:
     elif not is_default_name(conversation.agent.llm):
         source = "the agent"
     else:
-        source = "the site default (DEFAULT_AGENT_LLM)"
+        source = (
+            "the site default (DEFAULT_AGENT_LLM, set in the admin)"
+            if "DEFAULT_AGENT_LLM" in parameters_installed()
+            else "the site default (DEFAULT_AGENT_LLM)"
+        )
     try:
         route = route_for(agent_llm=conversation.agent.llm, conversation_llm=conversation.llm_model)
     except UnknownModelError as exc:
@@ -84,6 +97,7 @@ def operator_language(request: HttpRequest) -> str:
 
 
 def conversation_header(conversation: Conversation, request: HttpRequest, *, tab: str) -> dict[str, Any]:
+    parameters_refresh()  # the default LLM shown is the one the next turn uses (an admin override included)
     return {
         "conversation": conversation,
         "tab": tab,

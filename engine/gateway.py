@@ -31,6 +31,7 @@ from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
+from conversations.services.parameters import parameters_refresh
 from conversations.services.wake import wake_not_needed
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
@@ -438,6 +439,10 @@ class Gateway(
     async def run_once(self) -> bool:
         """One pass over every step; returns whether any did work."""
         did = False
+        try:  # the global parameters an operator changed apply from this pass on (cindy_site/parameters.py)
+            await sync_to_async(parameters_refresh)()
+        except Exception as exc:
+            logger.warning("could not read the global parameters, keeping the previous ones: %r", exc)
         for step in (
             self.step_leases,
             self.step_workers,  # after the leases: a gateway standing by starts none

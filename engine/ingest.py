@@ -28,11 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent
 from cindy_site.clock import now
+from cindy_site.parameters import parameter
 from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_message_id, conversations_with_messages
 from conversations.services.graphs import graph_replan
@@ -75,7 +75,7 @@ class _Trigger:
 
 
 def _replan_all(pending: dict[int, _Trigger]) -> list[int]:
-    delay = dt.timedelta(seconds=settings.CINDY_READ_DELAY_SECONDS)
+    delay = dt.timedelta(seconds=parameter("CINDY_READ_DELAY_SECONDS"))
     graph_ids = []
     for item in pending.values():
         not_before = reply_not_before(

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 
 from cindy_site.clock import get_clock
+from cindy_site.parameters import parameter
 from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport
@@ -105,7 +105,7 @@ class UpkeepSteps:
     async def step_media(self) -> bool:
         """Download new media into the media store, within MEDIA_DESC_BUDGET_PER_TICK per pass."""
         cursors = self._upkeep_state()["media_cursor"]
-        budget = settings.MEDIA_DESC_BUDGET_PER_TICK
+        budget = parameter("MEDIA_DESC_BUDGET_PER_TICK")
         spent_total = 0
         connected = self._connected()
         for agent_id, client in connected:

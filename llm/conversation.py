@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from cindy_site.bulk import driver_rows
+from cindy_site.parameters import parameter
 from conversations.models import Conversation, Message
 from conversations.selectors import first_partner_message_id
 from llm.media_caps import video_too_long
@@ -172,7 +173,7 @@ def _window(
     fetch: Callable[[QuerySet], list],
 ) -> list:
     """The window's rows, newest first: `fetch` reads at most `limit` of them (see history_messages)."""
-    limit = limit or settings.CINDY_HISTORY_SIZE
+    limit = limit or parameter("CINDY_HISTORY_SIZE")
     if start is None:
         start = history_start(conversation)
     visible = visible_messages(conversation)
@@ -190,7 +191,7 @@ def _window(
 def history_step(limit: int | None = None) -> int:
     """How many messages the window start moves at a time: CINDY_HISTORY_STEP, or a quarter of the cap
     when it is 0 (the default), at most half the cap."""
-    limit = limit or settings.CINDY_HISTORY_SIZE
+    limit = limit or parameter("CINDY_HISTORY_SIZE")
     return max(1, min(settings.CINDY_HISTORY_STEP or limit // 4, limit // 2))
 
 

@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from cindy_site.clock import now
+from cindy_site.parameters import parameter
 from conversations.models import Conversation, LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMError
@@ -53,12 +54,12 @@ class PictureError(Exception):
 def image_route() -> Route:
     """CINDY_IMAGE_MODEL's route; only Gemini makes pictures."""
     try:
-        route = resolve(settings.CINDY_IMAGE_MODEL)
+        route = resolve(parameter("CINDY_IMAGE_MODEL"))
     except UnknownModelError as exc:
         raise LLMConfigError(f"CINDY_IMAGE_MODEL: {exc}") from exc
     if route.provider != "gemini":
         raise LLMConfigError(
-            f'CINDY_IMAGE_MODEL is "{settings.CINDY_IMAGE_MODEL}": pictures are made by Gemini image '
+            f'CINDY_IMAGE_MODEL is "{parameter("CINDY_IMAGE_MODEL")}": pictures are made by Gemini image '
             "models only; use e.g. gemini-2.5-flash-image"
         )
     return route
@@ -125,7 +126,7 @@ def picture_make(
     from media_catalog.services.library import library_item_upload
 
     agent = conversation.agent
-    limit = settings.CINDY_IMAGES_PER_DAY
+    limit = parameter("CINDY_IMAGES_PER_DAY")
     if pictures_made_today(agent_id=agent.pk) >= limit:  # another turn made one since the policy looked
         raise PictureError(f"agent {agent.name} reached CINDY_IMAGES_PER_DAY ({limit}) for today")
     parts = [Part(text=description)]

@@ -24,6 +24,7 @@ from typing import Any
 from django.conf import settings
 
 from cindy_site.clock import get_clock
+from cindy_site.parameters import parameter
 from conversations.models import LLMCall, Message
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import ChatMessage
@@ -63,7 +64,7 @@ ASK_TGS = (
 
 
 def media_route() -> Route:
-    return resolve(settings.MEDIA_MODEL)
+    return resolve(parameter("MEDIA_MODEL"))
 
 
 def _mime(part: dict[str, Any], path: Path) -> str:
@@ -98,7 +99,7 @@ def warm_media_descriptions(
     With a `deadline` (monotonic, the injected clock) nothing new starts when it is near; what is left
     is described on a later turn.
     """
-    budget = settings.MEDIA_DESC_BUDGET_PER_TICK if budget is None else budget
+    budget = parameter("MEDIA_DESC_BUDGET_PER_TICK") if budget is None else budget
     parts = pending_media(messages)
     if budget <= 0 or not parts:
         return 0

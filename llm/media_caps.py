@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
+from cindy_site.parameters import parameter
 from media_catalog.audio import is_transcribable
 
 #: Media kinds the video cap applies to (a video note is a video part with `extra.round`).
@@ -48,7 +47,7 @@ def video_too_long(part: dict[str, Any]) -> str | None:
     duration = part.get("duration")
     if not isinstance(duration, (int, float)) or isinstance(duration, bool):
         return None
-    cap = settings.MEDIA_VIDEO_MAX_DURATION_SECONDS
+    cap = parameter("MEDIA_VIDEO_MAX_DURATION_SECONDS")
     if duration <= cap:
         return None
     return f"{video_kind(part)} of {_length(duration)}: too long to describe"

@@ -1,7 +1,9 @@
 """The models a provider offers: OpenRouter's `/models` list with prices, fetched on a worker.
 
-The rows (`OfferedModel`) are the cache: the admin's LLM page shows them and asks for a refresh
-when they are older than OFFERED_MAX_AGE. A failed fetch keeps the previous rows and says why.
+The fetched rows (`OfferedModel`, source `fetched`) are the cache: the admin's LLM page shows them and
+asks for a refresh when they are older than OFFERED_MAX_AGE. A failed fetch keeps the previous rows and
+says why. Rows an operator added or edited in the admin (source `operator`) are never touched by a
+refresh; the rows marked "offered to personas" are the LLM choices of the agent form.
 """
 
 from __future__ import annotations
@@ -78,9 +80,20 @@ def openrouter_models_refresh() -> int:
         raise OfferedModelsError(f"GET {url} failed: {exc}") from exc
     when = now()
     with transaction.atomic():
-        OfferedModel.objects.filter(provider="openrouter").delete()
+        fetched = OfferedModel.objects.filter(provider="openrouter", source=OfferedModel.Source.FETCHED)
+        fetched.delete()
+        # A row an operator added or edited is theirs: the refresh neither replaces nor duplicates it.
+        kept = set(
+            OfferedModel.objects.filter(
+                provider="openrouter", source=OfferedModel.Source.OPERATOR
+            ).values_list("model", flat=True)
+        )
         OfferedModel.objects.bulk_create(
-            [OfferedModel(provider="openrouter", fetched=when, **model) for model in models]
+            [
+                OfferedModel(provider="openrouter", fetched=when, source=OfferedModel.Source.FETCHED, **model)
+                for model in models
+                if model["model"] not in kept
+            ]
         )
     return len(models)
 
@@ -97,8 +110,15 @@ def openrouter_models_refresh_task() -> str:
     return f"{count} models"
 
 
+def offered_llm_names() -> list[str]:
+    """The LLM names offered to personas' editors, in the operator's order (position, then name)."""
+    rows = OfferedModel.objects.filter(offered=True).order_by("position", "provider", "model")
+    return [row.persona_name for row in rows.only("provider", "model", "llm_name")]
+
+
 def openrouter_models_stale() -> bool:
-    newest = OfferedModel.objects.filter(provider="openrouter").order_by("-fetched").first()
+    fetched = OfferedModel.objects.filter(provider="openrouter", source=OfferedModel.Source.FETCHED)
+    newest = fetched.exclude(fetched=None).order_by("-fetched").first()
     return newest is None or newest.fetched < now() - OFFERED_MAX_AGE
 
 

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from cindy_site.clock import get_clock
+from cindy_site.parameters import parameter
 from conversations.models import LLMCall, Message, TaskGraph, TaskNode
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import history_window
@@ -146,7 +147,7 @@ def plan_turn(
             # further call; the reply's other tasks run.
             repeat_notes.append(_repeated_note(repeated))
             break
-        if rounds >= settings.RETRIEVAL_MAX_ROUNDS:
+        if rounds >= parameter("RETRIEVAL_MAX_ROUNDS"):
             errors.append(
                 f"retrieval stopped after {rounds} rounds (RETRIEVAL_MAX_ROUNDS): the reply still asked "
                 f"for {', '.join(new_urls)}; its other tasks ran"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from cindy_site.parameters import parameter
 from llm.tasks import Task
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def image_refusal(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
             f"image is not allowed in a turn that read text from outside the chat "
             f"({', '.join(inputs.outside)}); an operator may allow it with CINDY_IMAGES_AFTER_UNTRUSTED"
         )
-    limit = settings.CINDY_IMAGES_PER_DAY
+    limit = parameter("CINDY_IMAGES_PER_DAY")
     made = pictures_made_today(agent_id=agent.pk)
     if made + earlier >= limit:
         return (

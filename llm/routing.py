@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from cindy_site.parameters import parameter
+
 
 class UnknownModelError(ValueError):
     pass
@@ -46,7 +48,7 @@ def is_default_name(name: str | None) -> bool:
 def resolve(name: str | None) -> Route:
     """Turn an LLM name into a route, or raise UnknownModelError naming the value and the fix."""
     if is_default_name(name):
-        default = settings.DEFAULT_AGENT_LLM
+        default = parameter("DEFAULT_AGENT_LLM")
         if is_default_name(default):
             raise UnknownModelError(
                 'DEFAULT_AGENT_LLM is empty: set it to an LLM name such as "gemini", "grok" or "gpt"'
@@ -90,4 +92,4 @@ def route_for(*, agent_llm: str = "", conversation_llm: str = "") -> Route:
     for name in (conversation_llm, agent_llm):
         if not is_default_name(name):
             return resolve(name)
-    return resolve(settings.DEFAULT_AGENT_LLM)
+    return resolve(parameter("DEFAULT_AGENT_LLM"))

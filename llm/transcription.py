@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
+from cindy_site.parameters import parameter
 from conversations.models import LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
@@ -75,8 +74,8 @@ class Transcript:
 
 def transcription_route(*, agent_id: int | None, conversation_id: int | None = None) -> Route:
     """Where a chat's audio is transcribed (see the module's docstring)."""
-    if settings.TRANSCRIPTION_MODEL.strip():
-        return resolve(settings.TRANSCRIPTION_MODEL)
+    if parameter("TRANSCRIPTION_MODEL").strip():
+        return resolve(parameter("TRANSCRIPTION_MODEL"))
     from agents.models import Agent
     from conversations.models import Conversation
 
@@ -89,7 +88,7 @@ def transcription_route(*, agent_id: int | None, conversation_id: int | None = N
     chat = route_for(agent_llm=agent_llm or "", conversation_llm=chat_llm or "")
     if chat.provider != "gemini":
         return Route("openai", OPENAI_TRANSCRIPTION_DEFAULT)
-    media = resolve(settings.MEDIA_MODEL)
+    media = resolve(parameter("MEDIA_MODEL"))
     return media if media.provider == "gemini" else chat
 
 

@@ -15,10 +15,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from cindy_site.clock import now
+from cindy_site.parameters import parameter
 from conversations.models import ActivityEvent, Conversation, LLMCall, Message, Translation
 from conversations.models.console import text_digest
 from conversations.services.activity import record_event
@@ -59,8 +59,8 @@ def translation_system(language: str) -> str:
 
 
 def translation_route(conversation: Conversation) -> Route:
-    if settings.TRANSLATION_MODEL:
-        return resolve(settings.TRANSLATION_MODEL)
+    if parameter("TRANSLATION_MODEL"):
+        return resolve(parameter("TRANSLATION_MODEL"))
     return route_for(agent_llm=conversation.agent.llm, conversation_llm=conversation.llm_model)
 
 

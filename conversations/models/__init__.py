@@ -1,6 +1,6 @@
 from conversations.models.activity import ActivityEvent, LLMCall, ModelPrice
 from conversations.models.chat import TELEGRAM_SERVICE_USER_ID, Conversation, Message
-from conversations.models.console import OfferedModel, Translation
+from conversations.models.console import OfferedModel, SiteParameter, Translation
 from conversations.models.graph import GatewayWake, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.sandbox import (
     SandboxChat,
@@ -21,6 +21,7 @@ __all__ = [
     "ModelPrice",
     "NodeKind",
     "OfferedModel",
+    "SiteParameter",
     "NodeStatus",
     "SandboxChat",
     "SandboxMember",

@@ -38,15 +38,34 @@ class Translation(models.Model):
 
 
 class OfferedModel(models.Model):
-    """A model a provider lists (OpenRouter's `/models`), with its prices, fetched by a worker."""
+    """A model on offer: one a provider lists (OpenRouter's `/models`, fetched by a worker), or one an
+    operator added or edited in the admin. A refresh replaces the fetched rows only: a row an operator
+    saved is theirs, and stays as they left it. `offered` rows are the LLM choices shown to personas'
+    editors (agent form, conversation page), in `position` order."""
+
+    class Source(models.TextChoices):
+        FETCHED = "fetched", "Fetched from the provider"
+        OPERATOR = "operator", "Added or edited by an operator"
 
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
     name = models.CharField(max_length=255, blank=True)
+    llm_name = models.CharField(
+        "LLM name",
+        max_length=200,
+        blank=True,
+        help_text="The name personas use in their LLM field (gpt-5-mini, anthropic/claude-sonnet-4.5); "
+        "empty for a fetched row: openrouter:<model>",
+    )
     context_length = models.PositiveIntegerField(null=True, blank=True)
     input_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     output_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
-    fetched = models.DateTimeField()
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.FETCHED)
+    offered = models.BooleanField(
+        "offered to personas", default=False, help_text="Listed as an LLM choice in the agent form"
+    )
+    position = models.PositiveIntegerField(default=0, help_text="Display order: smaller first")
+    fetched = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["provider", "model"]
@@ -55,4 +74,26 @@ class OfferedModel(models.Model):
         constraints = [models.UniqueConstraint(fields=["provider", "model"], name="offeredmodel_unique")]
 
     def __str__(self) -> str:
-        return f"{self.provider}:{self.model}"
+        return self.persona_name
+
+    @property
+    def persona_name(self) -> str:
+        """What an agent's LLM field holds to use this model."""
+        return self.llm_name or f"{self.provider}:{self.model}"
+
+
+class SiteParameter(models.Model):
+    """An operator's override of one run-time setting (`cindy_site/parameters.py` lists which), read
+    instead of the environment's value from the next turn on."""
+
+    name = models.CharField(max_length=64, unique=True)
+    value = models.TextField(blank=True)
+    updated = models.DateTimeField()
+    updated_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "global parameter"
+
+    def __str__(self) -> str:
+        return f"{self.name} = {self.value}"

@@ -224,3 +224,22 @@ def test_the_log_names_what_started_turns_without_a_message(verified, chat, cloc
     assert "Operator nudge by olga: Say good night" in html
     assert "Operator nudge by olga: (no intent: continue on its own)" in html
     assert "Cross-chat intention from Bob: Tell her Bob says hi" in html
+
+
+def test_the_header_names_the_default_llm_an_operator_set_in_the_admin(verified, chat, clock, settings):
+    from conversations.models import OfferedModel, SiteParameter
+
+    settings.DEFAULT_AGENT_LLM = "gemini"
+    # Stored by another process: the page reads the stored value, not this process's old copy.
+    SiteParameter.objects.create(name="DEFAULT_AGENT_LLM", value="grok", updated=clock.now())
+    OfferedModel.objects.create(provider="openai", model="gpt-4o", llm_name="gpt-4o", offered=True)
+
+    html = verified.client.get(f"/dashboard/conversations/{chat.pk}/").content.decode()
+
+    effective = html.split('id="llm-effective">')[1].split("</span>")[0]
+    assert (
+        effective
+        == "uses grok/grok-4-fast-non-reasoning (from the site default (DEFAULT_AGENT_LLM, set in the admin))"
+    )
+    choices = html.split('<datalist id="llm-choices">')[1].split("</datalist>")[0]
+    assert choices.startswith('<option value="gpt-4o">')

@@ -112,10 +112,102 @@ def test_the_llm_page_shows_the_image_model_and_its_image_output_price(verified_
     settings.CINDY_IMAGE_MODEL = "gemini-2.5-flash-image"
     html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
 
-    parameters = html.split('id="llm-parameters"')[1].split("</dl>")[0]
+    parameters = html.split('id="site-parameters"')[1].split("</table>")[0]
     assert "CINDY_IMAGE_MODEL" in parameters and "CINDY_IMAGES_PER_DAY" in parameters
     route = html.split("<code>gemini-2.5-flash-image</code>")[1].split("</tr>")[0]
     assert "gemini/gemini-2.5-flash-image" in route and "30.0000" in route
     prices = html.split('id="llm-prices"')[1].split("</table>")[0]
     row = prices.split(">gemini-2.5-flash-image<")[1].split("</tr>")[0]
     assert "2.5000" in row and "30.0000" in row
+
+
+def test_a_refresh_keeps_the_rows_an_operator_added_or_edited(fake_llm, clock):
+    fake_llm.models = MODELS
+    openrouter_models_refresh()
+    claude = OfferedModel.objects.get(model="anthropic/claude-sonnet-4")
+    claude.source, claude.offered, claude.position, claude.name = (
+        OfferedModel.Source.OPERATOR,
+        True,
+        1,
+        "Claude",
+    )
+    claude.save()
+    OfferedModel.objects.create(
+        provider="openai", model="gpt-5-mini", llm_name="gpt-5-mini", source=OfferedModel.Source.OPERATOR
+    )
+    fake_llm.models = MODELS[1:]  # Claude is gone from OpenRouter's list
+
+    assert openrouter_models_refresh() == 1
+
+    kept = OfferedModel.objects.get(model="anthropic/claude-sonnet-4")
+    assert (kept.name, kept.offered, kept.position, kept.source) == ("Claude", True, 1, "operator")
+    assert OfferedModel.objects.get(model="openrouter/auto").source == OfferedModel.Source.FETCHED
+    assert OfferedModel.objects.filter(model="gpt-5-mini").exists()
+
+    fake_llm.models = MODELS  # back in the list: the operator's row is not duplicated nor overwritten
+    openrouter_models_refresh()
+    assert OfferedModel.objects.get(model="anthropic/claude-sonnet-4").name == "Claude"
+
+
+def test_an_operator_adds_a_model_validated_by_routing_with_its_price(verified_client, clock):
+    url = "/admin/conversations/offeredmodel/add/"
+    form = {"llm_name": "claude-ish", "name": "", "position": "2", "offered": "on"}
+    html = verified_client.post(url, form).content.decode()
+    assert "LLM &quot;claude-ish&quot; is not a known name" in html
+    assert not OfferedModel.objects.exists()
+
+    form.update(llm_name="openai:gpt-4o-mini", name="GPT-4o mini", input_per_million="0.15")
+    html = verified_client.post(url, form).content.decode()
+    assert "Give both the input and the output price" in html
+
+    form["output_per_million"] = "0.6"
+    assert verified_client.post(url, form).status_code == 302
+
+    row = OfferedModel.objects.get()
+    assert (row.provider, row.model, row.source, row.offered, row.position) == (
+        "openai",
+        "gpt-4o-mini",
+        OfferedModel.Source.OPERATOR,
+        True,
+        2,
+    )
+    price = ModelPrice.objects.get(provider="openai", model_prefix="gpt-4o-mini")
+    assert (price.input_per_million, price.output_per_million) == (Decimal("0.15"), Decimal("0.6"))
+
+    form["llm_name"] = "openai:gpt-4o-mini "  # the same model again: edit that row instead
+    html = verified_client.post(url, form).content.decode()
+    assert "already listed as" in html and OfferedModel.objects.count() == 1
+
+
+def test_the_offered_models_lead_the_agent_forms_llm_choices_in_order(verified_client, agent):
+    OfferedModel.objects.create(
+        provider="openai", model="gpt-4o", llm_name="gpt-4o", offered=True, position=2, source="operator"
+    )
+    OfferedModel.objects.create(
+        provider="openrouter", model="x/first", offered=True, position=1, source="operator"
+    )
+    OfferedModel.objects.create(provider="openrouter", model="y/not-offered")
+
+    html = verified_client.get(f"/admin/agents/agent/{agent.pk}/change/").content.decode()
+
+    choices = html.split('<datalist id="agent-llm-choices">')[1].split("</datalist>")[0]
+    assert choices.index("openrouter:x/first") < choices.index("gpt-4o") < choices.index('"gemini"')
+    assert choices.index('"gemini"') < choices.index("openrouter:y/not-offered")
+
+
+def test_the_llm_page_lists_the_offered_models_in_order_in_a_fixed_number_of_queries(
+    verified_client, clock, django_assert_max_num_queries
+):
+    for i in range(12):
+        OfferedModel.objects.create(
+            provider="openrouter", model=f"vendor/model-{i}", offered=True, position=12 - i, source="operator"
+        )
+    OfferedModel.objects.create(provider="openai", model="bad", llm_name="not-a-route", source="operator")
+
+    with django_assert_max_num_queries(25):
+        html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+
+    table = html.split('id="offered-models"')[1].split("</table>")[0]
+    assert table.index("vendor/model-11") < table.index("vendor/model-0")
+    assert "LLM &quot;not-a-route&quot; is not a known name" in table
+    assert "/admin/conversations/offeredmodel/add/" in html

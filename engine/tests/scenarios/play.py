@@ -113,6 +113,8 @@ class Player:
         started = time.time()
         if turn.operator:
             stage.operate(scenario, turn)
+        if turn.parameters:
+            stage.set_parameters(turn)
         if turn.rights is not None:
             stage.set_rights(scenario, turn.rights)
         if turn.mute:

@@ -33,6 +33,9 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
                                      #   in this topic, and a new line of the agent anywhere else fails
     operator = {daily_spend_cap = "0.01"}   # optional: spend limits an operator saves first, as the
                                      #   admin does ("" clears one)
+    parameters = {CINDY_HISTORY_SIZE = "2"}   # optional: global parameters an operator saves first on
+                                     #   the admin's LLMs page ("" resets one to the environment's);
+                                     #   each one set must be reset by a later turn of the scenario
     reply = [{kind = "send", text = "Hi!"}]            # what the LLM stand-in answers
     usage = {input_tokens = 6000, output_tokens = 1000}   # optional: the tokens the model reports
     braked = true                    # optional: a spend brake holds the turn: no LLM request, no reply
@@ -170,6 +173,7 @@ _TURN_KEYS = {
     "loop_guard",
     "chain",
     "operator",
+    "parameters",
     "usage",
     "braked",
     "activity",
@@ -224,6 +228,7 @@ class Turn:
     loop_guard: bool | None = None
     chain: tuple[str, ...] = ()  # the personas making the requests after the first, in order
     operator: tuple[tuple[str, str], ...] = ()  # (field, value) an operator saves before the turn
+    parameters: tuple[tuple[str, str], ...] = ()  # (name, value) global parameters saved before the turn
     usage: tuple[tuple[str, int], ...] = ()  # the token counts the model reports for this turn's replies
     braked: bool = False
     activity: tuple[str, ...] = ()
@@ -330,6 +335,7 @@ def load(path: Path) -> Scenario:
         for number, raw in enumerate(turns, start=1)
     )
     _check_voices(where, parsed)
+    _check_parameters_reset(where, parsed)
     special = set(data.get("bots") or []) | set(data.get("user_ids") or {})
     for turn in parsed:
         if turn.voice and turn.person in special:
@@ -625,6 +631,7 @@ def _turn(
         loop_guard=raw.get("loop_guard"),
         chain=tuple(chain),
         operator=operator,
+        parameters=_parameters(at, raw.get("parameters", {})),
         usage=tuple(usage.items()),
         activity=tuple(_strings(at, "activity", raw.get("activity", []))),
         media=_media(at, raw.get("media"), trigger),
@@ -723,6 +730,36 @@ def _operator(at: str, value: Any) -> tuple[tuple[str, str], ...]:
             'one), e.g. operator = {daily_spend_cap = "0.01"}'
         )
     return tuple((k, str(v)) for k, v in value.items())
+
+
+def _parameters(at: str, value: Any) -> tuple[tuple[str, str], ...]:
+    from cindy_site.parameters import NAMES
+
+    if not isinstance(value, dict) or any(
+        k not in NAMES or not isinstance(v, str | int) for k, v in value.items()
+    ):
+        raise ScenarioError(
+            f'{at}: parameters is {value!r}: set one or more of {", ".join(NAMES)} ("" resets one), '
+            'e.g. parameters = {CINDY_HISTORY_SIZE = "2"}'
+        )
+    return tuple((k, str(v)) for k, v in value.items())
+
+
+def _check_parameters_reset(where: str, turns: tuple[Turn, ...]) -> None:
+    """The stage is shared by the scenarios of a run: a parameter a scenario sets, it resets."""
+    left: dict[str, int] = {}
+    for turn in turns:
+        for name, value in turn.parameters:
+            if value:
+                left[name] = turn.number
+            else:
+                left.pop(name, None)
+    if left:
+        name, number = next(iter(left.items()))
+        raise ScenarioError(
+            f"{where}: turn {number} sets the parameter {name} and no later turn resets it: add "
+            f'parameters = {{{name} = ""}} to a later turn'
+        )
 
 
 def _operators(where: str, value: Any, people: list[str], key: str = "operators") -> list[str]:

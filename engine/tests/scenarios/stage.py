@@ -779,6 +779,17 @@ class Stage:
             "agent_save(agent=agent)",
         )
 
+    def set_parameters(self, turn: Turn) -> None:
+        """Global parameters an operator saves (or resets) on the admin's LLMs and prices page."""
+        self.run(
+            "from conversations.services.parameters import parameter_reset, parameter_set\n"
+            f"for name, value in {list(turn.parameters)!r}:\n"
+            "    if value:\n"
+            "        parameter_set(name, value, by='scenario')\n"
+            "    else:\n"
+            "        parameter_reset(name, by='scenario')",
+        )
+
     def held(self, scenario: Scenario) -> bool:
         """Whether a spend brake holds a turn of the scenario's chats (engine/brakes.py)."""
         ids = self.conversation_ids(scenario)

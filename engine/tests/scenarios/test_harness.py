@@ -102,6 +102,15 @@ def test_a_scenario_reads_its_turns_people_and_kinds(tmp_path):
             'trigger = "operator" needs an operator change',
         ),
         (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nparameters = {OPENAI_API_KEY = "x"}\nsay = "hi"\nreply = []\n',
+            "parameters is {'OPENAI_API_KEY': 'x'}: set one or more of DEFAULT_AGENT_LLM",
+        ),
+        (
+            'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nparameters = {CINDY_HISTORY_SIZE = "2"}\nsay = "hi"\n'
+            "reply = []\n",
+            "turn 1 sets the parameter CINDY_HISTORY_SIZE and no later turn resets it",
+        ),
+        (
             'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\nbraked = true\nreply = []\n',
             "a braked turn is a message the brake holds: it has a say and no reply",
         ),
