@@ -37,7 +37,9 @@ from conversations.services.parameters import (
 )
 from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, resolve
+from llm.tasks import MAX_VOICE_CHARACTERS
 from llm.usage import price_for
+from media_catalog.audio import MAX_AUDIO_SECONDS
 
 _KEYS = {
     "gemini": "GOOGLE_GEMINI_API_KEY",
@@ -60,8 +62,20 @@ def _price(provider: str, model: str) -> dict[str, Any]:
         "cached": price.cached_input_per_million,
         "output": price.output_per_million,
         "image_output": price.image_output_per_million,
+        "audio": _audio_price(price),
         "price_id": price.pk,
     }
+
+
+def _audio_price(price: ModelPrice) -> str:
+    """The audio prices of a price row in words ("" when it has none): audio input tokens (Gemini's
+    own rate) and minutes of audio (models billed by duration, such as whisper-1)."""
+    parts = []
+    if price.audio_input_per_million is not None:
+        parts.append(f"{price.audio_input_per_million}/M tokens")
+    if price.audio_per_minute:
+        parts.append(f"{price.audio_per_minute}/min")
+    return " · ".join(parts)
 
 
 def _route_row(name: str, used_by: list[str]) -> dict[str, Any]:
@@ -88,6 +102,12 @@ def _route_only(name: str) -> dict[str, str]:
     return {"route": f"{route.provider}/{route.model}", "error": ""}
 
 
+def _speech_provider() -> str:
+    if settings.ELEVENLABS_API_KEY:
+        return f"ElevenLabs {settings.CINDY_ELEVENLABS_MODEL} (ELEVENLABS_API_KEY is set)"
+    return f"Gemini {settings.CINDY_SPEECH_MODEL} (CINDY_SPEECH_MODEL)"
+
+
 def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
     """Everything the page shows, in a fixed number of queries (prices are read once, then matched).
     "Used by" names the agents of `agents` (a queryset: those the viewer may see; default all)."""
@@ -111,6 +131,8 @@ def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
     ):
         if parameter(name):
             used.setdefault(parameter(name), [])
+    if not settings.ELEVENLABS_API_KEY:  # the speech model's price, as the voice kind bills it
+        used.setdefault(settings.CINDY_SPEECH_MODEL, [])
     for name in ("gemini", GEMINI_DEFAULT, "grok", GROK_DEFAULT):
         used.setdefault(name, [])
     models = list(
@@ -128,6 +150,9 @@ def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
             "LLM_TIMEOUT_SECONDS": settings.LLM_TIMEOUT_SECONDS,
             "LLM_MAX_RETRIES": settings.LLM_MAX_RETRIES,
             "CINDY_IMAGES_AFTER_UNTRUSTED": settings.CINDY_IMAGES_AFTER_UNTRUSTED,
+            "Voice notes spoken by": _speech_provider(),
+            "Voice note text (voice task)": f"at most {MAX_VOICE_CHARACTERS} characters",
+            "Voice notes, audio and video notes transcribed": f"up to {MAX_AUDIO_SECONDS // 60} minutes",
         },
         "keys": [{"provider": p, "name": n, "set": bool(getattr(settings, n, ""))} for p, n in _KEYS.items()],
         "routes": [_route_row(name, sorted(set(agents))) for name, agents in sorted(used.items())],

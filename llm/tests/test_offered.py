@@ -121,6 +121,29 @@ def test_the_llm_page_shows_the_image_model_and_its_image_output_price(verified_
     assert "2.5000" in row and "30.0000" in row
 
 
+def test_the_llm_page_shows_voice_prices_and_limits(verified_client, settings):
+    """Voice in (audio input tokens, minutes of whisper-1), voice out (the speech model's route and
+    price) and their limits, beside the pictures' (above)."""
+    settings.ELEVENLABS_API_KEY = ""
+    settings.CINDY_SPEECH_MODEL = "gemini-2.5-flash-preview-tts"
+    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+
+    limits = html.split('id="llm-parameters"')[1].split("</dl>")[0]
+    assert "Gemini gemini-2.5-flash-preview-tts (CINDY_SPEECH_MODEL)" in limits
+    assert "at most 2000 characters" in limits and "up to 5 minutes" in limits
+    route = html.split("<code>gemini-2.5-flash-preview-tts</code>")[1].split("</tr>")[0]
+    assert "gemini/gemini-2.5-flash-preview-tts" in route and "10.0000" in route
+    prices = html.split('id="llm-prices"')[1].split("</table>")[0]
+    whisper = prices.split(">whisper-1<")[1].split("</tr>")[0]
+    assert "0.0060" in whisper
+    flash = prices.split(">gemini-2.5-flash<")[1].split("</tr>")[0]
+    assert "1.0000" in flash  # Gemini's audio input rate
+
+    settings.ELEVENLABS_API_KEY = "key"
+    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+    assert "ElevenLabs eleven_multilingual_v2 (ELEVENLABS_API_KEY is set)" in html
+
+
 def test_a_refresh_keeps_the_rows_an_operator_added_or_edited(fake_llm, clock):
     fake_llm.models = MODELS
     openrouter_models_refresh()
