@@ -176,7 +176,7 @@ class Gateway(
             await self._hand_back(placement.hand_back, draining=placement.draining)
             did = did or bool(placement.hand_back)
             allowed = dict.fromkeys(placement.take)
-            need = max(0, placement.share - len(self.clients))
+            need = placement.need
         shared_phones: set[str] | None = None
         for agent_id, agent in wanted.items():
             if agent_id in self.clients:

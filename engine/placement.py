@@ -47,6 +47,7 @@ class Placement:
     share: int  # how many agents it should hold
     draining: bool
     take: list[int]  # unowned or expired agents to try, in order (more than it needs: some may be taken)
+    need: int  # how many of `take` to take in this pass
     hand_back: list[int]  # held agents to release now
     gateways: int  # live --auto gateways sharing the agents, this one included unless draining
 
@@ -110,6 +111,7 @@ def placement_plan(
     share = shares.get(gateway_id, 0)
     hand_back: list[int] = []
     take: list[int] = []
+    need = 0
     if len(held) > share:
         surplus = len(held) - share
         busy = set(
@@ -124,7 +126,9 @@ def placement_plan(
         (rng or random).shuffle(free)  # gateways joining together rarely race for the same lease
         need = min(share - len(held), PLACEMENT_BATCH)
         take = free[: need * 2]
-    return Placement(share=share, draining=draining, take=take, hand_back=hand_back, gateways=len(sharing))
+    return Placement(
+        share=share, draining=draining, take=take, need=need, hand_back=hand_back, gateways=len(sharing)
+    )
 
 
 def gateway_drain_request(*, gateway_id: str, undo: bool = False) -> ProcessHeartbeat:
