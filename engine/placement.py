@@ -4,7 +4,7 @@ Each such gateway registers itself (its `ProcessHeartbeat` row, with its capacit
 pass, computes its **share**: the agents no other kind of gateway holds are divided among the live
 `--auto` gateways that are not draining, each up to its capacity, the smallest capacities served
 first (`fleet_shares`). A gateway holding fewer than its share takes unowned or expired leases
-(compare-and-set, `engine/leases.py`), at most PLACEMENT_BATCH per pass; one holding more hands the
+(compare-and-set, `engine/leases.py`), at most CLAIM_BATCH per pass; one holding more hands the
 surplus back gracefully, at most PLACEMENT_BATCH per pass, agents with nothing running first: it
 ingests what their clients already received, disconnects them, releases their leases and wakes the
 other gateways, one of which takes them at its next pass. The counts thus even out when a gateway
@@ -32,8 +32,12 @@ from engine.models import ProcessHeartbeat
 
 Kind = ProcessHeartbeat.Kind
 
-#: How many leases a gateway takes, or hands back to even out the counts, in one pass.
+#: How many agents a gateway hands back in one pass to even out the counts (a drain: all at once).
 PLACEMENT_BATCH = 25
+#: How many leases a gateway takes in one pass. Larger: a lease taken is cheap (its client connects
+#: in the same pass, and the heartbeat renews it whatever the loop does), and the agents of a gateway
+#: that died should have a holder again within one pass of their leases expiring.
+CLAIM_BATCH = 100
 
 
 class DrainError(Exception):
@@ -124,7 +128,7 @@ def placement_plan(
     elif len(held) < share:
         free = [agent_id for agent_id in wanted if agent_id not in leases and agent_id not in held]
         (rng or random).shuffle(free)  # gateways joining together rarely race for the same lease
-        need = min(share - len(held), PLACEMENT_BATCH)
+        need = min(share - len(held), CLAIM_BATCH)
         take = free[: need * 2]
     return Placement(
         share=share, draining=draining, take=take, need=need, hand_back=hand_back, gateways=len(sharing)

@@ -15,7 +15,7 @@ from agents.models import Agent, AgentLease
 from conversations.models import GatewayWake
 from conversations.services.sandbox import sandbox_say
 from conversations.services.wake import wake_counter, wake_gateways
-from engine.placement import PLACEMENT_BATCH, fleet_shares, placement_plan, placement_register
+from engine.placement import CLAIM_BATCH, fleet_shares, placement_plan, placement_register
 from engine.tests.harness import Harness
 
 pytestmark = pytest.mark.django_db
@@ -57,13 +57,13 @@ def test_shares_are_even_and_respect_capacities():
 
 
 def test_a_gateway_takes_its_capacity_in_batches(clock):
-    make_agents(60)
-    gateway = auto(clock, "gw-a", capacity=40)
+    make_agents(CLAIM_BATCH + 30)
+    gateway = auto(clock, "gw-a", capacity=CLAIM_BATCH + 20)
     assert gateway.step("step_leases")
-    assert held(gateway) == PLACEMENT_BATCH  # a small batch per pass
+    assert held(gateway) == CLAIM_BATCH  # a batch per pass
     settle(gateway)
-    assert held(gateway) == 40  # never more than its capacity
-    assert AgentLease.objects.filter(holder="gw-a").count() == 40
+    assert held(gateway) == CLAIM_BATCH + 20  # never more than its capacity
+    assert AgentLease.objects.filter(holder="gw-a").count() == CLAIM_BATCH + 20
 
 
 def test_a_joining_gateway_gets_an_even_share_handed_over(clock):
