@@ -66,6 +66,8 @@ logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
 #: How long a client being released may take to hand over the updates it already received.
 FLUSH_SECONDS = 5
+#: How long one pass may spend connecting clients (the rest connect in the passes that follow).
+CONNECT_BUDGET_SECONDS = 2.0
 #: How often a pass ends with Django's check of the database connections (close_old_connections).
 CONNECTION_CHECK_SECONDS = 60.0
 
@@ -200,6 +202,9 @@ class Gateway(
             taken_at = get_clock().monotonic()  # the lease runs from no earlier than this
             result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)
             if not result.acquired:
+                if self.capacity is not None:  # --auto: another gateway took it first, as it may
+                    logger.info("agent %s: taken by gateway %s first", agent.name, result.holder)
+                    continue
                 # Logged once per holder: the message's heartbeat time changes at every renewal.
                 if self.refusals.get(agent_id) != result.holder:
                     logger.warning("refused: %s", result.message)
@@ -211,18 +216,28 @@ class Gateway(
             # A lease handed back by a live --auto gateway (not expired) leaves its workers running:
             # their planning nodes finish there, or are reaped when their node lease expires.
             include_brain = self.workers is not None and (self.capacity is None or bool(result.message))
-            released = await sync_to_async(nodes_take_over)(
-                agent_id=agent_id, gateway_id=self.gateway_id, include_brain=include_brain
-            )
+            # Held from here on (the heartbeat renews the lease), even if the step below fails.
+            self.clients[agent_id] = AgentClient(agent, self._new_transport(agent), renewed_at=taken_at)
+            need -= 1
+            did = True
+            try:
+                released = await sync_to_async(nodes_take_over)(
+                    agent_id=agent_id, gateway_id=self.gateway_id, include_brain=include_brain
+                )
+            except Exception as exc:  # the reaper returns them when their node leases expire
+                released = 0
+                logger.warning(
+                    "agent %s: could not return the previous gateway's running nodes to pending now "
+                    "(they go back when their node leases expire): %r",
+                    agent.name,
+                    exc,
+                )
             logger.info(
                 "holding agent %s%s%s",
                 agent.name,
                 f" ({result.message})" if result.message else "",
                 f"; {released} node(s) returned to pending" if released else "",
             )
-            self.clients[agent_id] = AgentClient(agent, self._new_transport(agent), renewed_at=taken_at)
-            need -= 1
-            did = True
         if self.capacity is None:
             self._report_standby(wanted)
         return did
@@ -331,11 +346,18 @@ class Gateway(
     # --- connections ------------------------------------------------------------------------------
 
     async def step_connect(self) -> bool:
-        """Connect (or reconnect, after backoff) each held client, then fill gaps from history."""
+        """Connect (or reconnect, after backoff) each held client, then fill gaps from history.
+
+        A pass that has spent CONNECT_BUDGET_SECONDS connecting leaves the rest to the next pass
+        (which follows at once): a gateway taking over a hundred agents keeps ticking the ones it
+        drives and taking the leases that expire meanwhile, instead of connecting them all first."""
         did = False
+        started = get_clock().monotonic()
         for agent_id, client in list(self.clients.items()):
             if client.connected or get_clock().monotonic() < client.retry_at:
                 continue
+            if did and get_clock().monotonic() - started >= CONNECT_BUDGET_SECONDS:
+                break
             did = True
             try:
                 if client.failures:

@@ -152,3 +152,35 @@ def gateway_drain_request(*, gateway_id: str, undo: bool = False) -> ProcessHear
 def gateway_holdings(*, gateway_id: str) -> int:
     """How many live leases `gateway_id` holds."""
     return AgentLease.objects.filter(Q(holder=gateway_id), expires_at__gte=now()).count()
+
+
+def idle_transaction_seconds() -> int:
+    """How long the database keeps a gateway's session that sits idle inside a write transaction."""
+    return max(1, int(settings.CINDY_LEASE_SECONDS * 2 / 3))
+
+
+def _limit_idle_transactions(sender, connection, **kwargs) -> None:
+    if connection.vendor != "mysql":
+        return
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute(f"SET SESSION idle_write_transaction_timeout = {idle_transaction_seconds()}")
+        except Exception:  # MySQL has no such variable: its sessions end at wait_timeout only
+            pass
+
+
+def fence_database_sessions() -> None:
+    """On MariaDB, have the server end this process's sessions that sit idle inside a write
+    transaction for 2/3 of the lease (`idle_write_transaction_timeout`), rolling them back.
+
+    A gateway cut off from the database mid-transaction keeps its row locks for as long as the server
+    believes the session alive (hours, until TCP keepalive gives up); the gateway that takes its agents
+    would wait on them. Ended before the lease expires, they are gone by the time anyone may take over.
+    """
+    from django.db import connections
+    from django.db.backends.signals import connection_created
+
+    connection_created.connect(_limit_idle_transactions, dispatch_uid="engine.placement.idle_transactions")
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None:
+            _limit_idle_transactions(None, connection)

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agents.models import Agent
 from engine.gateway import Gateway
 from engine.leases import leases_live
+from engine.placement import fence_database_sessions
 from engine.workers import WorkerProcess
 
 #: How many agents an --auto gateway drives when not told (`--capacity`).
@@ -67,6 +68,7 @@ class Command(BaseCommand):
                     f"unknown agent(s): {', '.join(missing)}; import them first with `manage.py importagents`"
                 )
             _refuse_if_all_held(names)
+        fence_database_sessions()  # MariaDB: a cut-off gateway's locks go before its leases do
         gateway = Gateway(names=names, capacity=capacity)
         if not options["no_workers"]:
             gateway.workers = WorkerProcess(gateway_id=gateway.gateway_id)
