@@ -12,7 +12,7 @@ joins, and orphaned agents (a gateway killed or cut off) are taken once their le
 
 A gateway drains (`manage.py drain GATEWAY`, or its own shutdown) by setting `drain_requested_at`
 on its row: its share becomes 0, it hands back every agent in one pass and takes none until
-`manage.py drain --undo`. A live row is one written within CINDY_LEASE_SECONDS.
+`manage.py drain --undo`. A live row is one written within 5/6 of CINDY_LEASE_SECONDS (the fence).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from agents.models import AgentLease
 from cindy_site.clock import now
 from conversations.models import NodeStatus, TaskNode
 from engine.health import process_beat
+from engine.heartbeat import fence_after
 from engine.models import ProcessHeartbeat
 
 Kind = ProcessHeartbeat.Kind
@@ -73,7 +74,9 @@ def fleet_shares(gateways: list[tuple[str, int]], agents: int) -> dict[str, int]
 
 
 def _live_since() -> dt.datetime:
-    return now() - dt.timedelta(seconds=settings.CINDY_LEASE_SECONDS)
+    """Rows written since then count as sharing members: a gateway that has written none for 5/6 of
+    the lease has fenced itself (engine/heartbeat.py) or is gone, so its share goes to the others."""
+    return now() - dt.timedelta(seconds=fence_after())
 
 
 def placement_register(*, gateway_id: str, capacity: int) -> None:
