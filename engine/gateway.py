@@ -66,6 +66,8 @@ logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
 #: How long a client being released may take to hand over the updates it already received.
 FLUSH_SECONDS = 5
+#: --auto: how often free leases are taken beside the step loop (besides at every pass).
+PLACEMENT_SECONDS = 1.0
 #: How long one pass may spend connecting clients (the rest connect in the passes that follow).
 CONNECT_BUDGET_SECONDS = 2.0
 #: How often a pass ends with Django's check of the database connections (close_old_connections).
@@ -106,6 +108,7 @@ class Gateway(
         #: --auto gateways (engine/placement.py). None: it takes every agent it may (or `names`).
         self.capacity = capacity
         self.draining = False
+        self._placing = asyncio.Lock()  # step_leases and placement_forever take leases one at a time
         self.transport_factory = transport_factory
         self.enqueue = enqueue
         self.workers = workers
@@ -161,9 +164,28 @@ class Gateway(
 
         With a capacity (`--auto`), only this gateway's share is taken, and a surplus is handed back
         (engine/placement.py)."""
+        async with self._placing:
+            return await self._step_leases(claim_only=False)
+
+    async def placement_forever(self) -> None:
+        """--auto: take free leases up to our share every PLACEMENT_SECONDS, beside the step loop, so
+        a long pass (a hundred agents connecting, a burst of messages) does not delay the takeover of
+        a lost gateway's agents. It only takes: dropping and handing back stay between passes, where
+        no action is in flight."""
+        while True:
+            await asyncio.sleep(PLACEMENT_SECONDS)
+            if self.stopping.is_set():
+                return
+            try:
+                async with self._placing:
+                    await self._step_leases(claim_only=True)
+            except Exception as exc:  # the database is away: the pass's own step says so too
+                logger.warning("taking leases between passes failed: %r", exc)
+
+    async def _step_leases(self, *, claim_only: bool) -> bool:
         did = False
         wanted = {a.pk: a for a in await sync_to_async(self._wanted_agents)()}
-        for agent_id in [a for a in self.clients if a not in wanted]:
+        for agent_id in [a for a in self.clients if a not in wanted and not claim_only]:
             await self._drop(agent_id, "agent disabled or stopped", flush=True)
             did = True
         allowed: dict[int, None] | None = None  # --auto: the agents to try, in order
@@ -175,8 +197,9 @@ class Gateway(
                 wanted=list(wanted),
                 held=list(self.clients),
             )
-            await self._hand_back(placement.hand_back, draining=placement.draining)
-            did = did or bool(placement.hand_back)
+            if not claim_only:
+                await self._hand_back(placement.hand_back, draining=placement.draining)
+                did = did or bool(placement.hand_back)
             allowed = dict.fromkeys(placement.take)
             need = placement.need
         shared_phones: set[str] | None = None
@@ -589,11 +612,18 @@ class Gateway(
         with wake_not_needed():
             if self.wake is not None:
                 await self.wake.start(self.wakeup)
+            placing = None
+            if self.capacity is not None:
+                placing = asyncio.create_task(self.placement_forever(), name="placement")
             try:
                 while not self.stopping.is_set():
                     if not await self.run_once():
                         await self.wait_for_work()  # engine/wake.py
             finally:
+                if placing is not None:
+                    placing.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await placing
                 try:
                     await self.drain()
                 finally:
