@@ -186,3 +186,18 @@ def test_a_gateway_stopping_marks_itself_draining_and_wakes_the_others(clock):
     async_to_sync(first.gateway.drain)()
     assert AgentLease.objects.count() == 0
     assert wake_counter() >= 1  # the others were woken to take the agents
+
+
+def test_health_lists_an_auto_gateways_capacity_and_drain(clock, capsys):
+    gateway = auto(clock, "gw-a", capacity=40)
+    make_agents(3)
+    settle(gateway)
+    placement_register(gateway_id="gw-a", capacity=40)
+    with pytest.raises(SystemExit):  # unhealthy: no worker pool runs
+        call_command("health")
+    assert "gw-a: pid" in capsys.readouterr().out
+    call_command("drain", "gw-a")
+    assert "gw-a is draining; it holds 3 agent(s) still" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        call_command("health")
+    assert "of capacity 40, draining" in capsys.readouterr().out
