@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0017_conversation_write_access_contacts_presence'),
+        ("conversations", "0017_conversation_write_access_contacts_presence"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='gatewaywake',
-            name='gateway',
-            field=models.CharField(blank=True, default='', max_length=200, unique=True),
+            model_name="gatewaywake",
+            name="gateway",
+            field=models.CharField(blank=True, default="", max_length=200, unique=True),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('engine', '0002_llm_usage_daily'),
+        ("engine", "0002_llm_usage_daily"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='processheartbeat',
-            name='capacity',
+            model_name="processheartbeat",
+            name="capacity",
             field=models.IntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='processheartbeat',
-            name='drain_requested_at',
+            model_name="processheartbeat",
+            name="drain_requested_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]
