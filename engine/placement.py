@@ -147,6 +147,11 @@ def gateway_drain_request(*, gateway_id: str, undo: bool = False) -> ProcessHear
             f"no gateway {gateway_id!r} is registered; running gateways: {known or 'none'} "
             "(see `manage.py health`)"
         )
+    if not row.capacity:
+        raise DrainError(
+            f"gateway {gateway_id} was not started with --auto and does not hand agents back on "
+            "request; stop it with SIGTERM (it releases its agents as it exits)"
+        )
     row.drain_requested_at = None if undo else now()
     ProcessHeartbeat.objects.filter(pk=row.pk).update(drain_requested_at=row.drain_requested_at)
     return row

@@ -15,6 +15,8 @@ from agents.models import Agent, AgentLease
 from conversations.models import GatewayWake
 from conversations.services.sandbox import sandbox_say
 from conversations.services.wake import wake_counter, wake_gateways
+from engine.health import process_beat
+from engine.models import ProcessHeartbeat
 from engine.placement import CLAIM_BATCH, fleet_shares, placement_plan, placement_register
 from engine.tests.harness import Harness
 
@@ -201,3 +203,10 @@ def test_health_lists_an_auto_gateways_capacity_and_drain(clock, capsys):
     with pytest.raises(SystemExit):
         call_command("health")
     assert "of capacity 40, draining" in capsys.readouterr().out
+
+
+def test_drain_refuses_a_gateway_without_auto(clock):
+    process_beat(name="gw-named", kind=ProcessHeartbeat.Kind.GATEWAY)
+    with pytest.raises(CommandError, match="gw-named was not started with --auto"):
+        call_command("drain", "gw-named")
+    assert ProcessHeartbeat.objects.get(name="gw-named").drain_requested_at is None

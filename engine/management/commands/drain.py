@@ -32,15 +32,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         gateway_id = options["gateway"]
         try:
-            row = gateway_drain_request(gateway_id=gateway_id, undo=options["undo"])
+            gateway_drain_request(gateway_id=gateway_id, undo=options["undo"])
         except DrainError as exc:
             raise CommandError(str(exc)) from exc
-        if not row.capacity:
-            gateway_drain_request(gateway_id=gateway_id, undo=True)
-            raise CommandError(
-                f"gateway {gateway_id} was not started with --auto and does not hand agents back on "
-                "request; stop it with SIGTERM (it releases its agents as it exits)"
-            )
         wake_gateway(gateway_id)
         if options["undo"]:
             self.stdout.write(f"gateway {gateway_id} takes agents again")
