@@ -31,7 +31,9 @@ missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 if [ "$DB" = mariadb ]; then
-    for pkg in default-libmysqlclient-dev pkg-config build-essential python3-dev; do
+    # The multi-host placement test (engine/tests/test_multihost.py) links network namespaces with
+    # veth pairs (iproute2) and forwards MariaDB and Redis into them (socat).
+    for pkg in default-libmysqlclient-dev pkg-config build-essential python3-dev socat iproute2; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
     done
 fi

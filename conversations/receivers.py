@@ -26,7 +26,7 @@ def record_agent_restart(sender, *, agent: Agent, by: str, was: str, **kwargs) -
 
 @receiver(gateway_request_created, dispatch_uid="conversations.gateway_request_created")
 def wake_for_gateway_request(sender, *, request: GatewayRequest, **kwargs) -> None:
-    wake_gateways_on_commit()
+    wake_gateways_on_commit([request.agent_id])
 
 
 @receiver(describe_again_requested, dispatch_uid="conversations.describe_again_requested")

@@ -167,7 +167,7 @@ def braked_turns_release(*, agent_id: int) -> int:
         params__has_key=BRAKED_PARAM,
     ).update(not_before=at)
     if released:
-        wake_gateways_on_commit()
+        wake_gateways_on_commit([agent_id])
     return released
 
 

@@ -32,7 +32,7 @@ from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.services.parameters import parameters_refresh
-from conversations.services.wake import wake_not_needed
+from conversations.services.wake import wake_gateway_forget, wake_gateways, wake_not_needed
 from conversations.transport.base import AuthError, Transport
 from conversations.transport.factory import transport_for
 from engine.attention import AttentionSteps
@@ -51,6 +51,7 @@ from engine.leases import (
     record_phone_refusal,
 )
 from engine.models import ProcessHeartbeat
+from engine.placement import gateway_drain_request, placement_plan, placement_register
 from engine.presence import PresenceSteps
 from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
 from engine.responsiveness import agents_asleep
@@ -66,6 +67,10 @@ logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
 #: How long a client being released may take to hand over the updates it already received.
 FLUSH_SECONDS = 5
+#: --auto: how often free leases are taken beside the step loop (besides at every pass).
+PLACEMENT_SECONDS = 1.0
+#: How long one pass may spend connecting clients (the rest connect in the passes that follow).
+CONNECT_BUDGET_SECONDS = 2.0
 #: How often a pass ends with Django's check of the database connections (close_old_connections).
 CONNECTION_CHECK_SECONDS = 60.0
 
@@ -96,9 +101,15 @@ class Gateway(
         workers=None,
         tick_seconds: float | None = None,
         isolated_heartbeat: bool = True,
+        capacity: int | None = None,
     ) -> None:
         self.names = list(names)
         self.gateway_id = gateway_id or default_gateway_id()
+        #: `runagents --auto`: the most agents this gateway takes, sharing them with the other
+        #: --auto gateways (engine/placement.py). None: it takes every agent it may (or `names`).
+        self.capacity = capacity
+        self.draining = False
+        self._placing = asyncio.Lock()  # step_leases and placement_forever take leases one at a time
         self.transport_factory = transport_factory
         self.enqueue = enqueue
         self.workers = workers
@@ -112,7 +123,7 @@ class Gateway(
         self.ticker = Ticker(gateway_id=self.gateway_id)
         self.stopping = asyncio.Event()
         self.wakeup = asyncio.Event()  # set by wake-ups, transports' updates and request_stop
-        self.wake = wake_listener()
+        self.wake = wake_listener(self.gateway_id)
         self.isolated_heartbeat = isolated_heartbeat
         self._last_heartbeat = 0.0
         self._renewal: asyncio.Future | None = None
@@ -150,17 +161,57 @@ class Gateway(
         return [agent for _, agent in current.values()]
 
     async def step_leases(self) -> bool:
-        """Take the leases of wanted agents we do not drive yet; drop agents no longer wanted."""
+        """Take the leases of wanted agents we do not drive yet; drop agents no longer wanted.
+
+        With a capacity (`--auto`), only this gateway's share is taken, and a surplus is handed back
+        (engine/placement.py)."""
+        async with self._placing:
+            return await self._step_leases(claim_only=False)
+
+    async def placement_forever(self) -> None:
+        """--auto: take free leases up to our share every PLACEMENT_SECONDS, beside the step loop, so
+        a long pass (a hundred agents connecting, a burst of messages) does not delay the takeover of
+        a lost gateway's agents. It only takes: dropping and handing back stay between passes, where
+        no action is in flight."""
+        while True:
+            await asyncio.sleep(PLACEMENT_SECONDS)
+            if self.stopping.is_set():
+                return
+            try:
+                async with self._placing:
+                    await self._step_leases(claim_only=True)
+            except Exception as exc:  # the database is away: the pass's own step says so too
+                logger.warning("taking leases between passes failed: %r", exc)
+
+    async def _step_leases(self, *, claim_only: bool) -> bool:
         did = False
         wanted = {a.pk: a for a in await sync_to_async(self._wanted_agents)()}
-        for agent_id in [a for a in self.clients if a not in wanted]:
+        for agent_id in [a for a in self.clients if a not in wanted and not claim_only]:
             await self._drop(agent_id, "agent disabled or stopped", flush=True)
             did = True
+        allowed: dict[int, None] | None = None  # --auto: the agents to try, in order
+        need = 0
+        if self.capacity is not None:
+            placement = await sync_to_async(placement_plan)(
+                gateway_id=self.gateway_id,
+                capacity=self.capacity,
+                wanted=list(wanted),
+                held=list(self.clients),
+            )
+            if not claim_only:
+                await self._hand_back(placement.hand_back, draining=placement.draining)
+                did = did or bool(placement.hand_back)
+            allowed = dict.fromkeys(placement.take)
+            need = placement.need
         shared_phones: set[str] | None = None
         for agent_id, agent in wanted.items():
             if agent_id in self.clients:
                 self.clients[agent_id].agent = agent  # pick up admin edits (schedule, typing speed...)
+        for agent_id, agent in wanted.items() if allowed is None else ((a, wanted[a]) for a in allowed):
+            if agent_id in self.clients:
                 continue
+            if allowed is not None and need <= 0:
+                break
             if shared_phones is None:  # read once per pass, and only when an agent is not held yet
                 shared_phones = await sync_to_async(shared_phone_keys)()
             refusal = None
@@ -175,6 +226,9 @@ class Gateway(
             taken_at = get_clock().monotonic()  # the lease runs from no earlier than this
             result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)
             if not result.acquired:
+                if self.capacity is not None:  # --auto: another gateway took it first, as it may
+                    logger.info("agent %s: taken by gateway %s first", agent.name, result.holder)
+                    continue
                 # Logged once per holder: the message's heartbeat time changes at every renewal.
                 if self.refusals.get(agent_id) != result.holder:
                     logger.warning("refused: %s", result.message)
@@ -183,19 +237,52 @@ class Gateway(
             self.refusals.pop(agent_id, None)
             # With our own task workers, the previous gateway's workers died with it (parent-death
             # signal), so its planning nodes can be planned again at once instead of after their lease.
-            released = await sync_to_async(nodes_take_over)(
-                agent_id=agent_id, gateway_id=self.gateway_id, include_brain=self.workers is not None
-            )
+            # A lease handed back by a live --auto gateway (not expired) leaves its workers running:
+            # their planning nodes finish there, or are reaped when their node lease expires.
+            include_brain = self.workers is not None and (self.capacity is None or bool(result.message))
+            # Held from here on (the heartbeat renews the lease), even if the step below fails.
+            self.clients[agent_id] = AgentClient(agent, self._new_transport(agent), renewed_at=taken_at)
+            need -= 1
+            did = True
+            try:
+                released = await sync_to_async(nodes_take_over)(
+                    agent_id=agent_id, gateway_id=self.gateway_id, include_brain=include_brain
+                )
+            except Exception as exc:  # the reaper returns them when their node leases expire
+                released = 0
+                logger.warning(
+                    "agent %s: could not return the previous gateway's running nodes to pending now "
+                    "(they go back when their node leases expire): %r",
+                    agent.name,
+                    exc,
+                )
             logger.info(
                 "holding agent %s%s%s",
                 agent.name,
                 f" ({result.message})" if result.message else "",
                 f"; {released} node(s) returned to pending" if released else "",
             )
-            self.clients[agent_id] = AgentClient(agent, self._new_transport(agent), renewed_at=taken_at)
-            did = True
-        self._report_standby(wanted)
+        if self.capacity is None:
+            self._report_standby(wanted)
         return did
+
+    async def _hand_back(self, agent_ids: list[int], *, draining: bool) -> None:
+        """Release agents for other --auto gateways to take: their received updates ingested first,
+        then the other gateways woken (our own writes wake nobody)."""
+        if draining != self.draining:
+            logger.info(
+                "draining: handing back every agent"
+                if draining
+                else "no longer draining: taking agents again"
+            )
+            self.draining = draining
+        if not agent_ids:
+            return
+        reason = "gateway draining" if draining else "handed to another gateway to even out the counts"
+        for agent_id in agent_ids:
+            await self._drop(agent_id, reason, flush=True)
+        await sync_to_async(wake_gateways)(force=True)
+        logger.info("handed back %d agent(s); holding %d", len(agent_ids), len(self.clients))
 
     def _report_standby(self, wanted: dict[int, Agent]) -> None:
         """Say once (again when the holders change) that every agent we may drive is held elsewhere.
@@ -283,11 +370,18 @@ class Gateway(
     # --- connections ------------------------------------------------------------------------------
 
     async def step_connect(self) -> bool:
-        """Connect (or reconnect, after backoff) each held client, then fill gaps from history."""
+        """Connect (or reconnect, after backoff) each held client, then fill gaps from history.
+
+        A pass that has spent CONNECT_BUDGET_SECONDS connecting leaves the rest to the next pass
+        (which follows at once): a gateway taking over a hundred agents keeps ticking the ones it
+        drives and taking the leases that expire meanwhile, instead of connecting them all first."""
         did = False
+        started = get_clock().monotonic()
         for agent_id, client in list(self.clients.items()):
             if client.connected or get_clock().monotonic() < client.retry_at:
                 continue
+            if did and get_clock().monotonic() - started >= CONNECT_BUDGET_SECONDS:
+                break
             did = True
             try:
                 if client.failures:
@@ -474,12 +568,15 @@ class Gateway(
     def health_state(self) -> dict:
         """What the gateway's health row reports (engine/health.py)."""
         watchdog = self._watchdog_state()
-        return {
+        state = {
             "pass_at": self.pass_at,
             "renewed_at": self.renewed_at,
             "held": len(self.clients),
             "stalled_since": watchdog["stalled_at"] if watchdog["stalled_agents"] else None,
         }
+        if self.capacity is not None:
+            state["capacity"] = self.capacity
+        return state
 
     def _close_old_connections(self) -> None:
         """Django's `close_old_connections`, at most every CONNECTION_CHECK_SECONDS, and after any pass
@@ -511,17 +608,27 @@ class Gateway(
                 logger.info("removed the health rows of gateways gone from this host: %s", ", ".join(gone))
         except Exception as exc:
             logger.warning("could not tidy the health rows: %r", exc)
+        if self.capacity is not None:  # counted by the other --auto gateways from now on
+            await sync_to_async(placement_register)(gateway_id=self.gateway_id, capacity=self.capacity)
+            logger.info("placing agents automatically: capacity %d", self.capacity)
         # The heartbeat runs beside the steps, not between them: see engine/heartbeat.py.
         heartbeat = asyncio.create_task(self.heartbeat_forever(), name="lease heartbeat")
         # Our own writes wake no gateway: after a pass that did work the loop runs another at once.
         with wake_not_needed():
             if self.wake is not None:
                 await self.wake.start(self.wakeup)
+            placing = None
+            if self.capacity is not None:
+                placing = asyncio.create_task(self.placement_forever(), name="placement")
             try:
                 while not self.stopping.is_set():
                     if not await self.run_once():
                         await self.wait_for_work()  # engine/wake.py
             finally:
+                if placing is not None:
+                    placing.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await placing
                 try:
                     await self.drain()
                 finally:
@@ -538,6 +645,7 @@ class Gateway(
             await asyncio.wait({self._beat})
         try:
             await sync_to_async(gateway_forget)(gateway_id=self.gateway_id)
+            await sync_to_async(wake_gateway_forget)(self.gateway_id)
         except Exception as exc:
             logger.warning("could not remove the gateway's health row: %r", exc)
 
@@ -554,6 +662,11 @@ class Gateway(
         nodes at once, so none of this gateway's workers may still be running them. The heartbeat
         keeps renewing the leases not yet released while this runs.
         """
+        if self.capacity is not None:  # the other --auto gateways count us out, to take our agents
+            try:
+                await sync_to_async(gateway_drain_request)(gateway_id=self.gateway_id)
+            except Exception as exc:
+                logger.warning("could not mark the gateway draining: %r", exc)
         if self.workers is not None:
             await asyncio.to_thread(self.workers.stop)
         await self.attention_stop()
@@ -563,4 +676,6 @@ class Gateway(
             except Exception:
                 logger.exception("could not release agent %s cleanly", agent_id)
         await sync_to_async(lease_release)(holder=self.gateway_id)
+        if self.capacity is not None:
+            await sync_to_async(wake_gateways)(force=True)
         logger.info("gateway %s stopped", self.gateway_id)

@@ -35,6 +35,10 @@ logger = logging.getLogger("engine.gateway")
 
 #: The shortest pause of the heartbeat task, so a deadline already due does not spin the loop.
 MIN_PAUSE_SECONDS = 0.05
+#: How long the fence waits for its drops' database writes before going on without them.
+FENCE_DROP_WAIT_SECONDS = 1.0
+#: Fence drops still writing in the background (referenced, so they are not collected mid-way).
+_FENCE_DROPS: set[asyncio.Future] = set()
 
 
 def heartbeat_interval() -> float:
@@ -189,8 +193,15 @@ class LeaseKeeper:
                 client.agent.name,
                 at - client.renewed_at,
             )
-        # Together: every stale client is disconnected before any of them waits on the database.
-        await asyncio.gather(*(self._quiet_drop(a, "lease not renewed in time") for a, _ in stale))
+        # Together: every stale client is disconnected before any of them waits on the database. The
+        # drops' database writes may hang on the very outage that fenced them: they finish in the
+        # background, so that the fence keeps its deadlines for the clients that go stale next.
+        drops = [asyncio.ensure_future(self._quiet_drop(a, "lease not renewed in time")) for a, _ in stale]
+        for drop in drops:
+            _FENCE_DROPS.add(drop)
+            drop.add_done_callback(_FENCE_DROPS.discard)
+        if drops:
+            await asyncio.wait(drops, timeout=FENCE_DROP_WAIT_SECONDS)
         return bool(stale)
 
     async def _quiet_drop(self, agent_id: int, reason: str) -> None:

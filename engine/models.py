@@ -39,6 +39,10 @@ class ProcessHeartbeat(models.Model):
     workers = models.IntegerField(default=0)
     #: What the process found wrong itself (Redis unreachable), empty when nothing.
     problem = models.TextField(blank=True)
+    #: Gateway started with `runagents --auto`: how many agents it takes at most (0: not placing itself).
+    capacity = models.IntegerField(default=0)
+    #: Gateway: when `manage.py drain` asked it to hand back its agents (None: not draining).
+    drain_requested_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["kind", "name"]

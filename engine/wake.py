@@ -4,7 +4,8 @@ After a pass that did nothing, `Gateway.run` calls `wait_for_work` (a mixin of `
 It waits for the earliest of:
 
 - a **wake-up** from another process (a message in the sandbox, a plan stored by a worker, an operator's
-  action: `conversations/services/wake.py`). `RedisWake` subscribes to the installation's channel and
+  action: `conversations/services/wake.py`), on the installation's channel or counter row, or on the
+  gateway's own (work for an agent it holds). `RedisWake` subscribes to the installation's channel and
   sets the gateway's `wakeup` event when a message comes; `DbWake` reads the `GatewayWake` counter every
   CINDY_WAKE_POLL_SECONDS (one primary-key read on a thread of its own) and sets it when the counter
   moved since the last read;
@@ -40,7 +41,7 @@ from django.db import connection
 
 from cindy_site.clock import get_clock, now
 from conversations.selectors import node_next_due_at
-from conversations.services.wake import wake_channel, wake_counter
+from conversations.services.wake import gateway_wake_channel, wake_channel, wake_counter
 
 if TYPE_CHECKING:
     from engine.clients import AgentClient
@@ -72,7 +73,11 @@ class DbWake:
     such read, which tests call directly instead of starting the thread (`threaded=False`).
     """
 
-    def __init__(self, *, poll_seconds: float | None = None, threaded: bool = True) -> None:
+    def __init__(
+        self, *, poll_seconds: float | None = None, threaded: bool = True, gateway_id: str = ""
+    ) -> None:
+        #: Given, the gateway's own counter row is read too (wake-ups for the agents it holds).
+        self.gateway_id = gateway_id
         self.poll_seconds = poll_seconds if poll_seconds is not None else settings.CINDY_WAKE_POLL_SECONDS
         self.threaded = threaded
         self.seen: int | None = None
@@ -87,14 +92,14 @@ class DbWake:
     async def start(self, event: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         self._notify = lambda: loop.call_soon_threadsafe(event.set)
-        self.seen = await sync_to_async(wake_counter)()
+        self.seen = await sync_to_async(wake_counter)(self.gateway_id)
         if self.threaded:
             self._thread = threading.Thread(target=self._run, name="wake poll", daemon=True)
             self._thread.start()
 
     def poll(self) -> bool:
         """Read the counter once; wake the gateway if it moved. Returns whether it did."""
-        value = wake_counter()
+        value = wake_counter(self.gateway_id)
         moved = self.seen is not None and value != self.seen
         self.seen = value
         if moved and self._notify is not None:
@@ -130,9 +135,12 @@ class RedisWake:
     wakes at each tick. Every (re)subscription also sets the event once, for what it may have missed.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, gateway_id: str = "") -> None:
         self.url = url
+        #: Given, the gateway's own channel is subscribed too (wake-ups for the agents it holds).
+        self.gateway_id = gateway_id
         self.channel = ""
+        self.channels: list[str] = []
         self.subscribed = asyncio.Event()
         self._task: asyncio.Task | None = None
 
@@ -141,6 +149,9 @@ class RedisWake:
 
     async def start(self, event: asyncio.Event) -> None:
         self.channel = await sync_to_async(wake_channel)()
+        self.channels = [self.channel]
+        if self.gateway_id:
+            self.channels.append(await sync_to_async(gateway_wake_channel)(self.gateway_id))
         self._task = asyncio.create_task(self._listen(event), name="wake subscription")
 
     async def stop(self) -> None:
@@ -158,7 +169,7 @@ class RedisWake:
             client = aioredis.Redis.from_url(self.url)
             try:
                 async with client.pubsub() as pubsub:
-                    await pubsub.subscribe(self.channel)
+                    await pubsub.subscribe(*self.channels)
                     self.subscribed.set()
                     event.set()
                     backoff = REDIS_RETRY_FIRST_SECONDS
@@ -178,13 +189,14 @@ class RedisWake:
                 await client.aclose()
 
 
-def wake_listener() -> WakeListener | None:
-    """The listener the settings ask for: None with CINDY_WAKE off."""
+def wake_listener(gateway_id: str = "") -> WakeListener | None:
+    """The listener the settings ask for: None with CINDY_WAKE off. Given `gateway_id`, it also
+    listens to that gateway's own channel or counter row."""
     if not settings.CINDY_WAKE:
         return None
     if settings.REDIS_URL:
-        return RedisWake(settings.REDIS_URL)
-    return DbWake()
+        return RedisWake(settings.REDIS_URL, gateway_id=gateway_id)
+    return DbWake(gateway_id=gateway_id)
 
 
 class WakeWaits:

@@ -124,6 +124,9 @@ class GatewayWake(models.Model):
     ROW_ID = 1
 
     counter = models.BigIntegerField(default=0)
+    #: Empty for the installation's row (every gateway reads it); a gateway id for the row of wake-ups
+    #: meant for that gateway alone (the holder of the agent that has work: docs/engine.md).
+    gateway = models.CharField(max_length=200, blank=True, default="", unique=True)
 
     def __str__(self) -> str:
         return f"gateway wake-up #{self.counter}"

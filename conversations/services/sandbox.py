@@ -285,7 +285,12 @@ def sandbox_post(
             SandboxMember.objects.filter(chat=chat, user=sender).update(
                 typing_until=None, read_up_to=message_id
             )
-            wake_gateways_on_commit()  # the gateways of the chat's agents ingest it at once
+            # The gateways holding the chat's agents ingest it at once.
+            wake_gateways_on_commit(
+                SandboxMember.objects.filter(chat=chat, user__agent__isnull=False).values_list(
+                    "user__agent_id", flat=True
+                )
+            )
     except IntegrityError:
         if random_id is None:
             raise

@@ -3,8 +3,11 @@
 
 A gateway that finds nothing to do waits for its next idle pass, a due timer or a wake-up, whichever
 comes first (`engine/wake.py`). The wake-up travels over Redis pub/sub when REDIS_URL is set, otherwise
-through the `GatewayWake` row, whose counter gateways read every CINDY_WAKE_POLL_SECONDS. It is
-only a hint: it carries no data, every gateway wakes and runs one ordinary pass, and a lost wake-up
+through the `GatewayWake` row, whose counter gateways read every CINDY_WAKE_POLL_SECONDS. A writer
+that knows which agents have work (`wake_gateways_on_commit(agent_ids)`) wakes only the gateways
+holding them: each gateway also listens on a channel (or counter row) of its own; an agent without a
+live lease wakes every gateway, so that one takes it. It is
+only a hint: it carries no data, a woken gateway runs one ordinary pass, and a lost wake-up
 costs at most one idle pass (CINDY_IDLE_PASS_SECONDS). A failure to send one is
 logged and never fails the writer.
 
@@ -17,13 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
+from cindy_site.clock import now
 from conversations.models import GatewayWake
 
 logger = logging.getLogger(__name__)
@@ -38,6 +43,11 @@ def wake_channel() -> str:
     return f"cindy:wake:{connection.settings_dict['NAME']}"
 
 
+def gateway_wake_channel(gateway_id: str) -> str:
+    """The Redis channel of one gateway: wake-ups for the agents it holds, and `manage.py drain`."""
+    return f"{wake_channel()}:gateway:{gateway_id}"
+
+
 def redis_client(url: str):
     """One synchronous client per URL and process (redis-py reconnects after a fork on its own)."""
     client = _redis_clients.get(url)
@@ -49,14 +59,22 @@ def redis_client(url: str):
     return client
 
 
-def wake_counter() -> int:
-    """The `GatewayWake` counter (0 while the row does not exist). Plain SQL: idle gateways read it
-    every CINDY_WAKE_POLL_SECONDS, and the ORM's query building would cost more than the read."""
+def wake_counter(gateway_id: str = "") -> int:
+    """The `GatewayWake` counter (0 while the row does not exist), plus, given `gateway_id`, that
+    gateway's own counter: the sum moves when either does. Plain SQL: idle gateways read it every
+    CINDY_WAKE_POLL_SECONDS, and the ORM's query building would cost more than the read."""
     table = connection.ops.quote_name(GatewayWake._meta.db_table)
+    column = connection.ops.quote_name("gateway")
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT counter FROM {table} WHERE id = %s", [GatewayWake.ROW_ID])  # noqa: S608
+        if gateway_id:
+            cursor.execute(
+                f"SELECT SUM(counter) FROM {table} WHERE id = %s OR {column} = %s",  # noqa: S608
+                [GatewayWake.ROW_ID, gateway_id],
+            )
+        else:
+            cursor.execute(f"SELECT counter FROM {table} WHERE id = %s", [GatewayWake.ROW_ID])  # noqa: S608
         row = cursor.fetchone()
-    return row[0] if row else 0
+    return int(row[0]) if row and row[0] is not None else 0
 
 
 def _bump_row() -> None:
@@ -69,24 +87,79 @@ def _bump_row() -> None:
         GatewayWake.objects.filter(pk=GatewayWake.ROW_ID).update(counter=F("counter") + 1)
 
 
-def wake_gateways() -> None:
-    """Wake every idle gateway now. Logs and returns on failure: the gateways still pass at their next idle pass."""
-    if not settings.CINDY_WAKE or _not_needed.get():
+def _bump_gateway_row(gateway_id: str) -> None:
+    if GatewayWake.objects.filter(gateway=gateway_id).update(counter=F("counter") + 1):
         return
     try:
-        if settings.REDIS_URL:
-            redis_client(settings.REDIS_URL).publish(wake_channel(), b"1")
-        else:
-            _bump_row()
+        with transaction.atomic():
+            GatewayWake.objects.create(gateway=gateway_id, counter=1)
+    except IntegrityError:
+        GatewayWake.objects.filter(gateway=gateway_id).update(counter=F("counter") + 1)
+
+
+def wake_holders(agent_ids: Iterable[int]) -> tuple[set[str], bool]:
+    """The gateways holding a live lease of `agent_ids`, and whether any of them has no holder."""
+    from agents.models import AgentLease
+
+    wanted = set(agent_ids)
+    held = dict(
+        AgentLease.objects.filter(agent_id__in=wanted, expires_at__gte=now()).values_list(
+            "agent_id", "holder"
+        )
+    )
+    return set(held.values()), bool(wanted - set(held))
+
+
+def wake_gateway(gateway_id: str) -> None:
+    """Wake one gateway (its own channel or counter row), whatever the caller's context."""
+    if not settings.CINDY_WAKE:
+        return
+    if settings.REDIS_URL:
+        redis_client(settings.REDIS_URL).publish(gateway_wake_channel(gateway_id), b"1")
+    else:
+        _bump_gateway_row(gateway_id)
+
+
+def wake_gateways(agent_ids: Iterable[int] | None = None, *, force: bool = False) -> None:
+    """Wake idle gateways now. Logs and returns on failure: the gateways still pass at their next idle pass.
+
+    Without `agent_ids` every gateway wakes. With them, only the gateways holding those agents do
+    (their own channel or counter row); when one of them has no live lease, every gateway wakes too,
+    so that one takes it (`runagents --auto`, or a gateway standing by). `force` wakes even inside
+    `wake_not_needed()`: a gateway handing agents back wakes the others to take them.
+    """
+    if not settings.CINDY_WAKE or (_not_needed.get() and not force):
+        return
+    try:
+        everyone = agent_ids is None
+        holders: set[str] = set()
+        if agent_ids is not None:
+            holders, everyone = wake_holders(agent_ids)
+        for holder in sorted(holders):
+            wake_gateway(holder)
+        if everyone:
+            if settings.REDIS_URL:
+                redis_client(settings.REDIS_URL).publish(wake_channel(), b"1")
+            else:
+                _bump_row()
     except Exception as exc:
         logger.warning("could not wake the gateways (they act at their next idle pass instead): %r", exc)
 
 
-def wake_gateways_on_commit() -> None:
-    """Wake the gateways once the current transaction commits (at once outside a transaction)."""
+def wake_gateways_on_commit(agent_ids: Iterable[int] | None = None) -> None:
+    """Wake the gateways (of `agent_ids`, or all) once the current transaction commits (at once
+    outside a transaction)."""
     if not settings.CINDY_WAKE or _not_needed.get():
         return
-    transaction.on_commit(wake_gateways)
+    if agent_ids is None:
+        transaction.on_commit(wake_gateways)
+    else:
+        transaction.on_commit(functools.partial(wake_gateways, sorted(set(agent_ids))))
+
+
+def wake_gateway_forget(gateway_id: str) -> None:
+    """A gateway stopping: its counter row goes (a Redis channel needs no tidying)."""
+    GatewayWake.objects.filter(gateway=gateway_id).delete()
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.test import TestCase
 
-from agents.models import GatewayRequest, TelegramDevice
+from agents.models import AgentLease, GatewayRequest, TelegramDevice
 from agents.services.telegram_requests import conversation_request_leave
 from cindy_site.clock import FakeClock
 from conversations.models import Conversation, GatewayWake, Message, NodeStatus, TaskNode
@@ -34,7 +34,8 @@ REDIS_URL = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def counted(callbacks) -> int:
-    return sum(1 for callback in callbacks if callback is wake_gateways)
+    """The wake-ups among `callbacks`: to every gateway, or to the holders of some agents."""
+    return sum(1 for callback in callbacks if getattr(callback, "func", callback) is wake_gateways)
 
 
 # --- the signal -------------------------------------------------------------------------------------
@@ -143,14 +144,16 @@ def test_a_stored_plan_wakes_the_gateways_after_its_commit(agent, clock, fake_ll
     harness.ingest()
     harness.tick()
     assert harness.queued
-    before = wake_counter()
+    holder = AgentLease.objects.get(agent=agent).holder
+    before, everyone = wake_counter(holder), wake_counter()
     with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
         harness.work()
         assert TaskNode.objects.filter(kind="send", status=NodeStatus.PENDING).exists()
-        assert wake_counter() == before
+        assert wake_counter(holder) == before
     assert counted(callbacks) == 1
     callbacks[-1]()
-    assert wake_counter() == before + 1
+    assert wake_counter(holder) == before + 1  # the gateway holding the agent wakes
+    assert wake_counter() == everyone  # and no other
 
 
 @pytest.mark.django_db
@@ -238,7 +241,7 @@ class ScriptedGateway(Gateway):
 
     def __init__(self, *, clock: FakeClock, during_pause, **kwargs) -> None:
         super().__init__(tick_seconds=3600, isolated_heartbeat=False, **kwargs)
-        self.wake = DbWake(threaded=False)
+        self.wake = DbWake(threaded=False, gateway_id=self.gateway_id)  # as wake_listener builds it
         self.clock = clock
         self.during_pause = during_pause
         self.pauses: list[float] = []

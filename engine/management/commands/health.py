@@ -37,6 +37,8 @@ class Command(BaseCommand):
             extra = (
                 f"{row.held} agent(s)" if row.kind == row.Kind.GATEWAY else f"{row.workers} worker(s)"
             ) + (f", serves {row.serves}" if row.serves else "")
+            if row.capacity:  # runagents --auto (docs/engine.md, "Placement")
+                extra += f" of capacity {row.capacity}" + (", draining" if row.drain_requested_at else "")
             self.stdout.write(
                 f"{row.get_kind_display()} {row.name}: pid {row.pid} on {row.host}, {extra}, "
                 f"last heartbeat {age:.0f} s ago"

@@ -1,4 +1,5 @@
-"""`manage.py runagents [NAME ...] [--no-workers]`: the gateway, plus the task workers by default."""
+"""`manage.py runagents [NAME ...] [--auto [--capacity N]] [--no-workers]`: the gateway, plus the task
+workers by default. With --auto it shares the agents with the other --auto gateways (engine/placement.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from django.core.management.base import BaseCommand, CommandError
 from agents.models import Agent
 from engine.gateway import Gateway
 from engine.leases import leases_live
+from engine.placement import fence_database_sessions
 from engine.workers import WorkerProcess
+
+#: How many agents an --auto gateway drives when not told (`--capacity`).
+DEFAULT_CAPACITY = 100
 
 
 class Command(BaseCommand):
@@ -27,9 +32,34 @@ class Command(BaseCommand):
             action="store_true",
             help="do not start the task workers (run `manage.py runworkers` separately)",
         )
+        parser.add_argument(
+            "--auto",
+            action="store_true",
+            help="share the agents with the other --auto gateways: take unowned agents up to --capacity, "
+            "hand some back when another gateway joins, hand all back on SIGTERM or `manage.py drain`",
+        )
+        parser.add_argument(
+            "--capacity",
+            type=int,
+            default=DEFAULT_CAPACITY,
+            metavar="N",
+            help=f"with --auto: the most agents this gateway drives (default {DEFAULT_CAPACITY})",
+        )
 
     def handle(self, *args, **options):
         names = options["names"]
+        capacity = None
+        if options["auto"]:
+            if names:
+                raise CommandError(
+                    f"--auto takes no agent names (got {' '.join(names)}): an --auto gateway takes its "
+                    "share of all enabled agents; run without --auto to drive named agents"
+                )
+            if options["capacity"] < 1:
+                raise CommandError(f"--capacity {options['capacity']}: give at least 1 agent")
+            capacity = options["capacity"]
+        elif options["capacity"] != DEFAULT_CAPACITY:
+            raise CommandError("--capacity is for --auto gateways: add --auto, or leave --capacity out")
         if names:
             known = set(Agent.objects.filter(name__in=names).values_list("name", flat=True))
             missing = [n for n in names if n not in known]
@@ -38,7 +68,8 @@ class Command(BaseCommand):
                     f"unknown agent(s): {', '.join(missing)}; import them first with `manage.py importagents`"
                 )
             _refuse_if_all_held(names)
-        gateway = Gateway(names=names)
+        fence_database_sessions()  # MariaDB: a cut-off gateway's locks go before its leases do
+        gateway = Gateway(names=names, capacity=capacity)
         if not options["no_workers"]:
             gateway.workers = WorkerProcess(gateway_id=gateway.gateway_id)
         self.stdout.write(f"gateway {gateway.gateway_id} running; press Ctrl+C to stop")
