@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db.models import F
 
-from cindy_site.clock import get_clock
+from cindy_site.clock import get_clock, now
 from cindy_site.parameters import parameter
 from conversations.models import LLMCall, Message
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
@@ -300,8 +301,8 @@ def _store(part: dict[str, Any], *, status: str, description: str | None, mime: 
     )
     if created or row.is_curated:
         return
-    row.status = status
-    row.description = description
-    row.mime = mime[:100]
-    row.attempts += 1
-    row.save(update_fields=["status", "description", "mime", "attempts", "updated"])
+    # Only while the row is still an AI one: an operator may curate it while the call runs, and
+    # curated text always wins (a plain save would write the AI text over it).
+    MediaDescription.objects.filter(pk=row.pk).exclude(source=MediaDescription.Source.CURATED).update(
+        status=status, description=description, mime=mime[:100], attempts=F("attempts") + 1, updated=now()
+    )

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.db.models import F
+
+from cindy_site.clock import now
 from cindy_site.parameters import parameter
 from conversations.models import LLMCall
 from llm.calls import call_llm
@@ -195,10 +198,11 @@ def store_transcript(part: dict[str, Any], transcript: Transcript, *, mime: str)
     )
     if created or row.is_curated:
         return row
-    for name, value in fields.items():
-        setattr(row, name, value)
-    row.attempts += 1
-    row.save(update_fields=[*fields, "attempts", "updated"])
+    # Only while the row is still an AI one: curated text written meanwhile always wins.
+    MediaDescription.objects.filter(pk=row.pk).exclude(source=MediaDescription.Source.CURATED).update(
+        **fields, attempts=F("attempts") + 1, updated=now()
+    )
+    row.refresh_from_db()
     return row
 
 

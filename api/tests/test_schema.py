@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from django.core.signals import request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
@@ -27,7 +29,12 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_applica
 
 @pytest.fixture
 def stage(django_user_model, clock):
-    """An owner's token and an agent with something behind each resource."""
+    """An owner's token and an agent with something behind each resource.
+
+    The WSGI app runs in the test's own transaction, so, as Django's test client does, a request
+    must not close the database connection when it starts (`close_old_connections` would, as the
+    transaction is not in autocommit: on MariaDB the test's transaction would be gone)."""
+    request_started.disconnect(close_old_connections)
     owner = django_user_model.objects.create_superuser("owner", "owner@example.com", "pw")
     _, token = api_token_create(user=owner, name="schema tests")
     agent = make_agent("Wendy")
@@ -41,7 +48,10 @@ def stage(django_user_model, clock):
         agent=agent, kind=Memory.Kind.EPISODIC, entry_id="memory-1", content="x", created=clock.now()
     )
     sandbox_say(agent=agent, text="Hello", as_name="You")
-    return {"token": token, "agent_id": agent.pk, "conversation_id": chat.pk}
+    try:
+        yield {"token": token, "agent_id": agent.pk, "conversation_id": chat.pk}
+    finally:
+        request_started.connect(close_old_connections)
 
 
 @pytest.mark.django_db

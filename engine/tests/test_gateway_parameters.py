@@ -13,7 +13,8 @@ from conversations.models import Message, SiteParameter, TaskNode
 from conversations.services.sandbox import sandbox_say
 from engine.tests.harness import Harness
 
-pytestmark = pytest.mark.django_db
+# Whole passes: the gateway checks its database connections as in production (outside a transaction).
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_read_delay_stored_in_the_admin_applies_from_the_next_pass(agent, clock, fake_llm, settings):
