@@ -337,6 +337,9 @@ CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 0.05)
 # With wake-ups on, the longest an idle gateway sleeps between passes (at least the tick): what it waits
 # for wakes it sooner, so the periodic pass is only the backstop for leases, reaping and upkeep.
 CINDY_IDLE_PASS_SECONDS = _positive_float("CINDY_IDLE_PASS_SECONDS", 5.0)
+# How many per-agent refreshes (dialog list, media library) may talk to Telegram at once; they run
+# beside the gateway's pass, each agent on its own phase of the period (engine/refresh.py).
+CINDY_UPKEEP_CONCURRENCY = _positive_int("CINDY_UPKEEP_CONCURRENCY", 8)
 # The unread scan (engine/attention.py): every this many seconds (and after each reconnect) each agent
 # reads its dialog list for messages no update delivered, dialogs marked unread and unread reactions.
 # 0 turns it off.
