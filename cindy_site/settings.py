@@ -227,6 +227,8 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    # The database broker whose idle pusher waits for a wake-up instead of polling (engine/taskwake.py).
+    Q_CLUSTER["broker_class"] = "engine.taskwake.TaskBroker"
 
 # --- Auth, i18n, static -----------------------------------------------------------------------
 
@@ -339,6 +341,9 @@ CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 0.05)
 CINDY_IDLE_PASS_SECONDS = _positive_float("CINDY_IDLE_PASS_SECONDS", 5.0)
 # How many per-agent refreshes (dialog list, media library) may talk to Telegram at once; they run
 # beside the gateway's pass, each agent on its own phase of the period (engine/refresh.py).
+# Without Redis and with CINDY_WAKE on: the longest an idle task worker pool waits for a wake-up before
+# looking for a task again (a task queued on the same host wakes it at once: engine/taskwake.py).
+CINDY_Q_IDLE_SECONDS = _positive_float("CINDY_Q_IDLE_SECONDS", 5.0)
 CINDY_UPKEEP_CONCURRENCY = _positive_int("CINDY_UPKEEP_CONCURRENCY", 8)
 # The unread scan (engine/attention.py): every this many seconds (and after each reconnect) each agent
 # reads its dialog list for messages no update delivered, dialogs marked unread and unread reactions.
