@@ -344,6 +344,8 @@ CINDY_IDLE_PASS_SECONDS = _positive_float("CINDY_IDLE_PASS_SECONDS", 5.0)
 # Without Redis and with CINDY_WAKE on: the longest an idle task worker pool waits for a wake-up before
 # looking for a task again (a task queued on the same host wakes it at once: engine/taskwake.py).
 CINDY_Q_IDLE_SECONDS = _positive_float("CINDY_Q_IDLE_SECONDS", 5.0)
+# Off: an idle pool polls the queue every CINDY_Q_POLL_SECONDS as django-q2 does (also off with CINDY_WAKE off).
+CINDY_Q_WAKE = env.bool("CINDY_Q_WAKE", default=True)
 CINDY_UPKEEP_CONCURRENCY = _positive_int("CINDY_UPKEEP_CONCURRENCY", 8)
 # The unread scan (engine/attention.py): every this many seconds (and after each reconnect) each agent
 # reads its dialog list for messages no update delivered, dialogs marked unread and unread reactions.

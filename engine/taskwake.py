@@ -12,7 +12,8 @@ the task's row is committed (`task_workers_wake`). A task queued on this host th
 and an idle pool reads the queue once per CINDY_Q_IDLE_SECONDS. A wake-up is only a hint: a lost one
 (a pool on another host, a full socket buffer) costs at most CINDY_Q_IDLE_SECONDS; a socket left by a
 killed pool is removed by the next writer that finds nobody listening. With CINDY_WAKE off the pusher
-polls every CINDY_Q_POLL_SECONDS, as django-q2 does.
+polls every CINDY_Q_POLL_SECONDS, as django-q2 does; CINDY_Q_WAKE=false does that for
+the pool alone.
 """
 
 from __future__ import annotations
@@ -41,9 +42,13 @@ def task_wake_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"cindy-task-wake-{os.getuid()}-{digest}"
 
 
+def task_wake_on() -> bool:
+    return settings.CINDY_WAKE and settings.CINDY_Q_WAKE
+
+
 def task_workers_wake() -> int:
     """Wake every idle pusher of this host now; returns how many sockets it reached. Never raises."""
-    if not settings.CINDY_WAKE:
+    if not task_wake_on():
         return 0
     try:
         paths = list(task_wake_dir().glob("*.sock"))
@@ -70,7 +75,7 @@ def task_workers_wake() -> int:
 
 def task_workers_wake_on_commit() -> None:
     """`task_workers_wake` once the current transaction commits (at once outside a transaction)."""
-    if settings.CINDY_WAKE:
+    if task_wake_on():
         transaction.on_commit(task_workers_wake)
 
 
@@ -125,7 +130,7 @@ class TaskBroker(ORM):
         return self._listener
 
     def dequeue(self):
-        if not settings.CINDY_WAKE:
+        if not task_wake_on():
             return super().dequeue()  # polls every CINDY_Q_POLL_SECONDS
         listener = self._listening()  # bound before the read: a task queued meanwhile wakes the wait
         tasks = self.get_connection().filter(key=self.list_key, lock__lt=_now())[0 : Conf.BULK]
