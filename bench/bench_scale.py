@@ -269,7 +269,114 @@ def part_refresh() -> None:
     )
 
 
-PARTS = {"tree": part_tree, "refresh": part_refresh}
+# --- Telegram agents on the MTProto stand-in ---------------------------------------------------------------
+
+TELEGRAM_COUNTS = (1, 100)
+TELEGRAM_RUNS = 5
+
+
+def _telegram_env(standin, tmp: Path, server_url: str) -> dict[str, str]:
+    key_path = tmp / "standin.pub.pem"
+    key_path.write_bytes(standin.key.public_pem)
+    return {
+        **_env(server_url),
+        "TELEGRAM_API_ID": "1",
+        "TELEGRAM_API_HASH": "standin",
+        "CINDY_TELEGRAM_SERVER": standin.address,
+        "CINDY_TELEGRAM_SERVER_KEY": str(key_path),
+        "CINDY_MEDIA_ROOT": str(tmp / "media"),
+    }
+
+
+def _telegram_accounts(standin, env: dict[str, str], count: int) -> None:
+    """`count` Telegram agents, each a stand-in account signed in with `telegram_login`."""
+    from agents.models import Agent, TelegramSession
+
+    have = Agent.objects.filter(transport="telegram").count()
+    for i in range(have, count):
+        phone = f"+999661{i:04d}"  # a test number: its login code is 11111
+        standin.run(standin.world.create_user, phone=phone, first_name=f"Tg{i:04d}", username=f"tg{i:04d}")
+        Agent.objects.create(
+            name=f"Tg{i:04d}",
+            phone=phone,
+            instructions="You are a bench agent.",
+            transport="telegram",
+            llm="gemini",
+        )
+    signed = set(TelegramSession.objects.values_list("agent_id", flat=True))
+    fresh = [a.name for a in Agent.objects.filter(transport="telegram").order_by("pk") if a.pk not in signed]
+    if fresh:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "telegram_login", *fresh],
+            env=env,
+            input="11111\n" * len(fresh),
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            start_new_session=True,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"telegram_login failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+
+
+def _telegram_memory(env: dict[str, str], count: int, log: Path) -> tuple[float, float]:
+    """A runagents holding `count` connected Telegram agents: the gateway's RSS and the tree's PSS, MiB."""
+    from media_catalog.models import StickerAccess
+
+    StickerAccess.objects.all().delete()  # the gateway writes one per account as it connects
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "runagents"],
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait(lambda: StickerAccess.objects.count() >= count, f"{count} connected accounts", log, 600)
+        time.sleep(IDLE_SECONDS)  # the first refreshes and scans settle
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+        return rss, tree_pss_mib(process.pid)
+    finally:
+        _stop(process)
+
+
+def part_telegram() -> None:
+    from agents.models import Agent
+    from cindy_site.testing.fake_llm import FakeLLMServer
+    from conversations.testing.mtproto import StandIn
+
+    counts = [int(c) for c in os.environ.get("CINDY_BENCH_TELEGRAM_COUNTS", "").split(",") if c] or list(
+        TELEGRAM_COUNTS
+    )
+    server = FakeLLMServer().start()
+    standin = StandIn().start()
+    tmp = Path(tempfile.mkdtemp())
+    log = tmp / "gateway.log"
+    env = _telegram_env(standin, tmp, server.url)
+    try:
+        for count in counts:
+            started = time.monotonic()
+            _telegram_accounts(standin, env, count)
+            signed = time.monotonic() - started
+            held = list(
+                Agent.objects.filter(transport="telegram").order_by("pk").values_list("pk", flat=True)
+            )
+            Agent.objects.filter(pk__in=held[count:]).update(disabled=True)
+            rss, pss = zip(*(_telegram_memory(env, count, log) for _ in range(TELEGRAM_RUNS)), strict=True)
+            print(
+                f"gateway RSS with {count} Telegram agent{'s' if count > 1 else ''} connected to the MTProto "
+                f"stand-in: median {statistics.median(rss):.0f} MiB (whole tree with the task pool: PSS "
+                f"{statistics.median(pss):.0f} MiB), {TELEGRAM_RUNS} runs; no goal set, no before figure (the "
+                f"earlier bench never loaded Telethon). Leaves out: the stand-in and the fake LLM (the bench's "
+                f"process); sign-in of the accounts took {signed:.0f} s."
+            )
+    finally:
+        standin.stop()
+        server.stop()
+
+
+PARTS = {"tree": part_tree, "refresh": part_refresh, "telegram": part_telegram}
 
 
 def run_part(part: str, env: dict[str, str]) -> None:

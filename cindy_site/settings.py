@@ -335,7 +335,8 @@ CINDY_AGENT_HOP_COOLDOWN_SECONDS = _positive_int("CINDY_AGENT_HOP_COOLDOWN_SECON
 # An idle gateway wakes as soon as someone makes work for it (engine/wake.py): Redis pub/sub with
 # REDIS_URL, otherwise a database counter read every CINDY_WAKE_POLL_SECONDS. Off: it waits the tick.
 CINDY_WAKE = env.bool("CINDY_WAKE", default=True)
-CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 0.05)
+# Writers on the gateway's host wake it through a local socket at once; this poll is for other hosts.
+CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 1.0)
 # With wake-ups on, the longest an idle gateway sleeps between passes (at least the tick): what it waits
 # for wakes it sooner, so the periodic pass is only the backstop for leases, reaping and upkeep.
 CINDY_IDLE_PASS_SECONDS = _positive_float("CINDY_IDLE_PASS_SECONDS", 5.0)

@@ -18,28 +18,22 @@ the pool alone.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import logging
 import os
-import select
-import socket
-import tempfile
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 
-logger = logging.getLogger("engine.workers")
+from cindy_site.local_wake import LocalWakeListener, local_wake, wake_dir
+
+KIND = "task"
 
 
 def task_wake_dir() -> Path:
     """The directory of this installation's pusher sockets (named after its database)."""
-    name = str(connection.settings_dict["NAME"])
-    digest = hashlib.sha1(name.encode(), usedforsecurity=False).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"cindy-task-wake-{os.getuid()}-{digest}"
+    return wake_dir(KIND)
 
 
 def task_wake_on() -> bool:
@@ -48,29 +42,7 @@ def task_wake_on() -> bool:
 
 def task_workers_wake() -> int:
     """Wake every idle pusher of this host now; returns how many sockets it reached. Never raises."""
-    if not task_wake_on():
-        return 0
-    try:
-        paths = list(task_wake_dir().glob("*.sock"))
-    except OSError:
-        return 0
-    if not paths:
-        return 0
-    reached = 0
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
-        sender.setblocking(False)
-        for path in paths:
-            try:
-                sender.sendto(b"1", str(path))
-                reached += 1
-            except BlockingIOError:  # its buffer is full of wake-ups already
-                reached += 1
-            except (ConnectionRefusedError, FileNotFoundError):  # a pool that is gone
-                with contextlib.suppress(OSError):
-                    path.unlink()
-            except OSError as exc:
-                logger.warning("could not wake the task workers at %s: %r", path, exc)
-    return reached
+    return local_wake(KIND) if task_wake_on() else 0
 
 
 def task_workers_wake_on_commit() -> None:
@@ -79,36 +51,11 @@ def task_workers_wake_on_commit() -> None:
         transaction.on_commit(task_workers_wake)
 
 
-class TaskWakeListener:
+class TaskWakeListener(LocalWakeListener):
     """A pusher's socket: `wait` returns when a writer woke it, or after `timeout` seconds."""
 
     def __init__(self) -> None:
-        directory = task_wake_dir()
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.path = directory / f"{os.getpid()}.sock"
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.socket.bind(str(self.path))
-        self.socket.setblocking(False)
-        self.pid = os.getpid()
-
-    def wait(self, timeout: float) -> bool:
-        """Whether a wake-up came (all pending ones are consumed) before `timeout` seconds passed."""
-        ready, _, _ = select.select([self.socket], [], [], timeout)
-        woken = bool(ready)
-        while True:
-            try:
-                self.socket.recv(64)
-            except (BlockingIOError, InterruptedError):
-                break
-            woken = True
-        return woken
-
-    def close(self) -> None:
-        self.socket.close()
-        with contextlib.suppress(OSError):
-            self.path.unlink()
+        super().__init__(KIND)
 
 
 class TaskBroker(ORM):

@@ -3,7 +3,8 @@
 
 A gateway that finds nothing to do waits for its next idle pass, a due timer or a wake-up, whichever
 comes first (`engine/wake.py`). The wake-up travels over Redis pub/sub when REDIS_URL is set, otherwise
-through the `GatewayWake` row, whose counter gateways read every CINDY_WAKE_POLL_SECONDS. It is
+through the `GatewayWake` row, whose counter gateways read at once when a writer on their host sends
+its datagram (`cindy_site/local_wake.py`), else every CINDY_WAKE_POLL_SECONDS. It is
 only a hint: it carries no data, every gateway wakes and runs one ordinary pass, and a lost wake-up
 costs at most one idle pass (CINDY_IDLE_PASS_SECONDS). A failure to send one is
 logged and never fails the writer.
@@ -24,6 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
+from cindy_site.local_wake import local_wake
 from conversations.models import GatewayWake
 
 logger = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ def wake_gateways() -> None:
             redis_client(settings.REDIS_URL).publish(wake_channel(), b"1")
         else:
             _bump_row()
+            local_wake("gateway")  # idle gateways on this host read the counter at once
     except Exception as exc:
         logger.warning("could not wake the gateways (they act at their next idle pass instead): %r", exc)
 

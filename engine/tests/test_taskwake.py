@@ -3,6 +3,7 @@ waits on its socket instead of polling, and every writer of a task wakes it once
 
 from __future__ import annotations
 
+import shutil
 import socket
 import tempfile
 
@@ -19,9 +20,13 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def private_tmp(tmp_path, monkeypatch):
-    """Sockets of this test only (other test runs on the machine share the database name)."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+def private_tmp(monkeypatch):
+    """Sockets of this test only (other test runs on the machine share the database name), in a
+    short directory (a socket's path is at most 107 bytes)."""
+    short = tempfile.mkdtemp(prefix="cw", dir="/tmp")
+    monkeypatch.setattr(tempfile, "tempdir", short)
+    yield
+    shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.fixture
