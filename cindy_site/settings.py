@@ -240,6 +240,8 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    # The database broker whose idle pusher waits for a wake-up instead of polling (engine/taskwake.py).
+    Q_CLUSTER["broker_class"] = "engine.taskwake.TaskBroker"
 
 # --- Auth, i18n, static -----------------------------------------------------------------------
 
@@ -394,10 +396,19 @@ CINDY_AGENT_HOP_COOLDOWN_SECONDS = _positive_int("CINDY_AGENT_HOP_COOLDOWN_SECON
 # An idle gateway wakes as soon as someone makes work for it (engine/wake.py): Redis pub/sub with
 # REDIS_URL, otherwise a database counter read every CINDY_WAKE_POLL_SECONDS. Off: it waits the tick.
 CINDY_WAKE = env.bool("CINDY_WAKE", default=True)
-CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 0.05)
+# Writers on the gateway's host wake it through a local socket at once; this poll is for other hosts.
+CINDY_WAKE_POLL_SECONDS = _positive_float("CINDY_WAKE_POLL_SECONDS", 1.0)
 # With wake-ups on, the longest an idle gateway sleeps between passes (at least the tick): what it waits
 # for wakes it sooner, so the periodic pass is only the backstop for leases, reaping and upkeep.
 CINDY_IDLE_PASS_SECONDS = _positive_float("CINDY_IDLE_PASS_SECONDS", 5.0)
+# How many per-agent refreshes (dialog list, media library) may talk to Telegram at once; they run
+# beside the gateway's pass, each agent on its own phase of the period (engine/refresh.py).
+# Without Redis and with CINDY_WAKE on: the longest an idle task worker pool waits for a wake-up before
+# looking for a task again (a task queued on the same host wakes it at once: engine/taskwake.py).
+CINDY_Q_IDLE_SECONDS = _positive_float("CINDY_Q_IDLE_SECONDS", 5.0)
+# Off: an idle pool polls the queue every CINDY_Q_POLL_SECONDS as django-q2 does (also off with CINDY_WAKE off).
+CINDY_Q_WAKE = env.bool("CINDY_Q_WAKE", default=True)
+CINDY_UPKEEP_CONCURRENCY = _positive_int("CINDY_UPKEEP_CONCURRENCY", 8)
 # The unread scan (engine/attention.py): every this many seconds (and after each reconnect) each agent
 # reads its dialog list for messages no update delivered, dialogs marked unread and unread reactions.
 # 0 turns it off.

@@ -82,6 +82,9 @@ class _BufferedBroker:
         if isinstance(self.broker, ORM):  # the rows `ORM.enqueue` writes, in one statement
             key, lock = self.list_key or Conf.CLUSTER_NAME, timezone.now()
             OrmQ.objects.using(Conf.ORM).bulk_create(OrmQ(key=key, payload=p, lock=lock) for p in packages)
+            from engine.taskwake import task_workers_wake_on_commit
+
+            task_workers_wake_on_commit()  # idle pools on this host start them at once
             return
         for package in packages:
             self.broker.enqueue(package)

@@ -670,6 +670,7 @@ class Gateway(
         if self.workers is not None:
             await asyncio.to_thread(self.workers.stop)
         await self.attention_stop()
+        await self.upkeep_stop()
         for agent_id in list(self.clients):
             try:
                 await self._drop(agent_id, "gateway stopped", flush=True)

@@ -18,6 +18,7 @@ from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport
 from engine.clients import AgentClient
 from engine.media import download_new_media, media_agents_with_news, media_cursor_start
+from engine.refresh import Refreshes
 from engine.requests import mute_requests_pending, requests_reap_expired, signin_requests_reap_expired
 from engine.stickers import (
     RETRY_AFTER_SECONDS,
@@ -93,9 +94,7 @@ class UpkeepSteps:
                 "media_cursor": {},
                 "stickers": {},
                 "sticker_failed": {},
-                "dialogs": {},
                 "reaped_at": None,
-                "library": {},
             }
         return state
 
@@ -140,12 +139,9 @@ class UpkeepSteps:
         connected = self._connected()
         if not connected:
             return False
-        # One read for every held agent: an idle pass costs the same queries for 2 agents as for 600.
-        saved = await sync_to_async(saved_stickers_by_agent)(
-            agent_ids=[agent_id for agent_id, _ in connected]
-        )
+        saved = await sync_to_async(saved_stickers_by_agent)(agent_ids=[a for a, _ in connected])
         for agent_id, client in connected:
-            names = wanted_sticker_sets(client.agent, saved=saved.get(agent_id, []))
+            names = wanted_sticker_sets(client.agent, saved=saved[agent_id])
             seen = checked.get(agent_id)
             clock_now = get_clock().monotonic()
             if (
@@ -189,54 +185,41 @@ class UpkeepSteps:
             )
         return did
 
+    def _refreshes(self) -> dict[str, Refreshes]:
+        refreshes = self.__dict__.get("_upkeep_refreshes")
+        if refreshes is None:
+            refreshes = self.__dict__["_upkeep_refreshes"] = {
+                # The reconciler has just read the dialogs at connect: the first refresh waits its phase.
+                "dialogs": Refreshes(
+                    "dialog", period=DIALOG_REFRESH_SECONDS, at_connect=False, job=_refresh_dialogs
+                ),
+                "library": Refreshes(
+                    "media library", period=LIBRARY_REFRESH_SECONDS, at_connect=True, job=_refresh_library
+                ),
+            }
+        return refreshes
+
     async def step_dialogs(self) -> bool:
-        """Every DIALOG_REFRESH_SECONDS per agent: refresh mute, block and titles from the dialog list."""
-        last = self._upkeep_state()["dialogs"]
-        clock = get_clock()
-        did = False
-        for agent_id, client in self._connected():
-            seen = last.get(agent_id)
-            if seen is None or seen[0] is not client:
-                last[agent_id] = (client, clock.monotonic())  # the reconciler has just read the dialogs
-                continue
-            if clock.monotonic() - seen[1] < DIALOG_REFRESH_SECONDS:
-                continue
-            last[agent_id] = (client, clock.monotonic())
-            try:
-                dialogs = await client.transport.dialogs()
-                blocked = await _block_states(client.transport, dialogs)
-                changed = await sync_to_async(conversations_refresh_flags)(
-                    agent_id=agent_id, dialogs=dialogs, blocked=blocked
-                )
-            except Exception as exc:
-                logger.warning("agent %s: dialog refresh failed: %r", client.agent.name, exc)
-                continue
-            did = did or bool(changed)
-        return did
+        """Every DIALOG_REFRESH_SECONDS per agent, on its phase: refresh mute, block and titles from
+        the dialog list, in tasks beside the pass (engine/refresh.py)."""
+        return self._refreshes()["dialogs"].step(self.clients, self.__dict__.get("wakeup"))
 
     async def step_library(self) -> bool:
-        """On connect and every LIBRARY_REFRESH_SECONDS per agent: list Saved Messages as its media library."""
-        last = self._upkeep_state()["library"]
-        clock = get_clock()
-        did = False
-        for agent_id, client in self._connected():
-            seen = last.get(agent_id)
-            if (
-                seen is not None
-                and seen[0] is client
-                and clock.monotonic() - seen[1] < LIBRARY_REFRESH_SECONDS
-            ):
-                continue
-            last[agent_id] = (client, clock.monotonic())
-            try:
-                saved = await client.transport.saved_media()
-                added, removed = await sync_to_async(library_sync_saved)(agent_id=agent_id, saved=saved)
-                stickers = await sync_to_async(sticker_access_record_saved)(agent_id=agent_id, saved=saved)
-            except Exception as exc:
-                logger.warning("agent %s: media library refresh failed: %r", client.agent.name, exc)
-                continue
-            did = did or bool(added or removed or stickers)
-        return did
+        """On connect and every LIBRARY_REFRESH_SECONDS per agent, on its phase: list Saved Messages
+        as its media library, in tasks beside the pass (engine/refresh.py)."""
+        return self._refreshes()["library"].step(self.clients, self.__dict__.get("wakeup"))
+
+    async def upkeep_settle(self) -> bool:
+        """Wait for the refreshes in flight; returns whether any changed something."""
+        changed = False
+        for refreshes in self._refreshes().values():
+            changed = await refreshes.settle() or changed
+        return changed
+
+    async def upkeep_stop(self) -> None:
+        """Cancel the refreshes in flight (the gateway is stopping)."""
+        for refreshes in self._refreshes().values():
+            await refreshes.stop()
 
     async def step_reap_requests(self) -> bool:
         """Return gateway requests left running by a stopped gateway to pending (or fail them), for
@@ -250,6 +233,22 @@ class UpkeepSteps:
         held = list(self.clients)
         reaped = await sync_to_async(requests_reap_expired)(agent_ids=held) if held else 0
         return bool(failed or reaped)
+
+
+async def _refresh_dialogs(agent_id: int, client: AgentClient) -> bool:
+    dialogs = await client.transport.dialogs()
+    blocked = await _block_states(client.transport, dialogs)
+    changed = await sync_to_async(conversations_refresh_flags)(
+        agent_id=agent_id, dialogs=dialogs, blocked=blocked
+    )
+    return bool(changed)
+
+
+async def _refresh_library(agent_id: int, client: AgentClient) -> bool:
+    saved = await client.transport.saved_media()
+    added, removed = await sync_to_async(library_sync_saved)(agent_id=agent_id, saved=saved)
+    stickers = await sync_to_async(sticker_access_record_saved)(agent_id=agent_id, saved=saved)
+    return bool(added or removed or stickers)
 
 
 async def _block_states(transport: Transport, dialogs: list[ChatDetails]) -> dict[int, bool]:

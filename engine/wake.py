@@ -6,9 +6,10 @@ It waits for the earliest of:
 - a **wake-up** from another process (a message in the sandbox, a plan stored by a worker, an operator's
   action: `conversations/services/wake.py`), on the installation's channel or counter row, or on the
   gateway's own (work for an agent it holds). `RedisWake` subscribes to the installation's channel and
-  sets the gateway's `wakeup` event when a message comes; `DbWake` reads the `GatewayWake` counter every
-  CINDY_WAKE_POLL_SECONDS (one primary-key read on a thread of its own) and sets it when the counter
-  moved since the last read;
+  sets the gateway's `wakeup` event when a message comes; `DbWake` reads the `GatewayWake` counters (one
+  primary-key read on a thread of its own) when a writer on this host woke its socket
+  (`cindy_site/local_wake.py`), and every CINDY_WAKE_POLL_SECONDS (1 s) for writers on other hosts, and
+  sets it when a counter moved since the last read;
 - an **update** a Telegram client received (the transport calls `on_update`, which sets `wakeup`);
 - the **next due timer**: the earliest future `not_before` of a pending node of a held agent (where the
   read delay, typing and retries end), a flood pause or a reconnect backoff ending, and the events and
@@ -31,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
@@ -40,6 +42,7 @@ from django.conf import settings
 from django.db import connection
 
 from cindy_site.clock import get_clock, now
+from cindy_site.local_wake import LocalWakeListener
 from conversations.selectors import node_next_due_at
 from conversations.services.wake import gateway_wake_channel, wake_channel, wake_counter
 
@@ -84,6 +87,7 @@ class DbWake:
         self._notify: Callable[[], object] | None = None
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listener: LocalWakeListener | None = None
         self.failing = False
 
     def healthy(self) -> bool:
@@ -107,8 +111,22 @@ class DbWake:
         return moved
 
     def _run(self) -> None:
+        # Writers on this host also send a datagram (cindy_site/local_wake.py): the thread sleeps on
+        # it and reads the counter when woken, or every CINDY_WAKE_POLL_SECONDS for other hosts' writers.
         try:
-            while not self._stopped.wait(self.poll_seconds):
+            self._listener = LocalWakeListener(
+                "gateway", name=f"{os.getpid()}-{threading.get_ident() % 10**6}"
+            )
+        except OSError as exc:
+            logger.warning("no local wake-ups (the counter is read every %g s): %r", self.poll_seconds, exc)
+        try:
+            while True:
+                if self._listener is not None:
+                    self._listener.wait(self.poll_seconds)
+                else:
+                    self._stopped.wait(self.poll_seconds)
+                if self._stopped.is_set():
+                    break
                 try:
                     self.poll()
                     self.failing = False
@@ -119,10 +137,14 @@ class DbWake:
                     connection.close()
                     self._stopped.wait(REDIS_RETRY_FIRST_SECONDS)
         finally:
+            if self._listener is not None:
+                self._listener.close()
             connection.close()
 
     async def stop(self) -> None:
         self._stopped.set()
+        if self._listener is not None:
+            self._listener.interrupt()
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join, 10)
             self._thread = None

@@ -158,7 +158,9 @@ def history_messages(
     When more messages than the cap (CINDY_HISTORY_SIZE) follow it, the window start moves in steps
     (`history_step`: CINDY_HISTORY_STEP, by default a quarter of the cap), so the window holds between
     cap - step + 1 and cap messages: its first message then stays the same for `step` turns, which
-    keeps the prompt prefix cacheable, and the prefix breaks once per step.
+    keeps the prompt prefix cacheable, and the prefix breaks once per step. The window's first message
+    is kept on the conversation (`history_window_start_id`) and moved only when the window overflows,
+    so a turn reads at most the cap and one row, however long the chat: nothing counts its messages.
     """
     newest = _window(conversation, limit=limit, start=start, fetch=list)
     newest.sort(key=lambda m: (m.date, m.message_id))
@@ -177,15 +179,26 @@ def _window(
     if start is None:
         start = history_start(conversation)
     visible = visible_messages(conversation)
-    if start.message_id is not None:
-        visible = visible.filter(message_id__gte=start.message_id)
-    newest = fetch(visible.order_by("-message_id")[:limit])
-    if len(newest) == limit:
-        total = visible.count()
-        step = history_step(limit)
-        skip = (step - (total - limit) % step) % step
-        newest = newest[: limit - skip] if skip else newest
+    floor = start.message_id
+    anchor = conversation.history_window_start_id
+    if anchor is not None and (floor is None or anchor >= floor):
+        floor = anchor  # the window's start as the previous overflow set it
+    if floor is not None:
+        visible = visible.filter(message_id__gte=floor)
+    # One row more than the cap says whether the window overflowed, without counting the chat.
+    newest = fetch(visible.order_by("-message_id")[: limit + 1])
+    if len(newest) > limit:
+        keep = limit - history_step(limit) + 1
+        newest = newest[:keep]
+        first = _row_message_id(newest[-1])
+        if first != conversation.history_window_start_id:
+            Conversation.objects.filter(pk=conversation.pk).update(history_window_start_id=first)
+            conversation.history_window_start_id = first
     return newest
+
+
+def _row_message_id(row: Any) -> int:
+    return row.message_id if isinstance(row, Message) else row[_ROW_FIELDS.index("message_id")]
 
 
 def history_step(limit: int | None = None) -> int:

@@ -15,9 +15,13 @@ def saved_stickers_of(*, agent_id: int) -> list[dict[str, Any]]:
 
 
 def saved_stickers_by_agent(*, agent_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """`saved_stickers_of` for many agents in one query (agents never listed are left out)."""
-    rows = StickerAccess.objects.filter(agent_id__in=agent_ids).values_list("agent_id", "saved_stickers")
-    return {agent_id: [s for s in saved or [] if isinstance(s, dict)] for agent_id, saved in rows}
+    """`saved_stickers_of` for several agents in one query (an agent never listed: no stickers)."""
+    found = {agent_id: [] for agent_id in agent_ids}
+    for agent_id, saved in StickerAccess.objects.filter(agent_id__in=agent_ids).values_list(
+        "agent_id", "saved_stickers"
+    ):
+        found[agent_id] = [s for s in saved or [] if isinstance(s, dict)]
+    return found
 
 
 def may_send_premium(*, agent_id: int) -> bool:

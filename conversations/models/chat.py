@@ -43,6 +43,11 @@ class Conversation(models.Model):
         max_length=100, blank=True, help_text="Per-conversation LLM override; beats the agent's LLM"
     )
     last_read_message_id = models.BigIntegerField(null=True, blank=True)
+    history_window_start_id = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="The first message id of the prompt's history window, kept until the window overflows",
+    )
     partner_typing_until = models.DateTimeField(
         null=True, blank=True, help_text="The DM partner is typing until then; the agent's reply waits"
     )

@@ -3,7 +3,8 @@
 
 A gateway that finds nothing to do waits for its next idle pass, a due timer or a wake-up, whichever
 comes first (`engine/wake.py`). The wake-up travels over Redis pub/sub when REDIS_URL is set, otherwise
-through the `GatewayWake` row, whose counter gateways read every CINDY_WAKE_POLL_SECONDS. A writer
+through the `GatewayWake` row, whose counter gateways read at once when a writer on their host sends
+its datagram (`cindy_site/local_wake.py`), else every CINDY_WAKE_POLL_SECONDS. A writer
 that knows which agents have work (`wake_gateways_on_commit(agent_ids)`) wakes only the gateways
 holding them: each gateway also listens on a channel (or counter row) of its own; an agent without a
 live lease wakes every gateway, so that one takes it. It is
@@ -29,6 +30,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from cindy_site.clock import now
+from cindy_site.local_wake import local_wake
 from conversations.models import GatewayWake
 
 logger = logging.getLogger(__name__)
@@ -118,6 +120,7 @@ def wake_gateway(gateway_id: str) -> None:
         redis_client(settings.REDIS_URL).publish(gateway_wake_channel(gateway_id), b"1")
     else:
         _bump_gateway_row(gateway_id)
+        local_wake("gateway")  # idle gateways on this host read their counters at once
 
 
 def wake_gateways(agent_ids: Iterable[int] | None = None, *, force: bool = False) -> None:
@@ -142,6 +145,7 @@ def wake_gateways(agent_ids: Iterable[int] | None = None, *, force: bool = False
                 redis_client(settings.REDIS_URL).publish(wake_channel(), b"1")
             else:
                 _bump_row()
+                local_wake("gateway")
     except Exception as exc:
         logger.warning("could not wake the gateways (they act at their next idle pass instead): %r", exc)
 

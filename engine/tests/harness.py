@@ -36,6 +36,20 @@ class Harness:
     def step(self, name: str) -> bool:
         return async_to_sync(getattr(self.gateway, name))()
 
+    def refresh(self, name: str) -> bool:
+        """A refresh step (`step_dialogs`, `step_library`) and the refreshes it started, to their end:
+        whether they changed anything."""
+
+        async def run() -> bool:
+            did = await getattr(self.gateway, name)()
+            return await self.gateway.upkeep_settle() or did
+
+        return async_to_sync(run)()
+
+    def refresh_due(self, kind: str, agent_id: int) -> float:
+        """Seconds until the agent's next `kind` refresh ("dialogs", "library") on the injected clock."""
+        return self.gateway._refreshes()[kind].states[agent_id].due - self.clock.monotonic()
+
     def start(self) -> None:
         self.step("step_leases")
         self.step("step_connect")

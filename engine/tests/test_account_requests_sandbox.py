@@ -35,25 +35,25 @@ def test_an_admin_mute_sticks_through_the_dialog_refresh(agent, harness, clock):
     conversation = Conversation.objects.get(peer_id=sandbox_person(name="Alice").user_id)
     me = sandbox_user_for_agent(agent=agent)
 
-    harness.step("step_dialogs")  # starts the agent's refresh minute
+    harness.refresh("step_dialogs")  # places the agent on its phase of the minute
 
     conversations_set_muted(conversations=[conversation], muted=True)
-    clock.advance(61)
-    assert harness.step("step_dialogs") is False  # a refresh before the gateway sent the mute keeps it
+    clock.advance(harness.refresh_due("dialogs", agent.pk))
+    assert harness.refresh("step_dialogs") is False  # a refresh before the gateway sent the mute keeps it
     conversation.refresh_from_db()
     assert conversation.muted
     harness.step("step_requests")
     assert SandboxMember.objects.get(user=me, chat__kind="dm").muted  # the sandbox's Telegram has it
 
-    clock.advance(61)
-    harness.step("step_dialogs")  # the next refresh reads the new state from "Telegram"
+    clock.advance(harness.refresh_due("dialogs", agent.pk))
+    harness.refresh("step_dialogs")  # the next refresh reads the new state from "Telegram"
     conversation.refresh_from_db()
     assert conversation.muted
 
     conversations_set_muted(conversations=[conversation], muted=False)
     harness.step("step_requests")
-    clock.advance(61)
-    harness.step("step_dialogs")
+    clock.advance(harness.refresh_due("dialogs", agent.pk))
+    harness.refresh("step_dialogs")
     conversation.refresh_from_db()
     assert not conversation.muted
     assert not SandboxMember.objects.get(user=me, chat__kind="dm").muted

@@ -69,7 +69,7 @@ def test_a_sticker_in_saved_messages_joins_the_sticker_list_and_can_be_sent(agen
     sandbox_save(agent=agent, media=[sticker])
     harness.start()
 
-    assert harness.step("step_library") is True
+    assert harness.refresh("step_library") is True
     assert saved_stickers_of(agent_id=agent.pk) == [{"set": "KeptSet", "name": "🦔", "unique_id": "K1"}]
     assert not LibraryItem.objects.filter(agent=agent, unique_id="K1").exists()  # a sticker, not a photo
     harness.step("step_stickers")  # the saved sticker's set is imported so the sticker can be sent
@@ -94,7 +94,7 @@ def test_a_premium_sticker_kept_in_saved_messages_is_not_offered_either(agent, h
         ],
     )
     harness.start()
-    harness.step("step_library")
+    harness.refresh("step_library")
     harness.step("step_stickers")
 
     assert "🎩" not in sticker_section(agent)

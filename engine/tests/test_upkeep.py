@@ -142,21 +142,22 @@ def test_mute_and_block_changes_are_picked_up_every_minute(agent, clock):
 
     SandboxMember.objects.filter(user=me).update(muted=True)
     SandboxUser.objects.filter(pk=me.pk).update(blocked_user_ids=[alice.user_id])
-    harness.step("step_dialogs")  # starts the agent's minute
-    clock.advance(59)
-    assert harness.step("step_dialogs") is False
+    harness.refresh("step_dialogs")  # places the agent on its phase of the minute
+    clock.advance(harness.refresh_due("dialogs", agent.pk) - 1)
+    assert harness.refresh("step_dialogs") is False
     conversation.refresh_from_db()
     assert not conversation.muted
 
     clock.advance(1)
-    assert harness.step("step_dialogs") is True
+    assert harness.refresh("step_dialogs") is True
     conversation.refresh_from_db()
     assert conversation.muted and conversation.blocked
 
     SandboxMember.objects.filter(user=me).update(muted=False)
     SandboxUser.objects.filter(pk=me.pk).update(blocked_user_ids=[])
-    clock.advance(60)
-    harness.step("step_dialogs")
+    assert harness.refresh_due("dialogs", agent.pk) == pytest.approx(60)
+    clock.advance(harness.refresh_due("dialogs", agent.pk))
+    harness.refresh("step_dialogs")
     conversation.refresh_from_db()
     assert not conversation.muted and not conversation.blocked
 

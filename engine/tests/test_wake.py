@@ -72,6 +72,37 @@ def test_the_poll_thread_sets_the_gateways_event_when_the_counter_moves():
     asyncio.run(scenario())
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_writer_on_this_host_wakes_the_poll_thread_at_once_however_long_its_poll(monkeypatch):
+    """With a poll of a minute, the writer's datagram still gets the counter read at once; stopping
+    interrupts the thread's wait too."""
+    import shutil
+    import tempfile
+
+    short = tempfile.mkdtemp(prefix="cw", dir="/tmp")  # sockets of this test only (paths must be short)
+    monkeypatch.setattr(tempfile, "tempdir", short)
+
+    async def scenario() -> None:
+        event = asyncio.Event()
+        listener = DbWake(poll_seconds=60)
+        await listener.start(event)
+        try:
+            for _ in range(3000):  # the thread binds its socket first
+                if listener._listener is not None:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.get_running_loop().run_in_executor(None, wake_gateways)
+            await asyncio.wait_for(event.wait(), 30)  # a guard against a hang only
+        finally:
+            await asyncio.wait_for(listener.stop(), 30)
+        assert listener._thread is None
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
 @pytest.mark.django_db
 def test_no_wake_up_is_sent_with_wake_ups_off_or_from_the_gateways_own_writes(settings):
     before = wake_counter()

@@ -190,3 +190,62 @@ def test_the_history_window_reads_the_same_as_the_messages_themselves(dm, say, s
     assert [m for m in window if m.in_prompt] == expected == conversation_history(dm, limit=12)
     assert [m.message_id for m in window] == [m.message_id for m in history_messages(dm, limit=12)]
     assert not window[-1].in_prompt
+
+
+def _bulk_messages(conversation, count: int) -> None:
+    start = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)
+    Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            message_id=i,
+            sender_id=1001,
+            sender_name="Alice",
+            date=start + dt.timedelta(seconds=i),
+            text=f"m{i}",
+        )
+        for i in range(1, count + 1)
+    )
+
+
+def _window_work(conversation, *, limit: int) -> tuple[int, list[str]]:
+    """SQLite virtual machine steps (a measure of the rows it reads) and the SQL of one window read."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    conversation.refresh_from_db()
+    connection.ensure_connection()
+    steps = [0]
+
+    def count_step() -> int:
+        steps[0] += 1
+        return 0
+
+    connection.connection.set_progress_handler(count_step, 1)
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            history_window(conversation, limit=limit)
+    finally:
+        connection.connection.set_progress_handler(None, 1)
+    return steps[0], [q["sql"] for q in queries.captured_queries]
+
+
+def test_the_window_reads_as_many_rows_in_a_long_chat_as_in_a_short_one(agent, settings):
+    """An unsummarized chat of 10,000 messages costs a turn the same as one of 100: no count, and
+    no query reads more than the cap and one row."""
+    from conversations.models import Conversation
+
+    settings.CINDY_HISTORY_STEP = 0
+    short = Conversation.objects.create(agent=agent, peer_id=1, kind=Conversation.Kind.DM)
+    long = Conversation.objects.create(agent=agent, peer_id=2, kind=Conversation.Kind.DM)
+    _bulk_messages(short, 100)
+    _bulk_messages(long, 10_000)
+    for conversation in (short, long):  # the first turn after an overflow remembers the window start
+        history_window(conversation, limit=80)
+
+    short_steps, short_sql = _window_work(short, limit=80)
+    long_steps, long_sql = _window_work(long, limit=80)
+
+    assert len(long_sql) == len(short_sql)
+    assert not any("COUNT(" in sql.upper() for sql in long_sql)
+    assert long_steps < short_steps * 1.5, (short_steps, long_steps)
+    assert [m.message_id for m in history_window(long, limit=80)][-1] == 10_000

@@ -1,0 +1,111 @@
+"""Per-agent refreshes beside the pass (engine/refresh.py): 1,000 accounts with a slow Telegram never
+stall a pass, each agent keeps its own phase, the cap holds and a flood wait moves only its account."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from agents.models import Agent
+from conversations.transport.base import FloodWait
+from conversations.transport.sandbox import SandboxTransport
+from engine.clients import AgentClient
+from engine.gateway import Gateway
+from engine.refresh import refresh_offset
+from engine.upkeep import DIALOG_REFRESH_SECONDS
+
+ROUND_TRIP = 0.1  # seconds: Telegram far away
+AGENTS = 1000
+
+
+class SlowTelegram:
+    """The sandbox transport with a round trip added to each call the refreshes make."""
+
+    def __init__(self, inner: SandboxTransport, *, flood: int = 0) -> None:
+        self.inner = inner
+        self.flood = flood
+        self.calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def dialogs(self, *, limit: int = 100):
+        await asyncio.sleep(ROUND_TRIP)
+        self.calls += 1
+        if self.flood:
+            raise FloodWait(self.flood)
+        return await self.inner.dialogs(limit=limit)
+
+
+def _gateway(count: int) -> Gateway:
+    Agent.objects.bulk_create(
+        Agent(name=f"Slow{i:04d}", phone=f"+1555{i:07d}", transport="sandbox") for i in range(count)
+    )
+    gateway = Gateway(gateway_id="gw-refresh", enqueue=lambda node_id, owner: None, tick_seconds=0)
+    for agent in Agent.objects.order_by("pk"):
+        inner = SandboxTransport(agent)
+        async_to_sync(inner.connect)()
+        slow = SlowTelegram(inner)
+        gateway.clients[agent.pk] = AgentClient(agent=agent, transport=slow, connected=True)
+    return gateway
+
+
+@pytest.mark.django_db
+def test_a_thousand_slow_accounts_never_hold_up_a_pass(clock, settings):
+    settings.CINDY_UPKEEP_CONCURRENCY = 100
+    gateway = _gateway(AGENTS)
+    refreshes = gateway._refreshes()["dialogs"]
+    passes: list[float] = []
+    started: list[int] = []
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        for _ in range(int(DIALOG_REFRESH_SECONDS) + 1):  # one period, a pass per second
+            before = len(refreshes.tasks())
+            begun = loop.time()
+            await gateway.step_dialogs()
+            passes.append(loop.time() - begun)
+            started.append(len(refreshes.tasks()) - before)
+            await asyncio.sleep(0)
+            clock.advance(1)
+        await gateway.upkeep_settle()
+
+    async_to_sync(run)()
+
+    assert max(passes) < 0.05, f"slowest pass {max(passes) * 1000:.0f} ms"
+    assert max(passes) < ROUND_TRIP  # no pass waited on Telegram
+    calls = [c.transport.calls for c in gateway.clients.values()]
+    assert calls == [1] * AGENTS  # every account once in its period
+    # Spread over the minute: about AGENTS / 60 a second, never everyone on the same beat.
+    assert max(started) <= 3 * AGENTS / DIALOG_REFRESH_SECONDS
+    assert refreshes.most_running <= 100
+
+
+@pytest.mark.django_db
+def test_each_agent_keeps_its_own_phase_and_a_flood_wait_moves_only_its_account(clock):
+    gateway = _gateway(3)
+    first, flooded, third = sorted(gateway.clients)
+    gateway.clients[flooded].transport.flood = 30
+    refreshes = gateway._refreshes()["dialogs"]
+
+    async def step_and_settle() -> None:
+        await gateway.step_dialogs()
+        await gateway.upkeep_settle()
+
+    async_to_sync(step_and_settle)()
+    dues = {agent_id: state.due for agent_id, state in refreshes.states.items()}
+    offsets = {a: refresh_offset(a, DIALOG_REFRESH_SECONDS) for a in dues}
+    assert len(set(offsets.values())) == 3  # three phases
+    assert all(0 < dues[a] - clock.monotonic() <= DIALOG_REFRESH_SECONDS for a in dues)
+
+    clock.advance(DIALOG_REFRESH_SECONDS)  # every agent's beat has come
+    async_to_sync(step_and_settle)()
+    now = clock.monotonic()
+    assert gateway.clients[first].transport.calls == 1
+    assert gateway.clients[flooded].transport.calls == 1
+    assert refreshes.states[flooded].due >= now + 30  # after Telegram's wait
+    assert refreshes.states[first].due - now == pytest.approx(
+        (offsets[first] - now) % DIALOG_REFRESH_SECONDS or DIALOG_REFRESH_SECONDS
+    )
