@@ -179,14 +179,22 @@ def _window(
     if start is None:
         start = history_start(conversation)
     visible = visible_messages(conversation)
-    floor = start.message_id
+    if start.message_id is not None:
+        visible = visible.filter(message_id__gte=start.message_id)
     anchor = conversation.history_window_start_id
-    if anchor is not None and (floor is None or anchor >= floor):
-        floor = anchor  # the window's start as the previous overflow set it
-    if floor is not None:
-        visible = visible.filter(message_id__gte=floor)
+    anchored = anchor is not None and (start.message_id is None or anchor >= start.message_id)
     # One row more than the cap says whether the window overflowed, without counting the chat.
-    newest = fetch(visible.order_by("-message_id")[: limit + 1])
+    if anchored:  # the window's start as the previous overflow set it
+        newest = fetch(visible.filter(message_id__gte=anchor).order_by("-message_id")[: limit + 1])
+        if len(newest) < limit - history_step(limit) + 1:
+            # Fewer than a full window holds: the cap grew (CINDY_HISTORY_SIZE raised), so the stored
+            # start cuts the window short. Read it again from the history's start, once.
+            newest = fetch(visible.order_by("-message_id")[: limit + 1])
+            if len(newest) <= limit:
+                Conversation.objects.filter(pk=conversation.pk).update(history_window_start_id=None)
+                conversation.history_window_start_id = None
+    else:
+        newest = fetch(visible.order_by("-message_id")[: limit + 1])
     if len(newest) > limit:
         keep = limit - history_step(limit) + 1
         newest = newest[:keep]

@@ -124,6 +124,20 @@ def test_the_window_start_moves_by_cindy_history_step_at_the_boundary(dm, settin
     assert seen == [(5, 7), (5, 8), (5, 9), (5, 10), (9, 7), (9, 8), (9, 9), (9, 10), (13, 7)]
 
 
+def test_a_raised_history_size_shows_the_older_messages_again(dm, settings):
+    """The window's stored start (set when a cap of 2 overflowed) does not cut short a larger cap."""
+    for i in range(1, 9):
+        add_message(dm, i, f"m{i}")
+    assert [m.message_id for m in history_messages(dm, limit=2)] == [7, 8]
+    dm.refresh_from_db()
+    assert dm.history_window_start_id == 7
+
+    assert [m.message_id for m in history_messages(dm, limit=500)] == list(range(1, 9))
+    dm.refresh_from_db()
+    assert dm.history_window_start_id is None
+    assert [m.message_id for m in history_messages(dm, limit=500)] == list(range(1, 9))
+
+
 def test_a_history_step_of_one_slides_every_turn(dm, settings):
     settings.CINDY_HISTORY_STEP = 1
     for i in range(1, 13):
