@@ -217,15 +217,24 @@ def _refuse(request: HttpRequest, agent: Agent | None = None) -> JsonResponse | 
     return JsonResponse({"ok": False, "errors": {"__all__": [reason]}}, status=403)
 
 
-@require_POST
-def sandbox_send(request: HttpRequest) -> JsonResponse:
+def _form_data(request: HttpRequest, form: Any) -> tuple[dict[str, Any] | None, JsonResponse | None]:
+    """A sandbox control's form data, once the caller may write in the sandbox and act for the form's
+    agent; else the answer to give instead (403 naming why, or 400 with the field errors)."""
     if (refused := _refuse(request)) is not None:
-        return refused
-    form = SendForm(request.POST, request.FILES)
+        return None, refused
     if not form.is_valid():
-        return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
+        return None, JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
     data = form.cleaned_data
     if (refused := _refuse(request, data["agent"])) is not None:
+        return None, refused
+    return data, None
+
+
+@require_POST
+def sandbox_send(request: HttpRequest) -> JsonResponse:
+    form = SendForm(request.POST, request.FILES)
+    data, refused = _form_data(request, form)
+    if refused is not None:
         return refused
     try:
         message = sandbox_say(
@@ -246,13 +255,9 @@ def sandbox_send(request: HttpRequest) -> JsonResponse:
 def sandbox_typing_view(request: HttpRequest) -> JsonResponse:
     """The person types in the page: the agent sees a typing update, as `manage.py sandbox typing`
     sends one (Telegram's lasts about six seconds; the page renews it while typing goes on)."""
-    if (refused := _refuse(request)) is not None:
-        return refused
     form = TypingForm(request.POST)
-    if not form.is_valid():
-        return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
-    data = form.cleaned_data
-    if (refused := _refuse(request, data["agent"])) is not None:
+    data, refused = _form_data(request, form)
+    if refused is not None:
         return refused
     try:
         sandbox_typing(
@@ -267,13 +272,9 @@ def sandbox_typing_view(request: HttpRequest) -> JsonResponse:
 
 @require_POST
 def sandbox_react_view(request: HttpRequest) -> JsonResponse:
-    if (refused := _refuse(request)) is not None:
-        return refused
     form = ReactForm(request.POST)
-    if not form.is_valid():
-        return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
-    data = form.cleaned_data
-    if (refused := _refuse(request, data["agent"])) is not None:
+    data, refused = _form_data(request, form)
+    if refused is not None:
         return refused
     try:
         message = sandbox_react(
@@ -292,13 +293,9 @@ def sandbox_react_view(request: HttpRequest) -> JsonResponse:
 def sandbox_mark_unread_view(request: HttpRequest) -> HttpResponse:
     """Mark the chat unread on the agent's account, as whoever holds its phone would (a callout the
     agent answers: docs/engine.md, "Attention"); then show the chat again."""
-    if (refused := _refuse(request)) is not None:
-        return refused
     form = ChatForm(request.POST)
-    if not form.is_valid():
-        return JsonResponse({"ok": False, "errors": _form_errors(form)}, status=400)
-    data = form.cleaned_data
-    if (refused := _refuse(request, data["agent"])) is not None:
+    data, refused = _form_data(request, form)
+    if refused is not None:
         return refused
     group = data["group"] or None
     try:
