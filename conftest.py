@@ -48,6 +48,8 @@ def _seeded_model_prices(request):
         images.seed_image_prices(apps, None)
         speech = importlib.import_module("conversations.migrations.0018_voice_notes")
         speech.seed_speech_prices(apps, None)
+        caches = importlib.import_module("conversations.migrations.0023_explicit_cache")
+        caches.seed_storage_prices(apps, None)
 
 
 @pytest.fixture(autouse=True)

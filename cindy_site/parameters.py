@@ -26,6 +26,8 @@ NAMES = (
     "MEDIA_VIDEO_MAX_DURATION_SECONDS",
     "RETRIEVAL_MAX_ROUNDS",
     "CINDY_IMAGES_PER_DAY",
+    "CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR",
+    "CINDY_EXPLICIT_CACHE_TTL_SECONDS",
 )
 
 #: The overrides this process read last: name -> parsed value, and the stored texts they came from.

@@ -453,6 +453,11 @@ MEDIA_TGS_FRAMES = _positive_int("MEDIA_TGS_FRAMES", 4)
 CINDY_IMAGE_MODEL = env.str("CINDY_IMAGE_MODEL", default="gemini-2.5-flash-image")
 CINDY_IMAGES_PER_DAY = _positive_int("CINDY_IMAGES_PER_DAY", 10, minimum=0)
 CINDY_IMAGES_AFTER_UNTRUSTED = env.bool("CINDY_IMAGES_AFTER_UNTRUSTED", default=False)
+# Gemini explicit context caching (llm/explicit_cache.py): a conversation with at least this many
+# planning turns in the last hour whose calls miss the implicit cache gets an explicit cache of its
+# stable prefix (0: never), kept this many seconds after it is made or last extended.
+CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR = _positive_int("CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR", 0, minimum=0)
+CINDY_EXPLICIT_CACHE_TTL_SECONDS = _positive_int("CINDY_EXPLICIT_CACHE_TTL_SECONDS", 3600, minimum=60)
 TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 # Voice notes, audio and video notes (llm/transcription.py); empty: MEDIA_MODEL for a Gemini agent,
 # OpenAI's gpt-4o-mini-transcribe for any other.

@@ -65,6 +65,10 @@ class LLMUsageDaily(models.Model):
     output_tokens = models.PositiveBigIntegerField(default=0)
     thinking_tokens = models.PositiveBigIntegerField(default=0)
     cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    #: Of cached_tokens, those read from a Gemini explicit cache.
+    explicit_cached_tokens = models.PositiveBigIntegerField(default=0)
+    #: Of cost, what making and keeping explicit caches cost (LLMCall purpose `cache`).
+    cache_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
 
     class Meta:
         ordering = ["-day", "agent", "provider", "model"]

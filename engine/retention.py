@@ -85,18 +85,27 @@ def prune_counts(*, at: dt.datetime | None = None) -> dict[str, int]:
 
 #: The LLMCall fields summed into LLMUsageDaily (besides the count of calls).
 USAGE_SUMS = ("input_tokens", "cached_tokens", "output_tokens", "thinking_tokens", "cost")
+#: Of those, what Gemini explicit caches served (cached tokens) and cost (calls of purpose `cache`).
+CACHE_SUMS = ("explicit_cached_tokens", "cache_cost")
 
 
 def _usage_add(calls: QuerySet) -> None:
     """Add these LLM calls to the daily usage rows (inside the batch's transaction)."""
     tz = ZoneInfo(settings.TIME_ZONE)
     totals: dict[tuple, dict] = {}
-    for row in calls.values("created", "agent_id", "provider", "model", *USAGE_SUMS):
+    fields = ("created", "agent_id", "provider", "model", "purpose", "explicit_cache", *USAGE_SUMS)
+    for row in calls.values(*fields):
         key = (row["created"].astimezone(tz).date(), row["agent_id"], row["provider"], row["model"])
-        sums = totals.setdefault(key, dict.fromkeys(("calls", *USAGE_SUMS), 0))
+        sums = totals.setdefault(key, dict.fromkeys(("calls", *USAGE_SUMS, *CACHE_SUMS), 0))
         sums["calls"] += 1
         for name in USAGE_SUMS:
             sums[name] += row[name]
+        # What explicit caches served and cost, so the cached share and the saving stay true
+        # (llm/cache_share.py).
+        if row["purpose"] == LLMCall.Purpose.CACHE:
+            sums["cache_cost"] += row["cost"]
+        elif row["explicit_cache"]:
+            sums["explicit_cached_tokens"] += row["cached_tokens"]
     for (day, agent_id, provider, model), sums in totals.items():
         # agent_id=None matches the calls without an agent (Django filters it as IS NULL).
         rows = LLMUsageDaily.objects.filter(day=day, agent_id=agent_id, provider=provider, model=model)

@@ -13,6 +13,7 @@ from django.conf import settings
 from cindy_site.clock import get_clock
 from conversations.models import LLMCall, TaskNode
 from llm.errors import (
+    CacheGone,
     LLMConfigError,
     LLMDeadlineError,
     LLMError,
@@ -20,6 +21,7 @@ from llm.errors import (
     LLMTransientError,
     ProviderRetryable,
 )
+from llm.explicit_cache import cache_for_request, cache_forget
 from llm.providers import provider_for
 from llm.request import LLMReply, LLMRequest, Usage
 from llm.routing import Route
@@ -54,7 +56,10 @@ def call_llm(
     """Send `request` on `route`.
 
     1. Build the provider (LLMConfigError when its API key is missing).
-    2. Try up to 1 + LLM_MAX_RETRIES times; 429, 5xx and timeouts wait backoff_delay() in between.
+    2. A Gemini planning request of a busy conversation that misses the implicit cache uses an
+       explicit cache of its stable prefix (llm/explicit_cache.py); when the provider no longer
+       has that cache, the attempt is sent again at once without it.
+    3. Try up to 1 + LLM_MAX_RETRIES times; 429, 5xx and timeouts wait backoff_delay() in between.
        Any other exception the SDK raises is classified (`classify_sdk_error`): network errors are
        retried the same way; anything else (a reply that is not JSON, nested too deeply to parse,
        or not the documented shape; a 4xx) ends the call at once as LLMPermanentError: one paid
@@ -62,11 +67,11 @@ def call_llm(
        With a `deadline` (the injected clock's monotonic time the caller must be done by), no attempt
        starts with less than MIN_ATTEMPT_SECONDS left (counting the backoff before it), and each
        attempt's timeout is cut to the time left.
-    3. Record one LLMCall row: written as pending (costed at the request's estimated input) before
+    4. Record one LLMCall row: written as pending (costed at the request's estimated input) before
        the first attempt, so a worker killed mid-request still leaves its cost; then finished with the
        outcome (ok, blocked, empty or error) and the real usage. Every row ends in a final state,
        whatever was raised.
-    4. Raise LLMTransientError when the retries ran out, LLMDeadlineError (a LLMTransientError) when
+    5. Raise LLMTransientError when the retries ran out, LLMDeadlineError (a LLMTransientError) when
        the time did; return the reply otherwise.
     """
     fingerprint = plan_fingerprint(request, route=route, node_id=node_id) if purpose == "plan" else ""
@@ -74,6 +79,13 @@ def call_llm(
     if earlier is not None:
         return earlier
     provider = provider_for(route.provider)
+    cache = (
+        cache_for_request(
+            request, provider=provider, route=route, agent_id=agent_id, conversation_id=conversation_id
+        )
+        if purpose == "plan"
+        else None
+    )
     retries = settings.LLM_MAX_RETRIES if max_retries is None else max_retries
     clock = get_clock()
     started = time.perf_counter()
@@ -97,7 +109,17 @@ def call_llm(
         try:
             timeout = None if left is None else min(settings.LLM_TIMEOUT_SECONDS, left)
             try:
-                reply = provider.generate(request, model=route.model, timeout=timeout)
+                if cache is None:
+                    reply = provider.generate(request, model=route.model, timeout=timeout)
+                else:
+                    try:
+                        reply = provider.generate(request, model=route.model, timeout=timeout, cache=cache)
+                    except CacheGone as exc:
+                        # Expired or deleted on the provider: this request goes without it, at once.
+                        logger.info("%s/%s: %s; sent without it", route.provider, route.model, exc)
+                        cache_forget(cache.name)
+                        cache = None
+                        reply = provider.generate(request, model=route.model, timeout=timeout)
             except LLMError:
                 raise
             except Exception as exc:  # noqa: BLE001 - whatever an SDK raises is classified here
@@ -128,7 +150,12 @@ def call_llm(
             _failed(record, started=started, error=f"interrupted: {type(exc).__name__}: {exc}")
             raise
         llm_call_finish(
-            record, usage=reply.usage, status=reply.status, latency_ms=_ms(started), reply=reply.text
+            record,
+            usage=reply.usage,
+            status=reply.status,
+            latency_ms=_ms(started),
+            reply=reply.text,
+            explicit_cache=cache is not None,
         )
         reply.llm_call_id = record.pk
         return reply

@@ -35,3 +35,8 @@ class LLMDeadlineError(LLMTransientError):
 class LLMPermanentError(LLMError):
     """A call that asking again would not fix: the provider refused the request (4xx other than 408
     and 429), or its reply could not be read (not JSON, nested too deeply, not the documented shape)."""
+
+
+class CacheGone(LLMError):
+    """The explicit cache a request named no longer exists on the provider (expired or deleted): the
+    request is sent again without it (llm/explicit_cache.py)."""

@@ -38,6 +38,10 @@ class LLMRequest:
     transcription: bool = False
     #: What the reply may hold, e.g. ("IMAGE",) for a picture (llm/images.py); None: text.
     response_modalities: tuple[str, ...] | None = None
+    #: How many leading turns are the conversation's history, the stable part of the prompt that the
+    #: next turn repeats (after it: recent entries, pages, the final turn). With the system
+    #: instruction, what a Gemini explicit cache may hold (llm/explicit_cache.py).
+    stable_turns: int = 0
 
 
 @dataclass

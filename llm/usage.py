@@ -120,8 +120,10 @@ def llm_call_finish(
     latency_ms: int,
     error: str = "",
     reply: str = "",
+    explicit_cache: bool = False,
 ) -> LLMCall:
-    """Record the outcome of a started call (its real usage and cost) and its activity event."""
+    """Record the outcome of a started call (its real usage and cost) and its activity event.
+    `explicit_cache`: the request named a Gemini explicit cache (llm/explicit_cache.py)."""
     call.input_tokens = usage.input_tokens
     call.output_tokens = usage.output_tokens
     call.cached_tokens = usage.cached_tokens
@@ -134,6 +136,7 @@ def llm_call_finish(
     call.status = status
     call.error = error[:4000]
     call.reply = reply if call.fingerprint and status == LLMCall.Status.OK else ""
+    call.explicit_cache = explicit_cache
     call.save(
         update_fields=[
             "input_tokens",
@@ -148,9 +151,37 @@ def llm_call_finish(
             "status",
             "error",
             "reply",
+            "explicit_cache",
         ]
     )
     _record_call_event(call)
+    return call
+
+
+def llm_cache_cost_record(
+    *,
+    provider: str,
+    model: str,
+    agent_id: int | None,
+    conversation_id: int | None,
+    cost: Decimal,
+    summary: str,
+) -> LLMCall:
+    """Record what making or keeping an explicit cache cost: an `LLMCall` of purpose `cache` without
+    tokens of its own (so the usage figures count each token once), and its activity event."""
+    call = LLMCall.objects.create(
+        created=now(),
+        agent_id=agent_id,
+        conversation_id=conversation_id,
+        purpose=LLMCall.Purpose.CACHE,
+        provider=provider,
+        model=model,
+        cost=cost,
+        status=LLMCall.Status.OK,
+        explicit_cache=True,
+        worker=worker_name(),
+    )
+    _record_call_event(call, detail=summary)
     return call
 
 
@@ -199,15 +230,18 @@ def _interrupt(stale) -> int:
     return closed
 
 
-def _record_call_event(call: LLMCall) -> None:
+def _record_call_event(call: LLMCall, *, detail: str = "") -> None:
+    explicit = " explicit cache" if call.explicit_cache and call.purpose != LLMCall.Purpose.CACHE else ""
     record_event(
         ActivityEvent.Kind.LLM_CALL,
         agent_id=call.agent_id,
         conversation_id=call.conversation_id,
         node_id=call.node_id,
         summary=(
-            f"{call.purpose} {call.provider}/{call.model} {call.status}: {call.input_tokens} in "
-            f"({call.cached_tokens} cached), {call.output_tokens} out, ${call.cost}"
+            f"{call.purpose} {call.provider}/{call.model}: {detail}, ${call.cost}"
+            if detail
+            else f"{call.purpose} {call.provider}/{call.model} {call.status}: {call.input_tokens} in "
+            f"({call.cached_tokens} cached{explicit}), {call.output_tokens} out, ${call.cost}"
         ),
         data={
             "llm_call_id": call.pk,
@@ -222,6 +256,7 @@ def _record_call_event(call: LLMCall) -> None:
             **({"audio_tokens": call.audio_tokens} if call.audio_tokens else {}),
             **({"audio_seconds": call.audio_seconds} if call.audio_seconds else {}),
             "image_output_tokens": call.image_output_tokens,
+            **({"explicit_cache": True} if call.explicit_cache else {}),
             "cost": str(call.cost),
             "latency_ms": call.latency_ms,
         },

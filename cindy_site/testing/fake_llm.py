@@ -5,6 +5,11 @@ at this server through their base URL settings, and the SDKs build, send and par
 
 - Gemini: `POST /v1beta/models/{model}:generateContent` (any API version prefix is accepted); a
   reply may carry pictures as `inlineData` parts, as Gemini's image models answer.
+- Gemini explicit caches: `POST .../cachedContents` makes one (its size is `fake_token_count` of its
+  system instruction and contents), `GET`, `PATCH` (a new `ttl`) and `DELETE .../cachedContents/{id}`;
+  a generateContent that names one in `cachedContent` adds its tokens to the prompt and reports them
+  as `cachedContentTokenCount`, and one naming a cache it does not have is refused as Gemini refuses
+  it (403, "CachedContent not found"). `expire_caches()` drops them all, as their TTL would.
 - OpenAI: `POST /v1/chat/completions` and `POST /chat/completions` (any prefix ending in
   `/chat/completions`, so OpenRouter-style `/api/v1/...` works too).
 - OpenAI transcriptions: `POST .../audio/transcriptions` (multipart, as `audio.transcriptions.create`
@@ -35,7 +40,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -51,6 +56,7 @@ from cindy_site.testing.fake_speech import (  # noqa: F401 - re-exported for tes
 )
 
 _GEMINI_PATH = re.compile(r"^/(?:[^/]+/)?models/(?P<model>[^/:]+):generateContent$")
+_CACHES_PATH = re.compile(r"^/(?:[^/]+/)?cachedContents(?:/(?P<id>[^/]+))?$")
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -128,6 +134,9 @@ class FakeLLMServer:
         #: The entries `GET .../models` lists, in OpenRouter's format (id, name, pricing, ...).
         self.models: list[dict[str, Any]] = []
         self._state = _State()
+        #: Explicit caches by name ("cachedContents/..."): the body they were made with, plus
+        #: `tokens` and `expireTime`.
+        self.caches: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -254,6 +263,19 @@ class FakeLLMServer:
             self._state.replies.clear()
             self._state.failures.clear()
 
+    def expire_caches(self) -> None:
+        """Drop every explicit cache, as their TTL running out would."""
+        with self._lock:
+            self.caches.clear()
+
+    def requests_to(self, kind: str) -> list[RecordedRequest]:
+        """The recorded requests of one kind: "generate" (Gemini generateContent), or "cache-create",
+        "cache-get", "cache-update", "cache-delete"."""
+        with self._lock:
+            if kind == "generate":
+                return [r for r in self.requests if r.api == "gemini" and r.path.endswith(":generateContent")]
+            return [r for r in self.requests if r.api == kind]
+
     @property
     def last_json(self) -> Any:
         return self.requests[-1].json if self.requests else None
@@ -293,6 +315,9 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 body = None
         gemini = _GEMINI_PATH.match(path)
+        if _CACHES_PATH.match(path):
+            self._cache_request("POST", path, headers, body)
+            return
         if path.endswith("/audio/transcriptions"):
             api, model = "openai", (body or {}).get("model", "") if isinstance(body, dict) else ""
         elif gemini:
@@ -310,7 +335,23 @@ class _Handler(BaseHTTPRequestHandler):
         if api == "gemini" and is_gemini_speech(body):
             self._speak(RecordedRequest("POST", path, headers, body, "gemini-speech", model))
             return
+        cache: dict[str, Any] | None = None
+        if api == "gemini" and isinstance(body, dict) and body.get("cachedContent"):
+            with self.owner._lock:
+                cache = self.owner.caches.get(body["cachedContent"])
+            if cache is None:
+                with self.owner._lock:
+                    self.owner.requests.append(RecordedRequest("POST", path, headers, body, api, model))
+                failure = _Failure(403, "CachedContent not found (or permission denied)")
+                self._send(403, _error_body("gemini", failure))
+                return
         outcome = self.owner._next(RecordedRequest("POST", path, headers, body, api, model))
+        if isinstance(outcome, FakeReply) and cache is not None:
+            outcome = replace(
+                outcome,
+                input_tokens=outcome.input_tokens + cache["tokens"],
+                cached_tokens=outcome.cached_tokens + cache["tokens"],
+            )
         if isinstance(outcome, _Stall):
             # Wait on the stop event rather than sleeping, so stop() is never held up.
             self.owner._stopping.wait(outcome.seconds)
@@ -326,8 +367,59 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(200, openai_response(outcome, model=model))
 
+    def do_PATCH(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"null") if length else None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._cache_request("PATCH", self.path.split("?", 1)[0], headers, body)
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._cache_request("DELETE", self.path.split("?", 1)[0], headers, None)
+
+    def _cache_request(self, method: str, path: str, headers: dict[str, str], body: Any) -> None:
+        """The cachedContents resource: create, get, update (ttl) and delete."""
+        match = _CACHES_PATH.match(path)
+        if match is None:
+            self._send(404, {"error": {"code": 404, "message": f"no fake route for {method} {path}"}})
+            return
+        kind = {"POST": "cache-create", "GET": "cache-get", "PATCH": "cache-update", "DELETE": "cache-delete"}
+        owner = self.owner
+        with owner._lock:
+            owner.requests.append(
+                RecordedRequest(method, path, headers, body, kind[method], (body or {}).get("model", ""))
+            )
+            failures = owner._state.failures
+            failure = failures.popleft() if failures and isinstance(failures[0], _Failure) else None
+            if failure is not None:
+                self._send(failure.status, _error_body("gemini", failure))
+                return
+            if method == "POST":
+                name = f"cachedContents/{_response_id()}"
+                cache = dict(body or {}, name=name, tokens=fake_token_count(body or {}))
+                cache["expireTime"] = _expire_time((body or {}).get("ttl"))
+                owner.caches[name] = cache
+                self._send(200, _cache_body(cache))
+                return
+            name = f"cachedContents/{match.group('id')}"
+            cache = owner.caches.get(name)
+            if cache is None:
+                failure = _Failure(404, f"CachedContent not found: {name}")
+                self._send(404, _error_body("gemini", failure))
+                return
+            if method == "PATCH":
+                cache["expireTime"] = _expire_time((body or {}).get("ttl"))
+            elif method == "DELETE":
+                del owner.caches[name]
+                self._send(200, {})
+                return
+            self._send(200, _cache_body(cache))
+
     def do_GET(self) -> None:  # noqa: N802
         path = self.path.split("?", 1)[0]
+        if _CACHES_PATH.match(path):
+            self._cache_request("GET", path, {k.lower(): v for k, v in self.headers.items()}, None)
+            return
         if path.endswith("/models"):
             headers = {k.lower(): v for k, v in self.headers.items()}
             with self.owner._lock:
@@ -417,6 +509,37 @@ def transcription_response(reply: FakeReply, *, form: dict[str, Any]) -> dict[st
     if reply.language:
         body["languages"] = [{"code": reply.language}]
     return body
+
+
+def fake_token_count(body: dict[str, Any]) -> int:
+    """The stand-in's size of a cache: a token per 4 characters of its system instruction and contents
+    text, 258 per inline media part."""
+    contents = list(body.get("contents") or [])
+    if body.get("systemInstruction"):
+        contents.append(body["systemInstruction"])
+    chars = media = 0
+    for content in contents:
+        for part in content.get("parts") or []:
+            chars += len(part.get("text") or "")
+            media += "inlineData" in part
+    return chars // 4 + 258 * media
+
+
+def _expire_time(ttl: Any) -> str:
+    seconds = float(str(ttl or "3600s").rstrip("s"))
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+
+
+def _cache_body(cache: dict[str, Any]) -> dict[str, Any]:
+    """A CachedContent resource as the API returns it (never its contents)."""
+    return {
+        "name": cache["name"],
+        "model": cache.get("model", ""),
+        "createTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "updateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "expireTime": cache["expireTime"],
+        "usageMetadata": {"totalTokenCount": cache["tokens"]},
+    }
 
 
 def _error_body(api: str, failure: _Failure) -> dict[str, Any]:

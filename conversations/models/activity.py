@@ -74,6 +74,8 @@ class LLMCall(models.Model):
         TRANSCRIBE = "transcribe", "Transcribe a voice note"
         IMAGE = "image", "Make a picture"
         SPEECH = "speech", "Speak a voice note"
+        #: Not a request: making or extending a Gemini explicit cache (its tokens and storage time).
+        CACHE = "cache", "Keep an explicit cache"
 
     created = models.DateTimeField()
     agent = models.ForeignKey(
@@ -107,6 +109,9 @@ class LLMCall(models.Model):
     #: The process making the call ("<host>:<pid>"): when `runworkers` replaces a pool after a sudden
     #: death, the pending calls of the processes it killed are closed at once (`llm_calls_interrupt`).
     worker = models.CharField(max_length=120, blank=True)
+    #: A planning call sent with a Gemini explicit cache of its prefix (its cached tokens came from
+    #: it), or, for purpose `cache`, the cost of making or keeping one (llm/explicit_cache.py).
+    explicit_cache = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -118,6 +123,9 @@ class LLMCall(models.Model):
             models.Index(fields=["node_id", "fingerprint"], name="llmcall_fingerprint_idx"),
             # The task workers' sweep of calls left pending by a killed worker.
             models.Index(fields=["status", "created"], name="llmcall_pending_idx"),
+            # llm/explicit_cache.py: a conversation's planning calls of the last hour (is it busy, and
+            # does the implicit cache miss?).
+            models.Index(fields=["conversation", "created"], name="llmcall_conversation_idx"),
         ]
 
     def __str__(self) -> str:
@@ -151,6 +159,12 @@ class ModelPrice(models.Model):
         decimal_places=4,
         default=Decimal("0"),
         help_text="Image output tokens (a picture a model makes); 0: billed at the output price",
+    )
+    cache_storage_per_million_hour = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal("0"),
+        help_text="USD per million tokens per hour an explicit context cache is kept (Gemini)",
     )
 
     class Meta:

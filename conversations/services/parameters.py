@@ -137,6 +137,17 @@ PARAMETERS: dict[str, Parameter] = {
         ),
         Parameter("RETRIEVAL_MAX_ROUNDS", _int(1), "Web retrieval rounds a planning turn may take."),
         Parameter("CINDY_IMAGES_PER_DAY", _int(0), "Pictures an agent may make per day (0: none)."),
+        Parameter(
+            "CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR",
+            _int(0),
+            "Planning turns in the last hour from which a conversation that misses Gemini's implicit "
+            "cache gets an explicit cache of its stable prefix (0: never).",
+        ),
+        Parameter(
+            "CINDY_EXPLICIT_CACHE_TTL_SECONDS",
+            _int(60),
+            "Seconds a Gemini explicit cache is kept after it is made or last extended (storage is billed).",
+        ),
     )
 }
 

@@ -246,9 +246,8 @@ def build_plan_request(
     stored = stored_sections(
         conversation.agent, conversation=conversation, history_began=history[0].date if history else None
     )
-    turns = (
-        history_turns(history) + recent_entries_turn(stored) + retrieved_turns(retrieved) + notes_turn(notes)
-    )
+    stable = history_turns(history)
+    turns = stable + recent_entries_turn(stored) + retrieved_turns(retrieved) + notes_turn(notes)
     turns.append(final_turn(conversation, turn, at=at or clock_now()))
     prompts = included_prompts(conversation.agent, include_retrieve=include_retrieve)
     prompts += prompts_unlocked_by_context(conversation.agent, retrieved, prompts)
@@ -260,6 +259,7 @@ def build_plan_request(
         response_schema=task_list_schema(
             kinds if kinds is not None else _turn_kinds(prompts, include_retrieve)
         ),
+        stable_turns=len(stable),
     )
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from llm.errors import LLMConfigError, LLMError, ProviderRetryable
+from llm.errors import CacheGone, LLMConfigError, LLMError, ProviderRetryable
 from llm.providers.base import transport_errors
 from llm.request import LLMReply, LLMRequest, Part, Turn, Usage
 
@@ -96,14 +97,23 @@ def wire_contents(request: LLMRequest) -> list[dict[str, Any]]:
 
 
 def build_config(
-    request: LLMRequest, *, timeout: float | None = None, wire: list[dict[str, Any]] | None = None
+    request: LLMRequest,
+    *,
+    timeout: float | None = None,
+    wire: list[dict[str, Any]] | None = None,
+    cached_content: str | None = None,
 ) -> types.GenerateContentConfig:
+    """The request's configuration. With `cached_content` the system instruction is in the cache
+    (the API refuses a request that names both)."""
     config: dict[str, Any] = {
-        "system_instruction": request.system,
         "safety_settings": safety_settings(),
         # No tools are declared; this only keeps the SDK from logging about function calling.
         "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
     }
+    if cached_content:
+        config["cached_content"] = cached_content
+    else:
+        config["system_instruction"] = request.system
     if request.response_schema is not None:
         config["response_mime_type"] = "application/json"
         config["response_schema"] = request.response_schema
@@ -128,6 +138,20 @@ def _audio_tokens(meta: types.GenerateContentResponseUsageMetadata | None) -> in
     return sum(d.token_count or 0 for d in details if d.modality == types.MediaModality.AUDIO)
 
 
+@dataclass(frozen=True)
+class CachedPrefix:
+    """An explicit cache a request uses: its name, and how many leading turns of the request it holds."""
+
+    name: str
+    turns: int
+
+
+@dataclass(frozen=True)
+class CacheMade:
+    name: str
+    tokens: int
+
+
 class GeminiProvider:
     name = "gemini"
     key_variable = "GOOGLE_GEMINI_API_KEY"
@@ -143,7 +167,24 @@ class GeminiProvider:
     def supports_media(self, mime: str) -> bool:
         return mime.startswith(_MEDIA_PREFIXES)
 
-    def generate(self, request: LLMRequest, *, model: str, timeout: float | None = None) -> LLMReply:
+    def generate(
+        self,
+        request: LLMRequest,
+        *,
+        model: str,
+        timeout: float | None = None,
+        cache: CachedPrefix | None = None,
+    ) -> LLMReply:
+        """One attempt; with `cache`, the request's first `cache.turns` turns and its system
+        instruction are the explicit cache `cache.name`, and only the rest is sent. A cache the API no
+        longer has raises CacheGone."""
+        if cache is not None:
+            request = LLMRequest(
+                system=request.system,
+                turns=request.turns[cache.turns :],
+                response_schema=request.response_schema,
+                response_modalities=request.response_modalities,
+            )
         try:
             # The SDK builds the body from the last turn only; `extra_body` carries the whole history
             # already in wire format (see wire_contents).
@@ -152,14 +193,55 @@ class GeminiProvider:
                 model=model,
                 contents=build_contents(last),
                 config=build_config(
-                    request, timeout=timeout, wire=wire_contents(request) if request.turns else None
+                    request,
+                    timeout=timeout,
+                    wire=wire_contents(request) if request.turns else None,
+                    cached_content=cache.name if cache is not None else None,
                 ),
             )
         except genai_errors.APIError as exc:
+            if cache is not None and _cache_missing(exc):
+                raise CacheGone(f"Gemini no longer has {cache.name} ({exc.code}: {exc.message})") from exc
             raise self._translate(exc) from exc
         except transport_errors() as exc:
             raise ProviderRetryable(f"Gemini request failed: {type(exc).__name__}: {exc}") from exc
         return self._reply(response, model)
+
+    def cache_create(self, request: LLMRequest, *, model: str, turns: int, ttl_seconds: int) -> CacheMade:
+        """Make an explicit cache of the request's system instruction and first `turns` turns."""
+        prefix = LLMRequest(system=request.system, turns=request.turns[:turns])
+        try:
+            made = self._client.caches.create(
+                model=model,
+                config=types.CreateCachedContentConfig(
+                    contents=build_contents(prefix),
+                    system_instruction=request.system,
+                    ttl=f"{int(ttl_seconds)}s",
+                ),
+            )
+        except genai_errors.APIError as exc:
+            raise self._translate(exc) from exc
+        meta = made.usage_metadata
+        return CacheMade(name=made.name or "", tokens=(meta.total_token_count or 0) if meta else 0)
+
+    def cache_extend(self, name: str, *, ttl_seconds: int) -> None:
+        """Keep the cache `ttl_seconds` from now. CacheGone when the API no longer has it."""
+        try:
+            self._client.caches.update(
+                name=name, config=types.UpdateCachedContentConfig(ttl=f"{ttl_seconds}s")
+            )
+        except genai_errors.APIError as exc:
+            if _cache_missing(exc):
+                raise CacheGone(f"Gemini no longer has {name} ({exc.code}: {exc.message})") from exc
+            raise self._translate(exc) from exc
+
+    def cache_delete(self, name: str) -> None:
+        """Delete the cache (storage stops being billed); one already gone is fine."""
+        try:
+            self._client.caches.delete(name=name)
+        except genai_errors.APIError as exc:
+            if not _cache_missing(exc):
+                raise self._translate(exc) from exc
 
     def _translate(self, exc: genai_errors.APIError) -> Exception:
         code = exc.code or 0
@@ -205,6 +287,13 @@ class GeminiProvider:
         elif not reply.text.strip():
             reply.status = "empty"
         return reply
+
+
+def _cache_missing(exc: genai_errors.APIError) -> bool:
+    """Whether the API says a named cache does not exist: 404, or (as Gemini answers for an expired
+    one) 403 or 400 whose message names the cached content."""
+    code = exc.code or 0
+    return code == 404 or (code in (400, 403) and "cached" in str(exc.message or "").lower())
 
 
 def _image_tokens(meta: types.GenerateContentResponseUsageMetadata | None) -> int:

@@ -1,0 +1,176 @@
+"""How much of the input the prompt caches really served, and what that saved, per agent (and day).
+
+Read from the stored calls (`LLMCall`) and, for days whose calls retention has pruned, their daily
+totals (`LLMUsageDaily`): the two never hold the same call. For each agent (and day):
+
+- input tokens, cached tokens (read at the cached rate), and of those the tokens read from a Gemini
+  explicit cache;
+- the cached share: cached / input;
+- saved by caching: the cached tokens at the full input price minus what they cost at the cached
+  price, less what making and keeping the explicit caches cost (`LLMCall` purpose `cache`); shown
+  apart for the implicit and the explicit caches.
+
+Prices are the price table's today (`ModelPrice`, longest model prefix), as for every cost Cindy
+shows; a model without a price saves nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db.models import Sum
+from django.db.models.functions import TruncHour
+
+from cindy_site.clock import now
+from conversations.models import LLMCall, ModelPrice
+from engine.models import LLMUsageDaily
+
+_MILLION = Decimal(1_000_000)
+_CENT_FRACTION = Decimal("0.000001")
+
+
+@dataclass
+class CacheShare:
+    """One agent's (and day's) cache figures; `day` is None for a total over the period."""
+
+    agent_id: int | None
+    agent: str
+    day: dt.date | None = None
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    explicit_cached_tokens: int = 0
+    #: The cached tokens' full input price minus their cached price, implicit and explicit apart.
+    implicit_gross: Decimal = field(default_factory=Decimal)
+    explicit_gross: Decimal = field(default_factory=Decimal)
+    #: What making and keeping explicit caches cost.
+    cache_cost: Decimal = field(default_factory=Decimal)
+
+    @property
+    def share(self) -> float | None:
+        """Cached tokens over input tokens (None without input)."""
+        return self.cached_tokens / self.input_tokens if self.input_tokens else None
+
+    @property
+    def implicit_saved(self) -> Decimal:
+        return _usd(self.implicit_gross)
+
+    @property
+    def explicit_saved(self) -> Decimal:
+        """What the explicit caches saved, net of their own cost (negative when they cost more)."""
+        return _usd(self.explicit_gross - self.cache_cost)
+
+    @property
+    def saved(self) -> Decimal:
+        return _usd(self.implicit_gross + self.explicit_gross - self.cache_cost)
+
+    def as_row(self) -> dict:
+        """The figures as the dashboard and the LLMs page show them."""
+        share = self.share
+        return {
+            "agent_id": self.agent_id,
+            "agent": self.agent,
+            "day": self.day.isoformat() if self.day else None,
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "explicit_cached_tokens": self.explicit_cached_tokens,
+            "cached_share": "—" if share is None else f"{share * 100:.1f} %",
+            "saved": str(self.saved),
+            "implicit_saved": str(self.implicit_saved),
+            "explicit_saved": str(self.explicit_saved),
+            "cache_cost": str(_usd(self.cache_cost)),
+        }
+
+
+def _usd(value: Decimal) -> Decimal:
+    return value.quantize(_CENT_FRACTION, rounding=ROUND_HALF_UP)
+
+
+class _Prices:
+    """The price table read once, matched by longest model prefix per provider."""
+
+    def __init__(self) -> None:
+        self._rows = list(ModelPrice.objects.all())
+        self._memo: dict[tuple[str, str], Decimal] = {}
+
+    def cached_discount(self, provider: str, model: str) -> Decimal:
+        """USD a cached token saves: the input price minus the cached input price, per token."""
+        key = (provider, model)
+        if key not in self._memo:
+            best: ModelPrice | None = None
+            for row in self._rows:
+                if row.provider == provider and model.startswith(row.model_prefix):
+                    if best is None or len(row.model_prefix) > len(best.model_prefix):
+                        best = row
+            self._memo[key] = (
+                Decimal("0")
+                if best is None
+                else (best.input_per_million - best.cached_input_per_million) / _MILLION
+            )
+        return self._memo[key]
+
+
+def cache_shares(
+    *,
+    days: int = 7,
+    per_day: bool = True,
+    at: dt.datetime | None = None,
+    agent_ids: Collection[int] | None = None,
+) -> list[CacheShare]:
+    """The figures of the last `days` days (today included, days of TIME_ZONE), per agent and day
+    (`per_day`) or per agent over the period; agents (and days) without calls are left out. Three
+    queries: the calls summed per hour in the database (UTC, as the cost chart does), the daily
+    totals, the prices."""
+    tz = ZoneInfo(settings.TIME_ZONE)
+    today = (at or now()).astimezone(tz).date()
+    first = today - dt.timedelta(days=days - 1)
+    start = dt.datetime.combine(first, dt.time(), tzinfo=tz)
+    prices = _Prices()
+    shares: dict[tuple[int | None, dt.date | None], CacheShare] = {}
+
+    def share_for(agent_id: int | None, name: str | None, day: dt.date) -> CacheShare:
+        key = (agent_id, day if per_day else None)
+        if key not in shares:
+            shares[key] = CacheShare(agent_id=agent_id, agent=name or "(no agent)", day=key[1])
+        return shares[key]
+
+    calls = LLMCall.objects.filter(created__gte=start)
+    rollups = LLMUsageDaily.objects.filter(day__gte=first)
+    if agent_ids is not None:
+        calls, rollups = calls.filter(agent_id__in=agent_ids), rollups.filter(agent_id__in=agent_ids)
+    rows = (
+        calls.annotate(hour=TruncHour("created", tzinfo=dt.UTC))
+        .values("hour", "agent_id", "agent__name", "provider", "model", "purpose", "explicit_cache")
+        .annotate(input=Sum("input_tokens"), cached=Sum("cached_tokens"), cost=Sum("cost"))
+        .order_by()
+    )
+    for row in rows:
+        share = share_for(row["agent_id"], row["agent__name"], row["hour"].astimezone(tz).date())
+        if row["purpose"] == LLMCall.Purpose.CACHE:
+            share.cache_cost += row["cost"] or Decimal("0")
+            continue
+        cached = row["cached"] or 0
+        share.input_tokens += row["input"] or 0
+        share.cached_tokens += cached
+        gross = cached * prices.cached_discount(row["provider"], row["model"])
+        if row["explicit_cache"]:
+            share.explicit_cached_tokens += cached
+            share.explicit_gross += gross
+        else:
+            share.implicit_gross += gross
+    for rollup in rollups.select_related("agent"):
+        share = share_for(rollup.agent_id, rollup.agent.name if rollup.agent else None, rollup.day)
+        discount = prices.cached_discount(rollup.provider, rollup.model)
+        explicit = min(rollup.explicit_cached_tokens, rollup.cached_tokens)
+        share.input_tokens += rollup.input_tokens
+        share.cached_tokens += rollup.cached_tokens
+        share.explicit_cached_tokens += explicit
+        share.implicit_gross += (rollup.cached_tokens - explicit) * discount
+        share.explicit_gross += explicit * discount
+        share.cache_cost += rollup.cache_cost
+    by_agent = sorted(shares.values(), key=lambda s: s.agent)
+    return sorted(by_agent, key=lambda s: s.day or today, reverse=True)

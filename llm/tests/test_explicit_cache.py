@@ -1,0 +1,195 @@
+"""Gemini explicit caching of a busy conversation's stable prefix, through the real google-genai SDK
+against the LLM stand-in: when a cache is made, that it is reused from the rows, and what happens when
+the provider no longer has it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from conversations.models import ExplicitCache, LLMCall
+from llm.calls import call_llm
+from llm.explicit_cache import min_cache_tokens
+from llm.request import LLMRequest, Part, Turn
+from llm.routing import Route
+from llm.usage import price_for
+
+ROUTE = Route("gemini", "gemini-3-flash-preview")
+#: About 2,500 tokens of persona at 4 characters a token: above the model's minimum.
+PERSONA = "You are Wendy, a cheerful baker who answers warmly and briefly. " * 160
+
+
+def _request(
+    messages: int, *, system: str = PERSONA, final: str = "Reply to the last message."
+) -> LLMRequest:
+    """A planning request of a conversation `messages` long: the history, then the turn's final text."""
+    history = [
+        Turn("agent" if i % 2 else "user", (Part(text=f"message {i}: how is the sourdough today?"),))
+        for i in range(messages)
+    ]
+    return LLMRequest(
+        system=system,
+        turns=[*history, Turn("user", (Part(text=final),))],
+        response_schema={"type": "array", "items": {"type": "object"}},
+        stable_turns=len(history),
+    )
+
+
+@pytest.fixture
+def busy(settings, fake_llm, dm, clock):
+    """Explicit caching on from the 3rd planning turn of an hour; replies that miss the implicit cache."""
+    settings.CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR = 3
+    settings.CINDY_EXPLICIT_CACHE_TTL_SECONDS = 3600
+    fake_llm.set_default_reply("[]", input_tokens=40, output_tokens=5)
+    return fake_llm
+
+
+def _turn(dm, messages: int, clock, **kwargs) -> LLMCall:
+    clock.advance(60)
+    reply = call_llm(
+        _request(messages, **kwargs),
+        route=ROUTE,
+        agent_id=dm.agent_id,
+        conversation_id=dm.pk,
+        sleep=lambda s: None,
+    )
+    return LLMCall.objects.get(pk=reply.llm_call_id)
+
+
+def test_below_the_turns_per_hour_no_cache_is_made(busy, dm, clock):
+    calls = [_turn(dm, n, clock) for n in (4, 5)]
+
+    assert busy.requests_to("cache-create") == []
+    assert all("cachedContent" not in r.json for r in busy.requests_to("generate"))
+    assert [c.explicit_cache for c in calls] == [False, False]
+    assert ExplicitCache.objects.count() == 0
+
+
+def test_with_the_setting_at_zero_a_busy_conversation_gets_no_cache(busy, dm, clock, settings):
+    settings.CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR = 0
+    for n in range(4, 10):
+        _turn(dm, n, clock)
+    assert busy.requests_to("cache-create") == []
+
+
+def test_a_busy_conversation_missing_the_implicit_cache_gets_one_cache_reused_by_later_turns(busy, dm, clock):
+    calls = [_turn(dm, n, clock) for n in range(4, 10)]  # six turns, each one message longer
+
+    [create] = busy.requests_to("cache-create")
+    [row] = ExplicitCache.objects.all()
+    assert create.json["model"] == f"models/{ROUTE.model}"
+    assert create.json["systemInstruction"]["parts"][0]["text"] == PERSONA
+    assert len(create.json["contents"]) == row.prefix_turns == 6  # the third turn's history
+    assert create.json["ttl"] == "3600s"
+    generates = busy.requests_to("generate")
+    assert [r.json.get("cachedContent") for r in generates] == [None, None] + [row.name] * 4
+    for request, messages in zip(generates[2:], range(6, 10), strict=True):
+        # Only what follows the cached prefix is sent, and never the system instruction.
+        assert len(request.json["contents"]) == messages + 1 - row.prefix_turns
+        assert "systemInstruction" not in request.json
+    assert [c.explicit_cache for c in calls] == [False, False, True, True, True, True]
+    assert {c.cached_tokens for c in calls[2:]} == {row.tokens} and row.tokens > min_cache_tokens(ROUTE.model)
+
+
+def test_a_call_through_the_cache_is_billed_at_the_cached_rate_and_the_cache_costs_its_storage(
+    busy, dm, clock
+):
+    calls = [_turn(dm, n, clock) for n in (4, 5, 6)]
+    row = ExplicitCache.objects.get()
+    price = price_for("gemini", ROUTE.model)
+    million = Decimal(1_000_000)
+
+    call = calls[-1]
+    assert (call.input_tokens, call.cached_tokens) == (40 + row.tokens, row.tokens)
+    expected = (
+        Decimal(40) * price.input_per_million
+        + Decimal(row.tokens) * price.cached_input_per_million
+        + Decimal(5) * price.output_per_million
+    ) / million
+    assert call.cost == expected.quantize(Decimal("0.000001"))
+    [made] = LLMCall.objects.filter(purpose=LLMCall.Purpose.CACHE)
+    # Its tokens once at the input price, and an hour of storage.
+    storage = Decimal(row.tokens) * (price.input_per_million + price.cache_storage_per_million_hour) / million
+    assert price.cache_storage_per_million_hour > 0
+    assert made.cost == storage.quantize(Decimal("0.000001"))
+    assert (made.input_tokens, made.cached_tokens, made.explicit_cache) == (0, 0, True)
+
+
+def test_a_conversation_the_implicit_cache_serves_gets_no_explicit_cache(busy, dm, clock):
+    busy.set_default_reply("[]", input_tokens=3000, cached_tokens=2800, output_tokens=5)
+    for n in range(4, 9):
+        _turn(dm, n, clock)
+    assert busy.requests_to("cache-create") == []
+
+
+def test_a_prefix_below_the_models_minimum_is_never_cached(busy, dm, clock):
+    for n in range(4, 9):
+        _turn(dm, n, clock, system="You are Wendy.")
+    assert busy.requests_to("cache-create") == []
+
+
+def test_an_expired_cache_falls_back_without_failing_the_turn_and_a_new_one_is_made(busy, dm, clock):
+    for n in (4, 5, 6):
+        _turn(dm, n, clock)
+    first = ExplicitCache.objects.get()
+    busy.expire_caches()
+
+    fallback = _turn(dm, 7, clock)
+
+    assert (fallback.status, fallback.explicit_cache, fallback.cached_tokens) == ("ok", False, 0)
+    refused, resent = busy.requests_to("generate")[-2:]
+    assert refused.json["cachedContent"] == first.name and "cachedContent" not in resent.json
+    assert len(resent.json["contents"]) == 8 and resent.json["systemInstruction"]
+    assert not ExplicitCache.objects.exists()
+
+    again = _turn(dm, 8, clock)
+
+    assert len(busy.requests_to("cache-create")) == 2
+    second = ExplicitCache.objects.get()
+    assert second.name != first.name and again.explicit_cache
+    assert busy.requests_to("generate")[-1].json["cachedContent"] == second.name
+
+
+def test_a_cache_past_half_its_ttl_is_extended_and_the_extra_storage_recorded(busy, dm, clock):
+    for n in (4, 5, 6):
+        _turn(dm, n, clock)
+    row = ExplicitCache.objects.get()
+    clock.advance(40 * 60)
+
+    call = _turn(dm, 7, clock)
+
+    [update] = busy.requests_to("cache-update")
+    assert update.method == "PATCH" and update.path.endswith(row.name) and update.json["ttl"] == "3600s"
+    row.refresh_from_db()
+    assert row.expires_at == clock.now() + dt.timedelta(hours=1)
+    assert call.explicit_cache
+    assert LLMCall.objects.filter(purpose=LLMCall.Purpose.CACHE).count() == 2
+
+
+def test_a_new_history_start_makes_a_new_cache_and_deletes_the_old_one(busy, dm, clock):
+    for n in (4, 5, 6):
+        _turn(dm, n, clock)
+    old = ExplicitCache.objects.get()
+
+    _turn(dm, 7, clock, system=PERSONA + "\n# Conversation Summary\nThey talked about bread.")
+
+    assert len(busy.requests_to("cache-create")) == 2
+    [delete] = busy.requests_to("cache-delete")
+    assert delete.path.endswith(old.name)
+    assert old.name not in busy.caches
+    assert ExplicitCache.objects.get().name != old.name
+
+
+def test_a_refused_cache_leaves_the_turn_uncached(busy, dm, clock):
+    _turn(dm, 4, clock)
+    _turn(dm, 5, clock)
+    busy.fail_next(
+        400, message="Cached content is too small. total_token_count=900, min_total_token_count=1024"
+    )
+
+    call = _turn(dm, 6, clock)
+
+    assert (call.status, call.explicit_cache) == ("ok", False)
+    assert not ExplicitCache.objects.exists()
