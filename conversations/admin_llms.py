@@ -35,6 +35,7 @@ from conversations.services.parameters import (
     parameters_refresh,
     parse_value,
 )
+from llm.cache_share import cache_shares
 from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, resolve
 from llm.tasks import MAX_VOICE_CHARACTERS
@@ -49,6 +50,8 @@ _KEYS = {
 }
 #: The OpenRouter table shows at most this many rows (filtered by the search box).
 OFFERED_ROWS = 300
+#: The prompt caching table's days (today included).
+CACHE_DAYS = 7
 
 
 def _price(provider: str, model: str) -> dict[str, Any]:
@@ -164,6 +167,11 @@ def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
         "offered_fetched": max((row.fetched for row in offered_rows if row.fetched), default=None),
         "search": search,
         "zero": Decimal("0"),
+        "cache_days": [
+            share.as_row()
+            for share in cache_shares(days=CACHE_DAYS, agent_ids=list(agents.values_list("pk", flat=True)))
+        ],
+        "cache_days_count": CACHE_DAYS,
     }
 
 

@@ -33,6 +33,7 @@ from conversations.models import (
     TaskNode,
 )
 from engine.brakes import day_start
+from llm.cache_share import cache_shares
 from memory.models import ScheduledEvent, ScheduleEntry
 
 #: How many conversations the dashboard lists, most recent first.
@@ -136,6 +137,10 @@ def llm_usage_today(
         )
         .order_by("agent__name")
     )
+    caching = {
+        share.agent_id: share.as_row()
+        for share in cache_shares(days=1, per_day=False, at=at, agent_ids=agent_ids)
+    }
     return [
         {
             "agent_id": row["agent_id"],
@@ -146,6 +151,15 @@ def llm_usage_today(
             "cached_tokens": row["cached_tokens"] or 0,
             "thinking_tokens": row["thinking_tokens"] or 0,
             "cost": str((row["cost"] or Decimal("0")).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)),
+            # What the prompt caches served and saved today (llm/cache_share.py).
+            **{
+                key: caching.get(row["agent_id"], {}).get(key, default)
+                for key, default in (
+                    ("cached_share", "—"),
+                    ("saved", "0.000000"),
+                    ("explicit_saved", "0.000000"),
+                )
+            },
         }
         for row in rows
     ]

@@ -13,6 +13,7 @@ from cindy_site.clock import now
 from conversations.models import LLMCall
 from conversations.services.activity import record_event
 from dashboard import selectors
+from llm.usage import price_for
 
 pytestmark = pytest.mark.django_db
 
@@ -79,9 +80,19 @@ def test_verified_staff_sees_agents_usage_and_activity(verified, sandbox_agent, 
             "cached_tokens": 40,
             "thinking_tokens": 0,
             "cost": "0.001250",
+            "cached_share": "40.0 %",
+            "saved": str(_cached_discount("gemini-2.5-flash", 40)),
+            "explicit_saved": "0.000000",
         }
     ]
     assert [e["summary"] for e in initial["events"]] == ["Alice: hi"]
+
+
+def _cached_discount(model: str, tokens: int) -> Decimal:
+    """What `tokens` cached tokens save at the seeded prices: the input minus the cached input price."""
+    price = price_for("gemini", model)
+    saved = Decimal(tokens) * (price.input_per_million - price.cached_input_per_million) / 1_000_000
+    return saved.quantize(Decimal("0.000001"))
 
 
 def test_an_expired_lease_shows_the_agent_offline_with_its_last_heartbeat(sandbox_agent, clock):

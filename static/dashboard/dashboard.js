@@ -69,8 +69,10 @@
         el("td", { className: "num", text: row.calls }),
         el("td", { className: "num", text: row.input_tokens }),
         el("td", { className: "num", text: row.cached_tokens }),
+        el("td", { className: "num", text: row.cached_share }),
         el("td", { className: "num", text: row.output_tokens }),
         el("td", { className: "num", text: row.cost }),
+        el("td", { className: "num", text: row.saved, title: "of which explicit caches: " + row.explicit_saved }),
       ]);
     }));
     document.getElementById("usage-empty").hidden = rows.length > 0;

@@ -1,0 +1,130 @@
+"""The cached share and what caching saved, per agent and day, from the stored calls and the daily
+totals retention leaves; and how the LLMs page and the dashboard show them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from agents.models import Agent
+from cindy_site.clock import now
+from conversations.models import LLMCall
+from dashboard import selectors
+from engine.retention import retention_run
+from llm.cache_share import CacheShare, cache_shares
+from llm.usage import price_for
+
+FLASH = "gemini-2.5-flash"
+
+
+@pytest.fixture
+def utc(settings):
+    settings.TIME_ZONE = "UTC"
+
+
+def _call(
+    agent, *, input_tokens, cached, explicit=False, purpose="plan", cost="0", model=FLASH, provider="gemini"
+):
+    return LLMCall.objects.create(
+        created=now(),
+        agent=agent,
+        provider=provider,
+        model=model,
+        purpose=purpose,
+        input_tokens=input_tokens,
+        cached_tokens=cached,
+        explicit_cache=explicit,
+        cost=Decimal(cost),
+    )
+
+
+def _discount(model: str, provider: str = "gemini") -> Decimal:
+    price = price_for(provider, model)
+    return (price.input_per_million - price.cached_input_per_million) / Decimal(1_000_000)
+
+
+def test_the_share_and_the_saving_add_up_per_agent_and_day(agent, clock, utc):
+    other = Agent.objects.create(name="Heidi", phone="+15550000002")
+    _call(agent, input_tokens=1000, cached=600)
+    _call(agent, input_tokens=3000, cached=0, model="gpt-4o", provider="openai")
+    _call(other, input_tokens=500, cached=100)
+    clock.advance(hours=24)
+    _call(agent, input_tokens=2000, cached=1500, explicit=True)
+    _call(agent, input_tokens=1000, cached=200)
+    _call(agent, input_tokens=0, cached=0, purpose="cache", explicit=True, cost="0.000100")
+
+    rows = cache_shares(days=7)
+
+    assert [(r.day, r.agent) for r in rows] == [
+        (dt.date(2026, 1, 6), "Wendy"),
+        (dt.date(2026, 1, 5), "Heidi"),
+        (dt.date(2026, 1, 5), "Wendy"),
+    ]
+    today, _, yesterday = rows
+    assert (yesterday.input_tokens, yesterday.cached_tokens, yesterday.share) == (4000, 600, 0.15)
+    assert yesterday.saved == (600 * _discount(FLASH)).quantize(Decimal("0.000001"))
+    assert (today.input_tokens, today.cached_tokens, today.explicit_cached_tokens) == (3000, 1700, 1500)
+    assert today.as_row()["cached_share"] == "56.7 %"
+    assert today.implicit_saved == (200 * _discount(FLASH)).quantize(Decimal("0.000001"))
+    explicit = 1500 * _discount(FLASH) - Decimal("0.000100")
+    assert today.explicit_saved == explicit.quantize(Decimal("0.000001"))
+    assert today.saved == (1700 * _discount(FLASH) - Decimal("0.000100")).quantize(Decimal("0.000001"))
+
+    [total] = cache_shares(days=7, per_day=False, agent_ids=[agent.pk])
+    assert (total.day, total.input_tokens, total.cached_tokens) == (None, 7000, 2300)
+    assert cache_shares(days=1, agent_ids=[other.pk]) == []
+
+
+def test_an_explicit_cache_that_costs_more_than_it_saves_shows_a_loss():
+    share = CacheShare(
+        agent_id=1, agent="Wendy", input_tokens=100, cached_tokens=50, explicit_cached_tokens=50
+    )
+    share.explicit_gross, share.cache_cost = Decimal("0.000010"), Decimal("0.000250")
+    assert share.explicit_saved == Decimal("-0.000240") and share.saved == Decimal("-0.000240")
+    assert CacheShare(agent_id=1, agent="Wendy").as_row()["cached_share"] == "—"
+
+
+def test_pruned_calls_keep_their_share_and_saving(agent, clock, utc, settings):
+    settings.CINDY_RETAIN_LLM_CALLS_DAYS = 3
+    _call(agent, input_tokens=1000, cached=600)
+    _call(agent, input_tokens=2000, cached=1500, explicit=True)
+    _call(agent, input_tokens=0, cached=0, purpose="cache", explicit=True, cost="0.000300")
+    clock.advance(hours=24 * 5)
+    _call(agent, input_tokens=800, cached=400)
+    before = [r.as_row() for r in cache_shares(days=7)]
+
+    report = retention_run()
+
+    assert report.deleted["llm_calls"] == 3
+    assert [r.as_row() for r in cache_shares(days=7)] == before
+    assert before[1]["explicit_cached_tokens"] == 1500 and before[1]["cache_cost"] == "0.000300"
+
+
+def test_the_llm_page_shows_the_cached_share_per_agent_and_day(verified_client, agent, clock, utc):
+    _call(agent, input_tokens=1000, cached=600)
+    clock.advance(hours=24)
+    _call(agent, input_tokens=2000, cached=1500, explicit=True)
+
+    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+
+    table = html.split('id="cache-share"')[1].split("</table>")[0]
+    rows = table.split("<tbody>")[1].split("</tr>")[:-1]
+    assert len(rows) == 2
+    assert "2026-01-06" in rows[0] and "75.0 %" in rows[0] and ">1500<" in rows[0]
+    assert "2026-01-05" in rows[1] and "60.0 %" in rows[1]
+    assert str((600 * _discount(FLASH)).quantize(Decimal("0.000001"))) in rows[1]
+    prices = html.split('id="llm-prices"')[1].split("</table>")[0]
+    assert "4.5000" in prices.split(">gemini-2.5-pro<")[1].split("</tr>")[0]  # its storage per hour
+
+
+def test_the_dashboard_shows_each_agents_share_and_saving_today(agent, clock, utc):
+    _call(agent, input_tokens=2000, cached=1500, explicit=True)
+    _call(agent, input_tokens=0, cached=0, purpose="cache", explicit=True, cost="0.000100")
+
+    [row] = selectors.llm_usage_today()
+
+    assert row["cached_share"] == "75.0 %"
+    explicit = (1500 * _discount(FLASH) - Decimal("0.000100")).quantize(Decimal("0.000001"))
+    assert row["saved"] == row["explicit_saved"] == str(explicit)
