@@ -12,6 +12,7 @@ import pytest
 from conversations.models import ExplicitCache, LLMCall
 from llm.calls import call_llm
 from llm.explicit_cache import min_cache_tokens
+from llm.planning import plan_turn
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route
 from llm.usage import price_for
@@ -193,3 +194,21 @@ def test_a_refused_cache_leaves_the_turn_uncached(busy, dm, clock):
 
     assert (call.status, call.explicit_cache) == ("ok", False)
     assert not ExplicitCache.objects.exists()
+
+
+def test_a_planning_turn_caches_its_system_instruction_and_history(busy, dm, clock, settings, make_node, say):
+    settings.CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR = 1
+    dm.agent.instructions = PERSONA
+    dm.agent.save()
+    for message_id in range(1, 6):
+        say(dm, message_id, f"Is the rye loaf ready yet? ({message_id})")
+
+    plan_turn(node_id=make_node(dm, target=5).pk, sleep=lambda s: None)
+
+    [create] = busy.requests_to("cache-create")
+    [generate] = busy.requests_to("generate")
+    assert "(5)" in str(create.json["contents"][-1]) and "(1)" in str(create.json["contents"][0])
+    assert PERSONA.strip() in create.json["systemInstruction"]["parts"][0]["text"]
+    assert generate.json["cachedContent"] == ExplicitCache.objects.get().name
+    # The history is in the cache; the request carries the turn's final instructions only.
+    assert len(generate.json["contents"]) == 1 and "(5)" not in str(generate.json["contents"])
