@@ -55,6 +55,7 @@ AGENT_PATHS: dict[str, str] = {
     "conversations.message": "conversation__agent",
     "conversations.activityevent": "agent",
     "conversations.llmcall": "agent",
+    "conversations.explicitcache": "conversation__agent",
     "conversations.translation": "llm_call__agent",
     "conversations.taskgraph": "conversation__agent",
     "conversations.tasknode": "agent",

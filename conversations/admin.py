@@ -33,6 +33,7 @@ from conversations.admin_work import register_work_queue_actions
 from conversations.models import (
     ActivityEvent,
     Conversation,
+    ExplicitCache,
     GatewayWake,
     LLMCall,
     Message,
@@ -434,8 +435,9 @@ class LLMCallAdmin(ReadOnlyAdmin):
         "cost",
         "latency_ms",
         "status",
+        "explicit_cache",
     ]
-    list_filter = ["provider", "status", "purpose", "agent", "model"]
+    list_filter = ["provider", "status", "purpose", "explicit_cache", "agent", "model"]
     search_fields = ["model", "error", "=node_id"]
     list_select_related = ["agent", "conversation__agent"]
     date_hierarchy = "created"
@@ -457,6 +459,7 @@ class ModelPriceAdmin(admin.ModelAdmin):
         "audio_input_per_million",
         "audio_per_minute",
         "image_output_per_million",
+        "cache_storage_per_million_hour",
     ]
     list_editable = [
         "input_per_million",
@@ -469,6 +472,14 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         model_price_save(price=obj)
+
+
+@admin.register(ExplicitCache)
+class ExplicitCacheAdmin(ReadOnlyAdmin):
+    """The Gemini explicit caches in use (llm/explicit_cache.py); they go when they expire."""
+
+    list_display = ["name", "conversation", "model", "prefix_turns", "tokens", "created", "expires_at"]
+    list_select_related = ["conversation__agent"]
 
 
 register_sandbox_admins()

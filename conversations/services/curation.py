@@ -53,6 +53,7 @@ def model_price_validate(*, price: ModelPrice) -> None:
         "audio_input_per_million",
         "audio_per_minute",
         "image_output_per_million",
+        "cache_storage_per_million_hour",
     ):
         if (getattr(price, field) or 0) < 0:
             raise ValidationError({field: "prices cannot be negative"})

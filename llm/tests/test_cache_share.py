@@ -128,3 +128,14 @@ def test_the_dashboard_shows_each_agents_share_and_saving_today(agent, clock, ut
     assert row["cached_share"] == "75.0 %"
     explicit = (1500 * _discount(FLASH) - Decimal("0.000100")).quantize(Decimal("0.000001"))
     assert row["saved"] == row["explicit_saved"] == str(explicit)
+
+
+def test_a_negative_cache_storage_price_is_refused(db):
+    from django.core.exceptions import ValidationError
+
+    from conversations.services.curation import model_price_validate
+
+    price = price_for("gemini", FLASH)
+    price.cache_storage_per_million_hour = Decimal("-1")
+    with pytest.raises(ValidationError, match="cache_storage_per_million_hour"):
+        model_price_validate(price=price)
