@@ -203,7 +203,9 @@ def test_dashboard_updates_live_when_a_sandbox_message_is_processed(site_db, pag
     record_event("info", agent_id=agent.pk, summary="relay check")
     expect(page.locator("#activity")).to_contain_text("relay check", timeout=1000)
 
-    llm.reply_with(tasks({"kind": "send", "text": "Hello from the sandbox!"}))
+    llm.reply_with(
+        tasks({"kind": "send", "text": "Hello from the sandbox!"}), input_tokens=1000, cached_tokens=250
+    )
     site_db.start_gateway()
     sandbox_say(agent=agent, text="hi Dora", as_name="Alice")
 
@@ -215,6 +217,8 @@ def test_dashboard_updates_live_when_a_sandbox_message_is_processed(site_db, pag
     expect(card).to_contain_text("received")
     expect(card).to_contain_text("send")
     expect(page.locator("#usage-table")).to_contain_text(agent.name, timeout=15_000)
+    # The cached share of today's calls, as the provider reported it.
+    expect(page.locator("#usage-table tr", has_text=agent.name)).to_contain_text("25.0 %")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
 
