@@ -77,6 +77,9 @@ class RecordedRequest:
     json: Any
     api: str  # "gemini" or "openai"
     model: str
+    #: The explicit cache a generateContent named (its system instruction and contents): what the
+    #: model is shown before the request's own contents.
+    cached: dict[str, Any] | None = None
 
 
 @dataclass
@@ -345,7 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
                 failure = _Failure(403, "CachedContent not found (or permission denied)")
                 self._send(403, _error_body("gemini", failure))
                 return
-        outcome = self.owner._next(RecordedRequest("POST", path, headers, body, api, model))
+        outcome = self.owner._next(RecordedRequest("POST", path, headers, body, api, model, cached=cache))
         if isinstance(outcome, FakeReply) and cache is not None:
             outcome = replace(
                 outcome,

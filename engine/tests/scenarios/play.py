@@ -109,6 +109,7 @@ class Player:
             self._check_online(turn, turn.online_before, f"{at}, before its message")
         graphs = stage.graphs(scenario, turn.person)
         pictures = stage.pictures_made(scenario)
+        caches = stage.explicit_caches(scenario)
         self.delays_seen = len(stage.start_delays(scenario, turn.person))
         started = time.time()
         if turn.operator:
@@ -204,12 +205,27 @@ class Player:
         made = stage.pictures_made(scenario) - pictures
         if turn.pictures is not None and made != turn.pictures:
             self.failures.append(f"{at}: {made} picture(s) made, expected {turn.pictures}")
+        if turn.explicit_cache:
+            self._check_explicit_cache(turn, at, caches, stage.explicit_caches(scenario))
         self._check_effects(turn, at)
         if turn.describe:
             self._check_describes(turn, at, stage.describes(started, time.time()))
         if turn.unseen and not self.stopped:
             self._late_update(turn, at)
         return not self.stopped
+
+    def _check_explicit_cache(
+        self, turn: Turn, at: str, before: tuple[int, int], after: tuple[int, int]
+    ) -> None:
+        """`explicit_cache`: whether the turn's planning call made a Gemini explicit cache, used one
+        made before, or went without."""
+        made, through = after[0] - before[0], after[1] - before[1]
+        expected = {"made": (1, 1), "used": (0, 1), "none": (0, 0)}[turn.explicit_cache]
+        if (made, through) != expected:
+            self.failures.append(
+                f"{at}: {made} explicit cache(s) made or extended and {through} call(s) sent through one; "
+                f"expected {expected[0]} and {expected[1]} ({turn.explicit_cache})"
+            )
 
     def _check_describes(self, turn: Turn, at: str, described: list) -> None:
         """`describe`: "images": the turn's media was described from images only (an animated sticker

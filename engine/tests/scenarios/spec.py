@@ -73,6 +73,8 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/e
                                      #   library holds it
     describe = "images"              # the media descriptions this turn requested: "images" (one or
                                      # more, each with only image input) or "none"
+    explicit_cache = "made"          # the planning call made a Gemini explicit cache and used it;
+                                     # "used": one made before; "none": none
 
 A `voice` turn says a voice note instead of text: an OGG/Opus tone `seconds` long (at most 60), made
 once per `name` in the scenario (default "voice"); the stand-in answers its transcription request with
@@ -179,6 +181,7 @@ _TURN_KEYS = {
     "activity",
     "media",
     "describe",
+    "explicit_cache",
     "mute",
     "save_media",
     "unseen",
@@ -193,6 +196,8 @@ _TURN_KEYS = {
 #: How a group may refuse the persona's writing (a turn's `rights`): `SandboxMember.cannot_write`, and
 #: on the MTProto stand-in a broadcast channel, a restriction or a ban in the supergroup.
 RIGHTS = ("read_only", "restricted", "banned", "")
+#: What a turn's planning call did with Gemini explicit caches (a turn's `explicit_cache`).
+EXPLICIT_CACHE = ("made", "used", "none")
 
 
 class ScenarioError(ValueError):
@@ -237,6 +242,9 @@ class Turn:
     voice_transcript: str = ""  # what the stand-in transcribes it as; "" for a note said before
     media: tuple[tuple[str, Any], ...] = ()  # the media the message carries: (("kind", ...), ...)
     describe: str = ""  # "images" | "none" | "" (not checked)
+    #: "made": this turn's planning call made a Gemini explicit cache and used it; "used": it used one
+    #: made before; "none": it used none; "": not checked.
+    explicit_cache: str = ""
     mute: bool = False
     save_media: str = ""  # the description an operator saves the person's latest media with, first
     unseen: bool = False
@@ -583,6 +591,9 @@ def _turn(
         raise ScenarioError(f'{at}: describe is {describe!r}: use "images" or "none"')
     if raw.get("media") is not None and typing[0]:
         raise ScenarioError(f"{at}: a message with media is sent without typing: remove typing or media")
+    explicit_cache = raw.get("explicit_cache", "")
+    if explicit_cache not in ("", *EXPLICIT_CACHE):
+        raise ScenarioError(f'{at}: explicit_cache is {explicit_cache!r}: use "made", "used" or "none"')
     pictures = raw.get("pictures")
     if pictures is not None and (isinstance(pictures, bool) or not isinstance(pictures, int) or pictures < 0):
         raise ScenarioError(f"{at}: pictures is {pictures!r}: give how many pictures the turn makes, e.g. 0")
@@ -636,6 +647,7 @@ def _turn(
         activity=tuple(_strings(at, "activity", raw.get("activity", []))),
         media=_media(at, raw.get("media"), trigger),
         describe=describe,
+        explicit_cache=explicit_cache,
         mute=raw.get("mute", False),
         save_media=_save_media(at, raw.get("save_media")),
         unseen=raw.get("unseen", False),

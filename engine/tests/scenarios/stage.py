@@ -158,7 +158,8 @@ def inline_mimes(request: RecordedRequest) -> tuple[str, ...]:
 
 
 def request_text(request: RecordedRequest) -> str:
-    """Every text of a request (system instruction, turns), in order: what the model was shown."""
+    """Every text of a request (system instruction, turns), in order: what the model was shown, the
+    explicit cache it names included."""
     found: list[str] = []
 
     def walk(value: Any) -> None:
@@ -172,6 +173,9 @@ def request_text(request: RecordedRequest) -> str:
             for item in value:
                 walk(item)
 
+    if request.cached is not None:
+        walk(request.cached.get("systemInstruction"))
+        walk(request.cached.get("contents"))
     walk(request.json)
     return "\n".join(found)
 
@@ -1106,6 +1110,18 @@ class Stage:
     def photo_bytes(self, part: dict[str, Any]) -> bytes | None:
         """The bytes of a photo the agent sent (a sandbox message's media part)."""
         return self.media_bytes(part.get("file", ""))
+
+    def explicit_caches(self, scenario: Scenario) -> tuple[int, int]:
+        """(explicit caches made or extended, planning calls sent through one) in the scenario's chats."""
+        ids = self.conversation_ids(scenario)
+        if not ids:
+            return 0, 0
+        rows = self.db.query(
+            "SELECT purpose, COUNT(*) FROM conversations_llmcall WHERE explicit_cache AND conversation_id IN "
+            f"({', '.join(map(str, ids))}) GROUP BY purpose"
+        )
+        counts = dict(rows)
+        return counts.get("cache", 0), counts.get("plan", 0)
 
     def pictures_made(self, scenario: Scenario) -> int:
         """The image calls (pictures made) of the scenario's chats."""
