@@ -20,6 +20,7 @@ import datetime as dt
 import hashlib
 import logging
 from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
 from django.db.models import Sum
@@ -31,6 +32,9 @@ from llm.errors import CacheGone
 from llm.request import LLMRequest
 from llm.routing import Route
 from llm.usage import estimate_input_tokens, llm_cache_cost_record, price_for
+
+if TYPE_CHECKING:  # the SDK is loaded with the provider, on first use
+    from llm.providers.gemini import CachedPrefix, GeminiProvider
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +98,13 @@ def conversation_misses_implicit_cache(conversation_id: int, *, at: dt.datetime)
 
 
 def cache_for_request(
-    request: LLMRequest, *, provider, route: Route, agent_id: int | None, conversation_id: int | None
-):
+    request: LLMRequest,
+    *,
+    provider: GeminiProvider,
+    route: Route,
+    agent_id: int | None,
+    conversation_id: int | None,
+) -> CachedPrefix | None:
     """The explicit cache a planning request should use, or None (an ordinary request).
 
     1. Only Gemini planning requests of a conversation, with a history, while
@@ -127,7 +136,7 @@ def cache_for_request(
         if row.expires_at - at < dt.timedelta(seconds=ttl / 2) and not _extend(
             provider, row, at=at, ttl=ttl, agent_id=agent_id
         ):
-            return None
+            return None  # the provider no longer has it
         return CachedPrefix(name=row.name, turns=row.prefix_turns)
     turns, missing = conversation_misses_implicit_cache(conversation_id, at=at)
     if turns + 1 < turns_per_hour or not missing:
@@ -163,7 +172,7 @@ def storage_cost(provider: str, model: str, *, tokens: int, seconds: float) -> D
 
 
 def _make(
-    provider,
+    provider: GeminiProvider,
     request: LLMRequest,
     *,
     route: Route,
@@ -216,16 +225,19 @@ def _make(
     return row
 
 
-def _extend(provider, row: ExplicitCache, *, at: dt.datetime, ttl: int, agent_id: int | None) -> bool:
-    """Keep `row`'s cache a full TTL from now; False when the provider no longer has it (row dropped)
-    or refused (row kept until it expires)."""
+def _extend(
+    provider: GeminiProvider, row: ExplicitCache, *, at: dt.datetime, ttl: int, agent_id: int | None
+) -> bool:
+    """Keep `row`'s cache a full TTL from now; False when the provider no longer has it (the row is
+    dropped). A refused extension keeps the cache in use until it expires."""
     try:
         provider.cache_extend(row.name, ttl_seconds=ttl)
     except Exception as exc:  # noqa: BLE001 - caching never fails a turn
         logger.info("explicit cache %s not extended: %s", row.name, exc)
         if isinstance(exc, CacheGone):
             row.delete()
-        return False
+            return False
+        return True
     expires = at + dt.timedelta(seconds=ttl)
     added = (expires - row.expires_at).total_seconds()
     ExplicitCache.objects.filter(pk=row.pk).update(expires_at=expires)
@@ -240,7 +252,7 @@ def _extend(provider, row: ExplicitCache, *, at: dt.datetime, ttl: int, agent_id
     return True
 
 
-def _delete_quietly(provider, name: str) -> None:
+def _delete_quietly(provider: GeminiProvider, name: str) -> None:
     try:
         provider.cache_delete(name)
     except Exception as exc:  # noqa: BLE001 - a cache left behind expires by itself

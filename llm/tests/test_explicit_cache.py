@@ -212,3 +212,17 @@ def test_a_planning_turn_caches_its_system_instruction_and_history(busy, dm, clo
     assert generate.json["cachedContent"] == ExplicitCache.objects.get().name
     # The history is in the cache; the request carries the turn's final instructions only.
     assert len(generate.json["contents"]) == 1 and "(5)" not in str(generate.json["contents"])
+
+
+def test_a_refused_extension_keeps_using_the_cache_until_it_expires(busy, dm, clock):
+    for n in (4, 5, 6):
+        _turn(dm, n, clock)
+    row = ExplicitCache.objects.get()
+    clock.advance(40 * 60)
+    busy.fail_next(503)  # the PATCH
+
+    call = _turn(dm, 7, clock)
+
+    assert len(busy.requests_to("cache-update")) == 1
+    assert call.explicit_cache and busy.requests_to("generate")[-1].json["cachedContent"] == row.name
+    assert ExplicitCache.objects.get().expires_at == row.expires_at
