@@ -3,8 +3,9 @@
 rates (late 2025, USD per million tokens per hour: 4.50 for the Pro models, 1.00 for the others).
 Re-running never overwrites a storage price an operator has set."""
 
-import django.db.models.deletion
 from decimal import Decimal
+
+import django.db.models.deletion
 from django.db import migrations, models
 
 #: model prefix -> USD per million tokens per hour of explicit cache storage
