@@ -107,6 +107,10 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         me = self._require_me()
         if peer_id < 0:
             chat = self._my_chats().filter(kind=SandboxChat.Kind.GROUP, peer_id=peer_id).first()
+        elif peer_id in self.dm_chat_ids and (
+            chat := SandboxChat.objects.filter(pk=self.dm_chat_ids[peer_id]).first()
+        ):
+            return chat  # the DM between two users, once it exists, stays the same chat
         else:
             other = SandboxUser.objects.filter(user_id=peer_id).first()
             if other is None:
@@ -368,7 +372,25 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         return await sync_to_async(self._dialogs)(limit)
 
     def _dialogs(self, limit: int) -> list[ChatDetails]:
-        return [self._details(chat, marks=True) for chat in self._my_chats().order_by("-id")[:limit]]
+        """The dialog list: the members and the block list are read once for all its chats."""
+        me = self._require_me()
+        chats = list(self._my_chats().order_by("-id")[:limit])
+        mine: dict[int, SandboxMember] = {}
+        others: dict[int, list[SandboxUser]] = {chat.pk: [] for chat in chats}
+        for member in SandboxMember.objects.filter(chat__in=chats).select_related("user"):
+            if member.user_id == me.pk:
+                mine[member.chat_id] = member
+            else:
+                others[member.chat_id].append(member.user)
+        blocked = SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []
+        return [
+            self._details(
+                chat,
+                marks=True,
+                known=(mine.get(chat.pk), sorted(others[chat.pk], key=lambda u: (u.name, u.pk)), blocked),
+            )
+            for chat in chats
+        ]
 
     # --- actions --------------------------------------------------------------------------------
 
@@ -647,12 +669,27 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
     async def get_details(self, peer_id: int) -> ChatDetails:
         return await sync_to_async(lambda: self._details(self._chat_for_peer(peer_id)))()
 
-    def _details(self, chat: SandboxChat, *, marks: bool = False) -> ChatDetails:
-        """The chat's details; with `marks`, the dialog list's marks too (see `_marks`)."""
+    def _details(
+        self,
+        chat: SandboxChat,
+        *,
+        marks: bool = False,
+        known: tuple[SandboxMember | None, list[SandboxUser], list[int]] | None = None,
+    ) -> ChatDetails:
+        """The chat's details; with `marks`, the dialog list's marks too (see `_marks`). `known` is
+        (the account's member row, the other members by name, the account's block list), read by
+        the caller for several chats at once."""
         me = self._require_me()
-        member = SandboxMember.objects.filter(chat=chat, user=me).first()
-        others = list(chat.members.exclude(pk=me.pk).order_by("name"))
-        peer = self._peer_of(chat)
+        if known is None:
+            member = SandboxMember.objects.filter(chat=chat, user=me).first()
+            others = list(chat.members.exclude(pk=me.pk).order_by("name"))
+            blocked_ids = None
+        else:
+            member, others, blocked_ids = known
+        if chat.kind == SandboxChat.Kind.GROUP:
+            peer = chat.peer_id
+        else:
+            peer = others[0].user_id if others else me.user_id
         read = {"read_inbox_max_id": member.read_up_to if member else 0}
         extra = self._marks(chat, member) if marks else read
         if chat.kind == SandboxChat.Kind.GROUP:
@@ -675,7 +712,11 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             muted=bool(member and member.muted),
             # Read fresh: the account's block list may have changed since connect (another device).
             blocked=other.user_id
-            in (SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []),
+            in (
+                blocked_ids
+                if blocked_ids is not None
+                else SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []
+            ),
             extra=extra,
         )
 
@@ -688,8 +729,11 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         live = SandboxMessage.objects.filter(chat=chat, deleted=False)
         top = live.order_by("-message_id").values_list("message_id", "date").first()
         unread = live.filter(message_id__gt=read).exclude(sender=me)
+        unread_count = unread.count() if top is not None and top[0] > read else 0
         # Mentions and reactions are looked for among the newest MARKS_WINDOW messages only.
-        texts = unread.order_by("-message_id").values_list("text", flat=True)[:MARKS_WINDOW]
+        texts = (
+            unread.order_by("-message_id").values_list("text", flat=True)[:MARKS_WINDOW] if unread_count else ()
+        )
         own = (
             live.filter(sender=me).order_by("-message_id").values_list("reactions", flat=True)[:MARKS_WINDOW]
         )
@@ -697,7 +741,7 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             "read_inbox_max_id": read,
             "top_message": top[0] if top else 0,
             "top_date": top[1] if top else None,
-            "unread_count": unread.count(),
+            "unread_count": unread_count,
             "unread_mark": bool(member and member.unread_mark),
             "unread_mentions_count": sum(1 for text in texts if self._mentions_me(text)),
             "unread_reactions_count": sum(1 for r in own if any(x.get("unread") for x in r or [])),
