@@ -732,7 +732,9 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         unread_count = unread.count() if top is not None and top[0] > read else 0
         # Mentions and reactions are looked for among the newest MARKS_WINDOW messages only.
         texts = (
-            unread.order_by("-message_id").values_list("text", flat=True)[:MARKS_WINDOW] if unread_count else ()
+            unread.order_by("-message_id").values_list("text", flat=True)[:MARKS_WINDOW]
+            if unread_count
+            else ()
         )
         own = (
             live.filter(sender=me).order_by("-message_id").values_list("reactions", flat=True)[:MARKS_WINDOW]
