@@ -15,7 +15,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Count, Max, Q
 
 from agents.models import Agent
 from cindy_site.clock import now
@@ -67,6 +67,9 @@ MARKS_WINDOW = 200
 
 
 class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
+    #: What `with_updates` last read when it found every transport quiet (see there).
+    _quiet_after: tuple | None = None
+
     def __init__(self, agent: Agent, *, gateway_id: str = "") -> None:
         self.agent = agent
         self.gateway_id = gateway_id
@@ -235,9 +238,17 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             return ready
         recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
         floor = max(min(t.cursor for t in live) - TRAILING_IDS, 0)
-        rows = SandboxUpdate.objects.filter(
-            Q(id__gt=floor) | Q(created__gte=recent), chat__members__in=[t.me for t in live]
-        ).values_list("id", "created", "chat__members", "kind", "actor")
+        window = SandboxUpdate.objects.filter(Q(id__gt=floor) | Q(created__gte=recent))
+        # The window's row count and newest id, with the transports' cursors: when none of these moved
+        # since a read that found every transport quiet, they are all quiet still (a row committed
+        # late, with a lower id, changes the count; rows leaving the window only make fewer ready).
+        key = (tuple((id(t), t.cursor, len(t.seen)) for t in live), floor)
+        stamp = tuple(window.aggregate(n=Count("id"), top=Max("id")).values())
+        if cls._quiet_after == (key, stamp):
+            return ready
+        rows = window.filter(chat__members__in=[t.me for t in live]).values_list(
+            "id", "created", "chat__members", "kind", "actor"
+        )
         by_member: dict[int, list[tuple[int, dt.datetime]]] = {}
         for row_id, created, member_id, kind, actor_id in rows:
             if kind == SandboxUpdate.Kind.TYPING and actor_id == member_id:
@@ -245,6 +256,7 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             if kind == SandboxUpdate.Kind.UNREAD_MARK and actor_id != member_id:
                 continue  # an unread mark is the marking account's alone
             by_member.setdefault(member_id, []).append((row_id, created))
+        found = False
         for transport in live:
             own_floor = max(transport.cursor - TRAILING_IDS, 0)
             if any(
@@ -252,6 +264,8 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
                 for row_id, created in by_member.get(transport.me.pk, ())
             ):
                 ready.add(transport)
+                found = True
+        cls._quiet_after = None if found else (key, stamp)
         return ready
 
     def _poll_updates(self) -> list[Update]:
