@@ -391,12 +391,13 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         chats = list(self._my_chats().order_by("-id")[:limit])
         mine: dict[int, SandboxMember] = {}
         others: dict[int, list[SandboxUser]] = {chat.pk: [] for chat in chats}
+        blocked: list[int] = []
         for member in SandboxMember.objects.filter(chat__in=chats).select_related("user"):
             if member.user_id == me.pk:
                 mine[member.chat_id] = member
+                blocked = member.user.blocked_user_ids or []  # the account's own row, read fresh
             else:
                 others[member.chat_id].append(member.user)
-        blocked = SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []
         return [
             self._details(
                 chat,
