@@ -81,6 +81,8 @@ class _Work:
 class ScanReport:
     fetched: int = 0
     graph_ids: list[int] = field(default_factory=list)
+    #: The dialog list the scan read (the dialog refresh reuses a recent one: engine/upkeep.py).
+    dialogs: list[ChatDetails] | None = None
 
 
 def _dialog_key(details: ChatDetails) -> tuple:
@@ -195,10 +197,19 @@ def _apply_fresh(agent_id: int, details: ChatDetails) -> None:
 
 async def unread_scan(*, agent_id: int, transport: Transport, marks: dict[int, tuple]) -> ScanReport:
     """One scan of one agent (see the module docstring). Transport errors, a `FloodWait` included,
-    propagate; what was ingested before stays ingested."""
+    propagate; what was ingested before stays ingested.
+
+    A dialog whose marks are those it had when last handled needs nothing: a scan that finds every
+    dialog so (an idle account's usual scan) reads nothing from the database."""
     report = ScanReport()
     dialogs = await transport.dialogs(limit=SCAN_DIALOGS)
-    work = await sync_to_async(scan_plan)(agent_id=agent_id, dialogs=dialogs, marks=marks, at=now())
+    report.dialogs = dialogs
+    changed = [
+        d for d in dialogs if d.peer_id != TELEGRAM_SERVICE_USER_ID and marks.get(d.peer_id) != _dialog_key(d)
+    ]
+    if not changed:
+        return report
+    work = await sync_to_async(scan_plan)(agent_id=agent_id, dialogs=changed, marks=marks, at=now())
     for item in work:
         try:
             await _handle(agent_id, transport, item, report)
@@ -322,6 +333,8 @@ class AttentionSteps:
                 "agent %s: unread scan failed: %r", client.agent.name, exc
             )
             return
+        if report.dialogs is not None:
+            client.dialogs_seen = (get_clock().monotonic(), report.dialogs)
         if report.graph_ids:
             self.wakeup.set()  # their nodes are the tick's to claim
 

@@ -29,6 +29,7 @@ from cindy_site.bulk import driver_rows
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
+from conversations.selectors import pending_nodes_due
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.services.parameters import parameters_refresh
@@ -73,6 +74,8 @@ PLACEMENT_SECONDS = 1.0
 CONNECT_BUDGET_SECONDS = 2.0
 #: How often a pass ends with Django's check of the database connections (close_old_connections).
 CONNECTION_CHECK_SECONDS = 60.0
+#: How often the tick looks for running nodes whose lease expired (at most a tenth of the lease).
+NODE_REAP_SECONDS = 5.0
 
 
 def default_gateway_id() -> str:
@@ -121,6 +124,7 @@ class Gateway(
         self.standing_by = ""
         self._workers_started = False
         self.ticker = Ticker(gateway_id=self.gateway_id)
+        self._reaped_at = float("-inf")  # monotonic time of the last look for expired node leases
         self.stopping = asyncio.Event()
         self.wakeup = asyncio.Event()  # set by wake-ups, transports' updates and request_stop
         self.wake = wake_listener(self.gateway_id)
@@ -449,6 +453,7 @@ class Gateway(
                     # triggers. Edits, deletions and reactions in it are not in history.
                     logger.exception("agent %s: ingest failed", client.agent.name)
                     client.fail(exc)
+        self._ingested = did  # a follow-up pass looks for media only after messages came
         return did
 
     # --- the tick -----------------------------------------------------------------------------------
@@ -460,7 +465,13 @@ class Gateway(
         drop a client meanwhile).
         """
         held = [agent_id for agent_id, _ in clients]
-        reaped = nodes_reap_expired(agent_ids=held) if held else 0
+        reaped = 0
+        at = get_clock().monotonic()
+        if held and at - self._reaped_at >= min(NODE_REAP_SECONDS, settings.CINDY_NODE_LEASE_SECONDS / 10):
+            self._reaped_at = at
+            reaped = nodes_reap_expired(agent_ids=held)
+        if not held or not pending_nodes_due(agent_ids=held, at=now()):
+            return reaped, []  # an idle tick: nothing due, so no need to know who is asleep
         return reaped, self.ticker.claim(agent_ids=self._active_agent_ids(clients))
 
     @staticmethod
@@ -530,14 +541,40 @@ class Gateway(
 
     # --- the loop -----------------------------------------------------------------------------------
 
-    async def run_once(self) -> bool:
-        """One pass over every step; returns whether any did work."""
+    def _follow_up_steps(self) -> tuple:
+        """The steps of a follow-up pass (see `run`): those the gateway's own work feeds. Ingest
+        stores messages (their triggers, media to describe); the tick finishes nodes (the next ones
+        of their graphs) and acts (the account is online). What else a pass looks at comes from
+        other processes, which wake the gateway, or from timers, which its wait counts with."""
+        if self.__dict__.get("_ingested"):
+            return (self.step_ingest, self.step_media, self.step_tick, self.step_presence)
+        return (self.step_ingest, self.step_tick, self.step_presence)
+
+    async def run_once(self, *, follow_up: bool = False) -> bool:
+        """One pass over every step (a follow-up pass: over `_follow_up_steps`); returns whether
+        any did work."""
         did = False
-        try:  # the global parameters an operator changed apply from this pass on (cindy_site/parameters.py)
-            await sync_to_async(parameters_refresh)()
-        except Exception as exc:
-            logger.warning("could not read the global parameters, keeping the previous ones: %r", exc)
-        for step in (
+        if follow_up:
+            steps = self._follow_up_steps()
+        else:
+            steps = self._all_steps()
+            try:  # the global parameters an operator changed apply from this pass on (cindy_site/parameters.py)
+                await sync_to_async(parameters_refresh)()
+            except Exception as exc:
+                logger.warning("could not read the global parameters, keeping the previous ones: %r", exc)
+        for step in steps:
+            if self.stopping.is_set():
+                break
+            try:
+                did = await step() or did
+            except Exception:
+                logger.exception("gateway step %s failed", step.__name__)
+        await sync_to_async(self._close_old_connections)()
+        self.pass_at = now()
+        return did
+
+    def _all_steps(self) -> tuple:
+        return (
             self.step_leases,
             self.step_workers,  # after the leases: a gateway standing by starts none
             self.step_connect,
@@ -554,16 +591,27 @@ class Gateway(
             self.step_library,
             self.step_dialogs,
             self.step_attention,  # starts the due unread scans as tasks of their own (engine/attention.py)
-        ):
-            if self.stopping.is_set():
-                break
-            try:
-                did = await step() or did
-            except Exception:
-                logger.exception("gateway step %s failed", step.__name__)
-        await sync_to_async(self._close_old_connections)()
-        self.pass_at = now()
-        return did
+        )
+
+    async def _passes(self) -> None:
+        """Passes until the stop signal. After a pass that did work another follows at once: a
+        follow-up pass over the steps that work feeds (`_follow_up_steps`), unless a wake-up came
+        meanwhile or CINDY_TICK_SECONDS went by since the last full pass, which make it a full one.
+        After a pass that did nothing the gateway waits (engine/wake.py), then runs a full pass."""
+        clock = get_clock()
+        full_at = clock.monotonic()
+        follow_up = False
+        while not self.stopping.is_set():
+            if not follow_up:
+                full_at = clock.monotonic()
+            if not await self.run_once(follow_up=follow_up):
+                await self.wait_for_work()  # engine/wake.py
+                follow_up = False
+                continue
+            woken = self.wakeup.is_set()
+            if woken:
+                self.wakeup.clear()
+            follow_up = not woken and clock.monotonic() - full_at < self.tick_seconds
 
     def health_state(self) -> dict:
         """What the gateway's health row reports (engine/health.py)."""
@@ -621,9 +669,7 @@ class Gateway(
             if self.capacity is not None:
                 placing = asyncio.create_task(self.placement_forever(), name="placement")
             try:
-                while not self.stopping.is_set():
-                    if not await self.run_once():
-                        await self.wait_for_work()  # engine/wake.py
+                await self._passes()
             finally:
                 if placing is not None:
                     placing.cancel()

@@ -51,32 +51,43 @@ def conversations_refresh_flags(
     Conversations are not created here (the reconciler does that, with their history). Returns how
     many conversations changed; each change is logged in the activity stream.
     """
-    by_peer = {c.peer_id: c for c in Conversation.objects.filter(agent_id=agent_id)}
-    # A mute an operator asked for and the gateway has not yet sent: Telegram's old state must not undo it.
-    muting = set(mute_requests_pending(agent_id=agent_id))
+    peers = [details.peer_id for details in dialogs]
+    by_peer = {
+        row[0]: row[1:]
+        for row in Conversation.objects.filter(agent_id=agent_id, peer_id__in=peers).values_list(
+            "peer_id", "pk", "muted", "blocked", "title"
+        )
+    }
+    muting: set[int] | None = None
     changed = 0
     for details in dialogs:
-        conversation = by_peer.get(details.peer_id)
-        if conversation is None:
+        known = by_peer.get(details.peer_id)
+        if known is None:
             continue
+        pk, muted, was_blocked, title = known
         fields = {}
-        if conversation.muted != details.muted and details.peer_id not in muting:
-            fields["muted"] = details.muted
+        if muted != details.muted:
+            if muting is None:
+                # A mute an operator asked for and the gateway has not yet sent: Telegram's old
+                # state must not undo it.
+                muting = set(mute_requests_pending(agent_id=agent_id))
+            if details.peer_id not in muting:
+                fields["muted"] = details.muted
         is_blocked = blocked.get(details.peer_id, details.blocked)
-        if conversation.blocked != is_blocked:
+        if was_blocked != is_blocked:
             fields["blocked"] = is_blocked
-        if details.title and conversation.title != details.title[:255]:
+        if details.title and title != details.title[:255]:
             fields["title"] = details.title[:255]
         if not fields:
             continue
-        Conversation.objects.filter(pk=conversation.pk).update(**fields)
+        Conversation.objects.filter(pk=pk).update(**fields)
         changed += 1
         flags = {k: v for k, v in fields.items() if k != "title"}
         if flags:
             record_event(
                 Kind.INFO,
                 agent_id=agent_id,
-                conversation_id=conversation.pk,
+                conversation_id=pk,
                 summary=", ".join(f"{k} {'on' if v else 'off'}" for k, v in flags.items()),
                 data=flags,
             )
@@ -236,7 +247,14 @@ class UpkeepSteps:
 
 
 async def _refresh_dialogs(agent_id: int, client: AgentClient) -> bool:
-    dialogs = await client.transport.dialogs()
+    """Apply the dialog list's flags. An unread scan's list read within the period serves (the scans
+    run more often than the refresh, so an account with scans on asks Telegram for its dialogs once
+    per scan, not once more per refresh)."""
+    seen = client.dialogs_seen
+    if seen is not None and get_clock().monotonic() - seen[0] < DIALOG_REFRESH_SECONDS:
+        dialogs = seen[1]
+    else:
+        dialogs = await client.transport.dialogs()
     blocked = await _block_states(client.transport, dialogs)
     changed = await sync_to_async(conversations_refresh_flags)(
         agent_id=agent_id, dialogs=dialogs, blocked=blocked

@@ -15,7 +15,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Count, Max, Q
 
 from agents.models import Agent
 from cindy_site.clock import now
@@ -67,6 +67,9 @@ MARKS_WINDOW = 200
 
 
 class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
+    #: What `with_updates` last read when it found every transport quiet (see there).
+    _quiet_after: tuple | None = None
+
     def __init__(self, agent: Agent, *, gateway_id: str = "") -> None:
         self.agent = agent
         self.gateway_id = gateway_id
@@ -107,6 +110,10 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         me = self._require_me()
         if peer_id < 0:
             chat = self._my_chats().filter(kind=SandboxChat.Kind.GROUP, peer_id=peer_id).first()
+        elif peer_id in self.dm_chat_ids and (
+            chat := SandboxChat.objects.filter(pk=self.dm_chat_ids[peer_id]).first()
+        ):
+            return chat  # the DM between two users, once it exists, stays the same chat
         else:
             other = SandboxUser.objects.filter(user_id=peer_id).first()
             if other is None:
@@ -231,9 +238,17 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             return ready
         recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
         floor = max(min(t.cursor for t in live) - TRAILING_IDS, 0)
-        rows = SandboxUpdate.objects.filter(
-            Q(id__gt=floor) | Q(created__gte=recent), chat__members__in=[t.me for t in live]
-        ).values_list("id", "created", "chat__members", "kind", "actor")
+        window = SandboxUpdate.objects.filter(Q(id__gt=floor) | Q(created__gte=recent))
+        # The window's row count and newest id, with the transports' cursors: when none of these moved
+        # since a read that found every transport quiet, they are all quiet still (a row committed
+        # late, with a lower id, changes the count; rows leaving the window only make fewer ready).
+        key = (tuple((id(t), t.cursor, len(t.seen)) for t in live), floor)
+        stamp = tuple(window.aggregate(n=Count("id"), top=Max("id")).values())
+        if cls._quiet_after == (key, stamp):
+            return ready
+        rows = window.filter(chat__members__in=[t.me for t in live]).values_list(
+            "id", "created", "chat__members", "kind", "actor"
+        )
         by_member: dict[int, list[tuple[int, dt.datetime]]] = {}
         for row_id, created, member_id, kind, actor_id in rows:
             if kind == SandboxUpdate.Kind.TYPING and actor_id == member_id:
@@ -241,6 +256,7 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             if kind == SandboxUpdate.Kind.UNREAD_MARK and actor_id != member_id:
                 continue  # an unread mark is the marking account's alone
             by_member.setdefault(member_id, []).append((row_id, created))
+        found = False
         for transport in live:
             own_floor = max(transport.cursor - TRAILING_IDS, 0)
             if any(
@@ -248,6 +264,8 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
                 for row_id, created in by_member.get(transport.me.pk, ())
             ):
                 ready.add(transport)
+                found = True
+        cls._quiet_after = None if found else (key, stamp)
         return ready
 
     def _poll_updates(self) -> list[Update]:
@@ -368,7 +386,26 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         return await sync_to_async(self._dialogs)(limit)
 
     def _dialogs(self, limit: int) -> list[ChatDetails]:
-        return [self._details(chat, marks=True) for chat in self._my_chats().order_by("-id")[:limit]]
+        """The dialog list: the members and the block list are read once for all its chats."""
+        me = self._require_me()
+        chats = list(self._my_chats().order_by("-id")[:limit])
+        mine: dict[int, SandboxMember] = {}
+        others: dict[int, list[SandboxUser]] = {chat.pk: [] for chat in chats}
+        blocked: list[int] = []
+        for member in SandboxMember.objects.filter(chat__in=chats).select_related("user"):
+            if member.user_id == me.pk:
+                mine[member.chat_id] = member
+                blocked = member.user.blocked_user_ids or []  # the account's own row, read fresh
+            else:
+                others[member.chat_id].append(member.user)
+        return [
+            self._details(
+                chat,
+                marks=True,
+                known=(mine.get(chat.pk), sorted(others[chat.pk], key=lambda u: (u.name, u.pk)), blocked),
+            )
+            for chat in chats
+        ]
 
     # --- actions --------------------------------------------------------------------------------
 
@@ -647,12 +684,27 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
     async def get_details(self, peer_id: int) -> ChatDetails:
         return await sync_to_async(lambda: self._details(self._chat_for_peer(peer_id)))()
 
-    def _details(self, chat: SandboxChat, *, marks: bool = False) -> ChatDetails:
-        """The chat's details; with `marks`, the dialog list's marks too (see `_marks`)."""
+    def _details(
+        self,
+        chat: SandboxChat,
+        *,
+        marks: bool = False,
+        known: tuple[SandboxMember | None, list[SandboxUser], list[int]] | None = None,
+    ) -> ChatDetails:
+        """The chat's details; with `marks`, the dialog list's marks too (see `_marks`). `known` is
+        (the account's member row, the other members by name, the account's block list), read by
+        the caller for several chats at once."""
         me = self._require_me()
-        member = SandboxMember.objects.filter(chat=chat, user=me).first()
-        others = list(chat.members.exclude(pk=me.pk).order_by("name"))
-        peer = self._peer_of(chat)
+        if known is None:
+            member = SandboxMember.objects.filter(chat=chat, user=me).first()
+            others = list(chat.members.exclude(pk=me.pk).order_by("name"))
+            blocked_ids = None
+        else:
+            member, others, blocked_ids = known
+        if chat.kind == SandboxChat.Kind.GROUP:
+            peer = chat.peer_id
+        else:
+            peer = others[0].user_id if others else me.user_id
         read = {"read_inbox_max_id": member.read_up_to if member else 0}
         extra = self._marks(chat, member) if marks else read
         if chat.kind == SandboxChat.Kind.GROUP:
@@ -675,7 +727,11 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             muted=bool(member and member.muted),
             # Read fresh: the account's block list may have changed since connect (another device).
             blocked=other.user_id
-            in (SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []),
+            in (
+                blocked_ids
+                if blocked_ids is not None
+                else SandboxUser.objects.values_list("blocked_user_ids", flat=True).get(pk=me.pk) or []
+            ),
             extra=extra,
         )
 
@@ -688,8 +744,13 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         live = SandboxMessage.objects.filter(chat=chat, deleted=False)
         top = live.order_by("-message_id").values_list("message_id", "date").first()
         unread = live.filter(message_id__gt=read).exclude(sender=me)
+        unread_count = unread.count() if top is not None and top[0] > read else 0
         # Mentions and reactions are looked for among the newest MARKS_WINDOW messages only.
-        texts = unread.order_by("-message_id").values_list("text", flat=True)[:MARKS_WINDOW]
+        texts = (
+            unread.order_by("-message_id").values_list("text", flat=True)[:MARKS_WINDOW]
+            if unread_count
+            else ()
+        )
         own = (
             live.filter(sender=me).order_by("-message_id").values_list("reactions", flat=True)[:MARKS_WINDOW]
         )
@@ -697,7 +758,7 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             "read_inbox_max_id": read,
             "top_message": top[0] if top else 0,
             "top_date": top[1] if top else None,
-            "unread_count": unread.count(),
+            "unread_count": unread_count,
             "unread_mark": bool(member and member.unread_mark),
             "unread_mentions_count": sum(1 for text in texts if self._mentions_me(text)),
             "unread_reactions_count": sum(1 for r in own if any(x.get("unread") for x in r or [])),
