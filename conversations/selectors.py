@@ -36,11 +36,12 @@ class Candidate(NamedTuple):
 
 
 class Head(NamedTuple):
-    """A conversation's next node (`conversation_heads`), with its `not_before` as the database
-    returns it (UTC), only to order heads read from the same database."""
+    """A conversation's next node (`conversation_heads`), with its `not_before` as stored, in text
+    (UTC, `YYYY-MM-DD HH:MM:SS[.ffffff]`), which sorts as the times do: only to order heads, and
+    cheaper to read than a datetime (800 per pass)."""
 
     candidate: Candidate
-    due: Any
+    due: str
 
 
 def _heads_sql(*, agent_count: int, upto: bool) -> str:
@@ -51,12 +52,13 @@ def _heads_sql(*, agent_count: int, upto: bool) -> str:
     conversation, agent = q(Conversation._meta.db_table), q(Agent._meta.db_table)
     depends = q(DependsOn._meta.db_table)
     agents = ", ".join(["%s"] * agent_count)
+    text = connection.ops.cast_char_field_without_max_length
     in_range = "g.active_slot > %s" + (" AND g.active_slot <= %s" if upto else "")
     # The head is joined on its id (a primary-key lookup per graph on SQLite and MariaDB alike), so
     # its subquery runs once per conversation and a conversation without a head drops out of the
     # join; filtering on the subquery instead, as the ORM writes it, runs it twice.
     return f"""
-        SELECT n.id, n.agent_id, n.conversation_id, n.kind, n.not_before
+        SELECT n.id, n.agent_id, n.conversation_id, n.kind, CAST(n.not_before AS {text})
         FROM {graph} g
         INNER JOIN {node} n ON n.id = (
             SELECT v.id FROM {node} v

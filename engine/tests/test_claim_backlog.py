@@ -165,6 +165,31 @@ def test_a_read_takes_at_most_the_scan_however_many_conversations_wait(
     )
 
 
+def test_candidates_come_oldest_first_to_the_microsecond_also_when_a_read_goes_round(
+    agent, clock, monkeypatch
+):
+    """Heads are ordered by `not_before` as stored text: a whole second (no fraction stored) sorts
+    before and after fractions correctly, and the two reads of a pass that goes round merge."""
+    graphs = open_conversations(agent, 5)
+    nodes = [queue([g], 1, kind=NodeKind.RECEIVED, at=clock.now())[0] for g in graphs]
+    offsets = [-1.0, -0.5, -1.000001, 0.0, -0.25]  # seconds before the clock's whole second
+    for node, offset in zip(nodes, offsets, strict=True):
+        TaskNode.objects.filter(pk=node.pk).update(not_before=clock.now() + dt.timedelta(seconds=offset))
+    oldest_first = [node.pk for _, node in sorted(zip(offsets, nodes, strict=True), key=lambda p: p[0])]
+
+    assert [c.id for c in eligible_nodes(agent_ids=[agent.pk], at=clock.now())] == oldest_first
+
+    monkeypatch.setattr(tick, "SCAN_LIMIT", 3)
+    ticker = Ticker(gateway_id="gw")
+    first = ticker.candidates(agent_ids=[agent.pk], at=clock.now())
+    assert sorted(c.id for c in first) == sorted(n.pk for n in nodes[:3])
+    # The next read takes the last two, then goes round to the first conversation.
+    second = ticker.candidates(agent_ids=[agent.pk], at=clock.now())
+    assert [c.id for c in second] == [
+        pk for pk in oldest_first if pk in {nodes[0].pk, nodes[3].pk, nodes[4].pk}
+    ]
+
+
 def test_telegram_kinds_still_run_one_per_agent_per_tick_with_a_backlog(agent, other_agent, clock):
     queue(open_conversations(agent, 30), 3, kind=NodeKind.SEND, at=clock.now())
     queue(open_conversations(other_agent, 30, first_peer=90_000), 3, kind=NodeKind.SEND, at=clock.now())
