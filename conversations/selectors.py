@@ -45,8 +45,7 @@ class Head(NamedTuple):
 
 
 def _heads_sql(*, agent_count: int, upto: bool) -> str:
-    """The SQL of `conversation_heads`, parameters: the node statuses, `at`, the flags, the range
-    and the agent ids (see `_heads_params`)."""
+    """The SQL of `conversation_heads`, whose parameters `_heads_params` lists in order."""
     q = connection.ops.quote_name
     node, graph = q(TaskNode._meta.db_table), q(TaskGraph._meta.db_table)
     conversation, agent = q(Conversation._meta.db_table), q(Agent._meta.db_table)
@@ -54,9 +53,12 @@ def _heads_sql(*, agent_count: int, upto: bool) -> str:
     agents = ", ".join(["%s"] * agent_count)
     text = connection.ops.cast_char_field_without_max_length
     in_range = "g.active_slot > %s" + (" AND g.active_slot <= %s" if upto else "")
-    # The head is joined on its id (a primary-key lookup per graph on SQLite and MariaDB alike), so
-    # its subquery runs once per conversation and a conversation without a head drops out of the
-    # join; filtering on the subquery instead, as the ORM writes it, runs it twice.
+    # The head is joined on its id: one query instead of the heads and then their values by id, a
+    # primary-key read per conversation, and a conversation without a head drops out of the join.
+    # SQLite runs the head subquery once per conversation; MariaDB twice (for the key, then as the
+    # join condition), as often as when the ORM filters on it beside selecting it. The acting agent
+    # is a scalar subquery rather than a join or EXISTS, which MariaDB would turn into a join driven
+    # by the agents' conversations.
     return f"""
         SELECT n.id, n.agent_id, n.conversation_id, n.kind, CAST(n.not_before AS {text})
         FROM {graph} g
