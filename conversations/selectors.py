@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from django.db.models import Exists, Max, OuterRef, Q, Subquery
+from django.db import connection
+from django.db.models import Exists, Max, OuterRef, Q
 
+from agents.models import Agent
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
 
 DependsOn = TaskNode.depends_on.through
@@ -33,87 +35,126 @@ class Candidate(NamedTuple):
     kind: str
 
 
+class Head(NamedTuple):
+    """A conversation's next node (`conversation_heads`), with its `not_before` as stored, in text
+    (UTC, `YYYY-MM-DD HH:MM:SS[.ffffff]`), which sorts as the times do: only to order heads, and
+    cheaper to read than a datetime (800 per pass)."""
+
+    candidate: Candidate
+    due: str
+
+
+def _heads_sql(*, agent_count: int, upto: bool) -> str:
+    """The SQL of `conversation_heads`, whose parameters `_heads_params` lists in order."""
+    q = connection.ops.quote_name
+    node, graph = q(TaskNode._meta.db_table), q(TaskGraph._meta.db_table)
+    conversation, agent = q(Conversation._meta.db_table), q(Agent._meta.db_table)
+    depends = q(DependsOn._meta.db_table)
+    agents = ", ".join(["%s"] * agent_count)
+    text = connection.ops.cast_char_field_without_max_length
+    in_range = "g.active_slot > %s" + (" AND g.active_slot <= %s" if upto else "")
+    # The head is joined on its id: one query instead of the heads and then their values by id, a
+    # primary-key read per conversation, and a conversation without a head drops out of the join.
+    # SQLite runs the head subquery once per conversation; MariaDB twice (for the key, then as the
+    # join condition), as often as when the ORM filters on it beside selecting it. The acting agent
+    # is a scalar subquery rather than a join or EXISTS, which MariaDB would turn into a join driven
+    # by the agents' conversations.
+    return f"""
+        SELECT n.id, n.agent_id, n.conversation_id, n.kind, CAST(n.not_before AS {text})
+        FROM {graph} g
+        INNER JOIN {node} n ON n.id = (
+            SELECT v.id FROM {node} v
+            WHERE v.conversation_id = g.active_slot AND v.status = %s AND v.not_before <= %s
+              AND NOT EXISTS (
+                  SELECT 1 FROM {depends} d INNER JOIN {node} u ON u.id = d.to_tasknode_id
+                  WHERE d.from_tasknode_id = v.id AND u.status <> %s
+              )
+            ORDER BY v.not_before, v.id
+            LIMIT 1
+        )
+        WHERE {in_range}
+          AND (
+              SELECT c.agent_id FROM {conversation} c INNER JOIN {agent} a ON a.id = c.agent_id
+              WHERE c.id = g.active_slot AND c.gagged = %s
+                AND a.disabled = %s AND a.gagged = %s AND a.stopped = %s
+          ) IN ({agents})
+          AND NOT EXISTS (
+              SELECT 1 FROM {node} r WHERE r.conversation_id = g.active_slot AND r.status = %s
+          )
+        ORDER BY g.active_slot
+        LIMIT %s
+    """
+
+
+def _heads_params(
+    *, agent_ids: list[int], at: dt.datetime, limit: int, after: int, upto: int | None
+) -> list[Any]:
+    in_range = [after] if upto is None else [after, upto]
+    return [
+        NodeStatus.PENDING.value,
+        connection.ops.adapt_datetimefield_value(at),
+        NodeStatus.DONE.value,
+        *in_range,
+        False,
+        False,
+        False,
+        False,
+        *agent_ids,
+        NodeStatus.RUNNING.value,
+        limit,
+    ]
+
+
 def conversation_heads(
     *, agent_ids: Iterable[int], at: dt.datetime, limit: int, after: int = 0, upto: int | None = None
-) -> list[tuple[int, int]]:
-    """(conversation id, node id) of the node each active conversation may start now, at most `limit`,
-    in conversation id order from just after `after` (to `upto`, inclusive, when given).
+) -> list[Head]:
+    """The node each active conversation may start now, with its values, at most `limit`
+    conversations in conversation id order from just after `after` (to `upto`, inclusive, when
+    given). One query; no model object is built.
 
     A conversation's node is its oldest eligible one: pending; `not_before` reached; every dependency
     done; the agent neither disabled, gagged nor stopped; the conversation not gagged; and no node of
-    the conversation running (one running node per conversation). One query that walks the active
-    graphs in the unique index of `active_slot` (an active graph, and only it, carries its
-    conversation's id there; pending and running nodes belong to it, since closing a graph cancels
-    them) and stops at `limit` conversations with a node to start. Each conversation costs a few index
-    probes (`tasknode_queue_idx`: conversation, status, not_before), so its backlog does not matter: a
-    conversation with 10,000 queued nodes costs what one with a single node costs, and finished
-    graphs or idle conversations cost nothing.
+    the conversation running (one running node per conversation). The query walks the active graphs
+    in the unique index of `active_slot` (an active graph, and only it, carries its conversation's id
+    there; pending and running nodes belong to it, since closing a graph cancels them) and stops at
+    `limit` conversations with a node to start. Each conversation costs a few index probes
+    (`tasknode_queue_idx`: conversation, status, not_before) and one primary-key read of its node, so
+    its backlog does not matter: a conversation with 10,000 queued nodes costs what one with a single
+    node costs, and finished graphs or idle conversations cost nothing.
+
+    Written in SQL because the head is joined on the id its subquery finds, which the ORM cannot
+    express (see `_heads_sql`).
     """
     agent_ids = list(agent_ids)
     if not agent_ids or limit <= 0:
         return []
-    unfinished_dependency = DependsOn.objects.filter(from_tasknode=OuterRef("pk")).exclude(
-        to_tasknode__status=NodeStatus.DONE
-    )
-    head = (
-        TaskNode.objects.filter(
-            conversation=OuterRef("active_slot"), status=NodeStatus.PENDING, not_before__lte=at
-        )
-        .filter(~Exists(unfinished_dependency))
-        .order_by("not_before", "id")
-        .values("id")[:1]
-    )
-    running = TaskNode.objects.filter(conversation=OuterRef("active_slot"), status=NodeStatus.RUNNING)
-    # The conversation's agent, if it and its agent may act: a scalar subquery rather than a join or
-    # EXISTS, which MariaDB would turn into a join driven by the agents' conversations.
-    acting_agent = Conversation.objects.filter(
-        pk=OuterRef("active_slot"),
-        gagged=False,
-        agent__disabled=False,
-        agent__gagged=False,
-        agent__stopped=False,
-    ).values("agent_id")[:1]
-    graphs = TaskGraph.objects.filter(active_slot__gt=after)
-    if upto is not None:
-        graphs = graphs.filter(active_slot__lte=upto)
-    return list(
-        graphs.alias(acting_agent=Subquery(acting_agent))
-        .filter(acting_agent__in=agent_ids)
-        .filter(~Exists(running))
-        .annotate(head=Subquery(head))
-        .filter(head__isnull=False)
-        .order_by("active_slot")
-        .values_list("active_slot", "head")[:limit]
-    )
+    sql = _heads_sql(agent_count=len(agent_ids), upto=upto is not None)
+    params = _heads_params(agent_ids=agent_ids, at=at, limit=limit, after=after, upto=upto)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [Head(Candidate(*row[:4]), row[4]) for row in cursor.fetchall()]
 
 
-def candidates_in_turns(*, node_ids: list[int], limit: int) -> list[Candidate]:
-    """The values of at most `limit` of `node_ids` (one per conversation, from `conversation_heads`),
-    agent by agent in turns: each agent's oldest, then each agent's second oldest, ..., oldest
-    `not_before` first within a turn, so `limit` never fills with one agent's backlog while another
-    agent waits. One query; no model object is built."""
-    if not node_ids:
-        return []
-    rows = (
-        TaskNode.objects.filter(pk__in=node_ids)
-        .order_by("not_before", "id")
-        .values_list("id", "agent_id", "conversation_id", "kind")
-    )
+def candidates_in_turns(*, heads: list[Head], limit: int) -> list[Candidate]:
+    """At most `limit` of `heads` (one per conversation, from `conversation_heads`), agent by agent
+    in turns: each agent's oldest, then each agent's second oldest, ..., oldest `not_before` (then
+    id) first within a turn, so `limit` never fills with one agent's backlog while another agent
+    waits. No query."""
+    oldest_first = sorted(heads, key=lambda head: (head.due, head.candidate.id))
     taken: dict[int, int] = {}
     in_turns = []
-    for position, row in enumerate(rows):
-        turn = taken.get(row[1], 0)
-        taken[row[1]] = turn + 1
-        in_turns.append((turn, position, Candidate(*row)))
+    for position, (candidate, _) in enumerate(oldest_first):
+        turn = taken.get(candidate.agent_id, 0)
+        taken[candidate.agent_id] = turn + 1
+        in_turns.append((turn, position, candidate))
     in_turns.sort(key=lambda entry: entry[:2])
     return [candidate for _, _, candidate in in_turns[:limit]]
 
 
 def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 1000) -> list[Candidate]:
     """The nodes the tick may start now, one per conversation (`conversation_heads` from the first
-    conversation on), at most `limit`, in turns (`candidates_in_turns`). Two queries."""
-    heads = conversation_heads(agent_ids=agent_ids, at=at, limit=limit)
-    return candidates_in_turns(node_ids=[node_id for _, node_id in heads], limit=limit)
+    conversation on), at most `limit`, in turns (`candidates_in_turns`). One query."""
+    return candidates_in_turns(heads=conversation_heads(agent_ids=agent_ids, at=at, limit=limit), limit=limit)
 
 
 def node_next_due_at(*, agent_ids: Iterable[int], after: dt.datetime) -> dt.datetime | None:

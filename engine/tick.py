@@ -86,8 +86,8 @@ class Ticker:
             heads += conversation_heads(
                 agent_ids=agent_ids, at=at, limit=SCAN_LIMIT - len(heads), upto=self._after
             )
-        self._after = heads[-1][0] if len(heads) == SCAN_LIMIT else 0
-        return candidates_in_turns(node_ids=[node_id for _, node_id in heads], limit=SCAN_LIMIT)
+        self._after = heads[-1].candidate.conversation_id if len(heads) == SCAN_LIMIT else 0
+        return candidates_in_turns(heads=heads, limit=SCAN_LIMIT)
 
     def claim(
         self, *, agent_ids: Iterable[int], limit: int = MAX_NODES_PER_TICK

@@ -14,6 +14,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models.functions import Lower
+from django.db.models.lookups import Exact
 
 from agents.models import Agent
 from cindy_site.clock import now
@@ -55,6 +57,14 @@ def node_claim(*, node_id: int, owner: str, lease_seconds: int | None = None) ->
     return won[0] if won else None
 
 
+def _status_is(status: str) -> Exact:
+    """A status test evaluated on each row found by primary key, never through an index: filtered
+    as the plain column beside `pk__in`, SQLite (without statistics) walks the status indexes
+    instead, every pending node of every conversation, so a claim would cost as much as the backlog,
+    and MariaDB reads the won rows through the status index and sorts them."""
+    return Exact(Lower("status"), status)
+
+
 def nodes_claim(*, node_ids: list[int], owner: str, lease_seconds: int | None = None) -> list[TaskNode]:
     """Claim pending nodes in one transaction; returns the nodes won, in `node_ids` order.
 
@@ -70,7 +80,7 @@ def nodes_claim(*, node_ids: list[int], owner: str, lease_seconds: int | None = 
     lease = dt.timedelta(seconds=lease_seconds or settings.CINDY_NODE_LEASE_SECONDS)
     gateway = owner.split("#")[0]
     with transaction.atomic():
-        changed = TaskNode.objects.filter(pk__in=node_ids, status=NodeStatus.PENDING).update(
+        changed = TaskNode.objects.filter(_status_is(NodeStatus.PENDING), pk__in=node_ids).update(
             status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when + lease, started=when
         )
         if not changed:
@@ -82,9 +92,9 @@ def nodes_claim(*, node_ids: list[int], owner: str, lease_seconds: int | None = 
         related = ("conversation", "graph", "agent") if single else ("conversation",)
         won = {
             node.pk: node
-            for node in TaskNode.objects.select_related(*related).filter(
-                pk__in=node_ids, status=NodeStatus.RUNNING, lease_owner=owner
-            )
+            for node in TaskNode.objects.select_related(*related)
+            .filter(_status_is(NodeStatus.RUNNING), pk__in=node_ids, lease_owner=owner)
+            .order_by()
         }
         if not single:
             agents = Agent.objects.in_bulk({node.agent_id for node in won.values()})

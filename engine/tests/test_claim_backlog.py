@@ -152,17 +152,42 @@ def test_a_read_takes_at_most_the_scan_however_many_conversations_wait(
     graphs = open_conversations(agent, 2 * SCAN_LIMIT - 1)
     queue(graphs, 1, kind=NodeKind.RECEIVED, at=clock.now())
     ticker = Ticker(gateway_id="gw")
-    with NodesBuilt() as built, django_assert_num_queries(2):
+    with NodesBuilt() as built, django_assert_num_queries(1):
         candidates = ticker.candidates(agent_ids=[agent.pk], at=clock.now())
     assert built.count == 0
     assert [c.conversation_id for c in candidates] == [g.conversation_id for g in graphs[:SCAN_LIMIT]]
     # The next read carries on after them and, reaching the end, goes round from the first (one
     # query more).
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(2):
         candidates = ticker.candidates(agent_ids=[agent.pk], at=clock.now())
     assert sorted(c.conversation_id for c in candidates) == sorted(
         g.conversation_id for g in [graphs[0], *graphs[SCAN_LIMIT:]]
     )
+
+
+def test_candidates_come_oldest_first_to_the_microsecond_also_when_a_read_goes_round(
+    agent, clock, monkeypatch
+):
+    """Heads are ordered by `not_before` as stored text: a whole second (no fraction stored) sorts
+    before and after fractions correctly, and the two reads of a pass that goes round merge."""
+    graphs = open_conversations(agent, 5)
+    nodes = [queue([g], 1, kind=NodeKind.RECEIVED, at=clock.now())[0] for g in graphs]
+    offsets = [-1.0, -0.5, -1.000001, 0.0, -0.25]  # seconds before the clock's whole second
+    for node, offset in zip(nodes, offsets, strict=True):
+        TaskNode.objects.filter(pk=node.pk).update(not_before=clock.now() + dt.timedelta(seconds=offset))
+    oldest_first = [node.pk for _, node in sorted(zip(offsets, nodes, strict=True), key=lambda p: p[0])]
+
+    assert [c.id for c in eligible_nodes(agent_ids=[agent.pk], at=clock.now())] == oldest_first
+
+    monkeypatch.setattr(tick, "SCAN_LIMIT", 3)
+    ticker = Ticker(gateway_id="gw")
+    first = ticker.candidates(agent_ids=[agent.pk], at=clock.now())
+    assert sorted(c.id for c in first) == sorted(n.pk for n in nodes[:3])
+    # The next read takes the last two, then goes round to the first conversation.
+    second = ticker.candidates(agent_ids=[agent.pk], at=clock.now())
+    assert [c.id for c in second] == [
+        pk for pk in oldest_first if pk in {nodes[0].pk, nodes[3].pk, nodes[4].pk}
+    ]
 
 
 def test_telegram_kinds_still_run_one_per_agent_per_tick_with_a_backlog(agent, other_agent, clock):
@@ -187,10 +212,10 @@ def test_a_claim_pass_costs_the_same_queries_however_long_the_backlog(
     )
     queue(open_conversations(other_agent, 2, first_peer=90_000), 1, kind=NodeKind.RECEIVED, at=clock.now())
     ticker = Ticker(gateway_id="gw")
-    # due check, the next node of each waiting conversation, their values; then the claim:
+    # due check, the next node of each waiting conversation with its values; then the claim:
     # savepoint, compare-and-set UPDATE, read of the rows won, their agents, the claimed events,
     # release savepoint
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(8):
         won = ticker.claim(agent_ids=[agent.pk, other_agent.pk])
     assert len(won) == MAX_NODES_PER_TICK
     assert {node.agent_id for node, _ in won} == {agent.pk, other_agent.pk}

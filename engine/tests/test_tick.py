@@ -105,12 +105,12 @@ def test_a_gateway_taking_over_an_agent_resumes_nodes_left_running(agent, clock)
     assert TaskGraph.objects.get().status == TaskGraph.Status.DONE
 
 
-def test_the_eligibility_scan_is_two_queries_however_many_conversations(
+def test_the_eligibility_scan_is_one_query_however_many_conversations(
     agent, clock, django_assert_num_queries
 ):
     for i in range(20):
         queue_sends(conversation_with(agent, f"P{i}"), 3)
-    with django_assert_num_queries(2):  # the head of each active conversation, then their values
+    with django_assert_num_queries(1):  # the head of each active conversation, with its values
         nodes = eligible_nodes(agent_ids=[agent.pk], at=clock.now())
     assert len(nodes) == 20
 
