@@ -37,10 +37,13 @@ import signal
 import time
 import uuid
 from multiprocessing import Event, Process, Value
+from multiprocessing.connection import wait
 from typing import Any
 
 from django import db
 from django.conf import settings
+from django.core.cache.backends.locmem import LocMemCache
+from django_q.brokers import Broker
 from django_q.cluster import Sentinel, get_mp_context
 from django_q.conf import Conf
 from django_q.queues import Queue
@@ -69,6 +72,10 @@ IDLE, RECYCLED, TIMED_OUT = -1, -2, 0
 HOUSEKEEPING_SECONDS = 30.0
 #: How long a killed pool process may take to be reaped before the new pool starts anyway.
 JOIN_SECONDS = 5.0
+#: While no worker is busy, the longest the guard sleeps between two rounds (it wakes at once when a
+#: pool process dies); 1 s when the pool's status is shared (Redis), whose entry lives 3 s.
+IDLE_GUARD_SECONDS = 5.0
+SHARED_STATUS_GUARD_SECONDS = 1.0
 
 
 def pool_connections_persistent() -> None:
@@ -97,7 +104,7 @@ class GuardedSentinel(Sentinel):
     def __init__(self, *, gateway_id: str = "") -> None:
         self.gateway_id = gateway_id
         self.replacements = 0
-        self._since_housekeeping = HOUSEKEEPING_SECONDS  # run it on the first guard cycle
+        self._housekeeping_at: float | None = None  # monotonic; None: run it on the first guard cycle
         self._beat_at: float | None = None  # monotonic; None: write the health row on the first cycle
         self.health_name = f"workers:{host_name()}:{os.getpid()}"
         super().__init__(Event(), Event(), uuid.uuid4(), start=False)
@@ -269,9 +276,33 @@ class GuardedSentinel(Sentinel):
         finally:
             db.connections.close_all()
 
+    def status_shared(self) -> bool:
+        """Whether the pool's django-q2 status reaches other processes (`qinfo`, `qmonitor`): the Redis
+        broker keeps it in Redis; the database broker in the Django cache, which here is each
+        process's own memory, where no other process can read it."""
+        return type(self.broker).set_stat is not Broker.set_stat or not isinstance(
+            self.broker.cache, (LocMemCache, type(None))
+        )
+
+    def guard_pause(self, cycle: float) -> float:
+        """How long to sleep before the next round: one cycle while a worker is busy (its timeout is
+        counted down each cycle, as django-q2 does), else until the housekeeping or the health row is
+        due, at most IDLE_GUARD_SECONDS (SHARED_STATUS_GUARD_SECONDS while the status is shared). A
+        worker that starts a task meanwhile is counted down from the next round: its timeout comes that
+        much later, and it stops itself at CINDY_Q_TIMEOUT anyway."""
+        if any(self._timer(process) > 0 for process in self.pool):
+            return cycle
+        at = time.monotonic()
+        longest = SHARED_STATUS_GUARD_SECONDS if self._status_shared else IDLE_GUARD_SECONDS
+        due = [self._housekeeping_at + HOUSEKEEPING_SECONDS - at]
+        if self._beat_at is not None:
+            due.append(self._beat_at + beat_interval() - at)
+        return max(cycle, min(longest, *due))
+
     def guard(self) -> None:
         logger.info("task workers running (pid %s, %s workers)", os.getpid(), self.pool_size)
         self.start_event.set()
+        self._status_shared = self.status_shared()
         Stat(self).save()
         cycle = Conf.GUARD_CYCLE
         while not self.stop_event.is_set():
@@ -280,12 +311,16 @@ class GuardedSentinel(Sentinel):
                 self.replace_pool(reason)
             else:
                 self.tend_workers(cycle)
-            self._since_housekeeping += cycle
-            if self._since_housekeeping >= HOUSEKEEPING_SECONDS:
-                self._since_housekeeping = 0.0
+            if (
+                self._housekeeping_at is None
+                or time.monotonic() - self._housekeeping_at >= HOUSEKEEPING_SECONDS
+            ):
+                self._housekeeping_at = time.monotonic()
                 self.housekeeping()
             if self._beat_at is None or time.monotonic() - self._beat_at >= beat_interval():
                 self._beat_at = time.monotonic()
                 self.beat()
-            Stat(self).save()
-            self.stop_event.wait(cycle)
+            if self._status_shared:
+                Stat(self).save()
+            # Woken at once by the death of any pool process (its sentinel becomes readable).
+            wait([process.sentinel for process in self._children()], self.guard_pause(cycle))
