@@ -8,7 +8,8 @@ the queues' other locks the same way.
 
 `GuardedSentinel` runs django-q2's pool but treats any sudden death of a pool process (a worker that
 neither finished, recycled nor timed out; the pusher; the monitor) as a broken cluster: it kills every
-process of the pool, builds fresh queues and starts a new pool, within one guard cycle (0.5 s). Tasks
+process of the pool, builds fresh queues and starts a new pool, at once (it waits on the processes'
+sentinels, so a death wakes it). Tasks
 in the dead pool's queue are lost, so the planning nodes its gateway had dispatched go back to pending
 at once (run by this pool only, they cannot be running anywhere else), and the agents of that gateway
 show the outage in their activity stream while it lasts. The LLM calls its processes had in flight are
@@ -20,6 +21,12 @@ ones at its next check: the work is planned again within seconds in that layout 
 Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
 the planning modules, and the SDK and client of each provider in use), so a worker's first task does
 not pay the imports and the client set-up (0.4 s or more).
+
+Idle, the pool costs next to nothing: the guard sleeps until the housekeeping or the health row is due
+(`guard_pause`; one cycle while a worker is busy, to count its timeout down), the pusher waits for a
+wake-up (engine/taskwake.py), the workers and the monitor block on their queues. Per task, every pool
+process keeps its database connection (`pool_connections_persistent`) and the monitor stores only
+failed tasks (`save_limit: -1`).
 
 Every pool process asks for SIGKILL when the sentinel dies (`engine.lifeline`), and SIGTERM or SIGINT
 kill the pool and end the sentinel at once: no handler waits on a lock, so a repeated signal cannot
