@@ -224,7 +224,8 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
                 summary=f"task adjusted: {note}"[:2000],
                 data={"note": note},
             )
-        graph_finish_if_complete(graph_id=node.graph_id)
+        if not children:  # a node just added is pending: the graph goes on
+            graph_finish_if_complete(graph_id=node.graph_id)
     return f"node {node_id}: planned {summary}"
 
 
