@@ -128,7 +128,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         node = (
             TaskNode.objects.select_for_update()
             .filter(pk=node_id, status=NodeStatus.RUNNING, lease_owner=owner)
-            .select_related("conversation")
+            .select_related("conversation", "agent")  # on MariaDB the lock takes their rows too
             .first()
         )
         if node is None:
