@@ -230,7 +230,9 @@ Q_CLUSTER: dict[str, object] = {
     "max_attempts": 1,
     "ack_failures": True,
     "catch_up": False,
-    "save_limit": 1000,
+    # Successful tasks are not stored: a task's outcome is in its node (result, activity events), and
+    # storing one cost the monitor a locked read of up to 1000 rows per task. Failures are stored.
+    "save_limit": -1,
     # The ORM broker's pause after finding no task: planning starts at most this late (one indexed
     # read per pause when idle). The Redis broker blocks on BLPOP instead and ignores it.
     "poll": _positive_float("CINDY_Q_POLL_SECONDS", 0.05),

@@ -130,13 +130,12 @@ def planning_brake(*, agent: Agent, conversation_id: int, at: dt.datetime | None
     return None
 
 
-def brake_hold(*, node_id: int, owner: str) -> str:
+def brake_hold(*, node: TaskNode, owner: str) -> str:
     """If a brake stops this `received` node's planning: put it back to pending until the brake's next
     check (no attempt counted, no event), say so once in the agent's activity, and return the
-    message. Returns '' when planning may go ahead."""
-    node = TaskNode.objects.filter(pk=node_id).select_related("agent").first()
-    if node is None:
-        return ""
+    message. Returns '' when planning may go ahead. `node` is the node as the task read it, with its
+    agent (`select_related("agent")`): the hold itself is conditional on the claim."""
+    node_id = node.pk
     at = now()
     brake = planning_brake(agent=node.agent, conversation_id=node.conversation_id, at=at)
     if brake is None:

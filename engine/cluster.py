@@ -8,7 +8,8 @@ the queues' other locks the same way.
 
 `GuardedSentinel` runs django-q2's pool but treats any sudden death of a pool process (a worker that
 neither finished, recycled nor timed out; the pusher; the monitor) as a broken cluster: it kills every
-process of the pool, builds fresh queues and starts a new pool, within one guard cycle (0.5 s). Tasks
+process of the pool, builds fresh queues and starts a new pool, at once (it waits on the processes'
+sentinels, so a death wakes it). Tasks
 in the dead pool's queue are lost, so the planning nodes its gateway had dispatched go back to pending
 at once (run by this pool only, they cannot be running anywhere else), and the agents of that gateway
 show the outage in their activity stream while it lasts. The LLM calls its processes had in flight are
@@ -20,6 +21,12 @@ ones at its next check: the work is planned again within seconds in that layout 
 Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
 the planning modules, and the SDK and client of each provider in use), so a worker's first task does
 not pay the imports and the client set-up (0.4 s or more).
+
+Idle, the pool costs next to nothing: the guard sleeps until the housekeeping or the health row is due
+(`guard_pause`; one cycle while a worker is busy, to count its timeout down), the pusher waits for a
+wake-up (engine/taskwake.py), the workers and the monitor block on their queues. Per task, every pool
+process keeps its database connection (`pool_connections_persistent`) and the monitor stores only
+failed tasks (`save_limit: -1`).
 
 Every pool process asks for SIGKILL when the sentinel dies (`engine.lifeline`), and SIGTERM or SIGINT
 kill the pool and end the sentinel at once: no handler waits on a lock, so a repeated signal cannot
@@ -37,10 +44,13 @@ import signal
 import time
 import uuid
 from multiprocessing import Event, Process, Value
+from multiprocessing.connection import wait
 from typing import Any
 
 from django import db
 from django.conf import settings
+from django.core.cache.backends.locmem import LocMemCache
+from django_q.brokers import Broker
 from django_q.cluster import Sentinel, get_mp_context
 from django_q.conf import Conf
 from django_q.queues import Queue
@@ -69,6 +79,24 @@ IDLE, RECYCLED, TIMED_OUT = -1, -2, 0
 HOUSEKEEPING_SECONDS = 30.0
 #: How long a killed pool process may take to be reaped before the new pool starts anyway.
 JOIN_SECONDS = 5.0
+#: While no worker is busy, the longest the guard sleeps between two rounds (it wakes at once when a
+#: pool process dies); 1 s when the pool's status is shared (Redis), whose entry lives 3 s.
+IDLE_GUARD_SECONDS = 5.0
+SHARED_STATUS_GUARD_SECONDS = 1.0
+
+
+def pool_connections_persistent() -> None:
+    """Every process of the pool keeps its database connection between tasks (CONN_MAX_AGE=None).
+
+    django-q2 closes "old" connections before each task a worker runs, each time the pusher reads the
+    queue and before the monitor stores a result: with CONN_MAX_AGE=0 each of those opened a fresh
+    connection (on SQLite, about 1.5 ms of CPU with its PRAGMAs), several per task. A kept connection
+    is still closed after an error that left it unusable, and with CONN_HEALTH_CHECKS (MariaDB) it is
+    pinged before its first use in each task. The sentinel closes every connection before it forks,
+    so no process shares one.
+    """
+    for alias in db.connections:
+        db.connections.settings[alias]["CONN_MAX_AGE"] = None
 
 
 def _run_with_lifeline(hook: Any, target: Any, *args: Any) -> None:
@@ -83,7 +111,7 @@ class GuardedSentinel(Sentinel):
     def __init__(self, *, gateway_id: str = "") -> None:
         self.gateway_id = gateway_id
         self.replacements = 0
-        self._since_housekeeping = HOUSEKEEPING_SECONDS  # run it on the first guard cycle
+        self._housekeeping_at: float | None = None  # monotonic; None: run it on the first guard cycle
         self._beat_at: float | None = None  # monotonic; None: write the health row on the first cycle
         self.health_name = f"workers:{host_name()}:{os.getpid()}"
         super().__init__(Event(), Event(), uuid.uuid4(), start=False)
@@ -91,6 +119,7 @@ class GuardedSentinel(Sentinel):
             signal.signal(sig, self._kill_and_exit)
 
     def start(self) -> None:
+        pool_connections_persistent()
         try:
             gone = processes_forget_gone(kind=ProcessHeartbeat.Kind.WORKERS)
             if gone:
@@ -254,9 +283,33 @@ class GuardedSentinel(Sentinel):
         finally:
             db.connections.close_all()
 
+    def status_shared(self) -> bool:
+        """Whether the pool's django-q2 status reaches other processes (`qinfo`, `qmonitor`): the Redis
+        broker keeps it in Redis; the database broker in the Django cache, which here is each
+        process's own memory, where no other process can read it."""
+        return type(self.broker).set_stat is not Broker.set_stat or not isinstance(
+            self.broker.cache, (LocMemCache, type(None))
+        )
+
+    def guard_pause(self, cycle: float) -> float:
+        """How long to sleep before the next round: one cycle while a worker is busy (its timeout is
+        counted down each cycle, as django-q2 does), else until the housekeeping or the health row is
+        due, at most IDLE_GUARD_SECONDS (SHARED_STATUS_GUARD_SECONDS while the status is shared). A
+        worker that starts a task meanwhile is counted down from the next round: its timeout comes that
+        much later, and it stops itself at CINDY_Q_TIMEOUT anyway."""
+        if any(self._timer(process) > 0 for process in self.pool):
+            return cycle
+        at = time.monotonic()
+        longest = SHARED_STATUS_GUARD_SECONDS if self._status_shared else IDLE_GUARD_SECONDS
+        due = [self._housekeeping_at + HOUSEKEEPING_SECONDS - at]
+        if self._beat_at is not None:
+            due.append(self._beat_at + beat_interval() - at)
+        return max(cycle, min(longest, *due))
+
     def guard(self) -> None:
         logger.info("task workers running (pid %s, %s workers)", os.getpid(), self.pool_size)
         self.start_event.set()
+        self._status_shared = self.status_shared()
         Stat(self).save()
         cycle = Conf.GUARD_CYCLE
         while not self.stop_event.is_set():
@@ -265,12 +318,16 @@ class GuardedSentinel(Sentinel):
                 self.replace_pool(reason)
             else:
                 self.tend_workers(cycle)
-            self._since_housekeeping += cycle
-            if self._since_housekeeping >= HOUSEKEEPING_SECONDS:
-                self._since_housekeeping = 0.0
+            if (
+                self._housekeeping_at is None
+                or time.monotonic() - self._housekeeping_at >= HOUSEKEEPING_SECONDS
+            ):
+                self._housekeeping_at = time.monotonic()
                 self.housekeeping()
             if self._beat_at is None or time.monotonic() - self._beat_at >= beat_interval():
                 self._beat_at = time.monotonic()
                 self.beat()
-            Stat(self).save()
-            self.stop_event.wait(cycle)
+            if self._status_shared:
+                Stat(self).save()
+            # Woken at once by the death of any pool process (its sentinel becomes readable).
+            wait([process.sentinel for process in self._children()], self.guard_pause(cycle))

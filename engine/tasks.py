@@ -47,14 +47,14 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     queued without an owner (by an earlier version) act for whoever holds the node.
     django-q2 closes stale connections around each task, so none is closed here.
     """
-    node = TaskNode.objects.filter(pk=node_id).only("status", "lease_owner").first()
+    node = TaskNode.objects.filter(pk=node_id).select_related("agent").first()  # the brakes read its agent
     if node is None or node.status != NodeStatus.RUNNING:
         return f"node {node_id} is no longer running; nothing to do"
     if owner is None:
         owner = node.lease_owner
     elif node.lease_owner != owner:
         return f"node {node_id} is held by another claim now; this task is stale, nothing to do"
-    braked = brake_hold(node_id=node_id, owner=owner)  # engine/brakes.py: caps and rate limits
+    braked = brake_hold(node=node, owner=owner)  # engine/brakes.py: caps and rate limits
     if braked:
         return f"node {node_id}: not planned: {braked}"
     from engine.voice_render import voice_tasks_render  # imported here: the LLM stack loads only on workers
@@ -128,14 +128,14 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         node = (
             TaskNode.objects.select_for_update()
             .filter(pk=node_id, status=NodeStatus.RUNNING, lease_owner=owner)
-            .select_related("conversation", "agent")
+            .select_related("conversation", "agent")  # on MariaDB the lock takes their rows too
             .first()
         )
         if node is None:
             return f"node {node_id} was replanned or taken over while planning; plan dropped"
-        conversation, agent = node.conversation, node.agent
+        conversation, agent_id = node.conversation, node.agent_id
         context = StoreContext(
-            agent_id=agent.pk,
+            agent_id=agent_id,
             channel_id=conversation.peer_id,
             channel_name=conversation.title or str(conversation.peer_id),
             channel_username=f"@{conversation.username}" if conversation.username else "",
@@ -197,11 +197,11 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         if all_dropped:
             summary = "nothing: " + node.error
             logger.warning(
-                "node %s (received) of agent %s planned nothing: %s", node.pk, agent.pk, node.error
+                "node %s (received) of agent %s planned nothing: %s", node.pk, agent_id, node.error
             )
         record_event(
             ActivityEvent.Kind.NODE_FAILED if all_dropped else ActivityEvent.Kind.NODE_DONE,
-            agent_id=agent.pk,
+            agent_id=agent_id,
             conversation_id=conversation.pk,
             node_id=node.pk,
             summary=f"received #{node.pk}: planned {summary}"[:2000],
@@ -210,7 +210,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         for error in errors:
             record_event(
                 ActivityEvent.Kind.INFO,
-                agent_id=agent.pk,
+                agent_id=agent_id,
                 conversation_id=conversation.pk,
                 node_id=node.pk,
                 summary=f"invalid task from the LLM: {error}",
@@ -218,13 +218,14 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         for note in notes:
             record_event(
                 ActivityEvent.Kind.INFO,
-                agent_id=agent.pk,
+                agent_id=agent_id,
                 conversation_id=conversation.pk,
                 node_id=node.pk,
                 summary=f"task adjusted: {note}"[:2000],
                 data={"note": note},
             )
-        graph_finish_if_complete(graph_id=node.graph_id)
+        if not children:  # a node just added is pending: the graph goes on
+            graph_finish_if_complete(graph_id=node.graph_id)
     return f"node {node_id}: planned {summary}"
 
 

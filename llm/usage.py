@@ -27,13 +27,17 @@ def price_for(provider: str, model: str) -> ModelPrice | None:
     return best
 
 
-def estimate_cost(provider: str, model: str, usage: Usage) -> Decimal:
+def estimate_cost(
+    provider: str, model: str, usage: Usage, *, price: ModelPrice | None | object = ...
+) -> Decimal:
     """USD for one call. Cached input tokens are part of input tokens and billed at the cached rate;
     audio tokens are part of input tokens and billed at the audio rate where the price row has one;
     thinking tokens are billed as output; image output tokens are part of output tokens and billed at
     the image output rate when the price has one; audio billed by duration costs its minutes at the
-    per-minute rate. Unknown models cost 0 (add a price in the admin)."""
-    price = price_for(provider, model)
+    per-minute rate. Unknown models cost 0 (add a price in the admin). `price`: the row `price_for`
+    found already (None: no price), so it is not looked up again."""
+    if price is ...:
+        price = price_for(provider, model)
     if price is None:
         return Decimal("0")
     cached = min(usage.cached_tokens, usage.input_tokens)
@@ -81,7 +85,8 @@ def llm_call_start(
     and cost figures; `llm_calls_mark_interrupted` later closes it.
     """
     usage = Usage(input_tokens=estimated_input_tokens)
-    return LLMCall.objects.create(
+    price = price_for(provider, model)
+    call = LLMCall.objects.create(
         created=now(),
         agent_id=agent_id,
         conversation_id=conversation_id,
@@ -90,11 +95,13 @@ def llm_call_start(
         provider=provider,
         model=model,
         input_tokens=usage.input_tokens,
-        cost=estimate_cost(provider, model, usage),
+        cost=estimate_cost(provider, model, usage, price=price),
         status=LLMCall.Status.PENDING,
         fingerprint=fingerprint,
         worker=worker_name(),
     )
+    call.price_row = price  # `llm_call_finish` costs the outcome at the same price, without a query
+    return call
 
 
 def worker_name(pid: int | None = None) -> str:
@@ -131,7 +138,7 @@ def llm_call_finish(
     call.audio_tokens = usage.audio_tokens
     call.audio_seconds = usage.audio_seconds
     call.image_output_tokens = usage.image_output_tokens
-    call.cost = estimate_cost(call.provider, call.model, usage)
+    call.cost = estimate_cost(call.provider, call.model, usage, price=getattr(call, "price_row", ...))
     call.latency_ms = latency_ms
     call.status = status
     call.error = error[:4000]

@@ -1,0 +1,80 @@
+"""What the task pool costs while nothing happens (engine/cluster.py): the guard sleeps until something
+is due instead of every guard cycle, and writes django-q2's status only where another process reads it."""
+
+from __future__ import annotations
+
+import signal
+import time
+from multiprocessing import Value
+
+import pytest
+from django_q.cluster import get_mp_context
+from django_q.conf import Conf
+from django_q.worker import worker
+
+from engine.cluster import (
+    HOUSEKEEPING_SECONDS,
+    IDLE,
+    IDLE_GUARD_SECONDS,
+    SHARED_STATUS_GUARD_SECONDS,
+    GuardedSentinel,
+)
+from engine.health import beat_interval
+
+
+@pytest.fixture
+def sentinel(db):
+    """A sentinel of the database broker, not started: its signal handlers are put back afterwards."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    made = GuardedSentinel()
+    yield made
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+
+
+def _workers(sentinel: GuardedSentinel, *timers: float) -> None:
+    """Pool entries as django-q2 makes them (a worker process and its timer), never started."""
+    sentinel.pool = []
+    for timer in timers:
+        entry = get_mp_context().Process(target=worker)
+        entry.timer = Value("f", timer)
+        sentinel.pool.append(entry)
+
+
+def test_the_database_broker_s_status_stays_in_its_own_process_so_the_guard_does_not_write_it(sentinel):
+    assert sentinel.status_shared() is False
+
+
+def test_an_idle_pool_s_guard_sleeps_until_its_health_row_is_due_at_most_the_idle_pause(sentinel):
+    _workers(sentinel, IDLE, IDLE)
+    sentinel._status_shared = False
+    at = time.monotonic()
+    sentinel._housekeeping_at = at
+    sentinel._beat_at = at - beat_interval() + 2.0  # the health row is due in 2 s
+    assert 1.5 < sentinel.guard_pause(Conf.GUARD_CYCLE) <= 2.0
+    sentinel._beat_at = at  # nothing due for a while: the longest pause
+    assert sentinel.guard_pause(Conf.GUARD_CYCLE) == IDLE_GUARD_SECONDS
+    sentinel._housekeeping_at = at - HOUSEKEEPING_SECONDS  # overdue: one cycle, not less
+    assert sentinel.guard_pause(Conf.GUARD_CYCLE) == Conf.GUARD_CYCLE
+
+
+def test_a_busy_worker_s_timeout_is_counted_down_every_cycle(sentinel):
+    _workers(sentinel, IDLE, 120.0)
+    sentinel._status_shared = False
+    sentinel._housekeeping_at = sentinel._beat_at = time.monotonic()
+    assert sentinel.guard_pause(Conf.GUARD_CYCLE) == Conf.GUARD_CYCLE
+
+
+def test_with_a_shared_status_the_guard_writes_it_before_its_entry_expires(sentinel):
+    _workers(sentinel, IDLE)
+    sentinel._status_shared = True
+    sentinel._housekeeping_at = sentinel._beat_at = time.monotonic()
+    assert sentinel.guard_pause(Conf.GUARD_CYCLE) == SHARED_STATUS_GUARD_SECONDS
+
+
+def test_the_redis_broker_s_status_is_shared_so_the_guard_keeps_writing_it(sentinel, monkeypatch):
+    from django_q.brokers.redis_broker import Redis
+
+    monkeypatch.setattr(Conf, "REDIS", "redis://127.0.0.1:6379/15")  # a client only: nothing is sent
+    sentinel.broker = Redis(list_key=sentinel.broker.list_key)
+    assert sentinel.status_shared() is True
