@@ -472,7 +472,8 @@ class Gateway(
             reaped = nodes_reap_expired(agent_ids=held)
         if not held or not pending_nodes_due(agent_ids=held, at=now()):
             return reaped, []  # an idle tick: nothing due, so no need to know who is asleep
-        return reaped, self.ticker.claim(agent_ids=self._active_agent_ids(clients))
+        agents = {agent_id: client.agent for agent_id, client in clients}
+        return reaped, self.ticker.claim(agent_ids=self._active_agent_ids(clients), agents=agents)
 
     @staticmethod
     def _active_agent_ids(clients: list[tuple[int, AgentClient]]) -> list[int]:

@@ -90,9 +90,10 @@ class Ticker:
         return candidates_in_turns(heads=heads, limit=SCAN_LIMIT)
 
     def claim(
-        self, *, agent_ids: Iterable[int], limit: int = MAX_NODES_PER_TICK
+        self, *, agent_ids: Iterable[int], limit: int = MAX_NODES_PER_TICK, agents: dict | None = None
     ) -> list[tuple[TaskNode, str]]:
-        """Select and claim this tick's nodes; returns (node, claim token) pairs actually won."""
+        """Select and claim this tick's nodes; returns (node, claim token) pairs actually won.
+        `agents` (id → Agent): the caller's current agent rows, for the nodes won (`nodes_claim`)."""
         agent_ids, at = list(agent_ids), now()
         if not pending_nodes_due(agent_ids=agent_ids, at=at):  # an idle tick: skip the full scan
             return []
@@ -101,6 +102,9 @@ class Ticker:
             return []
         owner = new_claim_token(self.gateway_id)
         won = nodes_claim(
-            node_ids=[n.id for n in chosen], owner=owner, lease_seconds=settings.CINDY_NODE_LEASE_SECONDS
+            node_ids=[n.id for n in chosen],
+            owner=owner,
+            lease_seconds=settings.CINDY_NODE_LEASE_SECONDS,
+            agents=agents,
         )
         return [(node, owner) for node in won]

@@ -65,8 +65,17 @@ def _status_is(status: str) -> Exact:
     return Exact(Lower("status"), status)
 
 
-def nodes_claim(*, node_ids: list[int], owner: str, lease_seconds: int | None = None) -> list[TaskNode]:
+def nodes_claim(
+    *,
+    node_ids: list[int],
+    owner: str,
+    lease_seconds: int | None = None,
+    agents: dict[int, Agent] | None = None,
+) -> list[TaskNode]:
     """Claim pending nodes in one transaction; returns the nodes won, in `node_ids` order.
+
+    `agents` (id → Agent) are the caller's own agent rows, given to the nodes won instead of reading
+    them again (the gateway holds each agent's current row, refreshed every pass).
 
     One compare-and-set UPDATE over the ids (only rows still pending change), one read of the rows
     now carrying the claim token, one insert of their claimed events (`events_insert`: the rows
@@ -97,9 +106,11 @@ def nodes_claim(*, node_ids: list[int], owner: str, lease_seconds: int | None = 
             .order_by()
         }
         if not single:
-            agents = Agent.objects.in_bulk({node.agent_id for node in won.values()})
+            known = agents or {}
+            missing = {node.agent_id for node in won.values()} - known.keys()
+            read = Agent.objects.in_bulk(missing) if missing else {}
             for node in won.values():
-                node.agent = agents[node.agent_id]
+                node.agent = known.get(node.agent_id) or read[node.agent_id]
         events_insert(
             Kind.NODE_CLAIMED,
             [
