@@ -81,8 +81,6 @@ class _Work:
 class ScanReport:
     fetched: int = 0
     graph_ids: list[int] = field(default_factory=list)
-    #: The dialog list the scan read (the dialog refresh reuses a recent one: engine/upkeep.py).
-    dialogs: list[ChatDetails] | None = None
 
 
 def _dialog_key(details: ChatDetails) -> tuple:
@@ -203,7 +201,6 @@ async def unread_scan(*, agent_id: int, transport: Transport, marks: dict[int, t
     dialog so (an idle account's usual scan) reads nothing from the database."""
     report = ScanReport()
     dialogs = await transport.dialogs(limit=SCAN_DIALOGS)
-    report.dialogs = dialogs
     changed = [
         d for d in dialogs if d.peer_id != TELEGRAM_SERVICE_USER_ID and marks.get(d.peer_id) != _dialog_key(d)
     ]
@@ -333,8 +330,6 @@ class AttentionSteps:
                 "agent %s: unread scan failed: %r", client.agent.name, exc
             )
             return
-        if report.dialogs is not None:
-            client.dialogs_seen = (get_clock().monotonic(), report.dialogs)
         if report.graph_ids:
             self.wakeup.set()  # their nodes are the tick's to claim
 

@@ -33,9 +33,6 @@ class AgentClient:
     renewed_at: float = 0.0  # monotonic start of the last lease acquisition or renewal that succeeded
     dropped: bool = False  # released (or fenced) while a step still held on to it
     shown_online: bool | None = None  # the online status last set on the account (engine/presence.py)
-    #: (monotonic time, list) of the dialog list an unread scan last read (engine/attention.py): the
-    #: dialog refresh applies it instead of asking Telegram again while it is recent (engine/upkeep.py).
-    dialogs_seen: tuple[float, list] | None = None
 
     def fail(self, exc: BaseException) -> float:
         self.connected = False

@@ -247,14 +247,7 @@ class UpkeepSteps:
 
 
 async def _refresh_dialogs(agent_id: int, client: AgentClient) -> bool:
-    """Apply the dialog list's flags. An unread scan's list read within the period serves (the scans
-    run more often than the refresh, so an account with scans on asks Telegram for its dialogs once
-    per scan, not once more per refresh)."""
-    seen = client.dialogs_seen
-    if seen is not None and get_clock().monotonic() - seen[0] < DIALOG_REFRESH_SECONDS:
-        dialogs = seen[1]
-    else:
-        dialogs = await client.transport.dialogs()
+    dialogs = await client.transport.dialogs()
     blocked = await _block_states(client.transport, dialogs)
     changed = await sync_to_async(conversations_refresh_flags)(
         agent_id=agent_id, dialogs=dialogs, blocked=blocked

@@ -247,3 +247,32 @@ def test_the_admin_refresh_action_says_when_no_telegram_agent_can_fetch(agent, v
     )
     assert "no enabled, running Telegram agent" in response.content.decode()
     assert not GatewayRequest.objects.exists()
+
+
+def test_a_mute_that_reached_telegram_after_an_unread_scan_is_kept_by_the_next_refresh(agent, clock):
+    """The refresh reads the dialog list itself: an unread scan's list, read before the mute reached
+    Telegram, would undo it when applied after."""
+    from asgiref.sync import async_to_sync
+
+    harness = Harness(clock)
+    harness.start()
+    sandbox_say(agent=agent, text="hi", as_name="Alice")
+    harness.ingest()
+    alice = sandbox_person(name="Alice")
+    me = sandbox_user_for_agent(agent=agent)
+    harness.refresh("step_dialogs")  # places the agent on its phase of the minute
+
+    async def scan() -> None:
+        await harness.gateway.step_attention()
+        state = harness.gateway._scans()[agent.pk]
+        assert state.task is not None  # a scan ran, reading the chat unmuted
+        await state.task
+
+    harness.step("step_attention")  # connected: the first scan comes within its spread
+    clock.advance(10)
+    async_to_sync(scan)()
+
+    SandboxMember.objects.filter(user=me).update(muted=True)  # the mute reaches Telegram
+    clock.advance(max(harness.refresh_due("dialogs", agent.pk), 0))
+    harness.refresh("step_dialogs")
+    assert Conversation.objects.get(peer_id=alice.user_id).muted
