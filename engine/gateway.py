@@ -125,6 +125,7 @@ class Gateway(
         self._workers_started = False
         self.ticker = Ticker(gateway_id=self.gateway_id)
         self._reaped_at = float("-inf")  # monotonic time of the last look for expired node leases
+        self._ingested = False  # whether the last ingest step stored anything (`_follow_up_steps`)
         self.stopping = asyncio.Event()
         self.wakeup = asyncio.Event()  # set by wake-ups, transports' updates and request_stop
         self.wake = wake_listener(self.gateway_id)
@@ -547,7 +548,7 @@ class Gateway(
         stores messages (their triggers, media to describe); the tick finishes nodes (the next ones
         of their graphs) and acts (the account is online). What else a pass looks at comes from
         other processes, which wake the gateway, or from timers, which its wait counts with."""
-        if self.__dict__.get("_ingested"):
+        if self._ingested:
             return (self.step_ingest, self.step_media, self.step_tick, self.step_presence)
         return (self.step_ingest, self.step_tick, self.step_presence)
 
