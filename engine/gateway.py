@@ -493,6 +493,9 @@ class Gateway(
         reaped, claimed = await sync_to_async(self._claim_tick)(list(self.clients.items()))
         brains = [(node, owner) for node, owner in claimed if node.kind in BRAIN_KINDS]
         if brains:
+            # The workers describe media from the bytes the gateway stored: fetch what came since
+            # the media step, e.g. messages an unread scan (a task of its own) stored meanwhile.
+            await self.step_media()
             await self._dispatch_brains(brains)  # engine/dispatch.py
         actions = [self._run_action(node, owner) for node, owner in claimed if node.kind not in BRAIN_KINDS]
         if actions:

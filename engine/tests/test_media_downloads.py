@@ -64,6 +64,25 @@ def test_a_received_photo_is_stored_and_described_before_planning(agent, clock, 
     assert "A cat asleep on a keyboard." in plan_request
 
 
+def test_media_stored_after_the_media_step_is_downloaded_before_its_node_is_planned(
+    agent, clock, fake_llm, media_root
+):
+    """An unread scan stores messages in a task of its own, e.g. between a pass's media step and its
+    tick: the tick downloads their media before it hands their nodes to the workers."""
+    fake_llm.reply_with("A red square that bounces.")
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "ha"}]))
+    harness = Harness(clock)
+    harness.start()
+    say_photo(agent, media_root, "PH-late", text="me on mondays")
+
+    harness.settle()  # ingest, tick and workers only: no media step of its own
+
+    assert part_of("PH-late")["file"] == "media_store/PH-late.png"
+    assert MediaDescription.objects.get(unique_id="PH-late").description == "A red square that bounces."
+    plan_request = json.dumps(fake_llm.requests[-1].json, ensure_ascii=False)
+    assert "A red square that bounces." in plan_request
+
+
 def test_downloads_per_pass_are_capped_by_the_budget(agent, clock, media_root, settings):
     settings.MEDIA_DESC_BUDGET_PER_TICK = 1
     harness = Harness(clock)
