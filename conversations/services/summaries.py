@@ -20,11 +20,12 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Count, Max, QuerySet
 
 from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import first_partner_message_id
 from conversations.services.graphs import graph_active, graph_replan
+from memory.models import Summary
 from memory.services.summaries import summaries_clear, summary_count, summary_covered_id
 
 logger = logging.getLogger(__name__)
@@ -39,13 +40,24 @@ SUMMARIZE = "summarize"
 CONSOLIDATE = "consolidate"
 
 
-def unsummarized_messages(conversation: Conversation) -> QuerySet[Message]:
-    """Visible messages after the last summarized one (and, with Reset Context On First Message, not
-    before the partner's first message)."""
-    rows = Message.objects.filter(conversation=conversation, deleted=False)
-    covered = summary_covered_id(
+def _summary_state(conversation: Conversation) -> tuple[int, int | None]:
+    """The conversation's summary count and the highest message id they cover, in one query."""
+    state = Summary.objects.filter(
         agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
-    )
+    ).aggregate(count=Count("pk"), covered=Max("last_message_id"))
+    return state["count"], state["covered"]
+
+
+def unsummarized_messages(
+    conversation: Conversation, *, covered: int | None | bool = False
+) -> QuerySet[Message]:
+    """Visible messages after the last summarized one (and, with Reset Context On First Message, not
+    before the partner's first message). `covered`: that id, when the caller read it already."""
+    rows = Message.objects.filter(conversation=conversation, deleted=False)
+    if covered is False:
+        covered = summary_covered_id(
+            agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+        )
     if covered is not None:
         rows = rows.filter(message_id__gt=covered)
     if conversation.agent.reset_context_on_first_message:
@@ -75,20 +87,16 @@ def summarization_needs(conversation: Conversation) -> list[str]:
     """What is due, in the order it is done: "consolidate" (CONSOLIDATE_AT summaries or more), then
     "summarize" (SUMMARIZE_AFTER unsummarized messages or more)."""
     needs = []
-    if (
-        summary_count(
-            agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
-        )
-        >= CONSOLIDATE_AT
-    ):
+    count, covered = _summary_state(conversation)
+    if count >= CONSOLIDATE_AT:
         needs.append(CONSOLIDATE)
-    if _unsummarized_count(conversation, limit=SUMMARIZE_AFTER) >= SUMMARIZE_AFTER:
+    if _unsummarized_count(conversation, limit=SUMMARIZE_AFTER, covered=covered) >= SUMMARIZE_AFTER:
         needs.append(SUMMARIZE)
     return needs
 
 
-def _unsummarized_count(conversation: Conversation, *, limit: int) -> int:
-    return len(unsummarized_messages(conversation).values("pk")[:limit])
+def _unsummarized_count(conversation: Conversation, *, limit: int, covered: int | None | bool = False) -> int:
+    return len(unsummarized_messages(conversation, covered=covered).values("pk")[:limit])
 
 
 def _attempt_key(conversation: Conversation, need: str) -> str:
@@ -151,6 +159,8 @@ def summarization_start_if_due(*, conversation_id: int) -> TaskGraph | None:
         return None
     if conversation.kind == Conversation.Kind.CHANNEL:
         return None
+    if not summarization_needs(conversation):
+        return None  # the usual case, read without a transaction; the start checks again inside one
     return summarization_start(conversation=conversation, reason="due")
 
 
