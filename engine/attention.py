@@ -81,6 +81,9 @@ class _Work:
 class ScanReport:
     fetched: int = 0
     graph_ids: list[int] = field(default_factory=list)
+    #: The dialog list the scan read, and when (monotonic, taken before the request).
+    dialogs: list[ChatDetails] = field(default_factory=list)
+    read_at: float = 0.0
 
 
 def _dialog_key(details: ChatDetails) -> tuple:
@@ -199,8 +202,8 @@ async def unread_scan(*, agent_id: int, transport: Transport, marks: dict[int, t
 
     A dialog whose marks are those it had when last handled needs nothing: a scan that finds every
     dialog so (an idle account's usual scan) reads nothing from the database."""
-    report = ScanReport()
-    dialogs = await transport.dialogs(limit=SCAN_DIALOGS)
+    report = ScanReport(read_at=get_clock().monotonic())
+    dialogs = report.dialogs = await transport.dialogs(limit=SCAN_DIALOGS)
     changed = [
         d for d in dialogs if d.peer_id != TELEGRAM_SERVICE_USER_ID and marks.get(d.peer_id) != _dialog_key(d)
     ]
@@ -330,8 +333,33 @@ class AttentionSteps:
                 "agent %s: unread scan failed: %r", client.agent.name, exc
             )
             return
+        await self._scan_flags(agent_id, client, report)
         if report.graph_ids:
             self.wakeup.set()  # their nodes are the tick's to claim
+
+    async def _scan_flags(self, agent_id: int, client: AgentClient, report: ScanReport) -> None:
+        """Apply the mute, block and title flags of the scan's dialog list, as the dialog refresh does,
+        unless flags read about FLAGS_FRESH_SECONDS ago or less were applied: the scans keep the flags
+        fresh and the refresh has no dialog list of its own to read (`engine.upkeep._refresh_dialogs`).
+        A failure is logged; the refresh applies them instead."""
+        from engine.upkeep import FLAGS_FRESH_SECONDS, apply_dialog_flags
+
+        # A second less: scans one interval apart (30 s, as the refresh's freshness) each apply theirs.
+        if (
+            client.flags_read_at is not None
+            and report.read_at - client.flags_read_at < FLAGS_FRESH_SECONDS - 1
+        ):
+            return
+        try:
+            changed = await apply_dialog_flags(agent_id, client, report.dialogs, read_at=report.read_at)
+        except Exception as exc:
+            quiet = client.dropped or not client.connected
+            (logger.info if quiet else logger.warning)(
+                "agent %s: could not apply the dialog flags of its unread scan: %r", client.agent.name, exc
+            )
+            return
+        if changed:
+            self.wakeup.set()
 
     async def attention_stop(self) -> None:
         """Cancel the scans in flight (the gateway is stopping)."""

@@ -33,6 +33,9 @@ class AgentClient:
     renewed_at: float = 0.0  # monotonic start of the last lease acquisition or renewal that succeeded
     dropped: bool = False  # released (or fenced) while a step still held on to it
     shown_online: bool | None = None  # the online status last set on the account (engine/presence.py)
+    #: Monotonic time at which the dialog list whose mute, block and title flags were last applied was
+    #: read: by the dialog refresh (engine/upkeep.py) or by an unread scan (engine/attention.py).
+    flags_read_at: float | None = None
 
     def fail(self, exc: BaseException) -> float:
         self.connected = False

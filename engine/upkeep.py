@@ -35,6 +35,8 @@ Kind = ActivityEvent.Kind
 
 #: How often each agent's dialog list is re-read for mute, block and title changes.
 DIALOG_REFRESH_SECONDS = 60.0
+#: Flags applied from a list read this recently are fresh: the refresh reads no list of its own.
+FLAGS_FRESH_SECONDS = DIALOG_REFRESH_SECONDS / 2
 #: Besides on connect and on changes, each agent's sets are checked for staleness this often.
 STICKER_RECHECK_SECONDS = 3600.0
 #: How often each agent's media library is re-read from its Saved Messages.
@@ -247,11 +249,27 @@ class UpkeepSteps:
 
 
 async def _refresh_dialogs(agent_id: int, client: AgentClient) -> bool:
+    """Read the dialog list and apply its flags, unless flags read within FLAGS_FRESH_SECONDS were
+    applied already (an unread scan's, engine/attention.py: with scans on, the account is asked for
+    its dialog list once per scan, not once more per refresh)."""
+    read_at = get_clock().monotonic()
+    if client.flags_read_at is not None and read_at - client.flags_read_at < FLAGS_FRESH_SECONDS:
+        return False
     dialogs = await client.transport.dialogs()
+    return await apply_dialog_flags(agent_id, client, dialogs, read_at=read_at)
+
+
+async def apply_dialog_flags(
+    agent_id: int, client: AgentClient, dialogs: list[ChatDetails], *, read_at: float
+) -> bool:
+    """Apply a dialog list, read at `read_at` (monotonic) and just now, to the conversations' flags;
+    returns whether any changed."""
     blocked = await _block_states(client.transport, dialogs)
     changed = await sync_to_async(conversations_refresh_flags)(
         agent_id=agent_id, dialogs=dialogs, blocked=blocked
     )
+    if client.flags_read_at is None or read_at > client.flags_read_at:
+        client.flags_read_at = read_at
     return bool(changed)
 
 

@@ -13,6 +13,7 @@ from conversations.transport.base import PermanentError, StickerRef, StickerSetI
 from conversations.transport.sandbox import SandboxTransport
 from engine.requests import MAX_REQUEST_ATTEMPTS
 from engine.tests.harness import Harness
+from engine.upkeep import DIALOG_REFRESH_SECONDS
 from llm.prompt.sections import sticker_section
 from media_catalog.models import Sticker, StickerSet
 
@@ -249,9 +250,12 @@ def test_the_admin_refresh_action_says_when_no_telegram_agent_can_fetch(agent, v
     assert not GatewayRequest.objects.exists()
 
 
-def test_a_mute_that_reached_telegram_after_an_unread_scan_is_kept_by_the_next_refresh(agent, clock):
-    """The refresh reads the dialog list itself: an unread scan's list, read before the mute reached
-    Telegram, would undo it when applied after."""
+def test_a_mute_that_reached_telegram_after_an_unread_scan_is_in_the_mirror_within_a_period_and_stays(
+    agent, clock
+):
+    """A list is applied as soon as it is read (by a scan or by the refresh), never later: an unread
+    scan's list read before the mute reached Telegram does not undo it, and the mute is in the mirror
+    within one refresh period."""
     from asgiref.sync import async_to_sync
 
     harness = Harness(clock)
@@ -265,14 +269,60 @@ def test_a_mute_that_reached_telegram_after_an_unread_scan_is_kept_by_the_next_r
     async def scan() -> None:
         await harness.gateway.step_attention()
         state = harness.gateway._scans()[agent.pk]
-        assert state.task is not None  # a scan ran, reading the chat unmuted
-        await state.task
+        if state.task is not None:
+            await state.task
 
     harness.step("step_attention")  # connected: the first scan comes within its spread
     clock.advance(10)
-    async_to_sync(scan)()
+    async_to_sync(scan)()  # reads the chat unmuted
 
     SandboxMember.objects.filter(user=me).update(muted=True)  # the mute reaches Telegram
-    clock.advance(max(harness.refresh_due("dialogs", agent.pk), 0))
-    harness.refresh("step_dialogs")
-    assert Conversation.objects.get(peer_id=alice.user_id).muted
+    seen = []
+    for _ in range(int(DIALOG_REFRESH_SECONDS // 5)):
+        clock.advance(5)
+        async_to_sync(scan)()
+        harness.refresh("step_dialogs")
+        seen.append(Conversation.objects.get(peer_id=alice.user_id).muted)
+    assert seen[-1] and seen == sorted(seen)  # muted within the period, and never undone
+
+
+class CountedDialogs(SandboxTransport):
+    """The sandbox, counting its dialog-list reads."""
+
+    reads = 0
+
+    async def dialogs(self, *, limit: int = 100):
+        CountedDialogs.reads += 1
+        return await super().dialogs(limit=limit)
+
+
+def test_unread_scans_keep_the_flags_fresh_and_the_refresh_reads_no_list_of_its_own(agent, clock, settings):
+    """With scans on, each scan applies its own list's flags once they are due (a refresh period less
+    a scan interval after the last), so the account is asked for its dialogs once per scan."""
+    from asgiref.sync import async_to_sync
+
+    settings.CINDY_UNREAD_SCAN_SECONDS = 30
+    CountedDialogs.reads = 0
+    harness = Harness(clock, transport_factory=lambda agent, **kw: CountedDialogs(agent, **kw))
+    harness.start()
+    sandbox_say(agent=agent, text="hi", as_name="Alice")
+    harness.ingest()
+    alice = sandbox_person(name="Alice")
+    me = sandbox_user_for_agent(agent=agent)
+    harness.refresh("step_dialogs")  # the first refresh reads the list and places the agent's phase
+    assert CountedDialogs.reads == 1
+
+    async def scan() -> None:
+        await harness.gateway.step_attention()
+        state = harness.gateway._scans()[agent.pk]
+        if state.task is not None:
+            await state.task
+
+    SandboxMember.objects.filter(user=me).update(muted=True)  # muted on another device
+    for _ in range(8):  # four minutes of scans and refreshes
+        clock.advance(30)
+        async_to_sync(scan)()
+        harness.refresh("step_dialogs")
+
+    assert Conversation.objects.get(peer_id=alice.user_id).muted  # a scan applied it
+    assert CountedDialogs.reads == 1 + 8  # one list per scan; the refreshes read none
