@@ -180,17 +180,15 @@ def node_defer(
 def node_store_random_id(*, node_id: int, owner: str) -> int | None:
     """The node's random_id, generated and committed on first use so every attempt reuses it.
 
-    Runs in its own transaction before the first send attempt: after a crash the retry sends the same
-    random_id and Telegram (or the sandbox) returns the earlier message instead of a duplicate.
+    Committed before the first send attempt (a conditional UPDATE, so two attempts cannot both set
+    one): after a crash the retry sends the same random_id and Telegram (or the sandbox) returns the
+    earlier message instead of a duplicate. None when the node is no longer held under `owner`.
     """
-    with transaction.atomic():
-        node = _locked(node_id, owner)
-        if node is None:
-            return None
-        if node.random_id is None:
-            node.random_id = secrets.randbits(62) + 1
-            node.save(update_fields=["random_id"])
-        return node.random_id
+    held = TaskNode.objects.filter(pk=node_id, status=NodeStatus.RUNNING, lease_owner=owner)
+    random_id = secrets.randbits(62) + 1
+    if held.filter(random_id__isnull=True).update(random_id=random_id):  # one statement, atomic
+        return random_id
+    return held.values_list("random_id", flat=True).first()  # an earlier attempt's; None: lost
 
 
 def node_fail(*, node_id: int, owner: str, error: str, permanent: bool = False) -> str:
