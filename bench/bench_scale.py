@@ -36,7 +36,7 @@ from bench_engine import _say_and_wait, _wait, make_agent, setup_django  # noqa:
 
 AGENTS = 100
 IDLE_SAMPLES = 5
-IDLE_SECONDS = 3.0
+IDLE_SECONDS = 10.0
 IDLE_GOAL = 0.01
 INBOUND_RUNS = 5
 INBOUND_MESSAGES = 4
