@@ -184,9 +184,18 @@ class GuardedSentinel(Sentinel):
         return ""
 
     def tend_workers(self, cycle: float) -> None:
-        """django-q2's own worker care: respawn recycled and timed-out workers, count busy time down."""
+        """django-q2's own worker care: respawn recycled and timed-out workers, count busy time down.
+
+        A worker found dead otherwise died after this round's `sudden_death` look: it is left for the
+        next round's (its sentinel ends the guard's wait at once), which replaces the pool, as any
+        other sudden death; respawning it alone here would leave the queues' locks as it left them."""
         for process in list(self.pool):
-            if not process.is_alive() or self._timer(process) == TIMED_OUT:
+            timer = self._timer(process)
+            if not process.is_alive():
+                if timer in (RECYCLED, TIMED_OUT):
+                    self.reincarnate(process)
+                continue
+            if timer == TIMED_OUT:
                 self.reincarnate(process)
                 continue
             lock = process.timer.get_lock()

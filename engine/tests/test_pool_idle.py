@@ -16,7 +16,9 @@ from engine.cluster import (
     HOUSEKEEPING_SECONDS,
     IDLE,
     IDLE_GUARD_SECONDS,
+    RECYCLED,
     SHARED_STATUS_GUARD_SECONDS,
+    TIMED_OUT,
     GuardedSentinel,
 )
 from engine.health import beat_interval
@@ -78,3 +80,29 @@ def test_the_redis_broker_s_status_is_shared_so_the_guard_keeps_writing_it(senti
     monkeypatch.setattr(Conf, "REDIS", "redis://127.0.0.1:6379/15")  # a client only: nothing is sent
     sentinel.broker = Redis(list_key=sentinel.broker.list_key)
     assert sentinel.status_shared() is True
+
+
+class _Alive:
+    pid = 1
+
+    def is_alive(self) -> bool:
+        return True
+
+
+def test_a_worker_that_died_between_the_death_check_and_the_tending_is_left_for_the_pool_replacement(
+    sentinel,
+):
+    """Only recycled and timed-out workers are respawned one by one; a worker that died otherwise (here
+    after the round's `sudden_death` look) is left to the next round's, which replaces the pool."""
+    _workers(sentinel, IDLE, RECYCLED, TIMED_OUT, 30.0)  # none started: each is a dead worker
+    idle, recycled, timed_out, busy = sentinel.pool
+    respawned = []
+    sentinel.reincarnate = respawned.append
+    sentinel.pusher = sentinel.monitor = _Alive()
+
+    sentinel.tend_workers(Conf.GUARD_CYCLE)
+
+    assert respawned == [recycled, timed_out]
+    assert "idle task worker" in sentinel.sudden_death()
+    sentinel.pool = [busy]
+    assert "busy task worker" in sentinel.sudden_death()
