@@ -36,6 +36,11 @@ class AgentClient:
     #: Monotonic time at which the dialog list whose mute, block and title flags were last applied was
     #: read: by the dialog refresh (engine/upkeep.py) or by an unread scan (engine/attention.py).
     flags_read_at: float | None = None
+    #: The flags of that list (peer, muted, blocked, title per dialog) and the monotonic read time of
+    #: the last list compared with the database: an unchanged list is compared again only after
+    #: DIALOG_REFRESH_SECONDS (engine/upkeep.py, `apply_dialog_flags`).
+    flags_seen: tuple = ()
+    flags_compared_at: float | None = None
 
     def fail(self, exc: BaseException) -> float:
         self.connected = False

@@ -263,11 +263,20 @@ async def apply_dialog_flags(
     agent_id: int, client: AgentClient, dialogs: list[ChatDetails], *, read_at: float
 ) -> bool:
     """Apply a dialog list, read at `read_at` (monotonic) and just now, to the conversations' flags;
-    returns whether any changed."""
-    blocked = await _block_states(client.transport, dialogs)
-    changed = await sync_to_async(conversations_refresh_flags)(
-        agent_id=agent_id, dialogs=dialogs, blocked=blocked
-    )
+    returns whether any changed. A list whose flags are those of the last one compared is compared
+    with the database again only once DIALOG_REFRESH_SECONDS have passed since (an operator's change
+    that never reached Telegram, and a block Telegram's dialog list does not show, are caught then,
+    as by the refresh's period)."""
+    seen = tuple((d.peer_id, d.muted, d.blocked, d.title) for d in dialogs)
+    compared = client.flags_compared_at
+    if seen == client.flags_seen and compared is not None and read_at - compared < DIALOG_REFRESH_SECONDS:
+        changed = 0
+    else:
+        blocked = await _block_states(client.transport, dialogs)
+        changed = await sync_to_async(conversations_refresh_flags)(
+            agent_id=agent_id, dialogs=dialogs, blocked=blocked
+        )
+        client.flags_seen, client.flags_compared_at = seen, read_at
     if client.flags_read_at is None or read_at > client.flags_read_at:
         client.flags_read_at = read_at
     return bool(changed)

@@ -326,3 +326,46 @@ def test_unread_scans_keep_the_flags_fresh_and_the_refresh_reads_no_list_of_its_
 
     assert Conversation.objects.get(peer_id=alice.user_id).muted  # a scan applied it
     assert CountedDialogs.reads == 1 + 8  # one list per scan; the refreshes read none
+
+
+def test_an_unchanged_dialog_list_is_compared_with_the_mirror_once_a_period(
+    agent, clock, settings, monkeypatch
+):
+    """Scans every 30 s: a list whose flags did not change since the last comparison is compared again
+    only after a refresh period, which still undoes a mute set in the mirror alone (Telegram's says no)."""
+    from asgiref.sync import async_to_sync
+
+    from engine import upkeep
+
+    compared = []
+    real = upkeep.conversations_refresh_flags
+    monkeypatch.setattr(
+        upkeep, "conversations_refresh_flags", lambda **kw: compared.append(clock.monotonic()) or real(**kw)
+    )
+    settings.CINDY_UNREAD_SCAN_SECONDS = 30
+    harness = Harness(clock)
+    harness.start()
+    sandbox_say(agent=agent, text="hi", as_name="Alice")
+    harness.ingest()
+    alice = sandbox_person(name="Alice")
+
+    async def scan() -> None:
+        await harness.gateway.step_attention()
+        state = harness.gateway._scans()[agent.pk]
+        if state.task is not None:
+            await state.task
+
+    harness.step("step_attention")
+    for _ in range(4):  # the first scan comes within its spread, then every 30 s
+        clock.advance(30)
+        async_to_sync(scan)()
+        harness.refresh("step_dialogs")
+    first = len(compared)
+    assert first >= 1
+    Conversation.objects.filter(peer_id=alice.user_id).update(muted=True)  # the mirror alone
+    for _ in range(int(DIALOG_REFRESH_SECONDS // 30) + 1):
+        clock.advance(30)
+        async_to_sync(scan)()
+        harness.refresh("step_dialogs")
+    assert len(compared) - first <= 2  # about once a period, not at every scan
+    assert not Conversation.objects.get(peer_id=alice.user_id).muted  # Telegram's state won
