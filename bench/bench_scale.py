@@ -19,6 +19,7 @@ Each part runs in its own process on its own temporary database and touches noth
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -325,6 +326,22 @@ TELEGRAM_RUNS = 5
 TELEGRAM_INBOUND_AGENTS = 100
 
 
+@contextlib.contextmanager
+def _telegram_world():
+    """The fake LLM server and the MTProto stand-in, running: (server, stand-in, env, gateway log)."""
+    from cindy_site.testing.fake_llm import FakeLLMServer
+    from conversations.testing.mtproto import StandIn
+
+    server = FakeLLMServer().start()
+    standin = StandIn().start()
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        yield server, standin, _telegram_env(standin, tmp, server.url), tmp / "gateway.log"
+    finally:
+        standin.stop()
+        server.stop()
+
+
 def _telegram_env(standin, tmp: Path, server_url: str) -> dict[str, str]:
     key_path = tmp / "standin.pub.pem"
     key_path.write_bytes(standin.key.public_pem)
@@ -369,11 +386,11 @@ def _telegram_accounts(standin, env: dict[str, str], count: int) -> None:
             raise RuntimeError(f"telegram_login failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
 
 
-def _telegram_memory(env: dict[str, str], count: int, log: Path) -> tuple[float, float]:
-    """A runagents holding `count` connected Telegram agents: the gateway's RSS and the tree's PSS, MiB."""
+def _start_telegram(env: dict[str, str], count: int, log: Path) -> subprocess.Popen:
+    """A runagents, once `count` Telegram accounts are connected (each writes its sticker access)."""
     from media_catalog.models import StickerAccess
 
-    StickerAccess.objects.all().delete()  # the gateway writes one per account as it connects
+    StickerAccess.objects.all().delete()
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), "runagents"],
         env=env,
@@ -383,6 +400,16 @@ def _telegram_memory(env: dict[str, str], count: int, log: Path) -> tuple[float,
     )
     try:
         _wait(lambda: StickerAccess.objects.count() >= count, f"{count} connected accounts", log, 600)
+    except BaseException:
+        _stop(process)
+        raise
+    return process
+
+
+def _telegram_memory(env: dict[str, str], count: int, log: Path) -> tuple[float, float]:
+    """A runagents holding `count` connected Telegram agents: the gateway's RSS and the tree's PSS, MiB."""
+    process = _start_telegram(env, count, log)
+    try:
         time.sleep(IDLE_SECONDS)  # the first refreshes and scans settle
         status = Path(f"/proc/{process.pid}/status").read_text()
         rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
@@ -393,18 +420,11 @@ def _telegram_memory(env: dict[str, str], count: int, log: Path) -> tuple[float,
 
 def part_telegram() -> None:
     from agents.models import Agent
-    from cindy_site.testing.fake_llm import FakeLLMServer
-    from conversations.testing.mtproto import StandIn
 
     counts = [int(c) for c in os.environ.get("CINDY_BENCH_TELEGRAM_COUNTS", "").split(",") if c] or list(
         TELEGRAM_COUNTS
     )
-    server = FakeLLMServer().start()
-    standin = StandIn().start()
-    tmp = Path(tempfile.mkdtemp())
-    log = tmp / "gateway.log"
-    env = _telegram_env(standin, tmp, server.url)
-    try:
+    with _telegram_world() as (_server, standin, env, log):
         for count in counts:
             started = time.monotonic()
             _telegram_accounts(standin, env, count)
@@ -421,9 +441,6 @@ def part_telegram() -> None:
                 f"earlier bench never loaded Telethon). Leaves out: the stand-in and the fake LLM (the bench's "
                 f"process); sign-in of the accounts took {signed:.0f} s."
             )
-    finally:
-        standin.stop()
-        server.stop()
 
 
 def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Path) -> dict[str, float]:
@@ -432,19 +449,11 @@ def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Pa
     and up to the reply (the agent's message in the stand-in's chat, its graph done)."""
     from agents.models import Agent
     from cindy_site.testing.fake_llm import FakeReply
-    from media_catalog.models import StickerAccess
 
     world = standin.world
     agents = list(Agent.objects.filter(transport="telegram", disabled=False).order_by("pk"))
     accounts = {a.pk: world.user_by_phone(a.phone).id for a in agents}
-    StickerAccess.objects.all().delete()  # the gateway writes one per account as it connects
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "runagents"],
-        env=env,
-        stdout=log.open("a"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    process = _start_telegram(env, len(agents), log)
     at_request: list[tuple[dict[int, float], float]] = []
 
     def responder(_request) -> FakeReply:
@@ -463,7 +472,6 @@ def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Pa
         _finished(agent, log)
 
     try:
-        _wait(lambda: StickerAccess.objects.count() >= len(agents), "every account connected", log, 600)
         server.set_responder(responder)
         chosen = [agents[(i * 37) % len(agents)] for i in range(INBOUND_RUNS * INBOUND_MESSAGES)]
         for agent in dict.fromkeys(chosen):  # each chat exists and has had a turn
@@ -491,23 +499,13 @@ def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Pa
 
 def part_telegram_inbound() -> None:
     from agents.models import Agent
-    from cindy_site.testing.fake_llm import FakeLLMServer
-    from conversations.testing.mtproto import StandIn
 
-    server = FakeLLMServer().start()
-    standin = StandIn().start()
-    tmp = Path(tempfile.mkdtemp())
-    log = tmp / "gateway.log"
-    env = _telegram_env(standin, tmp, server.url)
-    try:
+    with _telegram_world() as (server, standin, env, log):
         _telegram_accounts(standin, env, TELEGRAM_INBOUND_AGENTS)
         Agent.objects.update(start_typing_delay=1, typing_speed=1000)
         person = standin.run(standin.world.create_user, phone="+9996690000", first_name="Pat").id
         before = _telegram_inbound({**env, **POLLING}, server, standin, person, log)
         after = _telegram_inbound(env, server, standin, person, log)
-    finally:
-        standin.stop()
-        server.stop()
     now_ms, was_ms = after["request"] * 1000, before["request"] * 1000
     print(
         f"Telegram: inbound message → planning request at the LLM, CPU of every process of the tree per "
