@@ -188,7 +188,7 @@ def test_ctrl_c_stops_web_and_gateway_even_when_tee_dies_first(run):
     # (it has no handler), so when the script reacts its output has no reader any more.
     tee = next(pid for pid in _marked(run.marker) if run.cmdline(pid).startswith("tee "))
     os.kill(tee, signal.SIGINT)
-    assert _wait_until(lambda: tee not in _marked(run.marker), 10)
+    assert _wait_until(lambda: tee not in _marked(run.marker), STOP_TIMEOUT)
     os.killpg(run.shell.pid, signal.SIGINT)
 
     stopped = _wait_until(run.all_stopped, STOP_TIMEOUT)
