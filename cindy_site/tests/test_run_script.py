@@ -74,6 +74,24 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
+def _as_a_terminal_starts_a_job() -> None:
+    """In the child, before exec: the signals a terminal's job starts with (default actions, none
+    blocked), not those of the test process (which code run in it earlier may have ignored or
+    blocked; an ignored SIGINT is inherited, and a shell can trap no signal ignored at its start)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _signal_state(pid: int) -> str:
+    """A process's state and signal masks from /proc, for a failure message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "gone"
+    return "; ".join(line for line in status.splitlines() if line.startswith(("State", "SigBlk", "SigIgn")))
+
+
 def _wait_until(condition, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -123,6 +141,7 @@ class Run:
             env=self.env,
             start_new_session=True,
             stdin=subprocess.DEVNULL,
+            preexec_fn=_as_a_terminal_starts_a_job,
         )
         started = _wait_until(
             lambda: _listening(self.port) and "Press Ctrl-C to stop." in self.output(), START_TIMEOUT
@@ -188,7 +207,9 @@ def test_ctrl_c_stops_web_and_gateway_even_when_tee_dies_first(run):
     # (it has no handler), so when the script reacts its output has no reader any more.
     tee = next(pid for pid in _marked(run.marker) if run.cmdline(pid).startswith("tee "))
     os.kill(tee, signal.SIGINT)
-    assert _wait_until(lambda: tee not in _marked(run.marker), STOP_TIMEOUT)
+    assert _wait_until(lambda: tee not in _marked(run.marker), STOP_TIMEOUT), (
+        f"tee still runs: {_signal_state(tee)}"
+    )
     os.killpg(run.shell.pid, signal.SIGINT)
 
     stopped = _wait_until(run.all_stopped, STOP_TIMEOUT)
