@@ -26,7 +26,7 @@ from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import first_partner_message_id
 from conversations.services.graphs import graph_active, graph_replan
 from memory.models import Summary
-from memory.services.summaries import summaries_clear, summary_count, summary_covered_id
+from memory.services.summaries import summaries_clear, summary_covered_id
 
 logger = logging.getLogger(__name__)
 
@@ -48,16 +48,18 @@ def _summary_state(conversation: Conversation) -> tuple[int, int | None]:
     return state["count"], state["covered"]
 
 
-def unsummarized_messages(
-    conversation: Conversation, *, covered: int | None | bool = False
-) -> QuerySet[Message]:
+def unsummarized_messages(conversation: Conversation) -> QuerySet[Message]:
     """Visible messages after the last summarized one (and, with Reset Context On First Message, not
-    before the partner's first message). `covered`: that id, when the caller read it already."""
+    before the partner's first message)."""
+    covered = summary_covered_id(
+        agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
+    )
+    return _messages_after(conversation, covered)
+
+
+def _messages_after(conversation: Conversation, covered: int | None) -> QuerySet[Message]:
+    """`unsummarized_messages`, the summaries' coverage read already (None: no summary)."""
     rows = Message.objects.filter(conversation=conversation, deleted=False)
-    if covered is False:
-        covered = summary_covered_id(
-            agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
-        )
     if covered is not None:
         rows = rows.filter(message_id__gt=covered)
     if conversation.agent.reset_context_on_first_message:
@@ -95,21 +97,16 @@ def summarization_needs(conversation: Conversation) -> list[str]:
     return needs
 
 
-def _unsummarized_count(conversation: Conversation, *, limit: int, covered: int | None | bool = False) -> int:
-    return len(unsummarized_messages(conversation, covered=covered).values("pk")[:limit])
+def _unsummarized_count(conversation: Conversation, *, limit: int, covered: int | None) -> int:
+    return len(_messages_after(conversation, covered).values("pk")[:limit])
 
 
 def _attempt_key(conversation: Conversation, need: str) -> str:
     """What a turn for `need` would start from: the coverage, the number of summaries, and how many
     SUMMARIZE_AFTER-sized batches of messages wait. A turn that changed none of them is not repeated;
     70 more messages make it worth another try."""
-    covered = summary_covered_id(
-        agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
-    )
-    count = summary_count(
-        agent_id=conversation.agent_id, channel_id=conversation.peer_id, topic_id=conversation.topic_id
-    )
-    batches = _unsummarized_count(conversation, limit=COUNT_LIMIT) // SUMMARIZE_AFTER
+    count, covered = _summary_state(conversation)
+    batches = _unsummarized_count(conversation, limit=COUNT_LIMIT, covered=covered) // SUMMARIZE_AFTER
     return f"{need}:{covered}:{count}:{batches}"
 
 
