@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from agents.models import GatewayRequest
 from conversations.models import Conversation, SandboxMember, SandboxUser
@@ -18,6 +19,28 @@ from llm.prompt.sections import sticker_section
 from media_catalog.models import Sticker, StickerSet
 
 pytestmark = pytest.mark.django_db
+
+
+def _chat_with_alice(harness: Harness, agent) -> tuple:
+    """The gateway holds the agent, and Alice's DM with it is in the mirror: (Alice, the account)."""
+    harness.start()
+    sandbox_say(agent=agent, text="hi", as_name="Alice")
+    harness.ingest()
+    return sandbox_person(name="Alice"), sandbox_user_for_agent(agent=agent)
+
+
+def _scan(harness: Harness, agent) -> bool:
+    """The attention step, and the agent's unread scan to its end if it started one: whether it did."""
+
+    async def run() -> bool:
+        await harness.gateway.step_attention()
+        task = harness.gateway._scans()[agent.pk].task
+        if task is None or task.done():
+            return False
+        await task
+        return True
+
+    return async_to_sync(run)()
 
 
 class TelegramLikeStickers(SandboxTransport):
@@ -110,11 +133,7 @@ def test_an_import_sticker_set_request_uses_the_same_import(agent, stickers_harn
 
 def test_a_refresh_profile_request_updates_the_conversation(agent, clock):
     harness = Harness(clock)
-    harness.start()
-    sandbox_say(agent=agent, text="hi", as_name="Alice")
-    harness.ingest()
-    alice = sandbox_person(name="Alice")
-    me = sandbox_user_for_agent(agent=agent)
+    alice, me = _chat_with_alice(harness, agent)
     SandboxUser.objects.filter(pk=me.pk).update(blocked_user_ids=[alice.user_id])
     SandboxMember.objects.filter(user=me).update(muted=True)
     request = GatewayRequest.objects.create(
@@ -133,11 +152,7 @@ def test_a_refresh_profile_request_updates_the_conversation(agent, clock):
 
 def test_mute_and_block_changes_are_picked_up_every_minute(agent, clock):
     harness = Harness(clock)
-    harness.start()
-    sandbox_say(agent=agent, text="hi", as_name="Alice")
-    harness.ingest()
-    alice = sandbox_person(name="Alice")
-    me = sandbox_user_for_agent(agent=agent)
+    alice, me = _chat_with_alice(harness, agent)
     conversation = Conversation.objects.get(peer_id=alice.user_id)
     assert not conversation.muted and not conversation.blocked
 
@@ -256,31 +271,19 @@ def test_a_mute_that_reached_telegram_after_an_unread_scan_is_in_the_mirror_with
     """A list is applied as soon as it is read (by a scan or by the refresh), never later: an unread
     scan's list read before the mute reached Telegram does not undo it, and the mute is in the mirror
     within one refresh period."""
-    from asgiref.sync import async_to_sync
-
     harness = Harness(clock)
-    harness.start()
-    sandbox_say(agent=agent, text="hi", as_name="Alice")
-    harness.ingest()
-    alice = sandbox_person(name="Alice")
-    me = sandbox_user_for_agent(agent=agent)
+    alice, me = _chat_with_alice(harness, agent)
     harness.refresh("step_dialogs")  # places the agent on its phase of the minute
-
-    async def scan() -> None:
-        await harness.gateway.step_attention()
-        state = harness.gateway._scans()[agent.pk]
-        if state.task is not None:
-            await state.task
 
     harness.step("step_attention")  # connected: the first scan comes within its spread
     clock.advance(10)
-    async_to_sync(scan)()  # reads the chat unmuted
+    assert _scan(harness, agent)  # a scan ran, reading the chat unmuted
 
     SandboxMember.objects.filter(user=me).update(muted=True)  # the mute reaches Telegram
     seen = []
     for _ in range(int(DIALOG_REFRESH_SECONDS // 5)):
         clock.advance(5)
-        async_to_sync(scan)()
+        _scan(harness, agent)
         harness.refresh("step_dialogs")
         seen.append(Conversation.objects.get(peer_id=alice.user_id).muted)
     assert seen[-1] and seen == sorted(seen)  # muted within the period, and never undone
@@ -299,32 +302,20 @@ class CountedDialogs(SandboxTransport):
 def test_unread_scans_keep_the_flags_fresh_and_the_refresh_reads_no_list_of_its_own(agent, clock, settings):
     """With scans on, each scan applies its own list's flags once they are due (a refresh period less
     a scan interval after the last), so the account is asked for its dialogs once per scan."""
-    from asgiref.sync import async_to_sync
-
     settings.CINDY_UNREAD_SCAN_SECONDS = 30
     CountedDialogs.reads = 0
     harness = Harness(clock, transport_factory=lambda agent, **kw: CountedDialogs(agent, **kw))
-    harness.start()
-    sandbox_say(agent=agent, text="hi", as_name="Alice")
-    harness.ingest()
-    alice = sandbox_person(name="Alice")
-    me = sandbox_user_for_agent(agent=agent)
+    alice, me = _chat_with_alice(harness, agent)
     harness.refresh("step_dialogs")  # the first refresh reads the list and places the agent's phase
     assert CountedDialogs.reads == 1
 
     scans = []
-
-    async def scan() -> None:
-        await harness.gateway.step_attention()
-        state = harness.gateway._scans()[agent.pk]
-        if state.task is not None and not state.task.done():
-            scans.append(CountedDialogs.reads)  # the reads before this scan's own
-            await state.task
-
     SandboxMember.objects.filter(user=me).update(muted=True)  # muted on another device
     for _ in range(8):  # four minutes of scans and refreshes
         clock.advance(30)
-        async_to_sync(scan)()
+        reads = CountedDialogs.reads
+        if _scan(harness, agent):
+            scans.append(reads)  # the reads before this scan's own
         harness.refresh("step_dialogs")
 
     assert len(scans) >= 6  # the first comes within its spread, then one every 30 s
@@ -338,8 +329,6 @@ def test_an_unchanged_dialog_list_is_compared_with_the_mirror_once_a_period(
 ):
     """Scans every 30 s: a list whose flags did not change since the last comparison is compared again
     only after a refresh period, which still undoes a mute set in the mirror alone (Telegram's says no)."""
-    from asgiref.sync import async_to_sync
-
     from engine import upkeep
 
     compared = []
@@ -349,28 +338,19 @@ def test_an_unchanged_dialog_list_is_compared_with_the_mirror_once_a_period(
     )
     settings.CINDY_UNREAD_SCAN_SECONDS = 30
     harness = Harness(clock)
-    harness.start()
-    sandbox_say(agent=agent, text="hi", as_name="Alice")
-    harness.ingest()
-    alice = sandbox_person(name="Alice")
-
-    async def scan() -> None:
-        await harness.gateway.step_attention()
-        state = harness.gateway._scans()[agent.pk]
-        if state.task is not None:
-            await state.task
+    alice, _me = _chat_with_alice(harness, agent)
 
     harness.step("step_attention")
     for _ in range(4):  # the first scan comes within its spread, then every 30 s
         clock.advance(30)
-        async_to_sync(scan)()
+        _scan(harness, agent)
         harness.refresh("step_dialogs")
     first = len(compared)
     assert first >= 1
     Conversation.objects.filter(peer_id=alice.user_id).update(muted=True)  # the mirror alone
     for _ in range(int(DIALOG_REFRESH_SECONDS // 30) + 1):
         clock.advance(30)
-        async_to_sync(scan)()
+        _scan(harness, agent)
         harness.refresh("step_dialogs")
     assert len(compared) - first <= 2  # about once a period, not at every scan
     assert not Conversation.objects.get(peer_id=alice.user_id).muted  # Telegram's state won
