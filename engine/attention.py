@@ -342,13 +342,10 @@ class AttentionSteps:
         unless flags read about FLAGS_FRESH_SECONDS ago or less were applied: the scans keep the flags
         fresh and the refresh has no dialog list of its own to read (`engine.upkeep._refresh_dialogs`).
         A failure is logged; the refresh applies them instead."""
-        from engine.upkeep import FLAGS_FRESH_SECONDS, apply_dialog_flags
+        from engine.upkeep import FLAGS_FRESH_SECONDS, apply_dialog_flags, dialog_flags_fresh
 
         # A second less: scans one interval apart (30 s, as the refresh's freshness) each apply theirs.
-        if (
-            client.flags_read_at is not None
-            and report.read_at - client.flags_read_at < FLAGS_FRESH_SECONDS - 1
-        ):
+        if dialog_flags_fresh(client, at=report.read_at, seconds=FLAGS_FRESH_SECONDS - 1):
             return
         try:
             changed = await apply_dialog_flags(agent_id, client, report.dialogs, read_at=report.read_at)

@@ -253,10 +253,15 @@ async def _refresh_dialogs(agent_id: int, client: AgentClient) -> bool:
     applied already (an unread scan's, engine/attention.py: with scans on, the account is asked for
     its dialog list once per scan, not once more per refresh)."""
     read_at = get_clock().monotonic()
-    if client.flags_read_at is not None and read_at - client.flags_read_at < FLAGS_FRESH_SECONDS:
+    if dialog_flags_fresh(client, at=read_at):
         return False
     dialogs = await client.transport.dialogs()
     return await apply_dialog_flags(agent_id, client, dialogs, read_at=read_at)
+
+
+def dialog_flags_fresh(client: AgentClient, *, at: float, seconds: float = FLAGS_FRESH_SECONDS) -> bool:
+    """Whether the flags applied last come from a list read less than `seconds` before `at`."""
+    return client.flags_read_at is not None and at - client.flags_read_at < seconds
 
 
 async def apply_dialog_flags(
