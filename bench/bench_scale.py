@@ -161,19 +161,39 @@ def _agents():
     return list(Agent.objects.order_by("pk"))
 
 
+class _PerMessage:
+    """The fake LLM's responder, reading the tree's CPU as each planning request arrives, and the CPU
+    one inbound message costs: (up to that request, up to the end of `send`), less the idle CPU."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.at_request: list[tuple[dict[int, float], float]] = []
+        self.idle_rate = 0.0
+
+    def __call__(self, _request):
+        from cindy_site.testing.fake_llm import FakeReply
+
+        self.at_request.append((tree_cpu(self.pid), time.monotonic()))
+        return FakeReply(text=json.dumps([{"kind": "send", "text": "hi!"}]))
+
+    def measure(self, send) -> tuple[float, float]:
+        del self.at_request[:]
+        before, wall = tree_cpu(self.pid), time.monotonic()
+        send()
+        after, end = tree_cpu(self.pid), time.monotonic()
+        cpu, at = self.at_request[0]
+        return (
+            cpu_between(before, cpu) - self.idle_rate * (at - wall),
+            cpu_between(before, after) - self.idle_rate * (end - wall),
+        )
+
+
 def _measure(env: dict[str, str], agents, log: Path, server) -> dict[str, object]:
     """One runagents: its tree's idle CPU and PSS, then CPU per inbound message: up to the planning
     request reaching the LLM (the fake server reads the tree's CPU as each request arrives), and up
     to the reply stored."""
-    from cindy_site.testing.fake_llm import FakeReply
-
     process = _start(env, log)
-    at_request: list[tuple[dict[int, float], float]] = []
-
-    def responder(_request) -> FakeReply:
-        at_request.append((tree_cpu(process.pid), time.monotonic()))
-        return FakeReply(text=json.dumps([{"kind": "send", "text": "hi!"}]))
-
+    per = _PerMessage(process.pid)
     try:
         chosen = [agents[(i * 37) % len(agents)] for i in range(INBOUND_RUNS * INBOUND_MESSAGES)]
         for agent in dict.fromkeys(chosen):  # each chat exists and has had a turn; the workers are warm
@@ -181,24 +201,25 @@ def _measure(env: dict[str, str], agents, log: Path, server) -> dict[str, object
         time.sleep(IDLE_SECONDS)  # the replies' graphs finish, the typing indicators expire
         idle = [_idle_share(process.pid) for _ in range(IDLE_SAMPLES)]
         pss = tree_pss_mib(process.pid)
-        idle_rate = statistics.median(idle)
-        server.set_responder(responder)
+        per.idle_rate = statistics.median(idle)
+        server.set_responder(per)
         per_message, to_request = [], []
         for run in range(INBOUND_RUNS):
             whole = 0.0
             for i in range(INBOUND_MESSAGES):
-                del at_request[:]
-                before, wall = tree_cpu(process.pid), time.monotonic()
-                _say_and_wait(chosen[run * INBOUND_MESSAGES + i], f"message {run}.{i}", log)
-                _finished(chosen[run * INBOUND_MESSAGES + i], log)
-                after, end = tree_cpu(process.pid), time.monotonic()
-                whole += cpu_between(before, after) - idle_rate * (end - wall)
-                cpu, at = at_request[0]
-                to_request.append(cpu_between(before, cpu) - idle_rate * (at - wall))
+                agent = chosen[run * INBOUND_MESSAGES + i]
+
+                def send(agent=agent, text=f"message {run}.{i}") -> None:
+                    _say_and_wait(agent, text, log)
+                    _finished(agent, log)
+
+                request, spent = per.measure(send)
+                to_request.append(request)
+                whole += spent
             per_message.append(whole / INBOUND_MESSAGES)
         server.set_responder(None)
         return {
-            "idle": idle_rate,
+            "idle": per.idle_rate,
             "pss": pss,
             "inbound": statistics.median(per_message),
             "request": statistics.median(to_request),
@@ -448,17 +469,12 @@ def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Pa
     CPU per message a person sends to one of them through the stand-in, up to the planning request
     and up to the reply (the agent's message in the stand-in's chat, its graph done)."""
     from agents.models import Agent
-    from cindy_site.testing.fake_llm import FakeReply
 
     world = standin.world
     agents = list(Agent.objects.filter(transport="telegram", disabled=False).order_by("pk"))
     accounts = {a.pk: world.user_by_phone(a.phone).id for a in agents}
     process = _start_telegram(env, len(agents), log)
-    at_request: list[tuple[dict[int, float], float]] = []
-
-    def responder(_request) -> FakeReply:
-        at_request.append((tree_cpu(process.pid), time.monotonic()))
-        return FakeReply(text=json.dumps([{"kind": "send", "text": "hi!"}]))
+    per = _PerMessage(process.pid)
 
     def say_and_wait(agent, text: str) -> None:
         account = accounts[agent.pk]
@@ -472,23 +488,21 @@ def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Pa
         _finished(agent, log)
 
     try:
-        server.set_responder(responder)
+        server.set_responder(per)
         chosen = [agents[(i * 37) % len(agents)] for i in range(INBOUND_RUNS * INBOUND_MESSAGES)]
         for agent in dict.fromkeys(chosen):  # each chat exists and has had a turn
             say_and_wait(agent, "warm-up")
         time.sleep(IDLE_SECONDS)
-        idle_rate = statistics.median(_idle_share(process.pid) for _ in range(IDLE_SAMPLES))
-        to_request, whole = [], []
-        for i, agent in enumerate(chosen):
-            del at_request[:]
-            before, wall = tree_cpu(process.pid), time.monotonic()
-            say_and_wait(agent, f"message {i}")
-            after, end = tree_cpu(process.pid), time.monotonic()
-            cpu, at = at_request[0]
-            to_request.append(cpu_between(before, cpu) - idle_rate * (at - wall))
-            whole.append(cpu_between(before, after) - idle_rate * (end - wall))
+        per.idle_rate = statistics.median(_idle_share(process.pid) for _ in range(IDLE_SAMPLES))
+        to_request, whole = zip(
+            *(
+                per.measure(lambda a=agent, i=i: say_and_wait(a, f"message {i}"))
+                for i, agent in enumerate(chosen)
+            ),
+            strict=True,
+        )
         return {
-            "idle": idle_rate,
+            "idle": per.idle_rate,
             "request": statistics.median(to_request),
             "whole": statistics.median(whole),
         }
