@@ -30,6 +30,10 @@ logger = logging.getLogger("engine.gateway")
 #: A refresh job: reads from Telegram and applies it; returns whether anything changed.
 Job = Callable[[int, AgentClient], Awaitable[bool]]
 
+#: How far before its beat a clock still counts as on it: the monotonic clock is a float sum of
+#: steps (an injected clock's too), so a step taken on the beat may read a hair before it.
+BEAT_TOLERANCE = 1e-6
+
 
 def refresh_offset(agent_id: int, period: float) -> float:
     """The agent's phase: a stable fraction of the period, spread over the agents by id."""
@@ -86,7 +90,7 @@ class Refreshes:
                 state.task = None
             if state.changed:
                 changed, state.changed = True, False
-            if clock < state.due - 1e-6:  # (float sums of the beats)
+            if clock < state.due - BEAT_TOLERANCE:
                 continue
             state.due = self._next_due(agent_id, clock)
             state.task = asyncio.create_task(
@@ -95,9 +99,10 @@ class Refreshes:
         return changed
 
     def _next_due(self, agent_id: int, clock: float) -> float:
-        """The agent's next beat after `clock`, on its own phase (a late step does not shift it)."""
+        """The agent's next beat after `clock`, on its own phase (a late step does not shift it). A
+        clock within BEAT_TOLERANCE before a beat is on it: the next beat is the one after."""
         phase = refresh_offset(agent_id, self.period)
-        return phase + ((clock - phase) // self.period + 1) * self.period
+        return phase + ((clock + BEAT_TOLERANCE - phase) // self.period + 1) * self.period
 
     async def _run(
         self, agent_id: int, client: AgentClient, state: RefreshState, wakeup: asyncio.Event | None

@@ -13,7 +13,7 @@ from conversations.transport.base import FloodWait
 from conversations.transport.sandbox import SandboxTransport
 from engine.clients import AgentClient
 from engine.gateway import Gateway
-from engine.refresh import refresh_offset
+from engine.refresh import Refreshes, refresh_offset
 from engine.upkeep import DIALOG_REFRESH_SECONDS
 
 ROUND_TRIP = 0.1  # seconds: Telegram far away
@@ -115,3 +115,31 @@ def test_each_agent_keeps_its_own_phase_and_a_flood_wait_moves_only_its_account(
     assert refreshes.states[first].due - now == pytest.approx(
         (offsets[first] - now) % DIALOG_REFRESH_SECONDS or DIALOG_REFRESH_SECONDS
     )
+
+
+def test_a_step_a_hair_before_its_beat_runs_it_and_schedules_the_next_a_period_on(clock):
+    """The monotonic clock is a float sum: advancing to a beat can land a rounding error short of
+    it. That step runs the refresh, and the next refresh is one period on, not the same beat again."""
+    runs: list[float] = []
+
+    async def job(agent_id: int, client: AgentClient) -> bool:
+        runs.append(clock.monotonic())
+        return False
+
+    refreshes = Refreshes("dialog", period=DIALOG_REFRESH_SECONDS, at_connect=False, job=job)
+    agent_id = 851  # its beat, 1024.14 s, is a sum the clock's steps miss by a rounding error
+    client = AgentClient(agent=Agent(pk=agent_id, name="Nine"), transport=None, connected=True)
+
+    async def step() -> None:
+        refreshes.step({agent_id: client})
+        await refreshes.settle()
+
+    async_to_sync(step)()
+    beat = refreshes.states[agent_id].due
+    clock.advance(beat - clock.monotonic() - 1)
+    clock.advance(1)
+    assert clock.monotonic() != beat and clock.monotonic() == pytest.approx(beat)
+    async_to_sync(step)()
+
+    assert runs == [clock.monotonic()]
+    assert refreshes.states[agent_id].due == pytest.approx(beat + DIALOG_REFRESH_SECONDS)
