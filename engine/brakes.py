@@ -166,7 +166,7 @@ def braked_turns_release(*, agent_id: int) -> int:
         params__has_key=BRAKED_PARAM,
     ).update(not_before=at)
     if released:
-        wake_gateways_on_commit([agent_id])
+        wake_gateways_on_commit([agent_id], turn=True)
     return released
 
 

@@ -61,7 +61,7 @@ from engine.signin import SignInSteps
 from engine.stickers import sticker_access_record_premium
 from engine.tick import Ticker
 from engine.upkeep import UpkeepSteps
-from engine.wake import WakeWaits, wake_listener
+from engine.wake import Wakeup, WakeWaits, wake_listener
 from engine.watchdog import PlanningWatchdog
 
 logger = logging.getLogger("engine.gateway")
@@ -127,7 +127,7 @@ class Gateway(
         self._reaped_at = float("-inf")  # monotonic time of the last look for expired node leases
         self._ingested = False  # whether the last ingest step stored anything (`_follow_up_steps`)
         self.stopping = asyncio.Event()
-        self.wakeup = asyncio.Event()  # set by wake-ups, transports' updates and request_stop
+        self.wakeup = Wakeup()  # set by wake-ups, transports' updates and request_stop (engine/wake.py)
         self.wake = wake_listener(self.gateway_id)
         self.isolated_heartbeat = isolated_heartbeat
         self._last_heartbeat = 0.0
@@ -600,9 +600,12 @@ class Gateway(
 
     async def _passes(self) -> None:
         """Passes until the stop signal. After a pass that did work another follows at once: a
-        follow-up pass over the steps that work feeds (`_follow_up_steps`), unless a wake-up came
-        meanwhile or CINDY_TICK_SECONDS went by since the last full pass, which make it a full one.
-        After a pass that did nothing the gateway waits (engine/wake.py), then runs a full pass."""
+        follow-up pass over the steps that work feeds (`_follow_up_steps`), unless a wake-up for a
+        full pass came meanwhile or `full_pass_seconds` (the idle pass with wake-ups working, else
+        CINDY_TICK_SECONDS) went by since the last full pass, which make it a full one. After a
+        pass that did nothing the gateway waits (engine/wake.py), then runs a full pass; or, woken
+        for a turn only within `full_pass_seconds` of the last full pass, a follow-up pass (a
+        person's message or a stored plan needs no backstop step)."""
         clock = get_clock()
         full_at = clock.monotonic()
         follow_up = False
@@ -610,13 +613,15 @@ class Gateway(
             if not follow_up:
                 full_at = clock.monotonic()
             if not await self.run_once(follow_up=follow_up):
-                await self.wait_for_work()  # engine/wake.py
-                follow_up = False
+                period = self.full_pass_seconds()
+                # After a follow-up pass the wait ends by the time the next full pass is due.
+                reason = await self.wait_for_work(full_due=full_at + period if follow_up else None)
+                follow_up = reason == "turn" and clock.monotonic() - full_at < period
                 continue
-            woken = self.wakeup.is_set()
-            if woken:
+            full = self.wakeup.full  # False unless set for a full pass since the last clear
+            if self.wakeup.is_set():
                 self.wakeup.clear()
-            follow_up = not woken and clock.monotonic() - full_at < self.tick_seconds
+            follow_up = not full and clock.monotonic() - full_at < self.full_pass_seconds()
 
     def health_state(self) -> dict:
         """What the gateway's health row reports (engine/health.py)."""

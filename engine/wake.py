@@ -22,6 +22,13 @@ It waits for the earliest of:
   subscription is down) the tick is the bound again;
 - the **stop** signal (`request_stop` sets `wakeup` too).
 
+A wake-up carries its kind (`conversations/services/wake.py`). A **turn** wake-up (a person's message,
+nodes planned or released, a Telegram client's update) ends the wait with "turn": the gateway runs the
+steps of a turn only (`Gateway._follow_up_steps`: ingest, media, tick, presence). Any other wake-up,
+and the timers, end it with "wakeup" or "timer": a full pass. Backstop steps still run at least once
+an idle pass (`full_pass_seconds`): a turn wake-up that comes later than that after the last full
+pass gets a full one, and the wait after a turn pass ends when the full pass is due.
+
 With CINDY_WAKE off the gateway waits as it did before wake-ups existed: the tick, or an event or
 schedule refresh due sooner.
 """
@@ -44,7 +51,7 @@ from django.db import connection
 from cindy_site.clock import get_clock, now
 from cindy_site.local_wake import LocalWakeListener
 from conversations.selectors import node_next_due_at
-from conversations.services.wake import gateway_wake_channel, wake_channel, wake_counter
+from conversations.services.wake import WAKE_TURN, gateway_wake_channel, wake_channel, wake_counters
 
 if TYPE_CHECKING:
     from engine.clients import AgentClient
@@ -56,10 +63,31 @@ REDIS_RETRY_FIRST_SECONDS = 1.0
 REDIS_RETRY_MAX_SECONDS = 30.0
 
 
+class Wakeup(asyncio.Event):
+    """The gateway's wake-up event, which also knows its kind: `full` unless every reason it was set
+    for since it was last cleared was a turn's (`set_turn`). A plain `set()` asks for a full pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = False
+
+    def set(self) -> None:
+        self.full = True
+        super().set()
+
+    def set_turn(self) -> None:
+        """Work for a turn only (a message came, nodes were planned)."""
+        super().set()
+
+    def clear(self) -> None:
+        self.full = False
+        super().clear()
+
+
 class WakeListener(Protocol):
     """Sets the gateway's `wakeup` event when another process made work for it."""
 
-    async def start(self, event: asyncio.Event) -> None: ...
+    async def start(self, event: Wakeup) -> None: ...
 
     async def stop(self) -> None: ...
 
@@ -69,8 +97,9 @@ class WakeListener(Protocol):
 
 
 class DbWake:
-    """Reads the `GatewayWake` counter every `poll_seconds` on a thread (and database connection) of
-    its own, and sets the event when it moved since the previous read.
+    """Reads the `GatewayWake` counters every `poll_seconds` on a thread (and database connection) of
+    its own, and sets the event when one moved since the previous read: for a turn when only the
+    turn wake-ups' did (`Wakeup.set_turn`), else for a full pass.
 
     The thread costs one primary-key read per poll and nothing on the event loop; `poll()` is one
     such read, which tests call directly instead of starting the thread (`threaded=False`).
@@ -83,8 +112,8 @@ class DbWake:
         self.gateway_id = gateway_id
         self.poll_seconds = poll_seconds if poll_seconds is not None else settings.CINDY_WAKE_POLL_SECONDS
         self.threaded = threaded
-        self.seen: int | None = None
-        self._notify: Callable[[], object] | None = None
+        self.seen: tuple[int, int] | None = None  # (full, turn) wake-ups counted
+        self._notify: Callable[[bool], object] | None = None  # given whether a full pass is asked
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._listener: LocalWakeListener | None = None
@@ -93,22 +122,23 @@ class DbWake:
     def healthy(self) -> bool:
         return not self.failing
 
-    async def start(self, event: asyncio.Event) -> None:
+    async def start(self, event: Wakeup) -> None:
         loop = asyncio.get_running_loop()
-        self._notify = lambda: loop.call_soon_threadsafe(event.set)
-        self.seen = await sync_to_async(wake_counter)(self.gateway_id)
+        self._notify = lambda full: loop.call_soon_threadsafe(event.set if full else event.set_turn)
+        self.seen = await sync_to_async(wake_counters)(self.gateway_id)
         if self.threaded:
             self._thread = threading.Thread(target=self._run, name="wake poll", daemon=True)
             self._thread.start()
 
     def poll(self) -> bool:
-        """Read the counter once; wake the gateway if it moved. Returns whether it did."""
-        value = wake_counter(self.gateway_id)
-        moved = self.seen is not None and value != self.seen
-        self.seen = value
-        if moved and self._notify is not None:
-            self._notify()
-        return moved
+        """Read the counters once; wake the gateway if one moved. Returns whether one did."""
+        value = wake_counters(self.gateway_id)
+        seen, self.seen = self.seen, value
+        if seen is None or value == seen:
+            return False
+        if self._notify is not None:
+            self._notify(value[0] != seen[0])
+        return True
 
     def _run(self) -> None:
         # Writers on this host also send a datagram (cindy_site/local_wake.py): the thread sleeps on
@@ -151,7 +181,8 @@ class DbWake:
 
 
 class RedisWake:
-    """Subscribes to the installation's wake channel; each message sets the gateway's `wakeup` event.
+    """Subscribes to the installation's wake channel; each message sets the gateway's `wakeup` event
+    (for a turn if the message is `WAKE_TURN`).
 
     A lost connection is logged and retried with backoff (1 s doubling to 30 s); meanwhile the gateway
     wakes at each tick. Every (re)subscription also sets the event once, for what it may have missed.
@@ -169,7 +200,7 @@ class RedisWake:
     def healthy(self) -> bool:
         return self.subscribed.is_set()
 
-    async def start(self, event: asyncio.Event) -> None:
+    async def start(self, event: Wakeup) -> None:
         self.channel = await sync_to_async(wake_channel)()
         self.channels = [self.channel]
         if self.gateway_id:
@@ -183,7 +214,7 @@ class RedisWake:
                 await self._task
             self._task = None
 
-    async def _listen(self, event: asyncio.Event) -> None:
+    async def _listen(self, event: Wakeup) -> None:
         import redis.asyncio as aioredis
 
         backoff = REDIS_RETRY_FIRST_SECONDS
@@ -196,7 +227,11 @@ class RedisWake:
                     event.set()
                     backoff = REDIS_RETRY_FIRST_SECONDS
                     async for message in pubsub.listen():
-                        if message.get("type") == "message":
+                        if message.get("type") != "message":
+                            continue
+                        if message.get("data") == WAKE_TURN:
+                            event.set_turn()
+                        else:
                             event.set()
             except Exception as exc:
                 self.subscribed.clear()
@@ -226,7 +261,7 @@ class WakeWaits:
 
     clients: dict[int, AgentClient]
     stopping: asyncio.Event
-    wakeup: asyncio.Event
+    wakeup: Wakeup
     wake: WakeListener | None
     tick_seconds: float
     idle_pass_seconds: float
@@ -234,8 +269,15 @@ class WakeWaits:
     async def idle_seconds(self, longest: float | None = None) -> float: ...
 
     def on_update(self) -> None:
-        """Called by a transport when updates arrive on their own (Telethon): wake the loop."""
-        self.wakeup.set()
+        """Called by a transport when updates arrive on their own (Telethon): wake the loop for a turn."""
+        self.wakeup.set_turn()
+
+    def full_pass_seconds(self) -> float:
+        """The most time between two full passes while wake-ups work (the idle pass, or the tick if
+        longer); the tick while they cannot arrive (the poll fails, Redis is away)."""
+        if self.wake is None or not self.wake.healthy():
+            return self.tick_seconds
+        return max(self.tick_seconds, self.idle_pass_seconds)
 
     async def timer_seconds(self) -> float:
         """Seconds until the earliest due timer of the held agents that `idle_seconds` does not cover:
@@ -254,24 +296,29 @@ class WakeWaits:
                 seconds = min(seconds, client.retry_at - mono)
         return max(0.0, seconds)
 
-    async def wait_for_work(self) -> str:
-        """Wait after an idle pass; returns why it ended: "wakeup", "timer" or "stopping"."""
+    async def wait_for_work(self, *, full_due: float | None = None) -> str:
+        """Wait after an idle pass; returns why it ended: "turn" (a wake-up for a turn only),
+        "wakeup" (any other), "timer" or "stopping". `full_due` (monotonic): a full pass is due
+        then, so the wait ends by then."""
         if self.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
             seconds = await self.idle_seconds()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
             return "stopping" if self.stopping.is_set() else "timer"
         # While wake-ups cannot arrive (the poll fails, Redis is away) the tick is the backstop again.
-        longest = max(self.tick_seconds, self.idle_pass_seconds) if self.wake.healthy() else self.tick_seconds
-        seconds = await self.idle_seconds(longest)
+        seconds = await self.idle_seconds(self.full_pass_seconds())
         seconds = min(seconds, await self.timer_seconds())
+        if full_due is not None:
+            seconds = min(seconds, max(0.0, full_due - get_clock().monotonic()))
         if not self.wakeup.is_set() and seconds > 0:
             await self._idle_pause(seconds)
-        woken = self.wakeup.is_set()
+        woken, full = self.wakeup.is_set(), self.wakeup.full
         self.wakeup.clear()
         if self.stopping.is_set():
             return "stopping"
-        return "wakeup" if woken else "timer"
+        if not woken:
+            return "timer"
+        return "wakeup" if full else "turn"
 
     async def _idle_pause(self, seconds: float) -> None:
         """Sleep `seconds` or until `wakeup` is set (tests replace this to move an injected clock)."""

@@ -115,15 +115,19 @@ class TaskNode(models.Model):
 
 
 class GatewayWake(models.Model):
-    """One row whose counter every writer of gateway work bumps after its commit (`engine/wake.py`).
+    """One row whose counters every writer of gateway work bumps after its commit (`engine/wake.py`).
 
-    Without Redis, idle gateways read this counter every CINDY_WAKE_POLL_SECONDS (a primary-key read)
-    and run a pass as soon as it moves, instead of waiting for the next tick.
+    Without Redis, idle gateways read these counters every CINDY_WAKE_POLL_SECONDS (a primary-key
+    read) and run a pass as soon as one moves, instead of waiting for the next tick.
     """
 
     ROW_ID = 1
 
+    #: Wake-ups whose work may be anywhere: a woken gateway runs a full pass.
     counter = models.BigIntegerField(default=0)
+    #: Wake-ups for a turn only (a message came, nodes were planned): a woken gateway runs the steps
+    #: a turn needs (ingest, media, tick, presence), not the backstop ones (engine/wake.py).
+    turns = models.BigIntegerField(default=0)
     #: Empty for the installation's row (every gateway reads it); a gateway id for the row of wake-ups
     #: meant for that gateway alone (the holder of the agent that has work: docs/engine.md).
     gateway = models.CharField(max_length=200, blank=True, default="", unique=True)

@@ -140,7 +140,7 @@ def graph_replan(
                 "carried": carry.describe(carried),
             },
         )
-        wake_gateways_on_commit([conversation.agent_id])
+        wake_gateways_on_commit([conversation.agent_id], turn=True)
     return graph
 
 
@@ -196,7 +196,7 @@ def graph_append_plan(*, after: TaskNode, nodes: Sequence[PlannedNode]) -> list[
     when = now()
     created: list[TaskNode] = []
     if nodes:
-        wake_gateways_on_commit([after.agent_id])
+        wake_gateways_on_commit([after.agent_id], turn=True)
     for offset, planned in enumerate(nodes, start=1):
         created.append(
             TaskNode.objects.create(

@@ -285,11 +285,12 @@ def sandbox_post(
             SandboxMember.objects.filter(chat=chat, user=sender).update(
                 typing_until=None, read_up_to=message_id
             )
-            # The gateways holding the chat's agents ingest it at once.
+            # The gateways holding the chat's agents ingest it at once (a turn's work).
             wake_gateways_on_commit(
                 SandboxMember.objects.filter(chat=chat, user__agent__isnull=False).values_list(
                     "user__agent_id", flat=True
-                )
+                ),
+                turn=True,
             )
     except IntegrityError:
         if random_id is None:

@@ -8,9 +8,17 @@ its datagram (`cindy_site/local_wake.py`), else every CINDY_WAKE_POLL_SECONDS. A
 that knows which agents have work (`wake_gateways_on_commit(agent_ids)`) wakes only the gateways
 holding them: each gateway also listens on a channel (or counter row) of its own; an agent without a
 live lease wakes every gateway, so that one takes it. It is
-only a hint: it carries no data, a woken gateway runs one ordinary pass, and a lost wake-up
-costs at most one idle pass (CINDY_IDLE_PASS_SECONDS). A failure to send one is
+only a hint: it carries no data but its kind, a woken gateway runs one ordinary pass, and a lost
+wake-up costs at most one idle pass (CINDY_IDLE_PASS_SECONDS). A failure to send one is
 logged and never fails the writer.
+
+A wake-up has one of two kinds. A **turn** wake-up (`turn=True`: a person's message, nodes planned
+or released) needs only the steps of a turn: the woken gateway ingests, downloads media, ticks and
+updates presence, and leaves its backstop steps (leases, requests, events, upkeep) to its next full
+pass, at most one idle pass away. Any other wake-up asks for a **full** pass. A turn wake-up meant
+for every gateway (no gateway holds one of the agents) is a full one: taking an agent is a full
+pass's work. Over Redis the kind is the message (`WAKE_TURN` or `WAKE_FULL`); in the database it is
+the column bumped (`GatewayWake.turns` or `counter`).
 
 The bump runs after the writer's commit (`transaction.on_commit`), so the woken gateway sees the rows;
 several bumps between two reads of the counter wake a gateway once. Writes made by the gateway itself
@@ -34,6 +42,10 @@ from cindy_site.local_wake import local_wake
 from conversations.models import GatewayWake
 
 logger = logging.getLogger(__name__)
+
+#: The Redis messages of the two kinds of wake-up.
+WAKE_FULL = b"1"
+WAKE_TURN = b"turn"
 
 _not_needed: contextvars.ContextVar[bool] = contextvars.ContextVar("cindy_wake_not_needed", default=False)
 _redis_clients: dict[str, object] = {}
@@ -61,42 +73,42 @@ def redis_client(url: str):
     return client
 
 
-def wake_counter(gateway_id: str = "") -> int:
-    """The `GatewayWake` counter (0 while the row does not exist), plus, given `gateway_id`, that
-    gateway's own counter: the sum moves when either does. Plain SQL: idle gateways read it every
-    CINDY_WAKE_POLL_SECONDS, and the ORM's query building would cost more than the read."""
-    table = connection.ops.quote_name(GatewayWake._meta.db_table)
-    column = connection.ops.quote_name("gateway")
+def wake_counters(gateway_id: str = "") -> tuple[int, int]:
+    """The `GatewayWake` counters (full wake-ups, turn wake-ups; 0 while the row does not exist),
+    plus, given `gateway_id`, that gateway's own: each sum moves when either row's does. Plain SQL:
+    idle gateways read them every CINDY_WAKE_POLL_SECONDS, and the ORM's query building would cost
+    more than the read."""
+    q = connection.ops.quote_name
+    table = q(GatewayWake._meta.db_table)
     with connection.cursor() as cursor:
         if gateway_id:
             cursor.execute(
-                f"SELECT SUM(counter) FROM {table} WHERE id = %s OR {column} = %s",  # noqa: S608
+                f"SELECT SUM(counter), SUM(turns) FROM {table} WHERE id = %s OR {q('gateway')} = %s",  # noqa: S608
                 [GatewayWake.ROW_ID, gateway_id],
             )
         else:
-            cursor.execute(f"SELECT counter FROM {table} WHERE id = %s", [GatewayWake.ROW_ID])  # noqa: S608
+            cursor.execute(f"SELECT counter, turns FROM {table} WHERE id = %s", [GatewayWake.ROW_ID])  # noqa: S608
         row = cursor.fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+    if not row or row[0] is None:
+        return 0, 0
+    return int(row[0]), int(row[1])
 
 
-def _bump_row() -> None:
-    if GatewayWake.objects.filter(pk=GatewayWake.ROW_ID).update(counter=F("counter") + 1):
+def wake_counter(gateway_id: str = "") -> int:
+    """All the wake-ups `wake_counters` counts, of both kinds."""
+    return sum(wake_counters(gateway_id))
+
+
+def _bump(row: dict, *, turn: bool) -> None:
+    """Count one wake-up of its kind on the row (`{"pk": ROW_ID}` or `{"gateway": id}`)."""
+    column = "turns" if turn else "counter"
+    if GatewayWake.objects.filter(**row).update(**{column: F(column) + 1}):
         return
-    try:  # the migration creates the row; a flushed test database may have lost it
+    try:  # the migration creates the installation's row; a flushed test database may have lost it
         with transaction.atomic():
-            GatewayWake.objects.create(pk=GatewayWake.ROW_ID, counter=1)
+            GatewayWake.objects.create(**row, **{column: 1})
     except IntegrityError:  # created meanwhile by another writer
-        GatewayWake.objects.filter(pk=GatewayWake.ROW_ID).update(counter=F("counter") + 1)
-
-
-def _bump_gateway_row(gateway_id: str) -> None:
-    if GatewayWake.objects.filter(gateway=gateway_id).update(counter=F("counter") + 1):
-        return
-    try:
-        with transaction.atomic():
-            GatewayWake.objects.create(gateway=gateway_id, counter=1)
-    except IntegrityError:
-        GatewayWake.objects.filter(gateway=gateway_id).update(counter=F("counter") + 1)
+        GatewayWake.objects.filter(**row).update(**{column: F(column) + 1})
 
 
 def wake_holders(agent_ids: Iterable[int]) -> tuple[set[str], bool]:
@@ -112,24 +124,28 @@ def wake_holders(agent_ids: Iterable[int]) -> tuple[set[str], bool]:
     return set(held.values()), bool(wanted - set(held))
 
 
-def wake_gateway(gateway_id: str) -> None:
-    """Wake one gateway (its own channel or counter row), whatever the caller's context."""
+def wake_gateway(gateway_id: str, *, turn: bool = False) -> None:
+    """Wake one gateway (its own channel or counter row), whatever the caller's context; `turn`: for
+    a turn only (see the module's text)."""
     if not settings.CINDY_WAKE:
         return
     if settings.REDIS_URL:
-        redis_client(settings.REDIS_URL).publish(gateway_wake_channel(gateway_id), b"1")
+        redis_client(settings.REDIS_URL).publish(
+            gateway_wake_channel(gateway_id), WAKE_TURN if turn else WAKE_FULL
+        )
     else:
-        _bump_gateway_row(gateway_id)
+        _bump({"gateway": gateway_id}, turn=turn)
         local_wake("gateway")  # idle gateways on this host read their counters at once
 
 
-def wake_gateways(agent_ids: Iterable[int] | None = None, *, force: bool = False) -> None:
+def wake_gateways(agent_ids: Iterable[int] | None = None, *, force: bool = False, turn: bool = False) -> None:
     """Wake idle gateways now. Logs and returns on failure: the gateways still pass at their next idle pass.
 
     Without `agent_ids` every gateway wakes. With them, only the gateways holding those agents do
     (their own channel or counter row); when one of them has no live lease, every gateway wakes too,
     so that one takes it (`runagents --auto`, or a gateway standing by). `force` wakes even inside
-    `wake_not_needed()`: a gateway handing agents back wakes the others to take them.
+    `wake_not_needed()`: a gateway handing agents back wakes the others to take them. `turn`: the
+    holders' wake-up is for a turn only; the one to every gateway is always a full one.
     """
     if not settings.CINDY_WAKE or (_not_needed.get() and not force):
         return
@@ -139,26 +155,26 @@ def wake_gateways(agent_ids: Iterable[int] | None = None, *, force: bool = False
         if agent_ids is not None:
             holders, everyone = wake_holders(agent_ids)
         for holder in sorted(holders):
-            wake_gateway(holder)
+            wake_gateway(holder, turn=turn)
         if everyone:
             if settings.REDIS_URL:
-                redis_client(settings.REDIS_URL).publish(wake_channel(), b"1")
+                redis_client(settings.REDIS_URL).publish(wake_channel(), WAKE_FULL)
             else:
-                _bump_row()
+                _bump({"pk": GatewayWake.ROW_ID}, turn=False)
                 local_wake("gateway")
     except Exception as exc:
         logger.warning("could not wake the gateways (they act at their next idle pass instead): %r", exc)
 
 
-def wake_gateways_on_commit(agent_ids: Iterable[int] | None = None) -> None:
+def wake_gateways_on_commit(agent_ids: Iterable[int] | None = None, *, turn: bool = False) -> None:
     """Wake the gateways (of `agent_ids`, or all) once the current transaction commits (at once
-    outside a transaction)."""
+    outside a transaction); `turn`: the agents have a turn's work only (see `wake_gateways`)."""
     if not settings.CINDY_WAKE or _not_needed.get():
         return
     if agent_ids is None:
         transaction.on_commit(wake_gateways)
     else:
-        transaction.on_commit(functools.partial(wake_gateways, sorted(set(agent_ids))))
+        transaction.on_commit(functools.partial(wake_gateways, sorted(set(agent_ids)), turn=turn))
 
 
 def wake_gateway_forget(gateway_id: str) -> None:

@@ -14,7 +14,7 @@ from django.test import TestCase
 from agents.models import Agent, AgentLease
 from conversations.models import GatewayWake
 from conversations.services.sandbox import sandbox_say
-from conversations.services.wake import wake_counter, wake_gateways
+from conversations.services.wake import wake_counter, wake_counters, wake_gateways
 from engine.health import process_beat
 from engine.models import ProcessHeartbeat
 from engine.placement import CLAIM_BATCH, fleet_shares, placement_plan, placement_register
@@ -169,7 +169,27 @@ def test_a_sandbox_message_wakes_the_holder_of_the_agent_it_is_for(clock):
     settle(gateway)
     with TestCase.captureOnCommitCallbacks(execute=True):
         sandbox_say(agent=wendy, text="hello")
-    assert GatewayWake.objects.get(gateway="gw-a").counter == 1
+    row = GatewayWake.objects.get(gateway="gw-a")
+    assert (row.counter, row.turns) == (0, 1)  # for a turn: ingesting it needs no full pass
+
+
+def test_a_turn_wake_up_for_an_agent_nobody_holds_is_a_full_one_to_every_gateway(clock):
+    """Taking an agent is a full pass's work (its leases step): the wake-up to every gateway that
+    stands for an agent without a holder asks for one, whatever the writer's kind."""
+    wendy, other = make_agents(2)
+    AgentLease.objects.create(
+        agent=wendy,
+        holder="gw-a",
+        acquired_at=clock.now(),
+        heartbeat_at=clock.now(),
+        expires_at=clock.now().replace(year=2100),
+    )
+    before = (wake_counters(), wake_counters("gw-a"))
+    wake_gateways([wendy.pk, other.pk], turn=True)
+    full, turns = wake_counters()
+    assert (full, turns) == (before[0][0] + 1, before[0][1])  # everyone: a full pass
+    full, turns = wake_counters("gw-a")
+    assert (full, turns) == (before[1][0] + 1, before[1][1] + 1)  # the holder: its turn, and that
 
 
 def test_runagents_refuses_names_with_auto_and_capacity_without_it():

@@ -28,7 +28,7 @@ from conversations.transport.sandbox import SandboxTransport
 from engine.gateway import Gateway
 from engine.tests.harness import Harness
 from engine.tests.processes import plan
-from engine.wake import DbWake, RedisWake, wake_listener
+from engine.wake import DbWake, RedisWake, Wakeup, wake_listener
 
 REDIS_URL = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -43,17 +43,51 @@ def counted(callbacks) -> int:
 
 @pytest.mark.django_db
 def test_the_wake_row_round_trip_on_the_database():
-    woken: list[int] = []
+    woken: list[bool] = []
     listener = DbWake(threaded=False)
-    listener._notify = lambda: woken.append(listener.seen)  # what start() installs: set the event
+    listener._notify = woken.append  # what start() installs: set the event, full or for a turn
     assert listener.poll() is False  # the first read only sets the baseline
     wake_gateways()
     assert listener.poll() is True
     assert listener.poll() is False  # one wake-up is seen once
-    assert woken == [wake_counter()]
+    assert woken == [True]
     GatewayWake.objects.all().delete()  # a flushed database: the next bump creates the row again
     wake_gateways()
     assert GatewayWake.objects.get().counter == 1
+
+
+@pytest.mark.django_db
+def test_a_turn_wake_up_on_the_database_asks_for_a_turn_and_a_full_one_beside_it_wins(agent, clock):
+    AgentLease.objects.create(
+        agent=agent,
+        holder="gw-turns",
+        acquired_at=clock.now(),
+        heartbeat_at=clock.now(),
+        expires_at=clock.now() + dt.timedelta(hours=1),
+    )
+    woken: list[bool] = []
+    listener = DbWake(threaded=False, gateway_id="gw-turns")
+    listener._notify = woken.append
+    listener.poll()
+    wake_gateways([agent.pk], turn=True)
+    assert listener.poll() is True
+    wake_gateways([agent.pk], turn=True)
+    wake_gateways([agent.pk])  # between two reads: the full one is what the gateway gets
+    assert listener.poll() is True
+    assert woken == [False, True]
+    row = GatewayWake.objects.get(gateway="gw-turns")
+    assert (row.counter, row.turns) == (1, 2)
+
+
+def test_the_wake_up_event_is_full_unless_every_reason_since_it_was_cleared_was_a_turn():
+    event = Wakeup()
+    event.set_turn()
+    assert event.is_set() and not event.full
+    event.set()
+    event.set_turn()
+    assert event.full
+    event.clear()
+    assert not event.is_set() and not event.full
 
 
 @pytest.mark.django_db(transaction=True)
@@ -259,7 +293,7 @@ def test_a_transports_update_ends_the_wait_at_once(agent, clock):
         transport.on_update()  # an update arrives while the gateway waits out its hour
         return await asyncio.wait_for(waiting, 30)  # a guard against a hang only
 
-    assert async_to_sync(scenario)() == "wakeup"
+    assert async_to_sync(scenario)() == "turn"  # an update is a turn's work
     assert not harness.gateway.wakeup.is_set()  # consumed: the next wait waits again
 
 
@@ -277,11 +311,16 @@ class ScriptedGateway(Gateway):
         self.during_pause = during_pause
         self.pauses: list[float] = []
         self.woke: list[str] = []
+        self.passes: list[str] = []  # "full" or "follow-up", in order
 
-    async def wait_for_work(self) -> str:
-        reason = await super().wait_for_work()
+    async def wait_for_work(self, **kwargs) -> str:
+        reason = await super().wait_for_work(**kwargs)
         self.woke.append(reason)
         return reason
+
+    async def run_once(self, *, follow_up: bool = False) -> bool:
+        self.passes.append("follow-up" if follow_up else "full")
+        return await super().run_once(follow_up=follow_up)
 
     async def _idle_pause(self, seconds: float) -> None:
         self.pauses.append(seconds)
@@ -316,7 +355,8 @@ def test_the_gateway_wakes_on_a_bumped_signal_not_at_its_tick(agent, clock, sett
     )
     asyncio.run(gateway.run())
 
-    assert gateway.woke[:2] == ["wakeup", "stopping"]
+    assert gateway.woke[:2] == ["turn", "stopping"]  # a person's message: a turn's work
+    assert gateway.passes[:2] == ["full", "follow-up"]  # the start's full pass, then the turn's
     assert gateway.pauses[0] == 3600  # it would have slept the whole tick without the wake-up
     assert clock.now() == started  # but it woke at once
     assert Message.objects.filter(text="are you there?").exists()
@@ -395,3 +435,52 @@ def test_while_wake_ups_cannot_arrive_the_gateway_passes_every_tick(agent, clock
     gateway.wake.failing = True  # what the poll thread records when its read fails
     assert not gateway.wake.healthy()
     assert _first_pause(gateway) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_wake_up_runs_the_turns_steps_and_the_full_pass_still_comes_each_idle_pass(
+    agent, clock, settings
+):
+    """Woken for a turn, the gateway runs the turn's steps only; the next full pass still comes one
+    idle pass after the last, however many turn wake-ups come meanwhile, and a full wake-up (an
+    operator's request) gets a full pass at once."""
+    settings.CINDY_IDLE_PASS_SECONDS = 5
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    steps: list[list[str]] = []
+    script = iter(
+        [
+            lambda: (clock.advance(3), sandbox_say(agent=agent, text="one")),  # a turn wake-up, 3 s on
+            lambda: None,  # nothing: the wait ends when the full pass is due
+            lambda: sandbox_say(agent=agent, text="two"),
+            lambda: conversation_request_leave(agent=agent, peer_id=-100123),  # a full wake-up
+        ]
+    )
+
+    def during_pause() -> None:
+        action = next(script, None)
+        if action is None:
+            gateway.request_stop()
+        else:
+            action()
+
+    gateway = ScriptedGateway(clock=clock, during_pause=during_pause, enqueue=lambda node_id, owner: None)
+    gateway.tick_seconds = 1
+    original = gateway.run_once
+
+    async def run_once(*, follow_up: bool = False) -> bool:
+        chosen = gateway._follow_up_steps() if follow_up else gateway._all_steps()
+        steps.append([step.__name__ for step in chosen])
+        return await original(follow_up=follow_up)
+
+    gateway.run_once = run_once
+    asyncio.run(gateway.run())
+
+    assert gateway.woke[:4] == ["turn", "timer", "turn", "wakeup"]
+    assert gateway.pauses[0] == 5  # the idle pass
+    assert gateway.pauses[1] == pytest.approx(2)  # after the turn pass: until the full pass is due
+    first_turn = gateway.passes.index("follow-up")
+    assert "step_requests" not in steps[first_turn] and "step_ingest" in steps[first_turn]
+    assert Message.objects.filter(text__in=["one", "two"]).count() == 2
+    # The full pass came when due, and at once for the operator's request.
+    assert gateway.passes.count("full") >= 3
+    assert GatewayRequest.objects.get().status != GatewayRequest.Status.PENDING
