@@ -29,7 +29,6 @@ from cindy_site.bulk import driver_rows
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors import pending_nodes_due
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
 from conversations.services.parameters import parameters_refresh
@@ -471,22 +470,21 @@ class Gateway(
         if held and at - self._reaped_at >= min(NODE_REAP_SECONDS, settings.CINDY_NODE_LEASE_SECONDS / 10):
             self._reaped_at = at
             reaped = nodes_reap_expired(agent_ids=held)
-        if not held or not pending_nodes_due(agent_ids=held, at=now()):
-            return reaped, []  # an idle tick: nothing due, so no need to know who is asleep
-        agents = {agent_id: client.agent for agent_id, client in clients}
-        return reaped, self.ticker.claim(agent_ids=self._active_agent_ids(clients), agents=agents)
-
-    @staticmethod
-    def _active_agent_ids(clients: list[tuple[int, AgentClient]]) -> list[int]:
-        """Agents whose nodes may run now: connected, not paused by a flood wait, and awake."""
+        # Agents whose nodes may run now: connected, not paused by a flood wait, and awake; whether
+        # one is asleep is asked only of those with a node to start (`Ticker.candidates`).
         when = now()
-        candidates = [
-            client.agent
-            for _, client in clients
+        agents = {
+            agent_id: client.agent
+            for agent_id, client in clients
             if client.connected and (client.paused_until is None or client.paused_until <= when)
-        ]
-        asleep = agents_asleep(agents=candidates, at=when)  # one schedule query for all of them
-        return [agent.pk for agent in candidates if agent.pk not in asleep]
+        }
+        if not agents:
+            return reaped, []
+
+        def asleep(agent_ids: set[int]) -> set[int]:
+            return agents_asleep(agents=[agents[agent_id] for agent_id in agent_ids], at=when)
+
+        return reaped, self.ticker.claim(agent_ids=list(agents), agents=agents, asleep=asleep)
 
     async def step_tick(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""

@@ -12,7 +12,7 @@ of ticks. Telegram kinds are limited to one per agent per tick: one account acts
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 
@@ -26,6 +26,9 @@ logger = logging.getLogger(__name__)
 
 #: Upper bound on nodes started per tick; the rest wait for the next tick.
 MAX_NODES_PER_TICK = 200
+#: Given agent ids, the ones asleep now (`Ticker.candidates`).
+Asleep = Callable[[set[int]], set[int]]
+
 #: Candidates read per tick (at most one per conversation): a small multiple of the cap, so the
 #: round-robin has choice while the read stays the same size however long the backlog.
 SCAN_LIMIT = 4 * MAX_NODES_PER_TICK
@@ -73,31 +76,54 @@ class Ticker:
             picked.append(node)
         return picked
 
-    def candidates(self, *, agent_ids: list[int], at) -> list[Candidate]:
+    def candidates(self, *, agent_ids: list[int], at, asleep: Asleep | None = None) -> list[Candidate]:
         """This tick's candidates: at most `SCAN_LIMIT` conversations' next nodes, read in conversation
         id order from where the previous read stopped, wrapping round to the first conversation.
 
         While fewer than `SCAN_LIMIT` conversations have a node to start, every read sees them all
         and starts from the first. With more, each read takes the next `SCAN_LIMIT` of them, so every
         conversation comes up within a round of ticks, however many there are, and a read costs the
-        same at 100 or at 10,000 waiting conversations."""
+        same at 100 or at 10,000 waiting conversations.
+
+        `asleep` (given agent ids, those asleep now) is asked only about the agents the read found a
+        node of: an agent asleep is left out and the read made again without it, as if it had been
+        left out from the start (a sleeping agent's turns wait for its wake-up, `reply_not_before`,
+        so this is rare, and most ticks ask about one agent or none instead of every one held)."""
+        start, sleeping, judged = self._after, set(), set()
+        while True:
+            self._after = start
+            heads = self._read(agent_ids=[a for a in agent_ids if a not in sleeping], at=at)
+            found = {head.candidate.agent_id for head in heads} - judged
+            newly = asleep(found) if asleep is not None and found else set()
+            judged |= found
+            if not newly:
+                return candidates_in_turns(heads=heads, limit=SCAN_LIMIT)
+            sleeping |= newly
+
+    def _read(self, *, agent_ids: list[int], at) -> list:
         heads = conversation_heads(agent_ids=agent_ids, at=at, limit=SCAN_LIMIT, after=self._after)
         if len(heads) < SCAN_LIMIT and self._after:  # the end was reached: go round from the start
             heads += conversation_heads(
                 agent_ids=agent_ids, at=at, limit=SCAN_LIMIT - len(heads), upto=self._after
             )
         self._after = heads[-1].candidate.conversation_id if len(heads) == SCAN_LIMIT else 0
-        return candidates_in_turns(heads=heads, limit=SCAN_LIMIT)
+        return heads
 
     def claim(
-        self, *, agent_ids: Iterable[int], limit: int = MAX_NODES_PER_TICK, agents: dict | None = None
+        self,
+        *,
+        agent_ids: Iterable[int],
+        limit: int = MAX_NODES_PER_TICK,
+        agents: dict | None = None,
+        asleep: Asleep | None = None,
     ) -> list[tuple[TaskNode, str]]:
         """Select and claim this tick's nodes; returns (node, claim token) pairs actually won.
-        `agents` (id → Agent): the caller's current agent rows, for the nodes won (`nodes_claim`)."""
+        `agents` (id → Agent): the caller's current agent rows, for the nodes won (`nodes_claim`);
+        `asleep`: which of some agents are asleep now, whose nodes wait (see `candidates`)."""
         agent_ids, at = list(agent_ids), now()
         if not pending_nodes_due(agent_ids=agent_ids, at=at):  # an idle tick: skip the full scan
             return []
-        chosen = self.select(self.candidates(agent_ids=agent_ids, at=at), limit=limit)
+        chosen = self.select(self.candidates(agent_ids=agent_ids, at=at, asleep=asleep), limit=limit)
         if not chosen:
             return []
         owner = new_claim_token(self.gateway_id)

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent
 from engine.gateway import Gateway
+from engine.responsiveness import agents_asleep
 from engine.tests.cast import make_agent
 from memory.models import ScheduleEntry
 
@@ -52,4 +53,5 @@ def test_an_edit_reaches_the_held_client_at_the_next_pass_and_unchanged_agents_a
     wendy = harness.gateway.clients[agent.pk].agent
     assert (wendy.daily_schedule, wendy.timezone) == ("Asleep: 00:00-23:59", "UTC")
     assert harness.gateway.clients[other_agent.pk].agent is heidi
-    assert harness.gateway._active_agent_ids(list(harness.gateway.clients.items())) == [other_agent.pk]
+    held = [client.agent for client in harness.gateway.clients.values()]
+    assert agents_asleep(agents=held, at=clock.now()) == {agent.pk}

@@ -57,6 +57,27 @@ def test_agents_take_turns_when_both_have_backlogs(agent, other_agent, clock):
     assert sorted(node.agent_id for node, _ in picked) == sorted([agent.pk, other_agent.pk])
 
 
+def test_an_asleep_agents_nodes_wait_and_sleep_is_asked_only_of_agents_with_a_node_to_start(
+    agent, other_agent, clock
+):
+    queue_sends(conversation_with(agent, "A"), 2)
+    asked: list[set[int]] = []
+
+    def asleep(agent_ids: set[int]) -> set[int]:
+        asked.append(set(agent_ids))
+        return {agent.pk} & agent_ids
+
+    ticker = Ticker(gateway_id="gw")
+    assert ticker.claim(agent_ids=[agent.pk, other_agent.pk], asleep=asleep) == []
+    assert asked == [{agent.pk}]  # never about the agent with nothing to start
+
+    queue_sends(conversation_with(other_agent, "B"), 1)
+    asked.clear()
+    picked = ticker.claim(agent_ids=[agent.pk, other_agent.pk], asleep=asleep)
+    assert [node.agent_id for node, _ in picked] == [other_agent.pk]  # read again without the sleeper
+    assert asked == [{agent.pk, other_agent.pk}]
+
+
 def test_at_most_one_node_runs_per_conversation(agent, clock):
     conversation = conversation_with(agent, "A")
     _first, second = queue_sends(conversation, 2)
