@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 
 from agents.models import Agent
+from cindy_site.bulk import earliest
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
 
 DependsOn = TaskNode.depends_on.through
@@ -166,14 +167,12 @@ def eligible_nodes(*, agent_ids: Iterable[int], at: dt.datetime, limit: int = 10
 def node_next_due_at(*, agent_ids: Iterable[int], after: dt.datetime) -> dt.datetime | None:
     """The earliest `not_before` after `after` of a pending node of `agent_ids`: when the next read
     delay, typing pause or retry of those agents ends. One query on `tasknode_eligible_idx`."""
-    agent_ids = list(agent_ids)
-    if not agent_ids:
-        return None
-    return (
-        TaskNode.objects.filter(status=NodeStatus.PENDING, not_before__gt=after, agent_id__in=agent_ids)
-        .order_by("not_before")
-        .values_list("not_before", flat=True)
-        .first()
+    return earliest(
+        TaskNode,
+        "not_before",
+        agent_ids=list(agent_ids),
+        where="status = %s AND not_before > %s",
+        params=(NodeStatus.PENDING.value, connection.ops.adapt_datetimefield_value(after)),
     )
 
 

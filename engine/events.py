@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent
+from cindy_site.bulk import earliest
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, TaskGraph
 from conversations.services.activity import record_event
@@ -133,12 +134,4 @@ def _rate_limit_reason(agent: Agent) -> str:
 
 def event_next_due_at(*, agent_ids: Iterable[int]) -> dt.datetime | None:
     """The earliest pending event of `agent_ids`: the gateway may sleep until then."""
-    ids = list(agent_ids)
-    if not ids:
-        return None
-    return (
-        ScheduledEvent.objects.filter(agent_id__in=ids, due_at__isnull=False)
-        .order_by("due_at")
-        .values_list("due_at", flat=True)
-        .first()
-    )
+    return earliest(ScheduledEvent, "due_at", agent_ids=list(agent_ids))

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from django.db import transaction
 
 from agents.models import Agent
+from cindy_site.bulk import earliest
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, TaskGraph, TaskNode
 from conversations.services.activity import record_event
@@ -128,9 +129,5 @@ def schedule_retry_after_config_error(*, node_id: int, at: dt.datetime | None = 
 
 
 def schedule_next_due_at(*, agent_ids: Iterable[int]) -> dt.datetime | None:
-    return (
-        ScheduleRefresh.objects.filter(agent_id__in=list(agent_ids))
-        .order_by("due_at")
-        .values_list("due_at", flat=True)
-        .first()
-    )
+    """The earliest schedule refresh of `agent_ids`: the gateway may sleep until then."""
+    return earliest(ScheduleRefresh, "due_at", agent_ids=list(agent_ids))
