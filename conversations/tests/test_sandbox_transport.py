@@ -234,3 +234,25 @@ def test_with_updates_names_exactly_the_transports_whose_poll_finds_something(ag
 
     assert [u.message.text for u in async_to_sync(mine.poll_updates)()] == ["hello"]
     assert SandboxTransport.with_updates([mine, theirs]) == set()
+
+
+def test_with_updates_names_a_transport_with_a_late_row_in_its_window_and_not_for_its_own_typing(
+    agent, clock
+):
+    from conversations.models import SandboxUpdate
+
+    mine = connected(agent)
+    chat = sandbox_say(agent=agent, text="one").chat
+    sandbox_say(agent=agent, text="two")
+    assert len(async_to_sync(mine.poll_updates)()) == 2
+    assert SandboxTransport.with_updates([mine]) == set()
+
+    first = min(mine.seen)
+    del mine.seen[first]  # as if it had committed after the second (MariaDB): below the cursor, unseen
+    assert SandboxTransport.with_updates([mine]) == {mine}
+    mine.seen[first] = clock.now()
+
+    SandboxUpdate.objects.create(
+        chat=chat, kind=SandboxUpdate.Kind.TYPING, message_id=0, actor=mine.me, created=clock.now()
+    )
+    assert SandboxTransport.with_updates([mine]) == set()  # one's own typing is nobody's update

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db import connection, transaction
+from django.db.models import Max, Q
 
 from agents.models import Agent
 from cindy_site.clock import now
@@ -236,35 +236,44 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         live = [t for t in transports if t not in ready]
         if not live:
             return ready
-        recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
+        recent = connection.ops.adapt_datetimefield_value(now() - dt.timedelta(seconds=TRAILING_SECONDS))
         floor = max(min(t.cursor for t in live) - TRAILING_IDS, 0)
-        window = SandboxUpdate.objects.filter(Q(id__gt=floor) | Q(created__gte=recent))
+        q = connection.ops.quote_name
+        updates, members = q(SandboxUpdate._meta.db_table), q(SandboxMember._meta.db_table)
+        window = "(u.id > %s OR u.created >= %s)"
         # The window's row count and newest id, with the transports' cursors: when none of these moved
         # since a read that found every transport quiet, they are all quiet still (a row committed
         # late, with a lower id, changes the count; rows leaving the window only make fewer ready).
+        # Plain SQL, as the read below: a gateway asks this at every pass, for every sandbox agent.
         key = (tuple((id(t), t.cursor, len(t.seen)) for t in live), floor)
-        stamp = tuple(window.aggregate(n=Count("id"), top=Max("id")).values())
-        if cls._quiet_after == (key, stamp):
-            return ready
-        rows = window.filter(chat__members__in=[t.me for t in live]).values_list(
-            "id", "created", "chat__members", "kind", "actor"
-        )
-        by_member: dict[int, list[tuple[int, dt.datetime]]] = {}
-        for row_id, created, member_id, kind, actor_id in rows:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT COUNT(*), MAX(u.id) FROM {updates} u WHERE {window}", [floor, recent])  # noqa: S608
+            stamp = tuple(cursor.fetchone())
+            if cls._quiet_after == (key, stamp):
+                return ready
+            by_me: dict[int, list[SandboxTransport]] = {}
+            for transport in live:
+                by_me.setdefault(transport.me.pk, []).append(transport)
+            users = ", ".join(["%s"] * len(by_me))
+            cursor.execute(
+                f"SELECT u.id, m.user_id, u.kind, u.actor_id, CASE WHEN u.created >= %s THEN 1 ELSE 0 END "  # noqa: S608
+                f"FROM {updates} u INNER JOIN {members} m ON m.chat_id = u.chat_id "
+                f"WHERE {window} AND m.user_id IN ({users})",
+                [recent, floor, recent, *by_me],
+            )
+            rows = cursor.fetchall()
+        found = False
+        for row_id, member_id, kind, actor_id, is_recent in rows:
             if kind == SandboxUpdate.Kind.TYPING and actor_id == member_id:
                 continue  # one's own typing is no update for oneself
             if kind == SandboxUpdate.Kind.UNREAD_MARK and actor_id != member_id:
                 continue  # an unread mark is the marking account's alone
-            by_member.setdefault(member_id, []).append((row_id, created))
-        found = False
-        for transport in live:
-            own_floor = max(transport.cursor - TRAILING_IDS, 0)
-            if any(
-                (row_id > own_floor or created >= recent) and row_id not in transport.seen
-                for row_id, created in by_member.get(transport.me.pk, ())
-            ):
-                ready.add(transport)
-                found = True
+            for transport in by_me[member_id]:
+                if transport in ready or row_id in transport.seen:
+                    continue
+                if row_id > max(transport.cursor - TRAILING_IDS, 0) or is_recent:
+                    ready.add(transport)
+                    found = True
         cls._quiet_after = None if found else (key, stamp)
         return ready
 
