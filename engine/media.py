@@ -26,10 +26,10 @@ from pathlib import Path
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Max, Q
+from django.db import connection, transaction
+from django.db.models import Q
 
-from conversations.models import Message
+from conversations.models import Conversation, Message
 from conversations.transport.base import AuthError, FloodWait, PermanentError, Transport, TransportError
 from llm.media_caps import video_too_long
 from media_catalog.audio import is_transcribable, too_long
@@ -80,16 +80,22 @@ def media_cursor_start(*, agent_id: int) -> int:
 def media_agents_with_news(*, cursors: dict[int, int]) -> set[int]:
     """The agents (of `cursors`, agent id → media cursor) with a message after their cursor.
 
-    One grouped query for every agent, so an idle pass scans nobody (the gateway's media step).
+    One grouped query for every agent, so an idle pass scans nobody (the gateway's media step), in
+    plain SQL: the gateway asks it after every pass that stored messages and before every dispatch.
     """
     if not cursors:
         return set()
-    newest = (
-        Message.objects.filter(pk__gt=min(cursors.values()), conversation__agent_id__in=list(cursors))
-        .values("conversation__agent_id")
-        .annotate(newest=Max("pk"))
-        .values_list("conversation__agent_id", "newest")
-    )
+    q = connection.ops.quote_name
+    messages, conversations = q(Message._meta.db_table), q(Conversation._meta.db_table)
+    agents = ", ".join(["%s"] * len(cursors))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT c.agent_id, MAX(m.id) FROM {messages} m "  # noqa: S608
+            f"INNER JOIN {conversations} c ON c.id = m.conversation_id "
+            f"WHERE m.id > %s AND c.agent_id IN ({agents}) GROUP BY c.agent_id",
+            [min(cursors.values()), *cursors],
+        )
+        newest = cursor.fetchall()
     return {agent_id for agent_id, pk in newest if pk > cursors[agent_id]}
 
 
