@@ -12,8 +12,11 @@
 - the dialog refresh at 1,000 agents with a 100 ms Telegram round trip: the slowest gateway pass of
   `step_dialogs` over one refresh period, in process.
 
-Run: .venv/bin/python bench/bench_scale.py [idle|inbound|refresh ...]
-Each part runs in its own process on its own temporary database and touches nothing else.
+Run: .venv/bin/python bench/bench_scale.py [tree|telegram-inbound|refresh|telegram ...]
+     [--against REF [--rounds N]]
+Each part runs in its own process on its own temporary database and touches nothing else. With
+`--against`, each part also runs on a checkout of REF, in turns with this tree: a before/after ratio
+from one run.
 """
 
 from __future__ import annotations
@@ -543,20 +546,53 @@ PARTS = {
 }
 
 
-def run_part(part: str, env: dict[str, str]) -> None:
+def run_part(part: str, env: dict[str, str], script: Path = Path(__file__)) -> None:
+    """Run one part in a process of its own, with the bench script of a tree (this one, or a
+    checkout of an earlier commit: `--against`)."""
     result = subprocess.run(
-        [sys.executable, __file__, "--part", part, "--env", json.dumps(env)], capture_output=True, text=True
+        [sys.executable, str(script), "--part", part, "--env", json.dumps(env)],
+        capture_output=True,
+        text=True,
     )
     lines = [line for line in result.stdout.splitlines() if line.strip()]
-    print("\n".join(lines) if lines else f"{part}: failed\n{result.stderr[-2000:]}")
+    print("\n".join(lines) if lines else f"{part}: failed\n{result.stderr[-2000:]}", flush=True)
+
+
+def _option(name: str, default: str | None = None) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else default
 
 
 def main() -> None:
+    """`bench_scale.py [PART ...] [--against REF [--rounds N]]`: with `--against`, each part runs on a
+    checkout of REF (a git worktree in a temporary directory, the same Python environment) and on
+    this tree, in turns, N rounds (1 by default): the before and after figures of one run."""
     wanted = [a for a in sys.argv[1:] if a in PARTS] or list(PARTS)
+    against, rounds = _option("--against"), int(_option("--rounds", "1"))
     base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
     with tempfile.TemporaryDirectory() as tmp:
-        for part in wanted:
-            run_part(part, {**base, "CINDY_SQLITE_PATH": str(Path(tmp) / f"{part}.sqlite3")})
+        trees = [("this tree", Path(__file__))]
+        if against:
+            before = Path(tmp) / "before"
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(before), against],
+                check=True,
+                capture_output=True,
+            )
+            trees.insert(0, (f"before: {against}", before / "bench" / "bench_scale.py"))
+        try:
+            for part in wanted:
+                for turn in range(rounds if against else 1):
+                    for index, (label, script) in enumerate(trees):
+                        if against:
+                            print(f"[{part}, {label}, round {turn + 1} of {rounds}]", flush=True)
+                        path = Path(tmp) / f"{part}-{index}-{turn}.sqlite3"
+                        run_part(part, {**base, "CINDY_SQLITE_PATH": str(path)}, script)
+        finally:
+            if against:
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
+                    capture_output=True,
+                )
 
 
 if __name__ == "__main__":
