@@ -40,20 +40,33 @@ logger = logging.getLogger("engine.gateway")
 TASK = "engine.tasks.run_received"
 
 
+_broker: Any = None
+
+
+def task_broker() -> Any:
+    """django-q2's broker, built once per process. Building one (`get_broker`, which `async_task`
+    does for every task it is not given one for) closes the calling thread's database connection
+    once it is older than CONN_MAX_AGE, at once with the default of 0: in the gateway that meant a
+    new database connection for every turn it queued."""
+    global _broker
+    if _broker is None:
+        from django_q.brokers import get_broker
+
+        _broker = get_broker()
+    return _broker
+
+
 def enqueue_received(node_id: int, owner: str) -> None:
     """Queue planning on django-q2: the node id and the claim token the task may act under."""
-    from django_q.tasks import async_task
-
-    async_task(TASK, node_id, owner)
+    enqueue_received_many([(node_id, owner)])
 
 
 def enqueue_received_many(items: Sequence[tuple[int, str]]) -> None:
     """`enqueue_received` for many (node id, claim token) pairs, in order, with one write to the
     broker where it allows (django-q2's ORM broker: one INSERT; others: one push per task)."""
-    from django_q.brokers import get_broker
     from django_q.tasks import async_task
 
-    buffer = _BufferedBroker(get_broker())
+    buffer = _BufferedBroker(task_broker())
     for node_id, owner in items:
         async_task(TASK, node_id, owner, broker=buffer)
     buffer.flush()

@@ -259,3 +259,18 @@ def test_agents_asleep_decides_as_asleep_until_with_one_query(db, clock, django_
 
     assert asleep == {a.pk for a in agents if asleep_until(agent=a, at=at) is not None}
     assert asleep == {napping.pk, night_owl.pk}
+
+
+def test_queueing_turns_leaves_the_gateways_database_connection_open(transactional_db, monkeypatch):
+    """django-q2 builds its broker for each task unless given one, and building it closes the thread's
+    old connections (every one, with CONN_MAX_AGE 0): the gateway would connect again for every turn.
+    The broker is built once per process instead."""
+    from django import db as django_db
+
+    enqueue_received(6, "gw#z")  # the process's broker, if no test built it yet
+    closes: list[int] = []
+    monkeypatch.setattr(django_db, "close_old_connections", lambda **kwargs: closes.append(1))
+    enqueue_received(7, "gw#a")
+    enqueue_received_many([(8, "gw#b"), (9, "gw#c")])
+    assert closes == []
+    assert OrmQ.objects.count() == 4
