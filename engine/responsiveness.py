@@ -70,9 +70,9 @@ def reply_not_before(
     *, agent: Agent, seen_at: dt.datetime, default_delay: dt.timedelta, at: dt.datetime
 ) -> dt.datetime:
     """When a turn answering something seen at `seen_at` may start."""
-    wake = asleep_until(agent=agent, at=at)
+    entry = current_entry(agent_id=agent.pk, at=at)  # read once, for both questions
+    wake = _asleep_given(agent, entry, at=at)
     if wake is not None:
         return wake
-    entry = current_entry(agent_id=agent.pk, at=at)
     delay = responsiveness_delay(entry.responsiveness) if entry is not None else default_delay
     return max(at, seen_at + delay)

@@ -72,7 +72,9 @@ def conversation_upsert(
     topic_id = int(topic_id or 0)
     key = {"agent": agent, "peer_id": peer_id, "topic_id": topic_id}
     conversation = Conversation.objects.filter(**key).first()
-    if conversation is None:
+    if conversation is not None:
+        conversation.agent = agent  # the caller's row: reading `conversation.agent` costs no query
+    else:
         fields = {
             "kind": kind,
             "title": title[:255],
