@@ -141,15 +141,19 @@ def test_a_plan_takes_only_free_agents_and_hands_back_idle_ones_first(clock):
     assert plan.hand_back == [ids[4], ids[3]]  # the surplus, newest first
 
 
-def test_a_wake_up_for_an_agent_reaches_its_holder_only(clock):
-    wendy, other = make_agents(2)
+def _held_by_gw_a(agent: Agent, clock) -> None:
     AgentLease.objects.create(
-        agent=wendy,
+        agent=agent,
         holder="gw-a",
         acquired_at=clock.now(),
         heartbeat_at=clock.now(),
         expires_at=clock.now().replace(year=2100),
     )
+
+
+def test_a_wake_up_for_an_agent_reaches_its_holder_only(clock):
+    wendy, other = make_agents(2)
+    _held_by_gw_a(wendy, clock)
     before = (wake_counter(), wake_counter("gw-a"), wake_counter("gw-b"))
     wake_gateways([wendy.pk])
     assert (wake_counter(), wake_counter("gw-a"), wake_counter("gw-b")) == (
@@ -177,13 +181,7 @@ def test_a_turn_wake_up_for_an_agent_nobody_holds_is_a_full_one_to_every_gateway
     """Taking an agent is a full pass's work (its leases step): the wake-up to every gateway that
     stands for an agent without a holder asks for one, whatever the writer's kind."""
     wendy, other = make_agents(2)
-    AgentLease.objects.create(
-        agent=wendy,
-        holder="gw-a",
-        acquired_at=clock.now(),
-        heartbeat_at=clock.now(),
-        expires_at=clock.now().replace(year=2100),
-    )
+    _held_by_gw_a(wendy, clock)
     before = (wake_counters(), wake_counters("gw-a"))
     wake_gateways([wendy.pk, other.pk], turn=True)
     full, turns = wake_counters()
