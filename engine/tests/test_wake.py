@@ -23,7 +23,7 @@ from conversations.models import Conversation, GatewayWake, Message, NodeStatus,
 from conversations.selectors import node_next_due_at
 from conversations.services.graphs import graph_replan
 from conversations.services.sandbox import sandbox_post, sandbox_say, sandbox_user_for_agent
-from conversations.services.wake import wake_counter, wake_gateways, wake_not_needed
+from conversations.services.wake import wake_counter, wake_gateway, wake_gateways, wake_not_needed
 from conversations.transport.sandbox import SandboxTransport
 from engine.gateway import Gateway
 from engine.tests.harness import Harness
@@ -175,6 +175,38 @@ def test_the_redis_round_trip(settings):
 
     asyncio.run(scenario())
     assert wake_counter() == before  # with Redis the database row is not touched
+
+
+@pytest.mark.django_db
+def test_the_redis_round_trip_of_a_turn_wake_up(settings):
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"no Redis server at {REDIS_URL} (set CINDY_TEST_REDIS_URL): {exc!r}")
+    settings.REDIS_URL = REDIS_URL
+    listener = wake_listener("gw-redis-turns")
+
+    async def scenario() -> tuple[bool, bool]:
+        event = Wakeup()
+        await listener.start(event)
+        try:
+            await asyncio.wait_for(listener.subscribed.wait(), 30)  # a guard against a hang only
+            event.clear()  # (re)subscribing sets it once, for a full pass
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: wake_gateway("gw-redis-turns", turn=True)
+            )
+            await asyncio.wait_for(event.wait(), 30)
+            turn = not event.full
+            event.clear()
+            await asyncio.get_running_loop().run_in_executor(None, lambda: wake_gateway("gw-redis-turns"))
+            await asyncio.wait_for(event.wait(), 30)
+            return turn, event.full
+        finally:
+            await listener.stop()
+
+    assert asyncio.run(scenario()) == (True, True)
 
 
 # --- writers bump after their commit ------------------------------------------------------------------
