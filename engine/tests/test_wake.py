@@ -148,8 +148,9 @@ def test_no_wake_up_is_sent_with_wake_ups_off_or_from_the_gateways_own_writes(se
     assert wake_listener() is None
 
 
-@pytest.mark.django_db
-def test_the_redis_round_trip(settings):
+@pytest.fixture
+def redis_wake(settings):
+    """Wake-ups over the Redis server of the tests (skipped, saying why, where there is none)."""
     import redis
 
     try:
@@ -157,6 +158,10 @@ def test_the_redis_round_trip(settings):
     except redis.RedisError as exc:
         pytest.skip(f"no Redis server at {REDIS_URL} (set CINDY_TEST_REDIS_URL): {exc!r}")
     settings.REDIS_URL = REDIS_URL
+
+
+@pytest.mark.django_db
+def test_the_redis_round_trip(redis_wake):
     listener = wake_listener()
     assert isinstance(listener, RedisWake)
     before = wake_counter()
@@ -178,14 +183,7 @@ def test_the_redis_round_trip(settings):
 
 
 @pytest.mark.django_db
-def test_the_redis_round_trip_of_a_turn_wake_up(settings):
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"no Redis server at {REDIS_URL} (set CINDY_TEST_REDIS_URL): {exc!r}")
-    settings.REDIS_URL = REDIS_URL
+def test_the_redis_round_trip_of_a_turn_wake_up(redis_wake):
     listener = wake_listener("gw-redis-turns")
 
     async def scenario() -> tuple[bool, bool]:
