@@ -18,6 +18,7 @@ what the mirror has; the other chats go ahead as usual. A tick's nodes go togeth
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -40,20 +41,15 @@ logger = logging.getLogger("engine.gateway")
 TASK = "engine.tasks.run_received"
 
 
-_broker: Any = None
-
-
+@functools.cache
 def task_broker() -> Any:
     """django-q2's broker, built once per process. Building one (`get_broker`, which `async_task`
     does for every task it is not given one for) closes the calling thread's database connection
     once it is older than CONN_MAX_AGE, at once with the default of 0: in the gateway that meant a
     new database connection for every turn it queued."""
-    global _broker
-    if _broker is None:
-        from django_q.brokers import get_broker
+    from django_q.brokers import get_broker
 
-        _broker = get_broker()
-    return _broker
+    return get_broker()
 
 
 def enqueue_received(node_id: int, owner: str) -> None:
