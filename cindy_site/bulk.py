@@ -13,6 +13,11 @@ from django.db.models.sql.constants import MULTI
 BATCH = 500
 
 
+def placeholders(count: int) -> str:
+    """`%s, %s, ...`: the parameter markers of an SQL `IN (...)` list of `count` values."""
+    return ", ".join(["%s"] * count)
+
+
 def update_by_pk(model: type[models.Model], field: str, values: Mapping[Any, Any]) -> int:
     """Set `field` of each row, by primary key, to its value in `values`; returns the rows changed.
 
@@ -38,7 +43,7 @@ def update_by_pk(model: type[models.Model], field: str, values: Mapping[Any, Any
             params += [key for key, _ in chunk]
             cursor.execute(
                 f"UPDATE {table} SET {column} = CASE {pk} {' '.join(['WHEN %s THEN %s'] * len(chunk))} END "
-                f"WHERE {pk} IN ({', '.join(['%s'] * len(chunk))})",
+                f"WHERE {pk} IN ({placeholders(len(chunk))})",
                 params,
             )
             changed += cursor.rowcount
@@ -75,10 +80,9 @@ def earliest(
     connection = connections[router.db_for_read(model)]
     quote = connection.ops.quote_name
     column = quote(model._meta.get_field(field).column)
-    agents = ", ".join(["%s"] * len(agent_ids))
     sql = (
         f"SELECT {column} FROM {quote(model._meta.db_table)} "  # noqa: S608
-        f"WHERE {quote('agent_id')} IN ({agents}) AND {column} IS NOT NULL"
+        f"WHERE {quote('agent_id')} IN ({placeholders(len(agent_ids))}) AND {column} IS NOT NULL"
         + (f" AND {where}" if where else "")
         + f" ORDER BY {column} LIMIT 1"
     )

@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 
 from agents.models import Agent
-from cindy_site.bulk import earliest
+from cindy_site.bulk import earliest, placeholders
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
 
 DependsOn = TaskNode.depends_on.through
@@ -24,10 +24,9 @@ def pending_nodes_due(*, agent_ids: Iterable[int], at: dt.datetime) -> bool:
     if not agent_ids:
         return False
     table = connection.ops.quote_name(TaskNode._meta.db_table)
-    agents = ", ".join(["%s"] * len(agent_ids))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT 1 FROM {table} WHERE status = %s AND not_before <= %s AND agent_id IN ({agents}) LIMIT 1",  # noqa: S608
+            f"SELECT 1 FROM {table} WHERE status = %s AND not_before <= %s AND agent_id IN ({placeholders(len(agent_ids))}) LIMIT 1",  # noqa: S608
             [NodeStatus.PENDING.value, connection.ops.adapt_datetimefield_value(at), *agent_ids],
         )
         return cursor.fetchone() is not None
@@ -57,7 +56,7 @@ def _heads_sql(*, agent_count: int, upto: bool) -> str:
     node, graph = q(TaskNode._meta.db_table), q(TaskGraph._meta.db_table)
     conversation, agent = q(Conversation._meta.db_table), q(Agent._meta.db_table)
     depends = q(DependsOn._meta.db_table)
-    agents = ", ".join(["%s"] * agent_count)
+    agents = placeholders(agent_count)
     text = connection.ops.cast_char_field_without_max_length
     in_range = "g.active_slot > %s" + (" AND g.active_slot <= %s" if upto else "")
     # The head is joined on its id: one query instead of the heads and then their values by id, a

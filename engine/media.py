@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
+from cindy_site.bulk import placeholders
 from conversations.models import Conversation, Message
 from conversations.transport.base import AuthError, FloodWait, PermanentError, Transport, TransportError
 from llm.media_caps import video_too_long
@@ -87,12 +88,11 @@ def media_agents_with_news(*, cursors: dict[int, int]) -> set[int]:
         return set()
     q = connection.ops.quote_name
     messages, conversations = q(Message._meta.db_table), q(Conversation._meta.db_table)
-    agents = ", ".join(["%s"] * len(cursors))
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT c.agent_id, MAX(m.id) FROM {messages} m "  # noqa: S608
             f"INNER JOIN {conversations} c ON c.id = m.conversation_id "
-            f"WHERE m.id > %s AND c.agent_id IN ({agents}) GROUP BY c.agent_id",
+            f"WHERE m.id > %s AND c.agent_id IN ({placeholders(len(cursors))}) GROUP BY c.agent_id",
             [min(cursors.values()), *cursors],
         )
         newest = cursor.fetchall()

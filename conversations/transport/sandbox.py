@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Max, Q
 
 from agents.models import Agent
+from cindy_site.bulk import placeholders
 from cindy_site.clock import now
 from conversations.models import (
     SandboxChat,
@@ -254,11 +255,10 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
             by_me: dict[int, list[SandboxTransport]] = {}
             for transport in live:
                 by_me.setdefault(transport.me.pk, []).append(transport)
-            users = ", ".join(["%s"] * len(by_me))
             cursor.execute(
                 f"SELECT u.id, m.user_id, u.kind, u.actor_id, CASE WHEN u.created >= %s THEN 1 ELSE 0 END "  # noqa: S608
                 f"FROM {updates} u INNER JOIN {members} m ON m.chat_id = u.chat_id "
-                f"WHERE {window} AND m.user_id IN ({users})",
+                f"WHERE {window} AND m.user_id IN ({placeholders(len(by_me))})",
                 [recent, floor, recent, *by_me],
             )
             rows = cursor.fetchall()
