@@ -47,7 +47,8 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     queued without an owner (by an earlier version) act for whoever holds the node.
     django-q2 closes stale connections around each task, so none is closed here.
     """
-    node = TaskNode.objects.filter(pk=node_id).select_related("agent").first()  # the brakes read its agent
+    # The brakes read the agent; planning reads the graph and the conversation with its agent.
+    node = TaskNode.objects.filter(pk=node_id).select_related("agent", "graph", "conversation__agent").first()
     if node is None or node.status != NodeStatus.RUNNING:
         return f"node {node_id} is no longer running; nothing to do"
     if owner is None:
@@ -62,7 +63,7 @@ def run_received(node_id: int, owner: str | None = None) -> str:
 
     deadline = get_clock().monotonic() + turn_budget_seconds()
     try:
-        result = plan_turn(node_id=node_id, deadline=deadline)
+        result = plan_turn(node_id=node_id, deadline=deadline, node=node)
         # Speech is LLM work: here, not in the gateway, within the same turn budget.
         voice_tasks_render(node_id=node_id, result=result, deadline=deadline)
     except (LLMConfigError, LLMPermanentError) as exc:

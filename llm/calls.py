@@ -52,8 +52,10 @@ def call_llm(
     sleep: Callable[[float], None] = time.sleep,
     max_retries: int | None = None,
     deadline: float | None = None,
+    node_attempts: int | None = None,
 ) -> LLMReply:
-    """Send `request` on `route`.
+    """Send `request` on `route`. `node_attempts`: the node's attempt count, when the caller has read
+    the node (planning has), for the plan's fingerprint.
 
     1. Build the provider (LLMConfigError when its API key is missing).
     2. A Gemini planning request of a busy conversation that misses the implicit cache uses an
@@ -74,7 +76,11 @@ def call_llm(
     5. Raise LLMTransientError when the retries ran out, LLMDeadlineError (a LLMTransientError) when
        the time did; return the reply otherwise.
     """
-    fingerprint = plan_fingerprint(request, route=route, node_id=node_id) if purpose == "plan" else ""
+    fingerprint = (
+        plan_fingerprint(request, route=route, node_id=node_id, attempts=node_attempts)
+        if purpose == "plan"
+        else ""
+    )
     earlier = finished_reply(node_id=node_id, fingerprint=fingerprint)
     if earlier is not None:
         return earlier
@@ -205,13 +211,17 @@ def _failed(record: LLMCall, *, started: float, error: str, attempted: bool = Tr
     llm_call_finish(record, usage=usage, status="error", latency_ms=_ms(started), error=error)
 
 
-def plan_fingerprint(request: LLMRequest, *, route: Route, node_id: int | None) -> str:
-    """The identity of a planning request within its node's attempt: the node, its attempt count, the
-    route and everything before the final turn (which carries the current time). A planning task
-    that ran again after its worker was killed asks the same; one retried after a failure does not."""
+def plan_fingerprint(
+    request: LLMRequest, *, route: Route, node_id: int | None, attempts: int | None = None
+) -> str:
+    """The identity of a planning request within its node's attempt: the node, its attempt count (read
+    unless given), the route and everything before the final turn (which carries the current time). A
+    planning task that ran again after its worker was killed asks the same; one retried after a
+    failure does not."""
     if node_id is None:
         return ""
-    attempts = TaskNode.objects.filter(pk=node_id).values_list("attempts", flat=True).first()
+    if attempts is None:
+        attempts = TaskNode.objects.filter(pk=node_id).values_list("attempts", flat=True).first()
     digest = hashlib.sha256(f"{node_id}:{attempts}:{route.provider}/{route.model}\0".encode())
     digest.update(request.system.encode("utf-8", "surrogatepass"))
     for turn in request.turns[:-1]:

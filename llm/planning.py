@@ -28,14 +28,13 @@ from llm.plan_result import PlanResult
 from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
-from llm.prompt.sections import can_retrieve as retrieval_enabled
-from llm.prompt.sections import teaching_advice
+from llm.prompt.sections import RETRIEVE_PROMPTS, included_prompts, teaching_advice
 from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
 from llm.routing import UnknownModelError, route_for
 from llm.summarization import summarize_turn
-from llm.task_schema import schema_kinds
+from llm.task_schema import schema_kinds, taught_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
 from media_catalog.selectors import saved_stickers_of
 
@@ -53,7 +52,11 @@ def turn_budget_seconds() -> float:
 
 
 def plan_turn(
-    *, node_id: int, sleep: Callable[[float], None] = time.sleep, deadline: float | None = None
+    *,
+    node_id: int,
+    sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
+    node: TaskNode | None = None,
 ) -> PlanResult:
     """Plan the turn of one `received` node.
 
@@ -74,11 +77,14 @@ def plan_turn(
        policy_refused events), make the pictures of the allowed image tasks (llm/images.py) and return.
 
     A node that already waited for the provider (`llm_waits`) calls it without retries: one probe.
+    `node` is the caller's fresh read of it, with its graph and its conversation's agent (the task
+    reads it to check its claim), so that it is not read twice.
     """
     clock = get_clock()
     if deadline is None:
         deadline = clock.monotonic() + turn_budget_seconds()
-    node = TaskNode.objects.select_related("graph", "conversation__agent").get(pk=node_id)
+    if node is None or node.pk != node_id:
+        node = TaskNode.objects.select_related("graph", "conversation__agent").get(pk=node_id)
     graph, conversation = node.graph, node.conversation
     agent = conversation.agent
     try:
@@ -95,12 +101,17 @@ def plan_turn(
     if warm_media_descriptions(window, sleep=sleep, deadline=deadline, **ids):
         window = history_window(conversation)  # new descriptions change how those messages read
     history = [m for m in window if m.in_prompt]
-    target = _target_message(conversation.pk, graph.target_message_id)
-    turn = turn_context_from_graph(graph, reactions=_reaction_notes(target))
+    reactions = _target_reactions(conversation.pk, graph.target_message_id)
+    turn = turn_context_from_graph(graph, reactions=_reaction_notes(reactions))
 
     # A turn that already waited for the provider to come back probes it with a single request.
     max_retries = 0 if (node.params or {}).get("llm_waits") else None
-    can_retrieve = retrieval_enabled(agent)
+    # The prompts with retrieval, read once: a turn builds every round with them, unless it may not
+    # retrieve and they name a retrieval prompt (left out of such a turn; `included_prompts`).
+    prompts = included_prompts(agent, include_retrieve=True)
+    can_retrieve = "retrieve" in taught_kinds(prompts)
+    if not can_retrieve and RETRIEVE_PROMPTS & {name for name, _text in prompts}:
+        prompts = None
     retrieved = [RetrievedPage(p["url"], p["content"]) for p in (graph.context or {}).get("retrieved", [])]
     fetched = {page.url for page in retrieved}
     retrieval_notes: list[str] = []
@@ -116,6 +127,7 @@ def plan_turn(
             retrieved=retrieved,
             include_retrieve=can_retrieve,
             notes=retrieval_notes,
+            prompts=prompts,
         )
         reply = call_llm(
             request,
@@ -124,6 +136,7 @@ def plan_turn(
             sleep=sleep,
             deadline=deadline,
             max_retries=max_retries,
+            node_attempts=node.attempts,
             **ids,
         )
         call_ids.append(reply.llm_call_id)
@@ -305,17 +318,20 @@ def _only_stickers_the_agent_has(tasks: list[Task], *, agent, window, errors: li
     return kept
 
 
-def _target_message(conversation_id: int, message_id: int | None) -> Message | None:
+def _target_reactions(conversation_id: int, message_id: int | None) -> list | None:
+    """The reactions on the turn's target message (None without one)."""
     if message_id is None:
         return None
-    return Message.objects.filter(conversation_id=conversation_id, message_id=message_id).first()
+    return (
+        Message.objects.filter(conversation_id=conversation_id, message_id=message_id)
+        .values_list("reactions", flat=True)
+        .first()
+    )
 
 
-def _reaction_notes(message: Message | None) -> tuple[str, ...]:
-    if message is None:
-        return ()
+def _reaction_notes(reactions: list | None) -> tuple[str, ...]:
     notes = []
-    for reaction in message.reactions or []:
+    for reaction in reactions or []:
         count = reaction.get("count", 1)
         notes.append(
             f"{reaction.get('emoji', '?')} ×{count}" + (" (unread)" if reaction.get("unread") else "")

@@ -234,8 +234,12 @@ def build_plan_request(
     notes: Sequence[str] = (),
     at: dt.datetime | None = None,
     kinds: Sequence[str] | None = None,
+    prompts: Sequence[tuple[str, str]] | None = None,
 ) -> LLMRequest:
     """The request for one planning turn. Reads descriptions from the catalog only; no media work.
+
+    `prompts` are `included_prompts(agent, include_retrieve=include_retrieve)` when the caller has
+    read them already (planning does, to know whether the agent may retrieve).
 
     The reply schema allows the kinds the included prompts teach (`llm.task_schema.taught_kinds`),
     without `retrieve` when retrieval is suppressed. `kinds` replaces them (a summarization turn
@@ -249,8 +253,9 @@ def build_plan_request(
     stable = history_turns(history)
     turns = stable + recent_entries_turn(stored) + retrieved_turns(retrieved) + notes_turn(notes)
     turns.append(final_turn(conversation, turn, at=at or clock_now()))
-    prompts = included_prompts(conversation.agent, include_retrieve=include_retrieve)
-    prompts += prompts_unlocked_by_context(conversation.agent, retrieved, prompts)
+    if prompts is None:
+        prompts = included_prompts(conversation.agent, include_retrieve=include_retrieve)
+    prompts = [*prompts, *prompts_unlocked_by_context(conversation.agent, retrieved, prompts)]
     return LLMRequest(
         system=system_instruction(
             conversation, include_retrieve=include_retrieve, prompts=prompts, stored=stored

@@ -240,3 +240,32 @@ def test_the_turn_budget_leaves_a_margin_below_the_worker_timeout(settings):
     assert turn_budget_seconds() == 270
     settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 60}
     assert turn_budget_seconds() == 45
+
+
+def test_a_turn_given_its_node_reads_neither_the_node_nor_the_role_prompts_twice(
+    dm, fake_llm, make_node, clock
+):
+    """The planning task reads the node (with graph, conversation and agent) to check its claim and
+    hands it over: the turn reads no node row, and the role prompts once, though it builds the prompt
+    and the plan's fingerprint from them."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from conversations.models import TaskNode
+
+    add_message(dm, 5, "Do you have rye?")
+    node = make_node(dm, target=5)
+    read = TaskNode.objects.select_related("agent", "graph", "conversation__agent").get(pk=node.pk)
+    fake_llm.reply_with(_reply({"kind": "send", "text": "Yes!"}))
+
+    with CaptureQueriesContext(connection) as queries:
+        result = plan_turn(node_id=node.pk, sleep=lambda seconds: None, node=read)
+
+    assert [t.kind for t in result.tasks] == ["send"]
+    selects = [
+        q["sql"].replace("`", '"')  # MariaDB quotes names with backticks
+        for q in queries.captured_queries
+        if q["sql"].lstrip().upper().startswith("SELECT")
+    ]
+    assert [s for s in selects if 'FROM "conversations_tasknode"' in s] == []
+    assert len([s for s in selects if 'FROM "agents_roleprompt"' in s]) == 1
