@@ -74,14 +74,18 @@ class _Trigger:
     seen_at: dt.datetime  # when the person acted: the message's date, or when a reaction was seen
 
 
-def _replan_all(pending: dict[int, _Trigger]) -> list[int]:
+def _replan_all(pending: dict[int, _Trigger], typed: set[int] = frozenset()) -> list[int]:
+    """Replan each triggered conversation. `typed`: the peers whose typing the batch recorded (their
+    conversations' typing time is read again; the others' rows were read in this transaction)."""
     delay = dt.timedelta(seconds=parameter("CINDY_READ_DELAY_SECONDS"))
     graph_ids = []
     for item in pending.values():
         not_before = reply_not_before(
             agent=item.conversation.agent, seen_at=item.seen_at, default_delay=delay, at=now()
         )
-        hold = typing_hold(conversation=item.conversation, since=now())
+        hold = typing_hold(
+            conversation=item.conversation, since=now(), fresh=item.conversation.peer_id in typed
+        )
         graph = graph_replan(
             conversation=item.conversation,
             trigger=item.decision.trigger,
@@ -105,6 +109,7 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
     agent = Agent.objects.get(pk=agent_id)
     pending: dict[int, _Trigger] = {}
     grown: set[int] = set()  # conversations with new messages, checked for a due summarization
+    typed: set[int] = set()  # peers whose typing this batch recorded
     for update in updates:
         if isinstance(update, NewMessage | MessageEdited):
             edited = isinstance(update, MessageEdited)
@@ -128,6 +133,7 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
         elif isinstance(update, PartnerTyping):
             if trigger:
                 partner_typing_record(agent=agent, update=update)
+                typed.add(update.peer_id)
         elif isinstance(update, MessagesDeleted):
             messages_mark_deleted(agent=agent, peer_id=update.peer_id, message_ids=update.message_ids)
         elif isinstance(update, ReactionsChanged):
@@ -151,7 +157,7 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
                 item = _unread_mark_trigger(agent=agent, peer_id=update.peer_id)
                 if item is not None:
                     pending[item.conversation.pk] = item
-    graph_ids = _replan_all(pending)
+    graph_ids = _replan_all(pending, typed)
     if trigger:
         for conversation_id in sorted(grown - set(pending)):
             graph = summarization_start_if_due(conversation_id=conversation_id)

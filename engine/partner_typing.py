@@ -26,13 +26,21 @@ def _max_wait() -> dt.timedelta:
     return dt.timedelta(seconds=settings.CINDY_TYPING_WAIT_MAX_SECONDS)
 
 
-def typing_hold(*, conversation: Conversation, since: dt.datetime) -> dt.datetime | None:
-    """When a reply planned at `since` may be read, given the partner's typing; None when not typing."""
+def typing_hold(*, conversation: Conversation, since: dt.datetime, fresh: bool = True) -> dt.datetime | None:
+    """When a reply planned at `since` may be read, given the partner's typing; None when not typing.
+
+    `fresh=False` takes the typing time from `conversation` as it is (the caller read the row in its
+    transaction and knows no typing was recorded since) instead of reading it again."""
     if conversation.kind != Conversation.Kind.DM:
         return None
-    until = (
-        Conversation.objects.filter(pk=conversation.pk).values_list("partner_typing_until", flat=True).first()
-    )
+    if fresh:
+        until = (
+            Conversation.objects.filter(pk=conversation.pk)
+            .values_list("partner_typing_until", flat=True)
+            .first()
+        )
+    else:
+        until = conversation.partner_typing_until
     if until is None or until <= now():
         return None
     return min(until, since + _max_wait())

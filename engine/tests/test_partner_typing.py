@@ -8,9 +8,13 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from conversations.models import ActivityEvent, Conversation, SandboxMember, SandboxMessage
+from conversations.models import ActivityEvent, Conversation, SandboxMember, SandboxMessage, TaskNode
 from conversations.services.sandbox import sandbox_say, sandbox_typing
+from conversations.transport.base import InboundMessage, NewMessage, PartnerTyping
+from engine.ingest import ingest_updates
 from engine.tests.harness import Harness
 
 pytestmark = pytest.mark.django_db
@@ -97,3 +101,53 @@ def test_sandbox_typing_command(agent, harness, clock):
     assert member.typing_until == clock.now() + dt.timedelta(seconds=20)
     with pytest.raises(CommandError, match="--seconds 601: give 0 \\(stop typing\\) to 600 seconds"):
         call_command("sandbox", "typing", agent.name, "--as", "Ann", "--seconds", "601")
+
+
+def _dm_message(clock, message_id: int) -> NewMessage:
+    return NewMessage(
+        InboundMessage(
+            peer_id=4321,
+            chat_kind="dm",
+            message_id=message_id,
+            date=clock.now(),
+            sender_id=4321,
+            sender_name="Ann",
+            text="hi",
+        )
+    )
+
+
+def _received_not_before(agent) -> dt.datetime:
+    """When the newest turn's `received` node may run."""
+    return TaskNode.objects.filter(agent=agent, kind="received").latest("pk").not_before
+
+
+def test_typing_recorded_later_in_the_same_batch_holds_the_reply(agent, clock, settings):
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    ingest_updates(agent_id=agent.pk, updates=[_dm_message(clock, 1)])  # the conversation exists
+    start = clock.now()
+
+    ingest_updates(
+        agent_id=agent.pk, updates=[_dm_message(clock, 2), PartnerTyping(peer_id=4321, seconds=30)]
+    )
+
+    assert _received_not_before(agent) >= start + dt.timedelta(seconds=30)
+
+
+def test_the_partners_message_ends_their_typing_without_the_typing_row_being_read_again(
+    agent, clock, settings
+):
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    ingest_updates(agent_id=agent.pk, updates=[_dm_message(clock, 1)])
+    typing_until = clock.now() + dt.timedelta(seconds=30)
+    Conversation.objects.filter(agent=agent, peer_id=4321).update(partner_typing_until=typing_until)
+    start = clock.now()
+
+    with CaptureQueriesContext(connection) as queries:
+        ingest_updates(agent_id=agent.pk, updates=[_dm_message(clock, 2)])
+
+    # The partner's message ends their typing: no hold, and the typing time was not read again.
+    assert _received_not_before(agent) < start + dt.timedelta(seconds=30)
+    assert not [
+        q for q in queries.captured_queries if "partner_typing_until` FROM" in q["sql"].replace('"', "`")
+    ]
