@@ -41,10 +41,27 @@ def activity_event(
 
 def record_event(kind: str, **fields: Any) -> ActivityEvent:
     """Append one event (the fields of `activity_event`); the web process relays it to dashboard
-    sockets (see the dashboard relay)."""
+    sockets (see the dashboard relay).
+
+    One plain INSERT of the values the model's fields prepare, as `save()` would write them, without
+    building the ORM's insert: the engine records an event at every step of every turn."""
     event = activity_event(kind, **fields)
-    event.save()
+    columns = [ActivityEvent._meta.get_field(name) for name in _EVENT_FIELDS]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(ActivityEvent._meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
+    )
+    values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in columns]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        event.pk = cursor.lastrowid
+    event._state.adding, event._state.db = False, connection.alias
     return event
+
+
+#: The fields `record_event` writes (every field but the id).
+_EVENT_FIELDS = ("created", "kind", "agent", "conversation", "node_id", "summary", "data")
 
 
 def events_record(events: list[ActivityEvent]) -> None:
