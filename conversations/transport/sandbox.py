@@ -154,8 +154,9 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
 
     def _to_inbound(self, messages: list[SandboxMessage], chat: SandboxChat) -> list[InboundMessage]:
         me = self._require_me()
-        peer = self._peer_of(chat)
-        partner = self._partner_of(chat) or me
+        other = self._partner_of(chat)  # read once: `_peer_of` would read it again
+        peer = chat.peer_id if chat.kind == SandboxChat.Kind.GROUP else (other or me).user_id
+        partner = other or me
         reply_ids = {m.reply_to_id for m in messages if m.reply_to_id}
         mine = set(
             SandboxMessage.objects.filter(chat=chat, message_id__in=reply_ids, sender=me).values_list(

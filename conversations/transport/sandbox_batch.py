@@ -103,25 +103,21 @@ class SandboxBatch:
             return answers
         chats, users = {c for c, _ in wanted}, {u for _, u in wanted}
         with transaction.atomic():
-            members = (
-                SandboxMember.objects.select_for_update()
+            members = [
+                row
+                for row in SandboxMember.objects.select_for_update()
                 .filter(chat_id__in=chats, user_id__in=users)
-                .values_list("pk", "chat_id", "user_id", "read_up_to")
-            )
+                .values_list("pk", "chat_id", "user_id", "read_up_to", "unread_mark")
+                if (row[1], row[2]) in wanted
+            ]
             behind = {
                 pk: wanted[(chat_id, user_id)]
-                for pk, chat_id, user_id, read_up_to in members
-                if read_up_to < wanted.get((chat_id, user_id), read_up_to)
+                for pk, chat_id, user_id, read_up_to, _marked in members
+                if read_up_to < wanted[(chat_id, user_id)]
             }
             update_by_pk(SandboxMember, "read_up_to", behind)
-            # Reading a chat clears its unread mark (one query finds the marked ones).
-            marked = [
-                pk
-                for pk, chat_id, user_id in SandboxMember.objects.filter(
-                    chat_id__in=chats, user_id__in=users, unread_mark=True
-                ).values_list("pk", "chat_id", "user_id")
-                if (chat_id, user_id) in wanted
-            ]
+            # Reading a chat clears its unread mark.
+            marked = [pk for pk, _chat, _user, _read, unread_mark in members if unread_mark]
             if marked:
                 SandboxMember.objects.filter(pk__in=marked).update(unread_mark=False)
             # Reading a chat also reads the reactions on the account's own messages.
