@@ -78,25 +78,31 @@ def media_cursor_start(*, agent_id: int) -> int:
     return pks[-1] - 1 if pks else 0
 
 
-def media_agents_with_news(*, cursors: dict[int, int]) -> set[int]:
-    """The agents (of `cursors`, agent id → media cursor) with a message after their cursor.
+def media_agents_with_news(*, cursors: dict[int, int]) -> dict[int, int | None]:
+    """The agents (of `cursors`, agent id → media cursor) with a message after their cursor, each
+    with the id of its newest message when none of the messages read carries media (the cursor can
+    move there at once), else None (`media_wanted` reads them).
 
     One grouped query for every agent, so an idle pass scans nobody (the gateway's media step), in
     plain SQL: the gateway asks it after every pass that stored messages and before every dispatch.
+    A message without media stores its parts as `[]`; any other value (on a database that stores
+    JSON otherwise, every value) counts as media, which only sends the agent to `media_wanted`.
     """
     if not cursors:
-        return set()
+        return {}
     q = connection.ops.quote_name
     messages, conversations = q(Message._meta.db_table), q(Conversation._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT c.agent_id, MAX(m.id) FROM {messages} m "  # noqa: S608
-            f"INNER JOIN {conversations} c ON c.id = m.conversation_id "
+            f"SELECT c.agent_id, MAX(m.id), MAX(CASE WHEN m.media = '[]' THEN 0 ELSE 1 END) "  # noqa: S608
+            f"FROM {messages} m INNER JOIN {conversations} c ON c.id = m.conversation_id "
             f"WHERE m.id > %s AND c.agent_id IN ({placeholders(len(cursors))}) GROUP BY c.agent_id",
             [min(cursors.values()), *cursors],
         )
         newest = cursor.fetchall()
-    return {agent_id for agent_id, pk in newest if pk > cursors[agent_id]}
+    return {
+        agent_id: None if media else pk for agent_id, pk, media in newest if pk > cursors[agent_id]
+    }
 
 
 def media_wanted(*, agent_id: int, after_pk: int, limit: int = SCAN_BATCH) -> list[Wanted]:

@@ -131,6 +131,9 @@ class UpkeepSteps:
         for agent_id, client in connected:
             if agent_id not in news:
                 continue
+            if news[agent_id] is not None:  # no media among the new messages
+                cursors[agent_id] = news[agent_id]
+                continue
             try:
                 cursors[agent_id], spent = await download_new_media(
                     agent_id=agent_id,

@@ -238,3 +238,23 @@ def test_a_received_animated_sticker_is_described_from_frames_before_planning(
     assert (
         "‹the sticker 🟥 from the set SlideSet that appears as A red square slides across.›" in plan_request
     )
+
+
+def test_new_messages_without_media_move_the_cursor_with_no_scan_and_media_sends_the_agent_to_the_scan(
+    agent, clock, media_root
+):
+    from engine.media import media_agents_with_news
+
+    harness = Harness(clock)
+    harness.start()
+    sandbox_say(agent=agent, text="plain words")
+    harness.ingest()
+    plain = Message.objects.filter(text="plain words").get()
+
+    assert media_agents_with_news(cursors={agent.pk: 0}) == {agent.pk: plain.pk}
+    assert media_agents_with_news(cursors={agent.pk: plain.pk}) == {}
+
+    say_photo(agent, media_root, "ph-news")
+    harness.ingest()
+
+    assert media_agents_with_news(cursors={agent.pk: plain.pk}) == {agent.pk: None}
