@@ -291,8 +291,9 @@ class PlanningDispatch:
         except Exception as exc:
             logger.warning("could not record read marks before planning: %r", exc)
         items = [(c.node.pk, c.owner) for c in chats]
-        with transaction.atomic():
-            transaction.on_commit(lambda: self._enqueue_items(items))
+        # Queued once the read marks are committed: at once here (no transaction is open), at the
+        # end of the caller's transaction if there is one.
+        transaction.on_commit(lambda: self._enqueue_items(items))
 
     def _enqueue_items(self, items: list[tuple[int, str]]) -> None:
         """Queue planning for each (node id, claim token); a node that could not be queued goes back
