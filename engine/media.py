@@ -100,9 +100,7 @@ def media_agents_with_news(*, cursors: dict[int, int]) -> dict[int, int | None]:
             [min(cursors.values()), *cursors],
         )
         newest = cursor.fetchall()
-    return {
-        agent_id: None if media else pk for agent_id, pk, media in newest if pk > cursors[agent_id]
-    }
+    return {agent_id: None if media else pk for agent_id, pk, media in newest if pk > cursors[agent_id]}
 
 
 def media_wanted(*, agent_id: int, after_pk: int, limit: int = SCAN_BATCH) -> list[Wanted]:
