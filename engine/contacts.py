@@ -46,6 +46,11 @@ def contact_record(*, conversation: Conversation, name: str) -> None:
 async def partners_add_to_contacts(chats: Sequence[tuple[Transport, Conversation]]) -> int:
     """Add the partners of these DMs to their accounts' contacts where needed. Returns how many."""
     added = 0
+    # A DM whose partner the mirror already knows as a contact (every chat after its first turn)
+    # is left out on the loop: the rest of the check may read the agent's row.
+    chats = [(t, c) for t, c in chats if c.kind == Conversation.Kind.DM and not c.partner_in_contacts]
+    if not chats:
+        return 0
     due = await sync_to_async(lambda: [(t, c) for t, c in chats if needs_contact(c)])()
     for transport, conversation in due:
         try:

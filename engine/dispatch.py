@@ -246,7 +246,11 @@ class PlanningDispatch:
                 self._sync_failed(chat, records)
             else:
                 chat.synced = True
-        await sync_to_async(self._ingest_fetched)(chats, fetched, newest)
+        if any(chat.synced and records for chat, records in zip(chats, fetched, strict=True)):
+            await sync_to_async(self._ingest_fetched)(chats, fetched)
+        else:  # nothing came (the usual case): the newest messages read before the sync stand
+            for chat in chats:
+                chat.last = newest.get(chat.conversation_id)
         marking = [c for c in chats if c.synced and c.last]
         answers = await _chats_call(
             marking,
@@ -261,20 +265,16 @@ class PlanningDispatch:
             else:
                 chat.read = True
 
-    def _ingest_fetched(self, chats: list[_Chat], fetched: list[Any], newest: dict[int, int]) -> None:
-        """Ingest what each chat's history brought, then take the mirror's newest message of each:
-        `newest`, read before the sync, unless a chat's history brought records (then read again)."""
-        ingested = False
+    def _ingest_fetched(self, chats: list[_Chat], fetched: list[Any]) -> None:
+        """Ingest what each chat's history brought, then read the mirror's newest message of each."""
         for chat, records in zip(chats, fetched, strict=True):
             if not chat.synced or not records:
                 continue
-            ingested = True
             try:
                 ingest_history(agent_id=chat.node.agent_id, records=records, trigger=False)
             except Exception as exc:
                 self._sync_failed(chat, exc)
-        if ingested:
-            newest = conversations_last_message_ids(conversation_ids=[c.conversation_id for c in chats])
+        newest = conversations_last_message_ids(conversation_ids=[c.conversation_id for c in chats])
         for chat in chats:
             chat.last = newest.get(chat.conversation_id)
 
