@@ -1,7 +1,8 @@
 """Scale benchmarks: whole process trees, as an operator's machine sees them. Prints figures; asserts nothing.
 
 - idle CPU of the whole tree: a real `runagents` with 100 sandbox agents, its `runworkers` pool and the
-  pool's processes (sentinel, pusher, monitor, workers), summed over every descendant from /proc, with
+  pool's processes (sentinel, pusher, monitor, workers), summed over every thread of every descendant
+  from /proc (the scheduler's run time, in nanoseconds: /proc/PID/task/TID/schedstat), with
   the tree's PSS (/proc/PID/smaps_rollup); beside the pool polling the queue every 50 ms as before
   and the gateway reading the wake-up counter every 50 ms (CINDY_Q_WAKE=false,
   CINDY_WAKE_POLL_SECONDS=0.05), in the same run;
@@ -15,8 +16,8 @@
 Run: .venv/bin/python bench/bench_scale.py [tree|telegram-inbound|refresh|telegram ...]
      [--against REF [--rounds N]]
 Each part runs in its own process on its own temporary database and touches nothing else. With
-`--against`, each part also runs on a checkout of REF, in turns with this tree: a before/after ratio
-from one run.
+`--against`, each part also runs on a checkout of REF, in turns with this tree, started and measured
+by this script (the same instrument for both): a before/after ratio from one run.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+#: The tree measured: this one, or (`--against`) a checkout of an earlier commit, measured by this script.
+ROOT = Path(os.environ.get("CINDY_BENCH_ROOT") or Path(__file__).resolve().parent.parent)
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_engine import _say_and_wait, _wait, make_agent, setup_django  # noqa: E402
@@ -80,6 +82,7 @@ def tree_pids(root: int) -> list[int]:
 
 
 def _cpu(pid: int) -> float:
+    """The process's CPU seconds from /proc/PID/stat (user + system, in clock ticks of 10 ms)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
@@ -87,13 +90,28 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu(root: int) -> dict[int, float]:
-    return {pid: _cpu(pid) for pid in tree_pids(root)}
+def _thread_cpu(pid: int) -> dict[tuple[int, int], float]:
+    """Each thread's CPU seconds, in nanoseconds from /proc/PID/task/TID/schedstat (the scheduler's
+    run time). A message costs tens of milliseconds, which the 10 ms ticks of /proc/PID/stat round
+    per process; the process's figure stands in where schedstat cannot be read."""
+    found: dict[tuple[int, int], float] = {}
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found[(pid, int(task.name))] = int((task / "schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return {(pid, 0): _cpu(pid)}
+    return found
 
 
-def cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
-    """CPU seconds the tree spent between two readings (a process born meanwhile counts from zero)."""
-    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+def tree_cpu(root: int) -> dict[tuple[int, int], float]:
+    """CPU seconds of every thread of every process of the tree, by (pid, tid)."""
+    return {key: seconds for pid in tree_pids(root) for key, seconds in _thread_cpu(pid).items()}
+
+
+def cpu_between(before: dict, after: dict) -> float:
+    """CPU seconds the tree spent between two readings (a thread born meanwhile counts from zero; one
+    that ended meanwhile is left out: the tree's threads and processes live as long as it does)."""
+    return sum(seconds - before.get(key, 0.0) for key, seconds in after.items())
 
 
 def tree_pss_mib(root: int) -> float:
@@ -546,13 +564,15 @@ PARTS = {
 }
 
 
-def run_part(part: str, env: dict[str, str], script: Path = Path(__file__)) -> None:
-    """Run one part in a process of its own, with the bench script of a tree (this one, or a
-    checkout of an earlier commit: `--against`)."""
+def run_part(part: str, env: dict[str, str], root: Path | None = None) -> None:
+    """Run one part in a process of its own, on a tree: this one, or `root`, a checkout of an earlier
+    commit (`--against`), whose processes this script starts and measures the same way."""
+    environ = {**os.environ, "CINDY_BENCH_ROOT": str(root)} if root else None
     result = subprocess.run(
-        [sys.executable, str(script), "--part", part, "--env", json.dumps(env)],
+        [sys.executable, str(Path(__file__).resolve()), "--part", part, "--env", json.dumps(env)],
         capture_output=True,
         text=True,
+        env=environ,
     )
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     print("\n".join(lines) if lines else f"{part}: failed\n{result.stderr[-2000:]}", flush=True)
@@ -570,7 +590,7 @@ def main() -> None:
     against, rounds = _option("--against"), int(_option("--rounds", "1"))
     base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
     with tempfile.TemporaryDirectory() as tmp:
-        trees = [("this tree", Path(__file__))]
+        trees: list[tuple[str, Path | None]] = [("this tree", None)]
         if against:
             before = Path(tmp) / "before"
             subprocess.run(
@@ -578,15 +598,15 @@ def main() -> None:
                 check=True,
                 capture_output=True,
             )
-            trees.insert(0, (f"before: {against}", before / "bench" / "bench_scale.py"))
+            trees.insert(0, (f"before: {against}", before))
         try:
             for part in wanted:
                 for turn in range(rounds if against else 1):
-                    for index, (label, script) in enumerate(trees):
+                    for index, (label, root) in enumerate(trees):
                         if against:
                             print(f"[{part}, {label}, round {turn + 1} of {rounds}]", flush=True)
                         path = Path(tmp) / f"{part}-{index}-{turn}.sqlite3"
-                        run_part(part, {**base, "CINDY_SQLITE_PATH": str(path)}, script)
+                        run_part(part, {**base, "CINDY_SQLITE_PATH": str(path)}, root)
         finally:
             if against:
                 subprocess.run(
