@@ -102,7 +102,9 @@ def system_sections(
         PromptSection("media_library", "Media Library", media_library_section(agent)),
         PromptSection("channel_details", "Channel Details", channel_details_section(conversation)),
         PromptSection(
-            "curated_memories", "Curated Memories", memory_section(agent, partner_id=conversation.peer_id)
+            "curated_memories",
+            "Curated Memories",
+            memory_section(agent, partner_id=conversation.peer_id) if stored.memories else "",
         ),
         *stored.system_parts,
     ]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q
 
 from agents.models import Agent, RolePrompt
@@ -263,6 +264,8 @@ class StoredSections:
 
     system_parts: tuple[PromptSection, ...]
     late_parts: tuple[PromptSection, ...]
+    #: Whether the agent has any memory row, its own or curated (without one, no memory is read).
+    memories: bool = True
 
     @property
     def system(self) -> str:
@@ -292,8 +295,10 @@ def stored_sections(
     hide = not partner_is_operator(conversation)
     system: list[PromptSection] = []
     late: list[PromptSection] = []
-    for spec in stored_kinds():
-        if not spec.in_prompt:
+    specs = [spec for spec in stored_kinds() if spec.in_prompt]
+    present = _kinds_with_rows(specs, agent_id=agent.pk)
+    for spec in specs:
+        if spec.kind not in present:  # the agent has no entry of this kind anywhere: no section
             continue
         boundary = history_began if spec.prompt_place == "split" else None  # None: all in the system
         older, newer = stored_entries_split(
@@ -303,7 +308,25 @@ def stored_sections(
             if entries:
                 text = stored_section(spec.section_title, entries)
                 target.append(PromptSection(f"stored:{spec.kind}", spec.section_title, text))
-    return StoredSections(tuple(system), tuple(late))
+    return StoredSections(tuple(system), tuple(late), memories="remember" in present)
+
+
+def _kinds_with_rows(specs: list, *, agent_id: int) -> set[str]:
+    """The stored kinds of which the agent has any row, in any chat: one query for all of them (each
+    kind's own scope narrows it further). A turn reads only these kinds' entries; most agents use a
+    few of them."""
+    if not specs:
+        return set()
+    quote = connection.ops.quote_name
+    checks = [
+        f"EXISTS (SELECT 1 FROM {quote(spec.model._meta.db_table)} "  # noqa: S608
+        f"WHERE {quote(spec.model._meta.get_field('agent_id').column)} = %s)"
+        for spec in specs
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(checks)}", [agent_id] * len(specs))
+        row = cursor.fetchone()
+    return {spec.kind for spec, present in zip(specs, row, strict=True) if present}
 
 
 def partner_is_operator(conversation: Conversation) -> bool:

@@ -289,3 +289,30 @@ def test_without_history_every_stored_entry_is_in_the_system_instruction(agent, 
 
     assert "The oven broke in May" in request.system and "Teach Alice sourdough" in request.system
     assert len(request.turns) == 1
+
+
+def test_a_turn_reads_only_the_stored_kinds_the_agent_has_rows_of(agent, dm, clock):
+    """One query tells which stored kinds the agent has any row of; a kind it never used is not read
+    (its section would be empty), and one it used in another chat is read and shows only this chat's."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    Plan.objects.create(
+        agent=agent, channel_id=dm.peer_id + 1, content="Another chat's plan", created=clock.now()
+    )
+    add_message(dm, 1, "hi")
+
+    with CaptureQueriesContext(connection) as queries:
+        request = build_plan_request(dm, TurnContext(target_message_id=1))
+    sql = [q["sql"].replace("`", '"') for q in queries.captured_queries]
+    for table in ("memory_memory", "memory_note", "memory_intention", "memory_scheduledevent"):
+        assert not [s for s in sql if f'FROM "{table}"' in s and "EXISTS" not in s], table
+    assert len([s for s in sql if 'FROM "memory_plan"' in s and "EXISTS" not in s]) == 1
+    assert "Another chat's plan" not in request.system and "# Channel Plan" not in request.system
+
+    Plan.objects.create(agent=agent, channel_id=dm.peer_id, content="Teach Alice rye", created=clock.now())
+    Memory.objects.create(
+        agent=agent, kind="curated", partner_id=dm.peer_id, content="Alice bakes on Sundays"
+    )
+    system = build_plan_request(dm, TurnContext(target_message_id=1)).system
+    assert "Teach Alice rye" in system and "Alice bakes on Sundays" in system
