@@ -75,8 +75,9 @@ class _Trigger:
 
 
 def _replan_all(pending: dict[int, _Trigger], typed: set[int] = frozenset()) -> list[int]:
-    """Replan each triggered conversation. `typed`: the peers whose typing the batch recorded (their
-    conversations' typing time is read again; the others' rows were read in this transaction)."""
+    """Replan each triggered conversation. `typed`: the peers whose typing the batch recorded or ended
+    (their conversations' typing time is read again; the others' rows were read in this transaction
+    and are current)."""
     delay = dt.timedelta(seconds=parameter("CINDY_READ_DELAY_SECONDS"))
     graph_ids = []
     for item in pending.values():
@@ -109,15 +110,16 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
     agent = Agent.objects.get(pk=agent_id)
     pending: dict[int, _Trigger] = {}
     grown: set[int] = set()  # conversations with new messages, checked for a due summarization
-    typed: set[int] = set()  # peers whose typing this batch recorded
+    typed: set[int] = set()  # peers whose typing this batch recorded or ended
     for update in updates:
         if isinstance(update, NewMessage | MessageEdited):
             edited = isinstance(update, MessageEdited)
             conversation, message, created = message_upsert(agent=agent, record=update.message, edited=edited)
             if created and not conversation.is_telegram_service:  # its messages are never summarized
                 grown.add(conversation.pk)
+            if created and partner_typing_end(conversation=conversation, message=message):
+                typed.add(conversation.peer_id)  # another trigger of the batch may hold an older row
             if created:
-                partner_typing_end(conversation=conversation, message=message)
                 first_message_clear(conversation=conversation, message=message)
             if trigger and created:
                 decision = message_decision(

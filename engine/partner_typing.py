@@ -77,8 +77,10 @@ def partner_typing_record(*, agent: Agent, update: PartnerTyping) -> int:
     return held
 
 
-def partner_typing_end(*, conversation: Conversation, message: Message) -> None:
-    """The partner's message ends their typing."""
+def partner_typing_end(*, conversation: Conversation, message: Message) -> bool:
+    """The partner's message ends their typing. Returns whether it did (the row changed)."""
     if conversation.partner_typing_until is not None and not message.is_agent:
         Conversation.objects.filter(pk=conversation.pk).update(partner_typing_until=None)
         conversation.partner_typing_until = None
+        return True
+    return False

@@ -11,9 +11,16 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import ActivityEvent, Conversation, SandboxMember, SandboxMessage, TaskNode
+from conversations.models import (
+    ActivityEvent,
+    Conversation,
+    SandboxMember,
+    SandboxMessage,
+    TaskGraph,
+    TaskNode,
+)
 from conversations.services.sandbox import sandbox_say, sandbox_typing
-from conversations.transport.base import InboundMessage, NewMessage, PartnerTyping
+from conversations.transport.base import DialogUnreadMark, InboundMessage, NewMessage, PartnerTyping
 from engine.ingest import ingest_updates
 from engine.tests.harness import Harness
 
@@ -134,20 +141,35 @@ def test_typing_recorded_later_in_the_same_batch_holds_the_reply(agent, clock, s
     assert _received_not_before(agent) >= start + dt.timedelta(seconds=30)
 
 
-def test_the_partners_message_ends_their_typing_without_the_typing_row_being_read_again(
-    agent, clock, settings
-):
+def test_a_message_with_no_typing_recorded_reads_no_typing_row(agent, clock, settings):
     settings.CINDY_READ_DELAY_SECONDS = 0
     ingest_updates(agent_id=agent.pk, updates=[_dm_message(clock, 1)])
-    typing_until = clock.now() + dt.timedelta(seconds=30)
-    Conversation.objects.filter(agent=agent, peer_id=4321).update(partner_typing_until=typing_until)
-    start = clock.now()
 
     with CaptureQueriesContext(connection) as queries:
         ingest_updates(agent_id=agent.pk, updates=[_dm_message(clock, 2)])
 
-    # The partner's message ends their typing: no hold, and the typing time was not read again.
-    assert _received_not_before(agent) < start + dt.timedelta(seconds=30)
+    assert _received_not_before(agent) == clock.now()
     assert not [
         q for q in queries.captured_queries if "partner_typing_until` FROM" in q["sql"].replace('"', "`")
     ]
+
+
+def test_a_message_ending_the_typing_frees_a_reply_another_update_of_the_batch_triggered(
+    agent, clock, settings
+):
+    """An unread mark in a muted DM triggers the turn; the partner's message after it in the same batch
+    is no callout there, but it ends their typing: the reply does not wait for that typing."""
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    ingest_updates(agent_id=agent.pk, updates=[_dm_message(clock, 1)])
+    TaskGraph.objects.filter(conversation__agent=agent).delete()
+    start = clock.now()
+    Conversation.objects.filter(agent=agent, peer_id=4321).update(
+        muted=True, partner_typing_until=start + dt.timedelta(seconds=30)
+    )
+
+    ingest_updates(
+        agent_id=agent.pk, updates=[DialogUnreadMark(peer_id=4321, unread=True), _dm_message(clock, 2)]
+    )
+
+    assert Conversation.objects.get(agent=agent, peer_id=4321).partner_typing_until is None
+    assert _received_not_before(agent) < start + dt.timedelta(seconds=30)
