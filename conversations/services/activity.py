@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from typing import Any
 
 from django.db import connection
 
+from cindy_site.bulk import placeholders
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
 
@@ -46,22 +48,13 @@ def record_event(kind: str, **fields: Any) -> ActivityEvent:
     One plain INSERT of the values the model's fields prepare, as `save()` would write them, without
     building the ORM's insert: the engine records an event at every step of every turn."""
     event = activity_event(kind, **fields)
-    columns = [ActivityEvent._meta.get_field(name) for name in _EVENT_FIELDS]
-    quote = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {quote(ActivityEvent._meta.db_table)} "
-        f"({', '.join(quote(f.column) for f in columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
-    )
+    columns = [ActivityEvent._meta.get_field(name) for name in _ROW_COLUMNS]
     values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in columns]
     with connection.cursor() as cursor:
-        cursor.execute(sql, values)
+        cursor.execute(_insert_sql(connection.vendor), values)
         event.pk = cursor.lastrowid
     event._state.adding, event._state.db = False, connection.alias
     return event
-
-
-#: The fields `record_event` writes (every field but the id).
-_EVENT_FIELDS = ("created", "kind", "agent", "conversation", "node_id", "summary", "data")
 
 
 def events_record(events: list[ActivityEvent]) -> None:
@@ -70,8 +63,18 @@ def events_record(events: list[ActivityEvent]) -> None:
         ActivityEvent.objects.bulk_create(events)
 
 
-#: The columns `events_insert` writes, in its row order.
+#: The columns `record_event` and `events_insert` write (every one but the id), in their row order.
 _ROW_COLUMNS = ("created", "kind", "agent_id", "conversation_id", "node_id", "summary", "data")
+
+
+@functools.cache
+def _insert_sql(vendor: str) -> str:
+    """The INSERT of one event row (`_ROW_COLUMNS`), quoted for the database `vendor`."""
+    quote = connection.ops.quote_name
+    return (
+        f"INSERT INTO {quote(ActivityEvent._meta.db_table)} ({', '.join(quote(c) for c in _ROW_COLUMNS)}) "
+        f"VALUES ({placeholders(len(_ROW_COLUMNS))})"
+    )
 
 
 def events_insert(
@@ -88,15 +91,10 @@ def events_insert(
         raise ValueError(f"unknown activity kind {kind!r}: add it to ActivityEvent.Kind")
     if not rows:
         return
-    quote = connection.ops.quote_name
     created = connection.ops.adapt_datetimefield_value(when)
-    sql = (
-        f"INSERT INTO {quote(ActivityEvent._meta.db_table)} ({', '.join(quote(c) for c in _ROW_COLUMNS)}) "
-        f"VALUES ({', '.join(['%s'] * len(_ROW_COLUMNS))})"
-    )
     with connection.cursor() as cursor:
         cursor.executemany(
-            sql,
+            _insert_sql(connection.vendor),
             [
                 (created, str(kind), agent_id, conversation_id, node_id, summary[:2000], json.dumps(data))
                 for agent_id, conversation_id, node_id, summary, data in rows
