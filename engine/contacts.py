@@ -22,12 +22,16 @@ from conversations.transport.base import AuthError, FloodWait, Transport, Transp
 logger = logging.getLogger(__name__)
 
 
+def _dm_not_in_contacts(conversation: Conversation) -> bool:
+    """The part of `needs_contact` that reads only the conversation's own fields."""
+    return conversation.kind == Conversation.Kind.DM and not conversation.partner_in_contacts
+
+
 def needs_contact(conversation: Conversation) -> bool:
     return (
-        conversation.kind == Conversation.Kind.DM
-        and not conversation.partner_in_contacts
+        _dm_not_in_contacts(conversation)
         and not conversation.is_telegram_service
-        and not conversation.is_saved_messages
+        and not conversation.is_saved_messages  # reads the agent's row
     )
 
 
@@ -48,7 +52,7 @@ async def partners_add_to_contacts(chats: Sequence[tuple[Transport, Conversation
     added = 0
     # A DM whose partner the mirror already knows as a contact (every chat after its first turn)
     # is left out on the loop: the rest of the check may read the agent's row.
-    chats = [(t, c) for t, c in chats if c.kind == Conversation.Kind.DM and not c.partner_in_contacts]
+    chats = [(t, c) for t, c in chats if _dm_not_in_contacts(c)]
     if not chats:
         return 0
     due = await sync_to_async(lambda: [(t, c) for t, c in chats if needs_contact(c)])()
