@@ -140,9 +140,12 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         return chat.members.exclude(pk=self._require_me().pk).first()
 
     def _peer_of(self, chat: SandboxChat) -> int:
+        return self._peer_given(chat, self._partner_of(chat))
+
+    def _peer_given(self, chat: SandboxChat, other: SandboxUser | None) -> int:
+        """`_peer_of`, once the chat's `_partner_of` is known."""
         if chat.kind == SandboxChat.Kind.GROUP:
             return chat.peer_id
-        other = self._partner_of(chat)
         return other.user_id if other else self._require_me().user_id
 
     # --- converting to plain records ------------------------------------------------------------
@@ -154,8 +157,8 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
 
     def _to_inbound(self, messages: list[SandboxMessage], chat: SandboxChat) -> list[InboundMessage]:
         me = self._require_me()
-        other = self._partner_of(chat)  # read once: `_peer_of` would read it again
-        peer = chat.peer_id if chat.kind == SandboxChat.Kind.GROUP else (other or me).user_id
+        other = self._partner_of(chat)
+        peer = self._peer_given(chat, other)
         partner = other or me
         reply_ids = {m.reply_to_id for m in messages if m.reply_to_id}
         mine = set(
