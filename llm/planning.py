@@ -28,13 +28,13 @@ from llm.plan_result import PlanResult
 from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
-from llm.prompt.sections import RETRIEVE_PROMPTS, included_prompts, teaching_advice
+from llm.prompt.sections import teaching_advice, turn_prompts
 from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
 from llm.routing import UnknownModelError, route_for
 from llm.summarization import summarize_turn
-from llm.task_schema import schema_kinds, taught_kinds
+from llm.task_schema import schema_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
 from media_catalog.selectors import saved_stickers_of
 
@@ -106,12 +106,7 @@ def plan_turn(
 
     # A turn that already waited for the provider to come back probes it with a single request.
     max_retries = 0 if (node.params or {}).get("llm_waits") else None
-    # The prompts with retrieval, read once: a turn builds every round with them, unless it may not
-    # retrieve and they name a retrieval prompt (left out of such a turn; `included_prompts`).
-    prompts = included_prompts(agent, include_retrieve=True)
-    can_retrieve = "retrieve" in taught_kinds(prompts)
-    if not can_retrieve and RETRIEVE_PROMPTS & {name for name, _text in prompts}:
-        prompts = None
+    prompts, can_retrieve = turn_prompts(agent)  # read once: every round builds with them
     retrieved = [RetrievedPage(p["url"], p["content"]) for p in (graph.context or {}).get("retrieved", [])]
     fetched = {page.url for page in retrieved}
     retrieval_notes: list[str] = []

@@ -31,7 +31,18 @@ RETRIEVE_PROMPTS = frozenset({RETRIEVE_PROMPT, "Task-Retrieve"})
 
 def can_retrieve(agent: Agent) -> bool:
     """Whether the agent's prompts teach `retrieve` (a SCHEMA_TASKS marker naming it, e.g. Task-Retrieve's)."""
-    return "retrieve" in taught_kinds(included_prompts(agent, include_retrieve=True))
+    return turn_prompts(agent)[1]
+
+
+def turn_prompts(agent: Agent) -> tuple[list[tuple[str, str]], bool]:
+    """The prompts a planning turn includes (`included_prompts`, with retrieval where the agent may
+    retrieve) and whether it may (`can_retrieve`). Read once when they are the same either way:
+    retrieval allowed, or no retrieval prompt among them."""
+    prompts = included_prompts(agent, include_retrieve=True)
+    allowed = "retrieve" in taught_kinds(prompts)
+    if not allowed and RETRIEVE_PROMPTS & {name for name, _text in prompts}:
+        prompts = included_prompts(agent, include_retrieve=False)
+    return prompts, allowed
 
 
 def teaching_advice(agent: Agent, kind: str) -> str:
