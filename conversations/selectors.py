@@ -11,6 +11,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 
 from agents.models import Agent
 from cindy_site.bulk import earliest, placeholders
+from cindy_site.prepared import PreparedRead
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
 
 DependsOn = TaskNode.depends_on.through
@@ -179,12 +180,24 @@ def conversation_last_message_id(*, conversation: Conversation) -> int | None:
     return Message.objects.filter(conversation=conversation).aggregate(m=Max("message_id"))["m"]
 
 
+#: The conversation's newest message id, through the (conversation, message_id) unique index.
+_newest_message_id = PreparedRead(
+    lambda conversation_id: Message.objects.filter(conversation_id=conversation_id)
+    .order_by("-message_id")
+    .values_list("message_id", flat=True)[:1],
+    int,
+)
+
+
 def conversations_last_message_ids(*, conversation_ids: Iterable[int]) -> dict[int, int]:
     """`conversation_last_message_id` of many conversations in one query (those without messages are
     left out)."""
     ids = list(conversation_ids)
     if not ids:
         return {}
+    if len(ids) == 1:  # a turn's chat, before every planning task
+        newest = _newest_message_id.all(int(ids[0]))
+        return {ids[0]: newest[0]} if newest else {}
     return dict(
         Message.objects.filter(conversation_id__in=ids)
         .values("conversation_id")

@@ -19,6 +19,7 @@ import datetime as dt
 from django.conf import settings
 
 from agents.models import Agent
+from cindy_site.prepared import PreparedRead
 from conversations.models import ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 
@@ -35,15 +36,28 @@ def _agent_user_ids() -> set[int]:
     return set(Agent.objects.exclude(telegram_user_id=None).values_list("telegram_user_id", flat=True))
 
 
+#: Whether a Telegram user is one of the agents: asked of every person's message (cindy_site/prepared.py).
+_agent_with_user_id = PreparedRead(
+    lambda user_id: Agent.objects.filter(telegram_user_id=user_id).values_list("pk", flat=True)[:1], int
+)
+
+
+def _sent_by_machine(message: Message) -> bool:
+    """`is_machine_message` for one message, without reading every agent's user id."""
+    if message.is_agent or message.sender_is_bot:
+        return True
+    return message.sender_id is not None and bool(_agent_with_user_id.all(int(message.sender_id)))
+
+
 def is_machine_message(message: Message, *, agent_user_ids: set[int]) -> bool:
     return message.is_agent or message.sender_is_bot or message.sender_id in agent_user_ids
 
 
 def machine_run(*, conversation: Conversation, message: Message, cooldown: dt.timedelta, longest: int) -> int:
     """The length of the run ending at `message` (0 when a person wrote it), counted up to `longest`."""
-    agent_user_ids = _agent_user_ids()
-    if not is_machine_message(message, agent_user_ids=agent_user_ids):
+    if not _sent_by_machine(message):
         return 0
+    agent_user_ids = _agent_user_ids()
     newest_first = Message.objects.filter(
         conversation=conversation, message_id__lte=message.message_id, is_service=False
     ).order_by("-message_id")[:longest]

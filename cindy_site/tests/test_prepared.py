@@ -60,9 +60,8 @@ def test_a_prepared_read_gives_the_querysets_objects_with_their_related_rows_on_
 ):
     conversation = _chat()
     for number in (1, 3, 2):  # compiled once, run again with other values
-        expected = (
-            Message.objects.select_related("conversation__agent")
-            .get(conversation=conversation, message_id=number)
+        expected = Message.objects.select_related("conversation__agent").get(
+            conversation=conversation, message_id=number
         )
         with django_assert_num_queries(1):
             found = message_in_chat.first(conversation.pk, number)

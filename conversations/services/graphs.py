@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 
 from cindy_site.clock import now
+from cindy_site.prepared import PreparedRead
 from conversations.models import ActivityEvent, Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.services import carry
 from conversations.services.activity import record_event
@@ -66,6 +67,15 @@ def graph_active(*, conversation: Conversation) -> TaskGraph | None:
     return TaskGraph.objects.filter(active_slot=conversation.pk).select_related("conversation").first()
 
 
+#: The conversation's active graph, locked: read by every replan (cindy_site/prepared.py).
+_active_locked = PreparedRead(
+    lambda conversation_id: TaskGraph.objects.select_for_update()
+    .filter(active_slot=conversation_id)
+    .select_related("conversation")[:1],
+    int,
+)
+
+
 def graph_replan(
     *,
     conversation: Conversation,
@@ -85,12 +95,7 @@ def graph_replan(
     `not_before` delays the `received` node (the read delay after a message); default: now.
     """
     with transaction.atomic():
-        previous = (
-            TaskGraph.objects.select_for_update()
-            .filter(active_slot=conversation.pk)
-            .select_related("conversation")
-            .first()
-        )
+        previous = _active_locked.first(conversation.pk)
         mode = carry.replan_mode(previous, trigger) if previous is not None else None
         if mode == carry.QUEUE:
             return _queue_behind(

@@ -6,6 +6,7 @@ history, or a send retried after a crash) leaves one row.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 from django.db import IntegrityError, transaction
@@ -13,6 +14,7 @@ from django.db import IntegrityError, transaction
 from agents.models import Agent
 from cindy_site.bulk import update_by_pk
 from cindy_site.clock import now
+from cindy_site.prepared import PreparedRead, PreparedUpdate
 from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, InboundMessage, MediaItem, ReactionInfo, SentMessage
@@ -53,6 +55,27 @@ def _keep_local_media(old: list[dict], new: list[dict]) -> list[dict]:
     return [{**part, **local.get(part.get("unique_id"), {})} for part in new]
 
 
+#: Read for every ingested message, so compiled once (cindy_site/prepared.py). The key is unique.
+_conversation_by_key = PreparedRead(
+    lambda agent_id, peer_id, topic_id: Conversation.objects.filter(
+        agent_id=agent_id, peer_id=peer_id, topic_id=topic_id
+    )[:1],
+    int,
+    int,
+    int,
+)
+_message_by_key = PreparedRead(
+    lambda conversation_id, message_id: Message.objects.filter(
+        conversation_id=conversation_id, message_id=message_id
+    )[:1],
+    int,
+    int,
+)
+_set_last_message_at = PreparedUpdate(
+    lambda pk, at: (Conversation.objects.filter(pk=pk), {"last_message_at": at}), int, dt.datetime
+)
+
+
 def conversation_upsert(
     *,
     agent: Agent,
@@ -71,7 +94,7 @@ def conversation_upsert(
     the group's own conversation (topic 0) when there is one."""
     topic_id = int(topic_id or 0)
     key = {"agent": agent, "peer_id": peer_id, "topic_id": topic_id}
-    conversation = Conversation.objects.filter(**key).first()
+    conversation = _conversation_by_key.first(agent.pk, int(peer_id), topic_id)
     if conversation is not None:
         conversation.agent = agent  # the caller's row: reading `conversation.agent` costs no query
     else:
@@ -194,7 +217,7 @@ def message_upsert(
         if clean != record.text:
             fields.update(text=clean, redacted=True)
     with transaction.atomic():
-        message = Message.objects.filter(conversation=conversation, message_id=record.message_id).first()
+        message = _message_by_key.first(conversation.pk, int(record.message_id))
         created = message is None
         if created:
             try:
@@ -221,7 +244,7 @@ def message_upsert(
             for field, value in fields.items():
                 setattr(message, field, value)
         if created and (conversation.last_message_at is None or record.date > conversation.last_message_at):
-            Conversation.objects.filter(pk=conversation.pk).update(last_message_at=record.date)
+            _set_last_message_at.run(conversation.pk, record.date)
             conversation.last_message_at = record.date
         if created:
             kind = Kind.MESSAGE_OUT if record.is_outgoing else Kind.MESSAGE_IN

@@ -19,6 +19,7 @@ from django.db.models.lookups import Exact
 
 from agents.models import Agent
 from cindy_site.clock import now
+from cindy_site.prepared import PreparedRead, PreparedUpdate
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import activity_event, events_insert
@@ -65,6 +66,25 @@ def _status_is(status: str) -> Exact:
     return Exact(Lower("status"), status)
 
 
+_claim_one = PreparedUpdate(
+    lambda pk, owner, expires, when: (
+        TaskNode.objects.filter(_status_is(NodeStatus.PENDING), pk=pk),
+        {"status": NodeStatus.RUNNING, "lease_owner": owner, "lease_expires_at": expires, "started": when},
+    ),
+    int,
+    str,
+    dt.datetime,
+    dt.datetime,
+)
+_claimed_one = PreparedRead(
+    lambda pk, owner: TaskNode.objects.select_related("conversation", "graph", "agent").filter(
+        _status_is(NodeStatus.RUNNING), pk=pk, lease_owner=owner
+    ),
+    int,
+    str,
+)
+
+
 def nodes_claim(
     *,
     node_ids: list[int],
@@ -88,23 +108,28 @@ def nodes_claim(
     when = now()
     lease = dt.timedelta(seconds=lease_seconds or settings.CINDY_NODE_LEASE_SECONDS)
     gateway = owner.split("#")[0]
+    single = len(node_ids) == 1
     with transaction.atomic():
-        changed = TaskNode.objects.filter(_status_is(NodeStatus.PENDING), pk__in=node_ids).update(
-            status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when + lease, started=when
-        )
+        if single:  # the statements of a single claim are compiled once (cindy_site/prepared.py)
+            changed = _claim_one.run(int(node_ids[0]), owner, when + lease, when)
+        else:
+            changed = TaskNode.objects.filter(_status_is(NodeStatus.PENDING), pk__in=node_ids).update(
+                status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when + lease, started=when
+            )
         if not changed:
             return []
         # A batch has few agents and many nodes: it reads each agent once, not once per node, and
         # leaves out the graphs, which the gateway's dispatch and handlers do not read (a tick's 200
         # nodes cost a fifth less); a single node takes its agent and graph in the join.
-        single = len(node_ids) == 1
-        related = ("conversation", "graph", "agent") if single else ("conversation",)
-        won = {
-            node.pk: node
-            for node in TaskNode.objects.select_related(*related)
-            .filter(_status_is(NodeStatus.RUNNING), pk__in=node_ids, lease_owner=owner)
-            .order_by()
-        }
+        if single:
+            won = {node.pk: node for node in _claimed_one.all(int(node_ids[0]), owner)}
+        else:
+            won = {
+                node.pk: node
+                for node in TaskNode.objects.select_related("conversation")
+                .filter(_status_is(NodeStatus.RUNNING), pk__in=node_ids, lease_owner=owner)
+                .order_by()
+            }
         if not single:
             known = agents or {}
             missing = {node.agent_id for node in won.values()} - known.keys()
