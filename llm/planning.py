@@ -16,6 +16,7 @@ from django.db import transaction
 
 from cindy_site.clock import get_clock
 from cindy_site.parameters import parameter
+from cindy_site.prepared import PreparedRead
 from conversations.models import LLMCall, Message, TaskGraph, TaskNode
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import history_window
@@ -317,11 +318,16 @@ def _target_reactions(conversation_id: int, message_id: int | None) -> list | No
     """The reactions on the turn's target message (None without one)."""
     if message_id is None:
         return None
-    return (
-        Message.objects.filter(conversation_id=conversation_id, message_id=message_id)
-        .values_list("reactions", flat=True)
-        .first()
-    )
+    return _reactions_of.first(int(conversation_id), int(message_id))
+
+
+_reactions_of = PreparedRead(
+    lambda conversation_id, message_id: Message.objects.filter(
+        conversation_id=conversation_id, message_id=message_id
+    ).values_list("reactions", flat=True)[:1],
+    int,
+    int,
+)
 
 
 def _reaction_notes(reactions: list | None) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ import socket
 from decimal import ROUND_HALF_UP, Decimal
 
 from cindy_site.clock import now
+from cindy_site.prepared import PreparedRead
 from conversations.models import ActivityEvent, LLMCall, ModelPrice
 from conversations.services.activity import record_event
 from llm.request import LLMRequest, Usage
@@ -16,10 +17,14 @@ _MILLION = Decimal(1_000_000)
 _MINUTE = Decimal(60)
 
 
+#: Read by every call (cindy_site/prepared.py).
+_prices = PreparedRead(lambda provider: ModelPrice.objects.filter(provider=provider).order_by("pk"), str)
+
+
 def price_for(provider: str, model: str) -> ModelPrice | None:
     """The price row whose model_prefix is the longest prefix of `model` for this provider."""
     best: ModelPrice | None = None
-    for price in ModelPrice.objects.filter(provider=provider):
+    for price in _prices.all(str(provider)):
         if model.startswith(price.model_prefix) and (
             best is None or len(price.model_prefix) > len(best.model_prefix)
         ):

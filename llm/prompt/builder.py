@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cindy_site.clock import now as clock_now
+from cindy_site.prepared import PreparedRead
 from conversations.models import Conversation
 from llm.conversation import ChatMessage, agent_timezone, conversation_history
 from llm.file_sources import is_file_url
@@ -167,13 +168,18 @@ def notes_turn(notes: Sequence[str]) -> list[Turn]:
     return [Turn(role="user", parts=(Part(text="# System notes\n\n" + "\n".join(f"- {n}" for n in notes)),))]
 
 
+_entries_ahead = PreparedRead(
+    lambda agent_id, at: ScheduleEntry.objects.filter(agent_id=agent_id, end__gt=at).order_by("start")[:2],
+    int,
+    dt.datetime,
+)
+
+
 def activity_text(conversation: Conversation, *, at: dt.datetime) -> str:
     """`# Current Activity` from the agent's schedule entries at `at` (empty without any)."""
     # One query: entries do not overlap, so the first two ending after `at` are the current one (if
     # it has started) and the next.
-    ahead = list(
-        ScheduleEntry.objects.filter(agent_id=conversation.agent_id, end__gt=at).order_by("start")[:2]
-    )
+    ahead = _entries_ahead.all(conversation.agent_id, at)
     current = ahead.pop(0) if ahead and ahead[0].start <= at else None
     following = ahead[0] if ahead else None
     return current_activity_section(current, following, now=at, tz=agent_timezone(conversation.agent))

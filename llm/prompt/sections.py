@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.models import Q
 
 from agents.models import Agent, RolePrompt
+from cindy_site.prepared import PreparedRead
 from conversations.models import Conversation
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from llm.task_schema import INSTRUCTIONS_PROMPT, prompt_teaches, taught_kinds
@@ -67,10 +68,31 @@ _DESCRIBED = (MediaDescription.Status.OK, MediaDescription.Status.CURATED)
 def role_prompt_texts(agent: Agent, names: list[str]) -> dict[str, str]:
     """Prompt texts by name; an agent-specific prompt beats the global one of the same name."""
     found: dict[str, str] = {}
-    rows = RolePrompt.objects.filter(name__in=names, scope_key__in=[0, agent.pk]).order_by("scope_key")
-    for row in rows:  # global (scope 0) first, so the agent's own overwrites it
-        found[row.name] = row.text
+    if not names:
+        return found
+    read = _role_prompts.get(len(names))
+    if read is None:  # one statement per number of names (cindy_site/prepared.py)
+        count = len(names)
+        read = _role_prompts[count] = PreparedRead(
+            lambda *values: RolePrompt.objects.filter(
+                name__in=values[:count], scope_key__in=[0, values[count]]
+            )
+            .order_by("scope_key", "pk")
+            .values_list("name", "text"),
+            *([str] * count),
+            int,
+        )
+    for name, text in read.all(*map(str, names), agent.pk):  # global (scope 0) first: the agent's own wins
+        found[name] = text
     return found
+
+
+#: Read by every turn (cindy_site/prepared.py).
+_role_prompts: dict[int, PreparedRead] = {}
+_sticker_access = PreparedRead(lambda agent_id: StickerAccess.objects.filter(agent_id=agent_id)[:1], int)
+_library_items = PreparedRead(
+    lambda agent_id: LibraryItem.objects.filter(agent_id=agent_id).order_by("unique_id"), int
+)
 
 
 def included_prompts(agent: Agent, *, include_retrieve: bool) -> list[tuple[str, str]]:
@@ -135,7 +157,7 @@ def sticker_section(agent: Agent) -> str:
     sets' stickers (premium ones only for a Telegram Premium account), its explicit stickers and the
     stickers in its account's Saved Messages."""
     entries: list[tuple[str, str, str]] = []  # (set, name, unique_id)
-    access = StickerAccess.objects.filter(agent=agent).first()
+    access = _sticker_access.first(agent.pk)
     premium = access is not None and access.premium
     saved = [e for e in (access.saved_stickers if access else []) if isinstance(e, dict)]
     set_names = [s for s in agent.sticker_set_names or [] if s]
@@ -184,7 +206,7 @@ def media_library_section(agent: Agent) -> str:
 
     Items without a description of their own use the catalog's curated or AI description of the media.
     """
-    items = list(LibraryItem.objects.filter(agent=agent).order_by("unique_id"))
+    items = _library_items.all(agent.pk)
     if not items:
         return ""
     missing = [i.unique_id for i in items if not i.description.strip()]
