@@ -108,7 +108,7 @@ def ingest_updates(*, agent_id: int, updates: Iterable[Update], trigger: bool = 
 
 
 #: The batch's agent: read for every batch, so compiled once (cindy_site/prepared.py).
-_agent_by_pk = PreparedRead(lambda pk: Agent.objects.filter(pk=pk), int)
+_agent_by_pk = PreparedRead(lambda pk: Agent.objects.filter(pk=pk).order_by(), int)
 
 
 def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) -> list[int]:

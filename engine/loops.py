@@ -38,7 +38,10 @@ def _agent_user_ids() -> set[int]:
 
 #: Whether a Telegram user is one of the agents: asked of every person's message (cindy_site/prepared.py).
 _agent_with_user_id = PreparedRead(
-    lambda user_id: Agent.objects.filter(telegram_user_id=user_id).values_list("pk", flat=True)[:1], int
+    lambda user_id: Agent.objects.filter(telegram_user_id=user_id)
+    .order_by()
+    .values_list("pk", flat=True)[:1],
+    int,
 )
 
 

@@ -54,6 +54,9 @@ def agents_asleep(*, agents: Iterable[Agent], at: dt.datetime) -> set[int]:
     agents = list(agents)
     if not agents:
         return set()
+    if len(agents) == 1:  # the usual tick: one agent with a node to start
+        asleep = _asleep_given(agents[0], current_entry(agent_id=agents[0].pk, at=at), at=at) is not None
+        return {agents[0].pk} if asleep else set()
     entries: dict[int, ScheduleEntry] = {}
     covering = ScheduleEntry.objects.filter(agent_id__in=[a.pk for a in agents], start__lte=at, end__gt=at)
     for entry in covering.order_by("start"):

@@ -41,7 +41,10 @@ CHAIN_KINDS = {k.value for k in NodeKind} - {NodeKind.RECEIVED}
 
 #: The node a planning task plans, with what the brakes and the turn read (cindy_site/prepared.py).
 _node_to_plan = PreparedRead(
-    lambda pk: TaskNode.objects.filter(pk=pk).select_related("agent", "graph", "conversation__agent"), int
+    lambda pk: TaskNode.objects.filter(pk=pk)
+    .select_related("agent", "graph", "conversation__agent")
+    .order_by(),
+    int,
 )
 
 

@@ -146,7 +146,9 @@ def write_refused(*, agent: Agent, conversation: Conversation, what: str) -> Dec
 _earlier_message = PreparedRead(
     lambda conversation_id, message_id: Message.objects.filter(
         conversation_id=conversation_id, message_id__lt=message_id
-    ).values_list("pk", flat=True)[:1],
+    )
+    .order_by()
+    .values_list("pk", flat=True)[:1],
     int,
     int,
 )

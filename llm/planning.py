@@ -324,7 +324,9 @@ def _target_reactions(conversation_id: int, message_id: int | None) -> list | No
 _reactions_of = PreparedRead(
     lambda conversation_id, message_id: Message.objects.filter(
         conversation_id=conversation_id, message_id=message_id
-    ).values_list("reactions", flat=True)[:1],
+    )
+    .order_by()
+    .values_list("reactions", flat=True)[:1],
     int,
     int,
 )

@@ -71,7 +71,8 @@ def graph_active(*, conversation: Conversation) -> TaskGraph | None:
 _active_locked = PreparedRead(
     lambda conversation_id: TaskGraph.objects.select_for_update()
     .filter(active_slot=conversation_id)
-    .select_related("conversation")[:1],
+    .select_related("conversation")
+    .order_by()[:1],
     int,
 )
 

@@ -59,7 +59,7 @@ def _keep_local_media(old: list[dict], new: list[dict]) -> list[dict]:
 _conversation_by_key = PreparedRead(
     lambda agent_id, peer_id, topic_id: Conversation.objects.filter(
         agent_id=agent_id, peer_id=peer_id, topic_id=topic_id
-    )[:1],
+    ).order_by()[:1],
     int,
     int,
     int,
@@ -67,7 +67,7 @@ _conversation_by_key = PreparedRead(
 _message_by_key = PreparedRead(
     lambda conversation_id, message_id: Message.objects.filter(
         conversation_id=conversation_id, message_id=message_id
-    )[:1],
+    ).order_by()[:1],
     int,
     int,
 )

@@ -77,9 +77,9 @@ _claim_one = PreparedUpdate(
     dt.datetime,
 )
 _claimed_one = PreparedRead(
-    lambda pk, owner: TaskNode.objects.select_related("conversation", "graph", "agent").filter(
-        _status_is(NodeStatus.RUNNING), pk=pk, lease_owner=owner
-    ),
+    lambda pk, owner: TaskNode.objects.select_related("conversation", "graph", "agent")
+    .filter(_status_is(NodeStatus.RUNNING), pk=pk, lease_owner=owner)
+    .order_by(),
     int,
     str,
 )

@@ -20,6 +20,7 @@ from django.db.models import Max, Q
 from agents.models import Agent
 from cindy_site.bulk import placeholders
 from cindy_site.clock import now
+from cindy_site.prepared import PreparedRead
 from conversations.models import (
     SandboxChat,
     SandboxMember,
@@ -137,7 +138,7 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         """The other side of a DM (None in a group, or in the agent's chat with itself)."""
         if chat.kind == SandboxChat.Kind.GROUP:
             return None
-        return chat.members.exclude(pk=self._require_me().pk).first()
+        return _dm_partner.first(chat.pk, self._require_me().pk)
 
     def _peer_of(self, chat: SandboxChat) -> int:
         return self._peer_given(chat, self._partner_of(chat))
@@ -161,10 +162,14 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         peer = self._peer_given(chat, other)
         partner = other or me
         reply_ids = {m.reply_to_id for m in messages if m.reply_to_id}
-        mine = set(
-            SandboxMessage.objects.filter(chat=chat, message_id__in=reply_ids, sender=me).values_list(
-                "message_id", flat=True
+        mine = (
+            set(
+                SandboxMessage.objects.filter(chat=chat, message_id__in=reply_ids, sender=me).values_list(
+                    "message_id", flat=True
+                )
             )
+            if reply_ids
+            else set()
         )
         topics = (
             dict(SandboxTopic.objects.filter(chat=chat).values_list("topic_id", "title"))
@@ -290,13 +295,16 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         still inside the window to their time, so it stays bounded).
         """
         me = self._require_me()
+        # The read is a prepared statement (cindy_site/prepared.py) per step of SEEN_STEP ids already
+        # seen: it reads at least POLL_BATCH rows not seen yet, when there are as many.
+        steps = -(-len(self.seen) // SEEN_STEP)
+        read = _update_reads.get(steps)
+        if read is None:
+            read = _update_reads[steps] = _updates_read(POLL_BATCH + steps * SEEN_STEP)
+        recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
         rows = [
             row
-            for row in SandboxUpdate.objects.filter(self._window(), chat__members=me)
-            .exclude(kind=SandboxUpdate.Kind.TYPING, actor=me)
-            .exclude(Q(kind=SandboxUpdate.Kind.UNREAD_MARK) & ~Q(actor=me))
-            .select_related("chat")
-            .order_by("id")[: POLL_BATCH + len(self.seen)]
+            for row in read.all(me.pk, max(self.cursor - TRAILING_IDS, 0), recent)
             if row.id not in self.seen
         ][:POLL_BATCH]
         if not rows:
@@ -320,9 +328,9 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
                 updates.append(DialogUnreadMark(peer_id=self._peer_of(row.chat), unread=marked))
                 continue
             message = (
-                SandboxMessage.objects.filter(chat=row.chat, message_id=row.message_id)
-                .select_related("sender")
-                .first()
+                _message_with_sender.first(row.chat_id, row.message_id)
+                if row.message_id is not None
+                else None
             )
             if message is None:
                 continue
@@ -796,3 +804,41 @@ def _reactions(raw: list[dict[str, Any]]) -> tuple[ReactionInfo, ...]:
         )
         for r in raw
     )
+
+
+# --- prepared statements (cindy_site/prepared.py): the reads of every polled update ----------------
+
+#: The poll's rows are read in steps of this many ids already seen (see `_poll_updates`).
+SEEN_STEP = 500
+
+
+def _updates_read(limit: int) -> PreparedRead:
+    """The poll's read: the window's updates in the account's chats, at most `limit`, oldest first;
+    not its own typing, and no other account's unread mark."""
+    return PreparedRead(
+        lambda me, floor, recent: SandboxUpdate.objects.filter(
+            Q(id__gt=floor) | Q(created__gte=recent), chat__members=me
+        )
+        .exclude(kind=SandboxUpdate.Kind.TYPING, actor_id=me)
+        .exclude(Q(kind=SandboxUpdate.Kind.UNREAD_MARK) & ~Q(actor_id=me))
+        .select_related("chat")
+        .order_by("id")[:limit],
+        int,
+        int,
+        dt.datetime,
+    )
+
+
+_update_reads: dict[int, PreparedRead] = {}
+_message_with_sender = PreparedRead(
+    lambda chat_id, message_id: SandboxMessage.objects.filter(chat_id=chat_id, message_id=message_id)
+    .select_related("sender")
+    .order_by()[:1],
+    int,
+    int,
+)
+_dm_partner = PreparedRead(
+    lambda chat_id, me: SandboxUser.objects.filter(chats=chat_id).exclude(pk=me).order_by("name", "pk")[:1],
+    int,
+    int,
+)

@@ -89,7 +89,9 @@ def role_prompt_texts(agent: Agent, names: list[str]) -> dict[str, str]:
 
 #: Read by every turn (cindy_site/prepared.py).
 _role_prompts: dict[int, PreparedRead] = {}
-_sticker_access = PreparedRead(lambda agent_id: StickerAccess.objects.filter(agent_id=agent_id)[:1], int)
+_sticker_access = PreparedRead(
+    lambda agent_id: StickerAccess.objects.filter(agent_id=agent_id).order_by()[:1], int
+)
 _library_items = PreparedRead(
     lambda agent_id: LibraryItem.objects.filter(agent_id=agent_id).order_by("unique_id"), int
 )
