@@ -12,7 +12,8 @@ the queryset's would: model instances (with `select_related` objects and annotat
 
 Only the values can change between calls, never the statement's shape: each argument is an `int`, a
 `str` or an aware `datetime` that a filter compares with a column or an update stores in one, never
-None (which turns `=` into `IS NULL`) and never a list (whose length is part of the SQL).
+None (which turns `=` into `IS NULL`); or a non-empty list of ints or strings (`list[int]`) for an
+`__in` filter, whose statement is compiled once per length.
 """
 
 from __future__ import annotations
@@ -35,78 +36,117 @@ from django.db.models.sql import UpdateQuery
 
 #: Marker values: unlikely as real ids, text or times. Ints and strings reach the database unchanged;
 #: a datetime as the backend adapts it (`adapt_datetimefield_value`), as the call's values then are.
-_INT_MARKER = -7_301_946_582_000
-_STR_MARKER = "\x00prepared-{}\x00"
+_INT_MARKER = -7_301_946_582_000_000
+_STR_MARKER = "\x00prepared-{}-{}\x00"
 _TIME_MARKER = dt.datetime(1903, 2, 3, 4, 5, 6, tzinfo=dt.UTC)
 KINDS = (int, str, dt.datetime)
+#: Elements of a list value (`list[int]`, `list[str]`): an `IN (...)` of as many parameters.
+LIST_KINDS = (int, str)
 
 
-def _marker(index: int, kind: type) -> Any:
+def _element(kind: Any) -> type | None:
+    """The element type of a list kind (`list[int]`), None for a plain kind."""
+    return kind.__args__[0] if getattr(kind, "__origin__", None) is list else None
+
+
+def _marker(index: int, kind: type, element: int = 0) -> Any:
     if kind is int:
-        return _INT_MARKER - index
+        return _INT_MARKER - index * 1_000_000 - element
     if kind is str:
-        return _STR_MARKER.format(index)
-    return _TIME_MARKER + dt.timedelta(microseconds=index + 1)
-
-
-def _check(name: str, kinds: tuple[type, ...], values: tuple[Any, ...]) -> None:
-    if len(values) != len(kinds):
-        raise TypeError(f"{name} takes {len(kinds)} values, not {len(values)}")
-    for value, kind in zip(values, kinds, strict=True):
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise TypeError(f"{name}: {value!r} is not a {kind.__name__}")
-        if kind is dt.datetime and value.tzinfo is None:
-            raise TypeError(f"{name}: {value!r} is a naive datetime; pass an aware one")
+        return _STR_MARKER.format(index, element)
+    return _TIME_MARKER + dt.timedelta(seconds=index, microseconds=element + 1)
 
 
 class _Statement:
-    """A statement compiled from marker values, per database alias and vendor and per thread."""
+    """A statement compiled from marker values, per database alias and vendor, per length of each
+    list value, and per thread."""
 
-    def __init__(self, build: Callable, kinds: tuple[type, ...]) -> None:
-        if any(kind not in KINDS for kind in kinds):
-            raise TypeError(f"prepared statements take int, str and datetime values, not {kinds!r}")
+    def __init__(self, build: Callable, kinds: tuple[Any, ...]) -> None:
+        for kind in kinds:
+            if kind not in KINDS and _element(kind) not in LIST_KINDS:
+                raise TypeError(
+                    f"prepared statements take int, str and datetime values and lists of int or str, not {kind!r}"
+                )
         self.build = build
         self.kinds = kinds
         self.name = f"prepared statement {getattr(build, '__qualname__', build)!r}"
         self._local = threading.local()
         self._model_class = None
 
-    def _markers(self) -> list[Any]:
-        return [_marker(index, kind) for index, kind in enumerate(self.kinds)]
-
-    def _slots(self, params, connection) -> tuple[tuple[int, int], ...]:
-        """Where each value goes among the parameters: (parameter index, value index)."""
-        slots = []
+    def _markers(self, lengths: tuple[int, ...] | None = None) -> list[Any]:
+        """The marker values to build with; a list value of `lengths[i]` markers (1 by default)."""
+        markers: list[Any] = []
         for index, kind in enumerate(self.kinds):
-            marker = _marker(index, kind)
-            if kind is dt.datetime:
-                marker = connection.ops.adapt_datetimefield_value(marker)
-            found = [at for at, value in enumerate(params) if type(value) is type(marker) and value == marker]
-            if not found:
-                raise ValueError(
-                    f"{self.name}: value {index} is not a parameter of its SQL (compare it with a column "
-                    "in a plain filter, or store it in a plain field)"
-                )
-            slots.extend((at, index) for at in found)
+            element = _element(kind)
+            if element is None:
+                markers.append(_marker(index, kind))
+            else:
+                count = lengths[index] if lengths else 1
+                markers.append([_marker(index, element, j) for j in range(count)])
+        return markers
+
+    def _lengths(self, values: tuple[Any, ...]) -> tuple[int, ...]:
+        """Check the values against the kinds; the length of each list value (0 for the others)."""
+        if len(values) != len(self.kinds):
+            raise TypeError(f"{self.name} takes {len(self.kinds)} values, not {len(values)}")
+        lengths = []
+        for value, kind in zip(values, self.kinds, strict=True):
+            element = _element(kind)
+            items = value if element is not None else (value,)
+            if element is not None:
+                if not isinstance(value, list | tuple):
+                    raise TypeError(f"{self.name}: {value!r} is not a list")
+                if not value:
+                    raise ValueError(f"{self.name}: an empty list matches nothing; do not run the statement")
+            for item in items:
+                wanted = element or kind
+                if not isinstance(item, wanted) or isinstance(item, bool):
+                    raise TypeError(f"{self.name}: {item!r} is not a {wanted.__name__}")
+                if wanted is dt.datetime and item.tzinfo is None:
+                    raise TypeError(f"{self.name}: {item!r} is a naive datetime; pass an aware one")
+            lengths.append(len(value) if element is not None else 0)
+        return tuple(lengths)
+
+    def _slots(self, params, connection, lengths: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
+        """Where each value goes among the parameters: (parameter index, value index, element index)."""
+        wanted: dict[Any, tuple[int, int]] = {}
+        for index, kind in enumerate(self.kinds):
+            element = _element(kind)
+            for j in range(lengths[index] if element is not None else 1):
+                marker = _marker(index, element or kind, j)
+                if kind is dt.datetime:
+                    marker = connection.ops.adapt_datetimefield_value(marker)
+                wanted[(type(marker), marker)] = (index, j)
+        slots = [
+            (at, *wanted[(type(value), value)])
+            for at, value in enumerate(params)
+            if (type(value), value) in wanted
+        ]
+        missing = sorted({place[0] for place in wanted.values()} - {slot[1] for slot in slots})
+        if missing:
+            raise ValueError(
+                f"{self.name}: value {missing[0]} is not a parameter of its SQL (compare it with a column "
+                "in a plain filter, or store it in a plain field)"
+            )
         return tuple(slots)
 
     def _params(self, compiled, values: tuple[Any, ...], connection) -> list[Any]:
-        _check(self.name, self.kinds, values)
         params = list(compiled.params)
-        for at, index in compiled.slots:
-            value = values[index]
-            params[at] = (
-                connection.ops.adapt_datetimefield_value(value) if self.kinds[index] is dt.datetime else value
-            )
+        for at, index, j in compiled.slots:
+            kind = self.kinds[index]
+            if kind is dt.datetime:
+                params[at] = connection.ops.adapt_datetimefield_value(values[index])
+            else:
+                params[at] = values[index][j] if _element(kind) is not None else values[index]
         return params
 
-    def _compiled(self, alias: str):
+    def _compiled(self, alias: str, lengths: tuple[int, ...]):
         connection = connections[alias]
-        key = (alias, connection.vendor)
+        key = (alias, connection.vendor, lengths)
         cache = self._local.__dict__.setdefault("compiled", {})
         compiled = cache.get(key)
         if compiled is None:
-            compiled = cache[key] = self._compile(alias)
+            compiled = cache[key] = self._compile(alias, lengths)
         return connection, compiled
 
 
@@ -114,7 +154,7 @@ class _Statement:
 class _Compiled:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[tuple[int, int], ...]  # (parameter index, argument index)
+    slots: tuple[tuple[int, int, int], ...]  # (parameter index, value index, element index)
     converters: tuple[tuple[int, tuple[Callable, ...], Any], ...]
     make: Callable[[Any, list[tuple]], list[Any]]
 
@@ -129,8 +169,8 @@ class PreparedRead(_Statement):
     def __init__(self, build: Callable[..., QuerySet], *kinds: type) -> None:
         super().__init__(build, kinds)
 
-    def _compile(self, alias: str) -> _Compiled:
-        queryset = self.build(*self._markers())
+    def _compile(self, alias: str, lengths: tuple[int, ...]) -> _Compiled:
+        queryset = self.build(*self._markers(lengths))
         compiler = queryset.query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
         columns = [expression for expression, _, _ in compiler.select[: compiler.col_count]]
@@ -138,14 +178,19 @@ class PreparedRead(_Statement):
             (position, tuple(functions), expression)
             for position, (functions, expression) in compiler.get_converters(columns).items()
         )
-        slots = self._slots(params, connections[alias])
+        slots = self._slots(params, connections[alias], lengths)
         return _Compiled(sql, tuple(params), slots, converters, self._maker(queryset, compiler, alias))
 
     @staticmethod
     def _maker(queryset: QuerySet, compiler, alias: str) -> Callable[[Any, list[tuple]], list[Any]]:
         if queryset._iterable_class in (ValuesListIterable, FlatValuesListIterable):
-            if not queryset._fields or compiler.has_extra_select or queryset.query.annotation_select:
-                raise ValueError("a prepared values_list() names plain fields")
+            query = queryset.query
+            columns = [*query.extra_select, *query.values_select, *query.annotation_select]
+            if not queryset._fields or list(queryset._fields) != columns:
+                raise ValueError(
+                    "a prepared values_list() names its fields, in the order the SQL selects them: "
+                    "plain fields, then annotations"
+                )
             if queryset._iterable_class is FlatValuesListIterable:
                 return lambda _db, rows: [row[0] for row in rows]
             return lambda _db, rows: [tuple(row) for row in rows]
@@ -171,8 +216,9 @@ class PreparedRead(_Statement):
         return make
 
     def all(self, *values: Any) -> list[Any]:
+        lengths = self._lengths(values)
         alias = router.db_for_read(self._model())
-        connection, compiled = self._compiled(alias)
+        connection, compiled = self._compiled(alias, lengths)
         params = self._params(compiled, values, connection)
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
@@ -208,8 +254,8 @@ class PreparedUpdate(_Statement):
     def __init__(self, build: Callable[..., tuple[QuerySet, dict[str, Any]]], *kinds: type) -> None:
         super().__init__(build, kinds)
 
-    def _compile(self, alias: str) -> _Compiled:
-        queryset, fields = self.build(*self._markers())
+    def _compile(self, alias: str, lengths: tuple[int, ...]) -> _Compiled:
+        queryset, fields = self.build(*self._markers(lengths))
         query = queryset.query.chain(UpdateQuery)
         query.add_update_values(fields)
         if query.related_updates:
@@ -218,14 +264,14 @@ class PreparedUpdate(_Statement):
         sql, params = compiler.as_sql()
         if sum(1 for alias_ in query.alias_map if query.alias_refcount[alias_]) > 1:
             raise ValueError(f"{self.name}: its filter joins another table")
-        return _Compiled(
-            sql, tuple(params), self._slots(params, connections[alias]), (), lambda _db, rows: rows
-        )
+        slots = self._slots(params, connections[alias], lengths)
+        return _Compiled(sql, tuple(params), slots, (), lambda _db, rows: rows)
 
     def run(self, *values: Any) -> int:
         if self._model_class is None:
             self._model_class = self.build(*self._markers())[0].model
-        connection, compiled = self._compiled(router.db_for_write(self._model_class))
+        lengths = self._lengths(values)
+        connection, compiled = self._compiled(router.db_for_write(self._model_class), lengths)
         params = self._params(compiled, values, connection)
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)

@@ -112,3 +112,26 @@ def test_a_value_of_the_wrong_type_or_one_the_sql_does_not_take_is_refused_by_na
         unused.all(1)
     with pytest.raises(TypeError, match="int, str and datetime"):
         PreparedRead(lambda flag: Conversation.objects.filter(muted=flag), bool)
+
+
+messages_in = PreparedRead(
+    lambda conversation_ids, names: Message.objects.filter(
+        conversation_id__in=conversation_ids, sender_name__in=names
+    )
+    .order_by("message_id")
+    .values_list("message_id", flat=True),
+    list[int],
+    list[str],
+)
+
+
+def test_a_list_value_is_an_in_list_compiled_once_per_length_and_an_empty_one_is_refused():
+    conversation = _chat()
+    assert messages_in.all([conversation.pk], ["Kim"]) == [1, 3]
+    assert messages_in.all([conversation.pk, -1], ["Lee", "Kim"]) == [1, 2, 3]
+    assert messages_in.all((conversation.pk, conversation.pk), ["Lee"]) == [2]  # repeated values are fine
+    assert messages_in.all([conversation.pk], ["Nobody"]) == []
+    with pytest.raises(ValueError, match="empty list"):
+        messages_in.all([], ["Kim"])
+    with pytest.raises(TypeError, match="is not a str"):
+        messages_in.all([conversation.pk], [5])
