@@ -8,7 +8,8 @@ later calls put their own values in those places and run the same statement. Its
 the queryset's would: model instances (with `select_related` objects and annotations) made by
 `Model.from_db`, or the converted columns of a `values_list()`.
 
-`PreparedUpdate` does the same for `queryset.update(**values)`.
+`PreparedUpdate` does the same for `queryset.update(**values)`, and `insert_new(obj)` saves a new
+model instance with one plain INSERT of its fields' values, as `save()` prepares them.
 
 Only the values can change between calls, never the statement's shape: each argument is an `int`, a
 `str` or an aware `datetime` that a filter compares with a column or an update stores in one, never
@@ -19,12 +20,13 @@ None (which turns `=` into `IS NULL`); or a non-empty list of ints or strings (`
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections, router
+from django.db import connections, models, router
 from django.db.models import QuerySet
 from django.db.models.query import (
     FlatValuesListIterable,
@@ -276,3 +278,36 @@ class PreparedUpdate(_Statement):
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             return cursor.rowcount
+
+
+@functools.cache
+def _insert_plan(model: type[models.Model], vendor: str) -> tuple[tuple[models.Field, ...], str]:
+    """The fields a new row of `model` stores (all local concrete ones but its automatic primary key)
+    and the INSERT of their columns, quoted for `vendor`."""
+    meta = model._meta
+    if not isinstance(meta.pk, models.AutoField | models.BigAutoField | models.SmallAutoField):
+        raise ValueError(f"insert_new: {model.__name__}'s primary key is not automatic")
+    fields = tuple(f for f in meta.local_concrete_fields if f is not meta.pk)
+    ops = connections[router.db_for_write(model)].ops
+    columns = ", ".join(ops.quote_name(f.column) for f in fields)
+    markers = ", ".join(["%s"] * len(fields))
+    return fields, f"INSERT INTO {ops.quote_name(meta.db_table)} ({columns}) VALUES ({markers})"
+
+
+def insert_new(obj: models.Model) -> models.Model:
+    """Store a new instance (`Model(**fields)`, no primary key yet) as `obj.save()` would: each field's
+    `pre_save` (`auto_now_add`) and `get_db_prep_save`, in one plain INSERT; the instance gets its id
+    and counts as saved. No save signals are sent: no part of Cindy listens to them for the models it
+    inserts this way. A database error (a unique key taken) is raised as the ORM raises it."""
+    model = type(obj)
+    if obj.pk is not None:
+        raise ValueError(f"insert_new: {model.__name__} #{obj.pk} has an id already; save() it instead")
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    fields, sql = _insert_plan(model, connection.vendor)
+    values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        obj.pk = cursor.lastrowid
+    obj._state.adding, obj._state.db = False, alias
+    return obj

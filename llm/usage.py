@@ -8,7 +8,7 @@ import socket
 from decimal import ROUND_HALF_UP, Decimal
 
 from cindy_site.clock import now
-from cindy_site.prepared import PreparedRead
+from cindy_site.prepared import PreparedRead, insert_new
 from conversations.models import ActivityEvent, LLMCall, ModelPrice
 from conversations.services.activity import record_event
 from llm.request import LLMRequest, Usage
@@ -91,19 +91,21 @@ def llm_call_start(
     """
     usage = Usage(input_tokens=estimated_input_tokens)
     price = price_for(provider, model)
-    call = LLMCall.objects.create(
-        created=now(),
-        agent_id=agent_id,
-        conversation_id=conversation_id,
-        node_id=node_id,
-        purpose=purpose,
-        provider=provider,
-        model=model,
-        input_tokens=usage.input_tokens,
-        cost=estimate_cost(provider, model, usage, price=price),
-        status=LLMCall.Status.PENDING,
-        fingerprint=fingerprint,
-        worker=worker_name(),
+    call = insert_new(
+        LLMCall(
+            created=now(),
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            node_id=node_id,
+            purpose=purpose,
+            provider=provider,
+            model=model,
+            input_tokens=usage.input_tokens,
+            cost=estimate_cost(provider, model, usage, price=price),
+            status=LLMCall.Status.PENDING,
+            fingerprint=fingerprint,
+            worker=worker_name(),
+        )
     )
     call.price_row = price  # `llm_call_finish` costs the outcome at the same price, without a query
     return call

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.db import IntegrityError, transaction
 
-from cindy_site.prepared import PreparedRead, PreparedUpdate
+from cindy_site.prepared import PreparedRead, PreparedUpdate, insert_new
 from conversations.models import Conversation, Message
 from engine.tests.cast import make_agent
 
@@ -135,3 +136,29 @@ def test_a_list_value_is_an_in_list_compiled_once_per_length_and_an_empty_one_is
         messages_in.all([], ["Kim"])
     with pytest.raises(TypeError, match="is not a str"):
         messages_in.all([conversation.pk], [5])
+
+
+def test_insert_new_stores_the_row_save_stores_and_raises_the_orms_error_on_a_taken_key():
+    conversation = _chat()
+    fields = {
+        "conversation": conversation,
+        "sender_id": 77,
+        "sender_name": "Kim",
+        "date": AT,
+        "text": "inserted",
+        "media": [{"kind": "photo", "unique_id": "x"}],
+    }
+    inserted = insert_new(Message(message_id=10, **fields))
+    saved = Message.objects.create(message_id=11, **fields)
+    assert inserted.pk and not inserted._state.adding and inserted._state.db == "default"
+    columns = [
+        f.attname for f in Message._meta.concrete_fields if f.attname not in ("id", "message_id", "ingested")
+    ]
+    assert Message.objects.filter(pk=inserted.pk).values(*columns).get() == (
+        Message.objects.filter(pk=saved.pk).values(*columns).get()
+    )
+    assert Message.objects.get(pk=inserted.pk).ingested is not None  # auto_now_add, as save() sets it
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_new(Message(message_id=10, **fields))
+    with pytest.raises(ValueError, match="has an id already"):
+        insert_new(inserted)

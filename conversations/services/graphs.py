@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 
 from cindy_site.clock import now
-from cindy_site.prepared import PreparedRead
+from cindy_site.prepared import PreparedRead, insert_new
 from conversations.models import ActivityEvent, Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.services import carry
 from conversations.services.activity import record_event
@@ -114,22 +114,26 @@ def graph_replan(
             if queued:
                 context["queued"] = queued
         when = now()
-        graph = TaskGraph.objects.create(
-            conversation=conversation,
-            active_slot=conversation.pk,
-            trigger=trigger,
-            target_message_id=target_message_id,
-            context=context,
-            created=when,
+        graph = insert_new(
+            TaskGraph(
+                conversation=conversation,
+                active_slot=conversation.pk,
+                trigger=trigger,
+                target_message_id=target_message_id,
+                context=context,
+                created=when,
+            )
         )
-        node = TaskNode.objects.create(
-            graph=graph,
-            conversation=conversation,
-            agent_id=conversation.agent_id,
-            kind=NodeKind.RECEIVED,
-            sequence=0,
-            not_before=max(when, not_before) if not_before else when,
-            created=when,
+        node = insert_new(
+            TaskNode(
+                graph=graph,
+                conversation=conversation,
+                agent_id=conversation.agent_id,
+                kind=NodeKind.RECEIVED,
+                sequence=0,
+                not_before=max(when, not_before) if not_before else when,
+                created=when,
+            )
         )
         record_event(
             Kind.REPLAN,

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from agents.models import Agent
 from cindy_site.bulk import update_by_pk
 from cindy_site.clock import now
-from cindy_site.prepared import PreparedRead, PreparedUpdate
+from cindy_site.prepared import PreparedRead, PreparedUpdate, insert_new
 from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, InboundMessage, MediaItem, ReactionInfo, SentMessage
@@ -222,11 +222,13 @@ def message_upsert(
         if created:
             try:
                 with transaction.atomic():
-                    message = Message.objects.create(
-                        conversation=conversation,
-                        message_id=record.message_id,
-                        random_id=record.random_id,
-                        **fields,
+                    message = insert_new(
+                        Message(
+                            conversation=conversation,
+                            message_id=record.message_id,
+                            random_id=record.random_id,
+                            **fields,
+                        )
                     )
             except IntegrityError:
                 created = False
