@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import base64
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from google import genai
+from google.genai import _common as genai_common
 from google.genai import errors as genai_errors
+from google.genai import models as genai_models
 from google.genai import types
 
 from llm.errors import CacheGone, LLMConfigError, LLMError, ProviderRetryable
@@ -152,6 +155,10 @@ class CacheMade:
     tokens: int
 
 
+#: Keeps the SDK from logging about function calling (no tools are declared); one instance for all.
+_NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
+
+
 class GeminiProvider:
     name = "gemini"
     key_variable = "GOOGLE_GEMINI_API_KEY"
@@ -163,6 +170,51 @@ class GeminiProvider:
                 "in the environment or .env (get one at https://aistudio.google.com/apikey)"
             )
         self._client = _client(api_key, base_url, timeout)
+        self._stable: dict[tuple[str, tuple[str, ...] | None], dict[str, Any]] = {}
+        self._stable_lock = threading.Lock()
+
+    def _stable_body(self, request: LLMRequest) -> dict[str, Any]:
+        """The body fields that change only with the reply schema and modalities (`safetySettings`,
+        `generationConfig`), in the body's own structure. The SDK converts the schema into its own
+        models and back on every call, which cost more CPU than the rest of the turn's request; here
+        the SDK's own conversion runs once per schema, and the result goes into the body as
+        `extra_body` does (`test_gemini_body_matches_the_sdk_own_conversion_of_every_turn`)."""
+        schema = request.response_schema
+        key = (json.dumps(schema, sort_keys=True) if schema is not None else "", request.response_modalities)
+        body = self._stable.get(key)
+        if body is None:
+            config: dict[str, Any] = {"safety_settings": safety_settings()}
+            if schema is not None:
+                config["response_mime_type"] = "application/json"
+                config["response_schema"] = json.loads(key[0])  # the SDK rewrites the dict it is given
+            if request.response_modalities is not None:
+                config["response_modalities"] = list(request.response_modalities)
+            body = {}
+            generation = genai_models._GenerateContentConfig_to_mldev(
+                self._client._api_client, types.GenerateContentConfig(**config), body
+            )
+            body["generationConfig"] = generation
+            body = genai_common.encode_unserializable_types(genai_common.convert_to_dict(body))
+            with self._stable_lock:
+                self._stable[key] = body
+        return body
+
+    def _config(
+        self, request: LLMRequest, *, timeout: float | None, cached_content: str | None
+    ) -> types.GenerateContentConfig:
+        """`build_config(request, wire=...)`'s request, with the schema's fields from `_stable_body`
+        and the system instruction in the body's own structure: the SDK converts only one turn."""
+        body: dict[str, Any] = {**self._stable_body(request), "contents": wire_contents(request)}
+        if not cached_content:
+            body["systemInstruction"] = {"parts": [{"text": request.system}], "role": "user"}
+        http_options: dict[str, Any] = {"extra_body": body}
+        if timeout is not None:
+            http_options["timeout"] = max(1, int(timeout * 1000))
+        return types.GenerateContentConfig(
+            cached_content=cached_content or None,
+            automatic_function_calling=_NO_AFC,
+            http_options=types.HttpOptions(**http_options),
+        )
 
     def supports_media(self, mime: str) -> bool:
         return mime.startswith(_MEDIA_PREFIXES)
@@ -189,15 +241,14 @@ class GeminiProvider:
             # The SDK builds the body from the last turn only; `extra_body` carries the whole history
             # already in wire format (see wire_contents).
             last = LLMRequest(system=request.system, turns=request.turns[-1:])
+            if request.turns:
+                config = self._config(
+                    request, timeout=timeout, cached_content=cache.name if cache is not None else None
+                )
+            else:
+                config = build_config(request, timeout=timeout, cached_content=cache.name if cache else None)
             response = self._client.models.generate_content(
-                model=model,
-                contents=build_contents(last),
-                config=build_config(
-                    request,
-                    timeout=timeout,
-                    wire=wire_contents(request) if request.turns else None,
-                    cached_content=cache.name if cache is not None else None,
-                ),
+                model=model, contents=build_contents(last), config=config
             )
         except genai_errors.APIError as exc:
             if cache is not None and _cache_missing(exc):

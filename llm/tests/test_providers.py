@@ -211,6 +211,37 @@ def test_gemini_body_matches_the_sdk_own_conversion_of_every_turn(fake_llm):
     assert len(sent_body["contents"]) == 4
 
 
+@pytest.mark.parametrize("variant", ["no schema", "audio reply", "explicit cache"])
+def test_gemini_body_matches_the_sdk_own_conversion_without_a_schema_with_modalities_or_a_cache(
+    fake_llm, variant
+):
+    from llm.providers.gemini import CachedPrefix, GeminiProvider, build_config, build_contents
+
+    provider = GeminiProvider(api_key="test", base_url=fake_llm.url)
+    request = _mixed_request()
+    request.response_schema = None if variant == "no schema" else request.response_schema
+    request.response_modalities = ("AUDIO",) if variant == "audio reply" else None
+    cache = None
+    sdk_request = request
+    if variant == "explicit cache":
+        made = provider.cache_create(request, model="m", turns=2, ttl_seconds=600)
+        cache = CachedPrefix(name=made.name, turns=2)
+        del fake_llm.requests[:]
+        sdk_request = LLMRequest(
+            system=request.system, turns=request.turns[2:], response_schema=request.response_schema
+        )
+    for _ in range(2):  # the second call takes the schema's fields from the provider's own copy
+        provider._client.models.generate_content(
+            model="m",
+            contents=build_contents(sdk_request),
+            config=build_config(sdk_request, cached_content=cache.name if cache else None),
+        )
+        provider.generate(request, model="m", cache=cache)
+    bodies = [r.json for r in fake_llm.requests]
+    assert bodies[1] == bodies[0] and bodies[3] == bodies[2] == bodies[0]
+    assert ("systemInstruction" in bodies[0]) is (cache is None)
+
+
 def test_openai_body_matches_the_sdk_own_conversion_of_every_message(fake_llm):
     from llm.providers.openai_compat import OpenAICompatibleProvider, build_messages
 
