@@ -29,6 +29,8 @@ _BLOCKED_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_S
 _MEDIA_PREFIXES = ("image/", "video/", "audio/")
 _clients: dict[tuple[str, str, float], genai.Client] = {}
 _clients_lock = threading.Lock()
+#: `GeminiProvider._stable_body` by (client, schema, modalities): a handful per process.
+_stable_bodies: dict[tuple[int, str, tuple[str, ...] | None], dict[str, Any]] = {}
 
 
 def _client(api_key: str, base_url: str, timeout: float) -> genai.Client:
@@ -170,8 +172,6 @@ class GeminiProvider:
                 "in the environment or .env (get one at https://aistudio.google.com/apikey)"
             )
         self._client = _client(api_key, base_url, timeout)
-        self._stable: dict[tuple[str, tuple[str, ...] | None], dict[str, Any]] = {}
-        self._stable_lock = threading.Lock()
 
     def _stable_body(self, request: LLMRequest) -> dict[str, Any]:
         """The body fields that change only with the reply schema and modalities (`safetySettings`,
@@ -180,13 +180,17 @@ class GeminiProvider:
         the SDK's own conversion runs once per schema, and the result goes into the body as
         `extra_body` does (`test_gemini_body_matches_the_sdk_own_conversion_of_every_turn`)."""
         schema = request.response_schema
-        key = (json.dumps(schema, sort_keys=True) if schema is not None else "", request.response_modalities)
-        body = self._stable.get(key)
+        key = (
+            id(self._client),  # the clients live as long as the process (`_client`)
+            json.dumps(schema, sort_keys=True) if schema is not None else "",
+            tuple(request.response_modalities) if request.response_modalities is not None else None,
+        )
+        body = _stable_bodies.get(key)
         if body is None:
             config: dict[str, Any] = {"safety_settings": safety_settings()}
             if schema is not None:
                 config["response_mime_type"] = "application/json"
-                config["response_schema"] = json.loads(key[0])  # the SDK rewrites the dict it is given
+                config["response_schema"] = json.loads(key[1])  # the SDK rewrites the dict it is given
             if request.response_modalities is not None:
                 config["response_modalities"] = list(request.response_modalities)
             body = {}
@@ -195,8 +199,8 @@ class GeminiProvider:
             )
             body["generationConfig"] = generation
             body = genai_common.encode_unserializable_types(genai_common.convert_to_dict(body))
-            with self._stable_lock:
-                self._stable[key] = body
+            with _clients_lock:
+                _stable_bodies[key] = body
         return body
 
     def _config(
