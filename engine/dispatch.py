@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import router, transaction
 
 from conversations.models import TaskNode
 from conversations.selectors import conversations_last_message_ids
@@ -85,12 +85,19 @@ class _BufferedBroker:
         from django_q.conf import Conf
         from django_q.models import OrmQ
 
+        from cindy_site.prepared import insert_new
+
         packages, self.packages = self.packages, []
         if not packages:
             return
         if isinstance(self.broker, ORM):  # the rows `ORM.enqueue` writes, in one statement
             key, lock = self.list_key or Conf.CLUSTER_NAME, timezone.now()
-            OrmQ.objects.using(Conf.ORM).bulk_create(OrmQ(key=key, payload=p, lock=lock) for p in packages)
+            if len(packages) == 1 and Conf.ORM == router.db_for_write(OrmQ):  # a turn's task: a plain INSERT
+                insert_new(OrmQ(key=key, payload=packages[0], lock=lock))
+            else:
+                OrmQ.objects.using(Conf.ORM).bulk_create(
+                    OrmQ(key=key, payload=p, lock=lock) for p in packages
+                )
             from engine.taskwake import task_workers_wake_on_commit
 
             task_workers_wake_on_commit()  # idle pools on this host start them at once

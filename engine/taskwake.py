@@ -18,15 +18,19 @@ the pool alone.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import os
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import router, transaction
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
+from django_q.models import OrmQ
 
 from cindy_site.local_wake import LocalWakeListener, local_wake, wake_dir
+from cindy_site.prepared import PreparedRead, PreparedUpdate
 
 KIND = "task"
 
@@ -80,15 +84,38 @@ class TaskBroker(ORM):
         if not task_wake_on():
             return super().dequeue()  # polls every CINDY_Q_POLL_SECONDS
         listener = self._listening()  # bound before the read: a task queued meanwhile wakes the wait
-        tasks = self.get_connection().filter(key=self.list_key, lock__lt=_now())[0 : Conf.BULK]
+        # The queue in the default database (as configured): its statements are prepared
+        # (cindy_site/prepared.py), a pusher runs them for every task; elsewhere, the ORM's.
+        prepared = Conf.ORM == router.db_for_write(OrmQ)
+        if prepared:
+            tasks = _due_tasks(Conf.BULK).all(str(self.list_key), _now())
+        else:
+            tasks = self.get_connection().filter(key=self.list_key, lock__lt=_now())[0 : Conf.BULK]
+
+        def take(task) -> int:
+            if prepared:
+                return _take_task.run(task.id, task.lock, self.timeout(task))
+            return self.get_connection().filter(id=task.id, lock=task.lock).update(lock=self.timeout(task))
+
         if tasks:
-            taken = []
-            for task in tasks:
-                if self.get_connection().filter(id=task.id, lock=task.lock).update(lock=self.timeout(task)):
-                    taken.append((task.pk, task.payload))
-            return taken
+            return [(task.pk, task.payload) for task in tasks if take(task)]
         listener.wait(settings.CINDY_Q_IDLE_SECONDS)
         return None
+
+
+@functools.cache
+def _due_tasks(bulk: int) -> PreparedRead:
+    """The queued tasks of a cluster whose lock has passed, at most `bulk` (`ORM.dequeue`'s read)."""
+    return PreparedRead(lambda key, at: OrmQ.objects.filter(key=key, lock__lt=at)[0:bulk], str, dt.datetime)
+
+
+#: A task taken by moving its lock on, if no other pusher moved it first (`ORM.dequeue`'s update).
+_take_task = PreparedUpdate(
+    lambda pk, lock, until: (OrmQ.objects.filter(id=pk, lock=lock), {"lock": until}),
+    int,
+    dt.datetime,
+    dt.datetime,
+)
 
 
 def _now():
