@@ -158,6 +158,9 @@ class SandboxUpdate(models.Model):
         indexes = [
             # SandboxTransport.updates(): the updates of one chat after a cursor id.
             models.Index(fields=["chat", "id"], name="sandbox_update_poll_idx"),
+            # The poll's trailing window (`id > cursor - N OR created >= now - T`), read at every
+            # gateway pass: without it each read scanned the whole log; and retention's cutoff.
+            models.Index(fields=["created"], name="sandbox_update_created_idx"),
         ]
 
     def __str__(self) -> str:
