@@ -26,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections, models, router
+from django.core.exceptions import EmptyResultSet, FullResultSet
+from django.db import connections, models, router, transaction
 from django.db.models import QuerySet
 from django.db.models.query import (
     FlatValuesListIterable,
@@ -36,14 +37,20 @@ from django.db.models.query import (
 )
 from django.db.models.sql import UpdateQuery
 
-#: Marker values: unlikely as real ids, text or times. Ints and strings reach the database unchanged;
-#: a datetime as the backend adapts it (`adapt_datetimefield_value`), as the call's values then are.
-_INT_MARKER = -7_301_946_582_000_000
-_STR_MARKER = "\x00prepared-{}-{}\x00"
+#: Marker values. Ints stay within a signed 32-bit column's range and are not negative (Django checks
+#: a lookup's value against its field's range); strings carry the characters a LIKE lookup escapes, so
+#: a lookup that rewrites its value is refused instead of taking later values unescaped. Ints and
+#: strings reach the database unchanged, a datetime as the backend adapts it
+#: (`adapt_datetimefield_value`), as the call's values then are. Each statement is compiled from two
+#: sets of markers (`variant` 0 and 1), which must give the same SQL with the markers in the same places.
+_INT_MARKER = 1_800_000_000
+_STR_MARKER = "\x00prepared-%_\\-{}-{}-{}\x00"
 _TIME_MARKER = dt.datetime(1903, 2, 3, 4, 5, 6, tzinfo=dt.UTC)
 KINDS = (int, str, dt.datetime)
 #: Elements of a list value (`list[int]`, `list[str]`): an `IN (...)` of as many parameters.
 LIST_KINDS = (int, str)
+#: The longest list value (a longer `IN (...)` belongs in a join or in batches).
+MAX_LIST = 9_999
 
 
 def _element(kind: Any) -> type | None:
@@ -51,12 +58,12 @@ def _element(kind: Any) -> type | None:
     return kind.__args__[0] if getattr(kind, "__origin__", None) is list else None
 
 
-def _marker(index: int, kind: type, element: int = 0) -> Any:
+def _marker(index: int, kind: type, element: int = 0, variant: int = 0) -> Any:
     if kind is int:
-        return _INT_MARKER - index * 1_000_000 - element
+        return _INT_MARKER + variant * 200_000_000 + index * (MAX_LIST + 1) + element
     if kind is str:
-        return _STR_MARKER.format(index, element)
-    return _TIME_MARKER + dt.timedelta(seconds=index, microseconds=element + 1)
+        return _STR_MARKER.format(variant, index, element)
+    return _TIME_MARKER + dt.timedelta(days=variant, seconds=index, microseconds=element + 1)
 
 
 class _Statement:
@@ -74,18 +81,48 @@ class _Statement:
         self.name = f"prepared statement {getattr(build, '__qualname__', build)!r}"
         self._local = threading.local()
         self._model_class = None
+        self._locks = False  # a read with select_for_update() goes to the database that is written
 
-    def _markers(self, lengths: tuple[int, ...] | None = None) -> list[Any]:
+    def _markers(self, lengths: tuple[int, ...] | None = None, variant: int = 0) -> list[Any]:
         """The marker values to build with; a list value of `lengths[i]` markers (1 by default)."""
         markers: list[Any] = []
         for index, kind in enumerate(self.kinds):
             element = _element(kind)
             if element is None:
-                markers.append(_marker(index, kind))
+                markers.append(_marker(index, kind, variant=variant))
             else:
                 count = lengths[index] if lengths else 1
-                markers.append([_marker(index, element, j) for j in range(count)])
+                markers.append([_marker(index, element, j, variant) for j in range(count)])
         return markers
+
+    def _twice(
+        self, alias: str, lengths: tuple[int, ...], compile_one: Callable[[list[Any]], tuple]
+    ) -> tuple:
+        """`compile_one(markers)` → (sql, params, ...) from both sets of markers; the first one's result
+        with its slots, once both gave the same SQL with the markers in the same places and every
+        other parameter the same (a marker that changed the statement's shape, or that a constant
+        happened to equal, would make them differ)."""
+        results, slots = [], []
+        for variant in (0, 1):
+            try:
+                result = compile_one(self._markers(lengths, variant))
+            except (EmptyResultSet, FullResultSet) as exc:
+                raise ValueError(
+                    f"{self.name}: a value leaves or empties a condition of its SQL ({type(exc).__name__}): "
+                    "compare the values with columns that can hold them"
+                ) from exc
+            results.append(result)
+            slots.append(self._slots(result[1], connections[alias], lengths, variant))
+        (sql, params, *_), (other_sql, other_params, *_) = results
+        taken = {at for at, *_ in slots[0]}
+        if (
+            sql != other_sql
+            or slots[0] != slots[1]
+            or [p for at, p in enumerate(params) if at not in taken]
+            != [p for at, p in enumerate(other_params) if at not in taken]
+        ):
+            raise ValueError(f"{self.name}: its SQL changes with the values, so it cannot be prepared")
+        return (*results[0], slots[0])
 
     def _lengths(self, values: tuple[Any, ...]) -> tuple[int, ...]:
         """Check the values against the kinds; the length of each list value (0 for the others)."""
@@ -100,6 +137,8 @@ class _Statement:
                     raise TypeError(f"{self.name}: {value!r} is not a list")
                 if not value:
                     raise ValueError(f"{self.name}: an empty list matches nothing; do not run the statement")
+                if len(value) > MAX_LIST:
+                    raise ValueError(f"{self.name}: a list of {len(value)} values; at most {MAX_LIST}")
             for item in items:
                 wanted = element or kind
                 if not isinstance(item, wanted) or isinstance(item, bool):
@@ -109,13 +148,15 @@ class _Statement:
             lengths.append(len(value) if element is not None else 0)
         return tuple(lengths)
 
-    def _slots(self, params, connection, lengths: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
+    def _slots(
+        self, params, connection, lengths: tuple[int, ...], variant: int = 0
+    ) -> tuple[tuple[int, int, int], ...]:
         """Where each value goes among the parameters: (parameter index, value index, element index)."""
         wanted: dict[Any, tuple[int, int]] = {}
         for index, kind in enumerate(self.kinds):
             element = _element(kind)
             for j in range(lengths[index] if element is not None else 1):
-                marker = _marker(index, element or kind, j)
+                marker = _marker(index, element or kind, j, variant)
                 if kind is dt.datetime:
                     marker = connection.ops.adapt_datetimefield_value(marker)
                 wanted[(type(marker), marker)] = (index, j)
@@ -172,15 +213,20 @@ class PreparedRead(_Statement):
         super().__init__(build, kinds)
 
     def _compile(self, alias: str, lengths: tuple[int, ...]) -> _Compiled:
-        queryset = self.build(*self._markers(lengths))
-        compiler = queryset.query.get_compiler(using=alias)
-        sql, params = compiler.as_sql()
+        def compile_one(markers: list[Any]) -> tuple:
+            queryset = self.build(*markers)
+            if queryset._prefetch_related_lookups or queryset._db is not None:
+                raise ValueError(f"{self.name}: a prepared read has no prefetch_related() or using()")
+            compiler = queryset.query.get_compiler(using=alias)
+            sql, params = compiler.as_sql()
+            return sql, params, queryset, compiler
+
+        sql, params, queryset, compiler, slots = self._twice(alias, lengths, compile_one)
         columns = [expression for expression, _, _ in compiler.select[: compiler.col_count]]
         converters = tuple(
             (position, tuple(functions), expression)
             for position, (functions, expression) in compiler.get_converters(columns).items()
         )
-        slots = self._slots(params, connections[alias], lengths)
         return _Compiled(sql, tuple(params), slots, converters, self._maker(queryset, compiler, alias))
 
     @staticmethod
@@ -219,7 +265,8 @@ class PreparedRead(_Statement):
 
     def all(self, *values: Any) -> list[Any]:
         lengths = self._lengths(values)
-        alias = router.db_for_read(self._model())
+        model = self._model()
+        alias = router.db_for_write(model) if self._locks else router.db_for_read(model)
         connection, compiled = self._compiled(alias, lengths)
         params = self._params(compiled, values, connection)
         with connection.cursor() as cursor:
@@ -244,7 +291,9 @@ class PreparedRead(_Statement):
 
     def _model(self):
         if self._model_class is None:
-            self._model_class = self.build(*self._markers()).model
+            queryset = self.build(*self._markers())
+            self._locks = queryset.query.select_for_update
+            self._model_class = queryset.model
         return self._model_class
 
 
@@ -257,16 +306,18 @@ class PreparedUpdate(_Statement):
         super().__init__(build, kinds)
 
     def _compile(self, alias: str, lengths: tuple[int, ...]) -> _Compiled:
-        queryset, fields = self.build(*self._markers(lengths))
-        query = queryset.query.chain(UpdateQuery)
-        query.add_update_values(fields)
-        if query.related_updates:
-            raise ValueError(f"{self.name}: updates a related table")
-        compiler = query.get_compiler(using=alias)
-        sql, params = compiler.as_sql()
-        if sum(1 for alias_ in query.alias_map if query.alias_refcount[alias_]) > 1:
-            raise ValueError(f"{self.name}: its filter joins another table")
-        slots = self._slots(params, connections[alias], lengths)
+        def compile_one(markers: list[Any]) -> tuple:
+            queryset, fields = self.build(*markers)
+            query = queryset.query.chain(UpdateQuery)
+            query.add_update_values(fields)
+            if query.related_updates:
+                raise ValueError(f"{self.name}: updates a related table")
+            sql, params = query.get_compiler(using=alias).as_sql()
+            if sum(1 for alias_ in query.alias_map if query.alias_refcount[alias_]) > 1:
+                raise ValueError(f"{self.name}: its filter joins another table")
+            return sql, params
+
+        sql, params, slots = self._twice(alias, lengths, compile_one)
         return _Compiled(sql, tuple(params), slots, (), lambda _db, rows: rows)
 
     def run(self, *values: Any) -> int:
@@ -275,7 +326,7 @@ class PreparedUpdate(_Statement):
         lengths = self._lengths(values)
         connection, compiled = self._compiled(router.db_for_write(self._model_class), lengths)
         params = self._params(compiled, values, connection)
-        with connection.cursor() as cursor:
+        with transaction.mark_for_rollback_on_error(using=connection.alias), connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             return cursor.rowcount
 
@@ -287,7 +338,11 @@ def _insert_plan(model: type[models.Model], vendor: str) -> tuple[tuple[models.F
     meta = model._meta
     if not isinstance(meta.pk, models.AutoField | models.BigAutoField | models.SmallAutoField):
         raise ValueError(f"insert_new: {model.__name__}'s primary key is not automatic")
+    if meta.parents or meta.order_with_respect_to:
+        raise ValueError(f"insert_new: {model.__name__} inherits a table or orders itself; save() it instead")
     fields = tuple(f for f in meta.local_concrete_fields if f is not meta.pk)
+    if any(getattr(f, "generated", False) or f.has_db_default() for f in fields):
+        raise ValueError(f"insert_new: {model.__name__} has a column the database fills; save() it instead")
     ops = connections[router.db_for_write(model)].ops
     columns = ", ".join(ops.quote_name(f.column) for f in fields)
     markers = ", ".join(["%s"] * len(fields))
@@ -305,8 +360,9 @@ def insert_new(obj: models.Model) -> models.Model:
     alias = router.db_for_write(model)
     connection = connections[alias]
     fields, sql = _insert_plan(model, connection.vendor)
+    obj._prepare_related_fields_for_save(operation_name="insert_new")  # an unsaved related object: ValueError
     values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
-    with connection.cursor() as cursor:
+    with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
         cursor.execute(sql, values)
         obj.pk = cursor.lastrowid
     obj._state.adding, obj._state.db = False, alias

@@ -88,6 +88,7 @@ class TaskBroker(ORM):
         # (cindy_site/prepared.py), a pusher runs them for every task; elsewhere, the ORM's.
         prepared = Conf.ORM == router.db_for_write(OrmQ)
         if prepared:
+            self.get_connection()  # closes the connection if it is stale, as django-q2's reads do
             tasks = _due_tasks(Conf.BULK).all(str(self.list_key), _now())
         else:
             tasks = self.get_connection().filter(key=self.list_key, lock__lt=_now())[0 : Conf.BULK]

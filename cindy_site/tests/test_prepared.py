@@ -162,3 +162,25 @@ def test_insert_new_stores_the_row_save_stores_and_raises_the_orms_error_on_a_ta
         insert_new(Message(message_id=10, **fields))
     with pytest.raises(ValueError, match="has an id already"):
         insert_new(inserted)
+
+
+def test_a_32_bit_id_column_takes_the_markers_and_a_value_out_of_a_columns_range_is_refused_by_name():
+    from django_q.models import OrmQ
+
+    from memory.models import Memory
+
+    when = AT.replace(microsecond=0)
+    row = OrmQ.objects.create(key="cluster", payload="p", lock=when)  # an AutoField: 32 bits on MariaDB
+    take = PreparedUpdate(
+        lambda pk, lock, until: (OrmQ.objects.filter(id=pk, lock=lock), {"lock": until}),
+        int,
+        dt.datetime,
+        dt.datetime,
+    )
+    assert take.run(row.pk, when, when + dt.timedelta(minutes=1)) == 1
+    assert take.run(row.pk, when, when) == 0  # the lock moved: another pusher took it
+    below = PreparedRead(lambda position: Memory.objects.filter(position__lt=position), int)
+    assert below.all(5) == []
+    negative = PreparedRead(lambda position: Memory.objects.filter(position__lt=-position), int)
+    with pytest.raises(ValueError, match="not a parameter|changes with the values|leaves or empties"):
+        negative.all(5)

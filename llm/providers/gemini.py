@@ -182,7 +182,8 @@ class GeminiProvider:
         schema = request.response_schema
         key = (
             id(self._client),  # the clients live as long as the process (`_client`)
-            json.dumps(schema, sort_keys=True) if schema is not None else "",
+            # In the schema's own key order: the SDK sends its properties in that order.
+            json.dumps(schema) if schema is not None else "",
             tuple(request.response_modalities) if request.response_modalities is not None else None,
         )
         body = _stable_bodies.get(key)

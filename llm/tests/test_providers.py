@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from conversations.models import ActivityEvent, LLMCall
@@ -211,7 +213,7 @@ def test_gemini_body_matches_the_sdk_own_conversion_of_every_turn(fake_llm):
     assert len(sent_body["contents"]) == 4
 
 
-@pytest.mark.parametrize("variant", ["no schema", "audio reply", "explicit cache"])
+@pytest.mark.parametrize("variant", ["no schema", "audio reply", "explicit cache", "transcript schema"])
 def test_gemini_body_matches_the_sdk_own_conversion_without_a_schema_with_modalities_or_a_cache(
     fake_llm, variant
 ):
@@ -220,6 +222,10 @@ def test_gemini_body_matches_the_sdk_own_conversion_without_a_schema_with_modali
     provider = GeminiProvider(api_key="test", base_url=fake_llm.url)
     request = _mixed_request()
     request.response_schema = None if variant == "no schema" else request.response_schema
+    if variant == "transcript schema":  # its properties are sent in its own order, not sorted
+        from llm.transcription import TRANSCRIPT_SCHEMA
+
+        request.response_schema = copy.deepcopy(TRANSCRIPT_SCHEMA)
     request.response_modalities = ("AUDIO",) if variant == "audio reply" else None
     cache = None
     sdk_request = request
