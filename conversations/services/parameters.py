@@ -33,6 +33,7 @@ from django.db import transaction
 
 from cindy_site.clock import now
 from cindy_site.parameters import parameters_install, parameters_installed
+from cindy_site.prepared import PreparedRead
 from conversations.models import ActivityEvent, SiteParameter
 from conversations.services.activity import record_event
 from llm.routing import UnknownModelError, is_default_name, resolve
@@ -181,9 +182,13 @@ def _load(rows: dict[str, str]) -> None:
     parameters_install(parsed, rows)
 
 
+#: The stored overrides: read before every task a worker runs and at every full gateway pass.
+_stored = PreparedRead(lambda: SiteParameter.objects.order_by("name").values_list("name", "value"))
+
+
 def parameters_refresh() -> None:
-    """Read the stored overrides again (one query)."""
-    _load(dict(SiteParameter.objects.values_list("name", "value")))
+    """Read the stored overrides again (one query, prepared: cindy_site/prepared.py)."""
+    _load(dict(_stored.all()))
 
 
 def refresh_before_task(sender: object = None, **kwargs: Any) -> None:
