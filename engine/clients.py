@@ -68,5 +68,5 @@ def clients_quiet(clients: list[AgentClient]) -> set[int]:
         if check is None:
             continue
         ready = check([c.transport for c in group])
-        quiet.update(c.agent.pk for c in group if c.transport not in ready)
+        quiet.update(c.agent.id for c in group if c.transport not in ready)
     return quiet

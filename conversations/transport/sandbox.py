@@ -238,16 +238,20 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         subclass with a poll of its own, or a transport not connected, is always named: its poll
         decides.
         """
-        ready = {
-            t
-            for t in transports
-            if type(t).poll_updates is not SandboxTransport.poll_updates or not t.connected or t.me is None
-        }
-        live = [t for t in transports if t not in ready]
+        plain = SandboxTransport.poll_updates
+        ready: set[SandboxTransport] = set()
+        live: list[SandboxTransport] = []
+        stamps: list[tuple[int, int, int]] = []  # each live transport's (identity, cursor, ids seen)
+        for t in transports:  # one pass: a gateway asks this of every agent at every pass
+            if t.connected and t.me is not None and type(t).poll_updates is plain:
+                live.append(t)
+                stamps.append((id(t), t.cursor, len(t.seen)))
+            else:
+                ready.add(t)
         if not live:
             return ready
         recent = connection.ops.adapt_datetimefield_value(now() - dt.timedelta(seconds=TRAILING_SECONDS))
-        floor = max(min(t.cursor for t in live) - TRAILING_IDS, 0)
+        floor = max(min(stamp[1] for stamp in stamps) - TRAILING_IDS, 0)
         q = connection.ops.quote_name
         updates, members = q(SandboxUpdate._meta.db_table), q(SandboxMember._meta.db_table)
         window = "(u.id > %s OR u.created >= %s)"
@@ -255,7 +259,7 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         # since a read that found every transport quiet, they are all quiet still (a row committed
         # late, with a lower id, changes the count; rows leaving the window only make fewer ready).
         # Plain SQL, as the read below: a gateway asks this at every pass, for every sandbox agent.
-        key = (tuple((id(t), t.cursor, len(t.seen)) for t in live), floor)
+        key = (tuple(stamps), floor)
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT COUNT(*), MAX(u.id) FROM {updates} u WHERE {window}", [floor, recent])  # noqa: S608
             stamp = tuple(cursor.fetchone())
@@ -319,12 +323,14 @@ class SandboxTransport(SandboxVoice, SandboxAccount, SandboxBatch):
         if read is None:
             read = _update_reads[steps] = _updates_read(POLL_BATCH + steps * SEEN_STEP)
         recent = now() - dt.timedelta(seconds=TRAILING_SECONDS)
-        rows = [
-            row
-            for row in read.all(me.pk, max(self.cursor - TRAILING_IDS, 0), recent)
-            if row.id not in self.seen
-        ][:POLL_BATCH]
-        if not rows:
+        # The window's ids first: most of them were seen by an earlier poll, and only the rest are
+        # read as rows (with their chats).
+        ids = read.all(me.pk, max(self.cursor - TRAILING_IDS, 0), recent)
+        fresh = [i for i in ids if i not in self.seen][:POLL_BATCH]
+        if not fresh:
+            return []
+        rows = _updates_by_id.all(fresh)
+        if not rows:  # removed meanwhile (retention)
             return []
         self.cursor = max(self.cursor, rows[-1].id)
         self.seen.update((row.id, row.created) for row in rows)
@@ -830,16 +836,16 @@ SEEN_STEP = 500
 
 
 def _updates_read(limit: int) -> PreparedRead:
-    """The poll's read: the window's updates in the account's chats, at most `limit`, oldest first;
-    not its own typing, and no other account's unread mark."""
+    """The poll's read: the ids of the window's updates in the account's chats, at most `limit`, oldest
+    first; not its own typing, and no other account's unread mark."""
     return PreparedRead(
         lambda me, floor, recent: SandboxUpdate.objects.filter(
             Q(id__gt=floor) | Q(created__gte=recent), chat__members=me
         )
         .exclude(kind=SandboxUpdate.Kind.TYPING, actor_id=me)
         .exclude(Q(kind=SandboxUpdate.Kind.UNREAD_MARK) & ~Q(actor_id=me))
-        .select_related("chat")
-        .order_by("id")[:limit],
+        .order_by("id")
+        .values_list("id", flat=True)[:limit],
         int,
         int,
         dt.datetime,
@@ -847,6 +853,10 @@ def _updates_read(limit: int) -> PreparedRead:
 
 
 _update_reads: dict[int, PreparedRead] = {}
+#: The poll's new updates, with their chats, oldest first.
+_updates_by_id = PreparedRead(
+    lambda ids: SandboxUpdate.objects.filter(id__in=ids).select_related("chat").order_by("id"), list[int]
+)
 _message_with_sender = PreparedRead(
     lambda chat_id, message_id: SandboxMessage.objects.filter(chat_id=chat_id, message_id=message_id)
     .select_related("sender")
