@@ -105,6 +105,12 @@ def test_the_lease_is_renewed_while_a_step_is_stuck_on_the_database_thread(agent
 
     class StuckGateway(Gateway):
         async def step_tick(self) -> bool:
+            if not self.clients:
+                # The agent is not taken yet: the first pass's lease step met the heartbeat's first
+                # renewal, which runs at once on a connection of its own, and the test database (one
+                # SQLite file in memory shared between connections) refuses a second writer at once
+                # instead of waiting. The next pass takes the agent; only then does the step stick.
+                return False
             self.stuck.set()
             await sync_to_async(release.wait)(GUARD_SECONDS)
             self.request_stop()
