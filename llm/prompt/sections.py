@@ -70,25 +70,20 @@ def role_prompt_texts(agent: Agent, names: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     if not names:
         return found
-    read = _role_prompts.get(len(names))
-    if read is None:  # one statement per number of names (cindy_site/prepared.py)
-        count = len(names)
-        read = _role_prompts[count] = PreparedRead(
-            lambda *values: RolePrompt.objects.filter(
-                name__in=values[:count], scope_key__in=[0, values[count]]
-            )
-            .order_by("scope_key", "pk")
-            .values_list("name", "text"),
-            *([str] * count),
-            int,
-        )
-    for name, text in read.all(*map(str, names), agent.pk):  # global (scope 0) first: the agent's own wins
+    # Global (scope 0) first, so the agent's own overwrites it.
+    for name, text in _role_prompts.all([str(n) for n in names], agent.pk):
         found[name] = text
     return found
 
 
 #: Read by every turn (cindy_site/prepared.py).
-_role_prompts: dict[int, PreparedRead] = {}
+_role_prompts = PreparedRead(
+    lambda names, agent_id: RolePrompt.objects.filter(name__in=names, scope_key__in=[0, agent_id])
+    .order_by("scope_key", "pk")
+    .values_list("name", "text"),
+    list[str],
+    int,
+)
 _sticker_access = PreparedRead(
     lambda agent_id: StickerAccess.objects.filter(agent_id=agent_id).order_by()[:1], int
 )
