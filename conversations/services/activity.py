@@ -11,6 +11,7 @@ from django.db import connection
 
 from cindy_site.bulk import placeholders
 from cindy_site.clock import now
+from cindy_site.prepared import insert_new
 from conversations.models import ActivityEvent
 
 Kind = ActivityEvent.Kind
@@ -45,16 +46,10 @@ def record_event(kind: str, **fields: Any) -> ActivityEvent:
     """Append one event (the fields of `activity_event`); the web process relays it to dashboard
     sockets (see the dashboard relay).
 
-    One plain INSERT of the values the model's fields prepare, as `save()` would write them, without
-    building the ORM's insert: the engine records an event at every step of every turn."""
-    event = activity_event(kind, **fields)
-    columns = [ActivityEvent._meta.get_field(name) for name in _ROW_COLUMNS]
-    values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in columns]
-    with connection.cursor() as cursor:
-        cursor.execute(_insert_sql(connection.vendor), values)
-        event.pk = cursor.lastrowid
-    event._state.adding, event._state.db = False, connection.alias
-    return event
+    One plain INSERT of the values the model's fields prepare, as `save()` would write them
+    (`insert_new`), without building the ORM's insert: the engine records an event at every step of
+    every turn."""
+    return insert_new(activity_event(kind, **fields))
 
 
 def events_record(events: list[ActivityEvent]) -> None:
@@ -63,13 +58,13 @@ def events_record(events: list[ActivityEvent]) -> None:
         ActivityEvent.objects.bulk_create(events)
 
 
-#: The columns `record_event` and `events_insert` write (every one but the id), in their row order.
+#: The columns `events_insert` writes (every one but the id), in their row order.
 _ROW_COLUMNS = ("created", "kind", "agent_id", "conversation_id", "node_id", "summary", "data")
 
 
 @functools.cache
 def _insert_sql(vendor: str) -> str:
-    """The INSERT of one event row (`_ROW_COLUMNS`), quoted for the database `vendor`."""
+    """The INSERT of one event row (`_ROW_COLUMNS`), quoted for the database `vendor`, for `events_insert`."""
     quote = connection.ops.quote_name
     return (
         f"INSERT INTO {quote(ActivityEvent._meta.db_table)} ({', '.join(quote(c) for c in _ROW_COLUMNS)}) "
