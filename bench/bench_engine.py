@@ -95,9 +95,9 @@ def part_overhead() -> None:
 
     from cindy_site.testing.fake_llm import FakeLLMServer
     from conversations.models import Conversation, Message
-    from conversations.services.sandbox import sandbox_say
     from engine.gateway import Gateway
     from engine.tasks import run_received
+    from sandbox.services.chats import sandbox_say
 
     server = FakeLLMServer().start()
     settings.GEMINI_BASE_URL, settings.GOOGLE_GEMINI_API_KEY = server.url, "bench"
@@ -528,8 +528,8 @@ def part_dispatch() -> None:
     from django.conf import settings
 
     from conversations.models import TaskNode
-    from conversations.services.sandbox import sandbox_say
     from engine.gateway import Gateway
+    from sandbox.services.chats import sandbox_say
 
     settings.CINDY_READ_DELAY_SECONDS = 0
     agents = [make_agent(f"Chat{i:03d}") for i in range(GATEWAY_AGENTS)]
@@ -640,7 +640,7 @@ def _worker_rss_once(env: dict[str, str], agent, arrivals: list[float], log: Pat
     """Start `runagents` with its task workers, send one sandbox message once the agent is held and a
     worker is ready, and read the RSS of the worker that planned the reply once its task is done.
     Returns (RSS in MiB, seconds from the message to the LLM request)."""
-    from conversations.services.sandbox import sandbox_say
+    from sandbox.services.chats import sandbox_say
 
     log.write_text("")
     process = subprocess.Popen(
@@ -741,8 +741,8 @@ def _wait(predicate, what: str, log: Path, seconds: float = 180):
 def _say_and_wait(agent, text: str, log: Path) -> float:
     """Seconds from the person's message to the agent's reply as both are stored, less typing time."""
     from conversations.models import SandboxMessage
-    from conversations.services.sandbox import sandbox_say
     from engine.handlers.send import typing_seconds
+    from sandbox.services.chats import sandbox_say
 
     said = sandbox_say(agent=agent, text=text)
     reply = _wait(

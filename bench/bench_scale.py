@@ -310,10 +310,10 @@ def part_refresh() -> None:
 
     from agents.models import Agent
     from cindy_site.clock import FakeClock, set_clock
-    from conversations.transport.sandbox import SandboxTransport
     from engine.clients import AgentClient
     from engine.gateway import Gateway
     from engine.upkeep import DIALOG_REFRESH_SECONDS
+    from sandbox.transport.transport import SandboxTransport
 
     class SlowTelegram:
         def __init__(self, inner) -> None:
@@ -372,7 +372,7 @@ TELEGRAM_INBOUND_AGENTS = 100
 def _telegram_world():
     """The fake LLM server and the MTProto stand-in, running: (server, stand-in, env, gateway log)."""
     from cindy_site.testing.fake_llm import FakeLLMServer
-    from conversations.testing.mtproto import StandIn
+    from cindy_site.testing.mtproto import StandIn
 
     server = FakeLLMServer().start()
     standin = StandIn().start()

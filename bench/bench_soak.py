@@ -189,7 +189,7 @@ class People:
                 self.answered += 1
 
     def write_one(self) -> bool:
-        from conversations.services.sandbox import sandbox_say
+        from sandbox.services.chats import sandbox_say
 
         for _ in range(len(self.slots)):
             slot = self.next

@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "memory",
     "media_catalog",
     "conversations",
+    "sandbox",
     "engine",
     "llm",
     "dashboard",

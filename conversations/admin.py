@@ -22,7 +22,6 @@ from cindy_site.admin_utils import (
 )
 from conversations.admin_initiative import nudge_conversations, xsend_view
 from conversations.admin_llms import register_llm_admin
-from conversations.admin_sandbox import register_sandbox_admins
 from conversations.admin_telegram import (
     conversations_request_leave,
     gateway_note,
@@ -482,7 +481,6 @@ class ExplicitCacheAdmin(ReadOnlyAdmin):
     list_select_related = ["conversation__agent"]
 
 
-register_sandbox_admins()
 register_voice_admin()
 register_work_queue_actions()
 register_llm_admin()

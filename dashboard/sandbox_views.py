@@ -33,16 +33,6 @@ from agents.access import has_agent_perm
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation, SandboxChat, SandboxTopic, SandboxUser
-from conversations.services.sandbox import (
-    SandboxError,
-    sandbox_chat_for,
-    sandbox_find_chat,
-    sandbox_mark_unread,
-    sandbox_react,
-    sandbox_say,
-    sandbox_topic,
-    sandbox_typing,
-)
 from conversations.transport.base import TYPING_UPDATE_SECONDS
 from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required, viewer_agent_ids
@@ -54,6 +44,16 @@ from dashboard.forms import (
     SendForm,
     TypingForm,
     sniff_image,
+)
+from sandbox.services.chats import (
+    SandboxError,
+    sandbox_chat_for,
+    sandbox_find_chat,
+    sandbox_mark_unread,
+    sandbox_react,
+    sandbox_say,
+    sandbox_topic,
+    sandbox_typing,
 )
 
 #: Starting a chat, writing and reacting in it act as a person in the sandbox.

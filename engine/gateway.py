@@ -34,7 +34,6 @@ from conversations.services.nodes import node_release, nodes_reap_expired, nodes
 from conversations.services.parameters import parameters_refresh
 from conversations.services.wake import wake_gateway_forget, wake_gateways, wake_not_needed
 from conversations.transport.base import AuthError, Transport
-from conversations.transport.factory import transport_for
 from engine.attention import AttentionSteps
 from engine.clients import AgentClient, clients_quiet
 from engine.dispatch import PlanningDispatch, enqueue_received
@@ -59,6 +58,7 @@ from engine.runner import run_node
 from engine.signin import SignInSteps
 from engine.stickers import sticker_access_record_premium
 from engine.tick import Ticker
+from engine.transports import transport_for
 from engine.upkeep import UpkeepSteps
 from engine.wake import Wakeup, WakeWaits, wake_listener
 from engine.watchdog import PlanningWatchdog

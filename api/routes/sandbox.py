@@ -14,10 +14,10 @@ from ninja import Field, Router, Schema, Status
 
 from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
 from conversations.models import SandboxMessage
-from conversations.services.sandbox import SandboxError, sandbox_find_chat, sandbox_say
 from dashboard.forms import SendForm
 from dashboard.sandbox_views import SANDBOX_WRITE
 from dashboard.selectors import sandbox_message_row
+from sandbox.services.chats import SandboxError, sandbox_find_chat, sandbox_say
 
 router = Router(tags=["sandbox"])
 VIEW = "conversations.view_sandboxmessage"

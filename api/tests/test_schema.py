@@ -20,9 +20,9 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 from api.services.tokens import api_token_create
 from conversations.models import Conversation, Message, NodeStatus, TaskNode
 from conversations.services.graphs import graph_append_chain, graph_replan
-from conversations.services.sandbox import sandbox_say
 from engine.tests.cast import make_agent
 from memory.models import Memory
+from sandbox.services.chats import sandbox_say
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application())
 

@@ -14,8 +14,8 @@ from agents.roles import CURATOR, OPERATOR
 from cindy_site.admin_scope import AgentScopedAdmin
 from cindy_site.testing.staff import verify_client
 from conversations.models import SandboxChat
-from conversations.services.sandbox import sandbox_say
 from memory.models import Memory
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from agents.models import Agent, AgentGrant, GatewayRequest, Transport
 from cindy_site.clock import now
 from cindy_site.testing.staff import verify_client
 from conversations.models import Conversation, Message, TaskGraph, TaskNode
-from conversations.services.sandbox import sandbox_say
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

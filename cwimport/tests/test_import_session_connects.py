@@ -16,8 +16,8 @@ from cwimport.services import cw_state_import
 from cwimport.tests.test_import_sessions import open_with_lease
 
 mtproto = pytest.importorskip(
-    "conversations.testing.mtproto",
-    reason="the loopback MTProto stand-in (conversations/testing/mtproto) is absent",
+    "cindy_site.testing.mtproto",
+    reason="the loopback MTProto stand-in (cindy_site/testing/mtproto) is absent",
 )
 
 pytestmark = pytest.mark.django_db

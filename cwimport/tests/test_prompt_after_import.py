@@ -7,10 +7,10 @@ import json
 import pytest
 
 from conversations.models import Conversation
-from conversations.services.sandbox import sandbox_person, sandbox_say
 from cwimport.services import cw_state_import
 from engine.tests.cast import make_agent
 from engine.tests.harness import Harness, tasks
+from sandbox.services.chats import sandbox_person, sandbox_say
 
 pytestmark = pytest.mark.django_db
 

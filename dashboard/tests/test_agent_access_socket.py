@@ -13,9 +13,9 @@ from agents.roles import CURATOR
 from cindy_site.asgi import application
 from conversations.models import Conversation
 from conversations.services.activity import record_event
-from conversations.services.sandbox import sandbox_say
 from dashboard.tests.conftest import _visitor, make_user
 from dashboard.tests.sockets import RECEIVE_TIMEOUT, run_scenario
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -26,10 +26,10 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from agents.models import Agent
 from cindy_site.testing.fake_llm import FakeLLMServer
 from conversations.services.activity import record_event
-from conversations.services.sandbox import sandbox_say
 from dashboard.tests.conftest import HOSTILE
 from dashboard.tests.live_site import LiveSite
 from media_catalog.models import MediaDescription, Sticker, StickerSet
+from sandbox.services.chats import sandbox_say
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
@@ -341,7 +341,7 @@ def test_sandbox_chat_round_trip_with_the_fake_llm(site_db, page, llm):
 def test_a_voice_note_plays_in_the_sandbox_chat(site_db, page, settings):
     """The chat shows a voice note with its length and an audio player the browser can load."""
     from cindy_site.testing.audio import voice_note
-    from conversations.services.sandbox_voice import sandbox_voice_part
+    from sandbox.services.voice import sandbox_voice_part
 
     agent = _agent(f"Vera {secrets.token_hex(2)}")
     device = _staff("listener")

@@ -248,7 +248,7 @@ def test_task_graph_errors_wrap_between_words(site_db, page):
 
 
 def test_sandbox_task_graph_errors_wrap_between_words(site_db, page):
-    from conversations.services.sandbox import sandbox_chat_for, sandbox_person
+    from sandbox.services.chats import sandbox_chat_for, sandbox_person
 
     agent = _agent(f"Gwen {secrets.token_hex(2)}")
     sandbox_chat_for(agent=agent, as_name="Alice")

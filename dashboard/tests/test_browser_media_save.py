@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from cindy_site.clock import now
+from cindy_site.testing.mtproto.media import image_bytes
 from conversations.models import ActivityEvent, Conversation, Message
-from conversations.testing.mtproto.media import image_bytes
 from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with the dashboard walk
     ARTIFACTS,
     _agent,

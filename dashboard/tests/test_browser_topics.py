@@ -6,7 +6,6 @@ import secrets
 
 import pytest
 
-from conversations.services.sandbox import sandbox_say
 from dashboard.tests.test_browser import (  # noqa: F401
     _agent,
     _log_in,
@@ -17,6 +16,7 @@ from dashboard.tests.test_browser import (  # noqa: F401
     site,
     site_db,
 )
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.browser
 

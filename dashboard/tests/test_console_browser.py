@@ -24,7 +24,6 @@ from cindy_site.clock import now
 from cindy_site.testing.fake_llm import FakeLLMServer
 from conversations.models import Conversation, LLMCall, Message, NodeStatus, OfferedModel, TaskNode
 from conversations.services.graphs import graph_append_chain, graph_replan
-from conversations.services.sandbox import sandbox_say
 from dashboard.tests.conftest import HOSTILE
 from dashboard.tests.live_site import LiveSite
 from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with the dashboard walk
@@ -38,6 +37,7 @@ from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with 
 )
 from engine.tests.processes import wait_for
 from memory.models import Memory
+from sandbox.services.chats import sandbox_say
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect

@@ -7,9 +7,9 @@ import pytest
 from cindy_site.clock import now
 from conversations.models import Conversation, LLMCall, TaskGraph, TaskNode
 from conversations.services.activity import record_event
-from conversations.services.sandbox import sandbox_say
 from dashboard.tests.conftest import HOSTILE
 from media_catalog.models import MediaDescription, Sticker, StickerSet
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,9 @@ from channels.layers import get_channel_layer
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, SandboxMessage, SandboxUpdate
 from conversations.services.activity import record_event
-from conversations.services.sandbox import sandbox_chat_for, sandbox_say
 from dashboard.relay import Relay, dashboard_group, sandbox_group
 from dashboard.tail import HOLE_SECONDS, MAX_HOLES, IdTail
+from sandbox.services.chats import sandbox_chat_for, sandbox_say
 
 RECEIVE_TIMEOUT = 5
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import SandboxMember, SandboxUpdate
-from conversations.services.sandbox import sandbox_say
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

@@ -15,9 +15,9 @@ from conversations.models import (
     SandboxUpdate,
     SandboxUser,
 )
-from conversations.services.sandbox import sandbox_say
 from dashboard import forms
 from media_catalog.models import MediaDescription, Sticker, StickerSet
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,9 @@ import pytest
 
 from cindy_site.testing.audio import voice_note
 from conversations.models import SandboxMessage
-from conversations.services.sandbox import sandbox_say
-from conversations.services.sandbox_voice import sandbox_voice_part
 from dashboard import selectors
+from sandbox.services.chats import sandbox_say
+from sandbox.services.voice import sandbox_voice_part
 
 pytestmark = pytest.mark.django_db
 

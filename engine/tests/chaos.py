@@ -16,7 +16,7 @@ from engine.tests.processes import MANAGE, ChildDatabase, wait_for
 DRIVER = """
 import sys
 from agents.models import Agent
-from conversations.services.sandbox import sandbox_say
+from sandbox.services.chats import sandbox_say
 agent = Agent.objects.get(name="Wendy")
 for line in sys.stdin:
     name, text = line.rstrip("\\n").split("\\t", 1)

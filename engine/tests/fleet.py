@@ -25,7 +25,7 @@ REDIS_URL = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 DRIVER = """
 import sys
 from agents.models import Agent
-from conversations.services.sandbox import sandbox_say
+from sandbox.services.chats import sandbox_say
 agents = {a.name: a for a in Agent.objects.all()}
 for line in sys.stdin:
     name, text = line.rstrip("\\n").split("\\t", 1)

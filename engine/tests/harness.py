@@ -107,7 +107,7 @@ def scripted_turn(
     agent, harness: Harness, fake_llm, *items: dict, text: str = "hello", minutes: int = 5
 ) -> None:
     """A person writes `text`; the LLM answers with `items`; the engine runs for up to `minutes`."""
-    from conversations.services.sandbox import sandbox_say
+    from sandbox.services.chats import sandbox_say
 
     fake_llm.reply_with(tasks(*items))
     sandbox_say(agent=agent, text=text)

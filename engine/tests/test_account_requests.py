@@ -5,17 +5,17 @@ TelethonTransport, with Telegram's side answering real TL objects (the sandbox: 
 from __future__ import annotations
 
 from asgiref.sync import async_to_sync
-
-from agents.models import GatewayRequest
-from agents.services import telegram_requests as services
-from conversations.models import ActivityEvent, Conversation
-from conversations.tests.telethon.account_server import fake_client, server  # noqa: F401
-from conversations.tests.telethon.conftest import (  # noqa: F401
+from telegram.tests.account_server import fake_client, server  # noqa: F401
+from telegram.tests.conftest import (  # noqa: F401
     logged_in,
     telegram_settings,
     tg_agent,
     transport,
 )
+
+from agents.models import GatewayRequest
+from agents.services import telegram_requests as services
+from conversations.models import ActivityEvent, Conversation
 from engine.requests import execute_request, request_finish
 
 Status = GatewayRequest.Status

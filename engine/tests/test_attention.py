@@ -17,7 +17,10 @@ from conversations.models import (
     SandboxUpdate,
     TaskGraph,
 )
-from conversations.services.sandbox import (
+from conversations.transport.base import FloodWait
+from engine.attention import UNDELIVERED_AFTER_SECONDS, unread_scan
+from engine.tests.harness import Harness
+from sandbox.services.chats import (
     sandbox_group,
     sandbox_mark_unread,
     sandbox_person,
@@ -25,9 +28,6 @@ from conversations.services.sandbox import (
     sandbox_set_reaction,
     sandbox_user_for_agent,
 )
-from conversations.transport.base import FloodWait
-from engine.attention import UNDELIVERED_AFTER_SECONDS, unread_scan
-from engine.tests.harness import Harness
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ import pytest
 
 from agents.services import curation
 from conversations.models import ActivityEvent, LLMCall
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.brakes import braked_turns_release, day_start, spend_alerts
 from engine.tests.harness import tasks
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 #: 100,000 input tokens of gemini-3-flash ($0.50 per million): $0.05 a turn.

@@ -7,9 +7,9 @@ import pytest
 
 from conversations.models import ActivityEvent, Conversation, SandboxMember, SandboxUser
 from conversations.services.initiative import XSendRefused, conversation_xsend
-from conversations.services.sandbox import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
 from conversations.transport.base import WRITE_REFUSALS
 from engine.tests.harness import tasks
+from sandbox.services.chats import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
 
 pytestmark = pytest.mark.django_db
 

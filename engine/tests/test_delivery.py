@@ -11,11 +11,11 @@ from django.db import OperationalError
 import engine.ingest
 from agents.models import AgentLease
 from conversations.models import ActivityEvent, Message, NodeStatus, TaskGraph, TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript, sandbox_user_for_agent
 from conversations.transport.base import TransportError
-from conversations.transport.sandbox import SandboxTransport
 from engine.tasks import run_received
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_say, sandbox_transcript, sandbox_user_for_agent
+from sandbox.transport.transport import SandboxTransport
 
 pytestmark = pytest.mark.django_db
 

@@ -19,14 +19,14 @@ from conversations.models import (
     SandboxUser,
     TaskNode,
 )
-from conversations.services.sandbox import sandbox_chat_for, sandbox_post, sandbox_say, sandbox_user_for_agent
 from conversations.transport.base import PermanentError, TransportError
-from conversations.transport.sandbox import SandboxTransport
 from engine.dispatch import enqueue_received, enqueue_received_many
 from engine.responsiveness import agents_asleep, asleep_until
 from engine.tests.cast import make_agent
 from engine.tests.harness import Harness
 from memory.models import ScheduleEntry
+from sandbox.services.chats import sandbox_chat_for, sandbox_post, sandbox_say, sandbox_user_for_agent
+from sandbox.transport.transport import SandboxTransport
 
 pytestmark = pytest.mark.django_db
 

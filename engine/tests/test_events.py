@@ -8,11 +8,11 @@ import json
 import pytest
 
 from conversations.models import ActivityEvent, Conversation, TaskGraph
-from conversations.services.sandbox import sandbox_transcript
 from engine.events import event_claim, event_fire, event_next_due_at, events_fire_due
 from engine.tests.cast import teach
 from engine.tests.harness import scripted_turn, tasks
 from memory.models import ScheduledEvent
+from sandbox.services.chats import sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,10 @@ import pytest
 
 from agents.models import Agent, AgentLease
 from conversations.models import ActivityEvent, NodeStatus, TaskGraph, TaskNode
-from conversations.services.sandbox import sandbox_person, sandbox_say, sandbox_transcript
 from conversations.transport.base import AuthError, FloodWait, PermanentError, TransportError
-from conversations.transport.sandbox import SandboxTransport
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_person, sandbox_say, sandbox_transcript
+from sandbox.transport.transport import SandboxTransport
 
 pytestmark = pytest.mark.django_db
 

@@ -7,14 +7,14 @@ import datetime as dt
 import pytest
 
 from conversations.models import ActivityEvent, Conversation, Message, NodeStatus, TaskGraph, TaskNode
-from conversations.services.sandbox import (
+from engine.tests.harness import tasks
+from memory.models import Memory, Plan
+from sandbox.services.chats import (
     sandbox_react,
     sandbox_say,
     sandbox_transcript,
     sandbox_user_for_agent,
 )
-from engine.tests.harness import tasks
-from memory.models import Memory, Plan
 
 pytestmark = pytest.mark.django_db
 

@@ -18,10 +18,10 @@ from conversations.models import (
     TaskGraph,
 )
 from conversations.services.ingest import conversation_apply_details
-from conversations.services.sandbox import sandbox_person, sandbox_say, sandbox_transcript
 from conversations.transport.base import TransportError
-from conversations.transport.sandbox import SandboxTransport
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_person, sandbox_say, sandbox_transcript
+from sandbox.transport.transport import SandboxTransport
 
 pytestmark = pytest.mark.django_db
 
@@ -176,7 +176,7 @@ def test_a_bad_gateway_request_fails_with_a_readable_error(agent, unreliable, cl
 
 def test_a_telegram_agent_that_is_not_logged_in_is_stopped_with_the_fix(agent, clock, settings):
     from agents.models import Agent, Transport
-    from conversations.transport.factory import transport_for
+    from engine.transports import transport_for
 
     settings.TELEGRAM_API_ID, settings.TELEGRAM_API_HASH = "12345", "0123456789abcdef0123456789abcdef"
     Agent.objects.filter(pk=agent.pk).update(transport=Transport.TELEGRAM)

@@ -10,8 +10,8 @@ from asgiref.sync import async_to_sync
 
 from cindy_site.parameters import parameter
 from conversations.models import Message, SiteParameter, TaskNode
-from conversations.services.sandbox import sandbox_say
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_say
 
 # Whole passes: the gateway checks its database connections as in production (outside a transaction).
 pytestmark = pytest.mark.django_db(transaction=True)

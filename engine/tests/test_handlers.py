@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import ActivityEvent, Conversation, Message, SandboxMessage, TaskGraph, TaskNode
-from conversations.services.sandbox import (
+from engine.handlers.send import DEFAULT_START_TYPING_DELAY, DEFAULT_TYPING_SPEED, typing_seconds
+from engine.tests.harness import tasks
+from media_catalog.models import Sticker, StickerSet
+from sandbox.services.chats import (
     sandbox_person,
     sandbox_say,
     sandbox_transcript,
     sandbox_user_for_agent,
 )
-from engine.handlers.send import DEFAULT_START_TYPING_DELAY, DEFAULT_TYPING_SPEED, typing_seconds
-from engine.tests.harness import tasks
-from media_catalog.models import Sticker, StickerSet
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ from django.db import OperationalError
 from agents.models import AgentLease
 from cindy_site.clock import FakeClock
 from conversations.models import ActivityEvent
-from conversations.transport.sandbox import SandboxTransport
 from engine.gateway import Gateway
 from engine.tests.harness import Harness
+from sandbox.transport.transport import SandboxTransport
 
 #: Bounds a step that waits for the heartbeat, so a broken heartbeat fails the test instead of hanging it.
 GUARD_SECONDS = 15

@@ -15,7 +15,6 @@ from PIL import Image
 
 from conversations.models import ActivityEvent, LLMCall, NodeStatus, TaskNode
 from conversations.models.sandbox import SandboxMessage
-from conversations.services.sandbox import sandbox_say
 from dashboard.transcript import conversation_transcript
 from engine.handlers.base import HandlerContext
 from engine.handlers.image import handle_image
@@ -24,6 +23,7 @@ from engine.tests.harness import tasks
 from llm.tests import local_site
 from media_catalog.models import LibraryItem, MediaDescription
 from media_catalog.services.library import library_item_upload
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

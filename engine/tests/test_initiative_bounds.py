@@ -11,10 +11,10 @@ import pytest
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, LLMCall, TaskGraph
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from memory.models import ScheduledEvent
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

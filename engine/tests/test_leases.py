@@ -88,7 +88,7 @@ def test_a_refusal_is_logged_once_while_the_same_gateway_keeps_renewing(agent, c
 
 def _on_telegram(clock, gateway_id: str) -> Harness:
     """A gateway whose Telegram agents talk to the sandbox (the transport seam), so no account is needed."""
-    from conversations.transport.sandbox import SandboxTransport
+    from sandbox.transport.transport import SandboxTransport
 
     return Harness(
         clock,

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from conversations.models import ActivityEvent, SandboxMessage, TaskGraph
-from conversations.services.sandbox import sandbox_group, sandbox_post, sandbox_say, sandbox_user_for_agent
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_group, sandbox_post, sandbox_say, sandbox_user_for_agent
 
 pytestmark = pytest.mark.django_db
 

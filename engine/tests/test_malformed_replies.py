@@ -9,12 +9,12 @@ import json
 import pytest
 
 from conversations.models import LLMCall, NodeKind, NodeStatus, TaskGraph, TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import tasks
 from llm.calls import call_llm
 from llm.errors import LLMPermanentError, LLMTransientError
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -8,11 +8,11 @@ import pytest
 
 from conversations.models import Message
 from conversations.services.ingest import message_upsert
-from conversations.services.sandbox import sandbox_say
 from conversations.transport.base import InboundMessage, MediaItem, TransportError
-from conversations.transport.sandbox import SandboxTransport
 from engine.tests.harness import Harness
 from media_catalog.models import MediaDescription
+from sandbox.services.chats import sandbox_say
+from sandbox.transport.transport import SandboxTransport
 
 pytestmark = pytest.mark.django_db
 
@@ -207,7 +207,7 @@ def test_a_video_past_the_cap_is_not_downloaded_and_the_prompt_says_so(
 def test_a_received_animated_sticker_is_described_from_frames_before_planning(
     agent, clock, fake_llm, media_root
 ):
-    from conversations.testing.mtproto.media import tgs_bytes
+    from cindy_site.testing.mtproto.media import tgs_bytes
 
     fake_llm.reply_with("A red square slides across.")
     fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "ha"}]))

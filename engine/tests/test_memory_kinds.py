@@ -7,13 +7,13 @@ import json
 import pytest
 
 from conversations.models import Conversation, NodeStatus, TaskNode
-from conversations.services.sandbox import sandbox_say
 from engine.tasks import received_apply, run_received
 from engine.tests.harness import stored_entries_text, tasks
 from llm.planning import plan_turn
 from llm.summarization import summary_tasks
 from llm.tasks import Task
 from memory.models import Intention, Note, Plan, Summary
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_intentions_are_created_updated_and_deleted_by_id_after_the_channel_plan
 
 def _seed_history(agent, harness, fake_llm, clock) -> Conversation:
     """The agent wrote first (outreach); the partner has not answered yet; a summary and a plan exist."""
-    from conversations.services.sandbox import sandbox_chat_for, sandbox_post, sandbox_user_for_agent
+    from sandbox.services.chats import sandbox_chat_for, sandbox_post, sandbox_user_for_agent
 
     chat = sandbox_chat_for(agent=agent)
     sandbox_post(chat=chat, sender=sandbox_user_for_agent(agent=agent), text="Hello, are you there?")

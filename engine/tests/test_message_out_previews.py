@@ -7,11 +7,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from conversations.models import ActivityEvent
-from conversations.services.sandbox import sandbox_say
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from media_catalog.models import Sticker, StickerSet
 from media_catalog.services.library import library_item_upload
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ import pytest
 from agents.models import GatewayRequest
 from conversations.models import ActivityEvent, Message
 from conversations.services.ingest import OTP_RANDOM_ID_BASE, REDACTED_TEXT, message_upsert
-from conversations.services.sandbox import sandbox_person, sandbox_say
 from conversations.transport.base import InboundMessage
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_person, sandbox_say
 
 pytestmark = pytest.mark.django_db
 

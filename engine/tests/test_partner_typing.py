@@ -19,10 +19,10 @@ from conversations.models import (
     TaskGraph,
     TaskNode,
 )
-from conversations.services.sandbox import sandbox_say, sandbox_typing
 from conversations.transport.base import DialogUnreadMark, InboundMessage, NewMessage, PartnerTyping
 from engine.ingest import ingest_updates
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_say, sandbox_typing
 
 pytestmark = pytest.mark.django_db
 

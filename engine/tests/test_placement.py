@@ -13,12 +13,12 @@ from django.test import TestCase
 
 from agents.models import Agent, AgentLease
 from conversations.models import GatewayWake
-from conversations.services.sandbox import sandbox_say
 from conversations.services.wake import wake_counter, wake_counters, wake_gateways
 from engine.health import process_beat
 from engine.models import ProcessHeartbeat
 from engine.placement import CLAIM_BATCH, fleet_shares, placement_plan, placement_register
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

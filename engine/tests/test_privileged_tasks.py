@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import ActivityEvent
-from conversations.services.sandbox import (
+from engine.tests.harness import tasks
+from sandbox.services.chats import (
     sandbox_person,
     sandbox_say,
     sandbox_transcript,
     sandbox_user_for_agent,
 )
-from engine.tests.harness import tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -10,11 +10,11 @@ from asgiref.sync import async_to_sync
 
 from agents.models import Agent
 from conversations.transport.base import FloodWait
-from conversations.transport.sandbox import SandboxTransport
 from engine.clients import AgentClient
 from engine.gateway import Gateway
 from engine.refresh import Refreshes, refresh_offset
 from engine.upkeep import DIALOG_REFRESH_SECONDS
+from sandbox.transport.transport import SandboxTransport
 
 ROUND_TRIP = 0.1  # seconds: Telegram far away
 AGENTS = 1000

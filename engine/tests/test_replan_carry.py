@@ -13,9 +13,9 @@ from cindy_site.clock import now
 from conversations.models import Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.services.graph_finish import graph_finish_if_complete
 from conversations.services.graphs import graph_active, graph_replan
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import tasks
 from memory.models import ScheduledEvent
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,10 @@ import pytest
 
 from agents.models import AgentDocument, RolePrompt
 from conversations.models import ActivityEvent, NodeStatus, TaskGraph, TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import tasks
 from llm import file_sources
 from llm.tests import local_site
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 retriever, site = local_site.retriever, local_site.site  # the shared retrieval fixtures

@@ -12,8 +12,8 @@ from django.conf import settings as django_settings
 from django.core.management import call_command
 
 from agents.models import Agent
-from conversations.services.sandbox import sandbox_person, sandbox_say
 from engine.tests.harness import Harness, tasks
+from sandbox.services.chats import sandbox_person, sandbox_say
 
 pytestmark = pytest.mark.django_db
 

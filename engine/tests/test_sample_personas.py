@@ -11,12 +11,12 @@ from django.core.management import call_command
 
 from agents.models import Agent
 from conversations.models import Conversation, NodeStatus, TaskGraph, TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import Harness, tasks
 from llm.prompt.sections import included_prompts
 from llm.task_schema import CONVERSATIONAL_KINDS, taught_kinds
 from llm.tasks import known_kinds
 from memory.models import Intention, Memory, Note, Plan, ScheduledEvent, ScheduleEntry
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

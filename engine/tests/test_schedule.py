@@ -8,8 +8,8 @@ import json
 import pytest
 
 from conversations.models import Message, NodeStatus, TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import Harness
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -9,11 +9,11 @@ import pytest
 
 from conversations.models import ActivityEvent, TaskNode
 from conversations.models.sandbox import SandboxMessage
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.responsiveness import asleep_until, responsiveness_delay
 from engine.tests.cast import teach
 from engine.tests.harness import scripted_turn, tasks
 from memory.models import ScheduleEntry
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from conversations.models import ActivityEvent, LLMCall, Message
 from conversations.models.sandbox import SandboxMessage
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from conversations.transport.base import LibraryRef
 from dashboard.selectors import sandbox_message_row
 from engine.tests.cast import teach
@@ -21,6 +20,7 @@ from media_catalog.services.library import (
     library_item_upload,
     library_sync_saved,
 )
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -18,9 +18,9 @@ from conversations.models import (
 )
 from conversations.services.ingest import REDACTED_TEXT
 from conversations.services.initiative import XSendRefused, conversation_xsend
-from conversations.services.sandbox import SandboxError, sandbox_say
 from dashboard.partners import partner_rows
 from engine.tests.harness import Harness
+from sandbox.services.chats import SandboxError, sandbox_say
 
 pytestmark = pytest.mark.django_db
 

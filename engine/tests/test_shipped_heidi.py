@@ -11,10 +11,10 @@ from agents.models import Agent
 from agents.services.importing import config_import
 from agents.tests.shipped_samples import build_shipped_dirs
 from conversations.models import TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import Harness, tasks
 from media_catalog.models import LibraryItem, MediaDescription
 from memory.models import ScheduleEntry
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

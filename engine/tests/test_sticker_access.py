@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.services.sandbox import sandbox_save
 from conversations.transport.base import StickerRef, StickerSetInfo
-from conversations.transport.sandbox import SandboxTransport
 from engine.handlers.sticker import catalog_sticker
 from engine.tests.harness import Harness
 from llm.prompt.sections import sticker_section
 from media_catalog.models import LibraryItem, Sticker, StickerAccess
 from media_catalog.selectors import may_send_premium, saved_stickers_of
+from sandbox.services.chats import sandbox_save
+from sandbox.transport.transport import SandboxTransport
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from conversations.models import ActivityEvent, Conversation
-from conversations.services.sandbox import sandbox_say
 from engine.tests.harness import stored_entries_text, tasks
 from memory.models import Intention, Memory
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from conversations.models import Conversation, LLMCall, TaskGraph, TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from conversations.services.summaries import KEEP_RECENT
 from engine.tests.harness import tasks
 from llm.conversation import HISTORY_OVERLAP
 from memory.models import Summary
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

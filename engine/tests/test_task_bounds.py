@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import NodeStatus, TaskGraph, TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import tasks
 from llm.tasks import MAX_WAIT_SECONDS, TELEGRAM_MESSAGE_LIMIT
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 
 from conversations.models import ActivityEvent, Conversation, TaskNode
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.harness import stored_entries_text, tasks
 from memory.models import Memory, Plan
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from conversations.models import Conversation, NodeStatus, SandboxMessage, TaskG
 from conversations.selectors import eligible_nodes
 from conversations.services.graphs import graph_append_chain, graph_replan
 from conversations.services.nodes import node_claim, nodes_reap_expired
-from conversations.services.sandbox import sandbox_person, sandbox_user_for_agent
 from engine.tests.harness import Harness
 from engine.tick import Ticker
+from sandbox.services.chats import sandbox_person, sandbox_user_for_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,9 @@ import pytest
 
 from cindy_site.clock import now
 from conversations.models import Conversation, Message, TaskGraph
-from conversations.services.sandbox import sandbox_say
 from engine.tests.harness import Harness
 from engine.triggers import message_decision, unread_mark_decision
+from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 

@@ -9,14 +9,14 @@ from asgiref.sync import async_to_sync
 
 from agents.models import GatewayRequest
 from conversations.models import Conversation, SandboxMember, SandboxUser
-from conversations.services.sandbox import sandbox_person, sandbox_say, sandbox_user_for_agent
 from conversations.transport.base import PermanentError, StickerRef, StickerSetInfo
-from conversations.transport.sandbox import SandboxTransport
 from engine.requests import MAX_REQUEST_ATTEMPTS
 from engine.tests.harness import Harness
 from engine.upkeep import DIALOG_REFRESH_SECONDS
 from llm.prompt.sections import sticker_section
 from media_catalog.models import Sticker, StickerSet
+from sandbox.services.chats import sandbox_person, sandbox_say, sandbox_user_for_agent
+from sandbox.transport.transport import SandboxTransport
 
 pytestmark = pytest.mark.django_db
 

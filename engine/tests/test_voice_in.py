@@ -11,10 +11,10 @@ from django.core.management import call_command
 
 from cindy_site.testing.audio import voice_note
 from conversations.models import LLMCall, Message
-from conversations.services.sandbox import sandbox_say
-from conversations.services.sandbox_voice import sandbox_voice_part
 from engine.tests.harness import Harness
 from media_catalog.models import MediaDescription
+from sandbox.services.chats import sandbox_say
+from sandbox.services.voice import sandbox_voice_part
 
 pytestmark = pytest.mark.django_db
 

@@ -22,13 +22,13 @@ from cindy_site.clock import FakeClock
 from conversations.models import Conversation, GatewayWake, Message, NodeStatus, TaskNode
 from conversations.selectors import node_next_due_at
 from conversations.services.graphs import graph_replan
-from conversations.services.sandbox import sandbox_post, sandbox_say, sandbox_user_for_agent
 from conversations.services.wake import wake_counter, wake_gateway, wake_gateways, wake_not_needed
-from conversations.transport.sandbox import SandboxTransport
 from engine.gateway import Gateway
 from engine.tests.harness import Harness
 from engine.tests.processes import plan
 from engine.wake import DbWake, RedisWake, Wakeup, wake_listener
+from sandbox.services.chats import sandbox_post, sandbox_say, sandbox_user_for_agent
+from sandbox.transport.transport import SandboxTransport
 
 REDIS_URL = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 

@@ -8,9 +8,9 @@ import pytest
 
 from conversations.models import ActivityEvent, Conversation, NodeStatus, TaskGraph
 from conversations.services.initiative import conversation_nudge
-from conversations.services.sandbox import sandbox_say, sandbox_transcript
 from engine.tests.cast import make_agent, teach
 from engine.tests.harness import tasks
+from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db
 

@@ -127,7 +127,7 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,30}$")
 #: as Telegram does (a premium sticker carries a premium animation).
 HARNESS_STICKER_SETS = {"GnomeParty": [("🌷", False), ("🎩", True)], "KeptSet": [("🦔", False)]}
 #: The animated (TGS) sticker set people send from: (short name, emoji); each sticker is a real small
-#: Lottie animation, gzipped (conversations.testing.mtproto.media.tgs_bytes).
+#: Lottie animation, gzipped (cindy_site.testing.mtproto.media.tgs_bytes).
 ANIMATED_SET = ("PersonMotion", ("🟥", "🟦"))
 MEDIA_KINDS = ("animated_sticker", "video", "video_note", "photo")
 DESCRIBE = ("images", "none")

@@ -24,11 +24,11 @@ from typing import Any
 from django.conf import settings
 
 from cindy_site.testing.fake_llm import FakeLLMServer, FakeReply, RecordedRequest
-from conversations.services.sandbox import PERSON_USER_ID_BASE
-from conversations.testing.mtproto.media import image_bytes
+from cindy_site.testing.mtproto.media import image_bytes
 from engine.tests.processes import MANAGE, ChildDatabase, child_settings, manage, start_gateway
 from engine.tests.scenarios.spec import ANIMATED_SET, HARNESS_STICKER_SETS, Scenario, Turn
 from engine.tests.scenarios.voice import voice_part
+from sandbox.services.chats import PERSON_USER_ID_BASE
 
 SAMPLES = Path(settings.BASE_DIR) / "samples"
 CONFIGDIR = Path(settings.BASE_DIR) / "configdir"
@@ -111,7 +111,7 @@ for line in sys.stdin:
 _SANDBOX_WORLD = """
 import json
 from agents.models import Agent
-from conversations.services.sandbox import sandbox_save
+from sandbox.services.chats import sandbox_save
 from media_catalog.models import MediaDescription, Sticker, StickerSet
 
 for short_name, stickers in json.loads({sets!r}).items():
@@ -261,7 +261,7 @@ class Stage:
 
     def world_setup(self, scenarios: list[Scenario]) -> None:
         """The harness's sticker sets and the personas' Saved Messages stickers (the sandbox's)."""
-        from conversations.testing.mtproto.media import image_bytes
+        from cindy_site.testing.mtproto.media import image_bytes
 
         sets = {
             name: [
@@ -378,7 +378,7 @@ class Stage:
         ] + [f"sandbox_person(name={scenario.user(p)!r}, bot={p in scenario.bots})" for p in scenario.people]
         self.run(
             "from agents.models import Agent\n"
-            "from conversations.services.sandbox import sandbox_group, sandbox_person, sandbox_user_for_agent\n"
+            "from sandbox.services.chats import sandbox_group, sandbox_person, sandbox_user_for_agent\n"
             f"sandbox_group(title={scenario.group_title!r}, members=[{', '.join(members)}])"
         )
         rows = self.db.query(
@@ -567,7 +567,7 @@ class Stage:
             return
         if turn.media:
             self.run(
-                "from agents.models import Agent\nfrom conversations.services.sandbox import sandbox_say\n"
+                "from agents.models import Agent\nfrom sandbox.services.chats import sandbox_say\n"
                 f"sandbox_say(agent=Agent.objects.get(name={scenario.persona!r}), text={text or turn.say!r}, "
                 f"as_name={scenario.user(turn.person)!r}, media=[{self.media_part(scenario, turn)!r}])"
             )
@@ -586,7 +586,7 @@ class Stage:
 
     def media_part(self, scenario: Scenario, turn: Turn) -> dict[str, Any]:
         """The sandbox media part of a turn's `media`: a TGS sticker (its file written here) or a video."""
-        from conversations.testing.mtproto.media import tgs_bytes
+        from cindy_site.testing.mtproto.media import tgs_bytes
 
         spec = turn.media_spec
         unique_id = f"{spec['kind']}-{scenario.name}-{turn.number}"

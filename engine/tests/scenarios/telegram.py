@@ -1,6 +1,6 @@
 """The same scenarios on Telegram's wire protocol: the personas become Telegram agents signed in to the
-MTProto stand-in (conversations/testing/mtproto), which runs in the test process as in
-conversations/tests/telethon/test_standin_process.py, and the people are stand-in users who write
+MTProto stand-in (cindy_site/testing/mtproto), which runs in the test process as in
+telegram/tests/test_standin_process.py, and the people are stand-in users who write
 through it. The gateway, its workers and the LLM stand-in are the same processes as on the sandbox.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from telethon import utils
 from telethon.tl import types
 
-from conversations.testing.mtproto import StandIn
-from conversations.testing.mtproto.media import (
+from cindy_site.testing.mtproto import StandIn
+from cindy_site.testing.mtproto.media import (
     add_photo,
     add_sticker_set,
     add_video,

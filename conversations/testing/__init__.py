@@ -1,1 +1,0 @@
-"""Test support for the conversations app: the loopback MTProto server (`mtproto`)."""

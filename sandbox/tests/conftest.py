@@ -1,0 +1,1 @@
+from engine.tests.cast import agent, other_agent  # noqa: F401
