@@ -5,6 +5,11 @@ TelethonTransport, with Telegram's side answering real TL objects (the sandbox: 
 from __future__ import annotations
 
 from asgiref.sync import async_to_sync
+
+from agents.models import GatewayRequest
+from agents.services import telegram_requests as services
+from conversations.models import ActivityEvent, Conversation
+from engine.requests import execute_request, request_finish
 from telegram.tests.account_server import fake_client, server  # noqa: F401
 from telegram.tests.conftest import (  # noqa: F401
     logged_in,
@@ -12,11 +17,6 @@ from telegram.tests.conftest import (  # noqa: F401
     tg_agent,
     transport,
 )
-
-from agents.models import GatewayRequest
-from agents.services import telegram_requests as services
-from conversations.models import ActivityEvent, Conversation
-from engine.requests import execute_request, request_finish
 
 Status = GatewayRequest.Status
 

@@ -9,11 +9,6 @@ import math
 from pathlib import Path
 
 import pytest
-from telegram.tests.test_standin_process import (  # noqa: F401 - fixtures used below
-    logged_in_gateway,
-    stop,
-    telegram,
-)
 from telethon.tl import types
 
 from cindy_site.testing.fake_llm import speech_seconds
@@ -24,6 +19,11 @@ from engine.tests.processes import (  # noqa: F401 - the fixtures `telegram` ext
     manage,
     start_gateway,
     wait_for,
+)
+from telegram.tests.test_standin_process import (  # noqa: F401 - fixtures used below
+    logged_in_gateway,
+    stop,
+    telegram,
 )
 
 pytestmark = pytest.mark.slow
