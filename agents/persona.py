@@ -40,7 +40,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agents.persona_voice import VOICE_HEADING, VOICE_KEYS, set_voice, voice_text
 from agents.schedule import ScheduleError, parse_sleep_windows
-from llm.routing import UnknownModelError, is_default_name, resolve
+from cindy_site.llm_names import UnknownModelError, is_default_name, resolve
 
 # Heading text -> attribute, in the order the writer emits them.
 TEXT_FIELDS = {

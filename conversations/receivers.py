@@ -11,7 +11,6 @@ from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.services.parameters import refresh_before_task
 from conversations.services.wake import wake_gateways_on_commit
-from media_catalog.signals import describe_again_requested
 
 
 @receiver(agent_restarted, dispatch_uid="conversations.agent_restarted")
@@ -27,13 +26,6 @@ def record_agent_restart(sender, *, agent: Agent, by: str, was: str, **kwargs) -
 @receiver(gateway_request_created, dispatch_uid="conversations.gateway_request_created")
 def wake_for_gateway_request(sender, *, request: GatewayRequest, **kwargs) -> None:
     wake_gateways_on_commit([request.agent_id])
-
-
-@receiver(describe_again_requested, dispatch_uid="conversations.describe_again_requested")
-def queue_media_descriptions_refresh(sender, *, ids: list[int], **kwargs) -> None:
-    from llm.media_refresh import media_descriptions_refresh_request
-
-    media_descriptions_refresh_request(ids=ids)
 
 
 # A django-q2 worker's task starts with the global parameters stored now (cindy_site/parameters.py).

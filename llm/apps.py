@@ -11,5 +11,6 @@ class LlmConfig(AppConfig):
         from llm import (
             checks,  # noqa: F401  (registers the system checks)
             media_file,  # noqa: F401  (registers file:media.json)
+            receivers,  # noqa: F401  (connects the signal receivers)
             schedule_file,  # noqa: F401  (registers file:schedule.json)
         )

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from agents.models import Agent, AgentDocument, RolePrompt
 from agents.signals import agent_restarted, spend_limits_changed
-from llm.routing import UnknownModelError, resolve
+from cindy_site.llm_names import UnknownModelError, resolve
 
 
 def agent_validate(*, agent: Agent) -> None:

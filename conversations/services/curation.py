@@ -8,7 +8,7 @@ from django.db import transaction
 from agents.services.telegram_requests import conversation_request_mute
 from conversations.models import Conversation, ModelPrice
 from conversations.services.activity import record_event
-from llm.routing import PROVIDERS, UnknownModelError, resolve
+from cindy_site.llm_names import PROVIDERS, UnknownModelError, resolve
 
 
 def conversation_validate(*, conversation: Conversation) -> None:

@@ -1,0 +1,88 @@
+"""Which provider and model an LLM name means (parsing only: no provider code, so every app can
+validate a name). The names are those of cw-telegram-agent's `LLM` field.
+
+- An empty name, `none` or `null` means DEFAULT_AGENT_LLM.
+- `gemini` is GEMINI_MODEL (default `gemini-3-flash-preview`); any other name starting with `gemini`
+  (`gemini-2.5-flash`) is that Gemini model.
+- `grok` is GROK_MODEL (default `grok-4-fast-non-reasoning`); any other `grok…` name is that model.
+- `gpt` and `openai` are `gpt-5-mini` on OpenAI; any other name starting with `gpt` or `openai`
+  (`gpt-5-mini`, `gpt-4o`) is that OpenAI model.
+- A name with a `/` (`anthropic/claude-sonnet-4.5`, `google/gemini-2.5-flash`) is an OpenRouter model;
+  `openrouter` alone is OPENROUTER_MODEL (default `openrouter/auto`, OpenRouter's own router).
+- `openai:MODEL` and `openrouter:MODEL` name a model on that endpoint explicitly.
+
+Which name a turn uses (conversation, agent, default) is `llm.routing.route_for`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from cindy_site.parameters import parameter
+
+
+class UnknownModelError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Route:
+    provider: str  # gemini | grok | openai | openrouter
+    model: str
+
+
+GEMINI_DEFAULT = "gemini-3-flash-preview"
+GROK_DEFAULT = "grok-4-fast-non-reasoning"
+OPENAI_DEFAULT = "gpt-5-mini"
+OPENROUTER_DEFAULT = "openrouter/auto"
+PROVIDERS = ("gemini", "grok", "openai", "openrouter")
+EMPTY_NAMES = ("", "none", "null")
+
+
+def is_default_name(name: str | None) -> bool:
+    """True for the values that mean "use DEFAULT_AGENT_LLM": empty, `none`, `null`."""
+    return (name or "").strip().lower() in EMPTY_NAMES
+
+
+def resolve(name: str | None) -> Route:
+    """Turn an LLM name into a route, or raise UnknownModelError naming the value and the fix."""
+    if is_default_name(name):
+        default = parameter("DEFAULT_AGENT_LLM")
+        if is_default_name(default):
+            raise UnknownModelError(
+                'DEFAULT_AGENT_LLM is empty: set it to an LLM name such as "gemini", "grok" or "gpt"'
+            )
+        return resolve(default)
+    raw = (name or "").strip()
+    lowered = raw.lower()
+    for prefix in ("openai", "openrouter"):
+        if lowered.startswith(prefix + ":"):
+            model = raw[len(prefix) + 1 :].strip()
+            if not model:
+                raise UnknownModelError(
+                    f'LLM "{raw}": no model after "{prefix}:" (e.g. {prefix}:gpt-4o-mini)'
+                )
+            return Route(prefix, model)
+    if "/" in raw:
+        return Route("openrouter", raw)
+    if lowered == "openrouter":
+        return Route("openrouter", getattr(settings, "OPENROUTER_MODEL", "") or OPENROUTER_DEFAULT)
+    if lowered == "gemini":
+        return Route("gemini", getattr(settings, "GEMINI_MODEL", "") or GEMINI_DEFAULT)
+    if lowered.startswith("gemini"):
+        return Route("gemini", raw)
+    if lowered == "grok":
+        return Route("grok", getattr(settings, "GROK_MODEL", "") or GROK_DEFAULT)
+    if lowered.startswith("grok"):
+        return Route("grok", raw)
+    if lowered in ("gpt", "openai"):
+        return Route("openai", OPENAI_DEFAULT)
+    if lowered.startswith(("gpt", "openai")):
+        return Route("openai", raw)
+    raise UnknownModelError(
+        f'LLM "{raw}" is not a known name: use gemini, grok, gpt, openai or openrouter, a model name '
+        "starting with one of those (gemini-2.5-flash, gpt-5-mini), an OpenRouter name such as "
+        "anthropic/claude-sonnet-4.5, or leave it empty for DEFAULT_AGENT_LLM"
+    )
