@@ -16,7 +16,6 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from agents.models import Agent, GatewayRequest, Transport
 from cindy_site.clock import now
 from conversations.transport.base import LibraryRef, StickerSetInfo
 from conversations.transport.base import Transport as ChatTransport
@@ -33,17 +32,6 @@ _FORMAT_BY_MIME = {
     "application/x-tgsticker": Sticker.Format.ANIMATED,
     "video/webm": Sticker.Format.VIDEO,
 }
-
-
-def wanted_sticker_sets(agent: Agent, *, saved: list[dict[str, Any]] | None = None) -> list[str]:
-    """Short names of the sets an agent uses: its sets, the sets of its explicit stickers and (given
-    `saved`, the account's `StickerAccess.saved_stickers`) the sets of its Saved Messages stickers."""
-    names = [s.strip() for s in agent.sticker_set_names or [] if isinstance(s, str) and s.strip()]
-    for item in agent.explicit_stickers or []:
-        if isinstance(item, str) and "::" in item:
-            names.append(item.split("::", 1)[0].strip())
-    names += [str(entry.get("set") or "").strip() for entry in saved or []]
-    return list(dict.fromkeys(n for n in names if n))
 
 
 def sticker_access_record_premium(*, agent_id: int, premium: bool) -> None:
@@ -123,21 +111,3 @@ async def sticker_set_import(*, transport: ChatTransport, short_name: str) -> di
     """Resolve a set through the transport and store it; returns what was stored."""
     info = await transport.resolve_sticker_set(short_name)
     return await sync_to_async(sticker_set_store)(info=info)
-
-
-def sticker_set_request_refresh(*, short_name: str) -> GatewayRequest | None:
-    """Ask a gateway to fetch a set again (the admin's "Refresh from Telegram").
-
-    The request goes to an enabled, running Telegram agent, preferably one that uses the set; None
-    when there is no such agent (the set cannot be fetched from anywhere).
-    """
-    agents = Agent.objects.filter(disabled=False, stopped=False, transport=Transport.TELEGRAM).order_by("pk")
-    chosen = next((a for a in agents if short_name in wanted_sticker_sets(a)), None) or agents.first()
-    if chosen is None:
-        return None
-    return GatewayRequest.objects.create(
-        agent=chosen,
-        kind=GatewayRequest.Kind.IMPORT_STICKER_SET,
-        params={"short_name": short_name},
-        created=now(),
-    )

@@ -25,10 +25,10 @@ from engine.stickers import (
     sticker_access_record_saved,
     sticker_set_import,
     sticker_sets_to_refresh,
-    wanted_sticker_sets,
 )
 from media_catalog.selectors import saved_stickers_by_agent
 from media_catalog.services.library import library_sync_saved
+from media_catalog.services.sticker_sets import wanted_sticker_sets
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind

@@ -32,6 +32,7 @@ from media_catalog.previews import (
     tgs_frame_png,
 )
 from media_catalog.services.curation import media_description_save, media_descriptions_curate
+from media_catalog.services.sticker_sets import sticker_set_request_refresh
 from media_catalog.signals import describe_again_requested
 
 IMAGE_TYPES = {"image/webp", "image/png", "image/jpeg", "image/gif"}
@@ -346,8 +347,6 @@ class StickerSetAdmin(admin.ModelAdmin):
 
     @admin.action(description="Refresh from Telegram", permissions=["change"])
     def refresh_from_telegram(self, request, queryset) -> None:
-        from engine.stickers import sticker_set_request_refresh
-
         queued, stuck = [], []
         for sticker_set in queryset:
             target = queued if sticker_set_request_refresh(short_name=sticker_set.short_name) else stuck
