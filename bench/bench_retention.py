@@ -72,8 +72,8 @@ def main() -> None:
         from django.conf import settings
 
         from cindy_site.clock import FakeClock, set_clock
-        from dashboard.costs import daily_costs
         from engine.retention import prune_counts, retention_run
+        from llm.costs import daily_costs
 
         settings.CINDY_RETAIN_ACTIVITY_DAYS = 30
         settings.CINDY_RETAIN_LLM_CALLS_DAYS = 7

@@ -13,10 +13,11 @@ from conversations.services.summaries import conversations_summarize_now
 from dashboard import selectors
 from dashboard.access import verified_staff_required, viewer_agent_ids, visible_conversation_or_404
 from dashboard.conversation_tools import conversation_header
-from dashboard.costs import cost_chart, daily_costs
+from dashboard.costs import cost_chart
 from engine.brakes import spend_alerts
 from engine.health import process_alerts
 from llm.conversation import conversation_history, history_start
+from llm.costs import daily_costs
 from llm.prompt import TurnContext, prompt_outline
 from llm.prompt.instructions import turn_context_from_graph
 from memory.services.stored import stored_entries

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, QuerySet, Sum
+from django.db.models import F, QuerySet
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, LLMCall, SandboxUpdate, TaskGraph
@@ -155,17 +155,3 @@ def retention_run(
             if on_batch is not None:
                 on_batch(kind, deleted, took)
     return report
-
-
-def usage_daily_costs(*, since: dt.date, agent_ids=None) -> list[tuple[dt.date, str | None, object]]:
-    """(day, agent name, cost) of the pruned LLM calls from `since` on (of `agent_ids` only, when
-    given), for the cost chart."""
-    rows = LLMUsageDaily.objects.filter(day__gte=since)
-    if agent_ids is not None:
-        rows = rows.filter(agent_id__in=agent_ids)
-    return list(
-        rows.values("day", "agent__name")
-        .annotate(total=Sum("cost"))
-        .order_by()
-        .values_list("day", "agent__name", "total")
-    )

@@ -17,9 +17,9 @@ from ninja import Field, Router, Schema
 from agents.access import agents_for
 from agents.models import Agent
 from api.core import ERRORS
-from dashboard.costs import daily_costs
 from engine.health import installation_health
 from engine.metrics import DatabaseCollector
+from llm.costs import daily_costs
 
 router = Router(tags=["summaries"])
 MICRO_USD = Decimal("0.000001")
