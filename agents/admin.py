@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django import forms
 from django.contrib import admin, messages
-from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from agents.admin_parts import agent_inline_saver, agent_inlines
 from agents.admin_restart import AgentRestartMixin
 from agents.forms import AgentForm
 from agents.models import (
@@ -29,8 +28,6 @@ from agents.services import curation
 from agents.telegram_pages import TelegramPagesMixin
 from cindy_site import clock
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, html_row, service_form, short
-from memory.models import Memory
-from memory.services.curation import memory_save, memory_validate
 
 
 class RolePromptInline(admin.StackedInline):
@@ -51,16 +48,6 @@ class AgentDocumentInline(admin.StackedInline):
     fields = ["name", "content"]
     verbose_name = "document"
     form = service_form(lambda obj: curation.agent_document_validate(document=obj))
-
-
-class MemoryInline(admin.TabularInline):
-    model = Memory
-    extra = 0
-    formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 3})}}
-    fields = ["kind", "partner_id", "content", "created", "creation_channel"]
-    readonly_fields = ["created"]
-    show_change_link = True
-    form = service_form(lambda obj: memory_validate(memory=obj))
 
 
 def _lease_state(agent: Agent) -> str:
@@ -172,11 +159,15 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
             },
         ),
     ]
-    inlines = [RolePromptInline, AgentDocumentInline, MemoryInline]
+    inlines = [RolePromptInline, AgentDocumentInline]
     actions = ["disable_agents", "enable_agents"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("lease")
+
+    def get_inlines(self, request, obj):
+        # Then what the apps above agents add (the agent's memories): agents/admin_parts.py.
+        return [*super().get_inlines(request, obj), *agent_inlines()]
 
     @admin.display(description="Telegram")
     def telegram_account(self, agent: Agent) -> str:
@@ -297,10 +288,10 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
         for instance in instances:
             if isinstance(instance, RolePrompt):
                 curation.role_prompt_save(prompt=instance)
-            elif isinstance(instance, Memory):
-                memory_save(memory=instance)
             elif isinstance(instance, AgentDocument):
                 curation.agent_document_save(document=instance)
+            elif save := agent_inline_saver(instance):
+                save(instance)
         formset.save_m2m()
 
     @admin.action(description="Disable the selected agents", permissions=["change"])

@@ -1,8 +1,8 @@
 """The agent's admin form: pickers for the persona's lists instead of raw JSON.
 
 Role prompts are picked among those the agent can use (the global ones and its own), sticker sets
-among those the media catalog knows (imported sets and the sets curated descriptions name), and
-explicit stickers are written one `SET::NAME` per line. A value already on the agent that is not
+among those the media catalog knows (imported sets and the sets curated descriptions name; listed by
+`media_catalog`, see agents/admin_parts.py), and explicit stickers are written one `SET::NAME` per line. A value already on the agent that is not
 among the choices (a prompt file not imported yet, say) stays offered, marked, so saving the form
 never drops it.
 """
@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils.html import format_html, format_html_join
 
+from agents import admin_parts
 from agents.models import Agent, RolePrompt
 from agents.services import curation
 from cindy_site.admin_utils import service_form
@@ -46,22 +47,6 @@ def role_prompt_choices(agent: Agent) -> dict[str, str]:
     for prompt in prompts:  # global first, own wins
         labels[prompt.name] = f"{prompt.name} ({'own' if prompt.agent_id else 'global'})"
     return labels
-
-
-def sticker_set_choices() -> dict[str, str]:
-    """Sticker sets the media catalog knows: imported from Telegram, or named by descriptions."""
-    from media_catalog.models import MediaDescription, MediaKind, StickerSet
-
-    labels = {s.short_name: s.title or s.short_name for s in StickerSet.objects.all()}
-    described = (
-        MediaDescription.objects.filter(kind=MediaKind.STICKER)
-        .exclude(sticker_set_name="")
-        .values_list("sticker_set_name", "sticker_set_title")
-        .distinct()
-    )
-    for name, title in described:
-        labels.setdefault(name, title or name)
-    return {name: name if title == name else f"{name} · {title}" for name, title in labels.items()}
 
 
 class StickerLinesField(forms.CharField):
@@ -144,9 +129,8 @@ class LLMNameInput(forms.TextInput):
         super().__init__(attrs={"list": "agent-llm-choices", "autocomplete": "off"})
 
     def render(self, name, value, attrs=None, renderer=None):  # noqa: ANN001 - Django's signature
-        from dashboard.conversation_tools import llm_choices
-
-        options = format_html_join("", '<option value="{}">', ((choice,) for choice in llm_choices()))
+        names = admin_parts.choices(admin_parts.LLM_NAMES, default=[])
+        options = format_html_join("", '<option value="{}">', ((choice,) for choice in names))
         datalist = format_html('<datalist id="agent-llm-choices">{}</datalist>', options)
         return super().render(name, value, attrs, renderer) + datalist
 
@@ -197,7 +181,9 @@ class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
             offered, role_prompt_choices(agent), "no such prompt yet"
         )
         self.fields["sticker_set_names"].choices = _ordered_choices(
-            agent.sticker_set_names or [], sticker_set_choices(), "not in the media catalog"
+            agent.sticker_set_names or [],
+            admin_parts.choices(admin_parts.STICKER_SETS, default={}),
+            "not in the media catalog",
         )
         if "llm" in self.fields:
             self.fields["llm"].label = "LLM"

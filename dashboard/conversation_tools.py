@@ -7,35 +7,12 @@ from typing import Any
 from django.http import HttpRequest
 
 from cindy_site.parameters import parameters_installed
-from conversations.models import Conversation, NodeStatus, OfferedModel, TaskGraph
+from conversations.models import Conversation, NodeStatus, TaskGraph
 from conversations.services.parameters import parameters_refresh
 from conversations.services.translations import LANGUAGES
 from dashboard.transcript import action_text
-from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, route_for
-
-#: Names offered in the LLM field besides OpenRouter's list (any valid name is accepted).
-BUILT_IN_LLMS = (
-    "gemini",
-    GEMINI_DEFAULT,
-    "gemini-2.5-flash",
-    "gemini-2.5-pro",
-    "grok",
-    GROK_DEFAULT,
-    "gpt",
-    "openrouter",
-)
-
-
-def llm_choices() -> list[str]:
-    """The models offered to personas first (in the operator's order), the built-in names, then the rest
-    of the list (OpenRouter's fetched models)."""
-    rows = OfferedModel.objects.order_by("-offered", "position", "provider", "model").only(
-        "provider", "model", "llm_name", "offered"
-    )
-    offered = [row.persona_name for row in rows if row.offered]
-    rest = [row.persona_name for row in rows if not row.offered]
-    names = [*offered, *BUILT_IN_LLMS, *rest]
-    return list(dict.fromkeys(names))
+from llm.choices import llm_choices
+from llm.routing import UnknownModelError, is_default_name, route_for
 
 
 def effective_llm(conversation: Conversation) -> dict[str, str]:

@@ -8,9 +8,14 @@ class LlmConfig(AppConfig):
     verbose_name = "LLM"
 
     def ready(self) -> None:
+        from agents.admin_parts import LLM_NAMES, choices_provide
         from llm import (
             checks,  # noqa: F401  (registers the system checks)
             media_file,  # noqa: F401  (registers file:media.json)
             receivers,  # noqa: F401  (connects the signal receivers)
             schedule_file,  # noqa: F401  (registers file:schedule.json)
         )
+        from llm.choices import llm_choices
+
+        # The agent form suggests the models offered to personas (agents/admin_parts.py).
+        choices_provide(LLM_NAMES, llm_choices)

@@ -1,10 +1,11 @@
-"""Reads of what an agent's account may send beyond its configured sticker sets (`StickerAccess`)."""
+"""Reads of what an agent's account may send beyond its configured sticker sets (`StickerAccess`), and of
+the sticker sets the agent form offers."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from media_catalog.models import StickerAccess
+from media_catalog.models import MediaDescription, MediaKind, StickerAccess, StickerSet
 
 
 def saved_stickers_of(*, agent_id: int) -> list[dict[str, Any]]:
@@ -27,3 +28,17 @@ def saved_stickers_by_agent(*, agent_ids: list[int]) -> dict[int, list[dict[str,
 def may_send_premium(*, agent_id: int) -> bool:
     """Whether the agent's account may send premium stickers (an account never seen: no)."""
     return StickerAccess.objects.filter(agent_id=agent_id, premium=True).exists()
+
+
+def sticker_set_choices() -> dict[str, str]:
+    """Sticker sets the media catalog knows: imported from Telegram, or named by descriptions."""
+    labels = {s.short_name: s.title or s.short_name for s in StickerSet.objects.all()}
+    described = (
+        MediaDescription.objects.filter(kind=MediaKind.STICKER)
+        .exclude(sticker_set_name="")
+        .values_list("sticker_set_name", "sticker_set_title")
+        .distinct()
+    )
+    for name, title in described:
+        labels.setdefault(name, title or name)
+    return {name: name if title == name else f"{name} · {title}" for name, title in labels.items()}

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
+from django.db import models
 
+from agents.admin_parts import agent_inline_add
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, service_form, short
 from memory.models import CuratedMemoryFile, Memory, Plan
 from memory.services.curation import memory_save, memory_validate, plan_save, plan_validate
@@ -102,6 +105,20 @@ class CuratedMemoryFileAdmin(ReadOnlyAdmin):
     def shape(self, record: CuratedMemoryFile) -> str:
         return "object {memory: [...]}" if isinstance(record.envelope, dict) else "list [...]"
 
+
+class MemoryInline(admin.TabularInline):
+    """The agent's memories on the agent page (added there through agents/admin_parts.py)."""
+
+    model = Memory
+    extra = 0
+    formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 3})}}
+    fields = ["kind", "partner_id", "content", "created", "creation_channel"]
+    readonly_fields = ["created"]
+    show_change_link = True
+    form = service_form(lambda obj: memory_validate(memory=obj))
+
+
+agent_inline_add(MemoryInline, save=lambda memory: memory_save(memory=memory))
 
 # Summaries, notes and intentions (memory/admin_entries.py).
 from memory import admin_entries  # noqa: E402, F401
