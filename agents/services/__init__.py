@@ -1,1 +1,1 @@
-"""Agent services. Import the module you need (`importing`, `exporting`, ...); nothing is loaded here."""
+"""Agent services. Import the module you need (`curation`, `access_requests`, ...); nothing is loaded here."""

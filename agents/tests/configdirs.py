@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.services.importing import ConfigDir
+from cwimport.configdir.importing import ConfigDir
 
 HEIDI = """# Agent Name
 Heidi

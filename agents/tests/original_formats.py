@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.services.importing import ConfigDir
 from agents.tests.configdirs import PNG_BYTES, WEBP_BYTES, write
+from cwimport.configdir.importing import ConfigDir
 
 HEIDI = """# Agent Name
 Heidi

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.services.importing import ConfigDir
 from agents.tests.configdirs import WEBP_BYTES, write
+from cwimport.configdir.importing import ConfigDir
 
 SHARED_PHONE = "+12345678901"
 

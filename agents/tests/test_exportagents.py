@@ -10,9 +10,9 @@ from django.core.management import CommandError, call_command
 
 from agents.models import Agent, RolePrompt
 from agents.persona import PERSONA_FIELDS
-from agents.services.exporting import config_export
-from agents.services.importing import config_import, configured_dirs
 from agents.tests.configdirs import build_config_dirs
+from cwimport.configdir.exporting import config_export
+from cwimport.configdir.importing import config_import, configured_dirs
 from media_catalog.models import MediaDescription
 from memory.models import Memory
 

@@ -9,10 +9,10 @@ from django.core.management import call_command
 
 from agents.models import Agent
 from agents.persona import MAX_SECTION_CHARS
-from agents.services.import_report import Outcome
-from agents.services.importing import config_import, configured_dirs
 from agents.tests.configdirs import write
 from cindy_site.testing.factories import AgentFactory
+from cwimport.configdir.import_report import Outcome
+from cwimport.configdir.importing import config_import, configured_dirs
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 

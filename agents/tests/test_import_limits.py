@@ -9,9 +9,9 @@ import tracemalloc
 import pytest
 
 from agents.models import Agent, AgentDocument, RolePrompt
-from agents.services.import_report import Outcome
-from agents.services.importing import config_import, configured_dirs
 from agents.tests.configdirs import WEBP_BYTES, media_json, write
+from cwimport.configdir.import_report import Outcome
+from cwimport.configdir.importing import config_import, configured_dirs
 from media_catalog.models import MediaDescription
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]

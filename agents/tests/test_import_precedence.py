@@ -7,9 +7,9 @@ import json
 import pytest
 
 from agents.models import RolePrompt
-from agents.services.import_report import Outcome
-from agents.services.importing import config_import
 from agents.tests.configdirs import HEIDI_MEMORIES, build_config_dirs, media_json, write
+from cwimport.configdir.import_report import Outcome
+from cwimport.configdir.importing import config_import
 from media_catalog.models import MediaDescription
 from memory.models import Memory
 

@@ -9,10 +9,10 @@ from django.core.management import CommandError, call_command
 
 from agents.models import Agent, RolePrompt
 from agents.selectors import role_prompt_for, role_prompts_for_agent
-from agents.services.import_report import Outcome
-from agents.services.importing import config_import, configured_dirs
 from agents.tests.configdirs import PNG_BYTES, WEBP_BYTES, build_config_dirs, write
 from cindy_site.testing.factories import MediaDescriptionFactory
+from cwimport.configdir.import_report import Outcome
+from cwimport.configdir.importing import config_import, configured_dirs
 from media_catalog.models import MediaDescription
 from memory.models import Memory
 

@@ -11,10 +11,10 @@ import pytest
 
 from agents.models import Agent, AgentDocument
 from agents.selectors import agent_document
-from agents.services.exporting import config_export
-from agents.services.import_report import Outcome
-from agents.services.importing import ConfigDir, config_import
 from agents.tests.original_formats import LLM_NAMES, MEDIA, QUIRKY_WARNINGS, build_original_dirs
+from cwimport.configdir.exporting import config_export
+from cwimport.configdir.import_report import Outcome
+from cwimport.configdir.importing import ConfigDir, config_import
 from llm.routing import route_for
 from media_catalog.models import MediaDescription
 from memory.models import CuratedMemoryFile, Memory

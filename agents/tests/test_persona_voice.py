@@ -9,9 +9,9 @@ from django.core.management import call_command
 
 from agents.models import Agent
 from agents.persona import parse_persona, write_persona
-from agents.services.exporting import config_export
-from agents.services.importing import config_import
 from agents.tests.configdirs import build_config_dirs
+from cwimport.configdir.exporting import config_export
+from cwimport.configdir.importing import config_import
 
 BASE = "# Agent Name\nVera\n\n# Agent Phone\n+15551234567\n\n# Agent Instructions\nBe kind.\n"
 

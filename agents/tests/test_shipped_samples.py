@@ -8,9 +8,9 @@ import pytest
 from django.core.management import call_command
 
 from agents.models import Agent, AgentDocument
-from agents.services.import_report import Outcome
-from agents.services.importing import config_import
 from agents.tests.shipped_samples import SHARED_PHONE, build_shipped_dirs
+from cwimport.configdir.import_report import Outcome
+from cwimport.configdir.importing import config_import
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 

@@ -6,9 +6,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from agents.services.telegram_requests import conversation_request_mute
+from cindy_site.llm_names import PROVIDERS, UnknownModelError, resolve
 from conversations.models import Conversation, ModelPrice
 from conversations.services.activity import record_event
-from cindy_site.llm_names import PROVIDERS, UnknownModelError, resolve
 
 
 def conversation_validate(*, conversation: Conversation) -> None:

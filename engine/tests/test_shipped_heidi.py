@@ -8,9 +8,9 @@ import json
 import pytest
 
 from agents.models import Agent
-from agents.services.importing import config_import
 from agents.tests.shipped_samples import build_shipped_dirs
 from conversations.models import TaskNode
+from cwimport.configdir.importing import config_import
 from engine.tests.harness import Harness, tasks
 from media_catalog.models import LibraryItem, MediaDescription
 from memory.models import ScheduleEntry

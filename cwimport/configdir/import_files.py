@@ -1,6 +1,6 @@
 """What every config importer shares: a config directory, reading and listing its files, running
-one file's import, and importing one prompt file (global prompts, `agents.services.importing`, and an
-agent's own, `agents.services.import_folders`)."""
+one file's import, and importing one prompt file (global prompts, `cwimport.configdir.importing`, and an
+agent's own, `cwimport.configdir.import_folders`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from django.db import transaction
 
 from agents.models import Agent, RolePrompt
 from agents.persona import PersonaError
-from agents.services.import_limits import ImportLimitError, read_capped
-from agents.services.import_report import FileKind, ImportReport, Outcome
+from cwimport.configdir.import_limits import ImportLimitError, read_capped
+from cwimport.configdir.import_report import FileKind, ImportReport, Outcome
 from media_catalog.services import curated_io as media_io
 from memory.services import curated_io as memory_io
 

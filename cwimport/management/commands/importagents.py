@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.services.import_report import plural
-from agents.services.importing import config_import, configured_dirs
+from cwimport.configdir.import_report import plural
+from cwimport.configdir.importing import config_import, configured_dirs
 from memory.services.state_io import StateFileError, state_import_all
 
 # Below this many media files a progress line is more noise than help.

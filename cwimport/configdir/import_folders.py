@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agents.models import Agent, AgentDocument
 from agents.services.curation import MAX_DOCUMENT_CHARS
-from agents.services.import_files import (
+from cwimport.configdir.import_files import (
     ConfigDir,
     ImportFileError,
     import_prompt,
@@ -22,7 +22,7 @@ from agents.services.import_files import (
     read_file,
     run_file,
 )
-from agents.services.import_report import FileKind, ImportReport, Outcome
+from cwimport.configdir.import_report import FileKind, ImportReport, Outcome
 from memory.services import curated_io as memory_io
 
 

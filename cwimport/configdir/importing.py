@@ -32,7 +32,7 @@ from django.db import transaction
 from agents.models import Agent, Transport
 from agents.persona import PERSONA_FIELDS, parse_persona
 from agents.selectors import agents_by_phone, missing_role_prompts
-from agents.services.import_files import (
+from cwimport.configdir.import_files import (
     ConfigDir,
     ImportFileError,
     import_prompt,
@@ -40,9 +40,9 @@ from agents.services.import_files import (
     read_file,
     run_file,
 )
-from agents.services.import_folders import import_agent_folders
-from agents.services.import_limits import read_capped
-from agents.services.import_report import FileKind, ImportReport, Outcome
+from cwimport.configdir.import_folders import import_agent_folders
+from cwimport.configdir.import_limits import read_capped
+from cwimport.configdir.import_report import FileKind, ImportReport, Outcome
 from media_catalog.services import curated_io as media_io
 
 Progress = Callable[[int, int], None]

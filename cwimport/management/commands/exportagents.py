@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.services.exporting import ExportError, config_export
+from cwimport.configdir.exporting import ExportError, config_export
 
 
 class Command(BaseCommand):
