@@ -24,4 +24,6 @@ class AgentsConfig(AppConfig):
     name = "agents"
 
     def ready(self) -> None:
+        from agents import checks  # noqa: F401  (registers the system checks)
+
         post_migrate.connect(_sync_roles_after_migrate, dispatch_uid="agents.roles_sync")

@@ -18,7 +18,7 @@ class CindyAdminConfig(admin_apps.AdminConfig):
 
     default = False  # named explicitly in INSTALLED_APPS
 
-    default_site = "cindy_site.admin_site.CindyAdminSite"
+    default_site = "dashboard.admin_site.CindyAdminSite"
 
     def ready(self) -> None:
         if settings.LEAN_PROCESS:

@@ -310,8 +310,8 @@ SOCIALACCOUNT_PROVIDERS = {
         "SCOPE": ["openid", "email", "profile"],
     }
 }
-SOCIALACCOUNT_ADAPTER = "cindy_site.signin.StaffSocialAccountAdapter"
-ACCOUNT_ADAPTER = "cindy_site.signin.StaffAccountAdapter"
+SOCIALACCOUNT_ADAPTER = "dashboard.signin.StaffSocialAccountAdapter"
+ACCOUNT_ADAPTER = "dashboard.signin.StaffAccountAdapter"
 SOCIALACCOUNT_AUTO_SIGNUP = False
 SOCIALACCOUNT_STORE_TOKENS = False
 ACCOUNT_EMAIL_VERIFICATION = "none"

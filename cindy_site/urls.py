@@ -7,15 +7,15 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from api.api import api as rest_api
-from cindy_site.health_views import health_live, health_ready
-from cindy_site.metrics_views import metrics
+from dashboard.health_views import health_live, health_ready
+from dashboard.metrics_views import metrics
 
 urlpatterns = [
     # The site's front door is the dashboard (which sends a visitor who is not signed in to the login).
     path("", RedirectView.as_view(pattern_name="dashboard:index"), name="home"),
     # Browsers ask for /favicon.ico whatever the page says; the icon lives with the static files.
     path("favicon.ico", RedirectView.as_view(url=static("cindy/favicon.ico"), permanent=True)),
-    # admin.site is cindy_site.admin_site.CindyAdminSite (OTP required), see CindyAdminConfig.
+    # admin.site is dashboard.admin_site.CindyAdminSite (OTP required), see CindyAdminConfig.
     path("admin/", admin.site.urls),
     path("dashboard/", include("dashboard.urls")),
     # The REST API (api/): bearer tokens only, its schema at /api/v1/openapi.json.
@@ -27,7 +27,7 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
 ]
 if settings.GOOGLE_SIGNIN_ENABLED:
-    # Sign-in with Google, then the one-time code (cindy_site/signin_views.py). Absent when not configured.
-    urlpatterns.append(path("accounts/", include("cindy_site.signin_views")))
+    # Sign-in with Google, then the one-time code (dashboard/signin_views.py). Absent when not configured.
+    urlpatterns.append(path("accounts/", include("dashboard.signin_views")))
 # MEDIA_ROOT is never served as a whole: media files go out only through views that require a
 # verified staff session (the admin's file views, the sandbox chat's photo view).

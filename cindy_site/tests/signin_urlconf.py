@@ -4,4 +4,4 @@ from django.urls import include, path
 
 from cindy_site.urls import urlpatterns as site_urlpatterns
 
-urlpatterns = [*site_urlpatterns, path("accounts/", include("cindy_site.signin_views"))]
+urlpatterns = [*site_urlpatterns, path("accounts/", include("dashboard.signin_views"))]

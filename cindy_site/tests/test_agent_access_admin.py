@@ -1,4 +1,4 @@
-"""Per-agent access in the admin (`cindy_site.admin_scope`): a curator granted Lola works on Lola's
+"""Per-agent access in the admin (`agents.admin_scope`): a curator granted Lola works on Lola's
 records only; every registered model is either scoped to its agent, owner-only, or shared."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from django.contrib.auth.models import Group
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from agents.access import AGENT_PATHS, OWNER_ONLY
+from agents.admin_scope import AgentScopedAdmin
 from agents.models import Agent, AgentGrant
 from agents.roles import CURATOR, OPERATOR
-from cindy_site.admin_scope import AgentScopedAdmin
 from cindy_site.testing.staff import verify_client
 from conversations.models import SandboxChat
 from memory.models import Memory

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from cindy_site.checks import check_telegram_settings
+from agents.checks import check_telegram_settings
 
 
 def ids(messages) -> list[str]:

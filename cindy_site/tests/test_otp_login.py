@@ -10,8 +10,8 @@ from django_otp.admin import OTPAdminSite
 
 from agents.models import Agent, GatewayRequest
 from agents.models.otp_device import TelegramDevice
-from cindy_site import otp
 from cindy_site.testing.staff import STAFF_PASSWORD, totp_now
+from dashboard import otp
 
 pytestmark = pytest.mark.django_db
 

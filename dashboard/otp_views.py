@@ -15,7 +15,7 @@ from django_otp import devices_for_user
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from agents.models.otp_device import OTPDeliveryError, TelegramDevice
-from cindy_site import otp
+from dashboard import otp
 
 SESSION_PENDING_TOTP = "cindy_pending_totp_device"
 SESSION_PENDING_TELEGRAM = "cindy_pending_telegram_device"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from cindy_site import otp
+from dashboard import otp
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@
 `CindyAdminSite` is installed as Django's default admin site (see `CindyAdminConfig` in
 `cindy_site/apps.py`), so every `@admin.register` in the project and in third-party apps lands on
 it, and only users verified by an OTP device get in. It adds the device enrollment pages, and
-narrows every agent-scoped model's pages to the agents the user may see (`cindy_site.admin_scope`).
+narrows every agent-scoped model's pages to the agents the user may see (`agents.admin_scope`).
 """
 
 from __future__ import annotations
@@ -40,15 +40,15 @@ class CindyAdminSite(OTPAdminSite):
         """Every agent-scoped model's admin shows only the agents the user may see (admin_scope)."""
         from django.db.models.base import ModelBase
 
-        from cindy_site.admin_scope import scoped_admin_class
+        from agents.admin_scope import scoped_admin_class
 
         models = [model_or_iterable] if isinstance(model_or_iterable, ModelBase) else list(model_or_iterable)
         for model in models:
             super().register(model, scoped_admin_class(model, admin_class), **options)
 
     def get_urls(self):
-        from cindy_site import otp_views
         from conversations import admin_media_files as media_files
+        from dashboard import otp_views
 
         extra = [
             path("otp/", self.admin_view(otp_views.devices), name="otp_devices"),
