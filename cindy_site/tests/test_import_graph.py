@@ -12,8 +12,8 @@ from cindy_site.testing.layering import LAYERS, mutual_apps, order_text, unplace
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# PENDING: imports against the order whose fix is a move under way in another change; each goes
-# when that move lands, and the test below fails for an entry that no longer exists.
+# PENDING: the imports still against the order, each waiting for the move named above it. An entry
+# goes when its move lands: the pending-list test fails for an import that no longer exists.
 PENDING = frozenset(
     {
         # The sandbox's API routes are to read services and selectors, not dashboard views and forms.
