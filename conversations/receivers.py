@@ -9,7 +9,7 @@ from agents.models import Agent, GatewayRequest
 from agents.signals import agent_restarted, gateway_request_created
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
-from conversations.services.parameters import refresh_before_task
+from llm.parameter_store import refresh_before_task
 from conversations.services.wake import wake_gateways_on_commit
 from media_catalog.signals import describe_again_requested
 
@@ -36,5 +36,5 @@ def queue_media_descriptions_refresh(sender, *, ids: list[int], **kwargs) -> Non
     media_descriptions_refresh_request(ids=ids)
 
 
-# A django-q2 worker's task starts with the global parameters stored now (cindy_site/parameters.py).
+# A django-q2 worker's task starts with the global parameters stored now (llm/parameters.py).
 pre_execute.connect(refresh_before_task, dispatch_uid="conversations.parameters_refresh")

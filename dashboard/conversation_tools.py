@@ -6,9 +6,10 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from cindy_site.parameters import parameters_installed
-from conversations.models import Conversation, NodeStatus, OfferedModel, TaskGraph
-from conversations.services.parameters import parameters_refresh
+from llm.parameters import parameters_installed
+from conversations.models import Conversation, NodeStatus, TaskGraph
+from llm.models import OfferedModel
+from llm.parameter_store import parameters_refresh
 from conversations.services.translations import LANGUAGES
 from dashboard.transcript import action_text
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, route_for

@@ -33,7 +33,7 @@ from llm.translation import cached_translations, translatable_messages
 #: The conversation's controls (gag, LLM, cancelling work) change the conversation.
 CONVERSATION_CONTROL = permission_by_method(read=None, write="conversations.change_conversation")
 #: A translation runs paid LLM calls and stores their result.
-TRANSLATE = permission_by_method(read=None, write="conversations.add_translation")
+TRANSLATE = permission_by_method(read=None, write="llm.add_translation")
 #: Saving a chat's media adds an item to the agent's library (and curates its description).
 SAVE_MEDIA = permission_by_method(read=None, write="media_catalog.add_libraryitem")
 

@@ -18,7 +18,7 @@ from django.db.models import Sum
 from django.db.models.functions import TruncHour
 
 from cindy_site.clock import now
-from conversations.models import LLMCall
+from llm.models import LLMCall
 from engine.retention import usage_daily_costs
 
 DAYS = 14

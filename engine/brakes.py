@@ -30,7 +30,8 @@ from django.db.models import Sum
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, LLMCall, NodeKind, NodeStatus, TaskNode
+from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
+from llm.models import LLMCall
 from conversations.services.activity import record_event
 from conversations.services.wake import wake_gateways_on_commit
 

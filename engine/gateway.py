@@ -31,7 +31,7 @@ from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
-from conversations.services.parameters import parameters_refresh
+from llm.parameter_store import parameters_refresh
 from conversations.services.wake import wake_gateway_forget, wake_gateways, wake_not_needed
 from conversations.transport.base import AuthError, Transport
 from engine.attention import AttentionSteps
@@ -561,7 +561,7 @@ class Gateway(
             steps = self._follow_up_steps()
         else:
             steps = self._all_steps()
-            try:  # the global parameters an operator changed apply from this pass on (cindy_site/parameters.py)
+            try:  # the global parameters an operator changed apply from this pass on (llm/parameters.py)
                 await sync_to_async(parameters_refresh)()
             except Exception as exc:
                 logger.warning("could not read the global parameters, keeping the previous ones: %r", exc)

@@ -32,7 +32,7 @@ from django.db import transaction
 
 from agents.models import Agent
 from cindy_site.clock import now
-from cindy_site.parameters import parameter
+from llm.parameters import parameter
 from cindy_site.prepared import PreparedRead
 from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_message_id, conversations_with_messages

@@ -12,7 +12,7 @@ import logging
 from asgiref.sync import sync_to_async
 
 from cindy_site.clock import get_clock
-from cindy_site.parameters import parameter
+from llm.parameters import parameter
 from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport

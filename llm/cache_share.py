@@ -27,8 +27,8 @@ from django.db.models import Sum
 from django.db.models.functions import TruncHour
 
 from cindy_site.clock import now
-from conversations.models import LLMCall, ModelPrice
-from engine.models import LLMUsageDaily
+from llm.models import LLMCall, ModelPrice
+from llm.models import LLMUsageDaily
 
 _MILLION = Decimal(1_000_000)
 _CENT_FRACTION = Decimal("0.000001")

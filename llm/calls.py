@@ -12,7 +12,8 @@ from django.conf import settings
 
 from cindy_site.clock import get_clock
 from cindy_site.prepared import PreparedRead
-from conversations.models import LLMCall, TaskNode
+from conversations.models import TaskNode
+from llm.models import LLMCall
 from llm.errors import (
     CacheGone,
     LLMConfigError,

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from cindy_site.bulk import driver_rows
-from cindy_site.parameters import parameter
+from llm.parameters import parameter
 from conversations.models import Conversation, Message
 from conversations.selectors import first_partner_message_id
 from llm.media_caps import video_too_long

@@ -26,8 +26,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 
 from cindy_site.clock import now
-from cindy_site.parameters import parameter
-from conversations.models import ExplicitCache, LLMCall
+from llm.parameters import parameter
+from llm.models import ExplicitCache, LLMCall
 from llm.errors import CacheGone
 from llm.request import LLMRequest
 from llm.routing import Route

@@ -30,8 +30,9 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from cindy_site.clock import now
-from cindy_site.parameters import parameter
-from conversations.models import Conversation, LLMCall
+from llm.parameters import parameter
+from conversations.models import Conversation
+from llm.models import LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMError
 from llm.request import LLMRequest, Part, Turn

@@ -25,8 +25,9 @@ from django.conf import settings
 from django.db.models import F
 
 from cindy_site.clock import get_clock, now
-from cindy_site.parameters import parameter
-from conversations.models import LLMCall, Message
+from llm.parameters import parameter
+from conversations.models import Message
+from llm.models import LLMCall
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import ChatMessage
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError

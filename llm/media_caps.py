@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cindy_site.parameters import parameter
+from llm.parameters import parameter
 from media_catalog.audio import is_transcribable
 
 #: Media kinds the video cap applies to (a video note is a video part with `extra.round`).

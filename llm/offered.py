@@ -18,7 +18,8 @@ from django.conf import settings
 from django.db import transaction
 
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, OfferedModel
+from conversations.models import ActivityEvent
+from llm.models import OfferedModel
 from conversations.services.activity import record_event
 
 logger = logging.getLogger(__name__)

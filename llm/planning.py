@@ -15,9 +15,10 @@ from django.conf import settings
 from django.db import transaction
 
 from cindy_site.clock import get_clock
-from cindy_site.parameters import parameter
+from llm.parameters import parameter
 from cindy_site.prepared import PreparedRead
-from conversations.models import LLMCall, Message, TaskGraph, TaskNode
+from conversations.models import Message, TaskGraph, TaskNode
+from llm.models import LLMCall
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import history_window
 from llm.errors import LLMConfigError, LLMDeadlineError

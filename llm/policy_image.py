@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from cindy_site.parameters import parameter
+from llm.parameters import parameter
 from llm.tasks import Task
 
 if TYPE_CHECKING:

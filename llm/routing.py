@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from cindy_site.parameters import parameter
+from llm.parameters import parameter
 
 
 class UnknownModelError(ValueError):

@@ -19,7 +19,7 @@ from django.conf import settings
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from conversations.models import LLMCall
+from llm.models import LLMCall
 from llm.errors import LLMConfigError, LLMPermanentError, LLMTransientError
 from llm.providers.base import transport_errors
 from llm.providers.gemini import GeminiProvider, safety_settings

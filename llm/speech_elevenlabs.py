@@ -14,7 +14,7 @@ import time
 
 from django.conf import settings
 
-from conversations.models import LLMCall
+from llm.models import LLMCall
 from llm.errors import LLMConfigError, LLMPermanentError, LLMTransientError
 from llm.providers.base import transport_errors
 from llm.request import Usage

@@ -22,7 +22,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from conversations.models import Conversation, LLMCall, Message, TaskNode
+from conversations.models import Conversation, Message, TaskNode
+from llm.models import LLMCall
 from conversations.services.summaries import (
     CONSOLIDATE,
     CONSOLIDATE_AT,

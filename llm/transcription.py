@@ -29,8 +29,8 @@ from typing import Any
 from django.db.models import F
 
 from cindy_site.clock import now
-from cindy_site.parameters import parameter
-from conversations.models import LLMCall
+from llm.parameters import parameter
+from llm.models import LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
 from llm.providers import provider_for

@@ -18,9 +18,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from cindy_site.clock import now
-from cindy_site.parameters import parameter
-from conversations.models import ActivityEvent, Conversation, LLMCall, Message, Translation
-from conversations.models.console import text_digest
+from llm.parameters import parameter
+from conversations.models import ActivityEvent, Conversation, Message
+from llm.models import LLMCall, Translation
+from llm.models import text_digest
 from conversations.services.activity import record_event
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMError

@@ -9,7 +9,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from cindy_site.clock import now
 from cindy_site.prepared import PreparedRead, insert_new
-from conversations.models import ActivityEvent, LLMCall, ModelPrice
+from conversations.models import ActivityEvent
+from llm.models import LLMCall, ModelPrice
 from conversations.services.activity import record_event
 from llm.request import LLMRequest, Usage
 

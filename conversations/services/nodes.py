@@ -344,7 +344,7 @@ def brain_nodes_release_unstarted(*, reason: str) -> int:
     again under a new claim; the first task's result is then dropped (the claim changed), so nothing
     acts twice.
     """
-    from conversations.models import LLMCall
+    from llm.models import LLMCall
 
     running = TaskNode.objects.filter(status=NodeStatus.RUNNING, kind__in=BRAIN_KINDS).values_list(
         "pk", "lease_owner", "started"

@@ -8,9 +8,10 @@ import logging
 import pytest
 from django_q.signals import pre_execute
 
-from cindy_site.parameters import NAMES, parameter
-from conversations.models import ActivityEvent, SiteParameter
-from conversations.services.parameters import (
+from llm.parameters import NAMES, parameter
+from conversations.models import ActivityEvent
+from llm.models import SiteParameter
+from llm.parameter_store import (
     PARAMETERS,
     ParameterError,
     parameter_reset,
@@ -22,7 +23,7 @@ from llm.routing import Route, route_for
 
 pytestmark = pytest.mark.django_db
 
-PAGE = "/admin/conversations/offeredmodel/"
+PAGE = "/admin/llm/offeredmodel/"
 
 
 def _store(name: str, value: str, clock) -> None:
@@ -67,7 +68,7 @@ def test_a_worker_task_starts_with_the_values_stored_now(settings, clock):
 def test_a_stored_value_that_no_longer_validates_is_ignored_and_named(settings, clock, caplog):
     settings.CINDY_HISTORY_SIZE = 500
     _store("CINDY_HISTORY_SIZE", "0", clock)
-    with caplog.at_level(logging.WARNING, logger="cindy_site.parameters"):
+    with caplog.at_level(logging.WARNING, logger="llm.parameters"):
         parameters_refresh()
     assert parameter("CINDY_HISTORY_SIZE") == 500
     assert "CINDY_HISTORY_SIZE is 0: it must be at least 1" in caplog.text

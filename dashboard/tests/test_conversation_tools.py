@@ -7,8 +7,9 @@ import base64
 import pytest
 
 from cindy_site.clock import now
-from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode, Translation
-from conversations.models.console import text_digest
+from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
+from llm.models import Translation
+from llm.models import text_digest
 from conversations.services.graphs import graph_append_chain, graph_replan
 from dashboard.tests.conftest import HOSTILE
 
@@ -227,7 +228,7 @@ def test_the_log_names_what_started_turns_without_a_message(verified, chat, cloc
 
 
 def test_the_header_names_the_default_llm_an_operator_set_in_the_admin(verified, chat, clock, settings):
-    from conversations.models import OfferedModel, SiteParameter
+    from llm.models import OfferedModel, SiteParameter
 
     settings.DEFAULT_AGENT_LLM = "gemini"
     # Stored by another process: the page reads the stored value, not this process's old copy.

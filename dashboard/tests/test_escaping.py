@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cindy_site.clock import now
-from conversations.models import Conversation, LLMCall, TaskGraph, TaskNode
+from conversations.models import Conversation, TaskGraph, TaskNode
+from llm.models import LLMCall
 from conversations.services.activity import record_event
 from dashboard.tests.conftest import HOSTILE
 from media_catalog.models import MediaDescription, Sticker, StickerSet

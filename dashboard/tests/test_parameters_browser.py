@@ -17,7 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 from cindy_site.testing.fake_llm import FakeLLMServer, RecordedRequest
-from conversations.models import ActivityEvent, ModelPrice, OfferedModel, SiteParameter
+from conversations.models import ActivityEvent
+from llm.models import ModelPrice, OfferedModel, SiteParameter
 from dashboard.tests.live_site import LiveSite
 from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with the dashboard walk
     ARTIFACTS,
@@ -36,7 +37,7 @@ expect = playwright_sync.expect
 
 pytestmark = pytest.mark.browser
 
-PAGE = "/admin/conversations/offeredmodel/"
+PAGE = "/admin/llm/offeredmodel/"
 
 
 @pytest.fixture(scope="module")

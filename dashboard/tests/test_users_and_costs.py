@@ -9,7 +9,8 @@ import pytest
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import Conversation, LLMCall, Message
+from conversations.models import Conversation, Message
+from llm.models import LLMCall
 from dashboard.costs import cost_chart, daily_costs
 from dashboard.partners import partner_detail, partner_rows
 from dashboard.tests.conftest import HOSTILE

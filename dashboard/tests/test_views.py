@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from agents.models import AgentLease
 from cindy_site.clock import now
-from conversations.models import LLMCall
+from llm.models import LLMCall
 from conversations.services.activity import record_event
 from dashboard import selectors
 from llm.usage import price_for

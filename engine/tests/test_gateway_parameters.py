@@ -8,8 +8,9 @@ import datetime as dt
 import pytest
 from asgiref.sync import async_to_sync
 
-from cindy_site.parameters import parameter
-from conversations.models import Message, SiteParameter, TaskNode
+from llm.parameters import parameter
+from conversations.models import Message, TaskNode
+from llm.models import SiteParameter
 from engine.tests.harness import Harness
 from sandbox.services.chats import sandbox_say
 

@@ -13,7 +13,8 @@ from asgiref.sync import async_to_sync
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
-from conversations.models import ActivityEvent, LLMCall, NodeStatus, TaskNode
+from conversations.models import ActivityEvent, NodeStatus, TaskNode
+from llm.models import LLMCall
 from conversations.models.sandbox import SandboxMessage
 from dashboard.transcript import conversation_transcript
 from engine.handlers.base import HandlerContext

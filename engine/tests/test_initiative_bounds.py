@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, Conversation, LLMCall, TaskGraph
+from conversations.models import ActivityEvent, Conversation, TaskGraph
+from llm.models import LLMCall
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from memory.models import ScheduledEvent

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from conversations.models import LLMCall, NodeKind, NodeStatus, TaskGraph, TaskNode
+from conversations.models import NodeKind, NodeStatus, TaskGraph, TaskNode
+from llm.models import LLMCall
 from engine.tests.harness import tasks
 from llm.calls import call_llm
 from llm.errors import LLMPermanentError, LLMTransientError

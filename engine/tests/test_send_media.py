@@ -7,7 +7,8 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import ActivityEvent, LLMCall, Message
+from conversations.models import ActivityEvent, Message
+from llm.models import LLMCall
 from conversations.models.sandbox import SandboxMessage
 from conversations.transport.base import LibraryRef
 from dashboard.selectors import sandbox_message_row

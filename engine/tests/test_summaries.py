@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from conversations.models import Conversation, LLMCall, TaskGraph, TaskNode
+from conversations.models import Conversation, TaskGraph, TaskNode
+from llm.models import LLMCall
 from conversations.services.summaries import KEEP_RECENT
 from engine.tests.harness import tasks
 from llm.conversation import HISTORY_OVERLAP

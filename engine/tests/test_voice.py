@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from cindy_site.testing.fake_llm import speech_seconds
-from conversations.models import ActivityEvent, LLMCall, Message, NodeStatus, TaskNode, VoiceNote
+from conversations.models import ActivityEvent, Message, NodeStatus, TaskNode, VoiceNote
+from llm.models import LLMCall
 from conversations.models.sandbox import SandboxMessage, SandboxUpdate
 from conversations.transport.base import TransportError
 from conversations.voice_encoding import decode_voice_note, unpack_waveform

@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 
 from cindy_site.testing.audio import voice_note
-from conversations.models import LLMCall, Message
+from conversations.models import Message
+from llm.models import LLMCall
 from engine.tests.harness import Harness
 from media_catalog.models import MediaDescription
 from sandbox.services.chats import sandbox_say

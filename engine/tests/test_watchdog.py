@@ -126,7 +126,7 @@ def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_ot
     """Workers run apart from the gateway (`runagents --no-workers` + `runworkers`): a busy worker is
     killed and `runworkers` replaces its pool, closing the calls the pool had in flight. The gateway
     re-runs that planning at its next check, not after CINDY_Q_TIMEOUT, and only once in effect."""
-    from conversations.models import LLMCall
+    from llm.models import LLMCall
     from llm.usage import llm_calls_interrupt, worker_name
 
     settings.CINDY_PLANNING_STALL_SECONDS = 45

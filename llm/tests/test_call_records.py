@@ -8,7 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from conversations.models import ActivityEvent, LLMCall, TaskNode
+from conversations.models import ActivityEvent, TaskNode
+from llm.models import LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMError
 from llm.request import LLMRequest, Part, Turn

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from conversations.models import LLMCall, Message
+from conversations.models import Message
+from llm.models import LLMCall
 from llm.conversation import (
     agent_timezone,
     conversation_history,

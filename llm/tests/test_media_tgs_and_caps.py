@@ -9,7 +9,8 @@ import pytest
 from PIL import Image
 
 from cindy_site.testing.mtproto.media import tgs_bytes
-from conversations.models import LLMCall, Message
+from conversations.models import Message
+from llm.models import LLMCall
 from llm.conversation import render_media
 from llm.media import warm_media_descriptions
 from llm.media_caps import video_too_long

@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-from conversations.models import ActivityEvent, LLMCall
+from conversations.models import ActivityEvent
+from llm.models import LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMTransientError
 from llm.request import LLMRequest, Part, Turn

@@ -7,7 +7,8 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 
-from conversations.models import ActivityEvent, LLMCall, Translation
+from conversations.models import ActivityEvent
+from llm.models import LLMCall, Translation
 from conversations.services.translations import conversation_translation_request
 from llm.translation import (
     TRANSLATE_BATCH,

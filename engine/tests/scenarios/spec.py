@@ -745,7 +745,7 @@ def _operator(at: str, value: Any) -> tuple[tuple[str, str], ...]:
 
 
 def _parameters(at: str, value: Any) -> tuple[tuple[str, str], ...]:
-    from cindy_site.parameters import NAMES
+    from llm.parameters import NAMES
 
     if not isinstance(value, dict) or any(
         k not in NAMES or not isinstance(v, str | int) for k, v in value.items()

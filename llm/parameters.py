@@ -1,5 +1,5 @@
 """The reader of the global parameters an operator tunes at run time (the rest, with the list of them,
-their validation, the reload and the audited changes, is `conversations/services/parameters.py`).
+their validation, the reload and the audited changes, is `llm/parameter_store.py`).
 
 `parameter("CINDY_HISTORY_SIZE")` is the value in effect: this process's copy of the override stored in
 the admin, else the setting from the environment. It costs no query; the copy is reloaded where a unit

@@ -1,7 +1,7 @@
 """Global parameters an operator tunes at run time: the environment's value, unless the admin stores an
 override (`SiteParameter`), which wins from the next turn on, in every process, without a restart.
 
-`cindy_site.parameters.parameter("CINDY_HISTORY_SIZE")` is the one reader. It costs no query: each process keeps the
+`llm.parameters.parameter("CINDY_HISTORY_SIZE")` is the one reader. It costs no query: each process keeps the
 overrides in memory, and reloads them (one query over a table of at most a dozen rows) where a unit of
 work starts:
 
@@ -32,9 +32,10 @@ from django.conf import settings
 from django.db import transaction
 
 from cindy_site.clock import now
-from cindy_site.parameters import parameters_install, parameters_installed
+from llm.parameters import parameters_install, parameters_installed
 from cindy_site.prepared import PreparedRead
-from conversations.models import ActivityEvent, SiteParameter
+from conversations.models import ActivityEvent
+from llm.models import SiteParameter
 from conversations.services.activity import record_event
 from llm.routing import UnknownModelError, is_default_name, resolve
 
