@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from django.dispatch import receiver
-from django_q.signals import pre_execute
 
 from agents.models import Agent, GatewayRequest
 from agents.signals import agent_restarted, gateway_request_created
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
-from llm.parameter_store import refresh_before_task
 from conversations.services.wake import wake_gateways_on_commit
 from media_catalog.signals import describe_again_requested
 
@@ -34,7 +32,3 @@ def queue_media_descriptions_refresh(sender, *, ids: list[int], **kwargs) -> Non
     from llm.media_refresh import media_descriptions_refresh_request
 
     media_descriptions_refresh_request(ids=ids)
-
-
-# A django-q2 worker's task starts with the global parameters stored now (llm/parameters.py).
-pre_execute.connect(refresh_before_task, dispatch_uid="conversations.parameters_refresh")

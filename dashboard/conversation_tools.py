@@ -6,13 +6,13 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from llm.parameters import parameters_installed
 from conversations.models import Conversation, NodeStatus, TaskGraph
+from dashboard.transcript import action_text
 from llm.models import OfferedModel
 from llm.parameter_store import parameters_refresh
-from conversations.services.translations import LANGUAGES
-from dashboard.transcript import action_text
+from llm.parameters import parameters_installed
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, route_for
+from llm.translation import LANGUAGES
 
 #: Names offered in the LLM field besides OpenRouter's list (any valid name is accepted).
 BUILT_IN_LLMS = (

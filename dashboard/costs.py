@@ -18,8 +18,8 @@ from django.db.models import Sum
 from django.db.models.functions import TruncHour
 
 from cindy_site.clock import now
-from llm.models import LLMCall
 from engine.retention import usage_daily_costs
+from llm.models import LLMCall
 
 DAYS = 14
 #: Colour-blind-friendly series colours (Okabe-Ito), reused in order.

@@ -21,10 +21,19 @@ from agents.models import Agent, AgentLease
 from agents.schedule import asleep_until
 from agents.selectors import agent_notices
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, Conversation, SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, TaskGraph, TaskNode
-from llm.models import LLMCall
+from conversations.models import (
+    ActivityEvent,
+    Conversation,
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxUpdate,
+    TaskGraph,
+    TaskNode,
+)
 from engine.brakes import day_start
 from llm.cache_share import cache_shares
+from llm.models import LLMCall
 from memory.models import ScheduledEvent, ScheduleEntry
 
 #: How many conversations the dashboard lists, most recent first.

@@ -32,7 +32,6 @@ from django.db import transaction
 
 from agents.models import Agent
 from cindy_site.clock import now
-from llm.parameters import parameter
 from cindy_site.prepared import PreparedRead
 from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_message_id, conversations_with_messages
@@ -58,6 +57,7 @@ from conversations.transport.base import (
 from engine.partner_typing import partner_typing_end, partner_typing_record, typing_hold
 from engine.responsiveness import reply_not_before
 from engine.triggers import Decision, message_decision, reaction_decision, unread_mark_decision
+from llm.parameters import parameter
 
 logger = logging.getLogger(__name__)
 

@@ -107,8 +107,7 @@ class DatabaseCollector(Collector):
 
     @staticmethod
     def llm_calls() -> Iterator[Metric]:
-        from llm.models import LLMCall
-        from llm.models import LLMUsageDaily
+        from llm.models import LLMCall, LLMUsageDaily
 
         calls = CounterMetricFamily(
             "cindy_llm_calls",

@@ -31,8 +31,7 @@ from django.db.models import F, QuerySet, Sum
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, SandboxUpdate, TaskGraph
-from llm.models import LLMCall
-from llm.models import LLMUsageDaily
+from llm.models import LLMCall, LLMUsageDaily
 
 #: How long the sentinel's housekeeping may prune at a time.
 HOUSEKEEPING_BUDGET_SECONDS = 1.0

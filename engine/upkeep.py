@@ -12,7 +12,6 @@ import logging
 from asgiref.sync import sync_to_async
 
 from cindy_site.clock import get_clock
-from llm.parameters import parameter
 from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport
@@ -27,6 +26,7 @@ from engine.stickers import (
     sticker_sets_to_refresh,
     wanted_sticker_sets,
 )
+from llm.parameters import parameter
 from media_catalog.selectors import saved_stickers_by_agent
 from media_catalog.services.library import library_sync_saved
 

@@ -36,11 +36,11 @@ from django.conf import settings
 
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, NodeStatus, TaskNode
-from llm.models import LLMCall
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release, node_release
 from engine.clients import AgentClient
+from llm.models import LLMCall
 
 if TYPE_CHECKING:
     from engine.workers import WorkerProcess

@@ -24,9 +24,10 @@ from django.utils.html import format_html
 from agents.access import agents_for
 from agents.models import Agent
 from cindy_site.admin_utils import ReadOnlyAdmin, short
-from llm.parameters import parameter
 from conversations.models import Conversation
+from llm.cache_share import cache_shares
 from llm.models import ModelPrice, OfferedModel, SiteParameter, Translation
+from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
 from llm.parameter_store import (
     PARAMETERS,
     ParameterError,
@@ -36,8 +37,7 @@ from llm.parameter_store import (
     parameters_refresh,
     parse_value,
 )
-from llm.cache_share import cache_shares
-from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
+from llm.parameters import parameter
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, resolve
 from llm.tasks import MAX_VOICE_CHARACTERS
 from llm.usage import price_for

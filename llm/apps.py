@@ -8,8 +8,14 @@ class LlmConfig(AppConfig):
     verbose_name = "LLM"
 
     def ready(self) -> None:
+        from django_q.signals import pre_execute
+
         from llm import (
             checks,  # noqa: F401  (registers the system checks)
             media_file,  # noqa: F401  (registers file:media.json)
             schedule_file,  # noqa: F401  (registers file:schedule.json)
         )
+        from llm.parameter_store import refresh_before_task
+
+        # A django-q2 worker's task starts with the global parameters stored now (llm/parameters.py).
+        pre_execute.connect(refresh_before_task, dispatch_uid="llm.parameters_refresh")

@@ -26,10 +26,10 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from cindy_site.bulk import driver_rows
-from llm.parameters import parameter
 from conversations.models import Conversation, Message
 from conversations.selectors import first_partner_message_id
 from llm.media_caps import video_too_long
+from llm.parameters import parameter
 from llm.request import Part, Turn
 from llm.transcription import render_audio, transcript_fields
 from media_catalog.audio import is_transcribable

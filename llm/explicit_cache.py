@@ -26,9 +26,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 
 from cindy_site.clock import now
-from llm.parameters import parameter
-from llm.models import ExplicitCache, LLMCall
 from llm.errors import CacheGone
+from llm.models import ExplicitCache, LLMCall
+from llm.parameters import parameter
 from llm.request import LLMRequest
 from llm.routing import Route
 from llm.usage import estimate_input_tokens, llm_cache_cost_record, price_for

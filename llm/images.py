@@ -30,11 +30,11 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from cindy_site.clock import now
-from llm.parameters import parameter
 from conversations.models import Conversation
-from llm.models import LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMError
+from llm.models import LLMCall
+from llm.parameters import parameter
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, UnknownModelError, resolve
 from llm.tasks import Task

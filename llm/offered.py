@@ -19,8 +19,8 @@ from django.db import transaction
 
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
-from llm.models import OfferedModel
 from conversations.services.activity import record_event
+from llm.models import OfferedModel
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ their validation, the reload and the audited changes, is `llm/parameter_store.py
 
 `parameter("CINDY_HISTORY_SIZE")` is the value in effect: this process's copy of the override stored in
 the admin, else the setting from the environment. It costs no query; the copy is reloaded where a unit
-of work starts (see the services module). Kept apart from the list so that `llm/routing.py` can read
+of work starts (see llm/parameter_store.py). Kept apart from the list so that `llm/routing.py` can read
 DEFAULT_AGENT_LLM while the list validates LLM names with `llm/routing.py`.
 """
 

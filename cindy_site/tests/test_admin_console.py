@@ -19,7 +19,18 @@ from agents.models import (
     TelegramSession,
     TelegramUpdateState,
 )
-from conversations.models import ActivityEvent, Conversation, Message, SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser, TaskGraph, TaskNode
+from conversations.models import (
+    ActivityEvent,
+    Conversation,
+    Message,
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxUpdate,
+    SandboxUser,
+    TaskGraph,
+    TaskNode,
+)
 from llm.models import LLMCall, ModelPrice
 from media_catalog.models import MediaDescription, Sticker, StickerSet
 from memory.models import Intention, Memory, Plan, Summary

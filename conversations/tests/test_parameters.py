@@ -8,7 +8,6 @@ import logging
 import pytest
 from django_q.signals import pre_execute
 
-from llm.parameters import NAMES, parameter
 from conversations.models import ActivityEvent
 from llm.models import SiteParameter
 from llm.parameter_store import (
@@ -19,6 +18,7 @@ from llm.parameter_store import (
     parameters_refresh,
     parse_value,
 )
+from llm.parameters import NAMES, parameter
 from llm.routing import Route, route_for
 
 pytestmark = pytest.mark.django_db

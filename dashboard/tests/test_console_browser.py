@@ -23,7 +23,6 @@ import pytest
 from cindy_site.clock import now
 from cindy_site.testing.fake_llm import FakeLLMServer
 from conversations.models import Conversation, Message, NodeStatus, TaskNode
-from llm.models import LLMCall, OfferedModel
 from conversations.services.graphs import graph_append_chain, graph_replan
 from dashboard.tests.conftest import HOSTILE
 from dashboard.tests.live_site import LiveSite
@@ -37,6 +36,7 @@ from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with 
     tasks,
 )
 from engine.tests.processes import wait_for
+from llm.models import LLMCall, OfferedModel
 from memory.models import Memory
 from sandbox.services.chats import sandbox_say
 

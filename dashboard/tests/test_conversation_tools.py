@@ -8,10 +8,9 @@ import pytest
 
 from cindy_site.clock import now
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
-from llm.models import Translation
-from llm.models import text_digest
 from conversations.services.graphs import graph_append_chain, graph_replan
 from dashboard.tests.conftest import HOSTILE
+from llm.models import Translation, text_digest
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,6 @@ import pytest
 
 from cindy_site.testing.fake_llm import FakeLLMServer, RecordedRequest
 from conversations.models import ActivityEvent
-from llm.models import ModelPrice, OfferedModel, SiteParameter
 from dashboard.tests.live_site import LiveSite
 from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with the dashboard walk
     ARTIFACTS,
@@ -30,6 +29,7 @@ from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with 
     tasks,
 )
 from engine.tests.processes import wait_for
+from llm.models import ModelPrice, OfferedModel, SiteParameter
 from sandbox.services.chats import sandbox_say
 
 playwright_sync = pytest.importorskip("playwright.sync_api")

@@ -10,10 +10,10 @@ import pytest
 from agents.models import Agent
 from cindy_site.clock import now
 from conversations.models import Conversation, Message
-from llm.models import LLMCall
 from dashboard.costs import cost_chart, daily_costs
 from dashboard.partners import partner_detail, partner_rows
 from dashboard.tests.conftest import HOSTILE
+from llm.models import LLMCall
 from memory.models import Memory
 
 pytestmark = pytest.mark.django_db

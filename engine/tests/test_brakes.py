@@ -9,9 +9,9 @@ import pytest
 
 from agents.services import curation
 from conversations.models import ActivityEvent
-from llm.models import LLMCall
 from engine.brakes import braked_turns_release, day_start, spend_alerts
 from engine.tests.harness import tasks
+from llm.models import LLMCall
 from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db

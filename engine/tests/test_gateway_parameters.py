@@ -8,10 +8,10 @@ import datetime as dt
 import pytest
 from asgiref.sync import async_to_sync
 
-from llm.parameters import parameter
 from conversations.models import Message, TaskNode
-from llm.models import SiteParameter
 from engine.tests.harness import Harness
+from llm.models import SiteParameter
+from llm.parameters import parameter
 from sandbox.services.chats import sandbox_say
 
 # Whole passes: the gateway checks its database connections as in production (outside a transaction).

@@ -14,13 +14,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
 from conversations.models import ActivityEvent, NodeStatus, TaskNode
-from llm.models import LLMCall
 from conversations.models.sandbox import SandboxMessage
 from dashboard.transcript import conversation_transcript
 from engine.handlers.base import HandlerContext
 from engine.handlers.image import handle_image
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
+from llm.models import LLMCall
 from llm.tests import local_site
 from media_catalog.models import LibraryItem, MediaDescription
 from media_catalog.services.library import library_item_upload

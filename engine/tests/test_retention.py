@@ -9,12 +9,11 @@ import pytest
 from django.core.management import call_command
 
 from conversations.models import ActivityEvent, SandboxUpdate, TaskGraph, TaskNode
-from llm.models import LLMCall
 from conversations.services.activity import record_event
 from dashboard.costs import daily_costs
-from llm.models import LLMUsageDaily
 from engine.retention import prune_counts, retention_run
 from engine.tests.harness import tasks
+from llm.models import LLMCall, LLMUsageDaily
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

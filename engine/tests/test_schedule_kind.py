@@ -206,8 +206,8 @@ def test_a_planning_turn_without_an_api_key_tries_again_soon_and_its_failure_cle
     scheduled, clock, harness, fake_llm, settings
 ):
     from conversations.models import Conversation
-    from llm.models import LLMCall
     from dashboard.selectors import conversation_row
+    from llm.models import LLMCall
     from memory.models import ScheduleRefresh
 
     scheduled.refresh_from_db()

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from conversations.models import Conversation, TaskGraph, TaskNode
-from llm.models import LLMCall
 from conversations.services.summaries import KEEP_RECENT
 from engine.tests.harness import tasks
 from llm.conversation import HISTORY_OVERLAP
+from llm.models import LLMCall
 from memory.models import Summary
 from sandbox.services.chats import sandbox_say, sandbox_transcript
 

@@ -10,10 +10,10 @@ import pytest
 
 from agents.models import Agent
 from cindy_site.clock import now
-from llm.models import LLMCall
 from dashboard import selectors
 from engine.retention import retention_run
 from llm.cache_share import CacheShare, cache_shares
+from llm.models import LLMCall
 from llm.usage import price_for
 
 FLASH = "gemini-2.5-flash"

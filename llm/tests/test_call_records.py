@@ -9,9 +9,9 @@ from decimal import Decimal
 import pytest
 
 from conversations.models import ActivityEvent, TaskNode
-from llm.models import LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMError
+from llm.models import LLMCall
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route
 from llm.tests.conftest import received_node

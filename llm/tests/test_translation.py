@@ -9,11 +9,11 @@ from django.core.exceptions import ValidationError
 
 from conversations.models import ActivityEvent
 from llm.models import LLMCall, Translation
-from conversations.services.translations import conversation_translation_request
 from llm.translation import (
     TRANSLATE_BATCH,
     cached_translations,
     conversation_translate,
+    conversation_translation_request,
     translatable_messages,
 )
 
