@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from cindy_site.clock import FakeClock, set_clock
@@ -26,7 +24,7 @@ def _seeded_model_prices(request):
 
     A transactional test empties every table when it ends, migration data included; which tests run
     after one depends on how the run is split across processes, so each database test puts the seeded
-    prices back (the migration's own function: it never overwrites an edited price)."""
+    prices back (`llm.prices.seed_default_prices`: the table the migrations add up to)."""
     names = set(request.fixturenames)
     if "transactional_db" in names:
         request.getfixturevalue("transactional_db")
@@ -34,22 +32,11 @@ def _seeded_model_prices(request):
         request.getfixturevalue("db")
     elif not request.node.get_closest_marker("django_db"):
         return
-    from django.apps import apps
-
-    from conversations.models import ModelPrice
+    from llm.models import ModelPrice
+    from llm.prices import seed_default_prices
 
     if not ModelPrice.objects.exists():
-        seed = importlib.import_module("conversations.migrations.0002_seed_model_prices")
-        seed.seed_prices(apps, None)
-        # The audio, image and speech models' prices, seeded by later migrations.
-        audio = importlib.import_module("conversations.migrations.0013_audio_usage_and_prices")
-        audio.seed_audio_prices(apps, None)
-        images = importlib.import_module("conversations.migrations.0014_image_generation")
-        images.seed_image_prices(apps, None)
-        speech = importlib.import_module("conversations.migrations.0018_voice_notes")
-        speech.seed_speech_prices(apps, None)
-        caches = importlib.import_module("conversations.migrations.0023_explicit_cache")
-        caches.seed_storage_prices(apps, None)
+        seed_default_prices(ModelPrice)
 
 
 @pytest.fixture(autouse=True)

@@ -54,13 +54,13 @@ AGENT_PATHS: dict[str, str] = {
     "conversations.conversation": "agent",
     "conversations.message": "conversation__agent",
     "conversations.activityevent": "agent",
-    "conversations.llmcall": "agent",
-    "conversations.explicitcache": "conversation__agent",
-    "conversations.translation": "llm_call__agent",
+    "llm.llmcall": "agent",
+    "llm.explicitcache": "conversation__agent",
+    "llm.translation": "llm_call__agent",
     "conversations.taskgraph": "conversation__agent",
     "conversations.tasknode": "agent",
     "conversations.sandboxuser": "agent",
-    "engine.llmusagedaily": "agent",
+    "llm.llmusagedaily": "agent",
 }
 
 #: Records that belong to no single agent, or to the site's plumbing: only owners see them.

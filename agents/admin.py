@@ -259,7 +259,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
             changelist_link("memory.memory", "memories", agent__id__exact=agent.pk),
             changelist_link("memory.plan", "plans", agent__id__exact=agent.pk),
             changelist_link("conversations.tasknode", "nodes", agent__id__exact=agent.pk),
-            changelist_link("conversations.llmcall", "LLM calls", agent__id__exact=agent.pk),
+            changelist_link("llm.llmcall", "LLM calls", agent__id__exact=agent.pk),
             changelist_link("conversations.activityevent", "activity", agent__id__exact=agent.pk),
             format_html(
                 '<a href="{}">Telegram account</a>', reverse("admin:agents_agent_telegram", args=[agent.pk])

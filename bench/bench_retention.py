@@ -32,7 +32,7 @@ def fill() -> None:
     from django.db import connection, transaction
 
     from agents.models import Agent
-    from conversations.models import LLMCall
+    from llm.models import LLMCall
 
     agent = Agent.objects.create(name="Bench", phone="+15550000000", instructions="You are Bench.")
     old, new = NOW - dt.timedelta(days=60), NOW - dt.timedelta(days=1)

@@ -1,10 +1,11 @@
 """The reader of the global parameters an operator tunes at run time (the rest, with the list of them,
-their validation, the reload and the audited changes, is `conversations/services/parameters.py`).
+their validation, the reload and the audited changes, is `llm/parameter_store.py`).
 
 `parameter("CINDY_HISTORY_SIZE")` is the value in effect: this process's copy of the override stored in
 the admin, else the setting from the environment. It costs no query; the copy is reloaded where a unit
-of work starts (see the services module). Kept apart from the list so that `llm/routing.py` can read
-DEFAULT_AGENT_LLM while the list validates LLM names with `llm/routing.py`.
+of work starts (see llm/parameter_store.py). The reader needs no model, so it sits in the core where
+every app may read it (`cindy_site/llm_names.py` reads DEFAULT_AGENT_LLM); the stored overrides, their
+validation and their admin page are the llm app's.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Admin for the conversation mirror, task graphs, the activity stream, LLM calls and prices.
+"""Admin for the conversation mirror, task graphs and the activity stream (LLM calls and prices: llm/admin.py).
 
-Messages, graphs, nodes, activity and LLM calls record what happened: they are read-only. People
-change only conversation settings (muted, LLM override) and the price table.
+Messages, graphs, nodes and activity record what happened: they are read-only. People change only
+conversation settings (muted, LLM override).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from cindy_site.admin_utils import (
     short,
 )
 from conversations.admin_initiative import nudge_conversations, xsend_view
-from conversations.admin_llms import register_llm_admin
 from conversations.admin_telegram import (
     conversations_request_leave,
     gateway_note,
@@ -29,23 +28,11 @@ from conversations.admin_telegram import (
 )
 from conversations.admin_voice import register_voice_admin
 from conversations.admin_work import register_work_queue_actions
-from conversations.models import (
-    ActivityEvent,
-    Conversation,
-    ExplicitCache,
-    GatewayWake,
-    LLMCall,
-    Message,
-    ModelPrice,
-    TaskGraph,
-    TaskNode,
-)
+from conversations.models import ActivityEvent, Conversation, GatewayWake, Message, TaskGraph, TaskNode
 from conversations.services.curation import (
     conversation_settings_save,
     conversation_validate,
     conversations_set_muted,
-    model_price_save,
-    model_price_validate,
 )
 from conversations.services.summaries import conversations_summarize_now
 
@@ -418,69 +405,5 @@ class GatewayWakeAdmin(ReadOnlyAdmin):
     list_display = ["__str__", "counter"]
 
 
-@admin.register(LLMCall)
-class LLMCallAdmin(ReadOnlyAdmin):
-    list_display = [
-        "created",
-        "agent",
-        "conversation_link",
-        "purpose",
-        "provider",
-        "model",
-        "input_tokens",
-        "cached_tokens",
-        "output_tokens",
-        "thinking_tokens",
-        "cost",
-        "latency_ms",
-        "status",
-        "explicit_cache",
-    ]
-    list_filter = ["provider", "status", "purpose", "explicit_cache", "agent", "model"]
-    search_fields = ["model", "error", "=node_id"]
-    list_select_related = ["agent", "conversation__agent"]
-    date_hierarchy = "created"
-
-    @admin.display(description="Conversation")
-    def conversation_link(self, call: LLMCall) -> str:
-        return change_link(call.conversation) if call.conversation_id else "-"
-
-
-@admin.register(ModelPrice)
-class ModelPriceAdmin(admin.ModelAdmin):
-    form = service_form(lambda obj: model_price_validate(price=obj))
-    list_display = [
-        "provider",
-        "model_prefix",
-        "input_per_million",
-        "cached_input_per_million",
-        "output_per_million",
-        "audio_input_per_million",
-        "audio_per_minute",
-        "image_output_per_million",
-        "cache_storage_per_million_hour",
-    ]
-    list_editable = [
-        "input_per_million",
-        "cached_input_per_million",
-        "output_per_million",
-        "image_output_per_million",
-    ]
-    list_filter = ["provider"]
-    search_fields = ["model_prefix"]
-
-    def save_model(self, request, obj, form, change):
-        model_price_save(price=obj)
-
-
-@admin.register(ExplicitCache)
-class ExplicitCacheAdmin(ReadOnlyAdmin):
-    """The Gemini explicit caches in use (llm/explicit_cache.py); they go when they expire."""
-
-    list_display = ["name", "conversation", "model", "prefix_turns", "tokens", "created", "expires_at"]
-    list_select_related = ["conversation__agent"]
-
-
 register_voice_admin()
 register_work_queue_actions()
-register_llm_admin()

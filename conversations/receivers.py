@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from django.dispatch import receiver
-from django_q.signals import pre_execute
 
 from agents.models import Agent, GatewayRequest
 from agents.signals import agent_restarted, gateway_request_created
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
-from conversations.services.parameters import refresh_before_task
 from conversations.services.wake import wake_gateways_on_commit
 
 
@@ -26,7 +24,3 @@ def record_agent_restart(sender, *, agent: Agent, by: str, was: str, **kwargs) -
 @receiver(gateway_request_created, dispatch_uid="conversations.gateway_request_created")
 def wake_for_gateway_request(sender, *, request: GatewayRequest, **kwargs) -> None:
     wake_gateways_on_commit([request.agent_id])
-
-
-# A django-q2 worker's task starts with the global parameters stored now (cindy_site/parameters.py).
-pre_execute.connect(refresh_before_task, dispatch_uid="conversations.parameters_refresh")

@@ -8,11 +8,11 @@ from django.http import HttpRequest
 
 from cindy_site.parameters import parameters_installed
 from conversations.models import Conversation, NodeStatus, TaskGraph
-from conversations.services.parameters import parameters_refresh
-from conversations.services.translations import LANGUAGES
 from dashboard.transcript import action_text
 from llm.choices import llm_choices
+from llm.parameter_store import parameters_refresh
 from llm.routing import UnknownModelError, is_default_name, route_for
+from llm.translation import LANGUAGES
 
 
 def effective_llm(conversation: Conversation) -> dict[str, str]:

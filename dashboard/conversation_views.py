@@ -17,7 +17,6 @@ from cindy_site.permissions import permission_by_method
 from conversations.models import Conversation
 from conversations.services.curation import conversation_gag, conversation_llm_set
 from conversations.services.media_save import conversation_media_save, media_save_options
-from conversations.services.translations import LANGUAGES, conversation_translation_request
 from conversations.services.work_queue import (
     WorkQueueError,
     agent_pending_work_delete,
@@ -28,12 +27,17 @@ from dashboard.access import verified_staff_required, visible_conversation_or_40
 from dashboard.conversation_tools import conversation_header
 from dashboard.exports import export_filename, transcript_html, transcript_markdown
 from dashboard.transcript import conversation_transcript
-from llm.translation import cached_translations, translatable_messages
+from llm.translation import (
+    LANGUAGES,
+    cached_translations,
+    conversation_translation_request,
+    translatable_messages,
+)
 
 #: The conversation's controls (gag, LLM, cancelling work) change the conversation.
 CONVERSATION_CONTROL = permission_by_method(read=None, write="conversations.change_conversation")
 #: A translation runs paid LLM calls and stores their result.
-TRANSLATE = permission_by_method(read=None, write="conversations.add_translation")
+TRANSLATE = permission_by_method(read=None, write="llm.add_translation")
 #: Saving a chat's media adds an item to the agent's library (and curates its description).
 SAVE_MEDIA = permission_by_method(read=None, write="media_catalog.add_libraryitem")
 

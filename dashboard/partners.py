@@ -15,7 +15,8 @@ from typing import Any
 from django.db.models import Count, DecimalField, F, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
-from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation, LLMCall
+from conversations.models import TELEGRAM_SERVICE_USER_ID, Conversation
+from llm.models import LLMCall
 from memory.models import Memory
 
 #: How many partners the list shows, most recently active first.

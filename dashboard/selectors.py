@@ -24,7 +24,6 @@ from cindy_site.clock import now
 from conversations.models import (
     ActivityEvent,
     Conversation,
-    LLMCall,
     SandboxChat,
     SandboxMember,
     SandboxMessage,
@@ -34,6 +33,7 @@ from conversations.models import (
 )
 from engine.brakes import day_start
 from llm.cache_share import cache_shares
+from llm.models import LLMCall
 from memory.models import ScheduledEvent, ScheduleEntry
 
 #: How many conversations the dashboard lists, most recent first.

@@ -30,9 +30,10 @@ from django.db.models import Sum
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, LLMCall, NodeKind, NodeStatus, TaskNode
+from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
 from conversations.services.activity import record_event
 from conversations.services.wake import wake_gateways_on_commit
+from llm.models import LLMCall
 
 #: How often a braked turn is looked at again.
 BRAKE_RECHECK_SECONDS = 60

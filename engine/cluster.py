@@ -62,13 +62,13 @@ from agents.models import AgentLease
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
-from conversations.services.nodes import brain_nodes_release, brain_nodes_release_unstarted
+from conversations.services.nodes import brain_nodes_release
 from engine.apps import preload_task_modules
 from engine.health import beat_interval, host_name, process_beat, processes_forget_gone, redis_problem
 from engine.lifeline import die_with_parent_hook
 from engine.models import ProcessHeartbeat
 from engine.retention import HOUSEKEEPING_BUDGET_SECONDS, retention_run
-from llm.usage import llm_calls_interrupt, llm_calls_mark_interrupted
+from llm.usage import brain_nodes_release_unstarted, llm_calls_interrupt, llm_calls_mark_interrupted
 
 logger = logging.getLogger("engine.workers")
 Kind = ActivityEvent.Kind

@@ -31,7 +31,6 @@ from conversations.models import ActivityEvent, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release, nodes_reap_expired, nodes_take_over
-from conversations.services.parameters import parameters_refresh
 from conversations.services.wake import wake_gateway_forget, wake_gateways, wake_not_needed
 from conversations.transport.base import AuthError, Transport
 from engine.attention import AttentionSteps
@@ -62,6 +61,7 @@ from engine.transports import transport_for
 from engine.upkeep import UpkeepSteps
 from engine.wake import Wakeup, WakeWaits, wake_listener
 from engine.watchdog import PlanningWatchdog
+from llm.parameter_store import parameters_refresh
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind

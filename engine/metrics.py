@@ -107,8 +107,7 @@ class DatabaseCollector(Collector):
 
     @staticmethod
     def llm_calls() -> Iterator[Metric]:
-        from conversations.models import LLMCall
-        from engine.models import LLMUsageDaily
+        from llm.models import LLMCall, LLMUsageDaily
 
         calls = CounterMetricFamily(
             "cindy_llm_calls",
@@ -160,7 +159,7 @@ class DatabaseCollector(Collector):
 
     @staticmethod
     def llm_latency() -> Metric:
-        from conversations.models import LLMCall
+        from llm.models import LLMCall
 
         family = HistogramMetricFamily(
             "cindy_llm_latency_seconds",

@@ -49,36 +49,3 @@ class ProcessHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.name}"
-
-
-class LLMUsageDaily(models.Model):
-    """LLM calls pruned by retention (`engine/retention.py`), kept as one row per day (TIME_ZONE), agent,
-    provider and model, so costs over time stay true after the calls themselves are gone."""
-
-    day = models.DateField()
-    agent = models.ForeignKey("agents.Agent", null=True, blank=True, on_delete=models.SET_NULL)
-    provider = models.CharField(max_length=32)
-    model = models.CharField(max_length=100)
-    calls = models.PositiveIntegerField(default=0)
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    cached_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    thinking_tokens = models.PositiveBigIntegerField(default=0)
-    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
-    #: Of cached_tokens, those read from a Gemini explicit cache.
-    explicit_cached_tokens = models.PositiveBigIntegerField(default=0)
-    #: Of cost, what making and keeping explicit caches cost (LLMCall purpose `cache`).
-    cache_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
-
-    class Meta:
-        ordering = ["-day", "agent", "provider", "model"]
-        verbose_name = "LLM usage per day"
-        verbose_name_plural = "LLM usage per day"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["day", "agent", "provider", "model"], name="llm_usage_daily_unique"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.day} {self.provider}/{self.model}: {self.calls} calls"

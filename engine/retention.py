@@ -30,8 +30,8 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, LLMCall, SandboxUpdate, TaskGraph
-from engine.models import LLMUsageDaily
+from conversations.models import ActivityEvent, SandboxUpdate, TaskGraph
+from llm.models import LLMCall, LLMUsageDaily
 
 #: How long the sentinel's housekeeping may prune at a time.
 HOUSEKEEPING_BUDGET_SECONDS = 1.0

@@ -35,11 +35,12 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from cindy_site.clock import get_clock, now
-from conversations.models import ActivityEvent, LLMCall, NodeStatus, TaskNode
+from conversations.models import ActivityEvent, NodeStatus, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release, node_release
 from engine.clients import AgentClient
+from llm.models import LLMCall
 
 if TYPE_CHECKING:
     from engine.workers import WorkerProcess

@@ -8,6 +8,8 @@ class LlmConfig(AppConfig):
     verbose_name = "LLM"
 
     def ready(self) -> None:
+        from django_q.signals import pre_execute
+
         from agents.admin_parts import LLM_NAMES, choices_provide
         from llm import (
             checks,  # noqa: F401  (registers the system checks)
@@ -19,3 +21,7 @@ class LlmConfig(AppConfig):
 
         # The agent form suggests the models offered to personas (agents/admin_parts.py).
         choices_provide(LLM_NAMES, llm_choices)
+        from llm.parameter_store import refresh_before_task
+
+        # A django-q2 worker's task starts with the global parameters stored now (cindy_site/parameters.py).
+        pre_execute.connect(refresh_before_task, dispatch_uid="llm.parameters_refresh")

@@ -27,8 +27,7 @@ from django.db.models import Sum
 from django.db.models.functions import TruncHour
 
 from cindy_site.clock import now
-from conversations.models import LLMCall, ModelPrice
-from engine.models import LLMUsageDaily
+from llm.models import LLMCall, LLMUsageDaily, ModelPrice
 
 _MILLION = Decimal(1_000_000)
 _CENT_FRACTION = Decimal("0.000001")

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from cindy_site.clock import get_clock
 from cindy_site.prepared import PreparedRead
-from conversations.models import LLMCall, TaskNode
+from conversations.models import TaskNode
 from llm.errors import (
     CacheGone,
     LLMConfigError,
@@ -23,6 +23,7 @@ from llm.errors import (
     ProviderRetryable,
 )
 from llm.explicit_cache import cache_for_request, cache_forget
+from llm.models import LLMCall
 from llm.providers import provider_for
 from llm.request import LLMReply, LLMRequest, Usage
 from llm.routing import Route

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversations.models import OfferedModel
+from llm.models import OfferedModel
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT
 
 #: Names offered in the LLM field besides OpenRouter's list (any valid name is accepted).

@@ -17,8 +17,7 @@ from django.db.models import Sum
 from django.db.models.functions import TruncHour
 
 from cindy_site.clock import now
-from conversations.models import LLMCall
-from engine.models import LLMUsageDaily
+from llm.models import LLMCall, LLMUsageDaily
 
 DAYS = 14
 

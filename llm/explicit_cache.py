@@ -27,8 +27,8 @@ from django.db.models import Sum
 
 from cindy_site.clock import now
 from cindy_site.parameters import parameter
-from conversations.models import ExplicitCache, LLMCall
 from llm.errors import CacheGone
+from llm.models import ExplicitCache, LLMCall
 from llm.request import LLMRequest
 from llm.routing import Route
 from llm.usage import estimate_input_tokens, llm_cache_cost_record, price_for

@@ -31,9 +31,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from cindy_site.clock import now
 from cindy_site.parameters import parameter
-from conversations.models import Conversation, LLMCall
+from conversations.models import Conversation
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMError
+from llm.models import LLMCall
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, UnknownModelError, resolve
 from llm.tasks import Task

@@ -26,12 +26,13 @@ from django.db.models import F
 
 from cindy_site.clock import get_clock, now
 from cindy_site.parameters import parameter
-from conversations.models import LLMCall, Message
+from conversations.models import Message
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import ChatMessage
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
 from llm.media_caps import video_too_long
 from llm.media_tgs import FRAME_MIME, TgsRenderError, is_tgs, tgs_frames
+from llm.models import LLMCall
 from llm.providers import provider_for
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, UnknownModelError, resolve

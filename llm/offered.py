@@ -18,8 +18,9 @@ from django.conf import settings
 from django.db import transaction
 
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, OfferedModel
+from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
+from llm.models import OfferedModel
 
 logger = logging.getLogger(__name__)
 

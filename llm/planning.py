@@ -17,13 +17,14 @@ from django.db import transaction
 from cindy_site.clock import get_clock
 from cindy_site.parameters import parameter
 from cindy_site.prepared import PreparedRead
-from conversations.models import LLMCall, Message, TaskGraph, TaskNode
+from conversations.models import Message, TaskGraph, TaskNode
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import history_window
 from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.file_sources import is_file_url, read_file_url
 from llm.images import make_pictures
 from llm.media import warm_media_descriptions
+from llm.models import LLMCall
 from llm.parsing import ParseResult, parse_reply
 from llm.plan_result import PlanResult
 from llm.policy import apply_policy, turn_inputs

@@ -19,8 +19,8 @@ from django.conf import settings
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from conversations.models import LLMCall
 from llm.errors import LLMConfigError, LLMPermanentError, LLMTransientError
+from llm.models import LLMCall
 from llm.providers.base import transport_errors
 from llm.providers.gemini import GeminiProvider, safety_settings
 from llm.request import Usage

@@ -14,8 +14,8 @@ import time
 
 from django.conf import settings
 
-from conversations.models import LLMCall
 from llm.errors import LLMConfigError, LLMPermanentError, LLMTransientError
+from llm.models import LLMCall
 from llm.providers.base import transport_errors
 from llm.request import Usage
 from llm.usage import llm_call_finish, llm_call_start

@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from conversations.models import Conversation, LLMCall, Message, TaskNode
+from conversations.models import Conversation, Message, TaskNode
 from conversations.services.summaries import (
     CONSOLIDATE,
     CONSOLIDATE_AT,
@@ -32,6 +32,7 @@ from conversations.services.summaries import (
 from llm.calls import call_llm
 from llm.conversation import agent_timezone, to_chat_messages
 from llm.media import warm_media_descriptions
+from llm.models import LLMCall
 from llm.parsing import parse_reply
 from llm.plan_result import PlanResult
 from llm.prompt import build_plan_request

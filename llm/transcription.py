@@ -30,9 +30,9 @@ from django.db.models import F
 
 from cindy_site.clock import now
 from cindy_site.parameters import parameter
-from conversations.models import LLMCall
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
+from llm.models import LLMCall
 from llm.providers import provider_for
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, resolve, route_for

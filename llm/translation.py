@@ -1,5 +1,8 @@
 """Translating a conversation's messages for an operator, on a worker, cached per message text.
 
+- `conversation_translation_request` checks the language and queues the work once the transaction
+  commits (ids only).
+
 - Only texts without a cached `Translation` in that language are sent; identical texts go once.
 - At most TRANSLATE_BATCH messages per LLM call; each call is an `LLMCall` with purpose `translate`,
   so its cost shows with the agent and conversation it was made for.
@@ -15,19 +18,41 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from cindy_site.clock import now
 from cindy_site.parameters import parameter
-from conversations.models import ActivityEvent, Conversation, LLMCall, Message, Translation
-from conversations.models.console import text_digest
+from conversations.models import ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMError
+from llm.models import LLMCall, Translation, text_digest
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, resolve, route_for
 
 logger = logging.getLogger(__name__)
+
+#: The languages an operator can ask for; the names go into the LLM's instructions as they are.
+LANGUAGES = (
+    "English",
+    "Arabic",
+    "Chinese",
+    "Dutch",
+    "French",
+    "German",
+    "Hebrew",
+    "Hindi",
+    "Italian",
+    "Japanese",
+    "Korean",
+    "Polish",
+    "Portuguese",
+    "Russian",
+    "Spanish",
+    "Turkish",
+    "Ukrainian",
+)
 
 TRANSLATE_BATCH = 10
 #: How many of the newest messages one request translates (the dashboard log shows as many).
@@ -172,3 +197,16 @@ def _problem(conversation: Conversation, summary: str) -> None:
 def conversation_translate_task(conversation_id: int, language: str) -> int:
     """The django-q2 entry point (ids only)."""
     return conversation_translate(conversation_id=conversation_id, language=language)
+
+
+def conversation_translation_request(*, conversation: Conversation, language: str) -> None:
+    """Queue the translation on the workers once the current transaction commits (ids only)."""
+    if language not in LANGUAGES:
+        raise ValidationError(f'language "{language}" is not offered: choose one of {", ".join(LANGUAGES)}')
+
+    def enqueue() -> None:
+        from django_q.tasks import async_task
+
+        async_task("llm.translation.conversation_translate_task", conversation.pk, language)
+
+    transaction.on_commit(enqueue)

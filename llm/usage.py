@@ -9,8 +9,11 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from cindy_site.clock import now
 from cindy_site.prepared import PreparedRead, insert_new
-from conversations.models import ActivityEvent, LLMCall, ModelPrice
+from conversations.models import ActivityEvent, NodeStatus, TaskNode
+from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
+from conversations.services.nodes import node_release
+from llm.models import LLMCall, ModelPrice
 from llm.request import LLMRequest, Usage
 
 _MILLION = Decimal(1_000_000)
@@ -275,3 +278,28 @@ def _record_call_event(call: LLMCall, *, detail: str = "") -> None:
             "latency_ms": call.latency_ms,
         },
     )
+
+
+def brain_nodes_release_unstarted(*, reason: str) -> int:
+    """Return running planning nodes that have no LLM call in flight to pending (a shared pool run
+    apart from the gateways, `runworkers` without a gateway, was replaced: the tasks in its queue are
+    lost with it, and its calls in flight were closed as interrupted).
+
+    A node whose call finished but whose plan was not stored yet (its worker died with the pool) is
+    planned again and reuses that reply (`llm.calls.finished_reply`): no second paid call. A node
+    another pool is planning right now, before its call started or after it finished, is planned
+    again under a new claim; the first task's result is then dropped (the claim changed), so nothing
+    acts twice.
+    """
+    running = TaskNode.objects.filter(status=NodeStatus.RUNNING, kind__in=BRAIN_KINDS).values_list(
+        "pk", "lease_owner", "started"
+    )
+    released = 0
+    for pk, owner, started in list(running):
+        calls = (
+            LLMCall.objects.filter(node_id=pk, created__gte=started) if started else LLMCall.objects.none()
+        )
+        if calls.filter(status=LLMCall.Status.PENDING).exists():
+            continue
+        released += node_release(node_id=pk, owner=owner, reason=reason)
+    return released

@@ -23,7 +23,7 @@ from llm.costs import daily_costs
 
 router = Router(tags=["summaries"])
 MICRO_USD = Decimal("0.000001")
-VIEW_COSTS = "conversations.view_llmcall"
+VIEW_COSTS = "llm.view_llmcall"
 
 
 class AgentCostOut(Schema):

@@ -6,7 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from conversations.models import Conversation, LLMCall, Message
+from conversations.models import Conversation, Message
+from llm.models import LLMCall
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +33,7 @@ def test_costs_per_agent_and_day(api, wendy, heidi, clock):
 def test_costs_list_only_the_agents_whose_calls_the_user_may_see(api_as, make_staff, wendy, clock):
     _call(wendy, clock, "0.25")
     assert api_as(make_staff("nobody")).get("/costs").json()["agents"] == []
-    accountant = api_as(make_staff("accountant", "conversations.view_llmcall"))
+    accountant = api_as(make_staff("accountant", "llm.view_llmcall"))
     assert [a["name"] for a in accountant.get("/costs").json()["agents"]] == ["Wendy"]
     assert api_as(make_staff("x")).get("/costs", days=0).status_code == 422
 

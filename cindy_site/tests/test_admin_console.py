@@ -22,9 +22,7 @@ from agents.models import (
 from conversations.models import (
     ActivityEvent,
     Conversation,
-    LLMCall,
     Message,
-    ModelPrice,
     SandboxChat,
     SandboxMember,
     SandboxMessage,
@@ -33,6 +31,7 @@ from conversations.models import (
     TaskGraph,
     TaskNode,
 )
+from llm.models import LLMCall, ModelPrice
 from media_catalog.models import MediaDescription, Sticker, StickerSet
 from memory.models import Intention, Memory, Plan, Summary
 

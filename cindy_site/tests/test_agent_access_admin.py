@@ -29,8 +29,8 @@ SHARED = {
     "media_catalog.mediadescription": "the shared media catalogue",
     "media_catalog.stickerset": "the shared media catalogue",
     "media_catalog.sticker": "the shared media catalogue",
-    "conversations.modelprice": "LLM prices of the installation",
-    "conversations.offeredmodel": "LLM models on offer",
+    "llm.modelprice": "LLM prices of the installation",
+    "llm.offeredmodel": "LLM models on offer",
     "django_q.schedule": "task queue",
     "django_q.success": "task queue",
     "django_q.failure": "task queue",
@@ -40,7 +40,7 @@ SHARED = {
     "socialaccount.socialtoken": "sign-in tokens",
     "account.emailaddress": "staff addresses",
     "api.apitoken": "staff users' own API tokens (each sees their own; owners all)",
-    "conversations.siteparameter": "global parameters of the installation",
+    "llm.siteparameter": "global parameters of the installation",
 }
 
 

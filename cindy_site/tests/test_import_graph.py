@@ -20,16 +20,6 @@ PENDING = frozenset(
         ("api.routes.sandbox", "dashboard.forms"),
         ("api.routes.sandbox", "dashboard.sandbox_views"),
         ("api.routes.sandbox", "dashboard.selectors"),
-        # The "LLMs and prices" admin page and the global parameters move into llm.
-        ("conversations.admin_llms", "llm.cache_share"),
-        ("conversations.admin_llms", "llm.offered"),
-        ("conversations.admin_llms", "llm.routing"),
-        ("conversations.admin_llms", "llm.tasks"),
-        ("conversations.admin_llms", "llm.usage"),
-        ("conversations.services.parameters", "llm.routing"),
-        # LLMUsageDaily moves from engine into llm, with the rest of the LLM accounting.
-        ("llm.cache_share", "engine.models"),
-        ("llm.costs", "engine.models"),
     }
 )
 

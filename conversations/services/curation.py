@@ -1,4 +1,4 @@
-"""Edits made by people in the admin: per-conversation settings and the LLM price table."""
+"""Edits made by people in the admin: per-conversation settings (the price table: llm/prices.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from agents.services.telegram_requests import conversation_request_mute
-from cindy_site.llm_names import PROVIDERS, UnknownModelError, resolve
-from conversations.models import Conversation, ModelPrice
+from cindy_site.llm_names import UnknownModelError, resolve
+from conversations.models import Conversation
 from conversations.services.activity import record_event
 
 
@@ -41,30 +41,6 @@ def conversation_settings_save(*, conversation: Conversation, changed: list[str]
             data={"changed": sorted(changed)},
         )
     return conversation
-
-
-def model_price_validate(*, price: ModelPrice) -> None:
-    if price.provider not in PROVIDERS:
-        raise ValidationError({"provider": f'"{price.provider}" is not one of {", ".join(PROVIDERS)}'})
-    for field in (
-        "input_per_million",
-        "cached_input_per_million",
-        "output_per_million",
-        "audio_input_per_million",
-        "audio_per_minute",
-        "image_output_per_million",
-        "cache_storage_per_million_hour",
-    ):
-        if (getattr(price, field) or 0) < 0:
-            raise ValidationError({field: "prices cannot be negative"})
-
-
-@transaction.atomic
-def model_price_save(*, price: ModelPrice) -> ModelPrice:
-    model_price_validate(price=price)
-    price.full_clean()
-    price.save()
-    return price
 
 
 @transaction.atomic

@@ -331,30 +331,3 @@ def brain_nodes_release(*, gateway_id: str, reason: str) -> int:
         status=NodeStatus.RUNNING, kind__in=BRAIN_KINDS, lease_owner__startswith=f"{gateway_id}#"
     ).values_list("pk", "lease_owner")
     return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner in list(running))
-
-
-def brain_nodes_release_unstarted(*, reason: str) -> int:
-    """Return running planning nodes that have no LLM call in flight to pending (a shared pool run
-    apart from the gateways, `runworkers` without a gateway, was replaced: the tasks in its queue are
-    lost with it, and its calls in flight were closed as interrupted).
-
-    A node whose call finished but whose plan was not stored yet (its worker died with the pool) is
-    planned again and reuses that reply (`llm.calls.finished_reply`): no second paid call. A node
-    another pool is planning right now, before its call started or after it finished, is planned
-    again under a new claim; the first task's result is then dropped (the claim changed), so nothing
-    acts twice.
-    """
-    from conversations.models import LLMCall
-
-    running = TaskNode.objects.filter(status=NodeStatus.RUNNING, kind__in=BRAIN_KINDS).values_list(
-        "pk", "lease_owner", "started"
-    )
-    released = 0
-    for pk, owner, started in list(running):
-        calls = (
-            LLMCall.objects.filter(node_id=pk, created__gte=started) if started else LLMCall.objects.none()
-        )
-        if calls.filter(status=LLMCall.Status.PENDING).exists():
-            continue
-        released += node_release(node_id=pk, owner=owner, reason=reason)
-    return released

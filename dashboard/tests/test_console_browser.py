@@ -22,7 +22,7 @@ import pytest
 
 from cindy_site.clock import now
 from cindy_site.testing.fake_llm import FakeLLMServer
-from conversations.models import Conversation, LLMCall, Message, NodeStatus, OfferedModel, TaskNode
+from conversations.models import Conversation, Message, NodeStatus, TaskNode
 from conversations.services.graphs import graph_append_chain, graph_replan
 from dashboard.tests.conftest import HOSTILE
 from dashboard.tests.live_site import LiveSite
@@ -36,6 +36,7 @@ from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with 
     tasks,
 )
 from engine.tests.processes import wait_for
+from llm.models import LLMCall, OfferedModel
 from memory.models import Memory
 from sandbox.services.chats import sandbox_say
 
@@ -297,7 +298,7 @@ def test_the_dashboard_draws_costs_per_agent_and_day(site_db, page):
 
 def test_the_llm_page_lists_prices_and_openrouter_models_fetched_by_a_worker(site_db, page):
     site_db.start_gateway()  # its django-q2 workers fetch OpenRouter's list
-    _log_in(page, _staff("pricer"), next_url="/admin/conversations/offeredmodel/")
+    _log_in(page, _staff("pricer"), next_url="/admin/llm/offeredmodel/")
     expect(page.locator("h1")).to_have_text("LLMs and prices")
     expect(page.locator("#llm-routes")).to_contain_text("gemini/gemini-3-flash-preview")
     expect(page.locator("#llm-parameters")).to_contain_text("OPENROUTER_API_KEY")
@@ -331,7 +332,7 @@ def test_hostile_names_stay_inert_on_every_console_page(site_db, page):
         f"/dashboard/conversations/{chat.pk}/print/",
         "/dashboard/users/",
         f"/dashboard/users/{chat.peer_id}/",
-        "/admin/conversations/offeredmodel/",
+        "/admin/llm/offeredmodel/",
     ):
         page.goto(url)
         if "offeredmodel" not in url:

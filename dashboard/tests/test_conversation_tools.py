@@ -7,10 +7,10 @@ import base64
 import pytest
 
 from cindy_site.clock import now
-from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode, Translation
-from conversations.models.console import text_digest
+from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
 from conversations.services.graphs import graph_append_chain, graph_replan
 from dashboard.tests.conftest import HOSTILE
+from llm.models import Translation, text_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -227,7 +227,7 @@ def test_the_log_names_what_started_turns_without_a_message(verified, chat, cloc
 
 
 def test_the_header_names_the_default_llm_an_operator_set_in_the_admin(verified, chat, clock, settings):
-    from conversations.models import OfferedModel, SiteParameter
+    from llm.models import OfferedModel, SiteParameter
 
     settings.DEFAULT_AGENT_LLM = "gemini"
     # Stored by another process: the page reads the stored value, not this process's old copy.

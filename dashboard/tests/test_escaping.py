@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from cindy_site.clock import now
-from conversations.models import Conversation, LLMCall, TaskGraph, TaskNode
+from conversations.models import Conversation, TaskGraph, TaskNode
 from conversations.services.activity import record_event
 from dashboard.tests.conftest import HOSTILE
+from llm.models import LLMCall
 from media_catalog.models import MediaDescription, Sticker, StickerSet
 from sandbox.services.chats import sandbox_say
 

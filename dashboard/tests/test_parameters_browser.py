@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from cindy_site.testing.fake_llm import FakeLLMServer, RecordedRequest
-from conversations.models import ActivityEvent, ModelPrice, OfferedModel, SiteParameter
+from conversations.models import ActivityEvent
 from dashboard.tests.live_site import LiveSite
 from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with the dashboard walk
     ARTIFACTS,
@@ -29,6 +29,7 @@ from dashboard.tests.test_browser import (  # noqa: F401 - fixtures shared with 
     tasks,
 )
 from engine.tests.processes import wait_for
+from llm.models import ModelPrice, OfferedModel, SiteParameter
 from sandbox.services.chats import sandbox_say
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
@@ -36,7 +37,7 @@ expect = playwright_sync.expect
 
 pytestmark = pytest.mark.browser
 
-PAGE = "/admin/conversations/offeredmodel/"
+PAGE = "/admin/llm/offeredmodel/"
 
 
 @pytest.fixture(scope="module")

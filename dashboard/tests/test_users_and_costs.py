@@ -9,11 +9,12 @@ import pytest
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import Conversation, LLMCall, Message
+from conversations.models import Conversation, Message
 from dashboard.costs import cost_chart
 from dashboard.partners import partner_detail, partner_rows
 from dashboard.tests.conftest import HOSTILE
 from llm.costs import daily_costs
+from llm.models import LLMCall
 from memory.models import Memory
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from agents.models import AgentLease
 from cindy_site.clock import now
-from conversations.models import LLMCall
 from conversations.services.activity import record_event
 from dashboard import selectors
+from llm.models import LLMCall
 from llm.usage import price_for
 
 pytestmark = pytest.mark.django_db

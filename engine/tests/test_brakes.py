@@ -8,9 +8,10 @@ from decimal import Decimal
 import pytest
 
 from agents.services import curation
-from conversations.models import ActivityEvent, LLMCall
+from conversations.models import ActivityEvent
 from engine.brakes import braked_turns_release, day_start, spend_alerts
 from engine.tests.harness import tasks
+from llm.models import LLMCall
 from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db

@@ -204,7 +204,7 @@ def test_chaos_kills_lose_no_message_send_nothing_twice_and_repeat_no_finished_c
     twice = [text for text, count in Counter(texts).items() if count > 1]
     assert twice == [], chaos.fail(f"replies sent twice: {twice}")
 
-    calls = db.query("SELECT id, node_id, status, cost FROM conversations_llmcall ORDER BY id")
+    calls = db.query("SELECT id, node_id, status, cost FROM llm_llmcall ORDER BY id")
     finished: set[int] = set()
     repeated = []
     for call_id, node_id, status, _cost in calls:
@@ -378,13 +378,13 @@ def test_busy_workers_killed_in_the_production_layout_delay_no_answer_past_the_s
                     "SELECT id, status, lease_owner, started FROM conversations_tasknode "
                     "WHERE status NOT IN ('done', 'cancelled')"
                 )
-                calls = db.query("SELECT id, node_id, status, worker FROM conversations_llmcall ORDER BY id")
+                calls = db.query("SELECT id, node_id, status, worker FROM llm_llmcall ORDER BY id")
                 workers_log = (tmp / "workers.log").read_text()[-4000:]
                 raise AssertionError(
                     f"{exc}\nopen nodes {open_nodes}\ncalls {calls}\nworkers log:\n{workers_log}"
                 ) from None
             assert time.monotonic() - killed_at <= stall + 30
-        calls = db.query("SELECT status FROM conversations_llmcall WHERE status = 'pending'")
+        calls = db.query("SELECT status FROM llm_llmcall WHERE status = 'pending'")
         assert calls == [], "LLM calls left pending"
         texts = agent_texts(db)
         assert [t for t, c in Counter(texts).items() if c > 1] == [], "replies sent twice"
@@ -418,7 +418,7 @@ def test_malformed_sdk_replies_cost_one_call_and_the_next_turn_answers(child):
             driver.say("Pat", f"hello again {n}")
             wait_for(lambda: not pending_chats(db), f"the answer after question {n}", log)
             assert f"question {n}" in json.dumps(llm.requests[-1].json)
-        rows = db.query("SELECT status, error FROM conversations_llmcall WHERE status <> 'ok'")
+        rows = db.query("SELECT status, error FROM llm_llmcall WHERE status <> 'ok'")
         assert [status for status, _ in rows] == ["error", "error"]
         assert all("not asked again" in error for _, error in rows)
     finally:

@@ -9,8 +9,9 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from cindy_site.parameters import parameter
-from conversations.models import Message, SiteParameter, TaskNode
+from conversations.models import Message, TaskNode
 from engine.tests.harness import Harness
+from llm.models import SiteParameter
 from sandbox.services.chats import sandbox_say
 
 # Whole passes: the gateway checks its database connections as in production (outside a transaction).

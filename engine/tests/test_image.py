@@ -13,13 +13,14 @@ from asgiref.sync import async_to_sync
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
-from conversations.models import ActivityEvent, LLMCall, NodeStatus, TaskNode
+from conversations.models import ActivityEvent, NodeStatus, TaskNode
 from conversations.models.sandbox import SandboxMessage
 from dashboard.transcript import conversation_transcript
 from engine.handlers.base import HandlerContext
 from engine.handlers.image import handle_image
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
+from llm.models import LLMCall
 from llm.tests import local_site
 from media_catalog.models import LibraryItem, MediaDescription
 from media_catalog.services.library import library_item_upload

@@ -10,9 +10,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, Conversation, LLMCall, TaskGraph
+from conversations.models import ActivityEvent, Conversation, TaskGraph
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
+from llm.models import LLMCall
 from memory.models import ScheduledEvent
 from sandbox.services.chats import sandbox_say, sandbox_transcript
 

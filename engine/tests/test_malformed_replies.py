@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from conversations.models import LLMCall, NodeKind, NodeStatus, TaskGraph, TaskNode
+from conversations.models import NodeKind, NodeStatus, TaskGraph, TaskNode
 from engine.tests.harness import tasks
 from llm.calls import call_llm
 from llm.errors import LLMPermanentError, LLMTransientError
+from llm.models import LLMCall
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route
 from sandbox.services.chats import sandbox_say, sandbox_transcript

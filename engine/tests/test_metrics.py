@@ -10,13 +10,13 @@ from django.test import Client
 from django_otp.plugins.otp_totp.models import TOTPDevice
 from prometheus_client.parser import text_string_to_metric_families
 
-from conversations.models import LLMCall
 from conversations.transport.base import FloodWait, TransportError
 from dashboard.tests.conftest import _visitor, make_user
 from engine.health import process_beat
 from engine.models import ProcessHeartbeat
 from engine.tests.harness import Harness, tasks
 from engine.tests.test_failures import FlakySandbox
+from llm.models import LLMCall
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

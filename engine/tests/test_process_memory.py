@@ -21,7 +21,7 @@ from engine.apps import task_providers
 #: Modules a gateway or task worker must never import: the web server (daphne, Twisted, pyOpenSSL) and
 #: the admin modules (and what they import, such as httpx for the LLM lists). Telethon is loaded only
 #: for a Telegram agent.
-WEB_ONLY = ("daphne", "twisted", "OpenSSL", "conversations.admin_llms", "agents.admin")
+WEB_ONLY = ("daphne", "twisted", "OpenSSL", "llm.admin_llms", "agents.admin")
 SDKS = ("google.genai", "openai")
 
 

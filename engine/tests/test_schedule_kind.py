@@ -205,8 +205,9 @@ def test_no_planning_turn_for_a_persona_without_a_daily_schedule(agent, harness)
 def test_a_planning_turn_without_an_api_key_tries_again_soon_and_its_failure_clears(
     scheduled, clock, harness, fake_llm, settings
 ):
-    from conversations.models import Conversation, LLMCall
+    from conversations.models import Conversation
     from dashboard.selectors import conversation_row
+    from llm.models import LLMCall
     from memory.models import ScheduleRefresh
 
     scheduled.refresh_from_db()

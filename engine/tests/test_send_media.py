@@ -7,12 +7,13 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import ActivityEvent, LLMCall, Message
+from conversations.models import ActivityEvent, Message
 from conversations.models.sandbox import SandboxMessage
 from conversations.transport.base import LibraryRef
 from dashboard.selectors import sandbox_message_row
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
+from llm.models import LLMCall
 from media_catalog.models import LibraryItem, MediaDescription
 from media_catalog.services.library import (
     library_item_save,

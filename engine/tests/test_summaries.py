@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from conversations.models import Conversation, LLMCall, TaskGraph, TaskNode
+from conversations.models import Conversation, TaskGraph, TaskNode
 from conversations.services.summaries import KEEP_RECENT
 from engine.tests.harness import tasks
 from llm.conversation import HISTORY_OVERLAP
+from llm.models import LLMCall
 from memory.models import Summary
 from sandbox.services.chats import sandbox_say, sandbox_transcript
 

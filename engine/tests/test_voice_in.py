@@ -10,8 +10,9 @@ import pytest
 from django.core.management import call_command
 
 from cindy_site.testing.audio import voice_note
-from conversations.models import LLMCall, Message
+from conversations.models import Message
 from engine.tests.harness import Harness
+from llm.models import LLMCall
 from media_catalog.models import MediaDescription
 from sandbox.services.chats import sandbox_say
 from sandbox.services.voice import sandbox_voice_part

@@ -126,7 +126,7 @@ def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_ot
     """Workers run apart from the gateway (`runagents --no-workers` + `runworkers`): a busy worker is
     killed and `runworkers` replaces its pool, closing the calls the pool had in flight. The gateway
     re-runs that planning at its next check, not after CINDY_Q_TIMEOUT, and only once in effect."""
-    from conversations.models import LLMCall
+    from llm.models import LLMCall
     from llm.usage import llm_calls_interrupt, worker_name
 
     settings.CINDY_PLANNING_STALL_SECONDS = 45
@@ -171,8 +171,8 @@ def test_a_shared_pool_replaced_returns_the_planning_it_lost_and_leaves_calls_in
     in flight go back to pending at once (their tasks were in the dead pool's queue); a node whose call
     another pool is making keeps running."""
     from conversations.services.graphs import graph_replan as replan
-    from conversations.services.nodes import brain_nodes_release_unstarted
     from engine.tests.test_tick import conversation_with
+    from llm.usage import brain_nodes_release_unstarted
 
     harness, lost = claimed_planning(agent, clock)
     busy_chat = conversation_with(agent, "Sam")
@@ -198,8 +198,8 @@ def test_planning_whose_call_finished_before_its_pool_was_replaced_runs_again_on
 ):
     """The worker got its reply and died with the replaced pool before storing the plan: the node goes
     back to pending and its next run reuses the finished call, with no second request."""
-    from conversations.services.nodes import brain_nodes_release_unstarted
     from llm.planning import plan_turn
+    from llm.usage import brain_nodes_release_unstarted
 
     harness, node = claimed_planning(agent, clock)
     fake_llm.reply_with('[{"kind": "send", "text": "hi"}]')

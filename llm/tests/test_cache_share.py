@@ -10,10 +10,10 @@ import pytest
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import LLMCall
 from dashboard import selectors
 from engine.retention import retention_run
 from llm.cache_share import CacheShare, cache_shares
+from llm.models import LLMCall
 from llm.usage import price_for
 
 FLASH = "gemini-2.5-flash"
@@ -107,7 +107,7 @@ def test_the_llm_page_shows_the_cached_share_per_agent_and_day(verified_client, 
     clock.advance(hours=24)
     _call(agent, input_tokens=2000, cached=1500, explicit=True)
 
-    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+    html = verified_client.get("/admin/llm/offeredmodel/").content.decode()
 
     table = html.split('id="cache-share"')[1].split("</table>")[0]
     rows = table.split("<tbody>")[1].split("</tr>")[:-1]
@@ -133,7 +133,7 @@ def test_the_dashboard_shows_each_agents_share_and_saving_today(agent, clock, ut
 def test_a_negative_cache_storage_price_is_refused(db):
     from django.core.exceptions import ValidationError
 
-    from conversations.services.curation import model_price_validate
+    from llm.prices import model_price_validate
 
     price = price_for("gemini", FLASH)
     price.cache_storage_per_million_hour = Decimal("-1")

@@ -8,9 +8,10 @@ from decimal import Decimal
 
 import pytest
 
-from conversations.models import ActivityEvent, LLMCall, TaskNode
+from conversations.models import ActivityEvent, TaskNode
 from llm.calls import call_llm
 from llm.errors import LLMError
+from llm.models import LLMCall
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route
 from llm.tests.conftest import received_node

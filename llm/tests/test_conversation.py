@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from conversations.models import LLMCall, Message
+from conversations.models import Message
 from llm.conversation import (
     agent_timezone,
     conversation_history,
@@ -12,6 +12,7 @@ from llm.conversation import (
     render_media,
     to_chat_messages,
 )
+from llm.models import LLMCall
 from llm.tests.conftest import add_message
 from media_catalog.models import MediaDescription
 

@@ -9,9 +9,9 @@ from decimal import Decimal
 
 import pytest
 
-from conversations.models import ExplicitCache, LLMCall
 from llm.calls import call_llm
 from llm.explicit_cache import min_cache_tokens
+from llm.models import ExplicitCache, LLMCall
 from llm.planning import plan_turn
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import LLMCall, Message
+from conversations.models import Message
 from llm.media import warm_media_descriptions
+from llm.models import LLMCall
 from llm.tests.conftest import add_message
 from media_catalog.models import MediaDescription
 

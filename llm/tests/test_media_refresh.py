@@ -7,8 +7,9 @@ from django.urls import reverse
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
-from conversations.models import ActivityEvent, LLMCall
+from conversations.models import ActivityEvent
 from llm.media_refresh import media_descriptions_refresh, media_descriptions_refresh_task
+from llm.models import LLMCall
 from llm.tests.conftest import add_message
 from media_catalog.models import MediaDescription
 

@@ -9,11 +9,12 @@ import pytest
 from PIL import Image
 
 from cindy_site.testing.mtproto.media import tgs_bytes
-from conversations.models import LLMCall, Message
+from conversations.models import Message
 from llm.conversation import render_media
 from llm.media import warm_media_descriptions
 from llm.media_caps import video_too_long
 from llm.media_tgs import TgsRenderError, frame_indices, tgs_frames
+from llm.models import LLMCall
 from llm.tests.conftest import add_message
 from media_catalog.models import MediaDescription
 

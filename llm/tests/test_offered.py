@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from conversations.models import ActivityEvent, ModelPrice, OfferedModel
+from conversations.models import ActivityEvent
+from llm.models import ModelPrice, OfferedModel
 from llm.offered import (
     OfferedModelsError,
     openrouter_models_refresh,
@@ -91,7 +92,7 @@ def test_the_llm_page_lists_parameters_routes_prices_and_offered_models(
     )
 
     with django_assert_max_num_queries(25):
-        response = verified_client.get("/admin/conversations/offeredmodel/")
+        response = verified_client.get("/admin/llm/offeredmodel/")
     html = response.content.decode()
 
     assert "DEFAULT_AGENT_LLM" in html and "GOOGLE_GEMINI_API_KEY" in html
@@ -104,13 +105,13 @@ def test_the_llm_page_lists_parameters_routes_prices_and_offered_models(
 
 def test_the_llm_page_without_an_openrouter_key_says_how_to_get_the_list(verified_client, settings):
     settings.OPENROUTER_API_KEY = ""
-    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+    html = verified_client.get("/admin/llm/offeredmodel/").content.decode()
     assert "Set <code>OPENROUTER_API_KEY</code> to list OpenRouter" in html
 
 
 def test_the_llm_page_shows_the_image_model_and_its_image_output_price(verified_client, settings):
     settings.CINDY_IMAGE_MODEL = "gemini-2.5-flash-image"
-    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+    html = verified_client.get("/admin/llm/offeredmodel/").content.decode()
 
     parameters = html.split('id="site-parameters"')[1].split("</table>")[0]
     assert "CINDY_IMAGE_MODEL" in parameters and "CINDY_IMAGES_PER_DAY" in parameters
@@ -126,7 +127,7 @@ def test_the_llm_page_shows_voice_prices_and_limits(verified_client, settings):
     price) and their limits, beside the pictures' (above)."""
     settings.ELEVENLABS_API_KEY = ""
     settings.CINDY_SPEECH_MODEL = "gemini-2.5-flash-preview-tts"
-    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+    html = verified_client.get("/admin/llm/offeredmodel/").content.decode()
 
     limits = html.split('id="llm-parameters"')[1].split("</dl>")[0]
     assert "Gemini gemini-2.5-flash-preview-tts (CINDY_SPEECH_MODEL)" in limits
@@ -140,7 +141,7 @@ def test_the_llm_page_shows_voice_prices_and_limits(verified_client, settings):
     assert "1.0000" in flash  # Gemini's audio input rate
 
     settings.ELEVENLABS_API_KEY = "key"
-    html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+    html = verified_client.get("/admin/llm/offeredmodel/").content.decode()
     assert "ElevenLabs eleven_multilingual_v2 (ELEVENLABS_API_KEY is set)" in html
 
 
@@ -173,7 +174,7 @@ def test_a_refresh_keeps_the_rows_an_operator_added_or_edited(fake_llm, clock):
 
 
 def test_an_operator_adds_a_model_validated_by_routing_with_its_price(verified_client, clock):
-    url = "/admin/conversations/offeredmodel/add/"
+    url = "/admin/llm/offeredmodel/add/"
     form = {"llm_name": "claude-ish", "name": "", "position": "2", "offered": "on"}
     html = verified_client.post(url, form).content.decode()
     assert "LLM &quot;claude-ish&quot; is not a known name" in html
@@ -228,9 +229,9 @@ def test_the_llm_page_lists_the_offered_models_in_order_in_a_fixed_number_of_que
     OfferedModel.objects.create(provider="openai", model="bad", llm_name="not-a-route", source="operator")
 
     with django_assert_max_num_queries(25):
-        html = verified_client.get("/admin/conversations/offeredmodel/").content.decode()
+        html = verified_client.get("/admin/llm/offeredmodel/").content.decode()
 
     table = html.split('id="offered-models"')[1].split("</table>")[0]
     assert table.index("vendor/model-11") < table.index("vendor/model-0")
     assert "LLM &quot;not-a-route&quot; is not a known name" in table
-    assert "/admin/conversations/offeredmodel/add/" in html
+    assert "/admin/llm/offeredmodel/add/" in html

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from conversations.models import ActivityEvent, LLMCall
+from conversations.models import ActivityEvent
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMTransientError
+from llm.models import LLMCall
 from llm.planning import plan_turn, turn_budget_seconds
 from llm.tests.conftest import add_message
 

@@ -6,9 +6,10 @@ import copy
 
 import pytest
 
-from conversations.models import ActivityEvent, LLMCall
+from conversations.models import ActivityEvent
 from llm.calls import call_llm
 from llm.errors import LLMConfigError, LLMTransientError
+from llm.models import LLMCall
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route
 from llm.task_schema import task_list_schema

@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 
 from cindy_site.testing.fake_llm import SPEECH_RATE, speech_seconds
-from conversations.models import LLMCall
 from llm.errors import LLMConfigError, LLMPermanentError, LLMTransientError
+from llm.models import LLMCall
 from llm.speech import VoiceChoice, speak
 from llm.tasks import MAX_VOICE_CHARACTERS, TaskError, validate_task
 

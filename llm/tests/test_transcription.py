@@ -11,9 +11,9 @@ from decimal import Decimal
 import pytest
 
 from cindy_site.testing.audio import video_note, voice_note
-from conversations.models import LLMCall
 from llm.conversation import to_chat_messages
 from llm.media import warm_media_descriptions
+from llm.models import LLMCall
 from llm.tests.conftest import add_message
 from llm.transcription import Transcript, store_transcript
 from media_catalog.models import MediaDescription

@@ -7,12 +7,13 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 
-from conversations.models import ActivityEvent, LLMCall, Translation
-from conversations.services.translations import conversation_translation_request
+from conversations.models import ActivityEvent
+from llm.models import LLMCall, Translation
 from llm.translation import (
     TRANSLATE_BATCH,
     cached_translations,
     conversation_translate,
+    conversation_translation_request,
     translatable_messages,
 )
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from conversations.models import ModelPrice
+from llm.models import ModelPrice
 from llm.request import Usage
 from llm.usage import estimate_cost, price_for
 

@@ -786,7 +786,7 @@ class Stage:
     def set_parameters(self, turn: Turn) -> None:
         """Global parameters an operator saves (or resets) on the admin's LLMs and prices page."""
         self.run(
-            "from conversations.services.parameters import parameter_reset, parameter_set\n"
+            "from llm.parameter_store import parameter_reset, parameter_set\n"
             f"for name, value in {list(turn.parameters)!r}:\n"
             "    if value:\n"
             "        parameter_set(name, value, by='scenario')\n"
@@ -810,7 +810,7 @@ class Stage:
         if not ids:
             return 0
         return self.db.query(
-            f"SELECT COUNT(*) FROM conversations_llmcall WHERE conversation_id IN ({', '.join(map(str, ids))})"
+            f"SELECT COUNT(*) FROM llm_llmcall WHERE conversation_id IN ({', '.join(map(str, ids))})"
         )[0][0]
 
     def activity_lines(self, scenario: Scenario, text: str) -> list[str]:
@@ -1117,7 +1117,7 @@ class Stage:
         if not ids:
             return 0, 0
         rows = self.db.query(
-            "SELECT purpose, COUNT(*) FROM conversations_llmcall WHERE explicit_cache AND conversation_id IN "
+            "SELECT purpose, COUNT(*) FROM llm_llmcall WHERE explicit_cache AND conversation_id IN "
             f"({', '.join(map(str, ids))}) GROUP BY purpose"
         )
         counts = dict(rows)
@@ -1129,7 +1129,7 @@ class Stage:
         if not ids:
             return 0
         return self.db.query(
-            "SELECT COUNT(*) FROM conversations_llmcall WHERE purpose = 'image' AND conversation_id IN "
+            "SELECT COUNT(*) FROM llm_llmcall WHERE purpose = 'image' AND conversation_id IN "
             f"({', '.join(map(str, ids))})"
         )[0][0]
 

@@ -9,8 +9,9 @@ import pytest
 from django_q.signals import pre_execute
 
 from cindy_site.parameters import NAMES, parameter
-from conversations.models import ActivityEvent, SiteParameter
-from conversations.services.parameters import (
+from conversations.models import ActivityEvent
+from llm.models import SiteParameter
+from llm.parameter_store import (
     PARAMETERS,
     ParameterError,
     parameter_reset,
@@ -22,7 +23,7 @@ from llm.routing import Route, route_for
 
 pytestmark = pytest.mark.django_db
 
-PAGE = "/admin/conversations/offeredmodel/"
+PAGE = "/admin/llm/offeredmodel/"
 
 
 def _store(name: str, value: str, clock) -> None:

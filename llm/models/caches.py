@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from conversations.models.chat import Conversation
+from conversations.models import Conversation
 
 
 class ExplicitCache(models.Model):

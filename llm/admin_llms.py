@@ -25,8 +25,11 @@ from agents.access import agents_for
 from agents.models import Agent
 from cindy_site.admin_utils import ReadOnlyAdmin, short
 from cindy_site.parameters import parameter
-from conversations.models import Conversation, ModelPrice, OfferedModel, SiteParameter, Translation
-from conversations.services.parameters import (
+from conversations.models import Conversation
+from llm.cache_share import cache_shares
+from llm.models import ModelPrice, OfferedModel, SiteParameter, Translation
+from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
+from llm.parameter_store import (
     PARAMETERS,
     ParameterError,
     effective_parameters,
@@ -35,8 +38,6 @@ from conversations.services.parameters import (
     parameters_refresh,
     parse_value,
 )
-from llm.cache_share import cache_shares
-from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
 from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT, UnknownModelError, is_default_name, resolve
 from llm.tasks import MAX_VOICE_CHARACTERS
 from llm.usage import price_for
@@ -280,13 +281,13 @@ class OfferedModelAdmin(admin.ModelAdmin):
     form = OfferedModelForm
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("conversations.add_offeredmodel")
+        return request.user.has_perm("llm.add_offeredmodel")
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return request.user.has_perm("conversations.change_offeredmodel")
+        return request.user.has_perm("llm.change_offeredmodel")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return request.user.has_perm("conversations.delete_offeredmodel")
+        return request.user.has_perm("llm.delete_offeredmodel")
 
     def save_model(self, request: HttpRequest, obj: OfferedModel, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
@@ -298,12 +299,12 @@ class OfferedModelAdmin(admin.ModelAdmin):
         refresh = path(
             "refresh/",
             self.admin_site.admin_view(self.refresh_view),
-            name="conversations_offeredmodel_refresh",
+            name="llm_offeredmodel_refresh",
         )
         parameter_edit = path(
             "parameters/<str:name>/",
             self.admin_site.admin_view(self.parameter_view),
-            name="conversations_offeredmodel_parameter",
+            name="llm_offeredmodel_parameter",
         )
         return [refresh, parameter_edit, *super().get_urls()]
 
@@ -316,15 +317,15 @@ class OfferedModelAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "title": "LLMs and prices",
             "opts": self.model._meta,
-            "can_edit_parameters": request.user.has_perm("conversations.change_siteparameter"),
+            "can_edit_parameters": request.user.has_perm("llm.change_siteparameter"),
             "can_add_model": self.has_add_permission(request),
             **llm_overview(search=request.GET.get("q", "").strip(), agents=agents_for(request.user)),
         }
-        return TemplateResponse(request, "admin/conversations/llms.html", context)
+        return TemplateResponse(request, "admin/llm/llms.html", context)
 
     def parameter_view(self, request: HttpRequest, name: str) -> HttpResponse:
         """Edit one global parameter: save an override, or reset it to the environment's value."""
-        if not request.user.has_perm("conversations.change_siteparameter"):
+        if not request.user.has_perm("llm.change_siteparameter"):
             raise PermissionDenied
         if name not in PARAMETERS:
             raise Http404(f"{name} is not a global parameter")
@@ -333,13 +334,13 @@ class OfferedModelAdmin(admin.ModelAdmin):
         if request.method == "POST" and "reset" in request.POST:
             if parameter_reset(name, by=by):
                 messages.success(request, f"{name} is the environment's value again: {row['environment']}.")
-            return redirect("admin:conversations_offeredmodel_changelist")
+            return redirect("admin:llm_offeredmodel_changelist")
         if request.method == "POST":
             form = ParameterForm(request.POST, name=name)
             if form.is_valid():
                 value = parameter_set(name, form.cleaned_data["value"], by=by)
                 messages.success(request, f"{name} is now {value!r}; it applies from the next turn on.")
-                return redirect("admin:conversations_offeredmodel_changelist")
+                return redirect("admin:llm_offeredmodel_changelist")
         else:
             initial = row["stored"].value if row["stored"] is not None else row["environment"]
             form = ParameterForm(initial={"value": initial}, name=name)
@@ -350,20 +351,20 @@ class OfferedModelAdmin(admin.ModelAdmin):
             "form": form,
             "row": row,
         }
-        return TemplateResponse(request, "admin/conversations/parameter.html", context)
+        return TemplateResponse(request, "admin/llm/parameter.html", context)
 
     def refresh_view(self, request: HttpRequest) -> HttpResponse:
         """Refilling the cached model list is part of viewing it: the view permission suffices."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         if request.method != "POST":
-            return redirect("admin:conversations_offeredmodel_changelist")
+            return redirect("admin:llm_offeredmodel_changelist")
         if not settings.OPENROUTER_API_KEY:
             messages.error(request, "Set OPENROUTER_API_KEY to list OpenRouter's models.")
         else:
             openrouter_models_refresh_request()
             messages.info(request, "Refreshing OpenRouter's model list on the workers; reload in a moment.")
-        return redirect("admin:conversations_offeredmodel_changelist")
+        return redirect("admin:llm_offeredmodel_changelist")
 
 
 class TranslationAdmin(ReadOnlyAdmin):
@@ -392,7 +393,7 @@ class SiteParameterAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Edit")
     def edit_link(self, row: SiteParameter) -> str:
-        url = reverse("admin:conversations_offeredmodel_parameter", args=[row.name])
+        url = reverse("admin:llm_offeredmodel_parameter", args=[row.name])
         return format_html('<a href="{}">on the LLMs and prices page</a>', url)
 
 

@@ -1,4 +1,5 @@
-"""Records kept for operators: cached translations of messages, and the models a provider offers."""
+"""Records kept for operators: cached translations of messages, the models a provider offers, and the
+global parameters they override."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ class Translation(models.Model):
     source_text = models.TextField()
     translated_text = models.TextField()
     llm_call = models.ForeignKey(
-        "conversations.LLMCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "llm.LLMCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created = models.DateTimeField()
 
