@@ -32,7 +32,7 @@ from django.views.decorators.http import require_POST, require_safe
 from agents.access import has_agent_perm
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
-from conversations.models import Conversation, SandboxChat, SandboxTopic, SandboxUser
+from conversations.models import Conversation
 from conversations.transport.base import TYPING_UPDATE_SECONDS
 from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required, viewer_agent_ids
@@ -45,6 +45,7 @@ from dashboard.forms import (
     TypingForm,
     sniff_image,
 )
+from sandbox.models import SandboxChat, SandboxTopic, SandboxUser
 from sandbox.services.chats import (
     SandboxError,
     sandbox_chat_for,
@@ -57,7 +58,7 @@ from sandbox.services.chats import (
 )
 
 #: Starting a chat, writing and reacting in it act as a person in the sandbox.
-SANDBOX_WRITE = "conversations.add_sandboxmessage"
+SANDBOX_WRITE = "sandbox.add_sandboxmessage"
 
 REACTIONS = ["👍", "❤️", "😂", "😮", "😢", "🔥", "👎"]
 

@@ -21,20 +21,11 @@ from agents.models import Agent, AgentLease
 from agents.schedule import asleep_until
 from agents.selectors import agent_notices
 from cindy_site.clock import now
-from conversations.models import (
-    ActivityEvent,
-    Conversation,
-    LLMCall,
-    SandboxChat,
-    SandboxMember,
-    SandboxMessage,
-    SandboxUpdate,
-    TaskGraph,
-    TaskNode,
-)
+from conversations.models import ActivityEvent, Conversation, LLMCall, TaskGraph, TaskNode
 from engine.brakes import day_start
 from llm.cache_share import cache_shares
 from memory.models import ScheduledEvent, ScheduleEntry
+from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate
 
 #: How many conversations the dashboard lists, most recent first.
 CONVERSATION_LIMIT = 40

@@ -13,14 +13,14 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 
 from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
-from conversations.models import SandboxMessage
 from dashboard.forms import SendForm
 from dashboard.sandbox_views import SANDBOX_WRITE
 from dashboard.selectors import sandbox_message_row
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import SandboxError, sandbox_find_chat, sandbox_say
 
 router = Router(tags=["sandbox"])
-VIEW = "conversations.view_sandboxmessage"
+VIEW = "sandbox.view_sandboxmessage"
 
 
 class SayIn(Schema):

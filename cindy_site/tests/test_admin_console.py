@@ -25,16 +25,12 @@ from conversations.models import (
     LLMCall,
     Message,
     ModelPrice,
-    SandboxChat,
-    SandboxMember,
-    SandboxMessage,
-    SandboxUpdate,
-    SandboxUser,
     TaskGraph,
     TaskNode,
 )
 from media_catalog.models import MediaDescription, Sticker, StickerSet
 from memory.models import Intention, Memory, Plan, Summary
+from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
 
 pytestmark = pytest.mark.django_db
 

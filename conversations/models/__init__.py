@@ -3,14 +3,6 @@ from conversations.models.caches import ExplicitCache
 from conversations.models.chat import TELEGRAM_SERVICE_USER_ID, Conversation, Message
 from conversations.models.console import OfferedModel, SiteParameter, Translation
 from conversations.models.graph import GatewayWake, NodeKind, NodeStatus, TaskGraph, TaskNode
-from conversations.models.sandbox import (
-    SandboxChat,
-    SandboxMember,
-    SandboxMessage,
-    SandboxTopic,
-    SandboxUpdate,
-    SandboxUser,
-)
 from conversations.models.voice import VoiceNote
 
 __all__ = [
@@ -25,12 +17,6 @@ __all__ = [
     "OfferedModel",
     "SiteParameter",
     "NodeStatus",
-    "SandboxChat",
-    "SandboxMember",
-    "SandboxMessage",
-    "SandboxTopic",
-    "SandboxUpdate",
-    "SandboxUser",
     "TELEGRAM_SERVICE_USER_ID",
     "TaskGraph",
     "TaskNode",

@@ -8,12 +8,13 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from conversations.models import ActivityEvent, LLMCall, SandboxUpdate, TaskGraph, TaskNode
+from conversations.models import ActivityEvent, LLMCall, TaskGraph, TaskNode
 from conversations.services.activity import record_event
 from dashboard.costs import daily_costs
 from engine.models import LLMUsageDaily
 from engine.retention import prune_counts, retention_run
 from engine.tests.harness import tasks
+from sandbox.models import SandboxUpdate
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

@@ -19,8 +19,8 @@ from django.db.models import Max
 
 from cindy_site.bulk import update_by_pk
 from cindy_site.prepared import PreparedRead
-from conversations.models import SandboxMember, SandboxMessage
 from conversations.transport.base import InboundMessage
+from sandbox.models import SandboxMember, SandboxMessage
 
 
 def _plain(kind: type, name: str) -> bool:

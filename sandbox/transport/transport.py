@@ -21,14 +21,6 @@ from agents.models import Agent
 from cindy_site.bulk import placeholders
 from cindy_site.clock import now
 from cindy_site.prepared import PreparedRead
-from conversations.models import (
-    SandboxChat,
-    SandboxMember,
-    SandboxMessage,
-    SandboxTopic,
-    SandboxUpdate,
-    SandboxUser,
-)
 from conversations.transport.base import (
     WRITE_REFUSALS,
     AccountInfo,
@@ -50,6 +42,14 @@ from conversations.transport.base import (
     StickerSetInfo,
     TransportError,
     Update,
+)
+from sandbox.models import (
+    SandboxChat,
+    SandboxMember,
+    SandboxMessage,
+    SandboxTopic,
+    SandboxUpdate,
+    SandboxUser,
 )
 from sandbox.services import chats as sandbox_services
 from sandbox.services.library import sandbox_library_part
