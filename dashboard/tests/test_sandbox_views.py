@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from dashboard import forms
 from media_catalog.models import MediaDescription, Sticker, StickerSet
+from sandbox import forms
 from sandbox.models import (
     SandboxChat,
     SandboxMember,
