@@ -178,7 +178,7 @@ def test_an_update_committed_late_with_a_lower_id_is_still_delivered_once(agent,
 
 
 def test_the_poll_remembers_only_ids_inside_its_window(agent, clock, monkeypatch):
-    from sandbox.transport import transport as sandbox_module
+    from sandbox.transport import updates as sandbox_module
 
     monkeypatch.setattr(sandbox_module, "TRAILING_IDS", 2)
     transport = connected(agent)
