@@ -40,7 +40,7 @@ SEEN_STEP = 500
 
 
 class SandboxUpdates:
-    """Mixed into `SandboxUpdates`: `poll_updates` and the gateway's batch test `with_updates`."""
+    """Mixed into `SandboxTransport`: `poll_updates` and the gateway's batch test `with_updates`."""
 
     #: What `with_updates` last read when it found every transport quiet (see there).
     _quiet_after: tuple | None = None
