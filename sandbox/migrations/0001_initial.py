@@ -141,7 +141,6 @@ class Migration(migrations.Migration):
                     model_name='sandboxmember',
                     constraint=models.UniqueConstraint(fields=('chat', 'user'), name='sandbox_member_unique'),
                 ),
-    
             ],
         ),
     ]
