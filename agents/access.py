@@ -59,18 +59,18 @@ AGENT_PATHS: dict[str, str] = {
     "llm.translation": "llm_call__agent",
     "conversations.taskgraph": "conversation__agent",
     "conversations.tasknode": "agent",
-    "conversations.sandboxuser": "agent",
+    "sandbox.sandboxuser": "agent",
     "llm.llmusagedaily": "agent",
 }
 
 #: Records that belong to no single agent, or to the site's plumbing: only owners see them.
 OWNER_ONLY: frozenset[str] = frozenset(
     {
-        "conversations.sandboxchat",
-        "conversations.sandboxmember",
-        "conversations.sandboxmessage",
-        "conversations.sandboxupdate",
-        "conversations.sandboxtopic",
+        "sandbox.sandboxchat",
+        "sandbox.sandboxmember",
+        "sandbox.sandboxmessage",
+        "sandbox.sandboxupdate",
+        "sandbox.sandboxtopic",
         "conversations.gatewaywake",
         "agents.accessrequest",
     }

@@ -502,7 +502,8 @@ def _dispatch_per_second(gateway, queued: list, total: int) -> float:
     """Return every planning node to pending, then run gateway passes until all are queued."""
     from asgiref.sync import async_to_sync
 
-    from conversations.models import ActivityEvent, Conversation, NodeStatus, SandboxMember, TaskNode
+    from conversations.models import ActivityEvent, Conversation, NodeStatus, TaskNode
+    from sandbox.models import SandboxMember
 
     TaskNode.objects.update(status=NodeStatus.PENDING, lease_owner="", lease_expires_at=None, started=None)
     ActivityEvent.objects.all().delete()
@@ -740,8 +741,8 @@ def _wait(predicate, what: str, log: Path, seconds: float = 180):
 
 def _say_and_wait(agent, text: str, log: Path) -> float:
     """Seconds from the person's message to the agent's reply as both are stored, less typing time."""
-    from conversations.models import SandboxMessage
     from engine.handlers.send import typing_seconds
+    from sandbox.models import SandboxMessage
     from sandbox.services.chats import sandbox_say
 
     said = sandbox_say(agent=agent, text=text)

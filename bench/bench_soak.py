@@ -172,7 +172,7 @@ class People:
     def settle(self) -> None:
         from django.db.models import Max
 
-        from conversations.models import SandboxMessage
+        from sandbox.models import SandboxMessage
 
         if not self.waiting:
             return

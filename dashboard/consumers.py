@@ -33,11 +33,11 @@ from django.contrib.auth import get_user_model
 
 from agents.access import keep_rows, visible_agent_ids
 from cindy_site.clock import get_clock
-from conversations.models import SandboxChat
 from dashboard import selectors
 from dashboard.access import socket_session_still_verified, socket_user_is_verified
 from dashboard.origin import CLOSE_NOT_ALLOWED
 from dashboard.relay import dashboard_group, relay_subscribe, relay_unsubscribe, sandbox_group
+from sandbox.models import SandboxChat
 
 __all__ = ["CLOSE_NOT_ALLOWED", "DashboardConsumer"]
 

@@ -25,9 +25,10 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from conversations.models import ActivityEvent, SandboxUpdate
+from conversations.models import ActivityEvent
 from dashboard import selectors
 from dashboard.tail import START_WINDOW, IdTail
+from sandbox.models import SandboxUpdate
 
 log = logging.getLogger(__name__)
 

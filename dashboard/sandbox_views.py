@@ -32,11 +32,12 @@ from django.views.decorators.http import require_POST, require_safe
 from agents.access import has_agent_perm
 from agents.models import Agent
 from cindy_site.permissions import permission_by_method
-from conversations.models import Conversation, SandboxChat, SandboxTopic, SandboxUser
+from conversations.models import Conversation
 from conversations.transport.base import TYPING_UPDATE_SECONDS
 from dashboard import selectors
 from dashboard.access import request_user_is_verified, verified_staff_required, viewer_agent_ids
-from dashboard.forms import (
+from sandbox import selectors as sandbox_selectors
+from sandbox.forms import (
     MAX_PHOTO_BYTES,
     PHOTO_DIR,
     ChatForm,
@@ -45,6 +46,8 @@ from dashboard.forms import (
     TypingForm,
     sniff_image,
 )
+from sandbox.models import SandboxChat, SandboxTopic, SandboxUser
+from sandbox.permissions import SANDBOX_WRITE
 from sandbox.services.chats import (
     SandboxError,
     sandbox_chat_for,
@@ -55,9 +58,6 @@ from sandbox.services.chats import (
     sandbox_topic,
     sandbox_typing,
 )
-
-#: Starting a chat, writing and reacting in it act as a person in the sandbox.
-SANDBOX_WRITE = "conversations.add_sandboxmessage"
 
 REACTIONS = ["👍", "❤️", "😂", "😮", "😢", "🔥", "👎"]
 
@@ -172,8 +172,8 @@ def _chat_context(
         "topic": topic,
         "topics": topics,
         "general_query": urlencode(base),
-        "group_titles": selectors.sandbox_group_titles(agent=agent),
-        "stickers": selectors.agent_stickers(agent=agent),
+        "group_titles": sandbox_selectors.sandbox_group_titles(agent=agent),
+        "stickers": sandbox_selectors.agent_stickers(agent=agent),
         "max_photo_mb": MAX_PHOTO_BYTES // (1024 * 1024),
         "config": {
             "chat_id": chat.pk,

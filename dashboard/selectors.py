@@ -21,20 +21,13 @@ from agents.models import Agent, AgentLease
 from agents.schedule import asleep_until
 from agents.selectors import agent_notices
 from cindy_site.clock import now
-from conversations.models import (
-    ActivityEvent,
-    Conversation,
-    SandboxChat,
-    SandboxMember,
-    SandboxMessage,
-    SandboxUpdate,
-    TaskGraph,
-    TaskNode,
-)
+from conversations.models import ActivityEvent, Conversation, TaskGraph, TaskNode
 from engine.brakes import day_start
 from llm.cache_share import cache_shares
 from llm.models import LLMCall
 from memory.models import ScheduledEvent, ScheduleEntry
+from sandbox.models import SandboxMember, SandboxMessage, SandboxUpdate
+from sandbox.selectors import sandbox_message_row as sandbox_row
 
 #: How many conversations the dashboard lists, most recent first.
 CONVERSATION_LIMIT = 40
@@ -299,22 +292,8 @@ def last_event_id() -> int:
 
 
 def sandbox_message_row(message: SandboxMessage) -> dict[str, Any]:
-    sender = message.sender
-    return {
-        "chat_id": message.chat_id,
-        "message_id": message.message_id,
-        "sender": sender.name,
-        "sender_user_id": sender.user_id,
-        "from_agent": sender.agent_id is not None,
-        "date": _iso(message.date),
-        "text": message.text,
-        "reply_to_id": message.reply_to_id,
-        "topic_id": message.topic_id,
-        "media": [_media_row(part) for part in message.media],
-        "reactions": message.reactions,
-        "edited": message.edited,
-        "deleted": message.deleted,
-    }
+    """The sandbox's message row, with its media parts and the URLs the page loads them from."""
+    return {**sandbox_row(message), "media": [_media_row(part) for part in message.media]}
 
 
 def _media_row(part: dict[str, Any]) -> dict[str, Any]:
@@ -387,42 +366,3 @@ def sandbox_chat_agent_ids(*, chat_id: int) -> set[int]:
             "user__agent_id", flat=True
         )
     )
-
-
-def sandbox_group_titles(*, agent: Agent) -> list[str]:
-    """Titles of the sandbox groups the agent's sandbox identity belongs to."""
-    return list(
-        SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, members__agent=agent)
-        .exclude(title="")
-        .order_by("title")
-        .values_list("title", flat=True)
-        .distinct()
-    )
-
-
-def agent_stickers(*, agent: Agent) -> list[dict[str, Any]]:
-    """The stickers of the agent's sets, with their curated or generated descriptions."""
-    from media_catalog.models import MediaDescription, Sticker
-
-    stickers = list(
-        Sticker.objects.select_related("sticker_set")
-        .filter(sticker_set__short_name__in=agent.sticker_set_names or [])
-        .order_by("sticker_set__short_name", "position", "id")
-    )
-    descriptions = dict(
-        MediaDescription.objects.filter(unique_id__in=[s.unique_id for s in stickers]).values_list(
-            "unique_id", "description"
-        )
-    )
-    return [
-        {
-            "value": f"{s.sticker_set.short_name}::{s.name}",
-            "set": s.sticker_set.short_name,
-            "set_title": s.sticker_set.title,
-            "name": s.name,
-            "unique_id": s.unique_id,
-            "format": s.format,
-            "description": descriptions.get(s.unique_id) or "",
-        }
-        for s in stickers
-    ]

@@ -30,8 +30,9 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, SandboxUpdate, TaskGraph
+from conversations.models import ActivityEvent, TaskGraph
 from llm.models import LLMCall, LLMUsageDaily
+from sandbox.models import SandboxUpdate
 
 #: How long the sentinel's housekeeping may prune at a time.
 HOUSEKEEPING_BUDGET_SECONDS = 1.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from cindy_site.admin_utils import ReadOnlyAdmin, ReadOnlyInline, change_link, short
-from conversations.models import (
+from sandbox.models import (
     SandboxChat,
     SandboxMember,
     SandboxMessage,

@@ -1,6 +1,6 @@
 """The sandbox chat: say something to a sandbox agent as a person, and show the chat.
 
-Saying goes through the sandbox page's own form (`dashboard.forms.SendForm`) and `sandbox_say`, so
+Saying goes through the sandbox page's own form (`sandbox.forms.SendForm`) and `sandbox_say`, so
 the same checks apply; the gateway ingests the message and the agent answers in its own time.
 """
 
@@ -13,14 +13,12 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 
 from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
-from conversations.models import SandboxMessage
-from dashboard.forms import SendForm
-from dashboard.sandbox_views import SANDBOX_WRITE
-from dashboard.selectors import sandbox_message_row
+from sandbox.forms import SendForm
+from sandbox.permissions import SANDBOX_VIEW, SANDBOX_WRITE
+from sandbox.selectors import sandbox_chat_messages, sandbox_message_row
 from sandbox.services.chats import SandboxError, sandbox_find_chat, sandbox_say
 
 router = Router(tags=["sandbox"])
-VIEW = "conversations.view_sandboxmessage"
 
 
 class SayIn(Schema):
@@ -45,12 +43,6 @@ class SandboxMessageOut(Schema):
 
 
 SandboxPage = page_schema(SandboxMessageOut, "SandboxPage")
-
-
-def message_row(message: SandboxMessage) -> dict[str, Any]:
-    row = sandbox_message_row(message)
-    row.pop("media", None)
-    return row
 
 
 def _form_errors(form: SendForm) -> tuple[str, str | None]:
@@ -85,7 +77,7 @@ def sandbox_say_view(request: HttpRequest, agent_id: RowId, body: SayIn):
         )
     except SandboxError as exc:
         raise ApiError(422, str(exc), field="reply_to" if "reply" in str(exc) else None) from None
-    return Status(201, message_row(message))
+    return Status(201, sandbox_message_row(message))
 
 
 @router.get(
@@ -102,10 +94,7 @@ def sandbox_show(
     offset: Offset = 0,
 ):
     """The chat between `as_name` and the agent (or the group titled `group`); empty if none yet."""
-    agent = visible_agent(request, agent_id, VIEW)
+    agent = visible_agent(request, agent_id, SANDBOX_VIEW)
     chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group or None)
-    if chat is None:
-        messages: Any = SandboxMessage.objects.none()
-    else:
-        messages = SandboxMessage.objects.filter(chat=chat).select_related("sender").order_by("message_id")
-    return page(request, messages, limit=limit, offset=offset, row=message_row)
+    messages = sandbox_chat_messages(chat=chat)
+    return page(request, messages, limit=limit, offset=offset, row=sandbox_message_row)

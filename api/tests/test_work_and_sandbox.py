@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import ActivityEvent, Conversation, NodeStatus, SandboxMessage, TaskNode
+from conversations.models import ActivityEvent, Conversation, NodeStatus, TaskNode
 from conversations.services.graphs import graph_append_chain, graph_replan
 from engine.tests.cast import make_agent
+from sandbox.models import SandboxMessage
 
 pytestmark = pytest.mark.django_db
 
@@ -91,7 +92,7 @@ def test_the_sandbox_form_s_rules_apply(api, wendy, clock):
 
 
 def test_saying_needs_the_sandbox_permission(api_as, make_staff, wendy, clock):
-    viewer = api_as(make_staff("viewer", "agents.view_agent", "conversations.view_sandboxmessage"))
+    viewer = api_as(make_staff("viewer", "agents.view_agent", "sandbox.view_sandboxmessage"))
     assert viewer.get(f"/agents/{wendy.pk}/sandbox/messages").status_code == 200
     assert viewer.post(f"/agents/{wendy.pk}/sandbox/messages", {"text": "hi"}).status_code == 403
     assert (

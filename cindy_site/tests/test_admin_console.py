@@ -23,21 +23,17 @@ from conversations.models import (
     ActivityEvent,
     Conversation,
     Message,
-    SandboxChat,
-    SandboxMember,
-    SandboxMessage,
-    SandboxUpdate,
-    SandboxUser,
     TaskGraph,
     TaskNode,
 )
 from llm.models import LLMCall, ModelPrice
 from media_catalog.models import MediaDescription, Sticker, StickerSet
 from memory.models import Intention, Memory, Plan, Summary
+from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
 
 pytestmark = pytest.mark.django_db
 
-OUR_APPS = ("agents", "conversations", "memory", "media_catalog", "api")
+OUR_APPS = ("agents", "conversations", "memory", "media_catalog", "api", "llm", "sandbox")
 T0 = dt.datetime(2026, 1, 5, 12, 0, tzinfo=dt.UTC)
 
 

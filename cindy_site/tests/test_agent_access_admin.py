@@ -13,8 +13,8 @@ from agents.admin_scope import AgentScopedAdmin
 from agents.models import Agent, AgentGrant
 from agents.roles import CURATOR, OPERATOR
 from cindy_site.testing.staff import verify_client
-from conversations.models import SandboxChat
 from memory.models import Memory
+from sandbox.models import SandboxChat
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
@@ -127,7 +127,7 @@ def test_an_operator_does_not_see_sandbox_chats_which_belong_to_no_single_agent(
     operator = _signed_in(client, django_user_model, OPERATOR, cast["lola"])
 
     assert SandboxChat.objects.filter(pk=said.chat_id).exists()
-    assert operator.get(f"/admin/conversations/sandboxchat/{said.chat_id}/change/").status_code == 302
+    assert operator.get(f"/admin/sandbox/sandboxchat/{said.chat_id}/change/").status_code == 302
 
 
 def test_the_agents_own_pages_are_not_found_for_another_agent(client, django_user_model, cast):

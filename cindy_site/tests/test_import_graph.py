@@ -14,14 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # PENDING: the imports still against the order, each waiting for the move named above it. An entry
 # goes when its move lands: the pending-list test fails for an import that no longer exists.
-PENDING = frozenset(
-    {
-        # The sandbox's API routes are to read services and selectors, not dashboard views and forms.
-        ("api.routes.sandbox", "dashboard.forms"),
-        ("api.routes.sandbox", "dashboard.sandbox_views"),
-        ("api.routes.sandbox", "dashboard.selectors"),
-    }
-)
+PENDING = frozenset({})
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

@@ -1,14 +1,6 @@
 from conversations.models.activity import ActivityEvent
 from conversations.models.chat import TELEGRAM_SERVICE_USER_ID, Conversation, Message
 from conversations.models.graph import GatewayWake, NodeKind, NodeStatus, TaskGraph, TaskNode
-from conversations.models.sandbox import (
-    SandboxChat,
-    SandboxMember,
-    SandboxMessage,
-    SandboxTopic,
-    SandboxUpdate,
-    SandboxUser,
-)
 from conversations.models.voice import VoiceNote
 
 __all__ = [
@@ -18,12 +10,6 @@ __all__ = [
     "Message",
     "NodeKind",
     "NodeStatus",
-    "SandboxChat",
-    "SandboxMember",
-    "SandboxMessage",
-    "SandboxTopic",
-    "SandboxUpdate",
-    "SandboxUser",
     "TELEGRAM_SERVICE_USER_ID",
     "TaskGraph",
     "TaskNode",

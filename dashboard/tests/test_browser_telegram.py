@@ -21,7 +21,7 @@ from PIL import Image
 from agents.models import Agent, GatewayRequest
 from agents.selectors import telegram_request_waiting
 from agents.telegram_pages import ACCOUNT_PAGE_KINDS
-from conversations.models import Conversation, SandboxChat, SandboxMember, SandboxUser
+from conversations.models import Conversation
 from dashboard.tests.test_browser import (  # noqa: F401
     ARTIFACTS,
     _agent,
@@ -37,6 +37,7 @@ from engine import signin
 from engine.gateway import Gateway
 from engine.tests.processes import wait_for
 from engine.tests.test_signin import CODE, PASSWORD, LoginClient
+from sandbox.models import SandboxChat, SandboxMember, SandboxUser
 from sandbox.services.chats import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
 
 pytestmark = pytest.mark.browser

@@ -7,8 +7,9 @@ import secrets
 
 import pytest
 
-from conversations.models import Conversation, SandboxMember
+from conversations.models import Conversation
 from dashboard.tests import test_browser as base
+from sandbox.models import SandboxMember
 
 llm, site, site_db, page = base.llm, base.site, base.site_db, base.page  # the browser test's fixtures
 

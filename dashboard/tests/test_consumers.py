@@ -13,10 +13,11 @@ from channels.testing import WebsocketCommunicator
 
 from cindy_site.asgi import application
 from cindy_site.clock import now
-from conversations.models import Conversation, SandboxMember, SandboxUpdate, TaskGraph, TaskNode
+from conversations.models import Conversation, TaskGraph, TaskNode
 from conversations.services.activity import record_event
 from dashboard.consumers import CLOSE_NOT_ALLOWED
 from dashboard.tests.sockets import RECEIVE_TIMEOUT, receive_kind, run_scenario
+from sandbox.models import SandboxMember, SandboxUpdate
 from sandbox.services.chats import sandbox_chat_for, sandbox_say, sandbox_user_for_agent
 
 # Consumers reach the database through database_sync_to_async, which closes connections outside

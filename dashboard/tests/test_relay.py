@@ -11,10 +11,11 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from cindy_site.clock import now
-from conversations.models import ActivityEvent, SandboxMessage, SandboxUpdate
+from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from dashboard.relay import Relay, dashboard_group, sandbox_group
 from dashboard.tail import HOLE_SECONDS, MAX_HOLES, IdTail
+from sandbox.models import SandboxMessage, SandboxUpdate
 from sandbox.services.chats import sandbox_chat_for, sandbox_say
 
 RECEIVE_TIMEOUT = 5

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import SandboxMember, SandboxUpdate
+from sandbox.models import SandboxMember, SandboxUpdate
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

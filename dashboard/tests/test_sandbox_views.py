@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import (
+from media_catalog.models import MediaDescription, Sticker, StickerSet
+from sandbox import forms
+from sandbox.models import (
     SandboxChat,
     SandboxMember,
     SandboxMessage,
@@ -15,8 +17,6 @@ from conversations.models import (
     SandboxUpdate,
     SandboxUser,
 )
-from dashboard import forms
-from media_catalog.models import MediaDescription, Sticker, StickerSet
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from cindy_site.testing.audio import voice_note
-from conversations.models import SandboxMessage
 from dashboard import selectors
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import sandbox_say
 from sandbox.services.voice import sandbox_voice_part
 

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from conversations.voice_encoding import encode_voice_note
-from dashboard import forms
+from sandbox import forms
 
 pytestmark = pytest.mark.django_db
 

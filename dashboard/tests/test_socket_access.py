@@ -259,7 +259,8 @@ def test_the_proxy_ssl_header_makes_the_site_https(verified, settings):
 def test_the_socket_carries_no_state_changing_message(verified, sandbox_agent, message):
     """Changes go through the permission-checked views only: the socket answers anything but
     `hello` with an error and writes nothing."""
-    from conversations.models import ActivityEvent, Conversation, SandboxMessage
+    from conversations.models import ActivityEvent, Conversation
+    from sandbox.models import SandboxMessage
 
     def counts():
         return (ActivityEvent.objects.count(), SandboxMessage.objects.count(), Conversation.objects.count())

@@ -162,7 +162,7 @@ def pending_chats(db: ChildDatabase) -> list[int]:
     rows = db.query(
         "SELECT m.chat_id, MAX(CASE WHEN u.agent_id IS NULL THEN m.message_id ELSE 0 END), "
         "MAX(CASE WHEN u.agent_id IS NOT NULL THEN m.message_id ELSE 0 END) "
-        "FROM conversations_sandboxmessage m JOIN conversations_sandboxuser u ON m.sender_id = u.id "
+        "FROM sandbox_sandboxmessage m JOIN sandbox_sandboxuser u ON m.sender_id = u.id "
         "GROUP BY m.chat_id"
     )
     return sorted(chat for chat, inbound, outbound in rows if outbound < inbound)

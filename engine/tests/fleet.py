@@ -184,7 +184,7 @@ class Fleet:
             (chat, int(inbound), int(outbound))
             for chat, inbound, outbound in self.db.query(
                 "SELECT m.chat_id, SUM(u.agent_id IS NULL), SUM(u.agent_id IS NOT NULL) "
-                "FROM conversations_sandboxmessage m JOIN conversations_sandboxuser u ON m.sender_id = u.id "
+                "FROM sandbox_sandboxmessage m JOIN sandbox_sandboxuser u ON m.sender_id = u.id "
                 "GROUP BY m.chat_id"
             )
         ]
@@ -202,7 +202,7 @@ class Fleet:
             f"chats (id, messages, answers) not answered exactly once: {wrong[:10]}\n{self.logs()}"
         )
         doubled = self.db.query(
-            "SELECT m.text, COUNT(*) FROM conversations_sandboxmessage m JOIN conversations_sandboxuser u "
+            "SELECT m.text, COUNT(*) FROM sandbox_sandboxmessage m JOIN sandbox_sandboxuser u "
             "ON m.sender_id = u.id WHERE u.agent_id IS NOT NULL GROUP BY m.text HAVING COUNT(*) > 1"
         )
         assert not doubled, f"answers sent twice: {doubled[:10]}"

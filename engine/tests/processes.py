@@ -195,7 +195,7 @@ def wait_for(predicate, what: str, log: Path, deadline: float = DEADLINE_SECONDS
 
 def agent_texts(db: ChildDatabase) -> list[str]:
     rows = db.query(
-        "SELECT m.text FROM conversations_sandboxmessage m JOIN conversations_sandboxuser u "
+        "SELECT m.text FROM sandbox_sandboxmessage m JOIN sandbox_sandboxuser u "
         "ON m.sender_id = u.id WHERE u.agent_id IS NOT NULL ORDER BY m.message_id"
     )
     return [r[0] for r in rows]

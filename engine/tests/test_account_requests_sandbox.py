@@ -7,9 +7,10 @@ import pytest
 
 from agents.models import GatewayRequest
 from agents.services import telegram_requests as services
-from conversations.models import ActivityEvent, Conversation, SandboxChat, SandboxMember, SandboxUser
+from conversations.models import ActivityEvent, Conversation
 from conversations.services.curation import conversations_set_muted
 from engine.tests.harness import Harness
+from sandbox.models import SandboxChat, SandboxMember, SandboxUser
 from sandbox.services.chats import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
 
 pytestmark = pytest.mark.django_db

@@ -10,16 +10,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import CommandError, call_command
 
-from conversations.models import (
-    Conversation,
-    SandboxMember,
-    SandboxMessage,
-    SandboxUpdate,
-    TaskGraph,
-)
+from conversations.models import Conversation, TaskGraph
 from conversations.transport.base import FloodWait
 from engine.attention import UNDELIVERED_AFTER_SECONDS, unread_scan
 from engine.tests.harness import Harness
+from sandbox.models import SandboxMember, SandboxMessage, SandboxUpdate
 from sandbox.services.chats import (
     sandbox_group,
     sandbox_mark_unread,

@@ -90,7 +90,7 @@ class Chaos:
             "GROUP BY conversation_id"
         )
         convs = self.db.query("SELECT id, peer_id FROM conversations_conversation")
-        chats = self.db.query("SELECT id, peer_id FROM conversations_sandboxchat")
+        chats = self.db.query("SELECT id, peer_id FROM sandbox_sandboxchat")
         return (
             f"pending chats {pending_chats(self.db)}; open nodes {nodes}; graphs {graphs}; mirror {mirror}; "
             f"conversations {convs}; chats {chats}"
@@ -198,7 +198,7 @@ def test_chaos_kills_lose_no_message_send_nothing_twice_and_repeat_no_finished_c
     db = chaos.db
 
     assert pending_chats(db) == [], chaos.fail("unanswered chats")
-    assert len(db.query("SELECT id FROM conversations_sandboxchat")) >= len(PEOPLE)
+    assert len(db.query("SELECT id FROM sandbox_sandboxchat")) >= len(PEOPLE)
     texts = agent_texts(db)
     assert texts, chaos.fail("no replies at all")
     twice = [text for text, count in Counter(texts).items() if count > 1]

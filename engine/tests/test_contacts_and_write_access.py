@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import ActivityEvent, Conversation, SandboxMember, SandboxUser
+from conversations.models import ActivityEvent, Conversation
 from conversations.services.initiative import XSendRefused, conversation_xsend
 from conversations.transport.base import WRITE_REFUSALS
 from engine.tests.harness import tasks
+from sandbox.models import SandboxMember, SandboxUser
 from sandbox.services.chats import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
 
 pytestmark = pytest.mark.django_db

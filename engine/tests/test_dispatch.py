@@ -11,20 +11,14 @@ from django.test import TestCase
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
-from conversations.models import (
-    Conversation,
-    NodeStatus,
-    SandboxMember,
-    SandboxMessage,
-    SandboxUser,
-    TaskNode,
-)
+from conversations.models import Conversation, NodeStatus, TaskNode
 from conversations.transport.base import PermanentError, TransportError
 from engine.dispatch import enqueue_received, enqueue_received_many
 from engine.responsiveness import agents_asleep, asleep_until
 from engine.tests.cast import make_agent
 from engine.tests.harness import Harness
 from memory.models import ScheduleEntry
+from sandbox.models import SandboxMember, SandboxMessage, SandboxUser
 from sandbox.services.chats import sandbox_chat_for, sandbox_post, sandbox_say, sandbox_user_for_agent
 from sandbox.transport.transport import SandboxTransport
 

@@ -9,13 +9,14 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from conversations.models import Conversation, SandboxMessage, SandboxTopic
+from conversations.models import Conversation
 from conversations.services.ingest import conversation_upsert
 from engine.tests.harness import Harness
 from memory.models import Summary
 from memory.services.stored import stored_entry_apply
 from memory.services.summaries import summary_covered_id
 from memory.stored_kinds import StoreContext
+from sandbox.models import SandboxMessage, SandboxTopic
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

@@ -8,18 +8,11 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from agents.models import GatewayRequest
-from conversations.models import (
-    ActivityEvent,
-    Conversation,
-    Message,
-    SandboxMember,
-    SandboxMessage,
-    SandboxUpdate,
-    TaskGraph,
-)
+from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.ingest import conversation_apply_details
 from conversations.transport.base import TransportError
 from engine.tests.harness import Harness
+from sandbox.models import SandboxMember, SandboxMessage, SandboxUpdate
 from sandbox.services.chats import sandbox_person, sandbox_say, sandbox_transcript
 from sandbox.transport.transport import SandboxTransport
 

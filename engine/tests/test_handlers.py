@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import ActivityEvent, Conversation, Message, SandboxMessage, TaskGraph, TaskNode
+from conversations.models import ActivityEvent, Conversation, Message, TaskGraph, TaskNode
 from engine.handlers.send import DEFAULT_START_TYPING_DELAY, DEFAULT_TYPING_SPEED, typing_seconds
 from engine.tests.harness import tasks
 from media_catalog.models import Sticker, StickerSet
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import (
     sandbox_person,
     sandbox_say,

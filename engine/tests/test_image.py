@@ -14,7 +14,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
 from conversations.models import ActivityEvent, NodeStatus, TaskNode
-from conversations.models.sandbox import SandboxMessage
 from dashboard.transcript import conversation_transcript
 from engine.handlers.base import HandlerContext
 from engine.handlers.image import handle_image
@@ -24,6 +23,7 @@ from llm.models import LLMCall
 from llm.tests import local_site
 from media_catalog.models import LibraryItem, MediaDescription
 from media_catalog.services.library import library_item_upload
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

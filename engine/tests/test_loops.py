@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from conversations.models import ActivityEvent, SandboxMessage, TaskGraph
+from conversations.models import ActivityEvent, TaskGraph
 from engine.tests.harness import Harness
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import sandbox_group, sandbox_post, sandbox_say, sandbox_user_for_agent
 
 pytestmark = pytest.mark.django_db

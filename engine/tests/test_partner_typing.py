@@ -11,17 +11,11 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import (
-    ActivityEvent,
-    Conversation,
-    SandboxMember,
-    SandboxMessage,
-    TaskGraph,
-    TaskNode,
-)
+from conversations.models import ActivityEvent, Conversation, TaskGraph, TaskNode
 from conversations.transport.base import DialogUnreadMark, InboundMessage, NewMessage, PartnerTyping
 from engine.ingest import ingest_updates
 from engine.tests.harness import Harness
+from sandbox.models import SandboxMember, SandboxMessage
 from sandbox.services.chats import sandbox_say, sandbox_typing
 
 pytestmark = pytest.mark.django_db

@@ -7,11 +7,12 @@ import datetime as dt
 
 import pytest
 
-from conversations.models import ActivityEvent, SandboxUser, TaskNode
+from conversations.models import ActivityEvent, TaskNode
 from engine.handlers.send import DEFAULT_START_TYPING_DELAY
 from engine.presence import agents_due_online
 from engine.tests.harness import tasks
 from memory.models import ScheduleEntry
+from sandbox.models import SandboxUser
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

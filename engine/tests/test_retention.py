@@ -8,12 +8,13 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from conversations.models import ActivityEvent, SandboxUpdate, TaskGraph, TaskNode
+from conversations.models import ActivityEvent, TaskGraph, TaskNode
 from conversations.services.activity import record_event
 from engine.retention import prune_counts, retention_run
 from engine.tests.harness import tasks
 from llm.costs import daily_costs
 from llm.models import LLMCall, LLMUsageDaily
+from sandbox.models import SandboxUpdate
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from conversations.models import ActivityEvent, TaskNode
-from conversations.models.sandbox import SandboxMessage
 from engine.responsiveness import asleep_until, responsiveness_delay
 from engine.tests.cast import teach
 from engine.tests.harness import scripted_turn, tasks
 from memory.models import ScheduleEntry
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,6 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from conversations.models import ActivityEvent, Message
-from conversations.models.sandbox import SandboxMessage
 from conversations.transport.base import LibraryRef
 from dashboard.selectors import sandbox_message_row
 from engine.tests.cast import teach
@@ -21,6 +20,7 @@ from media_catalog.services.library import (
     library_item_upload,
     library_sync_saved,
 )
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import sandbox_say, sandbox_transcript
 
 pytestmark = pytest.mark.django_db

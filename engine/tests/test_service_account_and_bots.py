@@ -8,18 +8,12 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.models import (
-    TELEGRAM_SERVICE_USER_ID,
-    ActivityEvent,
-    Conversation,
-    Message,
-    SandboxUser,
-    TaskGraph,
-)
+from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.ingest import REDACTED_TEXT
 from conversations.services.initiative import XSendRefused, conversation_xsend
 from dashboard.partners import partner_rows
 from engine.tests.harness import Harness
+from sandbox.models import SandboxUser
 from sandbox.services.chats import SandboxError, sandbox_say
 
 pytestmark = pytest.mark.django_db

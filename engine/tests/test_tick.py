@@ -6,12 +6,13 @@ import datetime as dt
 
 import pytest
 
-from conversations.models import Conversation, NodeStatus, SandboxMessage, TaskGraph, TaskNode
+from conversations.models import Conversation, NodeStatus, TaskGraph, TaskNode
 from conversations.selectors import eligible_nodes
 from conversations.services.graphs import graph_append_chain, graph_replan
 from conversations.services.nodes import node_claim, nodes_reap_expired
 from engine.tests.harness import Harness
 from engine.tick import Ticker
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import sandbox_person, sandbox_user_for_agent
 
 pytestmark = pytest.mark.django_db

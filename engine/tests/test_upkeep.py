@@ -8,13 +8,14 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from agents.models import GatewayRequest
-from conversations.models import Conversation, SandboxMember, SandboxUser
+from conversations.models import Conversation
 from conversations.transport.base import PermanentError, StickerRef, StickerSetInfo
 from engine.requests import MAX_REQUEST_ATTEMPTS
 from engine.tests.harness import Harness
 from engine.upkeep import DIALOG_REFRESH_SECONDS
 from llm.prompt.sections import sticker_section
 from media_catalog.models import Sticker, StickerSet
+from sandbox.models import SandboxMember, SandboxUser
 from sandbox.services.chats import sandbox_person, sandbox_say, sandbox_user_for_agent
 from sandbox.transport.transport import SandboxTransport
 

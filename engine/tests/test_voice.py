@@ -9,13 +9,13 @@ import pytest
 
 from cindy_site.testing.fake_llm import speech_seconds
 from conversations.models import ActivityEvent, Message, NodeStatus, TaskNode, VoiceNote
-from conversations.models.sandbox import SandboxMessage, SandboxUpdate
 from conversations.transport.base import TransportError
 from conversations.voice_encoding import decode_voice_note, unpack_waveform
 from dashboard.selectors import sandbox_message_row
 from engine.tests.cast import teach
 from engine.tests.harness import Harness, tasks
 from llm.models import LLMCall
+from sandbox.models import SandboxMessage, SandboxUpdate
 from sandbox.services.chats import sandbox_say, sandbox_transcript
 from sandbox.transport.transport import SandboxTransport
 

@@ -17,8 +17,9 @@ from django.db.models import Count, F, Max
 
 from agents.models import Agent
 from cindy_site.clock import now
-from conversations.models import (
-    TELEGRAM_SERVICE_USER_ID,
+from conversations.models import TELEGRAM_SERVICE_USER_ID
+from conversations.services.wake import wake_gateways_on_commit
+from sandbox.models import (
     SandboxChat,
     SandboxMember,
     SandboxMessage,
@@ -26,7 +27,6 @@ from conversations.models import (
     SandboxUpdate,
     SandboxUser,
 )
-from conversations.services.wake import wake_gateways_on_commit
 
 #: Agents' sandbox user ids live above this, people's below; they never collide.
 AGENT_USER_ID_BASE = 7_000_000_000

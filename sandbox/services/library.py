@@ -10,7 +10,7 @@ from django.conf import settings
 
 from conversations.transport.base import LibraryRef, PermanentError
 
-#: The folder the sandbox chat serves pictures from (dashboard.forms.PHOTO_DIR).
+#: The folder the sandbox chat serves pictures from (sandbox.forms.PHOTO_DIR).
 SANDBOX_PHOTO_DIR = "sandbox"
 
 

@@ -15,8 +15,8 @@ from typing import Any
 from django.conf import settings
 
 from agents.models import Agent
-from conversations.models import SandboxMessage
 from media_catalog.audio import is_ogg, media_duration
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import SandboxError, sandbox_say
 
 #: The sandbox's uploads, relative to MEDIA_ROOT (photos live there too).

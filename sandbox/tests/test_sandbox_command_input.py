@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.models import SandboxMember, SandboxMessage
+from sandbox.models import SandboxMember, SandboxMessage
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import async_to_sync
 
-from conversations.models import SandboxMessage
 from conversations.transport.base import PermanentError
 from engine.transports import transport_for
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import (
     sandbox_person,
     sandbox_saved_chat,

@@ -4,7 +4,6 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
 
-from conversations.models import SandboxMessage
 from conversations.transport.base import (
     MessagesDeleted,
     NewMessage,
@@ -14,6 +13,7 @@ from conversations.transport.base import (
     Transport,
 )
 from engine.transports import transport_for
+from sandbox.models import SandboxMessage
 from sandbox.services.chats import (
     sandbox_chat_for,
     sandbox_person,
@@ -157,7 +157,7 @@ def test_a_dm_is_titled_after_the_other_person_even_in_the_agents_own_messages(a
 
 
 def test_an_update_committed_late_with_a_lower_id_is_still_delivered_once(agent, clock):
-    from conversations.models import SandboxUpdate
+    from sandbox.models import SandboxUpdate
 
     transport = connected(agent)
     first = sandbox_say(agent=agent, text="first", as_name="Alice")
@@ -178,7 +178,7 @@ def test_an_update_committed_late_with_a_lower_id_is_still_delivered_once(agent,
 
 
 def test_the_poll_remembers_only_ids_inside_its_window(agent, clock, monkeypatch):
-    from sandbox.transport import transport as sandbox_module
+    from sandbox.transport import updates as sandbox_module
 
     monkeypatch.setattr(sandbox_module, "TRAILING_IDS", 2)
     transport = connected(agent)
@@ -191,7 +191,7 @@ def test_the_poll_remembers_only_ids_inside_its_window(agent, clock, monkeypatch
 
 
 def test_show_creates_nothing_and_the_command_says_no_messages(agent, clock, capsys):
-    from conversations.models import SandboxChat, SandboxUser
+    from sandbox.models import SandboxChat, SandboxUser
 
     assert sandbox_transcript(agent=agent, as_name="Nobody") == []
     assert sandbox_transcript(agent=agent, as_name="Nobody", group="No such group") == []
@@ -239,7 +239,7 @@ def test_with_updates_names_exactly_the_transports_whose_poll_finds_something(ag
 def test_with_updates_names_a_transport_with_a_late_row_in_its_window_and_not_for_its_own_typing(
     agent, clock
 ):
-    from conversations.models import SandboxUpdate
+    from sandbox.models import SandboxUpdate
 
     mine = connected(agent)
     chat = sandbox_say(agent=agent, text="one").chat

@@ -8,9 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from cindy_site.testing.audio import voice_note
-from conversations.models import SandboxMessage
 from conversations.transport.base import MediaItem
 from media_catalog.models import MediaDescription
+from sandbox.models import SandboxMessage
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,6 @@ from django.db import transaction
 
 from agents.telegram_targets import parse_join_target, parse_user_target
 from cindy_site.clock import now
-from conversations.models import SandboxChat, SandboxMember, SandboxUser
 from conversations.transport.base import (
     ChatDetails,
     ContactInfo,
@@ -19,6 +18,7 @@ from conversations.transport.base import (
     ProfileInfo,
     ProfilePhoto,
 )
+from sandbox.models import SandboxChat, SandboxMember, SandboxUser
 
 
 class SandboxAccount:

@@ -17,10 +17,8 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import Max
 
-from cindy_site.bulk import update_by_pk
-from cindy_site.prepared import PreparedRead
-from conversations.models import SandboxMember, SandboxMessage
 from conversations.transport.base import InboundMessage
+from sandbox.models import SandboxMember, SandboxMessage
 
 
 def _plain(kind: type, name: str) -> bool:
@@ -61,7 +59,7 @@ class SandboxBatch:
     def _history_batch(requests: list[tuple[SandboxBatch, int, int | None, int]]) -> list[Any]:
         answers: list[Any] = [None] * len(requests)
         chat_ids = _chat_ids(requests, answers)
-        newest = dict(_newest_ids.all(sorted(set(chat_ids.values())))) if chat_ids else {}
+        newest = _newest_ids(sorted(set(chat_ids.values()))) if chat_ids else {}
         for i, chat_id in chat_ids.items():
             transport, peer_id, since_id, limit = requests[i]
             top = newest.get(chat_id)
@@ -100,20 +98,36 @@ class SandboxBatch:
         chats, users = {c for c, _ in wanted}, {u for _, u in wanted}
         with transaction.atomic():
             members = [
-                row for row in _members_locked.all(sorted(chats), sorted(users)) if (row[1], row[2]) in wanted
+                row
+                for row in SandboxMember.objects.select_for_update()
+                .filter(chat_id__in=sorted(chats), user_id__in=sorted(users))
+                .order_by("pk")
+                .values_list("pk", "chat_id", "user_id", "read_up_to", "unread_mark")
+                if (row[1], row[2]) in wanted
             ]
             behind = {
                 pk: wanted[(chat_id, user_id)]
                 for pk, chat_id, user_id, read_up_to, _marked in members
                 if read_up_to < wanted[(chat_id, user_id)]
             }
-            update_by_pk(SandboxMember, "read_up_to", behind)
+            # One UPDATE per mark: a tick's chats are mostly read up to a handful of distinct ids.
+            by_mark: dict[int, list[int]] = {}
+            for pk, mark in behind.items():
+                by_mark.setdefault(mark, []).append(pk)
+            for mark, pks in by_mark.items():
+                SandboxMember.objects.filter(pk__in=pks).update(read_up_to=mark)
             # Reading a chat clears its unread mark.
             marked = [pk for pk, _chat, _user, _read, unread_mark in members if unread_mark]
             if marked:
                 SandboxMember.objects.filter(pk__in=marked).update(unread_mark=False)
             # Reading a chat also reads the reactions on the account's own messages.
-            own = _own_with_reactions.all(sorted(chats), sorted(users), max(wanted.values()))
+            own = (
+                SandboxMessage.objects.filter(
+                    chat_id__in=chats, sender_id__in=users, message_id__lte=max(wanted.values())
+                )
+                .exclude(reactions=[])
+                .values_list("pk", "chat_id", "sender_id", "message_id", "reactions")
+            )
             for pk, chat_id, sender_id, message_id, reactions in own:
                 if message_id <= wanted.get((chat_id, sender_id), -1) and any(
                     r.get("unread") for r in reactions
@@ -124,35 +138,12 @@ class SandboxBatch:
         return answers
 
 
-# --- prepared statements (cindy_site/prepared.py): the reads of every planning dispatch -----------
-
-#: Each chat's newest message id.
-_newest_ids = PreparedRead(
-    lambda chat_ids: SandboxMessage.objects.filter(chat_id__in=chat_ids, deleted=False)
-    .order_by()
-    .values("chat_id")
-    .annotate(m=Max("message_id"))
-    .values_list("chat_id", "m"),
-    list[int],
-)
-#: The accounts' member rows in the chats, locked.
-_members_locked = PreparedRead(
-    lambda chat_ids, user_ids: SandboxMember.objects.select_for_update()
-    .filter(chat_id__in=chat_ids, user_id__in=user_ids)
-    .order_by()
-    .values_list("pk", "chat_id", "user_id", "read_up_to", "unread_mark"),
-    list[int],
-    list[int],
-)
-#: The accounts' own messages that carry reactions, up to an id: reading a chat reads their reactions.
-_own_with_reactions = PreparedRead(
-    lambda chat_ids, user_ids, up_to: SandboxMessage.objects.filter(
-        chat_id__in=chat_ids, sender_id__in=user_ids, message_id__lte=up_to
+def _newest_ids(chat_ids: list[int]) -> dict[int, int]:
+    """Each chat's newest message id (chats without messages are left out)."""
+    return dict(
+        SandboxMessage.objects.filter(chat_id__in=chat_ids, deleted=False)
+        .order_by()
+        .values("chat_id")
+        .annotate(m=Max("message_id"))
+        .values_list("chat_id", "m")
     )
-    .exclude(reactions=[])
-    .order_by()
-    .values_list("pk", "chat_id", "sender_id", "message_id", "reactions"),
-    list[int],
-    list[int],
-    int,
-)

@@ -382,7 +382,7 @@ class Stage:
             f"sandbox_group(title={scenario.group_title!r}, members=[{', '.join(members)}])"
         )
         rows = self.db.query(
-            f"SELECT peer_id FROM conversations_sandboxchat WHERE kind = 'group' AND title = '{scenario.group_title}'"
+            f"SELECT peer_id FROM sandbox_sandboxchat WHERE kind = 'group' AND title = '{scenario.group_title}'"
         )
         return rows[0][0]
 
@@ -484,9 +484,7 @@ class Stage:
 
     def _exists(self, name: str) -> bool:
         return bool(
-            self.db.query(
-                f"SELECT 1 FROM conversations_sandboxuser WHERE name = '{name}' AND agent_id IS NULL"
-            )
+            self.db.query(f"SELECT 1 FROM sandbox_sandboxuser WHERE name = '{name}' AND agent_id IS NULL")
         )
 
     def resolve(self, scenario: Scenario, turn: Turn, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -670,7 +668,7 @@ class Stage:
         self.run(
             "from django.core.management import call_command\n"
             "from django.db import transaction\n"
-            "from conversations.models import SandboxMessage, SandboxUpdate\n"
+            "from sandbox.models import SandboxMessage, SandboxUpdate\n"
             "with transaction.atomic():\n"
             f"    call_command('sandbox', 'say', *{self._say_args(scenario, turn)!r})\n"
             f"    m = SandboxMessage.objects.filter(sender__name={scenario.user(turn.person)!r}).latest('id')\n"
@@ -684,7 +682,7 @@ class Stage:
         self.run(
             "from django.db import transaction\n"
             "from cindy_site.clock import now\n"
-            "from conversations.models import SandboxMessage, SandboxUpdate\n"
+            "from sandbox.models import SandboxMessage, SandboxUpdate\n"
             "from conversations.services.wake import wake_gateways_on_commit\n"
             f"m = SandboxMessage.objects.filter(sender__name={scenario.user(turn.person)!r}, "
             f"text={turn.say!r}).latest('id')\n"
@@ -858,23 +856,23 @@ class Stage:
 
     def user_id(self, name: str) -> int:
         rows = self.db.query(
-            f"SELECT user_id FROM conversations_sandboxuser WHERE name = '{name}' AND agent_id IS NULL"
+            f"SELECT user_id FROM sandbox_sandboxuser WHERE name = '{name}' AND agent_id IS NULL"
         )
         assert rows, f"no sandbox user {name!r} yet: a scenario names a person before they wrote"
         return rows[0][0]
 
     def agent_user_id(self, persona: str) -> int:
         return self.db.query(
-            f"SELECT user_id FROM conversations_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
+            f"SELECT user_id FROM sandbox_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
         )[0][0]
 
     def _dm_chat(self, scenario: Scenario, person: str) -> int | None:
         rows = self.db.query(
-            "SELECT m.chat_id FROM conversations_sandboxmember m JOIN conversations_sandboxuser u "
-            "ON m.user_id = u.id JOIN conversations_sandboxchat c ON m.chat_id = c.id "
+            "SELECT m.chat_id FROM sandbox_sandboxmember m JOIN sandbox_sandboxuser u "
+            "ON m.user_id = u.id JOIN sandbox_sandboxchat c ON m.chat_id = c.id "
             f"WHERE c.kind = 'dm' AND u.name = '{scenario.user(person)}' AND u.agent_id IS NULL AND "
-            "m.chat_id IN (SELECT m2.chat_id FROM conversations_sandboxmember m2 JOIN "
-            f"conversations_sandboxuser a ON m2.user_id = a.id WHERE a.agent_id = "
+            "m.chat_id IN (SELECT m2.chat_id FROM sandbox_sandboxmember m2 JOIN "
+            f"sandbox_sandboxuser a ON m2.user_id = a.id WHERE a.agent_id = "
             f"{self.agent_ids[scenario.persona]})"
         )
         return rows[0][0] if rows else None
@@ -883,9 +881,7 @@ class Stage:
         """(message id, from the agent, text, media, reactions) of the person's DM with the agent; in a
         group scenario, of the group, where any agent's text reads `Name: text`."""
         if scenario.group:
-            rows = self.db.query(
-                f"SELECT id FROM conversations_sandboxchat WHERE title = '{scenario.group_title}'"
-            )
+            rows = self.db.query(f"SELECT id FROM sandbox_sandboxchat WHERE title = '{scenario.group_title}'")
             chat = rows[0][0] if rows else None
         else:
             chat = self._dm_chat(scenario, person)
@@ -893,7 +889,7 @@ class Stage:
             return []
         rows = self.db.query(
             "SELECT m.message_id, u.agent_id, m.text, m.media, m.reactions, u.name FROM "
-            "conversations_sandboxmessage m JOIN conversations_sandboxuser u ON m.sender_id = u.id "
+            "sandbox_sandboxmessage m JOIN sandbox_sandboxuser u ON m.sender_id = u.id "
             f"WHERE m.chat_id = {chat} AND m.deleted = 0 ORDER BY m.message_id"
         )
         return [
@@ -979,8 +975,8 @@ class Stage:
     def message_topics(self, scenario: Scenario) -> dict[int, str]:
         """Message id -> the title of the forum topic it is in, for the scenario's group ("": General)."""
         rows = self.db.query(
-            "SELECT m.message_id, t.title FROM conversations_sandboxmessage m JOIN conversations_sandboxchat c "
-            "ON m.chat_id = c.id JOIN conversations_sandboxtopic t ON t.chat_id = c.id AND t.topic_id = m.topic_id "
+            "SELECT m.message_id, t.title FROM sandbox_sandboxmessage m JOIN sandbox_sandboxchat c "
+            "ON m.chat_id = c.id JOIN sandbox_sandboxtopic t ON t.chat_id = c.id AND t.topic_id = m.topic_id "
             f"WHERE c.title = '{scenario.group_title}'"
         )
         return dict(rows)
@@ -1041,8 +1037,7 @@ class Stage:
 
     def blocked_ids(self, persona: str) -> list[int]:
         rows = self.db.query(
-            "SELECT blocked_user_ids FROM conversations_sandboxuser WHERE agent_id = "
-            f"{self.agent_ids[persona]}"
+            f"SELECT blocked_user_ids FROM sandbox_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
         )
         return json.loads(rows[0][0] or "[]")
 
@@ -1072,13 +1067,13 @@ class Stage:
 
     def contact_ids(self, persona: str) -> list[int]:
         rows = self.db.query(
-            f"SELECT contact_user_ids FROM conversations_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
+            f"SELECT contact_user_ids FROM sandbox_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
         )
         return json.loads(rows[0][0] or "[]")
 
     def shown_online(self, persona: str) -> bool:
         rows = self.db.query(
-            f"SELECT online FROM conversations_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
+            f"SELECT online FROM sandbox_sandboxuser WHERE agent_id = {self.agent_ids[persona]}"
         )
         return bool(rows[0][0])
 

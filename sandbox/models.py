@@ -1,4 +1,4 @@
-"""The sandbox: a DB-backed stand-in for Telegram, used by the browser sandbox chat and by tests.
+"""The sandbox's models: a DB-backed stand-in for Telegram, used by the browser sandbox chat and by tests.
 
 A `SandboxChat` is a DM or group as Telegram itself would hold it (not as one agent sees it): the
 agent is a member like anybody else, and message ids are per chat, as in Telegram's basic groups.

@@ -1,4 +1,5 @@
-"""Forms of the sandbox chat. Each error names the field, the value and what to do instead."""
+"""Forms of the sandbox chat, used by the dashboard's sandbox page and the REST API alike. Each error
+names the field, the value and what to do instead."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from agents.models import Agent, Transport
-from dashboard import selectors
+from sandbox.selectors import agent_stickers
 
 #: Photos larger than this are refused before they are stored.
 MAX_PHOTO_BYTES = 5 * 1024 * 1024
@@ -124,7 +125,7 @@ class SendForm(ChatForm):
         agent = self.cleaned_data.get("agent")
         if agent is None:
             return None
-        for sticker in selectors.agent_stickers(agent=agent):
+        for sticker in agent_stickers(agent=agent):
             if sticker["value"] == value:
                 return sticker
         raise forms.ValidationError(

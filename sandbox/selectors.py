@@ -1,0 +1,184 @@
+"""Reads of the sandbox, shared by the dashboard's sandbox page and the REST API.
+
+Rows are plain, JSON-ready dicts. Media parts are left to the caller: where a picture or a voice
+note is served from is the web face's business (`dashboard.selectors.sandbox_message_row`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection
+from django.db.models import QuerySet
+
+from agents.models import Agent
+from media_catalog.models import MediaDescription, Sticker
+from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def sandbox_message_row(message: SandboxMessage) -> dict[str, Any]:
+    """A message as the sandbox chat shows it, without its media parts."""
+    sender = message.sender
+    return {
+        "chat_id": message.chat_id,
+        "message_id": message.message_id,
+        "sender": sender.name,
+        "sender_user_id": sender.user_id,
+        "from_agent": sender.agent_id is not None,
+        "date": _iso(message.date),
+        "text": message.text,
+        "reply_to_id": message.reply_to_id,
+        "topic_id": message.topic_id,
+        "reactions": message.reactions,
+        "edited": message.edited,
+        "deleted": message.deleted,
+    }
+
+
+def sandbox_chat_messages(*, chat: SandboxChat | None) -> QuerySet[SandboxMessage]:
+    """A chat's messages, oldest first, with their senders (none for no chat)."""
+    if chat is None:
+        return SandboxMessage.objects.none()
+    return SandboxMessage.objects.filter(chat=chat).select_related("sender").order_by("message_id")
+
+
+def sandbox_group_titles(*, agent: Agent) -> list[str]:
+    """Titles of the sandbox groups the agent's sandbox identity belongs to."""
+    return list(
+        SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, members__agent=agent)
+        .exclude(title="")
+        .order_by("title")
+        .values_list("title", flat=True)
+        .distinct()
+    )
+
+
+def agent_stickers(*, agent: Agent) -> list[dict[str, Any]]:
+    """The stickers of the agent's sets, with their curated or generated descriptions."""
+    stickers = list(
+        Sticker.objects.select_related("sticker_set")
+        .filter(sticker_set__short_name__in=agent.sticker_set_names or [])
+        .order_by("sticker_set__short_name", "position", "id")
+    )
+    descriptions = dict(
+        MediaDescription.objects.filter(unique_id__in=[s.unique_id for s in stickers]).values_list(
+            "unique_id", "description"
+        )
+    )
+    return [
+        {
+            "value": f"{s.sticker_set.short_name}::{s.name}",
+            "set": s.sticker_set.short_name,
+            "set_title": s.sticker_set.title,
+            "name": s.name,
+            "unique_id": s.unique_id,
+            "format": s.format,
+            "description": descriptions.get(s.unique_id) or "",
+        }
+        for s in stickers
+    ]
+
+
+# --- the update poll: plain SQL ------------------------------------------------------------------
+#
+# A gateway asks `SandboxTransport.with_updates` at every pass, for all its sandbox agents at once,
+# and polls each agent that has something. These reads are written as plain SQL through the
+# connection's cursor: the ORM's queryset building and compiling cost about ten times what the
+# statement itself costs (see each docstring). Figures are CPU
+# time per call, the mean of 2,000 calls on SQLite against a log of 20 updates in 5 chats, on a busy
+# 2-core machine (their ratio is what counts). Names are quoted by the backend, values are parameters.
+
+
+def _in(values: Sequence[Any]) -> str:
+    """`%s, %s, ...`: the parameter markers of an SQL `IN (...)` list of `values`."""
+    return ", ".join(["%s"] * len(values))
+
+
+def _tables() -> tuple[str, str]:
+    quote = connection.ops.quote_name
+    return quote(SandboxUpdate._meta.db_table), quote(SandboxMember._meta.db_table)
+
+
+def sandbox_update_window_stamp(*, floor: int, recent: dt.datetime) -> tuple[int, int | None]:
+    """(row count, newest id) of the update log's window: ids above `floor` or created since `recent`.
+
+    Asked at every gateway pass: when neither moved, no transport has anything new. Measured: ORM
+    `filter(...).aggregate(Count, Max)` 0.96 ms CPU, this 0.10 ms.
+    """
+    updates, _ = _tables()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COUNT(*), MAX(u.id) FROM {updates} u WHERE u.id > %s OR u.created >= %s",  # noqa: S608
+            [floor, connection.ops.adapt_datetimefield_value(recent)],
+        )
+        count, newest = cursor.fetchone()
+    return int(count), newest
+
+
+def sandbox_update_window(*, floor: int, recent: dt.datetime) -> list[tuple[int, int, str, int | None, bool]]:
+    """The window's updates as (id, chat id, kind, actor id, created since `recent`), by the id and
+    `created` indexes. Read when the window moved (see `sandbox_update_window_stamp`). Measured: ORM
+    `values_list` with the same CASE annotation 1.76 ms CPU, this 0.10 ms."""
+    updates, _ = _tables()
+    stamp = connection.ops.adapt_datetimefield_value(recent)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT u.id, u.chat_id, u.kind, u.actor_id, CASE WHEN u.created >= %s THEN 1 ELSE 0 END "  # noqa: S608
+            f"FROM {updates} u WHERE u.id > %s OR u.created >= %s",
+            [stamp, floor, stamp],
+        )
+        return [
+            (i, chat, kind, actor, bool(is_recent)) for i, chat, kind, actor, is_recent in cursor.fetchall()
+        ]
+
+
+def sandbox_members_among(*, chat_ids: Sequence[int], user_ids: Sequence[int]) -> list[tuple[int, int]]:
+    """(chat id, user id) of the members among `user_ids` of the chats `chat_ids` (none if either is
+    empty). Read with the window at every gateway pass that found it moved. Measured: ORM
+    `values_list` 0.69 ms CPU, this 0.07 ms."""
+    if not chat_ids or not user_ids:
+        return []
+    _, members = _tables()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT chat_id, user_id FROM {members} "  # noqa: S608
+            f"WHERE chat_id IN ({_in(chat_ids)}) AND user_id IN ({_in(user_ids)})",
+            [*chat_ids, *user_ids],
+        )
+        return [(chat_id, user_id) for chat_id, user_id in cursor.fetchall()]
+
+
+def sandbox_poll_update_ids(*, user_id: int, floor: int, recent: dt.datetime, limit: int) -> list[int]:
+    """The ids of the window's updates (ids above `floor`, or created since `recent`) in the chats of
+    the sandbox user `user_id`, oldest first, at most `limit`: not its own typing, and no other
+    account's unread mark. The first read of every poll (`SandboxTransport.poll_updates`).
+
+    Measured: the ORM query (`chat__members=...` with two `exclude`s) 2.27 ms CPU, this 0.10 ms.
+    """
+    updates, members = _tables()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT u.id FROM {updates} u INNER JOIN {members} m ON m.chat_id = u.chat_id "  # noqa: S608
+            "WHERE m.user_id = %s AND (u.id > %s OR u.created >= %s) "
+            # One's own typing is no update for oneself; an unread mark is the marking account's alone.
+            "AND NOT (u.kind = %s AND u.actor_id IS NOT NULL AND u.actor_id = %s) "
+            "AND (u.kind <> %s OR u.actor_id = %s) "
+            "ORDER BY u.id LIMIT %s",
+            [
+                user_id,
+                floor,
+                connection.ops.adapt_datetimefield_value(recent),
+                SandboxUpdate.Kind.TYPING.value,
+                user_id,
+                SandboxUpdate.Kind.UNREAD_MARK.value,
+                user_id,
+                limit,
+            ],
+        )
+        return [row[0] for row in cursor.fetchall()]
