@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from llm.tasks import CANONICAL_STICKER_SET
+from llm.kinds.sticker import CANONICAL_STICKER_SET
 
 #: The original's heading rule: at the start of a line, `# «kind»`, then optionally a (signed) number.
 HEADING = re.compile(r"# «([^»]+)»(?:\s+(-?\d+))?")

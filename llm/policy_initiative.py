@@ -16,7 +16,7 @@ from __future__ import annotations
 from cindy_site.clock import now
 from conversations.models import Conversation
 from conversations.services.initiative import xsend_limit_refusal
-from llm.tasks import Task
+from llm.kinds.base import Task
 from memory.models import ScheduledEvent, ScheduleEntry
 from memory.schedule_times import TimeError, parse_entry_time, parse_event_time, parse_interval
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from conversations.models import Conversation, Message
 from llm.conversation import ChatMessage
 
+#: More messages than this since the agent's last turn are not checked one by one: shutdown is refused.
+MAX_CHECKED_MESSAGES = 500
+
 
 @dataclass(frozen=True)
 class Source:
