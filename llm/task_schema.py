@@ -57,6 +57,10 @@ FIELD_ORDER = (
     "responsiveness",
     "unique_id",
     "references",
+    "min_message_id",
+    "max_message_id",
+    "first_message_date",
+    "last_message_date",
 )
 
 
