@@ -120,10 +120,10 @@ def refusal_reason(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
     """Why `task` may not run in this turn, or "" when it may (`earlier`: tasks of its kind this
     reply already had allowed). Each kind's own policy (`llm.kinds`) decides."""
     kind = task_kind(task.kind)
+    if inputs.trigger == TaskGraph.Trigger.SCHEDULE and (kind is None or not kind.policy.in_schedule_turn):
+        return f"{task.kind} is not allowed in the schedule planning turn: it only plans, it never acts in a chat"
     if kind is None:
         return f"{task.kind} has no policy rule, so it is refused"
-    if inputs.trigger == TaskGraph.Trigger.SCHEDULE and not kind.policy.in_schedule_turn:
-        return f"{task.kind} is not allowed in the schedule planning turn: it only plans, it never acts in a chat"
     return kind.policy.refusal(task, inputs=inputs, earlier=earlier)
 
 

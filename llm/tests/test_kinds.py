@@ -14,8 +14,9 @@ from llm.kinds.base import STRING, Policy, Task
 from llm.kinds.policies import Ordinary
 from llm.policy import apply_policy, refusal_reason
 from llm.policy_inputs import TurnInputs
+from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from llm.task_fields import TaskError, required_text
-from llm.task_schema import task_list_schema, taught_kinds
+from llm.task_schema import kinds_from_prompt, task_list_schema, taught_kinds
 from llm.tasks import validate_task
 from memory.stored_kinds import stored_kinds
 
@@ -114,3 +115,9 @@ def test_every_stored_kind_is_a_stored_task_kind():
 def test_older_names_resolve_to_their_kind():
     assert task_kind("photo") is task_kind("send_media")
     assert task_kind("nonexistent") is None
+
+
+def test_the_built_in_response_format_teaches_only_kinds_it_describes():
+    taught = kinds_from_prompt(DEFAULT_INSTRUCTIONS)
+    assert taught <= set(kind_names())
+    assert [name for name in sorted(taught) if f'{{"kind": "{name}"' not in DEFAULT_INSTRUCTIONS] == []
