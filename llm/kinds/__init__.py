@@ -29,6 +29,9 @@ BUILT_IN = (
     "send_media",
     "image",
     "voice",
+    # Stored kinds declared for a rule of their own; the enum puts them with the other stored kinds.
+    "remember",
+    "plan",
     "event",
     "schedule",
 )

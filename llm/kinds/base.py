@@ -31,6 +31,10 @@ Runs = Literal["gateway", "planning", "stored"]
 #: dropped, with a note if it says why; several: a send split into messages).
 Params = dict[str, Any]
 Validator = Callable[[dict[str, Any], list[str]], "Params | list[Params]"]
+#: How a kind's block in the original's Markdown replies (`llm.legacy_markdown`: `# «kind» <number>`,
+#: then a body) reads: the body and the heading's number -> the raw task's fields, which `validate`
+#: then checks like JSON ones; None drops the block silently, a TaskError with an error line.
+LegacyReader = Callable[[str, "int | None"], "dict[str, Any] | None"]
 
 
 @dataclass
@@ -79,6 +83,21 @@ class TaskKind:
     aliases: tuple[str, ...] = ()
     #: Whether the `Instructions` prompt teaches the kind even without naming it in its marker.
     conversational: bool = False
+    #: How its legacy Markdown block reads; None: the block is the bare kind (`{"kind": ...}`).
+    read_legacy: LegacyReader | None = None
+
+
+def unfence(body: str, *languages: str) -> str:
+    """`body` without an opening ```` ```<language> ```` fence (the first of `languages` it has; ""
+    is a bare fence) and its closing one."""
+    for language in languages:
+        opening = f"```{language}\n"
+        if body.startswith(opening):
+            body = body.removeprefix(opening)
+            if body.endswith("```"):
+                body = body.removesuffix("```")
+            return body
+    return body
 
 
 def no_params(raw: dict[str, Any], notes: list[str]) -> Params:

@@ -27,6 +27,11 @@ def normalize_reaction(emoji: str) -> str | None:
     return cleaned if cleaned in TELEGRAM_REACTIONS else None
 
 
+def read_legacy(body: str, number: int | None) -> dict[str, Any]:
+    """`# «react» <message id>` with the emoji on the body's first line."""
+    return {"message_id": number, "emoji": body.splitlines()[0].strip() if body else ""}
+
+
 def validate(raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     emoji = raw.get("emoji")
     normalized = normalize_reaction(emoji) if isinstance(emoji, str) else None
@@ -43,5 +48,6 @@ REACT = register(
         runs="gateway",
         fields={"emoji": STRING, "message_id": INTEGER},
         conversational=True,
+        read_legacy=read_legacy,
     )
 )

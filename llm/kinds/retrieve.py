@@ -18,6 +18,13 @@ from llm.task_fields import retrieve_urls
 MAX_RETRIEVE_URLS = 3
 
 
+def read_legacy(body: str, number: int | None) -> dict[str, Any] | None:
+    """The body lines that are URLs; a block without one fetches nothing and is dropped, as the
+    original does."""
+    urls = [u.strip() for u in body.splitlines() if u.strip().startswith(("http://", "https://", "file:"))]
+    return {"urls": urls} if urls else None
+
+
 def validate(raw: dict[str, Any], notes: list[str]) -> list[dict[str, Any]]:
     urls = retrieve_urls(raw, notes)
     return [{"urls": urls}] if urls else []
@@ -30,5 +37,6 @@ RETRIEVE = register(
         policy=Ordinary(in_schedule_turn=True),
         runs="planning",
         fields={"urls": STRINGS},
+        read_legacy=read_legacy,
     )
 )

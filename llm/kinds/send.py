@@ -18,6 +18,10 @@ from llm.task_fields import TELEGRAM_MESSAGE_LIMIT, TaskError, clean_text, messa
 MAX_SEND_PARTS = 4
 
 
+def read_legacy(body: str, number: int | None) -> dict[str, Any]:
+    return {"text": body, "reply_to": number}
+
+
 def validate(raw: dict[str, Any], notes: list[str]) -> list[dict[str, Any]]:
     value = raw.get("text", raw.get("message"))
     if value is not None and not isinstance(value, str):
@@ -47,5 +51,6 @@ SEND = register(
         runs="gateway",
         fields={"text": STRING, "reply_to": INTEGER},
         conversational=True,
+        read_legacy=read_legacy,
     )
 )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from llm.kinds.base import INTEGER, STRING, Policy, Task, TaskKind
+from llm.kinds.base import INTEGER, STRING, LegacyReader, Policy, Task, TaskKind
 from llm.policy_inputs import TurnInputs
 from llm.task_fields import TaskError, clean_text, optional_text, short_repr, task_id_of
 from memory.services.stored import stored_entry_foreign
@@ -84,12 +84,16 @@ def stored_fields(spec: StoredKind) -> dict[str, dict[str, Any]]:
     return fields
 
 
-def stored_task_kind(spec: StoredKind, policy: Policy | None = None) -> TaskKind:
-    """The task kind of a stored kind: the shared validation, and `policy` (the shared one by default)."""
+def stored_task_kind(
+    spec: StoredKind, policy: Policy | None = None, read_legacy: LegacyReader | None = None
+) -> TaskKind:
+    """The task kind of a stored kind: the shared validation, `policy` (the shared one by default),
+    and how its legacy Markdown block reads (none by default: the bare kind)."""
     return TaskKind(
         name=spec.kind,
         validate=partial(validate, spec),
         policy=policy or StoredPolicy(spec=spec),
         runs="stored",
         fields=stored_fields(spec),
+        read_legacy=read_legacy,
     )

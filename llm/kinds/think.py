@@ -13,6 +13,10 @@ from llm.kinds.policies import Ordinary
 from llm.kinds.registry import register
 
 
+def read_legacy(body: str, number: int | None) -> dict[str, Any]:
+    return {"text": body}
+
+
 def validate(raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return {"text": raw.get("text") if isinstance(raw.get("text"), str) else ""}
 
@@ -25,5 +29,6 @@ THINK = register(
         runs="planning",
         fields={"text": STRING},
         conversational=True,
+        read_legacy=read_legacy,
     )
 )

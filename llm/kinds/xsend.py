@@ -30,6 +30,11 @@ def peer_id(raw: dict[str, Any], *names: str) -> int:
     raise TaskError(f'"{names[0]}" is missing: give the id of the conversation to act in')
 
 
+def read_legacy(body: str, number: int | None) -> dict[str, Any]:
+    """`# «xsend» <target chat>` with the intention as the body."""
+    return {"target_channel_id": number, "intent": body}
+
+
 def validate(raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return {
         "target_channel_id": peer_id(raw, "target_channel_id", "channel_id"),
@@ -44,5 +49,6 @@ XSEND = register(
         policy=Initiative(),
         runs="gateway",
         fields={"target_channel_id": INTEGER, "intent": STRING},
+        read_legacy=read_legacy,
     )
 )

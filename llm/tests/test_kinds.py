@@ -12,6 +12,7 @@ from engine.handlers import handler_for
 from llm.kinds import TaskKind, kind_names, register, task_kind, task_kinds, unregister
 from llm.kinds.base import STRING, Policy, Task
 from llm.kinds.policies import Ordinary
+from llm.parsing import parse_reply
 from llm.policy import apply_policy, refusal_reason
 from llm.policy_inputs import TurnInputs
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
@@ -25,6 +26,10 @@ def _wave(raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return {"hand": required_text(raw, "hand", notes=notes)}
 
 
+def _wave_block(body: str, number: int | None) -> dict[str, Any]:
+    return {"hand": body}
+
+
 #: A kind declared only here, the way a kind's module declares it.
 WAVE = TaskKind(
     name="wave",
@@ -33,6 +38,7 @@ WAVE = TaskKind(
     runs="gateway",
     fields={"hand": STRING},
     aliases=("greet",),
+    read_legacy=_wave_block,
 )
 
 
@@ -67,6 +73,7 @@ def _registered_wave_is_everywhere(before: dict[str, Any]) -> None:
     assert (task.kind, task.params, task.id) == ("wave", {"hand": "left"}, "w1")
     with pytest.raises(TaskError, match='"hand" is missing'):
         validate_task({"kind": "wave"})
+    assert parse_reply("# «wave»\nright").tasks == [Task("wave", {"hand": "right"})]
 
 
 def test_a_registered_kind_is_judged_by_its_own_policy(wave):
