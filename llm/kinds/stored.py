@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from llm.kinds.base import INTEGER, STRING, LegacyReader, Policy, Task, TaskKind
-from llm.policy_inputs import TurnInputs
+from llm.policy_inputs import TurnInputs, partner_is_operator
 from llm.task_fields import TaskError, clean_text, optional_text, short_repr, task_id_of
 from memory.services.stored import stored_entry_foreign
 from memory.stored_kinds import StoreContext, StoredKind
@@ -64,9 +64,6 @@ class StoredPolicy(Policy):
         return bool(task.id and self.spec is not None and self.spec.owner_field)
 
     def refusal(self, task: Task, *, inputs: TurnInputs, earlier: int) -> str:
-        # Imported here: the prompt sections build on the reply schema, which builds on the kinds.
-        from llm.prompt.sections import partner_is_operator
-
         conversation = inputs.conversation
         if not task.id or partner_is_operator(conversation):
             return ""
