@@ -69,9 +69,6 @@ def conversational_kinds() -> tuple[str, ...]:
     return tuple(kind.name for kind in task_kinds() if kind.conversational)
 
 
-CONVERSATIONAL_KINDS = conversational_kinds()
-
-
 def kinds_from_prompt(text: str) -> set[str]:
     """The kinds named by the SCHEMA_TASKS markers in one prompt (the marker name is case-insensitive)."""
     found: set[str] = set()
