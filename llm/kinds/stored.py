@@ -54,14 +54,14 @@ def validate(spec: StoredKind, raw: dict[str, Any], notes: list[str]) -> dict[st
     return params
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredPolicy(Policy):
-    spec: StoredKind | None = None
+    spec: StoredKind
     in_schedule_turn: bool = True
 
     def needs_inputs(self, task: Task) -> bool:
         """Only a task that names an entry of a kind all the agent's chats share is checked (by owner)."""
-        return bool(task.id and self.spec is not None and self.spec.owner_field)
+        return bool(task.id and self.spec.owner_field)
 
     def refusal(self, task: Task, *, inputs: TurnInputs, earlier: int) -> str:
         conversation = inputs.conversation
