@@ -1,6 +1,6 @@
 """Pictures the agent makes: the `image` task's generation, on the worker that plans the turn.
 
-An allowed `image` task (the policy, `llm.policy_image`, has checked the daily limit and where the
+An allowed `image` task (the policy, `llm.kinds.image`, has checked the daily limit and where the
 turn's text came from) is made here, before the turn's nodes are stored:
 
 1. The pictures its `references` name are read from the agent's media library (an uploaded or made

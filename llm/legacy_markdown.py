@@ -10,6 +10,9 @@ runs to the next such line:
     # «wait»
     delay: 10
 
+Each kind's module reads the body of its own block (`read_legacy`, `llm.kinds`); a kind without a
+reader is the bare kind.
+
 Rules kept from the original:
 
 - A reply wrapped whole in a ```` ```markdown ```` fence is unwrapped first.
@@ -30,11 +33,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from llm.tasks import CANONICAL_STICKER_SET
+from llm.kinds import task_kind
+from llm.kinds.base import unfence
+from llm.task_fields import TaskError
 
 #: The original's heading rule: at the start of a line, `# «kind»`, then optionally a (signed) number.
 HEADING = re.compile(r"# «([^»]+)»(?:\s+(-?\d+))?")
-_DELAY = re.compile(r"delay:\s*(\d+)")
 
 
 _ANY_HEADING = re.compile(r"^# «[^»\n]+»", re.MULTILINE)
@@ -80,62 +84,22 @@ def parse_legacy(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     return tasks, errors
 
 
-def _unfence(body: str, *languages: str) -> str:
-    for language in languages:
-        opening = f"```{language}\n"
-        if body.startswith(opening):
-            body = body.removeprefix(opening)
-            if body.endswith("```"):
-                body = body.removesuffix("```")
-            return body
-    return body
-
-
 def _flush(
     kind: str | None, number: int | None, lines: list[str], tasks: list[dict[str, Any]], errors: list[str]
 ) -> None:
     if kind is None:
         return  # text before the first heading of a reply that starts with "# " is not a task
-    body = _unfence("\n".join(lines).strip(), "markdown")
+    body = unfence("\n".join(lines).strip(), "markdown")
     where = f"block {len(tasks) + len(errors) + 1} (# «{kind}»)"
     task: dict[str, Any] = {"kind": kind}
-    if kind == "send":
-        task.update(text=body, reply_to=number)
-    elif kind == "sticker":
-        names = [line.strip() for line in body.splitlines() if line.strip()]
-        if not names:
-            errors.append(f"{where}: no sticker named: put the set on one line and the sticker on the next")
+    declared = task_kind(kind)
+    if declared is not None and declared.read_legacy is not None:
+        try:
+            fields = declared.read_legacy(body, number)
+        except TaskError as exc:
+            errors.append(f"{where}: {exc}")
             return
-        if len(names) == 1:
-            task.update(sticker_set=CANONICAL_STICKER_SET, name=names[0], reply_to=number)
-        else:
-            task.update(sticker_set=names[0], name=names[1], reply_to=number)
-    elif kind == "wait":
-        delay = _DELAY.search(body)
-        if delay is None:
-            errors.append(f"{where}: no 'delay: <seconds>' line, e.g. delay: 10")
+        if fields is None:
             return
-        task["delay"] = int(delay.group(1)[:12])
-    elif kind == "retrieve":
-        urls = [
-            u.strip() for u in body.splitlines() if u.strip().startswith(("http://", "https://", "file:"))
-        ]
-        if not urls:
-            return  # nothing to fetch: dropped, as the original does
-        task["urls"] = urls
-    elif kind == "remember":
-        body = _unfence(body, "json", "").strip()
-        if not body:
-            return  # the original stores nothing for an empty remember block
-        task["content"] = body
-    elif kind == "plan":
-        task["content"] = body
-    elif kind == "think":
-        task["text"] = body
-    elif kind == "react":
-        task.update(message_id=number, emoji=body.splitlines()[0].strip() if body else "")
-    elif kind == "xsend":
-        task.update(target_channel_id=number, intent=body)
-    elif kind == "shutdown" and body:
-        task["reason"] = body
+        task.update(fields)
     tasks.append(task)

@@ -23,6 +23,7 @@ from llm.conversation import history_window
 from llm.errors import LLMConfigError, LLMDeadlineError
 from llm.file_sources import is_file_url, read_file_url
 from llm.images import make_pictures
+from llm.kinds import task_kind
 from llm.media import warm_media_descriptions
 from llm.models import LLMCall
 from llm.parsing import ParseResult, parse_reply
@@ -39,8 +40,6 @@ from llm.summarization import summarize_turn
 from llm.task_schema import schema_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
 from media_catalog.selectors import saved_stickers_of
-
-_NOT_SCHEDULED = ("think", "retrieve")
 
 #: Time kept free at the end of the worker's timeout (CINDY_Q_TIMEOUT) for the engine to store the
 #: plan after the LLM is done; at most a quarter of the timeout.
@@ -178,7 +177,7 @@ def plan_turn(
             )
 
     tasks = _only_taught_kinds(
-        [t for t in parsed.tasks if t.kind not in _NOT_SCHEDULED], request, agent=agent, errors=errors
+        [t for t in parsed.tasks if not _used_while_planning(t)], request, agent=agent, errors=errors
     )
     errors.extend(parsed.errors)
     tasks = _fill_canonical_sticker_set(tasks, agent=agent, errors=errors)
@@ -244,6 +243,12 @@ def _skipped_note(urls: list[str]) -> str:
         + ", ".join(urls)
         + ". Retrieve them again if you still need them."
     )
+
+
+def _used_while_planning(task: Task) -> bool:
+    """Whether planning consumes the task itself (think, retrieve) instead of scheduling or storing it."""
+    kind = task_kind(task.kind)
+    return kind is not None and kind.runs == "planning"
 
 
 def _only_taught_kinds(tasks: list[Task], request: LLMRequest, *, agent, errors: list[str]) -> list[Task]:

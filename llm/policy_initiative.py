@@ -13,12 +13,16 @@ Prompt text cannot widen any of this: the checks read the database, not the repl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cindy_site.clock import now
 from conversations.models import Conversation
 from conversations.services.initiative import xsend_limit_refusal
-from llm.tasks import Task
 from memory.models import ScheduledEvent, ScheduleEntry
 from memory.schedule_times import TimeError, parse_entry_time, parse_event_time, parse_interval
+
+if TYPE_CHECKING:
+    from llm.kinds.base import Task
 
 
 def initiative_refusal(

@@ -5,8 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from conversations.models import Conversation, Message
 from llm.conversation import ChatMessage
+
+#: More messages than this since the agent's last turn are not checked one by one: shutdown is refused.
+MAX_CHECKED_MESSAGES = 500
+
+
+def partner_is_operator(conversation: Conversation) -> bool:
+    """A direct message with one of CINDY_OPERATOR_IDS."""
+    return conversation.kind == Conversation.Kind.DM and conversation.peer_id in set(
+        settings.CINDY_OPERATOR_IDS
+    )
 
 
 @dataclass(frozen=True)

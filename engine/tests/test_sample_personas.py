@@ -13,7 +13,7 @@ from agents.models import Agent
 from conversations.models import Conversation, NodeStatus, TaskGraph, TaskNode
 from engine.tests.harness import Harness, tasks
 from llm.prompt.sections import included_prompts
-from llm.task_schema import CONVERSATIONAL_KINDS, taught_kinds
+from llm.task_schema import conversational_kinds, taught_kinds
 from llm.tasks import known_kinds
 from memory.models import Intention, Memory, Note, Plan, ScheduledEvent, ScheduleEntry
 from sandbox.services.chats import sandbox_say, sandbox_transcript
@@ -21,7 +21,7 @@ from sandbox.services.chats import sandbox_say, sandbox_transcript
 pytestmark = pytest.mark.django_db
 
 #: What the shipped Instructions prompt teaches every persona.
-INSTRUCTIONS_KINDS = {*CONVERSATIONAL_KINDS, "summarize", "clear-conversation", "shutdown"}
+INSTRUCTIONS_KINDS = {*conversational_kinds(), "summarize", "clear-conversation", "shutdown"}
 
 
 @pytest.fixture

@@ -8,13 +8,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
 from agents.models import Agent, RolePrompt
 from cindy_site.prepared import PreparedRead
 from conversations.models import Conversation
+from llm.policy_inputs import partner_is_operator
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from llm.task_schema import INSTRUCTIONS_PROMPT, prompt_teaches, taught_kinds
 from media_catalog.models import LibraryItem, MediaDescription, Sticker, StickerAccess
@@ -357,13 +357,6 @@ def _kinds_with_rows(specs: list, *, agent_id: int) -> set[str]:
         cursor.execute(f"SELECT {', '.join(checks)}", [agent_id] * len(specs))
         row = cursor.fetchone()
     return {spec.kind for spec, present in zip(specs, row, strict=True) if present}
-
-
-def partner_is_operator(conversation: Conversation) -> bool:
-    """A direct message with one of CINDY_OPERATOR_IDS."""
-    return conversation.kind == Conversation.Kind.DM and conversation.peer_id in set(
-        settings.CINDY_OPERATOR_IDS
-    )
 
 
 _DETAIL_LABELS = {

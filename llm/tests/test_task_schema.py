@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from llm.task_schema import (
-    CONVERSATIONAL_KINDS,
+    conversational_kinds,
     kinds_from_prompt,
     schema_kinds,
     task_list_schema,
@@ -16,6 +16,8 @@ from llm.task_schema import (
 from llm.tasks import known_kinds
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The original's Instructions marker: what the Instructions prompt teaches in any case.
+CONVERSATIONAL_KINDS = ("send", "react", "sticker", "wait", "block", "unblock", "think")
 
 
 def test_one_marker_names_one_or_several_kinds():
@@ -43,6 +45,7 @@ def test_a_prompt_without_a_marker_teaches_nothing():
 
 
 def test_instructions_always_teach_the_conversational_kinds_marker_or_not():
+    assert set(conversational_kinds()) == set(CONVERSATIONAL_KINDS)
     assert set(taught_kinds([("Instructions", "# Response format")])) == set(CONVERSATIONAL_KINDS)
     marked = taught_kinds(
         [("Instructions", "<!-- SCHEMA_TASKS: shutdown -->"), ("Task-XSend", "<!-- SCHEMA_TASKS: xsend -->")]

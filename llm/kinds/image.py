@@ -1,4 +1,7 @@
-"""The policy for the `image` kind: the agent makes a picture. The LLM asks; this decides.
+"""`image`: the agent makes a picture from a description and sends it as a photo.
+
+Its fields and their validation are `llm.image_task`'s; params: description, caption, references,
+reply_to|None. The LLM asks; this policy decides:
 
 - A turn that read text from outside the chat (a retrieved web page, another chat's intention) may not
   make a picture, unless an operator allows it (CINDY_IMAGES_AFTER_UNTRUSTED): text anyone wrote must
@@ -13,12 +16,15 @@ turn's log lists it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from cindy_site.parameters import parameter
-from llm.tasks import Task
+from llm.image_task import image_params
+from llm.kinds.base import INTEGER, STRING, STRINGS, Policy, Task, TaskKind
+from llm.kinds.registry import register
 
 if TYPE_CHECKING:
     from llm.policy_inputs import TurnInputs
@@ -53,3 +59,21 @@ def image_refusal(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
     if missing:
         return f"image references {', '.join(missing)}: not in agent {agent.name}'s media library"
     return ""
+
+
+@dataclass(frozen=True)
+class ImagePolicy(Policy):
+    def refusal(self, task: Task, *, inputs: TurnInputs, earlier: int) -> str:
+        return image_refusal(task, inputs=inputs, earlier=earlier)
+
+
+IMAGE = register(
+    TaskKind(
+        name="image",
+        validate=image_params,
+        policy=ImagePolicy(),
+        runs="gateway",
+        fields={"description": STRING, "text": STRING, "reply_to": INTEGER},
+        taught_fields={"references": STRINGS},
+    )
+)
