@@ -7,7 +7,7 @@ from django.contrib import admin
 
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, service_form
 from llm.admin_llms import register_llm_admin
-from llm.models import ExplicitCache, LLMCall, ModelPrice
+from llm.models import ExplicitCache, LLMCall, LLMUsageDaily, ModelPrice
 from llm.prices import model_price_save, model_price_validate
 
 
@@ -72,6 +72,16 @@ class ExplicitCacheAdmin(ReadOnlyAdmin):
 
     list_display = ["name", "conversation", "model", "prefix_turns", "tokens", "created", "expires_at"]
     list_select_related = ["conversation__agent"]
+
+
+@admin.register(LLMUsageDaily)
+class LLMUsageDailyAdmin(ReadOnlyAdmin):
+    """The daily totals that older LLM calls are folded into (engine/retention.py): read-only."""
+
+    list_display = ["day", "agent", "provider", "model", "calls", "cost"]
+    list_filter = ["provider", "day"]
+    list_select_related = ["agent"]
+    date_hierarchy = "day"
 
 
 register_llm_admin()
