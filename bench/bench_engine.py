@@ -116,13 +116,13 @@ def part_overhead() -> None:
     gateway = Gateway(
         gateway_id="bench", enqueue=lambda node_id, owner: queued.append((node_id, owner)), tick_seconds=0
     )
-    async_to_sync(gateway.step_leases)()
-    async_to_sync(gateway.step_connect)()
+    async_to_sync(gateway.steps["leases"].run)()
+    async_to_sync(gateway.steps["connect"].run)()
 
     # 500 messages of history, in the sandbox and already in the mirror.
     for i in range(HISTORY):
         sandbox_say(agent=agent, text=f"history message {i} " + "lorem ipsum " * 5)
-    async_to_sync(gateway.step_ingest)()
+    async_to_sync(gateway.steps["ingest"].run)()
     conversation = Conversation.objects.get(agent=agent)
     assert Message.objects.filter(conversation=conversation).count() == HISTORY
 
@@ -130,8 +130,8 @@ def part_overhead() -> None:
     for i in range(OVERHEAD_RUNS):
         start = time.perf_counter()
         sandbox_say(agent=agent, text=f"new message {i}")
-        async_to_sync(gateway.step_ingest)()
-        async_to_sync(gateway.step_tick)()
+        async_to_sync(gateway.steps["ingest"].run)()
+        async_to_sync(gateway.steps["tick"].run)()
         while queued:
             run_received(*queued.pop(0))
         samples.append(arrivals[-1] - start)
@@ -539,8 +539,8 @@ def part_dispatch() -> None:
     new = Gateway(gateway_id="bench", enqueue=record, tick_seconds=0)
     old = _previous_gateway()(gateway_id="bench", enqueue=record, tick_seconds=0)
     for gateway in (new, old):
-        async_to_sync(gateway.step_leases)()
-        async_to_sync(gateway.step_connect)()
+        async_to_sync(gateway.steps["leases"].run)()
+        async_to_sync(gateway.steps["connect"].run)()
     people = CONVERSATIONS // GATEWAY_AGENTS
     for agent in agents:
         for j in range(people):

@@ -341,11 +341,11 @@ def part_refresh() -> None:
     async def run() -> None:
         for _ in range(int(DIALOG_REFRESH_SECONDS) + 1):
             begun = time.perf_counter()
-            await gateway.step_dialogs()
+            await gateway.steps["dialogs"].run()
             passes.append(time.perf_counter() - begun)
             await asyncio.sleep(0.02)  # the refreshes run meanwhile, as between real passes
             clock.advance(1)
-        await gateway.upkeep_settle()
+        await gateway.steps["dialogs"].settle()
 
     async_to_sync(run)()
     worst = max(passes) * 1000
@@ -355,7 +355,7 @@ def part_refresh() -> None:
         f"{worst:.1f} ms, median {statistics.median(passes) * 1000:.1f} ms over {len(passes)} passes "
         f"(serially in the pass as before: {serial:.0f} s once a minute); goal ≤ {REFRESH_GOAL_MS} ms, "
         f"{'meets' if worst <= REFRESH_GOAL_MS else 'MISSES'}; at most "
-        f"{gateway._refreshes()['dialogs'].most_running} refreshes at once "
+        f"{gateway.steps['dialogs'].refreshes.most_running} refreshes at once "
         f"(CINDY_UPKEEP_CONCURRENCY={settings.CINDY_UPKEEP_CONCURRENCY}). Leaves out: Telegram itself "
         "(the sandbox transport with the round trip added)."
     )

@@ -1,6 +1,6 @@
 """How an idle gateway waits: until a wake-up, the next due timer, the idle pass, or the stop signal.
 
-After a pass that did nothing, `Gateway.run` calls `wait_for_work` (a mixin of `engine.gateway.Gateway`).
+After a pass that did nothing, `Gateway.run` calls `IdleWait.wait_for_work`.
 It waits for the earliest of:
 
 - a **wake-up** from another process (a message in the sandbox, a plan stored by a worker, an operator's
@@ -24,7 +24,7 @@ It waits for the earliest of:
 
 A wake-up carries its kind (`conversations/services/wake.py`). A **turn** wake-up (a person's message,
 nodes planned or released, a Telegram client's update) ends the wait with "turn": the gateway runs the
-steps of a turn only (`Gateway._follow_up_steps`: ingest, media, tick, presence). Any other wake-up,
+steps of a turn only (`Gateway.follow_up_steps`: ingest, media, tick, presence). Any other wake-up,
 and the timers, end it with "wakeup" or "timer": a full pass. Backstop steps still run at least once
 an idle pass (`full_pass_seconds`): a turn wake-up that comes later than that after the last full
 pass gets a full one, and the wait after a turn pass ends when the full pass is due.
@@ -52,9 +52,10 @@ from cindy_site.clock import get_clock, now
 from cindy_site.local_wake import LocalWakeListener
 from conversations.selectors import node_next_due_at
 from conversations.services.wake import WAKE_TURN, gateway_wake_channel, wake_channel, wake_counters
+from engine.initiative_steps import idle_seconds
 
 if TYPE_CHECKING:
-    from engine.clients import AgentClient
+    from engine.gateway_context import GatewayContext
 
 logger = logging.getLogger("engine.gateway")
 
@@ -256,37 +257,34 @@ def wake_listener(gateway_id: str = "") -> WakeListener | None:
     return DbWake(gateway_id=gateway_id)
 
 
-class WakeWaits:
-    """The wait of `engine.gateway.Gateway` after an idle pass."""
+class IdleWait:
+    """The wait of `engine.gateway.Gateway` after an idle pass (see the module docstring)."""
 
-    clients: dict[int, AgentClient]
-    stopping: asyncio.Event
-    wakeup: Wakeup
-    wake: WakeListener | None
-    tick_seconds: float
-    idle_pass_seconds: float
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
 
-    async def idle_seconds(self, longest: float | None = None) -> float: ...
-
-    def on_update(self) -> None:
-        """Called by a transport when updates arrive on their own (Telethon): wake the loop for a turn."""
-        self.wakeup.set_turn()
+    async def idle_seconds(self, longest: float | None = None) -> float:
+        """How long the loop may sleep: `longest` (the tick interval by default), or less when an event
+        or refresh is due sooner (engine/initiative_steps.py)."""
+        ctx = self.context
+        return await idle_seconds(list(ctx.clients), ctx.tick_seconds if longest is None else longest)
 
     def full_pass_seconds(self) -> float:
         """The most time between two full passes while wake-ups work (the idle pass, or the tick if
         longer); the tick while they cannot arrive (the poll fails, Redis is away)."""
-        if self.wake is None or not self.wake.healthy():
-            return self.tick_seconds
-        return max(self.tick_seconds, self.idle_pass_seconds)
+        ctx = self.context
+        if ctx.wake is None or not ctx.wake.healthy():
+            return ctx.tick_seconds
+        return max(ctx.tick_seconds, ctx.idle_pass_seconds)
 
     async def timer_seconds(self) -> float:
         """Seconds until the earliest due timer of the held agents that `idle_seconds` does not cover:
         a pending node's `not_before`, a flood pause or a reconnect backoff ending (infinity: none)."""
-        clients = list(self.clients.values())
+        clients = list(self.context.clients.values())
         if not clients:
             return math.inf
         when = now()
-        due = await sync_to_async(node_next_due_at)(agent_ids=list(self.clients), after=when)
+        due = await sync_to_async(node_next_due_at)(agent_ids=list(self.context.clients), after=when)
         seconds = (due - when).total_seconds() if due is not None else math.inf
         mono = get_clock().monotonic()
         for client in clients:
@@ -300,27 +298,29 @@ class WakeWaits:
         """Wait after an idle pass; returns why it ended: "turn" (a wake-up for a turn only),
         "wakeup" (any other), "timer" or "stopping". `full_due` (monotonic): a full pass is due
         then, so the wait ends by then."""
-        if self.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
+        ctx = self.context
+        wakeup = ctx.wakeup
+        if ctx.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
             seconds = await self.idle_seconds()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
-            return "stopping" if self.stopping.is_set() else "timer"
+                await asyncio.wait_for(ctx.stopping.wait(), timeout=seconds)
+            return "stopping" if ctx.stopping.is_set() else "timer"
         # While wake-ups cannot arrive (the poll fails, Redis is away) the tick is the backstop again.
         seconds = await self.idle_seconds(self.full_pass_seconds())
         seconds = min(seconds, await self.timer_seconds())
         if full_due is not None:
             seconds = min(seconds, max(0.0, full_due - get_clock().monotonic()))
-        if not self.wakeup.is_set() and seconds > 0:
-            await self._idle_pause(seconds)
-        woken, full = self.wakeup.is_set(), self.wakeup.full
-        self.wakeup.clear()
-        if self.stopping.is_set():
+        if not wakeup.is_set() and seconds > 0:
+            await self.pause(seconds)
+        woken, full = wakeup.is_set(), wakeup.full
+        wakeup.clear()
+        if ctx.stopping.is_set():
             return "stopping"
         if not woken:
             return "timer"
         return "wakeup" if full else "turn"
 
-    async def _idle_pause(self, seconds: float) -> None:
+    async def pause(self, seconds: float) -> None:
         """Sleep `seconds` or until `wakeup` is set (tests replace this to move an injected clock)."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.wakeup.wait(), timeout=seconds)
+            await asyncio.wait_for(self.context.wakeup.wait(), timeout=seconds)
