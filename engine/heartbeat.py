@@ -7,7 +7,7 @@ up the renewal. The renewal runs on a connection of its own (`sync_to_async(thre
 Self-fencing: a client whose lease was not renewed within CINDY_LEASE_SECONDS minus a safety margin
 is disconnected and dropped before the lease can expire, because from then on another gateway may
 take the agent over, and two connections of one Telegram account get its key revoked
-(AUTH_KEY_DUPLICATED). A fenced agent is taken again by `step_leases` once the database answers.
+(AUTH_KEY_DUPLICATED). A fenced agent is taken again by the `leases` step once the database answers.
 """
 
 from __future__ import annotations

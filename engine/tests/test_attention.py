@@ -267,9 +267,9 @@ def test_a_reconnect_brings_the_next_scan_forward(agent, harness, clock, setting
         await state.task
         clock.advance(60)
         assert await gateway.steps["attention"].run() is False  # the next scan is ten minutes away
-        client.connected = False  # the connection broke (step_ingest) ...
+        client.connected = False  # the connection broke (the ingest step) ...
         await gateway.steps["attention"].run()
-        client.connected = True  # ... and step_connect reconnected and reconciled
+        client.connected = True  # ... and the connect step reconnected and reconciled
         await gateway.steps["attention"].run()
         clock.advance(6)
         assert await gateway.steps["attention"].run() is True  # a scan soon after the reconnect
