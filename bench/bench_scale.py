@@ -10,8 +10,8 @@
   planning request reaching the LLM (gateway ingest, tick, dispatch; the worker's turn up to the call),
   the issue's goal; and on to the reply stored (the plan's bookkeeping, the gateway applying it and
   sending), less the tree's idle CPU over the same wall time;
-- the dialog refresh at 1,000 agents with a 100 ms Telegram round trip: the slowest gateway pass of
-  `step_dialogs` over one refresh period, in process.
+- the dialog refresh at 1,000 agents with a 100 ms Telegram round trip: the slowest gateway pass of the
+  `dialogs` step over one refresh period, in process.
 
 Run: .venv/bin/python bench/bench_scale.py [tree|telegram-inbound|refresh|telegram ...]
      [--against REF [--rounds N]]

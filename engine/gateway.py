@@ -65,6 +65,8 @@ def default_gateway_id() -> str:
 
 
 class Gateway:
+    """The loop, and the steps it runs in order (`steps`), all built with one `GatewayContext`."""
+
     def __init__(
         self,
         *,
@@ -129,14 +131,6 @@ class Gateway:
     def clients(self) -> dict[int, AgentClient]:
         """The held clients by agent id (`GatewayContext.clients`)."""
         return self.context.clients
-
-    @property
-    def workers(self) -> WorkerProcess | None:
-        return self.context.workers
-
-    @workers.setter
-    def workers(self, workers: WorkerProcess | None) -> None:
-        self.context.workers = workers
 
     # --- the loop -----------------------------------------------------------------------------------
 

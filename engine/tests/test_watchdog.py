@@ -100,7 +100,7 @@ def test_our_own_workers_are_restarted_with_a_growing_grace_while_planning_stays
 ):
     settings.CINDY_PLANNING_STALL_SECONDS = 45
     harness, node = claimed_planning(agent, clock)
-    workers = harness.gateway.workers = RecordingWorkers()
+    workers = harness.gateway.context.workers = RecordingWorkers()
     clock.advance(50)
     harness.step("workers")
     assert workers.calls == ["stop", "start"]
@@ -131,7 +131,7 @@ def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_ot
 
     settings.CINDY_PLANNING_STALL_SECONDS = 45
     harness, node = claimed_planning(agent, clock)
-    assert harness.gateway.workers is None
+    assert harness.gateway.context.workers is None
     killed_task = harness.queued.pop()
     killed = llm_call_start(
         provider="gemini",
