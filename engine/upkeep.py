@@ -222,10 +222,12 @@ class RefreshStep:
             self.refreshes = Refreshes(
                 "dialog", period=DIALOG_REFRESH_SECONDS, at_connect=False, job=_refresh_dialogs
             )
-        else:
+        elif name == "library":
             self.refreshes = Refreshes(
                 "media library", period=LIBRARY_REFRESH_SECONDS, at_connect=True, job=_refresh_library
             )
+        else:
+            raise ValueError(f"no refresh named {name!r}: the refreshes are 'dialogs' and 'library'")
 
     async def run(self) -> bool:
         return self.refreshes.step(self.context.clients, self.context.wakeup)
