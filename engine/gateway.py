@@ -37,6 +37,7 @@ from engine.dispatch import enqueue_received
 from engine.gateway_context import GatewayContext, Step
 from engine.health import gateway_forget, processes_forget_gone
 from engine.heartbeat import Heartbeat
+from engine.idle_wait import IdleWait
 from engine.initiative_steps import EventsStep, SchedulesStep
 from engine.lease_steps import LeasesStep
 from engine.leases import lease_release
@@ -47,7 +48,7 @@ from engine.signin import SignInStep
 from engine.tick_step import RequestsStep, TickStep
 from engine.transports import transport_for
 from engine.upkeep import MediaStep, ReapRequestsStep, RefreshStep, StickersStep
-from engine.wake import IdleWait, wake_listener
+from engine.wake import wake_listener
 from engine.watchdog import Watchdog, WorkersStep
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """How an idle gateway waits: until a wake-up, the next due timer, the idle pass, or the stop signal.
 
-After a pass that did nothing, `Gateway.run` calls `IdleWait.wait_for_work`.
+After a pass that did nothing, `Gateway.run` calls `IdleWait.wait_for_work` (engine/idle_wait.py).
 It waits for the earliest of:
 
 - a **wake-up** from another process (a message in the sandbox, a plan stored by a worker, an operator's
@@ -38,24 +38,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from cindy_site.clock import get_clock, now
 from cindy_site.local_wake import LocalWakeListener
-from conversations.selectors import node_next_due_at
 from conversations.services.wake import WAKE_TURN, gateway_wake_channel, wake_channel, wake_counters
-from engine.initiative_steps import idle_seconds
-
-if TYPE_CHECKING:
-    from engine.gateway_context import GatewayContext
 
 logger = logging.getLogger("engine.gateway")
 
@@ -255,72 +248,3 @@ def wake_listener(gateway_id: str = "") -> WakeListener | None:
     if settings.REDIS_URL:
         return RedisWake(settings.REDIS_URL, gateway_id=gateway_id)
     return DbWake(gateway_id=gateway_id)
-
-
-class IdleWait:
-    """The wait of `engine.gateway.Gateway` after an idle pass (see the module docstring)."""
-
-    def __init__(self, context: GatewayContext) -> None:
-        self.context = context
-
-    async def idle_seconds(self, longest: float | None = None) -> float:
-        """How long the loop may sleep: `longest` (the tick interval by default), or less when an event
-        or refresh is due sooner (engine/initiative_steps.py)."""
-        ctx = self.context
-        return await idle_seconds(list(ctx.clients), ctx.tick_seconds if longest is None else longest)
-
-    def full_pass_seconds(self) -> float:
-        """The most time between two full passes while wake-ups work (the idle pass, or the tick if
-        longer); the tick while they cannot arrive (the poll fails, Redis is away)."""
-        ctx = self.context
-        if ctx.wake is None or not ctx.wake.healthy():
-            return ctx.tick_seconds
-        return max(ctx.tick_seconds, ctx.idle_pass_seconds)
-
-    async def timer_seconds(self) -> float:
-        """Seconds until the earliest due timer of the held agents that `idle_seconds` does not cover:
-        a pending node's `not_before`, a flood pause or a reconnect backoff ending (infinity: none)."""
-        clients = list(self.context.clients.values())
-        if not clients:
-            return math.inf
-        when = now()
-        due = await sync_to_async(node_next_due_at)(agent_ids=list(self.context.clients), after=when)
-        seconds = (due - when).total_seconds() if due is not None else math.inf
-        mono = get_clock().monotonic()
-        for client in clients:
-            if client.paused_until is not None and client.paused_until > when:
-                seconds = min(seconds, (client.paused_until - when).total_seconds())
-            if not client.connected and client.retry_at > mono:
-                seconds = min(seconds, client.retry_at - mono)
-        return max(0.0, seconds)
-
-    async def wait_for_work(self, *, full_due: float | None = None) -> str:
-        """Wait after an idle pass; returns why it ended: "turn" (a wake-up for a turn only),
-        "wakeup" (any other), "timer" or "stopping". `full_due` (monotonic): a full pass is due
-        then, so the wait ends by then."""
-        ctx = self.context
-        wakeup = ctx.wakeup
-        if ctx.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
-            seconds = await self.idle_seconds()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ctx.stopping.wait(), timeout=seconds)
-            return "stopping" if ctx.stopping.is_set() else "timer"
-        # While wake-ups cannot arrive (the poll fails, Redis is away) the tick is the backstop again.
-        seconds = await self.idle_seconds(self.full_pass_seconds())
-        seconds = min(seconds, await self.timer_seconds())
-        if full_due is not None:
-            seconds = min(seconds, max(0.0, full_due - get_clock().monotonic()))
-        if not wakeup.is_set() and seconds > 0:
-            await self.pause(seconds)
-        woken, full = wakeup.is_set(), wakeup.full
-        wakeup.clear()
-        if ctx.stopping.is_set():
-            return "stopping"
-        if not woken:
-            return "timer"
-        return "wakeup" if full else "turn"
-
-    async def pause(self, seconds: float) -> None:
-        """Sleep `seconds` or until `wakeup` is set (tests replace this to move an injected clock)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.context.wakeup.wait(), timeout=seconds)

@@ -24,9 +24,10 @@ from conversations.selectors import node_next_due_at
 from conversations.services.graphs import graph_replan
 from conversations.services.wake import wake_counter, wake_gateway, wake_gateways, wake_not_needed
 from engine.gateway import Gateway
+from engine.idle_wait import IdleWait
 from engine.tests.harness import Harness
 from engine.tests.processes import plan
-from engine.wake import DbWake, IdleWait, RedisWake, Wakeup, wake_listener
+from engine.wake import DbWake, RedisWake, Wakeup, wake_listener
 from sandbox.services.chats import sandbox_post, sandbox_say, sandbox_user_for_agent
 from sandbox.transport.transport import SandboxTransport
 
