@@ -116,13 +116,13 @@ def part_overhead() -> None:
     gateway = Gateway(
         gateway_id="bench", enqueue=lambda node_id, owner: queued.append((node_id, owner)), tick_seconds=0
     )
-    async_to_sync(gateway.step_leases)()
-    async_to_sync(gateway.step_connect)()
+    async_to_sync(gateway.steps["leases"].run)()
+    async_to_sync(gateway.steps["connect"].run)()
 
     # 500 messages of history, in the sandbox and already in the mirror.
     for i in range(HISTORY):
         sandbox_say(agent=agent, text=f"history message {i} " + "lorem ipsum " * 5)
-    async_to_sync(gateway.step_ingest)()
+    async_to_sync(gateway.steps["ingest"].run)()
     conversation = Conversation.objects.get(agent=agent)
     assert Message.objects.filter(conversation=conversation).count() == HISTORY
 
@@ -130,8 +130,8 @@ def part_overhead() -> None:
     for i in range(OVERHEAD_RUNS):
         start = time.perf_counter()
         sandbox_say(agent=agent, text=f"new message {i}")
-        async_to_sync(gateway.step_ingest)()
-        async_to_sync(gateway.step_tick)()
+        async_to_sync(gateway.steps["ingest"].run)()
+        async_to_sync(gateway.steps["tick"].run)()
         while queued:
             run_received(*queued.pop(0))
         samples.append(arrivals[-1] - start)
@@ -352,7 +352,7 @@ def part_claims(label: str) -> None:
             ticker = Ticker(gateway_id="bench")
             old.append(_claims_per_second(lambda t=ticker: _claim_before(t, agent_ids), wanted))
             ticker = Ticker(gateway_id="bench")
-            # As the gateway claims: with the agent rows it holds (`Gateway._claim_tick`).
+            # As the gateway claims: with the agent rows it holds (`TickStep.claim`).
             new.append(
                 _claims_per_second(lambda t=ticker: len(t.claim(agent_ids=agent_ids, agents=held)), wanted)
             )
@@ -438,10 +438,15 @@ def _previous_gateway():
         Conversation.objects.filter(pk=conversation.pk).update(last_read_message_id=message_id)
 
     class PreviousGateway(Gateway):
+        def __init__(self, **kwargs) -> None:
+            super().__init__(**kwargs)
+            self.leases.wanted_agents = self._wanted_agents
+            self.steps["tick"].run = self._tick
+
         def _wanted_agents(self) -> list:
             qs = Agent.objects.filter(disabled=False, stopped=False)
-            if self.names:
-                qs = qs.filter(name__in=self.names)
+            if self.context.names:
+                qs = qs.filter(name__in=self.context.names)
             return list(qs)
 
         def _close_old_connections(self) -> None:
@@ -457,17 +462,18 @@ def _previous_gateway():
                 and asleep_until(agent=client.agent, at=when) is None
             ]
 
-        async def step_tick(self) -> bool:
+        async def _tick(self) -> bool:
+            tick = self.steps["tick"]
             held = list(self.clients)
             reaped = await sync_to_async(nodes_reap_expired)(agent_ids=held) if held else 0
             active = await sync_to_async(self._previous_active_agent_ids)()
-            claimed = await sync_to_async(self.ticker.claim)(agent_ids=active)
+            claimed = await sync_to_async(tick.ticker.claim)(agent_ids=active)
             actions = []
             for node, owner in claimed:
                 if node.kind in BRAIN_KINDS:
                     await self._dispatch_one(node, owner)
                 else:
-                    actions.append(self._run_action(node, owner))
+                    actions.append(tick._run_action(node, owner))
             if actions:
                 await asyncio.gather(*actions)
             return bool(reaped or claimed)
@@ -493,7 +499,7 @@ def _previous_gateway():
 
         def _enqueue_one(self, node_id: int, owner: str) -> None:
             with transaction.atomic():
-                transaction.on_commit(lambda: self.enqueue(node_id, owner))
+                transaction.on_commit(lambda: self.context.enqueue(node_id, owner))
 
     return PreviousGateway
 
@@ -540,13 +546,13 @@ def part_dispatch() -> None:
     new = Gateway(gateway_id="bench", enqueue=record, tick_seconds=0)
     old = _previous_gateway()(gateway_id="bench", enqueue=record, tick_seconds=0)
     for gateway in (new, old):
-        async_to_sync(gateway.step_leases)()
-        async_to_sync(gateway.step_connect)()
+        async_to_sync(gateway.steps["leases"].run)()
+        async_to_sync(gateway.steps["connect"].run)()
     people = CONVERSATIONS // GATEWAY_AGENTS
     for agent in agents:
         for j in range(people):
             sandbox_say(agent=agent, text=f"hello from person {j}", as_name=f"Person {j}")
-    async_to_sync(new.step_ingest)()  # one received node per chat
+    async_to_sync(new.steps["ingest"].run)()  # one received node per chat
     total = TaskNode.objects.filter(kind="received").count()
     assert total == CONVERSATIONS, total
     before, after = [], []

@@ -10,8 +10,8 @@
   planning request reaching the LLM (gateway ingest, tick, dispatch; the worker's turn up to the call),
   the issue's goal; and on to the reply stored (the plan's bookkeeping, the gateway applying it and
   sending), less the tree's idle CPU over the same wall time;
-- the dialog refresh at 1,000 agents with a 100 ms Telegram round trip: the slowest gateway pass of
-  `step_dialogs` over one refresh period, in process.
+- the dialog refresh at 1,000 agents with a 100 ms Telegram round trip: the slowest gateway pass of the
+  `dialogs` step over one refresh period, in process.
 
 Run: .venv/bin/python bench/bench_scale.py [tree|telegram-inbound|refresh|telegram ...]
      [--against REF [--rounds N]]
@@ -341,11 +341,11 @@ def part_refresh() -> None:
     async def run() -> None:
         for _ in range(int(DIALOG_REFRESH_SECONDS) + 1):
             begun = time.perf_counter()
-            await gateway.step_dialogs()
+            await gateway.steps["dialogs"].run()
             passes.append(time.perf_counter() - begun)
             await asyncio.sleep(0.02)  # the refreshes run meanwhile, as between real passes
             clock.advance(1)
-        await gateway.upkeep_settle()
+        await gateway.steps["dialogs"].settle()
 
     async_to_sync(run)()
     worst = max(passes) * 1000
@@ -355,7 +355,7 @@ def part_refresh() -> None:
         f"{worst:.1f} ms, median {statistics.median(passes) * 1000:.1f} ms over {len(passes)} passes "
         f"(serially in the pass as before: {serial:.0f} s once a minute); goal ≤ {REFRESH_GOAL_MS} ms, "
         f"{'meets' if worst <= REFRESH_GOAL_MS else 'MISSES'}; at most "
-        f"{gateway._refreshes()['dialogs'].most_running} refreshes at once "
+        f"{gateway.steps['dialogs'].refreshes.most_running} refreshes at once "
         f"(CINDY_UPKEEP_CONCURRENCY={settings.CINDY_UPKEEP_CONCURRENCY}). Leaves out: Telegram itself "
         "(the sandbox transport with the round trip added)."
     )

@@ -22,7 +22,7 @@ each (re)connect) each held agent reads its dialog list once (`transport.dialogs
 
 Cheap and bounded: one dialog list request per agent and scan, and a history request only for a
 dialog whose marks changed since the agent's previous scan (`ScanState.marks`). The scan runs as an
-asyncio task of its own per agent (`AttentionSteps.step_attention` only starts them), so the gateway's
+asyncio task of its own per agent (`AttentionStep.run` only starts them), so the gateway's
 pass and its tick never wait on it; the agents' scans are spread over the interval by agent id. A
 flood wait (or the account's flood pause) ends that agent's scan and moves its next one to after the
 wait; other errors are logged and the next scan comes at the usual interval.
@@ -55,6 +55,7 @@ from conversations.transport.base import (
     Transport,
 )
 from engine.clients import AgentClient
+from engine.gateway_context import GatewayContext
 from engine.ingest import RECONCILE_LIMIT, _history_after, ingest_history, ingest_updates
 
 logger = logging.getLogger("engine.gateway")
@@ -273,23 +274,21 @@ def first_scan_delay(agent_id: int) -> float:
     return (agent_id * 7919 % 1000) / 1000 * spread
 
 
-class AttentionSteps:
-    """A mixin of `engine.gateway.Gateway` (which provides `clients` and `wakeup`)."""
+class AttentionStep:
+    """Starts the due unread scans, each as a task of its own; keeps each held agent's `ScanState`."""
 
-    clients: dict[int, AgentClient]
-    wakeup: asyncio.Event
+    name = "attention"
 
-    def _scans(self) -> dict[int, ScanState]:
-        scans = self.__dict__.get("_attention")
-        if scans is None:
-            scans = self.__dict__["_attention"] = {}
-        return scans
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
+        self.scans: dict[int, ScanState] = {}
 
-    async def step_attention(self) -> bool:
+    async def run(self) -> bool:
         """Start the unread scans that are due (each in a task of its own); never waits for one."""
         interval = settings.CINDY_UNREAD_SCAN_SECONDS
-        scans = self._scans()
-        for agent_id in [a for a in scans if a not in self.clients]:
+        scans = self.scans
+        clients = self.context.clients
+        for agent_id in [a for a in scans if a not in clients]:
             state = scans.pop(agent_id)
             if state.task is not None:
                 state.task.cancel()
@@ -297,7 +296,7 @@ class AttentionSteps:
             return False
         clock = get_clock().monotonic()
         started = False
-        for agent_id, client in list(self.clients.items()):
+        for agent_id, client in list(clients.items()):
             state = scans.setdefault(agent_id, ScanState())
             if not client.connected:
                 state.connected = False
@@ -335,7 +334,7 @@ class AttentionSteps:
             return
         await self._scan_flags(agent_id, client, report)
         if report.graph_ids:
-            self.wakeup.set()  # their nodes are the tick's to claim
+            self.context.wakeup.set()  # their nodes are the tick's to claim
 
     async def _scan_flags(self, agent_id: int, client: AgentClient, report: ScanReport) -> None:
         """Apply the mute, block and title flags of the scan's dialog list, as the dialog refresh does,
@@ -356,11 +355,11 @@ class AttentionSteps:
             )
             return
         if changed:
-            self.wakeup.set()
+            self.context.wakeup.set()
 
-    async def attention_stop(self) -> None:
+    async def stop(self) -> None:
         """Cancel the scans in flight (the gateway is stopping)."""
-        tasks = [s.task for s in self._scans().values() if s.task is not None and not s.task.done()]
+        tasks = [s.task for s in self.scans.values() if s.task is not None and not s.task.done()]
         for task in tasks:
             task.cancel()
         for task in tasks:

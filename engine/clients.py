@@ -1,7 +1,5 @@
-"""One supervised Telegram (or sandbox) connection of the gateway, shared by its step mixins.
-
-`engine.gateway`, `engine.heartbeat` and `engine.upkeep` all import it from here, so none of them
-imports another for it.
+"""One supervised Telegram (or sandbox) connection of the gateway, held in its context's `clients`
+(engine/gateway_context.py) and read by its steps.
 """
 
 from __future__ import annotations

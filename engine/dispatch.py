@@ -1,6 +1,7 @@
 """Dispatching the planning (`received`) nodes a tick claimed: sync each chat, mark it read, queue planning.
 
-A mixin of `engine.gateway.Gateway` (which provides `clients` and `enqueue`). For each node, in this
+Run by the gateway's tick step (engine/tick_step.py), with the gateway's context (its held clients
+and its `enqueue`). For each node, in this
 order: fetch the chat's history newer than the mirror and ingest it; mark the chat read up to the
 newest message, on the transport and then in the mirror; queue planning (`run_received` with the
 node's claim token) once that is committed. A chat whose sync or mark fails is logged and planned on
@@ -22,7 +23,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.db import router, transaction
@@ -35,6 +36,9 @@ from conversations.transport.base import Transport
 from engine.clients import AgentClient
 from engine.contacts import partners_add_to_contacts
 from engine.ingest import RECONCILE_LIMIT, ingest_history
+
+if TYPE_CHECKING:
+    from engine.gateway_context import GatewayContext
 
 logger = logging.getLogger("engine.gateway")
 
@@ -204,16 +208,17 @@ class _Chat:
 
 
 class PlanningDispatch:
-    """A mixin of `engine.gateway.Gateway`, which sets the attributes below."""
+    """The tick's planning nodes on their way to the task queue (see the module docstring)."""
 
-    clients: dict[int, AgentClient]
-    enqueue: Callable[[int, str], None]
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
 
-    async def _dispatch_brains(self, claimed: Sequence[tuple[TaskNode, str]]) -> None:
+    async def dispatch(self, claimed: Sequence[tuple[TaskNode, str]]) -> None:
         """Sync and mark read the chats of these claimed planning nodes, then queue their planning."""
         chats: list[_Chat] = []
+        clients = self.context.clients
         for node, owner in claimed:
-            client = self.clients.get(node.agent_id)
+            client = clients.get(node.agent_id)
             if client is None:  # dropped (fenced, lease lost) while this tick was claiming
                 await sync_to_async(node_release)(node_id=node.pk, owner=owner, reason="agent no longer held")
                 continue
@@ -306,7 +311,8 @@ class PlanningDispatch:
         """Queue planning for each (node id, claim token); a node that could not be queued goes back
         to pending, so the tick claims and queues it again."""
         failed: list[tuple[int, str, BaseException]] = []
-        if self.enqueue is enqueue_received:
+        enqueue = self.context.enqueue
+        if enqueue is enqueue_received:
             try:
                 enqueue_received_many(items)
             except Exception as exc:
@@ -314,7 +320,7 @@ class PlanningDispatch:
         else:
             for node_id, owner in items:
                 try:
-                    self.enqueue(node_id, owner)
+                    enqueue(node_id, owner)
                 except Exception as exc:
                     failed.append((node_id, owner, exc))
         for node_id, owner, exc in failed:

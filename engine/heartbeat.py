@@ -1,32 +1,27 @@
 """The lease heartbeat and self-fencing: one account, one connection, even when the step loop is slow.
 
-A mixin of `engine.gateway.Gateway` (which provides `clients`, `gateway_id` and `_drop`).
-
-`run()` drives `step_heartbeat` from an asyncio task of its own, so a step that outlasts the lease (a
+`Gateway.run` drives `Heartbeat.run` from an asyncio task of its own, so a step that outlasts the lease (a
 reconcile, a 60 s action timeout, a SQLite busy wait on the ORM thread the steps share) never holds
 up the renewal. The renewal runs on a connection of its own (`sync_to_async(thread_sensitive=False)`).
 
 Self-fencing: a client whose lease was not renewed within CINDY_LEASE_SECONDS minus a safety margin
 is disconnected and dropped before the lease can expire, because from then on another gateway may
 take the agent over, and two connections of one Telegram account get its key revoked
-(AUTH_KEY_DUPLICATED). A fenced agent is taken again by `step_leases` once the database answers.
+(AUTH_KEY_DUPLICATED). A fenced agent is taken again by the `leases` step once the database answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 
 from cindy_site.clock import get_clock, now
-from engine.clients import AgentClient
+from engine.gateway_context import GatewayContext
 from engine.health import beat_interval, process_beat, redis_problem
 from engine.leases import lease_heartbeat
 from engine.models import ProcessHeartbeat
@@ -55,57 +50,30 @@ def fence_after() -> float:
     return settings.CINDY_LEASE_SECONDS * 5 / 6
 
 
-def _on_own_connection(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run `fn` in a pool thread with a usable connection of that thread, closed again afterwards."""
+class Heartbeat:
+    """Renews the gateway's leases and fences its clients, beside the step loop (see the module
+    docstring), and writes the gateway's health row (engine/health.py) from `health_state`."""
 
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        close_old_connections()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            close_old_connections()
+    def __init__(self, context: GatewayContext, *, health_state: Callable[[], dict[str, Any]]) -> None:
+        self.context = context
+        self.health_state = health_state
+        self._last_heartbeat = 0.0
+        self._renewal: asyncio.Future | None = None
+        #: The gateway's health row: the last write started (monotonic), and the one in flight.
+        self._last_beat: float | None = None
+        self.beat: asyncio.Future | None = None
+        #: When the leases were last renewed (wall clock), for the health row.
+        self.renewed_at: dt.datetime | None = None
 
-    return call
-
-
-class LeaseKeeper:
-    """Heartbeat and fence steps of the gateway; `Gateway` sets the attributes below."""
-
-    clients: dict[int, AgentClient]
-    gateway_id: str
-    #: False only in tests that run the whole gateway inside one test transaction on one connection.
-    isolated_heartbeat: bool = True
-    _last_heartbeat: float = 0.0
-    _renewal: asyncio.Future | None = None
-    #: The gateway's health row (engine/health.py): the last write started, and the one in flight.
-    _last_beat: float | None = None
-    _beat: asyncio.Future | None = None
-    #: When the leases were last renewed (wall clock), for the health row.
-    renewed_at: dt.datetime | None = None
-
-    if TYPE_CHECKING:  # provided by Gateway
-
-        async def _drop(self, agent_id: int, reason: str, **kwargs: Any) -> None: ...
-
-        def health_state(self) -> dict[str, Any]: ...
-
-    def _db(self, fn: Callable[..., Any], *, isolated: bool = False) -> Callable[..., Any]:
-        """`fn` as a coroutine. Isolated calls use their own connection in a pool thread, never the ORM
-        thread the steps share, so a step waiting on the database cannot delay them."""
-        if isolated and self.isolated_heartbeat:
-            return sync_to_async(_on_own_connection(fn), thread_sensitive=False)
-        return sync_to_async(fn)
-
-    async def heartbeat_forever(self) -> None:
-        """Renew and fence on a timer of its own until cancelled (`run()` starts and stops it)."""
+    async def forever(self) -> None:
+        """Renew and fence on a timer of its own until cancelled (`Gateway.run` starts and stops it)."""
         while True:
             try:
-                await self.step_heartbeat()
+                await self.run()
             except Exception:
                 logger.exception("lease heartbeat failed")
             self.start_beat()
-            await self._pause(self._heartbeat_wait())
+            await self.pause(self._heartbeat_wait())
 
     def start_beat(self) -> bool:
         """Write the gateway's health row when due, in the background: a write stuck on the database
@@ -113,17 +81,17 @@ class LeaseKeeper:
         at = get_clock().monotonic()
         if self._last_beat is not None and at - self._last_beat < beat_interval():
             return False
-        if self._beat is not None and not self._beat.done():
+        if self.beat is not None and not self.beat.done():
             return False
         self._last_beat = at
-        self._beat = asyncio.ensure_future(self._write_beat())
+        self.beat = asyncio.ensure_future(self._write_beat())
         return True
 
     async def _write_beat(self) -> None:
         try:
             problem = await asyncio.to_thread(redis_problem)
-            await self._db(process_beat, isolated=True)(
-                name=self.gateway_id,
+            await self.context.db(process_beat, isolated=True)(
+                name=self.context.gateway_id,
                 kind=ProcessHeartbeat.Kind.GATEWAY,
                 problem=problem,
                 **self.health_state(),
@@ -131,29 +99,30 @@ class LeaseKeeper:
         except Exception as exc:  # the row going stale is how health sees a gateway cut off
             logger.warning("could not write the gateway's health row: %r", exc)
 
-    async def _pause(self, seconds: float) -> None:
+    async def pause(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
     def _heartbeat_wait(self) -> float:
         """Seconds until the next renewal or the next fence deadline, whichever comes first."""
         at = get_clock().monotonic()
         due = self._last_heartbeat + heartbeat_interval()
-        for client in self.clients.values():
+        for client in self.context.clients.values():
             due = min(due, client.renewed_at + fence_after())
         return min(max(due - at, MIN_PAUSE_SECONDS), heartbeat_interval())
 
-    async def step_heartbeat(self, *, force: bool = False) -> bool:
+    async def run(self, *, force: bool = False) -> bool:
         """Renew our leases when due, then fence every client not renewed in time.
 
         One renewal is in flight at a time. It is awaited only until the earliest fence deadline: a
         renewal stuck on the database does not stop the fence.
         """
         clock = get_clock()
+        clients = self.context.clients
         started = False
         if force or clock.monotonic() - self._last_heartbeat >= heartbeat_interval():
             self._last_heartbeat = clock.monotonic()
-            if self.clients and (self._renewal is None or self._renewal.done()):
-                self._renewal = asyncio.ensure_future(self._renew(list(self.clients), self._last_heartbeat))
+            if clients and (self._renewal is None or self._renewal.done()):
+                self._renewal = asyncio.ensure_future(self._renew(list(clients), self._last_heartbeat))
                 started = True
         if self._renewal is not None and not self._renewal.done():
             await asyncio.wait({self._renewal}, timeout=max(self._until_fence(), 0))
@@ -161,20 +130,23 @@ class LeaseKeeper:
         return started or fenced
 
     def _until_fence(self) -> float:
-        if not self.clients:
+        clients = self.context.clients
+        if not clients:
             return 0.0
-        oldest = min(client.renewed_at for client in self.clients.values())
+        oldest = min(client.renewed_at for client in clients.values())
         return oldest + fence_after() - get_clock().monotonic()
 
     async def _renew(self, held: list[int], started: float) -> None:
         try:
-            still = await self._db(lease_heartbeat, isolated=True)(holder=self.gateway_id, agent_ids=held)
+            still = await self.context.db(lease_heartbeat, isolated=True)(
+                holder=self.context.gateway_id, agent_ids=held
+            )
         except Exception as exc:  # the database is away: the fence decides when to let go
             logger.warning("could not renew the agent leases: %r", exc)
             return
         self.renewed_at = now()
         for agent_id in held:
-            client = self.clients.get(agent_id)
+            client = self.context.clients.get(agent_id)
             if client is None:
                 continue
             if agent_id in still:
@@ -185,7 +157,7 @@ class LeaseKeeper:
 
     async def _fence(self) -> bool:
         at = get_clock().monotonic()
-        stale = [(a, c) for a, c in self.clients.items() if at - c.renewed_at >= fence_after()]
+        stale = [(a, c) for a, c in self.context.clients.items() if at - c.renewed_at >= fence_after()]
         for _, client in stale:
             logger.error(
                 "agent %s: lease not renewed for %.0f s; disconnecting before another gateway may "
@@ -207,6 +179,6 @@ class LeaseKeeper:
     async def _quiet_drop(self, agent_id: int, reason: str) -> None:
         """Drop without releasing (the lease is not ours to trust any more), logging any failure."""
         try:
-            await self._drop(agent_id, reason, release=False, isolated=True)
+            await self.context.drop(agent_id, reason, release=False, isolated=True)
         except Exception:
             logger.exception("agent %s: dropping it after %s failed", agent_id, reason)

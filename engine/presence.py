@@ -23,7 +23,7 @@ from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 from conversations.transport.base import AuthError, FloodWait, TransportError
-from engine.clients import AgentClient
+from engine.gateway_context import GatewayContext
 from engine.responsiveness import agents_asleep
 
 logger = logging.getLogger(__name__)
@@ -92,19 +92,21 @@ def presence_record(*, agent_id: int, online: bool, why: str) -> None:
     )
 
 
-class PresenceSteps:
-    """A mixin of `engine.gateway.Gateway`, which sets `clients`."""
+class PresenceStep:
+    """Shows each connected agent online or offline as its activity and schedule say."""
 
-    clients: dict[int, AgentClient]
-    _presence_at: float = 0.0
+    name = "presence"
 
-    async def step_presence(self) -> bool:
-        """Show each connected agent online or offline as its activity and schedule say."""
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
+        self._checked_at = 0.0  # monotonic
+
+    async def run(self) -> bool:
         at = get_clock().monotonic()
-        if at - self._presence_at < PRESENCE_CHECK_SECONDS:
+        if at - self._checked_at < PRESENCE_CHECK_SECONDS:
             return False
-        self._presence_at = at
-        clients = [c for c in self.clients.values() if c.connected]
+        self._checked_at = at
+        clients = [c for c in self.context.clients.values() if c.connected]
         if not clients:
             return False
         due = await sync_to_async(agents_due_online)(agents=[c.agent for c in clients], at=now())

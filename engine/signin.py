@@ -1,7 +1,7 @@
 """Telegram sign-in from the web: the `telegram_login` flow run by a gateway, one request per step.
 
 An agent without a working session cannot be held the usual way (its connection fails and it is
-stopped), so `step_signin` serves sign-in requests for telegram agents that this gateway may run but
+stopped), so `SignInStep` serves sign-in requests for telegram agents that this gateway may run but
 does not hold. For each agent with pending sign-in requests it takes the agent's lease (so no other
 process uses the account meanwhile), runs the requests with a login client on the agent's stored
 session, and releases the lease. Each step is stateless between requests:
@@ -29,6 +29,7 @@ from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
+from engine.gateway_context import GatewayContext
 from engine.leases import lease_acquire, lease_release
 from engine.requests import SIGN_IN_KINDS, request_finish, requests_claim
 
@@ -166,27 +167,34 @@ async def signin_execute(*, agent: Agent, request: GatewayRequest, holder: str) 
             await session.flush_async()
 
 
-class SignInSteps:
-    """Mixed into the Gateway: serves sign-in requests for the telegram agents it may run."""
+class SignInStep:
+    """Serves sign-in requests for the telegram agents this gateway may run but does not hold."""
 
-    async def step_signin(self) -> bool:
-        agents = await sync_to_async(signin_pending_agents)(names=self.names, held=list(self.clients))
+    name = "signin"
+
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
+
+    async def run(self) -> bool:
+        ctx = self.context
+        agents = await sync_to_async(signin_pending_agents)(names=ctx.names, held=list(ctx.clients))
         for agent in agents:
-            result = await sync_to_async(lease_acquire)(agent=agent, holder=self.gateway_id)
+            result = await sync_to_async(lease_acquire)(agent=agent, holder=ctx.gateway_id)
             if not result.acquired:
-                continue  # the gateway holding it answers (step_requests), or its lease runs out first
+                continue  # the gateway holding it answers (the requests step), or its lease runs out first
             try:
                 await self._signin_requests(agent)
             finally:
-                if agent.pk not in self.clients:
-                    await sync_to_async(lease_release)(holder=self.gateway_id, agent_ids=[agent.pk])
+                if agent.pk not in ctx.clients:
+                    await sync_to_async(lease_release)(holder=ctx.gateway_id, agent_ids=[agent.pk])
         return bool(agents)
 
     async def _signin_requests(self, agent: Agent) -> None:
-        claimed = await sync_to_async(requests_claim)(agent_id=agent.pk, holder=self.gateway_id)
+        holder = self.context.gateway_id
+        claimed = await sync_to_async(requests_claim)(agent_id=agent.pk, holder=holder)
         for request in claimed:
             if request.kind in SIGN_IN_KINDS:
-                result, error = await signin_execute(agent=agent, request=request, holder=self.gateway_id)
+                result, error = await signin_execute(agent=agent, request=request, holder=holder)
             else:
                 result, error = {}, f"agent {agent.name} is not signed in to Telegram: sign it in first"
             await sync_to_async(request_finish)(request_id=request.pk, result=result, error=error)

@@ -1,8 +1,9 @@
 """Gateway upkeep steps: media downloads, sticker set imports, dialog refreshes, request reaping.
 
-A mixin of `engine.gateway.Gateway` (which provides `clients` and `gateway_id`); each step follows the
-gateway's rules: one unit of work, returns whether it did any, confines every failure to its agent.
-State is per gateway process and starts empty, so a restart re-checks everything once.
+Step objects of `engine.gateway.Gateway`, each built with the gateway's context and keeping its own
+state; each follows the gateway's rules: one unit of work, returns whether it did any, confines every
+failure to its agent. State is per gateway process and starts empty, so a restart re-checks
+everything once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, Transport
 from engine.clients import AgentClient
+from engine.gateway_context import GatewayContext
 from engine.media import download_new_media, media_agents_with_news, media_cursor_start
 from engine.refresh import Refreshes
 from engine.requests import mute_requests_pending, requests_reap_expired, signin_requests_reap_expired
@@ -96,30 +98,21 @@ def conversations_refresh_flags(
     return changed
 
 
-class UpkeepSteps:
-    clients: dict[int, AgentClient]
-    gateway_id: str
+class MediaStep:
+    """Downloads new media into the media store, within MEDIA_DESC_BUDGET_PER_TICK per pass."""
 
-    def _upkeep_state(self) -> dict:
-        state = self.__dict__.get("_upkeep")
-        if state is None:
-            state = self.__dict__["_upkeep"] = {
-                "media_cursor": {},
-                "stickers": {},
-                "sticker_failed": {},
-                "reaped_at": None,
-            }
-        return state
+    name = "media"
 
-    def _connected(self) -> list[tuple[int, AgentClient]]:
-        return [(agent_id, c) for agent_id, c in list(self.clients.items()) if c.connected]
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
+        #: Agent id → the newest message whose media was looked at (engine/media.py).
+        self.cursors: dict[int, int] = {}
 
-    async def step_media(self) -> bool:
-        """Download new media into the media store, within MEDIA_DESC_BUDGET_PER_TICK per pass."""
-        cursors = self._upkeep_state()["media_cursor"]
+    async def run(self) -> bool:
+        cursors = self.cursors
         budget = parameter("MEDIA_DESC_BUDGET_PER_TICK")
         spent_total = 0
-        connected = self._connected()
+        connected = self.context.connected()
         for agent_id, client in connected:
             if agent_id not in cursors:
                 try:
@@ -147,18 +140,28 @@ class UpkeepSteps:
             spent_total += spent
         return spent_total > 0
 
-    async def step_stickers(self) -> bool:
-        """Import the agents' sticker sets that are missing or stale: on connect, on changes, hourly."""
-        state = self._upkeep_state()
-        checked, failed = state["stickers"], state["sticker_failed"]
+
+class StickersStep:
+    """Imports the agents' sticker sets that are missing or stale: on connect, on changes, hourly."""
+
+    name = "stickers"
+
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
+        #: Agent id → (the client, the set names, monotonic time) of its last check.
+        self.checked: dict[int, tuple[AgentClient, list[str], float]] = {}
+        #: Set short name → monotonic time before which a failed import is not tried again.
+        self.failed: dict[str, float] = {}
+
+    async def run(self) -> bool:
         did = False
-        connected = self._connected()
+        connected = self.context.connected()
         if not connected:
             return False
         saved = await sync_to_async(saved_stickers_by_agent)(agent_ids=[a for a, _ in connected])
         for agent_id, client in connected:
             names = wanted_sticker_sets(client.agent, saved=saved[agent_id])
-            seen = checked.get(agent_id)
+            seen = self.checked.get(agent_id)
             clock_now = get_clock().monotonic()
             if (
                 seen is not None
@@ -167,13 +170,14 @@ class UpkeepSteps:
                 and clock_now - seen[2] < STICKER_RECHECK_SECONDS
             ):
                 continue
-            checked[agent_id] = (client, names, clock_now)
+            self.checked[agent_id] = (client, names, clock_now)
             if names:
-                did = await self._import_sticker_sets(client, names, failed) or did
+                did = await self._import_sticker_sets(client, names) or did
         return did
 
-    async def _import_sticker_sets(self, client: AgentClient, names: list[str], failed: dict) -> bool:
+    async def _import_sticker_sets(self, client: AgentClient, names: list[str]) -> bool:
         clock = get_clock()
+        failed = self.failed
         did = False
         for short_name in await sync_to_async(sticker_sets_to_refresh)(short_names=names):
             if clock.monotonic() < failed.get(short_name, float("-inf")):
@@ -201,52 +205,59 @@ class UpkeepSteps:
             )
         return did
 
-    def _refreshes(self) -> dict[str, Refreshes]:
-        refreshes = self.__dict__.get("_upkeep_refreshes")
-        if refreshes is None:
-            refreshes = self.__dict__["_upkeep_refreshes"] = {
-                # The reconciler has just read the dialogs at connect: the first refresh waits its phase.
-                "dialogs": Refreshes(
-                    "dialog", period=DIALOG_REFRESH_SECONDS, at_connect=False, job=_refresh_dialogs
-                ),
-                "library": Refreshes(
-                    "media library", period=LIBRARY_REFRESH_SECONDS, at_connect=True, job=_refresh_library
-                ),
-            }
-        return refreshes
 
-    async def step_dialogs(self) -> bool:
-        """Every DIALOG_REFRESH_SECONDS per agent, on its phase: refresh mute, block and titles from
-        the dialog list, in tasks beside the pass (engine/refresh.py)."""
-        return self._refreshes()["dialogs"].step(self.clients, self.__dict__.get("wakeup"))
+class RefreshStep:
+    """Starts the refreshes of one kind that are due, in tasks beside the pass (engine/refresh.py):
 
-    async def step_library(self) -> bool:
-        """On connect and every LIBRARY_REFRESH_SECONDS per agent, on its phase: list Saved Messages
-        as its media library, in tasks beside the pass (engine/refresh.py)."""
-        return self._refreshes()["library"].step(self.clients, self.__dict__.get("wakeup"))
+    - "dialogs": every DIALOG_REFRESH_SECONDS per agent, on its phase, mute, block and titles from
+      the dialog list (the reconciler has just read the dialogs at connect: the first waits its phase);
+    - "library": on connect and every LIBRARY_REFRESH_SECONDS per agent, on its phase, Saved Messages
+      listed as its media library.
+    """
 
-    async def upkeep_settle(self) -> bool:
+    def __init__(self, context: GatewayContext, name: str) -> None:
+        self.context = context
+        self.name = name
+        if name == "dialogs":
+            self.refreshes = Refreshes(
+                "dialog", period=DIALOG_REFRESH_SECONDS, at_connect=False, job=_refresh_dialogs
+            )
+        elif name == "library":
+            self.refreshes = Refreshes(
+                "media library", period=LIBRARY_REFRESH_SECONDS, at_connect=True, job=_refresh_library
+            )
+        else:
+            raise ValueError(f"no refresh named {name!r}: the refreshes are 'dialogs' and 'library'")
+
+    async def run(self) -> bool:
+        return self.refreshes.step(self.context.clients, self.context.wakeup)
+
+    async def settle(self) -> bool:
         """Wait for the refreshes in flight; returns whether any changed something."""
-        changed = False
-        for refreshes in self._refreshes().values():
-            changed = await refreshes.settle() or changed
-        return changed
+        return await self.refreshes.settle()
 
-    async def upkeep_stop(self) -> None:
+    async def stop(self) -> None:
         """Cancel the refreshes in flight (the gateway is stopping)."""
-        for refreshes in self._refreshes().values():
-            await refreshes.stop()
+        await self.refreshes.stop()
 
-    async def step_reap_requests(self) -> bool:
-        """Return gateway requests left running by a stopped gateway to pending (or fail them), for
-        the agents held here; and fail expired sign-in requests of any agent, blanking their secrets."""
-        state = self._upkeep_state()
+
+class ReapRequestsStep:
+    """Returns gateway requests left running by a stopped gateway to pending (or fails them), for the
+    agents held here; and fails expired sign-in requests of any agent, blanking their secrets."""
+
+    name = "reap_requests"
+
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
+        self._reaped_at: float | None = None  # monotonic
+
+    async def run(self) -> bool:
         clock = get_clock()
-        if state["reaped_at"] is not None and clock.monotonic() - state["reaped_at"] < REQUEST_REAP_SECONDS:
+        if self._reaped_at is not None and clock.monotonic() - self._reaped_at < REQUEST_REAP_SECONDS:
             return False
-        state["reaped_at"] = clock.monotonic()
+        self._reaped_at = clock.monotonic()
         failed = await sync_to_async(signin_requests_reap_expired)()
-        held = list(self.clients)
+        held = list(self.context.clients)
         reaped = await sync_to_async(requests_reap_expired)(agent_ids=held) if held else 0
         return bool(failed or reaped)
 

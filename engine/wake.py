@@ -1,6 +1,6 @@
 """How an idle gateway waits: until a wake-up, the next due timer, the idle pass, or the stop signal.
 
-After a pass that did nothing, `Gateway.run` calls `wait_for_work` (a mixin of `engine.gateway.Gateway`).
+After a pass that did nothing, `Gateway.run` calls `IdleWait.wait_for_work` (engine/idle_wait.py).
 It waits for the earliest of:
 
 - a **wake-up** from another process (a message in the sandbox, a plan stored by a worker, an operator's
@@ -24,7 +24,7 @@ It waits for the earliest of:
 
 A wake-up carries its kind (`conversations/services/wake.py`). A **turn** wake-up (a person's message,
 nodes planned or released, a Telegram client's update) ends the wait with "turn": the gateway runs the
-steps of a turn only (`Gateway._follow_up_steps`: ingest, media, tick, presence). Any other wake-up,
+steps of a turn only (`Gateway.follow_up_steps`: ingest, media, tick, presence). Any other wake-up,
 and the timers, end it with "wakeup" or "timer": a full pass. Backstop steps still run at least once
 an idle pass (`full_pass_seconds`): a turn wake-up that comes later than that after the last full
 pass gets a full one, and the wait after a turn pass ends when the full pass is due.
@@ -38,23 +38,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from cindy_site.clock import get_clock, now
 from cindy_site.local_wake import LocalWakeListener
-from conversations.selectors import node_next_due_at
 from conversations.services.wake import WAKE_TURN, gateway_wake_channel, wake_channel, wake_counters
-
-if TYPE_CHECKING:
-    from engine.clients import AgentClient
 
 logger = logging.getLogger("engine.gateway")
 
@@ -254,73 +248,3 @@ def wake_listener(gateway_id: str = "") -> WakeListener | None:
     if settings.REDIS_URL:
         return RedisWake(settings.REDIS_URL, gateway_id=gateway_id)
     return DbWake(gateway_id=gateway_id)
-
-
-class WakeWaits:
-    """The wait of `engine.gateway.Gateway` after an idle pass."""
-
-    clients: dict[int, AgentClient]
-    stopping: asyncio.Event
-    wakeup: Wakeup
-    wake: WakeListener | None
-    tick_seconds: float
-    idle_pass_seconds: float
-
-    async def idle_seconds(self, longest: float | None = None) -> float: ...
-
-    def on_update(self) -> None:
-        """Called by a transport when updates arrive on their own (Telethon): wake the loop for a turn."""
-        self.wakeup.set_turn()
-
-    def full_pass_seconds(self) -> float:
-        """The most time between two full passes while wake-ups work (the idle pass, or the tick if
-        longer); the tick while they cannot arrive (the poll fails, Redis is away)."""
-        if self.wake is None or not self.wake.healthy():
-            return self.tick_seconds
-        return max(self.tick_seconds, self.idle_pass_seconds)
-
-    async def timer_seconds(self) -> float:
-        """Seconds until the earliest due timer of the held agents that `idle_seconds` does not cover:
-        a pending node's `not_before`, a flood pause or a reconnect backoff ending (infinity: none)."""
-        clients = list(self.clients.values())
-        if not clients:
-            return math.inf
-        when = now()
-        due = await sync_to_async(node_next_due_at)(agent_ids=list(self.clients), after=when)
-        seconds = (due - when).total_seconds() if due is not None else math.inf
-        mono = get_clock().monotonic()
-        for client in clients:
-            if client.paused_until is not None and client.paused_until > when:
-                seconds = min(seconds, (client.paused_until - when).total_seconds())
-            if not client.connected and client.retry_at > mono:
-                seconds = min(seconds, client.retry_at - mono)
-        return max(0.0, seconds)
-
-    async def wait_for_work(self, *, full_due: float | None = None) -> str:
-        """Wait after an idle pass; returns why it ended: "turn" (a wake-up for a turn only),
-        "wakeup" (any other), "timer" or "stopping". `full_due` (monotonic): a full pass is due
-        then, so the wait ends by then."""
-        if self.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
-            seconds = await self.idle_seconds()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
-            return "stopping" if self.stopping.is_set() else "timer"
-        # While wake-ups cannot arrive (the poll fails, Redis is away) the tick is the backstop again.
-        seconds = await self.idle_seconds(self.full_pass_seconds())
-        seconds = min(seconds, await self.timer_seconds())
-        if full_due is not None:
-            seconds = min(seconds, max(0.0, full_due - get_clock().monotonic()))
-        if not self.wakeup.is_set() and seconds > 0:
-            await self._idle_pause(seconds)
-        woken, full = self.wakeup.is_set(), self.wakeup.full
-        self.wakeup.clear()
-        if self.stopping.is_set():
-            return "stopping"
-        if not woken:
-            return "timer"
-        return "wakeup" if full else "turn"
-
-    async def _idle_pause(self, seconds: float) -> None:
-        """Sleep `seconds` or until `wakeup` is set (tests replace this to move an injected clock)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.wakeup.wait(), timeout=seconds)

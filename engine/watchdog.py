@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -39,11 +38,8 @@ from conversations.models import ActivityEvent, NodeStatus, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release, node_release
-from engine.clients import AgentClient
+from engine.gateway_context import GatewayContext
 from llm.models import LLMCall
-
-if TYPE_CHECKING:
-    from engine.workers import WorkerProcess
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
@@ -113,41 +109,34 @@ def planning_moved(*, agent_ids: list[int], since: dt.datetime) -> bool:
     return LLMCall.objects.filter(agent_id__in=agent_ids, created__gte=since).exists()
 
 
-class PlanningWatchdog:
-    """A mixin of `engine.gateway.Gateway`, which sets the attributes below."""
+class Watchdog:
+    """The check itself, run by the workers step (`WorkersStep`) every CHECK_SECONDS."""
 
-    clients: dict[int, AgentClient]
-    gateway_id: str
-    workers: WorkerProcess | None
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
+        self._checked_at: float | None = None  # monotonic
+        #: The agents told "planning stalled", and since when (wall clock); empty once it resumed.
+        self.stalled_agents: list[int] = []
+        self.stalled_at: dt.datetime | None = None
+        self._restarted_at: float | None = None  # monotonic
+        self._restarts = 0  # in a row, without planning moving in between
 
-    def _watchdog_state(self) -> dict:
-        state = self.__dict__.get("_watchdog")
-        if state is None:
-            state = self.__dict__["_watchdog"] = {
-                "checked_at": None,
-                "stalled_agents": [],
-                "stalled_at": None,
-                "restarted_at": None,
-                "restarts": 0,  # in a row, without planning moving in between
-            }
-        return state
-
-    async def step_watchdog(self) -> bool:
+    async def run(self) -> bool:
         """Every CHECK_SECONDS: report planning that no worker starts, and restart our own workers."""
-        state = self._watchdog_state()
+        ctx = self.context
         clock = get_clock()
-        if state["checked_at"] is not None and clock.monotonic() - state["checked_at"] < CHECK_SECONDS:
+        if self._checked_at is not None and clock.monotonic() - self._checked_at < CHECK_SECONDS:
             return False
-        state["checked_at"] = clock.monotonic()
-        held = list(self.clients)
+        self._checked_at = clock.monotonic()
+        held = list(ctx.clients)
         limit = settings.CINDY_PLANNING_STALL_SECONDS
-        restarted = state["restarted_at"]
+        restarted = self._restarted_at
         # Workers we restarted get the stall limit to come up, doubled at each restart in a row, so
         # a machine too slow to start them within the limit does not restart them forever.
-        grace = limit * 2 ** max(state["restarts"] - 1, 0)
+        grace = limit * 2 ** max(self._restarts - 1, 0)
         if not held or (restarted is not None and clock.monotonic() - restarted < grace):
             return False
-        interrupted = await sync_to_async(planning_interrupted)(gateway_id=self.gateway_id, agent_ids=held)
+        interrupted = await sync_to_async(planning_interrupted)(gateway_id=ctx.gateway_id, agent_ids=held)
         if interrupted:
             await sync_to_async(stalled_release)(stalled=interrupted)
             await self._announce(
@@ -157,21 +146,22 @@ class PlanningWatchdog:
             )
             return True
         stalled = await sync_to_async(planning_stalled)(
-            gateway_id=self.gateway_id, agent_ids=held, claimed_before=now() - dt.timedelta(seconds=limit)
+            gateway_id=ctx.gateway_id, agent_ids=held, claimed_before=now() - dt.timedelta(seconds=limit)
         )
         if not stalled:
-            if state["stalled_agents"] and await sync_to_async(planning_moved)(
-                agent_ids=state["stalled_agents"], since=state["stalled_at"]
+            if self.stalled_agents and await sync_to_async(planning_moved)(
+                agent_ids=self.stalled_agents, since=self.stalled_at
             ):
-                await self._announce(state["stalled_agents"], Kind.INFO, "planning resumed")
-                state["stalled_agents"], state["restarts"] = [], 0
+                await self._announce(self.stalled_agents, Kind.INFO, "planning resumed")
+                self.stalled_agents, self._restarts = [], 0
             return False
-        if self.workers is None:
+        workers = ctx.workers
+        if workers is None:
             # Workers run elsewhere: say so, and queue the planning again in case its task was lost
             # with a pool that was replaced (`runworkers`).
             await sync_to_async(stalled_release)(stalled=stalled)
-            if not state["stalled_agents"]:
-                state["stalled_agents"], state["stalled_at"] = held, now()
+            if not self.stalled_agents:
+                self.stalled_agents, self.stalled_at = held, now()
                 await self._announce(
                     held,
                     Kind.AGENT_ERROR,
@@ -180,7 +170,7 @@ class PlanningWatchdog:
                     "(`manage.py runworkers` replaces a wedged pool by itself)",
                 )
             return True
-        state["stalled_agents"], state["stalled_at"] = held, now()
+        self.stalled_agents, self.stalled_at = held, now()
         logger.error("planning stalled (nodes %s): restarting the task workers", [pk for pk, _ in stalled])
         await self._announce(
             held,
@@ -188,16 +178,39 @@ class PlanningWatchdog:
             f"planning stalled: {len(stalled)} planning task(s) queued over {limit} s ago "
             "have not started; restarting the task workers",
         )
-        await asyncio.to_thread(self.workers.stop)
+        await asyncio.to_thread(workers.stop)
         await sync_to_async(brain_nodes_release)(
-            gateway_id=self.gateway_id, reason="task workers restarted after a stall"
+            gateway_id=ctx.gateway_id, reason="task workers restarted after a stall"
         )
-        self.workers.start()  # on the loop's (main) thread: see `Gateway.step_workers`
-        state["restarted_at"] = clock.monotonic()
-        state["restarts"] += 1
+        workers.start()  # on the loop's (main) thread: see `WorkersStep.run`
+        self._restarted_at = clock.monotonic()
+        self._restarts += 1
         return True
 
     @staticmethod
     async def _announce(agent_ids: list[int], kind: str, summary: str) -> None:
         for agent_id in agent_ids:
             await sync_to_async(record_event)(kind, agent_id=agent_id, summary=summary)
+
+
+class WorkersStep:
+    """Checks that planning moves (`Watchdog`), then (re)starts the task workers this gateway runs."""
+
+    name = "workers"
+
+    def __init__(self, context: GatewayContext, watchdog: Watchdog) -> None:
+        self.context = context
+        self.watchdog = watchdog
+        self._started = False
+
+    async def run(self) -> bool:
+        did = await self.watchdog.run()
+        workers = self.context.workers
+        if workers is None:
+            return did
+        if self.context.standing_by and not self._started:
+            return did  # standing by: the gateways holding our agents plan for them
+        self._started = True
+        # On the loop's (main) thread, never a pool thread: the child's parent-death signal
+        # (PR_SET_PDEATHSIG) fires when the thread that started it ends, which must be the gateway's.
+        return workers.step() or did

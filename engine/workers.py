@@ -4,7 +4,7 @@ The child is `manage.py runworkers` (engine/cluster.py) in its own process, told
 serves. On Linux it is asked to receive SIGKILL if the gateway dies (PR_SET_PDEATHSIG, engine/lifeline.py),
 and each process of its pool the same when it dies, so a killed gateway leaves no worker behind. That
 signal fires when the *thread* that started the child ends, so `start()` must run on the gateway's main
-thread (the event loop's; see `Gateway.step_workers`), never in a pool thread. It is restarted with
+thread (the event loop's; see `WorkersStep.run`), never in a pool thread. It is restarted with
 backoff if it exits, and stopped (SIGTERM, which kills its pool at once, then SIGKILL) when the gateway
 exits.
 """

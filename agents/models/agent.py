@@ -312,7 +312,7 @@ class GatewayRequest(models.Model):
         ordering = ["-created"]
         indexes = [
             # runagents' request pollers: pending requests for the agents it holds, oldest first
-            # (step_requests), and pending sign-in steps of agents it may run (step_signin); running
+            # (the requests step), and pending sign-in steps of agents it may run (the signin step); running
             # sign-in steps whose claim expired, of any agent (signin_requests_reap_expired).
             models.Index(fields=["status", "agent", "created"], name="gwrequest_pending_idx"),
         ]

@@ -109,7 +109,7 @@ def gateway_signin_step(site, name: str) -> None:
         try:
             with site.connected():
                 gateway = Gateway(names=[name], gateway_id="browser-signin", isolated_heartbeat=False)
-                async_to_sync(gateway.step_signin)()
+                async_to_sync(gateway.steps["signin"].run)()
         except BaseException as exc:  # reported in the test's thread
             errors.append(exc)
 

@@ -34,33 +34,38 @@ class Harness:
         )
 
     def step(self, name: str) -> bool:
-        return async_to_sync(getattr(self.gateway, name))()
+        """Run one step of the gateway by name (`Gateway.steps`), or "heartbeat", or "drain"."""
+        gateway = self.gateway
+        if name in gateway.steps:
+            return async_to_sync(gateway.steps[name].run)()
+        return async_to_sync({"heartbeat": gateway.heartbeat.run, "drain": gateway.drain}[name])()
 
     def refresh(self, name: str) -> bool:
-        """A refresh step (`step_dialogs`, `step_library`) and the refreshes it started, to their end:
-        whether they changed anything."""
+        """A refresh step ("dialogs", "library") and the refreshes it started, to their end: whether
+        they changed anything."""
+        step = self.gateway.steps[name]
 
         async def run() -> bool:
-            did = await getattr(self.gateway, name)()
-            return await self.gateway.upkeep_settle() or did
+            did = await step.run()
+            return await step.settle() or did
 
         return async_to_sync(run)()
 
     def refresh_due(self, kind: str, agent_id: int) -> float:
         """Seconds until the agent's next `kind` refresh ("dialogs", "library") on the injected clock."""
-        return self.gateway._refreshes()[kind].states[agent_id].due - self.clock.monotonic()
+        return self.gateway.steps[kind].refreshes.states[agent_id].due - self.clock.monotonic()
 
     def start(self) -> None:
-        self.step("step_leases")
-        self.step("step_connect")
+        self.step("leases")
+        self.step("connect")
 
     def ingest(self) -> bool:
-        return self.step("step_ingest")
+        return self.step("ingest")
 
     def tick(self) -> bool:
         # Tests run inside a transaction that never commits: run the on-commit enqueue explicitly.
         with TestCase.captureOnCommitCallbacks(execute=True):
-            return self.step("step_tick")
+            return self.step("tick")
 
     def work(self) -> bool:
         ran = bool(self.queued)

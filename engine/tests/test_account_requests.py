@@ -22,7 +22,7 @@ Status = GatewayRequest.Status
 
 
 def run_request(request: GatewayRequest, transport) -> GatewayRequest:
-    """What the gateway's step_requests does with one claimed request."""
+    """What the gateway's requests step does with one claimed request."""
     result, error = async_to_sync(execute_request)(request, transport)
     request_finish(request_id=request.pk, result=result, error=error)
     request.refresh_from_db()

@@ -36,25 +36,25 @@ def test_an_admin_mute_sticks_through_the_dialog_refresh(agent, harness, clock):
     conversation = Conversation.objects.get(peer_id=sandbox_person(name="Alice").user_id)
     me = sandbox_user_for_agent(agent=agent)
 
-    harness.refresh("step_dialogs")  # places the agent on its phase of the minute
+    harness.refresh("dialogs")  # places the agent on its phase of the minute
 
     conversations_set_muted(conversations=[conversation], muted=True)
     clock.advance(harness.refresh_due("dialogs", agent.pk))
-    assert harness.refresh("step_dialogs") is False  # a refresh before the gateway sent the mute keeps it
+    assert harness.refresh("dialogs") is False  # a refresh before the gateway sent the mute keeps it
     conversation.refresh_from_db()
     assert conversation.muted
-    harness.step("step_requests")
+    harness.step("requests")
     assert SandboxMember.objects.get(user=me, chat__kind="dm").muted  # the sandbox's Telegram has it
 
     clock.advance(harness.refresh_due("dialogs", agent.pk))
-    harness.refresh("step_dialogs")  # the next refresh reads the new state from "Telegram"
+    harness.refresh("dialogs")  # the next refresh reads the new state from "Telegram"
     conversation.refresh_from_db()
     assert conversation.muted
 
     conversations_set_muted(conversations=[conversation], muted=False)
-    harness.step("step_requests")
+    harness.step("requests")
     clock.advance(harness.refresh_due("dialogs", agent.pk))
-    harness.refresh("step_dialogs")
+    harness.refresh("dialogs")
     conversation.refresh_from_db()
     assert not conversation.muted
     assert not SandboxMember.objects.get(user=me, chat__kind="dm").muted
@@ -81,7 +81,7 @@ def test_joining_a_public_group_and_leaving_it(agent, harness):
 
 def test_a_join_that_fails_shows_the_reason(agent, harness):
     request = services.chat_request_join(agent=agent, target="@no_such_group")
-    harness.step("step_requests")
+    harness.step("requests")
     request.refresh_from_db()
     assert request.status == Status.FAILED
     assert request.error == (
@@ -93,7 +93,7 @@ def test_a_join_that_fails_shows_the_reason(agent, harness):
 
 
 def done_after(harness: Harness, request: GatewayRequest) -> GatewayRequest:
-    harness.step("step_requests")
+    harness.step("requests")
     return done(request)
 
 

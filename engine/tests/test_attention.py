@@ -203,19 +203,19 @@ def test_a_flood_wait_moves_the_agents_next_scan_and_the_step_never_waits(agent,
     client.transport = flooding
 
     async def run() -> None:
-        assert await gateway.step_attention() is False  # connected just now: the first scan is spread
-        state = gateway._scans()[agent.pk]
+        assert await gateway.steps["attention"].run() is False  # connected just now: the first scan is spread
+        state = gateway.steps["attention"].scans[agent.pk]
         clock.advance(6)
-        assert await gateway.step_attention() is True
+        assert await gateway.steps["attention"].run() is True
         await state.task
         assert flooding.calls == 1
         clock.advance(60)
-        assert await gateway.step_attention() is False  # still inside Telegram's wait
+        assert await gateway.steps["attention"].run() is False  # still inside Telegram's wait
         clock.advance(61)
-        assert await gateway.step_attention() is True
+        assert await gateway.steps["attention"].run() is True
         await state.task
         assert flooding.calls == 2
-        await gateway.attention_stop()
+        await gateway.steps["attention"].stop()
 
     asyncio.run(run())
 
@@ -235,16 +235,16 @@ def test_a_slow_scan_does_not_hold_up_the_step(agent, harness, clock, settings):
     async def run() -> None:
         nonlocal release
         release = asyncio.Event()
-        await gateway.step_attention()
+        await gateway.steps["attention"].run()
         clock.advance(6)
-        assert await gateway.step_attention() is True  # returns while the scan waits on Telegram
-        state = gateway._scans()[agent.pk]
+        assert await gateway.steps["attention"].run() is True  # returns while the scan waits on Telegram
+        state = gateway.steps["attention"].scans[agent.pk]
         assert not state.task.done()
         clock.advance(20)
-        assert await gateway.step_attention() is False  # one scan per agent at a time
+        assert await gateway.steps["attention"].run() is False  # one scan per agent at a time
         release.set()
         await state.task
-        await gateway.attention_stop()
+        await gateway.steps["attention"].stop()
 
     asyncio.run(run())
 
@@ -255,20 +255,20 @@ def test_a_reconnect_brings_the_next_scan_forward(agent, harness, clock, setting
     client = gateway.clients[agent.pk]
 
     async def run() -> None:
-        await gateway.step_attention()
+        await gateway.steps["attention"].run()
         clock.advance(6)
-        assert await gateway.step_attention() is True
-        state = gateway._scans()[agent.pk]
+        assert await gateway.steps["attention"].run() is True
+        state = gateway.steps["attention"].scans[agent.pk]
         await state.task
         clock.advance(60)
-        assert await gateway.step_attention() is False  # the next scan is ten minutes away
-        client.connected = False  # the connection broke (step_ingest) ...
-        await gateway.step_attention()
-        client.connected = True  # ... and step_connect reconnected and reconciled
-        await gateway.step_attention()
+        assert await gateway.steps["attention"].run() is False  # the next scan is ten minutes away
+        client.connected = False  # the connection broke (the ingest step) ...
+        await gateway.steps["attention"].run()
+        client.connected = True  # ... and the connect step reconnected and reconciled
+        await gateway.steps["attention"].run()
         clock.advance(6)
-        assert await gateway.step_attention() is True  # a scan soon after the reconnect
+        assert await gateway.steps["attention"].run() is True  # a scan soon after the reconnect
         await state.task
-        await gateway.attention_stop()
+        await gateway.steps["attention"].stop()
 
     asyncio.run(run())

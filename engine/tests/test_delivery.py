@@ -61,7 +61,7 @@ def test_a_failed_replan_stores_nothing_so_the_reconnect_answers_the_message(
     assert not harness.gateway.clients[agent.pk].connected
 
     clock.advance(2)
-    harness.step("step_connect")  # the reconciler fetches the message again and triggers on it
+    harness.step("connect")  # the reconciler fetches the message again and triggers on it
     harness.settle()
     assert sandbox_transcript(agent=agent) == [
         "You: hi",
@@ -269,6 +269,8 @@ def test_a_planning_node_claimed_for_an_agent_dropped_meanwhile_goes_back_to_pen
     TaskNode.objects.filter(pk=node.pk).update(status=NodeStatus.RUNNING, lease_owner=owner)
     harness.gateway.clients.pop(agent.pk)  # fenced by the heartbeat while the tick was claiming
 
-    async_to_sync(harness.gateway._dispatch_brains)([(TaskNode.objects.get(pk=node.pk), owner)])
+    async_to_sync(harness.gateway.steps["tick"].dispatch.dispatch)(
+        [(TaskNode.objects.get(pk=node.pk), owner)]
+    )
     node.refresh_from_db()
     assert node.status == NodeStatus.PENDING and harness.queued == []

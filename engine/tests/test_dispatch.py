@@ -48,7 +48,7 @@ class RecordingSandbox(SandboxTransport):
 def recording(agent, clock, fake_llm):
     RecordingSandbox.log, RecordingSandbox.failing = [], set()
     h = Harness(clock, transport_factory=lambda a, gateway_id="": RecordingSandbox(a, gateway_id=gateway_id))
-    h.gateway.enqueue = lambda node_id, owner: (
+    h.gateway.context.enqueue = lambda node_id, owner: (
         RecordingSandbox.log.append(("enqueue", node_id)),
         h.queued.append((node_id, owner)),
     )
@@ -136,7 +136,7 @@ def test_a_node_that_cannot_be_queued_goes_back_to_pending_and_the_others_are_qu
             raise ConnectionError("broker away")
         harness.queued.append((node_id, owner))
 
-    harness.gateway.enqueue = enqueue
+    harness.gateway.context.enqueue = enqueue
     harness.tick()
 
     assert TaskNode.objects.get(pk=refused).status == NodeStatus.PENDING
@@ -145,12 +145,12 @@ def test_a_node_that_cannot_be_queued_goes_back_to_pending_and_the_others_are_qu
 
 def test_the_default_queue_writes_every_task_of_a_tick_in_order(agent, clock, fake_llm, settings):
     harness = Harness(clock)
-    harness.gateway.enqueue = enqueue_received  # django-q2's ORM broker, as `runagents` queues
+    harness.gateway.context.enqueue = enqueue_received  # django-q2's ORM broker, as `runagents` queues
     harness.start()
     nodes = _messages_from_everyone(agent, harness, clock, settings)
 
     with TestCase.captureOnCommitCallbacks(execute=True):
-        async_to_sync(harness.gateway.step_tick)()
+        async_to_sync(harness.gateway.steps["tick"].run)()
 
     tasks = [SignedPackage.loads(row.payload) for row in OrmQ.objects.order_by("pk")]
     assert {t["func"] for t in tasks} == {"engine.tasks.run_received"}

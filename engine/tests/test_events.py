@@ -6,6 +6,7 @@ import datetime as dt
 import json
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from conversations.models import ActivityEvent, Conversation, TaskGraph
 from engine.events import event_claim, event_fire, event_next_due_at, events_fire_due
@@ -54,7 +55,7 @@ def test_an_event_is_stored_in_the_agents_timezone_and_fires_once_as_ascripted_t
 
     fake_llm.reply_with(tasks({"kind": "send", "text": "How did the exam go?"}))
     clock.set(event.due_at)
-    harness.step("step_events")
+    harness.step("events")
     harness.settle()
 
     assert sandbox_transcript(agent=paris)[-1] == "Wendy: How did the exam go?"
@@ -64,7 +65,7 @@ def test_an_event_is_stored_in_the_agents_timezone_and_fires_once_as_ascripted_t
     assert "# Scheduled Event" in prompt
     assert not ScheduledEvent.objects.exists()  # a one-off event is spent
     assert graph.context["event"]["id"] == event.entry_id
-    assert harness.step("step_events") is False
+    assert harness.step("events") is False
 
 
 def test_the_events_timezone_wins_over_the_agents_and_any_offset(paris, clock, harness, fake_llm):
@@ -216,6 +217,6 @@ def test_the_gateway_sleeps_no_longer_than_until_the_next_event(paris, clock, ha
     )
     event = ScheduledEvent.objects.get()
     assert event_next_due_at(agent_ids=[paris.pk]) == event.due_at
-    harness.gateway.tick_seconds = 3600
+    harness.gateway.context.tick_seconds = 3600
     clock.set(event.due_at - dt.timedelta(seconds=12))
-    assert harness.step("idle_seconds") == pytest.approx(12)
+    assert async_to_sync(harness.gateway.idle.idle_seconds)() == pytest.approx(12)

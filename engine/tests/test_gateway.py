@@ -60,14 +60,14 @@ def test_a_client_that_fails_to_connect_is_restarted_with_backoff(agent, unrelia
     unreliable.start()
     client = unreliable.gateway.clients[agent.pk]
     assert not client.connected and client.failures == 1
-    assert unreliable.step("step_connect") is False  # still backing off
+    assert unreliable.step("connect") is False  # still backing off
     clock.advance(2)
-    unreliable.step("step_connect")
+    unreliable.step("connect")
     assert not client.connected and client.failures == 2
     clock.advance(3.9)
-    assert unreliable.step("step_connect") is False  # the backoff doubled to 4 s
+    assert unreliable.step("connect") is False  # the backoff doubled to 4 s
     clock.advance(0.1)
-    assert unreliable.step("step_connect") is True
+    assert unreliable.step("connect") is True
     assert client.connected and client.failures == 0
     assert ActivityEvent.objects.filter(kind="agent_online").count() == 1
 
@@ -82,7 +82,7 @@ def test_messages_missed_while_disconnected_are_caught_up_and_answered(agent, un
     sandbox_say(agent=agent, text="did you get this?")
     SandboxUpdate.objects.all().delete()
     clock.advance(2)
-    unreliable.step("step_connect")
+    unreliable.step("connect")
     unreliable.settle()
     assert sandbox_transcript(agent=agent) == [
         "You: first",
@@ -149,11 +149,11 @@ def test_a_send_otp_request_is_sent_by_the_gateway_holding_the_agent(agent, unre
         params={"user_id": operator.user_id, "text": "Your code is 123456"},
         created=clock.now(),
     )
-    assert unreliable.step("step_requests") is True
+    assert unreliable.step("requests") is True
     request.refresh_from_db()
     assert request.status == GatewayRequest.Status.DONE and request.result["message_id"] == 1
     assert sandbox_transcript(agent=agent, as_name="Operator") == ["Wendy: Your code is 123456"]
-    assert unreliable.step("step_requests") is False
+    assert unreliable.step("requests") is False
 
 
 def test_a_bad_gateway_request_fails_with_a_readable_error(agent, unreliable, clock):
@@ -161,7 +161,7 @@ def test_a_bad_gateway_request_fails_with_a_readable_error(agent, unreliable, cl
     request = GatewayRequest.objects.create(
         agent=agent, kind=GatewayRequest.Kind.SEND_OTP, params={"text": "no user"}, created=clock.now()
     )
-    unreliable.step("step_requests")
+    unreliable.step("requests")
     request.refresh_from_db()
     assert request.status == GatewayRequest.Status.FAILED
     assert request.error == f"Send a one-time code request {request.pk} is missing parameter 'user_id'"
@@ -203,9 +203,9 @@ def test_a_flood_wait_while_connecting_waits_as_long_as_telegram_asks(agent, clo
     client = harness.gateway.clients[agent.pk]
     assert not client.connected
     clock.advance(119)
-    assert harness.step("step_connect") is False  # no call before Telegram's wait is over
+    assert harness.step("connect") is False  # no call before Telegram's wait is over
     clock.advance(1)
-    assert harness.step("step_connect") is True and client.connected
+    assert harness.step("connect") is True and client.connected
 
 
 def test_a_chat_whose_first_reconcile_was_cut_off_is_read_and_answered_on_the_next(agent, clock, fake_llm):

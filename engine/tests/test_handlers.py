@@ -186,7 +186,7 @@ def test_shutdown_stops_the_agent_not_the_gateway(agent, other_agent, harness, f
     harness.settle()
     agent.refresh_from_db()
     assert agent.stopped
-    harness.step("step_leases")
+    harness.step("leases")
     assert list(harness.gateway.clients) == [other_agent.pk]
 
 

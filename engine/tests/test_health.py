@@ -150,12 +150,12 @@ def test_the_gateway_reports_its_pass_leases_and_watchdog_in_its_row(agent, cloc
     # A pass ends by closing connections Django finds obsolete: inside the test's transaction, that
     # would be the test's own.
     harness.gateway._close_old_connections = lambda: None
-    async_to_sync(harness.gateway.step_heartbeat)(force=True)
+    async_to_sync(harness.gateway.heartbeat.run)(force=True)
     async_to_sync(harness.gateway.run_once)()
 
     async def beat():
-        assert harness.gateway.start_beat()
-        await harness.gateway._beat
+        assert harness.gateway.heartbeat.start_beat()
+        await harness.gateway.heartbeat.beat
 
     async_to_sync(beat)()
     row = ProcessHeartbeat.objects.get(name="gw-test")
@@ -166,7 +166,7 @@ def test_the_gateway_reports_its_pass_leases_and_watchdog_in_its_row(agent, cloc
         clock.now(),
         None,
     )
-    harness.gateway._watchdog_state().update(stalled_agents=[agent.pk], stalled_at=clock.now())
+    harness.gateway.watchdog.stalled_agents, harness.gateway.watchdog.stalled_at = [agent.pk], clock.now()
     clock.advance(11)
     async_to_sync(beat)()
     row.refresh_from_db()

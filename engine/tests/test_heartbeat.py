@@ -55,12 +55,12 @@ def test_a_gateway_that_cannot_renew_its_leases_disconnects_before_they_can_expi
 ):
     for seconds in (10, 10, 4.9):  # two renewals fail; 24.9 s after the last one it still holds on
         clock.advance(seconds)
-        counted.step("step_heartbeat")
+        counted.step("heartbeat")
         assert list(counted.gateway.clients) == [agent.pk]
     assert CountingSandbox.disconnects == 0
 
     clock.advance(0.1)  # 25 s: 5 s before the lease may be taken by another gateway
-    assert counted.step("step_heartbeat") is True
+    assert counted.step("heartbeat") is True
     assert counted.gateway.clients == {}
     assert CountingSandbox.disconnects == 1
     lease = AgentLease.objects.get()
@@ -76,7 +76,7 @@ def test_a_gateway_that_cannot_renew_its_leases_disconnects_before_they_can_expi
 def test_a_renewal_keeps_the_client_and_restarts_the_fence_countdown(agent, counted, clock):
     for _ in range(6):  # a minute of renewals every 10 s
         clock.advance(10)
-        counted.step("step_heartbeat")
+        counted.step("heartbeat")
     assert list(counted.gateway.clients) == [agent.pk]
     assert CountingSandbox.disconnects == 0
     assert (AgentLease.objects.get().expires_at - clock.now()).total_seconds() == 30
@@ -89,7 +89,7 @@ def test_a_client_connected_while_it_was_fenced_is_disconnected_again(agent, cou
     counted.gateway.clients.pop(agent.pk)
     client.dropped = True
     counted.gateway.clients[agent.pk] = client  # a step still holds it, as in the race
-    counted.step("step_connect")
+    counted.step("connect")
     assert not client.connected
     assert CountingSandbox.disconnects == 2  # before connecting, and the connection it made
 
@@ -103,41 +103,42 @@ def test_the_lease_is_renewed_while_a_step_is_stuck_on_the_database_thread(agent
     release = threading.Event()
     seen: dict = {}
 
-    class StuckGateway(Gateway):
-        async def step_tick(self) -> bool:
-            if not self.clients:
+    from cindy_site.clock import set_clock
+
+    def lease_left() -> float:
+        lease = AgentLease.objects.filter(agent_id=agent.pk).first()
+        return (lease.expires_at - clock.now()).total_seconds() if lease else -1.0
+
+    previous = set_clock(clock)
+    try:
+        gateway = Gateway(gateway_id="gw-stuck", tick_seconds=0)
+        stuck = asyncio.Event()
+
+        async def stuck_tick() -> bool:
+            if not gateway.clients:
                 # The agent is not taken yet: the first pass's lease step met the heartbeat's first
                 # renewal, which runs at once on a connection of its own, and the test database (one
                 # SQLite file in memory shared between connections) refuses a second writer at once
                 # instead of waiting. The next pass takes the agent; only then does the step stick.
                 return False
-            self.stuck.set()
+            stuck.set()
             await sync_to_async(release.wait)(GUARD_SECONDS)
-            self.request_stop()
+            gateway.request_stop()
             return False
 
-        async def _pause(self, seconds: float) -> None:
-            await self.stuck.wait()
+        async def heartbeat_pause(seconds: float) -> None:
+            await stuck.wait()
             seen.setdefault("stuck_at", clock.monotonic())
             if clock.monotonic() - seen["stuck_at"] < 2 * settings.CINDY_LEASE_SECONDS:
                 clock.advance(seconds)
                 return
-            seen["expires_in"] = await sync_to_async(self._lease_left, thread_sensitive=False)()
-            seen["held"] = list(self.clients)
+            seen["expires_in"] = await sync_to_async(lease_left, thread_sensitive=False)()
+            seen["held"] = list(gateway.clients)
             release.set()
             await asyncio.Event().wait()  # until run() cancels the heartbeat
 
-        @staticmethod
-        def _lease_left() -> float:
-            lease = AgentLease.objects.filter(agent_id=agent.pk).first()
-            return (lease.expires_at - clock.now()).total_seconds() if lease else -1.0
-
-    from cindy_site.clock import set_clock
-
-    previous = set_clock(clock)
-    try:
-        gateway = StuckGateway(gateway_id="gw-stuck", tick_seconds=0)
-        gateway.stuck = asyncio.Event()
+        gateway.steps["tick"].run = stuck_tick
+        gateway.heartbeat.pause = heartbeat_pause
         asyncio.run(gateway.run())
     finally:
         set_clock(previous)
@@ -151,9 +152,9 @@ def test_a_lease_taken_by_another_gateway_drops_the_agent_without_releasing_it_o
     agent, counted, clock
 ):
     AgentLease.objects.update(holder="gw-b")  # taken over, e.g. after a clock jump on this host
-    counted.step("step_heartbeat")
+    counted.step("heartbeat")
     clock.advance(10)
-    counted.step("step_heartbeat")
+    counted.step("heartbeat")
     assert counted.gateway.clients == {}
     assert CountingSandbox.disconnects == 1
     assert AgentLease.objects.get().holder == "gw-b"
@@ -172,7 +173,7 @@ def test_the_task_workers_are_started_from_the_gateway_thread():
             return True
 
     workers = RecordingWorkers()
-    assert asyncio.run(Gateway(gateway_id="gw", workers=workers).step_workers()) is True
+    assert asyncio.run(Gateway(gateway_id="gw", workers=workers).steps["workers"].run()) is True
     assert workers.threads == [threading.current_thread()]
 
 
@@ -183,7 +184,7 @@ def test_a_fenced_gateway_does_not_call_an_agent_offline_that_another_gateway_to
     AgentLease.objects.update(holder="gw-b")  # taken over while this gateway could not renew
     for seconds in (10, 10, 5):
         clock.advance(seconds)
-        counted.step("step_heartbeat")
+        counted.step("heartbeat")
     assert counted.gateway.clients == {}
     assert CountingSandbox.disconnects == 1
     assert not ActivityEvent.objects.filter(kind="agent_offline").exists()

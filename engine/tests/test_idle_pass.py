@@ -23,7 +23,7 @@ def _idle_pass_queries(count: int, clock) -> int:
     async def warm_up() -> None:
         for _ in range(3):  # leases, connections, first media scan
             await gateway.run_once()
-        await gateway.upkeep_settle()  # the first library refreshes, which run beside the passes
+        await gateway.steps["library"].settle()  # the first library refreshes, which run beside the passes
 
     async_to_sync(warm_up)()
     assert len(gateway.clients) == count and all(c.connected for c in gateway.clients.values())
@@ -42,13 +42,13 @@ def test_an_idle_pass_costs_the_same_queries_for_two_agents_as_for_six(clock):
 def test_an_edit_reaches_the_held_client_at_the_next_pass_and_unchanged_agents_are_not_rebuilt(
     agent, other_agent, harness, clock
 ):
-    harness.step("step_leases")  # picks up the account ids the connections recorded
+    harness.step("leases")  # picks up the account ids the connections recorded
     heidi = harness.gateway.clients[other_agent.pk].agent
     # A queryset update, as the admin's actions and the gateway itself write (no `updated` bump).
     Agent.objects.filter(pk=agent.pk).update(daily_schedule="Asleep: 00:00-23:59", timezone="UTC")
     ScheduleEntry.objects.all().delete()
 
-    harness.step("step_leases")
+    harness.step("leases")
 
     wendy = harness.gateway.clients[agent.pk].agent
     assert (wendy.daily_schedule, wendy.timezone) == ("Asleep: 00:00-23:59", "UTC")

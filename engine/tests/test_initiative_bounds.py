@@ -111,7 +111,7 @@ def test_events_beyond_the_hourly_limit_do_not_fire_and_are_logged(
             agent=agent, channel_id=you.peer_id, intent=f"event {n}", time_raw=local, created=now()
         )
     clock.advance(minutes=3)
-    harness.step("step_events")
+    harness.step("events")
     harness.settle()
 
     assert TaskGraph.objects.filter(trigger=TaskGraph.Trigger.EVENT).count() == 1

@@ -52,7 +52,7 @@ def test_a_gateway_that_lost_its_lease_drops_the_agent(agent, clock, settings):
     assert list(harness.gateway.clients) == [agent.pk]
     clock.advance(31)
     assert lease_acquire(agent=agent, holder="gw-b").acquired
-    async_to_sync(harness.gateway.step_heartbeat)(force=True)
+    async_to_sync(harness.gateway.heartbeat.run)(force=True)
     assert harness.gateway.clients == {}
     assert AgentLease.objects.get().holder == "gw-b"
 
@@ -78,11 +78,11 @@ def test_a_refusal_is_logged_once_while_the_same_gateway_keeps_renewing(agent, c
     for _ in range(4):  # host-a renews between our attempts: the refusal message's times change
         clock.advance(10)
         lease_heartbeat(holder="host-a:1:aa", agent_ids=[agent.pk])
-        harness.step("step_leases")
+        harness.step("leases")
     assert caplog.text.count("refused: agent Wendy") == 1
 
     AgentLease.objects.update(holder="host-c:3:cc")  # a different gateway now: worth saying again
-    harness.step("step_leases")
+    harness.step("leases")
     assert caplog.text.count("refused: agent Wendy") == 2
 
 
@@ -121,7 +121,7 @@ def test_a_second_enabled_persona_on_the_same_phone_is_refused_naming_both(agent
         == 1
     )
 
-    harness.step("step_leases")  # said once while nothing changes
+    harness.step("leases")  # said once while nothing changes
     assert caplog.text.count("refused: agent Mary") == 1
 
 
@@ -136,8 +136,8 @@ def test_the_persona_already_running_keeps_the_phone_when_an_older_one_is_enable
 
     Agent.objects.filter(pk=agent.pk).update(disabled=False)  # Wendy is older, but Mary runs: Wendy waits
     other = _on_telegram(clock, "gw-b")
-    other.step("step_leases")
-    harness.step("step_leases")
+    other.step("leases")
+    harness.step("leases")
     assert list(harness.gateway.clients) == [mary.pk] and other.gateway.clients == {}
     agent.refresh_from_db()
     assert "agent Wendy is not started: its phone +15550000001 is also the phone of enabled agent Mary" in (
@@ -145,7 +145,7 @@ def test_the_persona_already_running_keeps_the_phone_when_an_older_one_is_enable
     )
 
     Agent.objects.filter(pk=mary.pk).update(disabled=True)  # once Mary is disabled, Wendy starts
-    harness.step("step_leases")
+    harness.step("leases")
     assert list(harness.gateway.clients) == [agent.pk]
 
 

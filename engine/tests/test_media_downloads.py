@@ -52,7 +52,7 @@ def test_a_received_photo_is_stored_and_described_before_planning(agent, clock, 
     say_photo(agent, media_root, "PH-1", text="look")
 
     harness.ingest()
-    assert harness.step("step_media") is True
+    assert harness.step("media") is True
     harness.settle()  # the received node is due after its short delay; planning reads the mirror
 
     part = part_of("PH-1")
@@ -91,11 +91,11 @@ def test_downloads_per_pass_are_capped_by_the_budget(agent, clock, media_root, s
     say_photo(agent, media_root, "A2")
     harness.ingest()
 
-    harness.step("step_media")
+    harness.step("media")
     assert "file" in part_of("A1") and "file" not in part_of("A2")
-    harness.step("step_media")
+    harness.step("media")
     assert part_of("A2")["file"] == "media_store/A2.png"
-    assert harness.step("step_media") is False
+    assert harness.step("media") is False
 
 
 def test_media_with_a_usable_description_is_not_downloaded(agent, clock, media_root):
@@ -105,7 +105,7 @@ def test_media_with_a_usable_description_is_not_downloaded(agent, clock, media_r
     say_photo(agent, media_root, "C1")
     harness.ingest()
 
-    assert harness.step("step_media") is False
+    assert harness.step("media") is False
     assert "file" not in part_of("C1")
     assert not (media_root / "media" / "media_store" / "C1.png").exists()
 
@@ -123,12 +123,12 @@ def test_a_failed_download_is_recorded_and_planning_goes_ahead(agent, clock, fak
     harness.start()
     say_photo(agent, media_root, "B1")
     harness.ingest()
-    harness.step("step_media")
+    harness.step("media")
 
     assert part_of("B1")["download_error"] == "OSError: disk full"
     harness.settle()
     assert Message.objects.filter(is_agent=True, text="what is it?").exists()
-    assert harness.step("step_media") is False  # not retried on every pass
+    assert harness.step("media") is False  # not retried on every pass
 
 
 def test_a_downloaded_file_survives_a_redelivery_of_the_message(agent, clock, media_root):
@@ -136,7 +136,7 @@ def test_a_downloaded_file_survives_a_redelivery_of_the_message(agent, clock, me
     harness.start()
     sent = say_photo(agent, media_root, "R1", text="v1")
     harness.ingest()
-    harness.step("step_media")
+    harness.step("media")
     message = Message.objects.get(message_id=sent.message_id)
     record = InboundMessage(
         peer_id=message.conversation.peer_id,
@@ -171,10 +171,10 @@ def test_a_dropped_connection_during_a_download_is_retried_on_a_later_pass(agent
     harness.start()
     say_photo(agent, media_root, "F1")
     harness.ingest()
-    harness.step("step_media")
+    harness.step("media")
     assert "download_error" not in part_of("F1") and "file" not in part_of("F1")
 
-    harness.step("step_media")
+    harness.step("media")
     assert part_of("F1")["file"].startswith("media_store/F1")
 
 
@@ -191,7 +191,7 @@ def test_a_video_past_the_cap_is_not_downloaded_and_the_prompt_says_so(
     harness.start()
 
     harness.ingest()
-    assert harness.step("step_media") is False
+    assert harness.step("media") is False
     harness.settle()
 
     assert "file" not in part_of("LONG") and not MediaDescription.objects.exists()
@@ -228,7 +228,7 @@ def test_a_received_animated_sticker_is_described_from_frames_before_planning(
     harness.start()
 
     harness.ingest()
-    assert harness.step("step_media") is True
+    assert harness.step("media") is True
     harness.settle()
 
     assert part_of("TGS-1")["file"] == "media_store/TGS-1.tgs"

@@ -67,7 +67,7 @@ def test_metrics_after_a_scripted_conversation(agent, clock, fake_llm, client):
     sandbox_say(agent=agent, text="still there?")  # read in 3 s: left waiting 10 s past that
     harness.ingest()
     clock.advance(13)
-    async_to_sync(harness.gateway.step_heartbeat)(force=True)  # the lease, renewed as the gateway does
+    async_to_sync(harness.gateway.heartbeat.run)(force=True)  # the lease, renewed as the gateway does
     process_beat(
         name="gw-test",
         kind=ProcessHeartbeat.Kind.GATEWAY,

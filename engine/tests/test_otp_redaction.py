@@ -36,14 +36,14 @@ def test_a_sent_code_is_redacted_in_the_mirror_events_and_prompt(agent, clock, f
         params={"user_id": operator.user_id, "text": f"Your code is {CODE}"},
         created=clock.now(),
     )
-    harness.step("step_requests")
+    harness.step("requests")
     request.refresh_from_db()
     assert request.status == GatewayRequest.Status.DONE
 
     harness.settle()  # the sandbox delivers the sent message as an update
     client = harness.gateway.clients[agent.pk]
     client.connected = False  # a reconnect: the reconciler reads history again
-    harness.step("step_connect")
+    harness.step("connect")
     sandbox_say(agent=agent, text="thanks, logged in", as_name="Operator")
     harness.settle()
 

@@ -40,7 +40,7 @@ def auto(clock, name: str, capacity: int = 100) -> Harness:
 
 def settle(*harnesses: Harness, passes: int = 20) -> None:
     for _ in range(passes):
-        if not any([h.step("step_leases") for h in harnesses]):
+        if not any([h.step("leases") for h in harnesses]):
             return
     raise AssertionError("the gateways kept moving agents")
 
@@ -61,7 +61,7 @@ def test_shares_are_even_and_respect_capacities():
 def test_a_gateway_takes_its_capacity_in_batches(clock):
     make_agents(CLAIM_BATCH + 30)
     gateway = auto(clock, "gw-a", capacity=CLAIM_BATCH + 20)
-    assert gateway.step("step_leases")
+    assert gateway.step("leases")
     assert held(gateway) == CLAIM_BATCH  # a batch per pass
     settle(gateway)
     assert held(gateway) == CLAIM_BATCH + 20  # never more than its capacity
@@ -90,9 +90,9 @@ def test_a_drained_gateway_hands_everything_back_at_once_and_takes_nothing(clock
     settle(first, second)
     assert (held(first), held(second)) == (30, 30)
     call_command("drain", "gw-a")
-    assert first.step("step_leases")
+    assert first.step("leases")
     assert held(first) == 0  # all 30 in one pass, not a batch of them
-    assert first.gateway.draining
+    assert first.gateway.context.draining
     settle(first, second)
     assert (held(first), held(second)) == (0, 60)
     call_command("drain", "gw-a", "--undo")
@@ -113,11 +113,11 @@ def test_a_dead_gateways_agents_are_taken_once_its_leases_and_row_expire(clock, 
     settle(first, second)
     assert held(second) == 10
     clock.advance(20)  # gw-a stops renewing (killed); gw-b renews its own leases and row
-    second.step("step_heartbeat")
+    second.step("heartbeat")
     placement_register(gateway_id="gw-b", capacity=100)
-    assert not second.step("step_leases")  # gw-a's leases are live: nothing to take yet
+    assert not second.step("leases")  # gw-a's leases are live: nothing to take yet
     clock.advance(11)
-    second.step("step_heartbeat")
+    second.step("heartbeat")
     placement_register(gateway_id="gw-b", capacity=100)
     settle(second)
     assert held(second) == 20

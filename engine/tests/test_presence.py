@@ -69,16 +69,16 @@ def test_the_account_shows_online_while_active_and_offline_after_the_window(
     agent, harness, fake_llm, clock, settings
 ):
     settings.CINDY_ONLINE_WINDOW_SECONDS = 120
-    harness.step("step_presence")
+    harness.step("presence")
     assert not _shown_online(agent)  # nothing written yet
 
     _turn(agent, harness, fake_llm, "hi")
     clock.advance(10)
-    harness.step("step_presence")
+    harness.step("presence")
     assert _shown_online(agent)
 
     clock.advance(121)
-    harness.step("step_presence")
+    harness.step("presence")
     assert not _shown_online(agent)
     lines = list(
         ActivityEvent.objects.filter(agent=agent, summary__startswith="shown ")
@@ -93,9 +93,9 @@ def test_the_account_shows_online_while_active_and_offline_after_the_window(
 
 
 def test_an_unchanged_status_is_not_set_again(agent, harness, clock):
-    harness.step("step_presence")
+    harness.step("presence")
     clock.advance(60)
-    harness.step("step_presence")
+    harness.step("presence")
     assert ActivityEvent.objects.filter(agent=agent, summary__startswith="shown ").count() == 1
 
 
@@ -114,5 +114,5 @@ def test_an_asleep_agent_is_offline_even_right_after_writing(agent, harness, fak
     )
     assert agents_due_online(agents=[agent], at=at)[agent.pk] == (False, "asleep")
     clock.advance(10)
-    harness.step("step_presence")
+    harness.step("presence")
     assert not _shown_online(agent)

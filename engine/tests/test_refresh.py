@@ -61,7 +61,7 @@ def _gateway(count: int) -> Gateway:
 def test_a_thousand_slow_accounts_never_hold_up_a_pass(clock, settings):
     settings.CINDY_UPKEEP_CONCURRENCY = 100
     gateway = _gateway(AGENTS)
-    refreshes = gateway._refreshes()["dialogs"]
+    refreshes = gateway.steps["dialogs"].refreshes
     started: list[int] = []
 
     async def run() -> None:
@@ -72,13 +72,13 @@ def test_a_thousand_slow_accounts_never_hold_up_a_pass(clock, settings):
             client.transport.answer = answer
         for _ in range(int(DIALOG_REFRESH_SECONDS) + 1):  # one period, a pass per second
             before = len(refreshes.tasks())
-            await asyncio.wait_for(gateway.step_dialogs(), timeout=60)
+            await asyncio.wait_for(gateway.steps["dialogs"].run(), timeout=60)
             started.append(len(refreshes.tasks()) - before)
             await asyncio.sleep(0)
             clock.advance(1)
         assert all(c.transport.calls == 0 for c in gateway.clients.values())  # none answered yet
         answer.set()
-        await gateway.upkeep_settle()
+        await gateway.steps["dialogs"].settle()
 
     async_to_sync(run)()
 
@@ -94,11 +94,11 @@ def test_each_agent_keeps_its_own_phase_and_a_flood_wait_moves_only_its_account(
     gateway = _gateway(3)
     first, flooded, third = sorted(gateway.clients)
     gateway.clients[flooded].transport.flood = 30
-    refreshes = gateway._refreshes()["dialogs"]
+    refreshes = gateway.steps["dialogs"].refreshes
 
     async def step_and_settle() -> None:
-        await gateway.step_dialogs()
-        await gateway.upkeep_settle()
+        await gateway.steps["dialogs"].run()
+        await gateway.steps["dialogs"].settle()
 
     async_to_sync(step_and_settle)()
     dues = {agent_id: state.due for agent_id, state in refreshes.states.items()}

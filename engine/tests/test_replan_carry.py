@@ -50,7 +50,7 @@ def test_a_message_written_while_an_event_turn_plans_queues_and_the_event_is_act
 ):
     event = _event(agent, chat, "Ask how the exam went", seconds=60)
     clock.set(event.due_at)
-    harness.step("step_events")
+    harness.step("events")
     harness.tick()  # the event's turn is claimed and handed to a worker
     sandbox_say(agent=agent, text="are you there?")
     harness.ingest()
@@ -69,9 +69,9 @@ def test_two_events_due_together_reach_the_llm_in_one_call(agent, harness, fake_
     first = _event(agent, chat, "Remind them about the dentist", seconds=60)
     second = _event(agent, chat, "Ask about the weekend", seconds=62)
     clock.set(first.due_at)
-    harness.step("step_events")
+    harness.step("events")
     clock.set(second.due_at)
-    harness.step("step_events")
+    harness.step("events")
 
     fake_llm.reply_with(tasks({"kind": "send", "text": "Dentist tomorrow! And the weekend?"}))
     harness.settle()
@@ -90,7 +90,7 @@ def test_an_event_due_while_a_reply_is_typed_does_not_cancel_the_reply(agent, ha
     send = TaskNode.objects.get(kind=NodeKind.SEND, status=NodeStatus.PENDING)
     event = _event(agent, chat, "Say good night", seconds=1)
     clock.set(event.due_at)
-    harness.step("step_events")
+    harness.step("events")
 
     fake_llm.reply_with(tasks({"kind": "send", "text": "Good night!"}))
     harness.settle()
@@ -129,7 +129,7 @@ def test_an_event_joins_a_pending_message_turn_which_stays_answerable(agent, har
     message_graph = graph_active(conversation=chat)
     event = _event(agent, chat, "Ask about dinner", seconds=0)
     clock.set(event.due_at)
-    harness.step("step_events")
+    harness.step("events")
 
     joined = graph_active(conversation=chat)
     assert joined.trigger == TaskGraph.Trigger.EVENT

@@ -182,7 +182,7 @@ def test_the_daily_planning_turn_fills_the_schedule_and_sends_nothing(scheduled,
             {"kind": "send", "text": "I planned my day!"},
         )
     )
-    assert harness.step("step_schedules") is True
+    assert harness.step("schedules") is True
     harness.settle(until=clock.now() + dt.timedelta(minutes=3))
 
     assert list(ScheduleEntry.objects.values_list("activity", flat=True)) == ["Baking", "Sleeping"]
@@ -192,14 +192,14 @@ def test_the_daily_planning_turn_fills_the_schedule_and_sends_nothing(scheduled,
     refusal = ActivityEvent.objects.get(kind=ActivityEvent.Kind.POLICY_REFUSED)
     assert "not allowed in the schedule planning turn" in refusal.summary
 
-    assert harness.step("step_schedules") is False  # once a day
+    assert harness.step("schedules") is False  # once a day
     clock.advance(hours=24)
     fake_llm.reply_with(tasks())
-    assert harness.step("step_schedules") is True
+    assert harness.step("schedules") is True
 
 
 def test_no_planning_turn_for_a_persona_without_a_daily_schedule(agent, harness):
-    assert harness.step("step_schedules") is False
+    assert harness.step("schedules") is False
 
 
 def test_a_planning_turn_without_an_api_key_tries_again_soon_and_its_failure_clears(
@@ -212,7 +212,7 @@ def test_a_planning_turn_without_an_api_key_tries_again_soon_and_its_failure_cle
 
     scheduled.refresh_from_db()
     key, settings.GOOGLE_GEMINI_API_KEY = settings.GOOGLE_GEMINI_API_KEY, ""
-    assert harness.step("step_schedules") is True
+    assert harness.step("schedules") is True
     harness.settle(until=clock.now() + dt.timedelta(minutes=1))
     saved = Conversation.objects.get(agent=scheduled, peer_id=scheduled.telegram_user_id)
     graph = conversation_row(conversation_id=saved.pk)["graph"]
@@ -224,16 +224,16 @@ def test_a_planning_turn_without_an_api_key_tries_again_soon_and_its_failure_cle
     assert "tries again in 5 min" in retry.summary
 
     clock.advance(minutes=5)  # still no key: one more free try, then the wait doubles
-    assert harness.step("step_schedules") is True
+    assert harness.step("schedules") is True
     harness.settle(until=clock.now() + dt.timedelta(minutes=1))
     assert fake_llm.requests == [] and not LLMCall.objects.exists()  # no request was spent
     clock.advance(minutes=5)
-    assert harness.step("step_schedules") is False
+    assert harness.step("schedules") is False
 
     settings.GOOGLE_GEMINI_API_KEY = key  # the operator adds the key
     clock.advance(minutes=5)
     fake_llm.reply_with(tasks(_entry(clock, start=1, end=3)))
-    assert harness.step("step_schedules") is True
+    assert harness.step("schedules") is True
     harness.settle(until=clock.now() + dt.timedelta(minutes=3))
     assert list(ScheduleEntry.objects.values_list("activity", flat=True)) == ["Baking"]
     graph = conversation_row(conversation_id=saved.pk)["graph"]

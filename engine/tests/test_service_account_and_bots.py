@@ -65,7 +65,7 @@ def test_a_redelivered_service_message_stays_redacted(agent, harness):
     sandbox_say(agent=agent, text=LOGIN, user_id=TELEGRAM_SERVICE_USER_ID)
     harness.settle()
     harness.gateway.clients[agent.pk].connected = False  # a reconnect reads the history again
-    harness.step("step_connect")
+    harness.step("connect")
     harness.settle()
 
     assert Message.objects.get().text.startswith(f"Login code: {REDACTED_TEXT}.")

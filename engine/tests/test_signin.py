@@ -100,7 +100,7 @@ def gateway(clock):
 
 
 def step(gateway: Harness, request: GatewayRequest) -> GatewayRequest:
-    gateway.step("step_signin")
+    gateway.step("signin")
     request.refresh_from_db()
     return request
 
@@ -164,7 +164,7 @@ def test_a_gateway_holding_the_agent_answers_that_it_is_signed_in(heidi, account
     )
     request = services.signin_start(agent=heidi)
     gateway = Harness(clock, gateway_id="gw-signin")
-    gateway.step("step_signin")
+    gateway.step("signin")
     request.refresh_from_db()
     assert request.status == Status.PENDING  # another process holds the account: not touched here
     assert account["codes_sent_to"] == []
@@ -195,12 +195,12 @@ def test_a_password_claimed_by_a_gateway_that_died_is_failed_and_blanked_by_any_
     assert claimed.pk == request.pk
     other = Harness(clock, gateway_id="gw-other")
 
-    other.step("step_reap_requests")  # the claim still runs: left alone
+    other.step("reap_requests")  # the claim still runs: left alone
     request.refresh_from_db()
     assert request.status == Status.RUNNING and request.params == {"password": PASSWORD}
 
     clock.advance(requests.claim_seconds() + 1)
-    other.step("step_reap_requests")
+    other.step("reap_requests")
 
     request.refresh_from_db()
     assert request.status == Status.FAILED
@@ -217,12 +217,12 @@ def test_the_reaper_fails_an_expired_sign_in_within_a_minute_of_its_expiry(heidi
     requests.requests_claim(agent_id=heidi.pk, holder="gw-dead:1:abc")
     gateway = Harness(clock, gateway_id="gw-other")
     clock.advance(requests.claim_seconds() - 1)
-    gateway.step("step_reap_requests")  # its pass just before the expiry: the worst case
+    gateway.step("reap_requests")  # its pass just before the expiry: the worst case
     clock.advance(2)  # expired now
 
     waited = 0
     while request.status != Status.FAILED and waited <= 60:
-        gateway.step("step_reap_requests")
+        gateway.step("reap_requests")
         request.refresh_from_db()
         clock.advance(1)
         waited += 1

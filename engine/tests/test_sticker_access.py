@@ -44,7 +44,7 @@ def harness(agent, clock):
 
 def test_a_premium_sticker_is_not_offered_to_an_account_without_premium(agent, harness):
     harness.start()  # the sandbox account reports no Premium on connect
-    harness.step("step_stickers")
+    harness.step("stickers")
 
     assert Sticker.objects.get(unique_id="G2").premium is True
     assert StickerAccess.objects.get(agent=agent).premium is False  # recorded on connect
@@ -69,10 +69,10 @@ def test_a_sticker_in_saved_messages_joins_the_sticker_list_and_can_be_sent(agen
     sandbox_save(agent=agent, media=[sticker])
     harness.start()
 
-    assert harness.refresh("step_library") is True
+    assert harness.refresh("library") is True
     assert saved_stickers_of(agent_id=agent.pk) == [{"set": "KeptSet", "name": "🦔", "unique_id": "K1"}]
     assert not LibraryItem.objects.filter(agent=agent, unique_id="K1").exists()  # a sticker, not a photo
-    harness.step("step_stickers")  # the saved sticker's set is imported so the sticker can be sent
+    harness.step("stickers")  # the saved sticker's set is imported so the sticker can be sent
 
     assert "- KeptSet :: 🦔" in sticker_section(agent)
     ref = catalog_sticker(agent, "KeptSet", "🦔")
@@ -94,7 +94,7 @@ def test_a_premium_sticker_kept_in_saved_messages_is_not_offered_either(agent, h
         ],
     )
     harness.start()
-    harness.refresh("step_library")
-    harness.step("step_stickers")
+    harness.refresh("library")
+    harness.step("stickers")
 
     assert "🎩" not in sticker_section(agent)

@@ -34,8 +34,8 @@ def _scan(harness: Harness, agent) -> bool:
     """The attention step, and the agent's unread scan to its end if it started one: whether it did."""
 
     async def run() -> bool:
-        await harness.gateway.step_attention()
-        task = harness.gateway._scans()[agent.pk].task
+        await harness.gateway.steps["attention"].run()
+        task = harness.gateway.steps["attention"].scans[agent.pk].task
         if task is None or task.done():
             return False
         await task
@@ -81,7 +81,7 @@ def stickers_harness(agent, clock):
 
 def test_configured_sticker_sets_are_imported_on_connect_and_reach_the_prompt(agent, stickers_harness):
     stickers_harness.start()
-    assert stickers_harness.step("step_stickers") is True
+    assert stickers_harness.step("stickers") is True
 
     dancer = StickerSet.objects.get(short_name="WendyDancer")
     assert dancer.title == "Wendy dances" and dancer.fetched_at is not None
@@ -92,7 +92,7 @@ def test_configured_sticker_sets_are_imported_on_connect_and_reach_the_prompt(ag
     assert Sticker.objects.get(unique_id="U3").format == "video"
     assert "- WendyDancer :: 🎉" in sticker_section(agent)
 
-    assert stickers_harness.step("step_stickers") is False  # fresh: nothing asked again
+    assert stickers_harness.step("stickers") is False  # fresh: nothing asked again
     assert TelegramLikeStickers.resolved == ["WendyDancer", "Other"]
 
 
@@ -100,7 +100,7 @@ def test_a_stale_set_is_refetched_and_a_new_set_is_imported_when_the_agent_chang
     agent, stickers_harness, clock
 ):
     stickers_harness.start()
-    stickers_harness.step("step_stickers")
+    stickers_harness.step("stickers")
     Sticker.objects.create(
         sticker_set=StickerSet.objects.get(short_name="WendyDancer"), name="x", unique_id="gone"
     )
@@ -108,12 +108,12 @@ def test_a_stale_set_is_refetched_and_a_new_set_is_imported_when_the_agent_chang
 
     agent.sticker_set_names = ["WendyDancer", "Missing"]
     agent.save()
-    stickers_harness.step("step_leases")  # picks up the admin edit
-    stickers_harness.step("step_stickers")
+    stickers_harness.step("leases")  # picks up the admin edit
+    stickers_harness.step("stickers")
 
     assert TelegramLikeStickers.resolved == ["WendyDancer", "Other", "WendyDancer", "Missing"]
     assert not Sticker.objects.filter(unique_id="gone").exists()
-    stickers_harness.step("step_stickers")
+    stickers_harness.step("stickers")
     assert TelegramLikeStickers.resolved.count("Missing") == 1  # a failure is not retried every pass
 
 
@@ -125,7 +125,7 @@ def test_an_import_sticker_set_request_uses_the_same_import(agent, stickers_harn
         params={"short_name": "Other"},
         created=clock.now(),
     )
-    stickers_harness.step("step_requests")
+    stickers_harness.step("requests")
     request.refresh_from_db()
     assert request.status == GatewayRequest.Status.DONE, request.error
     assert request.result["stickers"] == 1
@@ -143,7 +143,7 @@ def test_a_refresh_profile_request_updates_the_conversation(agent, clock):
         params={"peer_id": alice.user_id},
         created=clock.now(),
     )
-    harness.step("step_requests")
+    harness.step("requests")
 
     request.refresh_from_db()
     assert request.status == GatewayRequest.Status.DONE, request.error
@@ -159,21 +159,21 @@ def test_mute_and_block_changes_are_picked_up_every_minute(agent, clock):
 
     SandboxMember.objects.filter(user=me).update(muted=True)
     SandboxUser.objects.filter(pk=me.pk).update(blocked_user_ids=[alice.user_id])
-    harness.refresh("step_dialogs")  # places the agent on its phase of the minute
+    harness.refresh("dialogs")  # places the agent on its phase of the minute
     clock.advance(harness.refresh_due("dialogs", agent.pk) - 1)
-    assert harness.refresh("step_dialogs") is False
+    assert harness.refresh("dialogs") is False
     conversation.refresh_from_db()
     assert not conversation.muted
 
     clock.advance(1)
-    assert harness.refresh("step_dialogs") is True
+    assert harness.refresh("dialogs") is True
     conversation.refresh_from_db()
     assert conversation.muted and conversation.blocked
 
     SandboxMember.objects.filter(user=me).update(muted=False)
     SandboxUser.objects.filter(pk=me.pk).update(blocked_user_ids=[])
     clock.advance(max(harness.refresh_due("dialogs", agent.pk), 0))
-    harness.refresh("step_dialogs")
+    harness.refresh("dialogs")
     conversation.refresh_from_db()
     assert not conversation.muted and not conversation.blocked
 
@@ -198,8 +198,8 @@ def test_a_request_left_running_by_a_dead_gateway_is_run_again(agent, clock):
     stuck = _stuck(agent, clock, attempts=1, expires_in=-1)
     alive = _stuck(agent, clock, attempts=1, expires_in=30)
 
-    assert harness.step("step_reap_requests") is True
-    harness.step("step_requests")
+    assert harness.step("reap_requests") is True
+    harness.step("requests")
 
     stuck.refresh_from_db()
     alive.refresh_from_db()
@@ -212,7 +212,7 @@ def test_a_request_that_keeps_dying_fails_with_the_reason(agent, clock):
     harness.start()
     stuck = _stuck(agent, clock, attempts=MAX_REQUEST_ATTEMPTS, expires_in=-1)
 
-    harness.step("step_reap_requests")
+    harness.step("reap_requests")
 
     stuck.refresh_from_db()
     assert stuck.status == GatewayRequest.Status.FAILED
@@ -274,9 +274,9 @@ def test_a_mute_that_reached_telegram_after_an_unread_scan_is_in_the_mirror_with
     within one refresh period."""
     harness = Harness(clock)
     alice, me = _chat_with_alice(harness, agent)
-    harness.refresh("step_dialogs")  # places the agent on its phase of the minute
+    harness.refresh("dialogs")  # places the agent on its phase of the minute
 
-    harness.step("step_attention")  # connected: the first scan comes within its spread
+    harness.step("attention")  # connected: the first scan comes within its spread
     clock.advance(10)
     assert _scan(harness, agent)  # a scan ran, reading the chat unmuted
 
@@ -285,7 +285,7 @@ def test_a_mute_that_reached_telegram_after_an_unread_scan_is_in_the_mirror_with
     for _ in range(int(DIALOG_REFRESH_SECONDS // 5)):
         clock.advance(5)
         _scan(harness, agent)
-        harness.refresh("step_dialogs")
+        harness.refresh("dialogs")
         seen.append(Conversation.objects.get(peer_id=alice.user_id).muted)
     assert seen[-1] and seen == sorted(seen)  # muted within the period, and never undone
 
@@ -307,7 +307,7 @@ def test_unread_scans_keep_the_flags_fresh_and_the_refresh_reads_no_list_of_its_
     CountedDialogs.reads = 0
     harness = Harness(clock, transport_factory=lambda agent, **kw: CountedDialogs(agent, **kw))
     alice, me = _chat_with_alice(harness, agent)
-    harness.refresh("step_dialogs")  # the first refresh reads the list and places the agent's phase
+    harness.refresh("dialogs")  # the first refresh reads the list and places the agent's phase
     assert CountedDialogs.reads == 1
 
     scans = []
@@ -317,7 +317,7 @@ def test_unread_scans_keep_the_flags_fresh_and_the_refresh_reads_no_list_of_its_
         reads = CountedDialogs.reads
         if _scan(harness, agent):
             scans.append(reads)  # the reads before this scan's own
-        harness.refresh("step_dialogs")
+        harness.refresh("dialogs")
 
     assert len(scans) >= 6  # the first comes within its spread, then one every 30 s
     assert Conversation.objects.get(peer_id=alice.user_id).muted  # a scan applied it
@@ -341,17 +341,17 @@ def test_an_unchanged_dialog_list_is_compared_with_the_mirror_once_a_period(
     harness = Harness(clock)
     alice, _me = _chat_with_alice(harness, agent)
 
-    harness.step("step_attention")
+    harness.step("attention")
     for _ in range(4):  # the first scan comes within its spread, then every 30 s
         clock.advance(30)
         _scan(harness, agent)
-        harness.refresh("step_dialogs")
+        harness.refresh("dialogs")
     first = len(compared)
     assert first >= 1
     Conversation.objects.filter(peer_id=alice.user_id).update(muted=True)  # the mirror alone
     for _ in range(int(DIALOG_REFRESH_SECONDS // 30) + 1):
         clock.advance(30)
         _scan(harness, agent)
-        harness.refresh("step_dialogs")
+        harness.refresh("dialogs")
     assert len(compared) - first <= 2  # about once a period, not at every scan
     assert not Conversation.objects.get(peer_id=alice.user_id).muted  # Telegram's state won

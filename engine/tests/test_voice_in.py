@@ -71,7 +71,7 @@ def test_a_voice_note_reaches_the_prompt_as_a_transcript_once_per_media_id(
     call_command("sandbox", "voice", agent.name, str(path), "--as", "Ada")
 
     harness.ingest()
-    assert harness.step("step_media") is True
+    assert harness.step("media") is True
     harness.settle()
 
     transcriptions = LLMCall.objects.filter(purpose="transcribe")
@@ -86,7 +86,7 @@ def test_a_voice_note_reaches_the_prompt_as_a_transcript_once_per_media_id(
     # The same note again (the same content: the same media unique id) is not transcribed again.
     call_command("sandbox", "voice", agent.name, str(path), "--as", "Ada")
     harness.ingest()
-    harness.step("step_media")
+    harness.step("media")
     harness.settle()
 
     assert LLMCall.objects.filter(purpose="transcribe").count() == 1
@@ -104,7 +104,7 @@ def test_a_voice_note_past_five_minutes_is_not_downloaded_nor_transcribed(
     sandbox_say(agent=agent, as_name="Ada", media=[part])
 
     harness.ingest()
-    assert harness.step("step_media") is False
+    assert harness.step("media") is False
     harness.settle()
 
     stored = Message.objects.get(is_agent=False).media[0]
@@ -125,7 +125,7 @@ def test_an_operators_transcript_is_what_the_next_prompt_shows(agent, clock, fak
     path.write_bytes(ogg)
     call_command("sandbox", "voice", agent.name, str(path), "--as", "Ada")
     harness.ingest()
-    harness.step("step_media")
+    harness.step("media")
     harness.settle()
 
     from media_catalog.services.curation import media_description_curate

@@ -24,6 +24,7 @@ from conversations.selectors import node_next_due_at
 from conversations.services.graphs import graph_replan
 from conversations.services.wake import wake_counter, wake_gateway, wake_gateways, wake_not_needed
 from engine.gateway import Gateway
+from engine.idle_wait import IdleWait
 from engine.tests.harness import Harness
 from engine.tests.processes import plan
 from engine.wake import DbWake, RedisWake, Wakeup, wake_listener
@@ -286,9 +287,9 @@ def test_an_operators_gateway_request_wakes_the_gateways(agent, clock):
 
 @pytest.mark.django_db
 def test_the_next_timer_is_the_earliest_future_node_a_flood_pause_or_a_reconnect(agent, clock, harness):
-    harness.gateway.tick_seconds = 3600
+    harness.gateway.context.tick_seconds = 3600
     conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
-    assert async_to_sync(harness.gateway.timer_seconds)() == float("inf")
+    assert async_to_sync(harness.gateway.idle.timer_seconds)() == float("inf")
     graph_replan(
         conversation=conversation,
         trigger="nudge",
@@ -296,14 +297,14 @@ def test_the_next_timer_is_the_earliest_future_node_a_flood_pause_or_a_reconnect
         not_before=clock.now() + dt.timedelta(seconds=12),
     )
     assert node_next_due_at(agent_ids=[agent.pk], after=clock.now()) == clock.now() + dt.timedelta(seconds=12)
-    assert async_to_sync(harness.gateway.timer_seconds)() == pytest.approx(12)
+    assert async_to_sync(harness.gateway.idle.timer_seconds)() == pytest.approx(12)
     client = harness.gateway.clients[agent.pk]
     client.paused_until = clock.now() + dt.timedelta(seconds=7)
-    assert async_to_sync(harness.gateway.timer_seconds)() == pytest.approx(7)
+    assert async_to_sync(harness.gateway.idle.timer_seconds)() == pytest.approx(7)
     client.connected, client.retry_at = False, clock.monotonic() + 3
-    assert async_to_sync(harness.gateway.timer_seconds)() == pytest.approx(3)
+    assert async_to_sync(harness.gateway.idle.timer_seconds)() == pytest.approx(3)
     clock.advance(20)  # everything is past: nothing is due in the future any more
-    assert async_to_sync(harness.gateway.timer_seconds)() == float("inf")
+    assert async_to_sync(harness.gateway.idle.timer_seconds)() == float("inf")
 
 
 @pytest.mark.django_db
@@ -312,57 +313,69 @@ def test_a_transports_update_ends_the_wait_at_once(agent, clock):
         on_update = None
 
     harness = Harness(clock, transport_factory=Receiving)
-    harness.gateway.tick_seconds = 3600
+    harness.gateway.context.tick_seconds = 3600
     harness.start()
     transport = harness.gateway.clients[agent.pk].transport
-    assert transport.on_update == harness.gateway.on_update
+    assert transport.on_update == harness.gateway.context.on_update
 
     async def scenario() -> str:
-        waiting = asyncio.create_task(harness.gateway.wait_for_work())
+        waiting = asyncio.create_task(harness.gateway.idle.wait_for_work())
         await asyncio.sleep(0)
         transport.on_update()  # an update arrives while the gateway waits out its hour
         return await asyncio.wait_for(waiting, 30)  # a guard against a hang only
 
     assert async_to_sync(scenario)() == "turn"  # an update is a turn's work
-    assert not harness.gateway.wakeup.is_set()  # consumed: the next wait waits again
+    assert not harness.gateway.context.wakeup.is_set()  # consumed: the next wait waits again
 
 
 MAX_PAUSES = 50
 
 
+class ScriptedWait(IdleWait):
+    """The idle wait of a `ScriptedGateway`: it records why each wait ended, and its pause plays the
+    other processes' part, then the poll thread's (one read), and moves the FakeClock by the time
+    asked unless woken."""
+
+    def __init__(self, gateway: ScriptedGateway) -> None:
+        super().__init__(gateway.context)
+        self.gateway = gateway
+
+    async def wait_for_work(self, **kwargs) -> str:
+        reason = await super().wait_for_work(**kwargs)
+        self.gateway.woke.append(reason)
+        return reason
+
+    async def pause(self, seconds: float) -> None:
+        gateway = self.gateway
+        gateway.pauses.append(seconds)
+        loop = asyncio.get_running_loop()
+        # Another process's writes: another thread, a fresh context (not the gateway's).
+        await loop.run_in_executor(None, contextvars.Context().run, gateway.during_pause)
+        await loop.run_in_executor(None, self.context.wake.poll)  # what the poll thread does meanwhile
+        await asyncio.sleep(0)  # the event is set through the loop, as from the poll thread
+        if not self.context.wakeup.is_set():
+            gateway.clock.advance(seconds)
+        if len(gateway.pauses) > MAX_PAUSES:  # the scenario went wrong: stop, and let its asserts say how
+            gateway.request_stop()
+
+
 class ScriptedGateway(Gateway):
-    """Runs for real on a wake row read without its thread; its idle pause plays the other processes'
-    part, then the poll thread's (one read), and moves the FakeClock by the time asked unless woken."""
+    """Runs for real on a wake row read without its thread, waiting through a `ScriptedWait`."""
 
     def __init__(self, *, clock: FakeClock, during_pause, **kwargs) -> None:
         super().__init__(tick_seconds=3600, isolated_heartbeat=False, **kwargs)
-        self.wake = DbWake(threaded=False, gateway_id=self.gateway_id)  # as wake_listener builds it
+        # As wake_listener builds it.
+        self.context.wake = DbWake(threaded=False, gateway_id=self.gateway_id)
+        self.idle = ScriptedWait(self)
         self.clock = clock
         self.during_pause = during_pause
         self.pauses: list[float] = []
         self.woke: list[str] = []
         self.passes: list[str] = []  # "full" or "follow-up", in order
 
-    async def wait_for_work(self, **kwargs) -> str:
-        reason = await super().wait_for_work(**kwargs)
-        self.woke.append(reason)
-        return reason
-
     async def run_once(self, *, follow_up: bool = False) -> bool:
         self.passes.append("follow-up" if follow_up else "full")
         return await super().run_once(follow_up=follow_up)
-
-    async def _idle_pause(self, seconds: float) -> None:
-        self.pauses.append(seconds)
-        loop = asyncio.get_running_loop()
-        # Another process's writes: another thread, a fresh context (not the gateway's).
-        await loop.run_in_executor(None, contextvars.Context().run, self.during_pause)
-        await loop.run_in_executor(None, self.wake.poll)  # what the poll thread does meanwhile
-        await asyncio.sleep(0)  # the event is set through the loop, as from the poll thread
-        if not self.wakeup.is_set():
-            self.clock.advance(seconds)
-        if len(self.pauses) > MAX_PAUSES:  # the scenario went wrong: stop, and let its asserts say how
-            self.request_stop()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -418,14 +431,14 @@ def test_the_gateway_wakes_when_a_nodes_read_delay_ends_not_at_its_tick(agent, c
 def test_with_wake_ups_off_the_gateway_waits_for_its_tick(agent, settings):
     settings.CINDY_WAKE = False
     gateway = Gateway(tick_seconds=3600, isolated_heartbeat=False)
-    assert gateway.wake is None
+    assert gateway.context.wake is None
 
     async def scenario() -> str:
-        gateway.clients = {}
-        waiting = asyncio.create_task(gateway.wait_for_work())
+        gateway.context.clients.clear()
+        waiting = asyncio.create_task(gateway.idle.wait_for_work())
         await asyncio.sleep(0)
         await sync_to_async(wake_gateways)()  # sends nothing with wake-ups off
-        gateway.on_update()  # and a transport's update does not end this wait either
+        gateway.context.on_update()  # and a transport's update does not end this wait either
         assert not waiting.done()
         gateway.request_stop()
         return await waiting
@@ -448,12 +461,12 @@ def test_an_idle_gateway_with_wake_ups_sleeps_its_idle_pass_not_its_tick(agent, 
     (longer than the tick); the tick still bounds it when it is the longer of the two."""
     settings.CINDY_IDLE_PASS_SECONDS = 5
     gateway = ScriptedGateway(clock=clock, during_pause=None, enqueue=lambda node_id, owner: None)
-    gateway.tick_seconds = 1
+    gateway.context.tick_seconds = 1
     assert _first_pause(gateway) == 5
 
     settings.CINDY_IDLE_PASS_SECONDS = 0.5
     gateway = ScriptedGateway(clock=clock, during_pause=None, enqueue=lambda node_id, owner: None)
-    gateway.tick_seconds = 1
+    gateway.context.tick_seconds = 1
     assert _first_pause(gateway) == 1
 
 
@@ -461,9 +474,9 @@ def test_an_idle_gateway_with_wake_ups_sleeps_its_idle_pass_not_its_tick(agent, 
 def test_while_wake_ups_cannot_arrive_the_gateway_passes_every_tick(agent, clock, settings):
     settings.CINDY_IDLE_PASS_SECONDS = 5
     gateway = ScriptedGateway(clock=clock, during_pause=None, enqueue=lambda node_id, owner: None)
-    gateway.tick_seconds = 1
-    gateway.wake.failing = True  # what the poll thread records when its read fails
-    assert not gateway.wake.healthy()
+    gateway.context.tick_seconds = 1
+    gateway.context.wake.failing = True  # what the poll thread records when its read fails
+    assert not gateway.context.wake.healthy()
     assert _first_pause(gateway) == 1
 
 
@@ -494,12 +507,12 @@ def test_a_turn_wake_up_runs_the_turns_steps_and_the_full_pass_still_comes_each_
             action()
 
     gateway = ScriptedGateway(clock=clock, during_pause=during_pause, enqueue=lambda node_id, owner: None)
-    gateway.tick_seconds = 1
+    gateway.context.tick_seconds = 1
     original = gateway.run_once
 
     async def run_once(*, follow_up: bool = False) -> bool:
-        chosen = gateway._follow_up_steps() if follow_up else gateway._all_steps()
-        steps.append([step.__name__ for step in chosen])
+        chosen = gateway.follow_up_steps() if follow_up else gateway.all_steps()
+        steps.append([step.name for step in chosen])
         return await original(follow_up=follow_up)
 
     gateway.run_once = run_once
@@ -509,7 +522,7 @@ def test_a_turn_wake_up_runs_the_turns_steps_and_the_full_pass_still_comes_each_
     assert gateway.pauses[0] == 5  # the idle pass
     assert gateway.pauses[1] == pytest.approx(2)  # after the turn pass: until the full pass is due
     first_turn = gateway.passes.index("follow-up")
-    assert "step_requests" not in steps[first_turn] and "step_ingest" in steps[first_turn]
+    assert "requests" not in steps[first_turn] and "ingest" in steps[first_turn]
     assert Message.objects.filter(text__in=["one", "two"]).count() == 2
     # The full pass came when due, and at once for the operator's request.
     assert gateway.passes.count("full") >= 3

@@ -38,11 +38,11 @@ def test_planning_no_worker_starts_is_reported_once_queued_again_and_its_end_rep
     harness, node = claimed_planning(agent, clock)
     lost_task = harness.queued.pop()  # the pool that had it was replaced: nobody will run it
     clock.advance(40)
-    harness.step("step_workers")
+    harness.step("workers")
     assert stalled_events() == []
 
     clock.advance(10)
-    harness.step("step_workers")
+    harness.step("workers")
     [stalled] = stalled_events()
     assert stalled.startswith("planning stalled: 1 planning task(s) queued over 45 s ago have not started")
     assert ActivityEvent.objects.get(summary=stalled).kind == "agent_error"
@@ -50,7 +50,7 @@ def test_planning_no_worker_starts_is_reported_once_queued_again_and_its_end_rep
 
     harness.tick()  # claimed and queued again; still no worker: reported only once
     clock.advance(50)
-    harness.step("step_workers")
+    harness.step("workers")
     assert stalled_events() == [stalled]
 
     harness.tick()
@@ -59,7 +59,7 @@ def test_planning_no_worker_starts_is_reported_once_queued_again_and_its_end_rep
     assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
     assert len(fake_llm.requests) == 1
     clock.advance(10)
-    harness.step("step_workers")
+    harness.step("workers")
     assert stalled_events()[0] == "planning resumed"
 
 
@@ -75,7 +75,7 @@ def test_a_pool_busy_with_slow_llm_calls_is_not_a_stall(agent, clock, settings):
         node_id=None,  # another chat's planning, in flight on the only worker
     )
     clock.advance(120)
-    harness.step("step_workers")
+    harness.step("workers")
     assert stalled_events() == []
 
 
@@ -100,23 +100,23 @@ def test_our_own_workers_are_restarted_with_a_growing_grace_while_planning_stays
 ):
     settings.CINDY_PLANNING_STALL_SECONDS = 45
     harness, node = claimed_planning(agent, clock)
-    workers = harness.gateway.workers = RecordingWorkers()
+    workers = harness.gateway.context.workers = RecordingWorkers()
     clock.advance(50)
-    harness.step("step_workers")
+    harness.step("workers")
     assert workers.calls == ["stop", "start"]
     assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING  # queued again for the new pool
     assert "restarting the task workers" in stalled_events()[0]
 
     harness.tick()  # the new pool does not start it either
     clock.advance(50)
-    harness.step("step_workers")
+    harness.step("workers")
     assert workers.calls == ["stop", "start"] * 2
     harness.tick()
     clock.advance(50)  # the third restart waits twice as long
-    harness.step("step_workers")
+    harness.step("workers")
     assert workers.calls == ["stop", "start"] * 2
     clock.advance(45)
-    harness.step("step_workers")
+    harness.step("workers")
     assert workers.calls == ["stop", "start"] * 3
 
 
@@ -131,7 +131,7 @@ def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_ot
 
     settings.CINDY_PLANNING_STALL_SECONDS = 45
     harness, node = claimed_planning(agent, clock)
-    assert harness.gateway.workers is None
+    assert harness.gateway.context.workers is None
     killed_task = harness.queued.pop()
     killed = llm_call_start(
         provider="gemini",
@@ -154,7 +154,7 @@ def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_ot
     assert llm_calls_interrupt(pids=[4242]) == 1
 
     clock.advance(6)  # one watchdog check later, far below CINDY_Q_TIMEOUT
-    harness.step("step_workers")
+    harness.step("workers")
     assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING
     assert any("task worker of 1 planning task(s) was killed" in s for s in stalled_events())
     assert LLMCall.objects.get(pk=busy.pk).status == "pending"

@@ -111,7 +111,7 @@ def test_the_gateway_replaces_a_client_telethon_gave_up_on_and_fills_the_gap(gat
     gateway.ingest()
     assert not supervised.connected and supervised.failures == 1
     clock.advance(2)
-    gateway.step("step_connect")
+    gateway.step("connect")
     assert supervised.connected and len(gateway.clients) == 2 and gateway.clients[1].connected
     stored = Message.objects.filter(conversation__peer_id=ANN).values_list("message_id", flat=True)
     assert sorted(stored) == [1, 2, 3, 4, 5]

@@ -8,7 +8,7 @@ import asyncio
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
-from engine.gateway import Gateway
+from engine.gateway import Gateway, default_gateway_id
 from engine.leases import leases_live
 from engine.placement import fence_database_sessions
 from engine.workers import WorkerProcess
@@ -69,9 +69,9 @@ class Command(BaseCommand):
                 )
             _refuse_if_all_held(names)
         fence_database_sessions()  # MariaDB: a cut-off gateway's locks go before its leases do
-        gateway = Gateway(names=names, capacity=capacity)
-        if not options["no_workers"]:
-            gateway.workers = WorkerProcess(gateway_id=gateway.gateway_id)
+        gateway_id = default_gateway_id()
+        workers = None if options["no_workers"] else WorkerProcess(gateway_id=gateway_id)
+        gateway = Gateway(names=names, capacity=capacity, gateway_id=gateway_id, workers=workers)
         self.stdout.write(f"gateway {gateway.gateway_id} running; press Ctrl+C to stop")
         asyncio.run(gateway.run())
 

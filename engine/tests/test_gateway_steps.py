@@ -1,0 +1,58 @@
+"""The gateway's layout (docs/gateway.md): a thin loop over step objects that share one context and
+keep their own state to themselves."""
+
+from __future__ import annotations
+
+import inspect
+
+from engine.gateway import Gateway
+
+FULL_PASS = [
+    "leases",
+    "workers",
+    "connect",
+    "ingest",
+    "media",
+    "events",
+    "schedules",
+    "tick",
+    "presence",
+    "reap_requests",
+    "requests",
+    "signin",
+    "stickers",
+    "library",
+    "dialogs",
+    "attention",
+]
+
+
+def test_a_full_pass_runs_the_steps_in_the_documented_order():
+    gateway = Gateway(gateway_id="gw-layout")
+    assert [step.name for step in gateway.all_steps()] == FULL_PASS == list(gateway.steps)
+
+
+def test_every_step_shares_the_gateway_s_one_context():
+    gateway = Gateway(gateway_id="gw-layout")
+    for step in gateway.all_steps():
+        assert step.context is gateway.context, step.name
+        assert inspect.iscoroutinefunction(step.run), step.name
+
+
+def test_no_step_holds_another_step_except_the_tick_s_media_download_before_dispatch():
+    gateway = Gateway(gateway_id="gw-layout")
+    steps = {id(step): step.name for step in gateway.all_steps()}
+    links = []
+    for step in gateway.all_steps():
+        for attribute, value in vars(step).items():
+            held = getattr(value, "__self__", value)  # a bound method holds its object
+            if id(held) in steps and held is not step:
+                links.append((step.name, attribute, steps[id(held)]))
+    assert links == [("tick", "before_dispatch", "media")]
+
+
+def test_a_follow_up_pass_looks_for_media_only_after_messages_came():
+    gateway = Gateway(gateway_id="gw-layout")
+    assert [step.name for step in gateway.follow_up_steps()] == ["ingest", "tick", "presence"]
+    gateway.steps["ingest"].ingested = True
+    assert [step.name for step in gateway.follow_up_steps()] == ["ingest", "media", "tick", "presence"]
