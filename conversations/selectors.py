@@ -10,8 +10,8 @@ from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 
 from agents.models import Agent
+from cindy_site import rows
 from cindy_site.bulk import earliest, placeholders
-from cindy_site.prepared import PreparedRead
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
 
 DependsOn = TaskNode.depends_on.through
@@ -180,13 +180,19 @@ def conversation_last_message_id(*, conversation: Conversation) -> int | None:
     return Message.objects.filter(conversation=conversation).aggregate(m=Max("message_id"))["m"]
 
 
-#: The conversation's newest message id, through the (conversation, message_id) unique index.
-_newest_message_id = PreparedRead(
-    lambda conversation_id: Message.objects.filter(conversation_id=conversation_id)
-    .order_by("-message_id")
-    .values_list("message_id", flat=True)[:1],
-    int,
-)
+def conversation_newest_message_id(*, conversation_id: int) -> int | None:
+    """The conversation's newest message id, through the (conversation, message_id) unique index.
+
+    Plain SQL: asked for a turn's chat before every planning task (the dispatch's sync); the ORM
+    query cost about 0.2 ms of CPU against 0.015 ms through the cursor (bench/bench_scale.py tree)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT message_id FROM {rows.table(Message)} WHERE conversation_id = %s "  # noqa: S608
+            "ORDER BY message_id DESC LIMIT 1",
+            [conversation_id],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def conversations_last_message_ids(*, conversation_ids: Iterable[int]) -> dict[int, int]:
@@ -196,8 +202,8 @@ def conversations_last_message_ids(*, conversation_ids: Iterable[int]) -> dict[i
     if not ids:
         return {}
     if len(ids) == 1:  # a turn's chat, before every planning task
-        newest = _newest_message_id.all(int(ids[0]))
-        return {ids[0]: newest[0]} if newest else {}
+        newest = conversation_newest_message_id(conversation_id=int(ids[0]))
+        return {ids[0]: newest} if newest is not None else {}
     return dict(
         Message.objects.filter(conversation_id__in=ids)
         .values("conversation_id")
