@@ -211,3 +211,22 @@ def role_prompts_named(*, names: list[str], agent_id: int) -> list[tuple[str, st
             [*names, agent_id],
         )
         return [tuple(row) for row in cursor.fetchall()]
+
+
+def agents_wanted_rows(*, names: Collection[str] | None = None) -> list[tuple]:
+    """The enabled, not stopped agents (of `names`), in name order, as rows of the database driver:
+    the id, then every other column in `_meta` order, nothing converted. Plain SQL: the gateway
+    reads it at every pass and builds an `Agent` only of a row that changed since the last one
+    (engine/gateway.py); the rows compare cheaply as the driver gives them."""
+    q = connection.ops.quote_name
+    pk = Agent._meta.pk
+    columns = ", ".join(q(f.column) for f in [pk, *(f for f in Agent._meta.concrete_fields if f is not pk)])
+    names = list(names or [])
+    among = f" AND name IN ({', '.join(['%s'] * len(names))})" if names else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {rows.table(Agent)} WHERE disabled = %s AND stopped = %s{among} "  # noqa: S608
+            "ORDER BY name",
+            [False, False, *names],
+        )
+        return [tuple(row) for row in cursor.fetchall()]

@@ -75,15 +75,23 @@ def _converter(field: models.Field) -> Callable[[Any, Any], Any] | None:
 
 
 @functools.cache
-def _plan(model: type[models.Model]) -> tuple[tuple[str, ...], tuple[tuple[int, Callable], ...]]:
-    fields = model._meta.concrete_fields
+def _plan(model: type[models.Model], names: tuple[str, ...] | None = None) -> tuple[tuple[str, ...], tuple]:
+    """The attribute names of `names` (default: every concrete field) and their converters."""
+    fields = model._meta.concrete_fields if names is None else [model._meta.get_field(n) for n in names]
     converters = tuple((i, c) for i, f in enumerate(fields) if (c := _converter(f)) is not None)
     return tuple(f.attname for f in fields), converters
 
 
-def convert(model: type[models.Model], row: Sequence[Any], *, using: str = "default") -> list[Any]:
-    """The values of `columns(model, ...)` in `row`, converted as the ORM converts them."""
-    _names, converters = _plan(model)
+def convert(
+    model: type[models.Model],
+    row: Sequence[Any],
+    *,
+    names: tuple[str, ...] | None = None,
+    using: str = "default",
+) -> list[Any]:
+    """The values of `row` (the columns of `names`, default `columns(model, ...)`), converted as the
+    ORM converts them."""
+    _attnames, converters = _plan(model, names)
     values = list(row)
     connection = connections[using]
     for i, function in converters:

@@ -9,6 +9,7 @@ through the ORM (conversations/selectors.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection
@@ -130,3 +131,23 @@ def graph_active_locked(*, conversation_id: int) -> TaskGraph | None:
     graph, conversation = rows.from_joined_row(row, TaskGraph, Conversation)
     graph.conversation = conversation
     return graph
+
+
+def message_window_rows(
+    *, conversation_id: int, since_message_id: int | None, count: int, fields: Sequence[str]
+) -> list[tuple]:
+    """At most `count` visible (not deleted) messages of the conversation from `since_message_id` on
+    (None: from the first), newest first: the columns of `fields` as the database driver returns
+    them (date-times and JSON not converted yet, so a row is hashable and can key a cache;
+    `cindy_site.rows.convert(Message, row, names=fields)` converts one). Per planned turn: the
+    prompt's history window (llm/conversation.py), read before every LLM request."""
+    q = connection.ops.quote_name
+    columns = ", ".join(q(Message._meta.get_field(name).column) for name in fields)
+    since = "" if since_message_id is None else " AND message_id >= %s"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {rows.table(Message)} WHERE conversation_id = %s AND deleted = %s"  # noqa: S608
+            f"{since} ORDER BY message_id DESC LIMIT %s",
+            [conversation_id, False, *([] if since_message_id is None else [since_message_id]), int(count)],
+        )
+        return [tuple(row) for row in cursor.fetchall()]
