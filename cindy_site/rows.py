@@ -14,6 +14,7 @@ their SQL written out (each says why it is not a plain ORM call). They share the
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -69,7 +70,10 @@ def _converter(field: models.Field) -> Callable[[Any, Any], Any] | None:
         return lambda value, _connection: bool(value)
     if kind == "DurationField":
         return _duration
-    if kind in {"DecimalField", "DateField", "TimeField", "UUIDField"}:
+    if kind == "DecimalField":  # as the ORM gives it: at the field's decimal places
+        places = decimal.Decimal(1).scaleb(-field.decimal_places)
+        return lambda value, _connection: field.to_python(value).quantize(places, context=field.context)
+    if kind in {"DateField", "TimeField", "UUIDField"}:
         return lambda value, _connection: field.to_python(value)
     return None
 
