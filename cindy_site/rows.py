@@ -30,11 +30,13 @@ def quote(name: str, *, using: str = "default") -> str:
     return connections[using].ops.quote_name(name)
 
 
+@functools.cache
 def table(model: type[models.Model], *, using: str = "default") -> str:
     """The model's table name, quoted."""
     return quote(model._meta.db_table, using=using)
 
 
+@functools.cache
 def columns(model: type[models.Model], alias: str, *, using: str = "default") -> str:
     """`alias.col, ...` of every concrete field of `model`, in the order `from_row` reads them."""
     q = connections[using].ops.quote_name
