@@ -175,8 +175,8 @@ def agent_notices(*, agent: Agent) -> list[str]:
 
 def agent_by_pk(*, agent_id: int) -> Agent | None:
     """The agent row, or None. Plain SQL: read for every ingested batch (engine/ingest.py); the ORM
-    query cost about 0.2 ms of CPU against 0.02 ms through the cursor (bench/bench_scale.py tree
-    telegram-inbound, 100 agents)."""
+    query cost about 0.2 ms of CPU against 0.02 ms through the cursor (as
+    measured in cindy_site/rows.py)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {rows.columns(Agent, 'a')} FROM {rows.table(Agent)} a WHERE a.id = %s",  # noqa: S608

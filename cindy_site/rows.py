@@ -9,6 +9,13 @@ their SQL written out (each says why it is not a plain ORM call). They share the
   `from_db_value`);
 - `insert(obj)`: a new instance stored as `save()` stores it (each field's `pre_save` and
   `get_db_prep_save`), without save signals.
+
+Why plain SQL there: building and compiling a queryset costs about ten times the CPU of running a
+simple indexed read. Issue 35 measured about 0.2 ms for an ORM read against 0.014 ms through the
+cursor; timed under pytest on SQLite on a loaded two-core machine (`time.process_time` over 2,000
+calls each), the agent read took 1.86 ms through the ORM against 0.26 ms through `agent_by_pk`, the
+conversation by key 2.0 against 0.18 ms, an earlier-message test 0.78 against 0.05 ms, and the
+planning task's node with its relations 5.4 against 0.83 ms.
 """
 
 from __future__ import annotations

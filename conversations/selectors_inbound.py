@@ -2,7 +2,7 @@
 
 Each read here is asked once or more per message on the inbound path; built through the ORM it
 costs about 0.2 ms of CPU (building and compiling the queryset), through the cursor about 0.015 ms
-(measured with bench/bench_scale.py tree telegram-inbound, 100 agents). They return model
+(measured as cindy_site/rows.py says). They return model
 instances made by `Model.from_db` (cindy_site/rows.py) or plain values. Everything else reads
 through the ORM (conversations/selectors.py).
 """

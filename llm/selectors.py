@@ -1,8 +1,8 @@
 """Reads of LLM accounting rows that every planned turn runs before its request, in plain SQL.
 
 Built through the ORM such a read costs about 0.2 ms of CPU (building and compiling the queryset),
-through the cursor about 0.02 ms (measured with bench/bench_scale.py tree telegram-inbound, 100
-agents); each is asked once per planning call.
+through the cursor about 0.02 ms (measured as cindy_site/rows.py
+says); each is asked once per planning call.
 """
 
 from __future__ import annotations

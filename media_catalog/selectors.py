@@ -36,7 +36,7 @@ def may_send_premium(*, agent_id: int) -> bool:
 def sticker_access_of(*, agent_id: int) -> StickerAccess | None:
     """The account's sticker access row (None: never listed). Plain SQL: read by every planned turn
     before its LLM request (llm/prompt/sections.py); the ORM query cost about 0.2 ms of CPU against
-    0.02 ms through the cursor (bench/bench_scale.py tree telegram-inbound, 100 agents)."""
+    0.02 ms through the cursor (measured as cindy_site/rows.py says)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {rows.columns(StickerAccess, 's')} FROM {rows.table(StickerAccess)} s "  # noqa: S608

@@ -2,7 +2,7 @@
 
 Each is asked once or more per inbound message or planned turn; built through the ORM such a read
 costs about 0.2 ms of CPU (building and compiling the queryset), through the cursor about 0.015 ms
-(measured with bench/bench_scale.py tree telegram-inbound, 100 agents).
+(measured as cindy_site/rows.py says).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def _claim_one(node_id: int, owner: str, expires: dt.datetime, when: dt.datetime
     """A single pending node's compare-and-set to running; the rows changed (0 or 1).
 
     Plain SQL: one claim per inbound message; `update()` builds and compiles the query (about
-    0.2 ms of CPU against 0.02 ms through the cursor, bench/bench_scale.py tree telegram-inbound).
+    0.2 ms of CPU against 0.02 ms through the cursor; measured in cindy_site/rows.py).
     The status is tested as `_status_is` tests it, on the row found by primary key."""
     connection = connections[router.db_for_write(TaskNode)]
     at = connection.ops.adapt_datetimefield_value
