@@ -15,7 +15,7 @@ from django.db import transaction
 
 from cindy_site.clock import get_clock, now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
-from conversations.selectors_inbound import node_to_plan
+from conversations.selectors import node_to_plan
 from conversations.services.activity import record_event
 from conversations.services.graph_finish import graph_finish_if_complete
 from conversations.services.graphs import PlannedNode, graph_append_plan
@@ -49,7 +49,7 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     django-q2 closes stale connections around each task, so none is closed here.
     """
     # The brakes read the agent; planning reads the graph and the conversation with its agent.
-    node = node_to_plan(node_id=int(node_id))  # plain SQL: conversations/selectors_inbound.py
+    node = node_to_plan(node_id=int(node_id))  # plain SQL: conversations/selectors.py
     if node is None or node.status != NodeStatus.RUNNING:
         return f"node {node_id} is no longer running; nothing to do"
     if owner is None:

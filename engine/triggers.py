@@ -32,8 +32,11 @@ from dataclasses import dataclass
 
 from agents.models import Agent
 from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message, TaskGraph
-from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
-from conversations.selectors_inbound import message_recorded_before
+from conversations.selectors import (
+    conversation_last_agent_message_id,
+    is_reply_to_agent,
+    message_recorded_before,
+)
 from conversations.services.activity import record_event
 from engine.loops import loop_guard_reason
 

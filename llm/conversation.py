@@ -27,8 +27,7 @@ from django.conf import settings
 from cindy_site.parameters import parameter
 from cindy_site.rows import convert as convert_row
 from conversations.models import Conversation, Message
-from conversations.selectors import first_partner_message_id
-from conversations.selectors_inbound import message_window_rows
+from conversations.selectors import first_partner_message_id, message_window_rows
 from llm.media_caps import video_too_long
 from llm.request import Part, Turn
 from llm.transcription import render_audio, transcript_fields

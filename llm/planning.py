@@ -17,7 +17,7 @@ from django.db import transaction
 from cindy_site.clock import get_clock
 from cindy_site.parameters import parameter
 from conversations.models import LLMCall, TaskGraph, TaskNode
-from conversations.selectors_inbound import message_reactions
+from conversations.selectors import message_reactions
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import history_window
 from llm.errors import LLMConfigError, LLMDeadlineError

@@ -18,7 +18,7 @@ from django.db import transaction
 from cindy_site.clock import now
 from cindy_site.rows import insert as insert_row
 from conversations.models import ActivityEvent, Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
-from conversations.selectors_inbound import graph_active_locked
+from conversations.selectors import graph_active_locked
 from conversations.services import carry
 from conversations.services.activity import record_event
 from conversations.services.wake import wake_gateways_on_commit

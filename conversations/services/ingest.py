@@ -16,7 +16,7 @@ from cindy_site import rows
 from cindy_site.bulk import update_by_pk
 from cindy_site.clock import now
 from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message
-from conversations.selectors_inbound import conversation_by_key, message_by_key
+from conversations.selectors import conversation_by_key, message_by_key
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, InboundMessage, MediaItem, ReactionInfo, SentMessage
 from media_catalog.models import LibraryItem, MediaDescription

@@ -22,7 +22,7 @@ from cindy_site import rows
 from cindy_site.clock import now
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors_inbound import node_claimed
+from conversations.selectors import node_claimed
 from conversations.services.activity import activity_event, events_insert
 from conversations.services.graph_finish import graph_finish_if_complete
 from conversations.services.graphs import graph_close

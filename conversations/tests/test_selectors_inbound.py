@@ -9,9 +9,9 @@ from django.db import transaction
 
 from cindy_site.rows import convert
 from conversations.models import Conversation, Message, NodeStatus, TaskGraph, TaskNode
-from conversations.selectors import conversation_newest_message_id
-from conversations.selectors_inbound import (
+from conversations.selectors import (
     conversation_by_key,
+    conversation_newest_message_id,
     graph_active_locked,
     message_by_key,
     message_reactions,
