@@ -1,13 +1,12 @@
-"""Database work over many rows at once: one UPDATE giving each row its own value, and rows read
-without building model instances."""
+"""Database work over many rows at once in plain SQL: one UPDATE giving each row its own value, and
+the earliest time among many agents' rows."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import connections, models, router
-from django.db.models.sql.constants import MULTI
 
 #: Rows per statement (each row takes three parameters; well under SQLite's and MariaDB's limits).
 BATCH = 500
@@ -48,21 +47,6 @@ def update_by_pk(model: type[models.Model], field: str, values: Mapping[Any, Any
             )
             changed += cursor.rowcount
     return changed
-
-
-def driver_rows(queryset: models.QuerySet) -> tuple[list[tuple], Callable[[list[tuple]], list]]:
-    """The rows of a `values_list` queryset as the database driver returns them (dates and JSON
-    undecoded, no model instances): cheap to read, and to compare with an earlier read of the same
-    query. With them, a function that converts some of those rows as the queryset itself would."""
-    compiler = queryset.query.get_compiler(using=queryset.db)
-    rows = [tuple(row) for chunk in compiler.execute_sql(MULTI) for row in chunk]
-    fields = [column[0] for column in compiler.select[: compiler.col_count]]
-    converters = compiler.get_converters(fields)
-
-    def convert(some: list[tuple]) -> list:
-        return list(compiler.apply_converters(some, converters)) if converters else [list(r) for r in some]
-
-    return rows, convert
 
 
 def earliest(

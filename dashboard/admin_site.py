@@ -38,11 +38,12 @@ class CindyAdminSite(OTPAdminSite):
 
     def register(self, model_or_iterable, admin_class=None, **options):
         """Every agent-scoped model's admin shows only the agents the user may see (admin_scope)."""
-        from django.db.models.base import ModelBase
+        from django.db.models import Model
 
         from agents.admin_scope import scoped_admin_class
 
-        models = [model_or_iterable] if isinstance(model_or_iterable, ModelBase) else list(model_or_iterable)
+        single = isinstance(model_or_iterable, type) and issubclass(model_or_iterable, Model)
+        models = [model_or_iterable] if single else list(model_or_iterable)
         for model in models:
             super().register(model, scoped_admin_class(model, admin_class), **options)
 

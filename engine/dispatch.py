@@ -8,8 +8,8 @@ node's claim token) once that is committed. A chat whose sync or mark fails is l
 what the mirror has; the other chats go ahead as usual. A tick's nodes go together:
 
 - the database work is batched: the mirror's newest message of every chat in one query (before and
-  after the sync), the read marks in one statement, the enqueues in one transaction (with django-q2's
-  ORM broker, one INSERT);
+  after the sync), the read marks in one statement, the enqueues in one write (with the database
+  broker, `engine.taskwake.TaskBroker.enqueue_many`: one INSERT);
 - transport calls of different agents run concurrently, those of one agent one after another (one
   request in flight per account); a transport kind may answer many requests in one go
   (`history_many`, `mark_read_many`: the sandbox, whose calls are database queries);
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
-from django.db import router, transaction
+from django.db import transaction
 
 from conversations.models import TaskNode
 from conversations.selectors import conversations_last_message_ids
@@ -84,27 +84,12 @@ class _BufferedBroker:
         self.packages.append(package)
 
     def flush(self) -> None:
-        from django.utils import timezone
-        from django_q.brokers.orm import ORM
-        from django_q.conf import Conf
-        from django_q.models import OrmQ
-
-        from cindy_site.prepared import insert_new
-
         packages, self.packages = self.packages, []
         if not packages:
             return
-        if isinstance(self.broker, ORM):  # the rows `ORM.enqueue` writes, in one statement
-            key, lock = self.list_key or Conf.CLUSTER_NAME, timezone.now()
-            if len(packages) == 1 and Conf.ORM == router.db_for_write(OrmQ):  # a turn's task: a plain INSERT
-                insert_new(OrmQ(key=key, payload=packages[0], lock=lock))
-            else:
-                OrmQ.objects.using(Conf.ORM).bulk_create(
-                    OrmQ(key=key, payload=p, lock=lock) for p in packages
-                )
-            from engine.taskwake import task_workers_wake_on_commit
-
-            task_workers_wake_on_commit()  # idle pools on this host start them at once
+        enqueue_many = getattr(self.broker, "enqueue_many", None)
+        if enqueue_many is not None:  # engine.taskwake.TaskBroker: one write, one wake-up
+            enqueue_many(packages)
             return
         for package in packages:
             self.broker.enqueue(package)

@@ -31,9 +31,9 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from agents.models import Agent
+from agents.selectors import agent_by_pk
 from cindy_site.clock import now
 from cindy_site.parameters import parameter
-from cindy_site.prepared import PreparedRead
 from conversations.models import Conversation, Message, TaskGraph
 from conversations.selectors import conversation_last_message_id, conversations_with_messages
 from conversations.services.graphs import graph_replan
@@ -107,12 +107,8 @@ def ingest_updates(*, agent_id: int, updates: Iterable[Update], trigger: bool = 
         return _ingest_batch(agent_id=agent_id, updates=updates, trigger=trigger)
 
 
-#: The batch's agent: read for every batch, so compiled once (cindy_site/prepared.py).
-_agent_by_pk = PreparedRead(lambda pk: Agent.objects.filter(pk=pk).order_by(), int)
-
-
 def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) -> list[int]:
-    agent = _agent_by_pk.first(agent_id)
+    agent = agent_by_pk(agent_id=agent_id)  # plain SQL: per batch (agents/selectors.py)
     if agent is None:
         raise Agent.DoesNotExist(f"agent #{agent_id} does not exist")
     pending: dict[int, _Trigger] = {}

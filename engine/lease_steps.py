@@ -14,8 +14,7 @@ import logging
 from asgiref.sync import sync_to_async
 
 from agents.models import Agent
-from agents.selectors import phone_key, shared_phone_keys
-from cindy_site.bulk import driver_rows
+from agents.selectors import agents_wanted_rows, phone_key, shared_phone_keys
 from cindy_site.clock import get_clock
 from conversations.services.nodes import nodes_take_over
 from conversations.services.wake import wake_gateways
@@ -72,12 +71,7 @@ class LeasesStep:
         changed row is built into an `Agent` (building every agent's model at every pass was most of
         the cost of an idle pass).
         """
-        qs = Agent.objects.filter(disabled=False, stopped=False)
-        if self.context.names:
-            qs = qs.filter(name__in=self.context.names)
-        pk = Agent._meta.pk.attname
-        columns = [pk, *(f.attname for f in Agent._meta.concrete_fields if f.attname != pk)]
-        rows, _ = driver_rows(qs.values_list(*columns))
+        rows = agents_wanted_rows(names=self.context.names)  # plain SQL, driver rows (agents/selectors.py)
         known = self._agent_rows
         changed = {row[0] for row in rows if row[0] not in known or known[row[0]][0] != row}
         fresh = Agent.objects.in_bulk(changed) if changed else {}

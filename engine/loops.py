@@ -19,7 +19,7 @@ import datetime as dt
 from django.conf import settings
 
 from agents.models import Agent
-from cindy_site.prepared import PreparedRead
+from agents.selectors import telegram_user_is_agent
 from conversations.models import ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 
@@ -36,20 +36,11 @@ def _agent_user_ids() -> set[int]:
     return set(Agent.objects.exclude(telegram_user_id=None).values_list("telegram_user_id", flat=True))
 
 
-#: Whether a Telegram user is one of the agents: asked of every person's message (cindy_site/prepared.py).
-_agent_with_user_id = PreparedRead(
-    lambda user_id: Agent.objects.filter(telegram_user_id=user_id)
-    .order_by()
-    .values_list("pk", flat=True)[:1],
-    int,
-)
-
-
 def _sent_by_machine(message: Message) -> bool:
     """`is_machine_message` for one message, without reading every agent's user id."""
     if message.is_agent or message.sender_is_bot:
         return True
-    return message.sender_id is not None and bool(_agent_with_user_id.all(int(message.sender_id)))
+    return message.sender_id is not None and telegram_user_is_agent(user_id=int(message.sender_id))
 
 
 def is_machine_message(message: Message, *, agent_user_ids: set[int]) -> bool:

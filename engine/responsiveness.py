@@ -14,26 +14,16 @@ from collections.abc import Iterable
 
 from agents.models import Agent
 from agents.schedule import asleep_until as asleep_by_persona
-from cindy_site.prepared import PreparedRead
 from memory.models import ScheduleEntry
+from memory.selectors import schedule_entry_covering
 
 FASTEST_SECONDS = 4.0  # responsiveness 100
 SLOWEST_SECONDS = 120.0  # responsiveness 1
 
 
-#: Read for every message a turn answers (cindy_site/prepared.py).
-_entry_covering = PreparedRead(
-    lambda agent_id, at: ScheduleEntry.objects.filter(agent_id=agent_id, start__lte=at, end__gt=at).order_by(
-        "start", "pk"
-    )[:1],
-    int,
-    dt.datetime,
-)
-
-
 def current_entry(*, agent_id: int, at: dt.datetime) -> ScheduleEntry | None:
-    """The schedule entry covering `at`, if any (the earliest started)."""
-    return _entry_covering.first(agent_id, at)
+    """The schedule entry covering `at`, if any (the earliest started; plain SQL, memory/selectors.py)."""
+    return schedule_entry_covering(agent_id=agent_id, at=at)
 
 
 def responsiveness_delay(responsiveness: int) -> dt.timedelta:

@@ -14,8 +14,8 @@ import logging
 from django.db import transaction
 
 from cindy_site.clock import get_clock, now
-from cindy_site.prepared import PreparedRead
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
+from conversations.selectors import node_to_plan
 from conversations.services.activity import record_event
 from conversations.services.graph_finish import graph_finish_if_complete
 from conversations.services.graphs import PlannedNode, graph_append_plan
@@ -39,15 +39,6 @@ LLM_WAIT_MAX_SECONDS = 900
 CHAIN_KINDS = {k.value for k in NodeKind} - {NodeKind.RECEIVED}
 
 
-#: The node a planning task plans, with what the brakes and the turn read (cindy_site/prepared.py).
-_node_to_plan = PreparedRead(
-    lambda pk: TaskNode.objects.filter(pk=pk)
-    .select_related("agent", "graph", "conversation__agent")
-    .order_by(),
-    int,
-)
-
-
 def run_received(node_id: int, owner: str | None = None) -> str:
     """Plan one turn for a claimed `received` node. Returns what happened, for the task log.
 
@@ -58,7 +49,7 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     django-q2 closes stale connections around each task, so none is closed here.
     """
     # The brakes read the agent; planning reads the graph and the conversation with its agent.
-    node = _node_to_plan.first(int(node_id))
+    node = node_to_plan(node_id=int(node_id))  # plain SQL: conversations/selectors.py
     if node is None or node.status != NodeStatus.RUNNING:
         return f"node {node_id} is no longer running; nothing to do"
     if owner is None:

@@ -31,9 +31,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.models import Agent
-from cindy_site.prepared import PreparedRead
 from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message, TaskGraph
-from conversations.selectors import conversation_last_agent_message_id, is_reply_to_agent
+from conversations.selectors import (
+    conversation_last_agent_message_id,
+    is_reply_to_agent,
+    message_recorded_before,
+)
 from conversations.services.activity import record_event
 from engine.loops import loop_guard_reason
 
@@ -142,21 +145,9 @@ def write_refused(*, agent: Agent, conversation: Conversation, what: str) -> Dec
     return Decision(None, reason)
 
 
-#: Asked of every DM message (cindy_site/prepared.py).
-_earlier_message = PreparedRead(
-    lambda conversation_id, message_id: Message.objects.filter(
-        conversation_id=conversation_id, message_id__lt=message_id
-    )
-    .order_by()
-    .values_list("pk", flat=True)[:1],
-    int,
-    int,
-)
-
-
 def _first_in_mirror(*, conversation: Conversation, message: Message) -> bool:
     """No earlier message of any kind (the agent's, service messages, deleted ones) is recorded."""
-    return not _earlier_message.all(conversation.pk, int(message.message_id))
+    return not message_recorded_before(conversation_id=conversation.pk, message_id=int(message.message_id))
 
 
 def reaction_decision(

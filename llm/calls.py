@@ -11,7 +11,6 @@ from collections.abc import Callable
 from django.conf import settings
 
 from cindy_site.clock import get_clock
-from cindy_site.prepared import PreparedRead
 from conversations.models import TaskNode
 from llm.errors import (
     CacheGone,
@@ -27,6 +26,7 @@ from llm.models import LLMCall
 from llm.providers import provider_for
 from llm.request import LLMReply, LLMRequest, Usage
 from llm.routing import Route
+from llm.selectors import finished_call
 from llm.usage import estimate_input_tokens, llm_call_finish, llm_call_start
 
 logger = logging.getLogger(__name__)
@@ -235,24 +235,12 @@ def plan_fingerprint(
     return digest.hexdigest()
 
 
-#: Asked before every planning call (cindy_site/prepared.py).
-_finished_call = PreparedRead(
-    lambda node_id, fingerprint: LLMCall.objects.filter(
-        node_id=node_id, fingerprint=fingerprint, status=LLMCall.Status.OK
-    )
-    .exclude(reply="")
-    .order_by("-pk")[:1],
-    int,
-    str,
-)
-
-
 def finished_reply(*, node_id: int | None, fingerprint: str) -> LLMReply | None:
     """The reply of a finished call with this fingerprint, if its planning task was killed before it
     could act on it; None if there is none (the call must be made)."""
     if not fingerprint:
         return None
-    call = _finished_call.first(int(node_id), fingerprint)
+    call = finished_call(node_id=int(node_id), fingerprint=fingerprint)  # plain SQL: llm/selectors.py
     if call is None:
         return None
     logger.info(

@@ -23,12 +23,11 @@ from functools import cached_property
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
 
-from cindy_site.bulk import driver_rows
 from cindy_site.parameters import parameter
+from cindy_site.rows import convert as convert_row
 from conversations.models import Conversation, Message
-from conversations.selectors import first_partner_message_id
+from conversations.selectors import first_partner_message_id, message_window_rows
 from llm.media_caps import video_too_long
 from llm.request import Part, Turn
 from llm.transcription import render_audio, transcript_fields
@@ -162,7 +161,13 @@ def history_messages(
     is kept on the conversation (`history_window_start_id`) and moved only when the window overflows,
     so a turn reads at most the cap and one row, however long the chat: nothing counts its messages.
     """
-    newest = _window(conversation, limit=limit, start=start, fetch=list)
+    visible = visible_messages(conversation)
+
+    def fetch(since: int | None, count: int) -> list:
+        window = visible if since is None else visible.filter(message_id__gte=since)
+        return list(window.order_by("-message_id")[:count])
+
+    newest = _window(conversation, limit=limit, start=start, fetch=fetch)
     newest.sort(key=lambda m: (m.date, m.message_id))
     return newest
 
@@ -172,29 +177,27 @@ def _window(
     *,
     limit: int | None,
     start: HistoryStart | None,
-    fetch: Callable[[QuerySet], list],
+    fetch: Callable[[int | None, int], list],
 ) -> list:
-    """The window's rows, newest first: `fetch` reads at most `limit` of them (see history_messages)."""
+    """The window's rows, newest first: `fetch(since, count)` reads at most `count` visible messages
+    from message id `since` on (None: from the first), newest first (see history_messages)."""
     limit = limit or parameter("CINDY_HISTORY_SIZE")
     if start is None:
         start = history_start(conversation)
-    visible = visible_messages(conversation)
-    if start.message_id is not None:
-        visible = visible.filter(message_id__gte=start.message_id)
     anchor = conversation.history_window_start_id
     anchored = anchor is not None and (start.message_id is None or anchor >= start.message_id)
     # One row more than the cap says whether the window overflowed, without counting the chat.
     if anchored:  # the window's start as the previous overflow set it
-        newest = fetch(visible.filter(message_id__gte=anchor).order_by("-message_id")[: limit + 1])
+        newest = fetch(anchor, limit + 1)
         if len(newest) < limit - history_step(limit) + 1:
             # Fewer than a full window holds: the cap grew (CINDY_HISTORY_SIZE raised), so the stored
             # start cuts the window short. Read it again from the history's start, once.
-            newest = fetch(visible.order_by("-message_id")[: limit + 1])
+            newest = fetch(start.message_id, limit + 1)
             if len(newest) <= limit:
                 Conversation.objects.filter(pk=conversation.pk).update(history_window_start_id=None)
                 conversation.history_window_start_id = None
     else:
-        newest = fetch(visible.order_by("-message_id")[: limit + 1])
+        newest = fetch(start.message_id, limit + 1)
     if len(newest) > limit:
         keep = limit - history_step(limit) + 1
         newest = newest[:keep]
@@ -342,12 +345,11 @@ def history_window(
 ) -> list[ChatMessage]:
     """Every message of the history window (`history_messages`' rule) as the agent sees it, oldest
     first, service messages without text included (`in_prompt` False), rendered through the cache."""
-    converters: list[Callable[[list[tuple]], list]] = []
 
-    def fetch(queryset: QuerySet) -> list:
-        rows, convert = driver_rows(queryset.values_list(*_ROW_FIELDS))
-        converters.append(convert)
-        return rows
+    def fetch(since: int | None, count: int) -> list:
+        return message_window_rows(
+            conversation_id=conversation.pk, since_message_id=since, count=count, fields=_ROW_FIELDS
+        )
 
     rows = _window(conversation, limit=limit, start=start, fetch=fetch)
     tz = agent_timezone(conversation.agent)
@@ -365,7 +367,7 @@ def history_window(
     found = [_rendered.get(key) for key in keys] if caching else [None] * len(keys)
     missing = [i for i, hit in enumerate(found) if hit is None]
     if missing:
-        converted = converters[0]([rows[i] for i in missing])
+        converted = [convert_row(Message, rows[i], names=_ROW_FIELDS) for i in missing]
         for i, values in zip(missing, converted, strict=True):
             message = Message(**dict(zip(_ROW_FIELDS, values, strict=True)))
             found[i] = _chat_message(message, descriptions=descriptions, tz=tz)

@@ -16,8 +16,8 @@ from django.db import transaction
 
 from cindy_site.clock import get_clock
 from cindy_site.parameters import parameter
-from cindy_site.prepared import PreparedRead
-from conversations.models import Message, TaskGraph, TaskNode
+from conversations.models import TaskGraph, TaskNode
+from conversations.selectors import message_reactions
 from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import history_window
 from llm.errors import LLMConfigError, LLMDeadlineError
@@ -324,18 +324,7 @@ def _target_reactions(conversation_id: int, message_id: int | None) -> list | No
     """The reactions on the turn's target message (None without one)."""
     if message_id is None:
         return None
-    return _reactions_of.first(int(conversation_id), int(message_id))
-
-
-_reactions_of = PreparedRead(
-    lambda conversation_id, message_id: Message.objects.filter(
-        conversation_id=conversation_id, message_id=message_id
-    )
-    .order_by()
-    .values_list("reactions", flat=True)[:1],
-    int,
-    int,
-)
+    return message_reactions(conversation_id=int(conversation_id), message_id=int(message_id))
 
 
 def _reaction_notes(reactions: list | None) -> tuple[str, ...]:

@@ -8,26 +8,23 @@ import socket
 from decimal import ROUND_HALF_UP, Decimal
 
 from cindy_site.clock import now
-from cindy_site.prepared import PreparedRead, insert_new
+from cindy_site.rows import insert as insert_row
 from conversations.models import ActivityEvent, NodeStatus, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import node_release
 from llm.models import LLMCall, ModelPrice
 from llm.request import LLMRequest, Usage
+from llm.selectors import prices_of_provider
 
 _MILLION = Decimal(1_000_000)
 _MINUTE = Decimal(60)
 
 
-#: Read by every call (cindy_site/prepared.py).
-_prices = PreparedRead(lambda provider: ModelPrice.objects.filter(provider=provider).order_by("pk"), str)
-
-
 def price_for(provider: str, model: str) -> ModelPrice | None:
     """The price row whose model_prefix is the longest prefix of `model` for this provider."""
     best: ModelPrice | None = None
-    for price in _prices.all(str(provider)):
+    for price in prices_of_provider(provider=str(provider)):  # plain SQL: llm/selectors.py
         if model.startswith(price.model_prefix) and (
             best is None or len(price.model_prefix) > len(best.model_prefix)
         ):
@@ -94,7 +91,7 @@ def llm_call_start(
     """
     usage = Usage(input_tokens=estimated_input_tokens)
     price = price_for(provider, model)
-    call = insert_new(
+    call = insert_row(  # one plain INSERT, as record_event writes its events
         LLMCall(
             created=now(),
             agent_id=agent_id,

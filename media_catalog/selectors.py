@@ -1,11 +1,14 @@
 """Reads of what an agent's account may send beyond its configured sticker sets (`StickerAccess`), and of
-the sticker sets the agent form offers."""
+the sticker sets the agent form offers, and of its library."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from media_catalog.models import MediaDescription, MediaKind, StickerAccess, StickerSet
+from django.db import connection
+
+from cindy_site import rows
+from media_catalog.models import LibraryItem, MediaDescription, MediaKind, StickerAccess, StickerSet
 
 
 def saved_stickers_of(*, agent_id: int) -> list[dict[str, Any]]:
@@ -42,3 +45,29 @@ def sticker_set_choices() -> dict[str, str]:
     for name, title in described:
         labels.setdefault(name, title or name)
     return {name: name if title == name else f"{name} · {title}" for name, title in labels.items()}
+
+
+def sticker_access_of(*, agent_id: int) -> StickerAccess | None:
+    """The account's sticker access row (None: never listed). Plain SQL: read by every planned turn
+    before its LLM request (llm/prompt/sections.py); the ORM query cost about 0.2 ms of CPU against
+    0.02 ms through the cursor (measured as cindy_site/rows.py says)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(StickerAccess, 's')} FROM {rows.table(StickerAccess)} s "  # noqa: S608
+            "WHERE s.agent_id = %s LIMIT 1",
+            [agent_id],
+        )
+        row = cursor.fetchone()
+    return rows.from_row(StickerAccess, row) if row else None
+
+
+def library_items_of(*, agent_id: int) -> list[LibraryItem]:
+    """The agent's library items by unique id. Plain SQL: read by every planned turn before its LLM
+    request, as `sticker_access_of` says why."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(LibraryItem, 'i')} FROM {rows.table(LibraryItem)} i "  # noqa: S608
+            "WHERE i.agent_id = %s ORDER BY i.unique_id",
+            [agent_id],
+        )
+        return [rows.from_row(LibraryItem, row) for row in cursor.fetchall()]

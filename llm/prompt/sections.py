@@ -12,12 +12,13 @@ from django.db import connection
 from django.db.models import Q
 
 from agents.models import Agent, RolePrompt
-from cindy_site.prepared import PreparedRead
+from agents.selectors import role_prompts_named
 from conversations.models import Conversation
 from llm.policy_inputs import partner_is_operator
 from llm.prompt.response_format import DEFAULT_INSTRUCTIONS
 from llm.task_schema import INSTRUCTIONS_PROMPT, prompt_teaches, taught_kinds
-from media_catalog.models import LibraryItem, MediaDescription, Sticker, StickerAccess
+from media_catalog.models import MediaDescription, Sticker
+from media_catalog.selectors import library_items_of, sticker_access_of
 from memory.models import Memory
 from memory.services.stored import stored_entries_split
 from memory.stored_kinds import StoreContext, stored_kinds
@@ -71,25 +72,9 @@ def role_prompt_texts(agent: Agent, names: list[str]) -> dict[str, str]:
     if not names:
         return found
     # Global (scope 0) first, so the agent's own overwrites it.
-    for name, text in _role_prompts.all([str(n) for n in names], agent.pk):
+    for name, text in role_prompts_named(names=[str(n) for n in names], agent_id=agent.pk):
         found[name] = text
     return found
-
-
-#: Read by every turn (cindy_site/prepared.py).
-_role_prompts = PreparedRead(
-    lambda names, agent_id: RolePrompt.objects.filter(name__in=names, scope_key__in=[0, agent_id])
-    .order_by("scope_key", "pk")
-    .values_list("name", "text"),
-    list[str],
-    int,
-)
-_sticker_access = PreparedRead(
-    lambda agent_id: StickerAccess.objects.filter(agent_id=agent_id).order_by()[:1], int
-)
-_library_items = PreparedRead(
-    lambda agent_id: LibraryItem.objects.filter(agent_id=agent_id).order_by("unique_id"), int
-)
 
 
 def included_prompts(agent: Agent, *, include_retrieve: bool) -> list[tuple[str, str]]:
@@ -154,7 +139,7 @@ def sticker_section(agent: Agent) -> str:
     sets' stickers (premium ones only for a Telegram Premium account), its explicit stickers and the
     stickers in its account's Saved Messages."""
     entries: list[tuple[str, str, str]] = []  # (set, name, unique_id)
-    access = _sticker_access.first(agent.pk)
+    access = sticker_access_of(agent_id=agent.pk)
     premium = access is not None and access.premium
     saved = [e for e in (access.saved_stickers if access else []) if isinstance(e, dict)]
     set_names = [s for s in agent.sticker_set_names or [] if s]
@@ -203,7 +188,7 @@ def media_library_section(agent: Agent) -> str:
 
     Items without a description of their own use the catalog's curated or AI description of the media.
     """
-    items = _library_items.all(agent.pk)
+    items = library_items_of(agent_id=agent.pk)
     if not items:
         return ""
     missing = [i.unique_id for i in items if not i.description.strip()]

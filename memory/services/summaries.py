@@ -5,25 +5,10 @@ topic has summaries and plans of its own."""
 
 from __future__ import annotations
 
-from cindy_site.prepared import PreparedRead
 from memory.models import Plan, Summary
+from memory.selectors import summary_covered_id
 
-#: Read by every turn (cindy_site/prepared.py): the greatest id, as MAX(last_message_id) gives it.
-_covered = PreparedRead(
-    lambda agent_id, channel_id, topic_id: Summary.objects.filter(
-        agent_id=agent_id, channel_id=channel_id, topic_id=topic_id, last_message_id__isnull=False
-    )
-    .order_by("-last_message_id")
-    .values_list("last_message_id", flat=True)[:1],
-    int,
-    int,
-    int,
-)
-
-
-def summary_covered_id(*, agent_id: int, channel_id: int, topic_id: int = 0) -> int | None:
-    """The highest message id a summary of this channel covers (None without summaries)."""
-    return _covered.first(int(agent_id), int(channel_id), int(topic_id or 0))
+__all__ = ["summaries_clear", "summary_count", "summary_covered_id"]
 
 
 def summary_count(*, agent_id: int, channel_id: int, topic_id: int = 0) -> int:
