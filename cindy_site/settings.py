@@ -159,13 +159,38 @@ ASGI_APPLICATION = "cindy_site.asgi.application"
 # --- Database ---------------------------------------------------------------------------------
 # SQLite by default. Web, gateway and workers share one file, so it runs in WAL mode with a busy
 # timeout and IMMEDIATE transactions: a writer takes the lock when its transaction starts instead
-# of failing with "database is locked" when it upgrades a read lock later.
+# of failing with "database is locked" when it upgrades a read lock later. The same settings apply
+# however the file is named: CINDY_SQLITE_PATH, or DATABASE_URL=sqlite:///path (which wins).
 
 SQLITE_PATH = Path(env.str("CINDY_SQLITE_PATH", default=str(BASE_DIR / "var" / "cindy.sqlite3")))
 DATABASE_URL = env.str("DATABASE_URL", default="")
 
-if DATABASE_URL:
-    _db = env.db_url_config(DATABASE_URL)
+
+def _sqlite_database(path: Path) -> dict:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    busy_timeout = _positive_int("CINDY_SQLITE_BUSY_TIMEOUT", 30)
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            "timeout": busy_timeout,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": (
+                "PRAGMA journal_mode=WAL;"
+                "PRAGMA synchronous=NORMAL;"
+                f"PRAGMA busy_timeout={busy_timeout * 1000};"
+                "PRAGMA foreign_keys=ON;"
+            ),
+        },
+    }
+
+
+_db = env.db_url_config(DATABASE_URL) if DATABASE_URL else {"ENGINE": "django.db.backends.sqlite3"}
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    if DATABASE_URL:
+        SQLITE_PATH = Path(_db["NAME"])
+    DATABASES = {"default": _sqlite_database(SQLITE_PATH)}
+else:
     if _db["ENGINE"] == "django.db.backends.mysql":
         _db.setdefault("OPTIONS", {})
         _db["OPTIONS"].update(
@@ -183,25 +208,6 @@ if DATABASE_URL:
     _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
     _db["CONN_HEALTH_CHECKS"] = True
     DATABASES = {"default": _db}
-else:
-    SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
-    _busy_timeout = _positive_int("CINDY_SQLITE_BUSY_TIMEOUT", 30)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": SQLITE_PATH,
-            "OPTIONS": {
-                "timeout": _busy_timeout,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": (
-                    "PRAGMA journal_mode=WAL;"
-                    "PRAGMA synchronous=NORMAL;"
-                    f"PRAGMA busy_timeout={_busy_timeout * 1000};"
-                    "PRAGMA foreign_keys=ON;"
-                ),
-            },
-        }
-    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
