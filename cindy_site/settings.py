@@ -126,6 +126,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "cindy_site.body_limit.RequestDataTooBigMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -137,6 +138,21 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "cindy_site.urls"
+
+# --- Request bodies (cindy_site/body_limit.py) ----------------------------------------------------
+# The largest body any route accepts, checked at the ASGI layer before it is read (413 past it):
+# above the largest upload (a 20 MB media file or voice note), far below what would hurt the web
+# process. Put the same limit on the proxy (nginx `client_max_body_size`): the ASGI server may
+# buffer a body before Cindy sees it.
+CINDY_MAX_REQUEST_BODY_BYTES = _positive_int("CINDY_MAX_REQUEST_BODY_BYTES", 25 * 1024 * 1024)
+# Form and JSON data (not files) past this answer 413 (Django's default, 2.5 MB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = _positive_int("CINDY_MAX_FORM_DATA_BYTES", 2621440)
+# Uploaded files past 256 KiB go to a temporary file while they arrive, not into memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 TEMPLATES = [
     {
