@@ -370,6 +370,9 @@ CINDY_IMPORT_MAX_MEMORY_BYTES = _positive_int("CINDY_IMPORT_MAX_MEMORY_BYTES", 4
 CINDY_IMPORT_MAX_MEDIA_JSON_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_JSON_BYTES", 256 * 1024)
 CINDY_IMPORT_MAX_MEDIA_FILE_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_FILE_BYTES", 20 * 1024 * 1024)
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
+# The most characters of text one planning turn may send (llm/parsing.py); the rest is dropped with a
+# note. Three full Telegram messages by default.
+CINDY_MAX_TURN_TEXT_CHARS = _positive_int("CINDY_MAX_TURN_TEXT_CHARS", 3 * 4096)
 # 0: a quarter of the cap (llm.conversation.history_step).
 CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 0, minimum=0)
 CINDY_TICK_SECONDS = env.float("CINDY_TICK_SECONDS", default=1.0)
