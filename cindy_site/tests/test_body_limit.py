@@ -148,4 +148,7 @@ def test_a_form_over_djangos_data_limit_answers_413_on_the_web(client, settings,
 
 def test_uploads_past_a_small_size_are_streamed_to_a_temporary_file():
     assert django_settings.FILE_UPLOAD_MAX_MEMORY_SIZE <= 512 * 1024
-    assert django_settings.FILE_UPLOAD_HANDLERS[-1] == "django.core.files.uploadhandler.TemporaryFileUploadHandler"
+    assert (
+        django_settings.FILE_UPLOAD_HANDLERS[-1]
+        == "django.core.files.uploadhandler.TemporaryFileUploadHandler"
+    )
