@@ -41,6 +41,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from agents.persona_voice import VOICE_HEADING, VOICE_KEYS, set_voice, voice_text
 from agents.schedule import ScheduleError, parse_sleep_windows
 from cindy_site.llm_names import UnknownModelError, is_default_name, resolve
+from cindy_site.money import USD_PLACES, usd, usd_places
 
 # Heading text -> attribute, in the order the writer emits them.
 TEXT_FIELDS = {
@@ -284,7 +285,13 @@ def _set_spend_limits(persona: Persona, body: str, source: str) -> None:
                     f"{where}: not an amount of US dollars; ignored: write e.g. 5 or 0.50"
                 )
                 continue
-            persona.daily_spend_cap = amount.quantize(Decimal("0.01"))
+            if usd_places(amount) > USD_PLACES:
+                # Rounding would change the cap the operator wrote (0.0042 was once stored as 0.00).
+                persona.warnings.append(
+                    f"{where}: more than {USD_PLACES} decimal places; ignored: write e.g. 5 or 0.0042"
+                )
+                continue
+            persona.daily_spend_cap = Decimal(usd(amount))
             continue
         if not raw.isdigit() or int(raw) < 1:
             persona.warnings.append(
@@ -299,7 +306,7 @@ def _spend_limits_text(persona) -> str:
     for key, attr in SPEND_KEYS.items():
         value = getattr(persona, attr, None)
         if value is not None:
-            lines.append(f"{key}: {value:.2f}" if attr == "daily_spend_cap" else f"{key}: {value}")
+            lines.append(f"{key}: {usd(value)}" if attr == "daily_spend_cap" else f"{key}: {value}")
     return "\n".join(lines)
 
 

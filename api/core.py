@@ -52,8 +52,16 @@ class ErrorOut(Schema):
     field: str | None = Field(None, description="The request field at fault, when there is one")
 
 
-#: The error answers every authenticated operation may give, for the schema.
-ERRORS: dict[int, type[Schema]] = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+#: The error answers every authenticated operation may give, for the schema (413: a body past the
+#: form-data limit, `cindy_site.body_limit`).
+ERRORS: dict[int, type[Schema]] = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    413: ErrorOut,
+    422: ErrorOut,
+}
 
 
 class TokenAuth(HttpBearer):

@@ -4,6 +4,8 @@ Sockets must come from this site's own pages (SameOriginValidator: the Origin ha
 scheme, host and port, the Host being in ALLOWED_HOSTS, or is one of CSRF_TRUSTED_ORIGINS) and carry
 the session user
 (AuthMiddlewareStack); each consumer then checks staff and OTP itself, at connect and while it runs.
+Every HTTP request goes through `BodySizeLimit` first: a body past CINDY_MAX_REQUEST_BODY_BYTES is
+answered 413 before anything reads it.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from cindy_site.body_limit import BodySizeLimit  # noqa: E402
 from dashboard.origin import SameOriginValidator  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+application = BodySizeLimit(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
 )

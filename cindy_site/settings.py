@@ -126,6 +126,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "cindy_site.body_limit.RequestDataTooBigMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -137,6 +138,21 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "cindy_site.urls"
+
+# --- Request bodies (cindy_site/body_limit.py) ----------------------------------------------------
+# The largest body any route accepts, checked at the ASGI layer before it is read (413 past it):
+# above the largest upload (a 20 MB media file or voice note), far below what would hurt the web
+# process. Put the same limit on the proxy (nginx `client_max_body_size`): the ASGI server may
+# buffer a body before Cindy sees it.
+CINDY_MAX_REQUEST_BODY_BYTES = _positive_int("CINDY_MAX_REQUEST_BODY_BYTES", 25 * 1024 * 1024)
+# Form and JSON data (not files) past this answer 413 (Django's default, 2.5 MB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = _positive_int("CINDY_MAX_FORM_DATA_BYTES", 2621440)
+# Uploaded files past 256 KiB go to a temporary file while they arrive, not into memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 TEMPLATES = [
     {
@@ -159,13 +175,38 @@ ASGI_APPLICATION = "cindy_site.asgi.application"
 # --- Database ---------------------------------------------------------------------------------
 # SQLite by default. Web, gateway and workers share one file, so it runs in WAL mode with a busy
 # timeout and IMMEDIATE transactions: a writer takes the lock when its transaction starts instead
-# of failing with "database is locked" when it upgrades a read lock later.
+# of failing with "database is locked" when it upgrades a read lock later. The same settings apply
+# however the file is named: CINDY_SQLITE_PATH, or DATABASE_URL=sqlite:///path (which wins).
 
 SQLITE_PATH = Path(env.str("CINDY_SQLITE_PATH", default=str(BASE_DIR / "var" / "cindy.sqlite3")))
 DATABASE_URL = env.str("DATABASE_URL", default="")
 
-if DATABASE_URL:
-    _db = env.db_url_config(DATABASE_URL)
+
+def _sqlite_database(path: Path) -> dict:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    busy_timeout = _positive_int("CINDY_SQLITE_BUSY_TIMEOUT", 30)
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            "timeout": busy_timeout,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": (
+                "PRAGMA journal_mode=WAL;"
+                "PRAGMA synchronous=NORMAL;"
+                f"PRAGMA busy_timeout={busy_timeout * 1000};"
+                "PRAGMA foreign_keys=ON;"
+            ),
+        },
+    }
+
+
+_db = env.db_url_config(DATABASE_URL) if DATABASE_URL else {"ENGINE": "django.db.backends.sqlite3"}
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    if DATABASE_URL:
+        SQLITE_PATH = Path(_db["NAME"])
+    DATABASES = {"default": _sqlite_database(SQLITE_PATH)}
+else:
     if _db["ENGINE"] == "django.db.backends.mysql":
         _db.setdefault("OPTIONS", {})
         _db["OPTIONS"].update(
@@ -183,25 +224,6 @@ if DATABASE_URL:
     _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
     _db["CONN_HEALTH_CHECKS"] = True
     DATABASES = {"default": _db}
-else:
-    SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
-    _busy_timeout = _positive_int("CINDY_SQLITE_BUSY_TIMEOUT", 30)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": SQLITE_PATH,
-            "OPTIONS": {
-                "timeout": _busy_timeout,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": (
-                    "PRAGMA journal_mode=WAL;"
-                    "PRAGMA synchronous=NORMAL;"
-                    f"PRAGMA busy_timeout={_busy_timeout * 1000};"
-                    "PRAGMA foreign_keys=ON;"
-                ),
-            },
-        }
-    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -324,7 +346,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Every handler carries the redaction filter: no token or Authorization value in any line.
+    "filters": {"redact_credentials": {"()": "cindy_site.log_redaction.RedactCredentials"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_credentials"]}
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "django": {"handlers": [], "level": "INFO", "propagate": True},
@@ -344,6 +370,9 @@ CINDY_IMPORT_MAX_MEMORY_BYTES = _positive_int("CINDY_IMPORT_MAX_MEMORY_BYTES", 4
 CINDY_IMPORT_MAX_MEDIA_JSON_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_JSON_BYTES", 256 * 1024)
 CINDY_IMPORT_MAX_MEDIA_FILE_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_FILE_BYTES", 20 * 1024 * 1024)
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
+# The most characters of text one planning turn may send (llm/parsing.py); the rest is dropped with a
+# note. Three full Telegram messages by default.
+CINDY_MAX_TURN_TEXT_CHARS = _positive_int("CINDY_MAX_TURN_TEXT_CHARS", 3 * 4096)
 # 0: a quarter of the cap (llm.conversation.history_step).
 CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 0, minimum=0)
 CINDY_TICK_SECONDS = env.float("CINDY_TICK_SECONDS", default=1.0)

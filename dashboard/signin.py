@@ -4,7 +4,9 @@ What the provider's answer leads to:
 - a Google account already linked to active staff: signed in, then the one-time-code step
   (`signin_views.otp_step`); the dashboard and the admin stay closed until the code is given;
 - an unlinked Google account whose verified address is an active staff user's email: linked to that
-  user, then the same;
+  user, then the same. Addresses are compared in Python after `normalised_email`, never by the
+  database: MariaDB's collations equate `é` with `e` (and, in some, `ı` with `i`), which would link
+  a look-alike domain. When two staff accounts normalise to the same address, neither is linked;
 - anybody else: an access request is recorded (`agents.services.access_requests`) and nobody is
   signed in; an owner approves or refuses it in the admin.
 allauth never creates a user by itself here: signup is closed.
@@ -12,6 +14,9 @@ allauth never creates a user by itself here: signup is closed.
 
 from __future__ import annotations
 
+import unicodedata
+
+import idna
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
@@ -23,6 +28,33 @@ from django.utils.http import urlencode
 from agents.services.access_requests import access_request_record
 from cindy_site import clock
 from dashboard.access import is_staff_member
+
+
+def normalised_email(address: str) -> str | None:
+    """The one form two spellings of the same address share, or None when `address` has none.
+
+    Steps: NFKC (full-width and compatibility letters become the plain ones), case folding, then
+    the domain through IDNA (UTS #46, so a Unicode domain and its punycode compare equal, and a
+    look-alike such as `gmaıl` stays another domain)."""
+    folded = unicodedata.normalize("NFKC", address.strip()).casefold()
+    mailbox, at, domain = folded.rpartition("@")
+    if not at or not mailbox or not domain:
+        return None
+    try:
+        ascii_domain = idna.encode(domain, uts46=True).decode("ascii")
+    except idna.IDNAError:
+        return None
+    return f"{mailbox}@{ascii_domain}"
+
+
+def _staff_with_address(email: str):
+    """Active staff whose address normalises to the same as `email` (a few hundred people at most,
+    so every one is compared here rather than asking the database to)."""
+    wanted = normalised_email(email)
+    if wanted is None:
+        return []
+    candidates = get_user_model().objects.filter(is_active=True, is_staff=True).exclude(email="")
+    return [user for user in candidates.only("pk", "email") if normalised_email(user.email) == wanted]
 
 
 class StaffAccountAdapter(DefaultAccountAdapter):
@@ -64,10 +96,9 @@ class StaffSocialAccountAdapter(DefaultSocialAccountAdapter):
             raise _refuse(
                 request, "signin/refused.html", {"email": "", "reason": "the provider gave no email address"}
             )
-        staff = get_user_model().objects.filter(email__iexact=email, is_active=True, is_staff=True)
-        user = staff.first() if verified and staff.count() == 1 else None
-        if user is not None:
-            sociallogin.connect(request, user)
+        staff = _staff_with_address(email) if verified else []
+        if len(staff) == 1:
+            sociallogin.connect(request, get_user_model().objects.get(pk=staff[0].pk))
             return
         access_request_record(
             provider=sociallogin.account.provider,

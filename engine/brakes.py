@@ -30,6 +30,7 @@ from django.db.models import Sum
 
 from agents.models import Agent
 from cindy_site.clock import now
+from cindy_site.money import usd
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskNode
 from conversations.services.activity import record_event
 from conversations.services.wake import wake_gateways_on_commit
@@ -94,8 +95,8 @@ def planning_brake(*, agent: Agent, conversation_id: int, at: dt.datetime | None
         spent = _spent(since=today)
         if spent >= cap:
             return Brake(
-                f"installation-day:{day}:{cap}",
-                f"spend cap reached: the installation spent ${spent:.2f} of its ${cap:.2f} today "
+                f"installation-day:{day}:{usd(cap)}",
+                f"spend cap reached: the installation spent ${usd(spent)} of its ${usd(cap)} today "
                 "(CINDY_DAILY_SPEND_CAP_USD); planning resumes tomorrow or when the cap is raised",
                 recheck,
             )
@@ -103,8 +104,8 @@ def planning_brake(*, agent: Agent, conversation_id: int, at: dt.datetime | None
         spent = _spent(since=today, agent_id=agent.pk)
         if spent >= agent.daily_spend_cap:
             return Brake(
-                f"agent-day:{day}:{agent.daily_spend_cap}",
-                f"spend cap reached: {agent.name} spent ${spent:.2f} of its daily ${agent.daily_spend_cap:.2f}; "
+                f"agent-day:{day}:{usd(agent.daily_spend_cap)}",
+                f"spend cap reached: {agent.name} spent ${usd(spent)} of its daily ${usd(agent.daily_spend_cap)}; "
                 "planning resumes tomorrow or when the cap is raised (admin: Daily spend cap)",
                 recheck,
             )
@@ -208,7 +209,7 @@ def spend_alerts(*, at: dt.datetime | None = None) -> list[str]:
     total = sum((v or Decimal("0") for v in spent.values()), Decimal("0"))
     if cap is not None and total >= cap:
         alerts.append(
-            f"spend cap reached: the installation spent ${total:.2f} of its ${cap:.2f} today "
+            f"spend cap reached: the installation spent ${usd(total)} of its ${usd(cap)} today "
             "(CINDY_DAILY_SPEND_CAP_USD): no agent plans until tomorrow or until it is raised"
         )
     for name, agent_cap, pk in Agent.objects.filter(daily_spend_cap__isnull=False).values_list(
@@ -217,7 +218,7 @@ def spend_alerts(*, at: dt.datetime | None = None) -> list[str]:
         used = spent.get(pk) or Decimal("0")
         if used >= agent_cap:
             alerts.append(
-                f"spend cap reached: {name} spent ${used:.2f} of its daily ${agent_cap:.2f}: it does "
+                f"spend cap reached: {name} spent ${usd(used)} of its daily ${usd(agent_cap)}: it does "
                 "not plan until tomorrow or until the cap is raised"
             )
     return alerts

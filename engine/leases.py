@@ -3,12 +3,22 @@
 A gateway drives an agent only while it holds the agent's `AgentLease` row. Taking it is a
 compare-and-set (insert, or update where the holder is us or the lease has expired); a live lease
 held by another gateway is refused. The holder renews it with a heartbeat and deletes it on exit.
+
+A gateway killed without a chance to delete its leases (SIGKILL, a crash, the OOM killer) leaves them
+live until they expire. When the holder was a process on this host (its id names this host, see
+`default_gateway_id`) and that process no longer exists, the lease is taken over at once, so that a
+supervisor's immediate restart drives the agents again without waiting for the lease to run out.
+A holder on another host, or a process that still exists, is waited for (the gateway stands by).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import os
+import socket
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -19,6 +29,8 @@ from agents.selectors import phone_sharer_that_runs
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,8 +44,43 @@ def _ttl() -> dt.timedelta:
     return dt.timedelta(seconds=settings.CINDY_LEASE_SECONDS)
 
 
+def this_host() -> str:
+    """The host part of this machine's gateway ids (`engine.gateway.default_gateway_id`)."""
+    return settings.CINDY_GATEWAY_NAME or socket.gethostname()
+
+
+def _process_exists(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    try:  # a killed process its parent has not reaped yet is gone too (Linux)
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    return "\nState:\tZ" not in status
+
+
+def holder_is_gone(holder: str) -> bool:
+    """Whether `holder` (a gateway id, HOST:PID:TOKEN) was a process on this host that no longer exists.
+
+    False whenever that cannot be known: another host's gateway, or an id of another shape. Gateways
+    on different hosts must therefore have different names (`CINDY_GATEWAY_NAME`, the host name by
+    default), and so must gateways in separate process namespaces (containers) on one host."""
+    host, _, rest = holder.rpartition(":")
+    host, _, pid_text = host.rpartition(":")
+    if not rest or not host or host != this_host() or not pid_text.isdigit():
+        return False
+    return not _process_exists(int(pid_text))
+
+
 def lease_acquire(*, agent: Agent, holder: str) -> LeaseResult:
-    """Take the agent's lease if it is free, ours, or expired; otherwise say who holds it."""
+    """Take the agent's lease if it is free, ours, expired, or held by a process of this host that no
+    longer exists; otherwise say who holds it."""
     when = now()
     try:
         with transaction.atomic():
@@ -50,6 +97,17 @@ def lease_acquire(*, agent: Agent, holder: str) -> LeaseResult:
         return LeaseResult(True, "took over an expired lease")
     lease = AgentLease.objects.filter(agent=agent).first()
     if lease is None:  # released between our insert and update: try once more
+        return lease_acquire(agent=agent, holder=holder)
+    if holder_is_gone(lease.holder):
+        # The same compare-and-set, on the dead holder's name: of two gateways restarted at once,
+        # one takes it.
+        taken = AgentLease.objects.filter(agent=agent, holder=lease.holder).update(
+            holder=holder, acquired_at=when, heartbeat_at=when, expires_at=when + _ttl()
+        )
+        if taken == 1:
+            message = f"took over the lease of gateway {lease.holder}, whose process no longer exists"
+            logger.warning("agent %s: %s", agent.name, message)
+            return LeaseResult(True, message)
         return lease_acquire(agent=agent, holder=holder)
     return LeaseResult(
         acquired=False,

@@ -16,9 +16,9 @@ reader is the bare kind.
 Rules kept from the original:
 
 - A reply wrapped whole in a ```` ```markdown ```` fence is unwrapped first.
-- A reply that does not start with `# ` is a `send` of its text: the text before the first task heading
-  becomes one send (a model that ignored the task format still answers). Task headings further down
-  still start their own blocks.
+- A reply that does not start with `# ` but holds task headings further down: the text before the
+  first task heading becomes one send, and each heading starts its own block. (A reply with no task
+  heading at all is not read here: Cindy sends nothing of it, see `llm.parsing`.)
 - A body that starts with a ```` ```markdown ```` fence is unwrapped (a `remember` body also from a
   ```` ```json ```` or bare fence).
 - `wait` needs a `delay: <seconds>` line in its body; `sticker` takes the set on its first line and the
@@ -49,6 +49,12 @@ def is_legacy(text: str) -> bool:
     a task heading (a reply that only starts with a Markdown title may still hold task JSON)."""
     text = unwrap_reply(text)
     return text.startswith("# ") and _ANY_HEADING.search(text) is not None
+
+
+def has_task_heading(text: str) -> bool:
+    """True when `text` holds at least one `# «kind»` task heading: only then is text outside JSON
+    read as task blocks (text before the first heading being a `send`, as the original read it)."""
+    return _ANY_HEADING.search(unwrap_reply(text)) is not None
 
 
 def unwrap_reply(text: str) -> str:

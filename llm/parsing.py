@@ -3,7 +3,9 @@
 The reply should be a JSON array of task objects. Models wrap it in code fences, add prose around it
 or break the JSON slightly; all of that is tolerated. Broken JSON is repaired with `json_repair`. The
 legacy Markdown task blocks (`# «send»`, ...) are read as the original system read them
-(`llm.legacy_markdown`), and so is a reply of plain text with no task in it: one `send` of that text.
+(`llm.legacy_markdown`). Text that is neither is never sent to anybody: a reply of plain prose, or one
+cut off inside a text (`[{"kind":"send","text":"half`), yields an error line on the node instead.
+One turn sends at most CINDY_MAX_TURN_TEXT_CHARS characters; the rest is dropped with a note.
 
 Replies are untrusted and may be hostile, so the work per reply is bounded: a reply larger than
 MAX_REPLY_CHARS is refused; the decoder's RecursionError on deep nesting is caught like any decode
@@ -18,12 +20,13 @@ import heapq
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import json_repair
+from django.conf import settings
 
-from llm.legacy_markdown import is_legacy, parse_legacy
+from llm.legacy_markdown import has_task_heading, is_legacy, parse_legacy
 from llm.tasks import Task, validate_tasks
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -67,10 +70,39 @@ def parse_reply(text: str) -> ParseResult:
         too_many = [f"the reply has {len(raw_tasks)} tasks: only the first {MAX_TASKS} are used"]
         raw_tasks = raw_tasks[:MAX_TASKS]
     tasks, errors, notes = validate_tasks(raw_tasks)
+    tasks, bounded = _bound_turn_text(tasks, settings.CINDY_MAX_TURN_TEXT_CHARS)
+    notes += bounded
     errors = legacy_errors + too_many + errors
     if error:
         errors.insert(0, error)
     return ParseResult(tasks=tasks, errors=errors, notes=notes)
+
+
+#: The kinds whose `text` goes to a person.
+_SENDING_KINDS = ("send", "xsend")
+
+
+def _bound_turn_text(tasks: list[Task], limit: int) -> tuple[list[Task], list[str]]:
+    """The tasks with at most `limit` characters of text to send in all: the send that reaches the
+    limit is cut there, later sends are dropped (other kinds are kept), and a note says how much."""
+    total = sum(len(t.params.get("text") or "") for t in tasks if t.kind in _SENDING_KINDS)
+    if total <= limit:
+        return tasks, []
+    kept: list[Task] = []
+    left = limit
+    for task in tasks:
+        text = task.params.get("text") or "" if task.kind in _SENDING_KINDS else None
+        if text is None:
+            kept.append(task)
+        elif left > 0:
+            if len(text) > left:
+                task = replace(task, params={**task.params, "text": text[:left]})
+            kept.append(task)
+            left -= len(task.params["text"])
+    return kept, [
+        f"the reply's sends hold {total:,} characters: {limit:,} were kept and {total - limit:,} dropped "
+        "(CINDY_MAX_TURN_TEXT_CHARS)"
+    ]
 
 
 @dataclass
@@ -101,6 +133,8 @@ def extract_raw_tasks(text: str) -> tuple[list[Any] | _Legacy, str]:
         return [], shape_error
     if is_legacy(stripped):
         return _Legacy(*parse_legacy(stripped)), ""
+    if _looks_like_json(stripped) and nesting_depth(stripped[:MAX_REPAIR_CHARS]) > MAX_NESTING:
+        return [], f"the reply nests brackets more than {MAX_NESTING} deep: not a task list; nothing was sent"
     whole = _loads_exact(stripped)
     tasks = _as_task_list(whole)
     if tasks is not None:
@@ -114,17 +148,43 @@ def extract_raw_tasks(text: str) -> tuple[list[Any] | _Legacy, str]:
         if repaired is not None and len(repaired) > len(scan.tasks):
             return repaired, ""
     if scan.tasks is not None:
-        return scan.tasks, ""
+        return scan.tasks, _CUT_OFF if repair.cut_off else ""
     spans = [stripped[scan.broken_start :]] if scan.broken_start is not None else []
     for candidate in dict.fromkeys(spans + _candidates(stripped)):
         tasks = repair(candidate)
         if tasks is not None:
-            return tasks, ""
+            return tasks, _CUT_OFF if repair.cut_off else ""
+    if repair.cut_off:
+        return [], _CUT_OFF
     if scan.empty:
         return [], ""
     if _looks_like_json(stripped) or scan.broken_start is not None or scan.exhausted:
         return [], f"the reply is not a JSON list of tasks: {_preview(stripped)}"
-    return _Legacy(*parse_legacy(stripped)), ""
+    if has_task_heading(stripped):
+        return _Legacy(*parse_legacy(stripped)), ""
+    return [], (
+        "the reply holds no task (neither a JSON list of tasks nor `# «kind»` blocks); nothing was sent: "
+        f"{_preview(stripped)}"
+    )
+
+
+_CUT_OFF = (
+    "the reply was cut off inside a text (a string that never ends): nothing of that task was sent, "
+    "only the complete tasks before it"
+)
+
+
+def _ends_inside_string(text: str) -> bool:
+    """Whether `text` ends within a JSON string (an opening quote never closed)."""
+    inside = escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif inside and char == "\\":
+            escaped = True
+        elif char == '"':
+            inside = not inside
+    return inside
 
 
 def reply_shape_error(text: str) -> str:
@@ -301,6 +361,7 @@ class _Repairer:
     def __init__(self) -> None:
         self.left = MAX_REPAIR_TOTAL
         self.attempts = 0
+        self.cut_off = False  # a span ended inside a string: its last text is partial, never repaired
 
     def __call__(self, candidate: str) -> list[Any] | None:
         """The task list in broken JSON, via json_repair, or None."""
@@ -308,6 +369,10 @@ class _Repairer:
         if not candidate.startswith(("[", "{")) or len(candidate) > min(MAX_REPAIR_CHARS, self.left):
             return None
         if nesting_depth(candidate) > MAX_NESTING:
+            return None
+        if _ends_inside_string(candidate):
+            # json_repair would close the string and send the half a model wrote before it stopped.
+            self.cut_off = True
             return None
         self.left -= len(candidate)
         self.attempts += 1

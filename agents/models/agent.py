@@ -37,9 +37,10 @@ class Agent(models.Model):
     typing_speed = models.FloatField(null=True, blank=True, help_text="Characters per second, 1 to 1000")
     telegram_id = models.BigIntegerField(null=True, blank=True, help_text="From the persona file")
     # Spend brakes (engine/brakes.py), the persona's optional "# Spend Limits" section.
+    # 6 decimals, as LLM costs are stored: a cap below a cent is kept as typed, not rounded to 0.
     daily_spend_cap = models.DecimalField(
-        max_digits=10,
-        decimal_places=2,
+        max_digits=14,
+        decimal_places=6,
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0"))],

@@ -103,7 +103,7 @@ def test_unknown_fields_and_empty_content_are_refused_with_the_fix(api, wendy):
     assert 'timezone "Mars/Base" is not an IANA zone' in zone.json()["detail"]
     empty = api.post(f"/agents/{wendy.pk}/records/memories", {"content": ""})
     assert (empty.status_code, empty.json()["field"]) == (422, "content")
-    assert api.get(f"/agents/{wendy.pk}/records/diaries").status_code == 422
+    assert api.get(f"/agents/{wendy.pk}/records/diaries").status_code == 404
 
 
 def test_a_schedule_entry_that_ends_before_it_starts_is_refused(api, wendy, clock):

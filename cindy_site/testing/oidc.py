@@ -15,12 +15,15 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import jwt
+import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 
@@ -199,3 +202,40 @@ class OIDCStandIn:
                     self._send(404, b"not found", {})
 
         return Handler
+
+
+@contextmanager
+def google_signin_configured(settings: Any) -> Iterator[OIDCStandIn]:
+    """A running stand-in, with Google sign-in configured against it through pytest-django's
+    `settings` fixture and the site's URLs as they are when sign-in is on."""
+    from cindy_site.settings import google_signin_provider
+
+    with OIDCStandIn() as stand_in:
+        settings.GOOGLE_SIGNIN_ENABLED = True
+        settings.ROOT_URLCONF = "cindy_site.tests.signin_urlconf"
+        settings.SOCIALACCOUNT_PROVIDERS = {
+            "openid_connect": {
+                "APPS": [
+                    google_signin_provider(
+                        client_id=stand_in.client_id, secret=stand_in.secret, server_url=stand_in.url
+                    )
+                ],
+                "SCOPE": ["openid", "email", "profile"],
+            }
+        }
+        yield stand_in
+
+
+def sign_in_with_google(client: Any, provider: OIDCStandIn, person: Person, next_url: str = "") -> Any:
+    """Press "Sign in with Google" with a Django test client, let the provider answer for `person`,
+    and follow its redirect back; returns the site's answer to that redirect."""
+    provider.person = person
+    started = client.post(
+        "/accounts/oidc/google/login/", {"process": "login", **({"next": next_url} if next_url else {})}
+    )
+    assert started.status_code == 302, started.content[:500]
+    assert started["Location"].startswith(f"{provider.url}/authorize?")
+    answer = requests.get(started["Location"], allow_redirects=False, timeout=5)
+    assert answer.status_code == 302, answer.text
+    back = urlparse(answer.headers["Location"])
+    return client.get(f"{back.path}?{back.query}")

@@ -3,18 +3,14 @@ authorization-code flow through allauth, ending at the one-time-code step."""
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
-
 import pytest
-import requests
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from agents.models import AccessRequest
-from cindy_site.settings import google_signin_provider
-from cindy_site.testing.oidc import OIDCStandIn, Person
+from cindy_site.testing.oidc import Person, google_signin_configured, sign_in_with_google
 from cindy_site.testing.staff import totp_now, verify_client
 
 pytestmark = pytest.mark.django_db
@@ -24,32 +20,8 @@ LOGIN = "/accounts/oidc/google/login/"
 
 @pytest.fixture
 def provider(settings):
-    with OIDCStandIn() as stand_in:
-        settings.GOOGLE_SIGNIN_ENABLED = True
-        settings.ROOT_URLCONF = "cindy_site.tests.signin_urlconf"
-        settings.SOCIALACCOUNT_PROVIDERS = {
-            "openid_connect": {
-                "APPS": [
-                    google_signin_provider(
-                        client_id=stand_in.client_id, secret=stand_in.secret, server_url=stand_in.url
-                    )
-                ],
-                "SCOPE": ["openid", "email", "profile"],
-            }
-        }
+    with google_signin_configured(settings) as stand_in:
         yield stand_in
-
-
-def sign_in_with_google(client: Client, provider: OIDCStandIn, person: Person, next_url: str = ""):
-    """Press "Sign in with Google", let the provider answer for `person`, and follow its redirect back."""
-    provider.person = person
-    started = client.post(LOGIN, {"process": "login", **({"next": next_url} if next_url else {})})
-    assert started.status_code == 302, started.content[:500]
-    assert started["Location"].startswith(f"{provider.url}/authorize?")
-    answer = requests.get(started["Location"], allow_redirects=False, timeout=5)
-    assert answer.status_code == 302, answer.text
-    back = urlparse(answer.headers["Location"])
-    return client.get(f"{back.path}?{back.query}")
 
 
 @pytest.fixture

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
+import pytest
 from django.core.checks import Error
 
 from cindy_site.checks import check_q_cluster
@@ -19,32 +22,53 @@ def test_default_q_cluster_passes_its_check():
     assert check_q_cluster(None) == []
 
 
-def test_sqlite_runs_in_wal_mode_with_immediate_transactions_and_a_busy_timeout():
-    """Checked on a real file database, as web, gateway and workers share one."""
-    import subprocess
-    import sys
-    import tempfile
+_READ_SQLITE_SETTINGS = """
+import os, sqlite3, django
+os.environ["DJANGO_SETTINGS_MODULE"] = "cindy_site.settings"
+django.setup()
+from django.db import connection, transaction
+cursor = connection.cursor()
+for pragma in ("journal_mode", "busy_timeout", "synchronous", "foreign_keys"):
+    cursor.execute(f"pragma {pragma}")
+    print(cursor.fetchone()[0])
+print(connection.settings_dict["NAME"])
+# IMMEDIATE: an atomic block holds the write lock from its start, before it writes anything, so
+# another writer is refused at its own BEGIN instead of failing later on a lock upgrade.
+with transaction.atomic():
+    cursor.execute("select 1")
+    other = sqlite3.connect(connection.settings_dict["NAME"], timeout=0)
+    try:
+        other.execute("begin immediate")
+        print("other writer began")
+    except sqlite3.OperationalError as error:
+        print(str(error).replace(" ", "-"))
+"""
 
-    code = (
-        "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='cindy_site.settings'; django.setup();"
-        "from django.db import connection as c; cur=c.cursor();"
-        "cur.execute('pragma journal_mode'); print(cur.fetchone()[0]);"
-        "cur.execute('pragma busy_timeout'); print(cur.fetchone()[0]);"
-        "print(c.settings_dict['OPTIONS']['transaction_mode'])"
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-        env.update(CINDY_SQLITE_PATH=f"{tmp}/cindy.sqlite3", CINDY_SQLITE_BUSY_TIMEOUT="7")
-        out = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-        ).stdout.split()
-    assert out == ["wal", "7000", "IMMEDIATE"]
+
+@pytest.mark.parametrize("named_by", ["CINDY_SQLITE_PATH", "DATABASE_URL"])
+def test_sqlite_runs_in_wal_mode_with_immediate_transactions_and_a_busy_timeout_however_it_is_named(
+    named_by, tmp_path
+):
+    """Read back from a real file database, as web, gateway and workers share one: a `sqlite:///`
+    URL gets the same safety settings as CINDY_SQLITE_PATH."""
+    path = tmp_path / "cindy.sqlite3"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CINDY_SQLITE_PATH")}
+    env["CINDY_SQLITE_BUSY_TIMEOUT"] = "7"
+    if named_by == "DATABASE_URL":
+        env["DATABASE_URL"] = f"sqlite:///{path}"
+        env["CINDY_SQLITE_PATH"] = str(tmp_path / "not-this-one.sqlite3")
+    else:
+        env["CINDY_SQLITE_PATH"] = str(path)
+
+    out = subprocess.run(
+        [sys.executable, "-c", _READ_SQLITE_SETTINGS], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+
+    assert out == ["wal", "7000", "1", "1", str(path), "database-is-locked"]
+    assert not (tmp_path / "not-this-one.sqlite3").exists()
 
 
 def test_a_bad_operator_id_list_names_the_variable_and_the_fix():
-    import subprocess
-    import sys
-
     env = {**os.environ, "CINDY_OPERATOR_IDS": "123,alice"}
     result = subprocess.run(
         [sys.executable, "-c", "import cindy_site.settings"], env=env, capture_output=True, text=True
@@ -54,9 +78,6 @@ def test_a_bad_operator_id_list_names_the_variable_and_the_fix():
 
 
 def test_a_bad_installation_spend_cap_names_the_variable_and_the_fix():
-    import subprocess
-    import sys
-
     env = {**os.environ, "CINDY_DAILY_SPEND_CAP_USD": "ten dollars"}
     result = subprocess.run(
         [sys.executable, "-c", "import cindy_site.settings"], env=env, capture_output=True, text=True

@@ -68,6 +68,24 @@ def test_an_agent_at_its_daily_cap_stops_planning_says_so_once_and_resumes_when_
     assert len(brake_lines(agent)) == 1 and spend_alerts() == []
 
 
+def test_a_cap_below_a_cent_is_kept_and_named_as_it_is_in_the_activity_line(agent, harness, fake_llm, clock):
+    agent.daily_spend_cap = Decimal("0.0042")
+    agent.save()
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Hi!"}), **EXPENSIVE)
+    say(agent, harness, clock, "hello")
+    say(agent, harness, clock, "are you there?")
+
+    assert len(fake_llm.requests) == 1
+    assert brake_lines(agent) == [
+        "spend cap reached: Wendy spent $0.05 of its daily $0.0042; planning resumes tomorrow or when the "
+        "cap is raised (admin: Daily spend cap)"
+    ]
+    assert spend_alerts() == [
+        "spend cap reached: Wendy spent $0.05 of its daily $0.0042: it does not plan until tomorrow or until "
+        "the cap is raised"
+    ]
+
+
 def test_a_capped_agent_plans_again_the_next_day(agent, harness, fake_llm, clock):
     agent.daily_spend_cap = Decimal("0.05")
     agent.save()

@@ -1,5 +1,10 @@
 """`manage.py runagents [NAME ...] [--auto [--capacity N]] [--no-workers]`: the gateway, plus the task
-workers by default. With --auto it shares the agents with the other --auto gateways (engine/placement.py)."""
+workers by default. With --auto it shares the agents with the other --auto gateways (engine/placement.py).
+
+Named agents that another gateway drives do not make it exit: a supervisor restarts a gateway at once
+after a crash, and would give up after a few quick exits. The gateway stands by instead (it says so
+once) and takes each agent over when its lease ends, or at once when the holder was a process on this
+host that no longer exists (`engine.leases.holder_is_gone`)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
 from engine.gateway import Gateway, default_gateway_id
-from engine.leases import leases_live
 from engine.placement import fence_database_sessions
 from engine.workers import WorkerProcess
 
@@ -67,29 +71,9 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"unknown agent(s): {', '.join(missing)}; import them first with `manage.py importagents`"
                 )
-            _refuse_if_all_held(names)
         fence_database_sessions()  # MariaDB: a cut-off gateway's locks go before its leases do
         gateway_id = default_gateway_id()
         workers = None if options["no_workers"] else WorkerProcess(gateway_id=gateway_id)
         gateway = Gateway(names=names, capacity=capacity, gateway_id=gateway_id, workers=workers)
         self.stdout.write(f"gateway {gateway.gateway_id} running; press Ctrl+C to stop")
         asyncio.run(gateway.run())
-
-
-def _refuse_if_all_held(names: list[str]) -> None:
-    """Named agents that are all driven by other gateways leave this one nothing to do: say so and stop.
-
-    (Without names, a gateway stands by instead, to take agents over when their gateway stops.)
-    """
-    agents = {a.pk: a.name for a in Agent.objects.filter(name__in=names, disabled=False, stopped=False)}
-    held = leases_live(agent_ids=list(agents))
-    if not agents or len(held) < len(agents):
-        return
-    holders = "; ".join(
-        f"{agents[agent_id]} by gateway {lease.holder} (lease valid until {lease.expires_at:%H:%M:%S} UTC)"
-        for agent_id, lease in sorted(held.items(), key=lambda item: agents[item[0]])
-    )
-    raise CommandError(
-        f"nothing to run: every agent named is driven by another gateway: {holders}. Stop that gateway "
-        "first, or run `manage.py runagents` without names to stand by and take them over when it stops"
-    )
