@@ -208,6 +208,7 @@ class OIDCStandIn:
 def google_signin_configured(settings: Any) -> Iterator[OIDCStandIn]:
     """A running stand-in, with Google sign-in configured against it through pytest-django's
     `settings` fixture and the site's URLs as they are when sign-in is on."""
+    import cindy_site.urls  # noqa: F401 - loaded with sign-in off first: it reads the setting once, on import
     from cindy_site.settings import google_signin_provider
 
     with OIDCStandIn() as stand_in:

@@ -9,8 +9,8 @@ import pytest
 from allauth.socialaccount.models import SocialAccount
 
 from agents.models import AccessRequest
-from cindy_site.signin import normalised_email
 from cindy_site.testing.oidc import Person, google_signin_configured, sign_in_with_google
+from dashboard.signin import normalised_email
 
 pytestmark = pytest.mark.django_db
 
