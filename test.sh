@@ -4,8 +4,8 @@
 # The tests run on two processes (pytest-xdist); CINDY_TEST_WORKERS=N changes that, 0 means one.
 # SQLite by default; --mariadb (or CINDY_TEST_DB=mariadb) runs the same suite on MariaDB at
 # 127.0.0.1:3306 as root without a password, starting the server if it is installed but not running.
-# As root, missing Debian packages (chromium for the browser tests; the MySQL client headers for
-# MariaDB) are installed with apt-get.
+# As root, missing Debian packages (chromium for the browser tests; promtool, from prometheus, to check
+# the /metrics exposition; the MySQL client headers for MariaDB) are installed with apt-get.
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/venv.sh
@@ -29,6 +29,7 @@ esac
 
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/promtool ] || missing+=(prometheus)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 if [ "$DB" = mariadb ]; then
     # The multi-host placement test (engine/tests/test_multihost.py) links network namespaces with

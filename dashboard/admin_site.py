@@ -11,6 +11,8 @@ from __future__ import annotations
 from django.urls import path
 from django_otp.admin import OTPAdminSite
 
+from dashboard.login_form import CindyLoginForm
+
 
 class CindyAdminSite(OTPAdminSite):
     site_header = "Cindy console"
@@ -21,6 +23,7 @@ class CindyAdminSite(OTPAdminSite):
     # column too narrow for their columns; the index and the breadcrumbs lead everywhere it did.
     enable_nav_sidebar = False
     login_template = "admin/cindy_login.html"
+    login_form = CindyLoginForm  # one submit signs in a user with one device (dashboard/login_form.py)
 
     def __init__(self, name: str = "admin") -> None:
         # Named "admin" so that reverse("admin:...") and LOGIN_URL keep working.

@@ -10,7 +10,7 @@ Counters (`*_total`) count the rows still stored; the LLM families add the daily
 pruned by retention (engine/retention.py), so they keep growing. The message, turn and activity
 counters drop when retention deletes rows, which Prometheus reads as a counter reset (`rate()` and
 `increase()` handle it). Histograms are cumulative over the stored LLM calls. The reply latency is a
-gauge over the last REPLY_WINDOW_SECONDS.
+summary: its quantiles cover the last REPLY_WINDOW_SECONDS, its count and sum the stored replies.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import datetime as dt
 from collections.abc import Iterator
 from decimal import Decimal
 
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import Count, DurationField, F, Min, OuterRef, Q, Subquery, Sum
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -27,7 +27,7 @@ from cindy_site.clock import now
 
 #: LLM call latency buckets, in seconds.
 LLM_LATENCY_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
-#: The reply latency gauges cover replies finished within this window.
+#: The reply latency quantiles cover replies finished within this window.
 REPLY_WINDOW_SECONDS = 3600
 #: Activity kinds counted as errors.
 ERROR_KINDS = ("node_failed", "node_retried", "agent_error", "policy_refused")
@@ -187,24 +187,28 @@ class DatabaseCollector(Collector):
 
     @staticmethod
     def reply_latency(at: dt.datetime) -> Iterator[Metric]:
-        """From a message's turn starting (its graph made at ingest) to the agent's first send of it."""
-        from conversations.models import NodeKind, NodeStatus, TaskNode
+        """From a message's turn starting (its graph made at ingest) to the agent's first send of it.
 
-        latency = GaugeMetricFamily(
+        A summary, as Prometheus' format has it: the quantiles cover the replies of the last
+        REPLY_WINDOW_SECONDS (as client libraries' summaries cover a sliding window), while `_count`
+        and `_sum` are cumulative over the stored replies, so `rate(_sum) / rate(_count)` is the mean.
+        """
+        from conversations.models import NodeKind, NodeStatus, TaskGraph, TaskNode
+
+        latency = Metric(
             "cindy_reply_latency_seconds",
-            f"From a message arriving to the agent's reply, over the replies of the last "
-            f"{REPLY_WINDOW_SECONDS} s, per agent (quantile 0.5, 0.95, 1)",
-            labels=["agent", "quantile"],
+            f"From a message arriving to the agent's reply, per agent (quantiles 0.5, 0.95 and 1 over "
+            f"the replies of the last {REPLY_WINDOW_SECONDS} s; count and sum over the stored replies)",
+            "summary",
         )
         replies = GaugeMetricFamily(
             "cindy_replies_recent",
             f"Replies sent in the last {REPLY_WINDOW_SECONDS} s, per agent",
             labels=["agent"],
         )
+        sends = TaskNode.objects.filter(kind=NodeKind.SEND, status=NodeStatus.DONE)
         rows = (
-            TaskNode.objects.filter(
-                kind=NodeKind.SEND,
-                status=NodeStatus.DONE,
+            sends.filter(
                 finished__gte=at - dt.timedelta(seconds=REPLY_WINDOW_SECONDS),
                 graph__trigger__in=REPLY_TRIGGERS,
             )
@@ -219,8 +223,25 @@ class DatabaseCollector(Collector):
         for agent, values in sorted(per_agent.items()):
             values.sort()
             for q in (0.5, 0.95, 1.0):
-                latency.add_metric([agent, str(q)], _quantile(values, q))
+                latency.add_sample(latency.name, {"agent": agent, "quantile": str(q)}, _quantile(values, q))
             replies.add_metric([agent], len(values))
+        # Count and sum over every stored reply, in the database: a month of graphs is not read here.
+        first_send = (
+            sends.filter(graph=OuterRef("pk")).order_by().values("graph").annotate(first=Min("finished"))
+        )
+        totals = (
+            TaskGraph.objects.filter(trigger__in=REPLY_TRIGGERS)
+            .annotate(first=Subquery(first_send.values("first")))
+            .filter(first__isnull=False)
+            .values("conversation__agent__name")
+            .annotate(n=Count("id"), total=Sum(F("first") - F("created"), output_field=DurationField()))
+            .order_by("conversation__agent__name")
+        )
+        for row in totals:
+            agent = row["conversation__agent__name"]
+            total = row["total"].total_seconds() if row["total"] else 0.0
+            latency.add_sample(f"{latency.name}_count", {"agent": agent}, row["n"])
+            latency.add_sample(f"{latency.name}_sum", {"agent": agent}, max(total, 0.0))
         yield latency
         yield replies
 

@@ -33,6 +33,7 @@ from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientE
 from llm.media_caps import video_too_long
 from llm.media_tgs import FRAME_MIME, TgsRenderError, is_tgs, tgs_frames
 from llm.models import LLMCall
+from llm.operator_prompts import describe_instruction
 from llm.providers import provider_for
 from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, UnknownModelError, resolve
@@ -217,7 +218,7 @@ def describe_file(
     kind = part.get("media_kind") or "other"
     ask = _ASK.get(kind, f"Describe this {kind}.")
     request = LLMRequest(
-        system=DESCRIBE_SYSTEM,
+        system=describe_instruction(kind, DESCRIBE_SYSTEM),
         turns=[Turn(role="user", parts=(Part(text=ask), Part(data=path.read_bytes(), mime=mime)))],
     )
     return _ask(
@@ -245,7 +246,9 @@ def _describe_tgs(part: dict[str, Any], path: Path, *, route: Route, **call: Any
         Part(text=ASK_TGS.format(count=len(frames))),
         *(Part(data=frame, mime=FRAME_MIME) for frame in frames),
     )
-    request = LLMRequest(system=DESCRIBE_SYSTEM, turns=[Turn(role="user", parts=parts)])
+    request = LLMRequest(
+        system=describe_instruction("sticker", DESCRIBE_SYSTEM), turns=[Turn(role="user", parts=parts)]
+    )
     return _ask(request, route=route, **call)
 
 

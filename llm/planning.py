@@ -35,6 +35,7 @@ from llm.prompt.sections import teaching_advice, turn_prompts
 from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
+from llm.retrieved_kept import pages_kept
 from llm.routing import UnknownModelError, route_for
 from llm.summarization import summarize_turn
 from llm.task_schema import schema_kinds
@@ -73,7 +74,9 @@ def plan_turn(
        prompt), fetch up to MAX_RETRIEVE_URLS new URLs (`file:NAME` from the agent's documents) into
        graph.context["retrieved"], tell the model which it skipped, and ask again, at most
        RETRIEVAL_MAX_ROUNDS times. A retrieve of only URLs already in context ends the rounds at once
-       (no fetch, no further call; a note says so), as in the original.
+       (no fetch, no further call; a note says so), as in the original. The pages earlier turns of
+       the conversation fetched within CINDY_FETCHED_RESOURCE_LIFETIME_SECONDS are in context from
+       the start (llm/retrieved_kept.py).
     5. Drop think tasks and kinds the agent's prompts do not teach, apply the policy (refusals become
        policy_refused events), make the pictures of the allowed image tasks (llm/images.py) and return.
 
@@ -108,7 +111,15 @@ def plan_turn(
     # A turn that already waited for the provider to come back probes it with a single request.
     max_retries = 0 if (node.params or {}).get("llm_waits") else None
     prompts, can_retrieve = turn_prompts(agent)  # read once: every round builds with them
-    retrieved = [RetrievedPage(p["url"], p["content"]) for p in (graph.context or {}).get("retrieved", [])]
+    pages = list((graph.context or {}).get("retrieved") or [])
+    own_urls = {page["url"] for page in pages}
+    kept = [page for page in pages_kept(graph, at=clock.now()) if page["url"] not in own_urls]
+    if kept:
+        # Stored in this graph, so the policy counts them as outside text and the transcript shows them.
+        pages = kept + pages
+        graph.context = _store_retrieved(graph.pk, pages)
+    retrieved = [RetrievedPage(p["url"], p["content"]) for p in pages]
+    fetched_at = {p["url"]: p.get("fetched_at") for p in pages}
     fetched = {page.url for page in retrieved}
     retrieval_notes: list[str] = []
     repeat_notes: list[str] = []
@@ -169,7 +180,10 @@ def plan_turn(
                 RetrievedPage(url, _retrieve(url, agent_id=agent.pk, deadline=deadline, so_far=retrieved))
             )
             fetched.add(url)
-        graph.context = _store_retrieved(graph.pk, [asdict(p) for p in retrieved])
+            fetched_at[url] = clock.now().isoformat()
+        graph.context = _store_retrieved(
+            graph.pk, [asdict(p) | {"fetched_at": fetched_at.get(p.url)} for p in retrieved]
+        )
         retrieval_notes = [_skipped_note(skipped)] if skipped else []
         if repeated:
             retrieval_notes.append(

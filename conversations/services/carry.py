@@ -36,7 +36,8 @@ MESSAGE_TRIGGERS = frozenset(
 INITIATIVE_TRIGGERS = frozenset({Trigger.XSEND, Trigger.NUDGE, Trigger.EVENT})
 #: Turns with a prompt and schema of their own: never joined with another trigger.
 ALONE_TRIGGERS = frozenset({Trigger.SUMMARIZE, Trigger.SCHEDULE})
-#: Context keys that describe the graph's run rather than its trigger.
+#: Context keys that describe the graph's run rather than its trigger. Retrieved pages reach the next
+#: turns by their fetch time instead (llm/retrieved_kept.py), for CINDY_FETCHED_RESOURCE_LIFETIME_SECONDS.
 RUN_KEYS = frozenset({"carried", "queued", "retrieved"})
 
 JOIN, QUEUE, REPLACE = "join", "queue", "replace"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -111,6 +114,12 @@ def test_metrics_after_a_scripted_conversation(agent, clock, fake_llm, client):
     # The first reply waited out the 30 s flood wait: the slowest reply took longer than that.
     assert value(samples, "cindy_reply_latency_seconds", agent="Wendy", quantile="1.0") > 30
     assert value(samples, "cindy_reply_latency_seconds", agent="Wendy", quantile="0.5") < 30
+    # A summary: the count and sum cover every stored reply, so their rates give the mean latency.
+    assert value(samples, "cindy_reply_latency_seconds_count", agent="Wendy") == 2
+    assert value(samples, "cindy_reply_latency_seconds_sum", agent="Wendy") == pytest.approx(
+        value(samples, "cindy_reply_latency_seconds", agent="Wendy", quantile="1.0")
+        + value(samples, "cindy_reply_latency_seconds", agent="Wendy", quantile="0.5")
+    )
     assert value(samples, "cindy_queue_depth", kind="received", status="pending") == 1
     assert value(samples, "cindy_oldest_pending_node_age_seconds", kind="received") == 10
     assert value(samples, "cindy_agent_driven", agent="Wendy", holder="gw-test") == 1
@@ -163,6 +172,30 @@ def test_a_scrape_costs_a_fixed_number_of_queries(agent, clock, django_assert_nu
     from engine.metrics import DatabaseCollector
 
     process_beat(name="gw-test", kind=ProcessHeartbeat.Kind.GATEWAY, pass_at=clock.now())
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(13):
         names = [family.name for family in DatabaseCollector().collect()]
     assert all(name.startswith("cindy_") for name in names) and len(names) == 15
+
+
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+
+@pytest.mark.skipif(
+    not Path(PROMTOOL).exists(),
+    reason="promtool is missing: install Debian's prometheus package (./test.sh does so as root)",
+)
+def test_a_scrape_passes_promtool_check_metrics(agent, clock, fake_llm, client):
+    harness = Harness(clock)
+    harness.start()
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Hi!"}))
+    sandbox_say(agent=agent, text="hello")
+    harness.settle()
+    process_beat(name="gw-test", kind=ProcessHeartbeat.Kind.GATEWAY, pass_at=clock.now())
+    response = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert b"cindy_reply_latency_seconds" in response.content
+
+    checked = subprocess.run(
+        [PROMTOOL, "check", "metrics"], input=response.content, capture_output=True, timeout=60
+    )
+
+    assert checked.returncode == 0, (checked.stdout + checked.stderr).decode()

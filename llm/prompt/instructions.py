@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from llm.operator_prompts import SCHEDULE, operator_prompt
 from llm.schedule_file import SCHEDULE_FILE
 
 TIME_FORMAT = "%A %B %d, %Y at %I:%M %p %Z"
@@ -94,8 +95,16 @@ def _own_instructions(turn: TurnContext) -> str:
 
 
 def schedule_instructions(schedule: dict[str, Any]) -> str:
-    """Cindy's Instructions-Schedule: the daily planning turn that keeps the schedule filled ahead."""
+    """The daily planning turn that keeps the schedule filled ahead: the operator's Instructions-Schedule
+    when there is one (llm/operator_prompts.py), else Cindy's own."""
     filled = schedule.get("filled_until") or "nothing is planned yet"
+    own = operator_prompt(SCHEDULE)
+    if own:
+        # The operator's Instructions-Schedule; how far to fill is computed, so it is said after it.
+        return (
+            f"# Schedule Planning\n\n{own}\n\nKeep your daily schedule filled until "
+            f"{schedule.get('through', 'two days from now')} (it is filled until: {filled})."
+        )
     return (
         "# Schedule Planning\n\n"
         "This is your daily planning moment, not a conversation: nobody will read what you send, so send "

@@ -27,7 +27,7 @@
       const length = typeof part.duration === "number" ? " " + part.duration.toFixed(1) + " s" : "";
       const box = el("div", { className: "media voice", text: "voice" + length });
       if (part.url) box.appendChild(el("audio", { attrs: { src: part.url, controls: "", preload: "metadata", "aria-label": "voice note" + length } }));
-      if (part.transcript) box.appendChild(el("div", { className: "transcript", text: part.transcript }));
+      if (part.transcript) box.appendChild(el("div", { className: "voice-says", text: part.transcript }));
       return box;
     }
     if (part.media_kind === "sticker") {
