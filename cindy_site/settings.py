@@ -504,6 +504,8 @@ ELEVENLABS_BASE_URL = env.str("ELEVENLABS_BASE_URL", default="")
 CINDY_ELEVENLABS_MODEL = env.str("CINDY_ELEVENLABS_MODEL", default="eleven_multilingual_v2")
 CINDY_ELEVENLABS_VOICE = env.str("CINDY_ELEVENLABS_VOICE", default="21m00Tcm4TlvDq8ikWAM")
 RETRIEVAL_MAX_ROUNDS = _positive_int("RETRIEVAL_MAX_ROUNDS", 8)
+# Pages a turn retrieved stay in the conversation's later turns this long after their fetch (0: off).
+CINDY_FETCHED_RESOURCE_LIFETIME_SECONDS = env.int("CINDY_FETCHED_RESOURCE_LIFETIME_SECONDS", default=300)
 
 GOOGLE_GEMINI_API_KEY = env.str("GOOGLE_GEMINI_API_KEY", default="")
 GROK_API_KEY = env.str("GROK_API_KEY", default="")
