@@ -486,6 +486,9 @@ OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
 OPENROUTER_BASE_URL = env.str("OPENROUTER_BASE_URL", default="https://openrouter.ai/api/v1")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
+# LLM names tried in order, for agents whose persona has no "# LLM Fallback", when the agent's LLM
+# fails in a way another route can fix (llm/failover.py); empty: no fallback.
+CINDY_LLM_FALLBACK = env.list("CINDY_LLM_FALLBACK", default=[])
 
 TELEGRAM_API_ID = env.str("TELEGRAM_API_ID", default="")
 TELEGRAM_API_HASH = env.str("TELEGRAM_API_HASH", default="")

@@ -37,6 +37,11 @@ class LLMPermanentError(LLMError):
     and 429), or its reply could not be read (not JSON, nested too deeply, not the documented shape)."""
 
 
+class ModelNotFound(LLMPermanentError):
+    """The provider has no such model (404: retired, renamed or misspelt). Asking this route again does
+    not help, but another route of the agent's fallback chain can answer (`llm/failover.py`)."""
+
+
 class CacheGone(LLMError):
     """The explicit cache a request named no longer exists on the provider (expired or deleted): the
     request is sent again without it (llm/explicit_cache.py)."""

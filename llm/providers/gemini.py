@@ -14,7 +14,7 @@ from google.genai import errors as genai_errors
 from google.genai import models as genai_models
 from google.genai import types
 
-from llm.errors import CacheGone, LLMConfigError, LLMError, ProviderRetryable
+from llm.errors import CacheGone, LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
 from llm.providers.base import transport_errors
 from llm.request import LLMReply, LLMRequest, Part, Turn, Usage
 
@@ -307,6 +307,8 @@ class GeminiProvider:
             return LLMConfigError(
                 f"Gemini refused the key in {self.key_variable} ({code}: {exc.message}): check the key"
             )
+        if code == 404:
+            return ModelNotFound(f"Gemini answered 404, no such model: {exc.message or exc}")
         return LLMError(f"Gemini answered {code}: {exc.message or exc}")
 
     def _reply(self, response: types.GenerateContentResponse, model: str) -> LLMReply:

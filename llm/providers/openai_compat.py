@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 
-from llm.errors import LLMConfigError, LLMError, ProviderRetryable
+from llm.errors import LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
 from llm.request import LLMReply, LLMRequest, Turn, Usage
 
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
@@ -164,6 +164,8 @@ class OpenAICompatibleProvider:
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code == 408:
                 raise ProviderRetryable(f"{self.name} answered {exc.status_code}") from exc
+            if exc.status_code == 404:
+                raise ModelNotFound(f"{self.name} answered 404, no such model: {exc.message}") from exc
             raise LLMError(f"{self.name} answered {exc.status_code}: {exc.message}") from exc
 
     def _reply(self, response: Any, model: str) -> LLMReply:
