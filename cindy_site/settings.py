@@ -489,6 +489,10 @@ LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
 # LLM names tried in order, for agents whose persona has no "# LLM Fallback", when the agent's LLM
 # fails in a way another route can fix (llm/failover.py); empty: no fallback.
 CINDY_LLM_FALLBACK = env.list("CINDY_LLM_FALLBACK", default=[])
+# Circuit breakers per route (llm/breakers.py): after this many failed calls in a row a route is
+# skipped for the cool-down (or the provider's Retry-After, when longer), then one turn probes it.
+CINDY_LLM_BREAKER_FAILURES = _positive_int("CINDY_LLM_BREAKER_FAILURES", 3)
+CINDY_LLM_BREAKER_COOLDOWN_SECONDS = _positive_int("CINDY_LLM_BREAKER_COOLDOWN_SECONDS", 60)
 
 TELEGRAM_API_ID = env.str("TELEGRAM_API_ID", default="")
 TELEGRAM_API_HASH = env.str("TELEGRAM_API_HASH", default="")

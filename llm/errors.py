@@ -18,11 +18,22 @@ class LLMConfigError(LLMError):
 
 
 class LLMTransientError(LLMError):
-    """The provider kept failing (429, 5xx, timeouts) after the bounded retries; try again later."""
+    """The provider kept failing (429, 5xx, timeouts) after the bounded retries; try again later.
+
+    `retry_after`: the seconds the provider's last answer asked to wait (its Retry-After), if any."""
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ProviderRetryable(LLMError):
-    """Raised by a provider for one failed attempt that is worth retrying (429, 5xx, timeout)."""
+    """Raised by a provider for one failed attempt that is worth retrying (429, 5xx, timeout), with
+    the provider's Retry-After in seconds when it sent one."""
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class LLMDeadlineError(LLMTransientError):

@@ -10,6 +10,9 @@ leaves every other outcome as `call_llm` gave it:
   status is not "ok", or as LLMPermanentError), a missing key (LLMConfigError), and the turn's
   deadline (LLMDeadlineError: there is no time left for another route either).
 
+Each route has a circuit breaker (llm/breakers.py): a route whose breaker is open is skipped, every
+failure above counts towards opening it, and a success closes it.
+
 A route with a next route gets one attempt (no retries, no backoff): the next route answers at once.
 The last route keeps the caller's retries. Each provider class translates the same LLMRequest into
 its own wire format, so the prompt is the same on every route.
@@ -20,8 +23,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from cindy_site.clock import now
+from llm.breakers import breaker_admits, breaker_failure, breaker_success, breakers_of
 from llm.calls import call_llm
 from llm.errors import LLMDeadlineError, LLMError, LLMTransientError, ModelNotFound
+from llm.models import RouteBreaker
 from llm.request import LLMReply, LLMRequest
 from llm.routing import Route
 
@@ -66,13 +72,23 @@ def call_llm_chain(
         raise ValueError("call_llm_chain needs at least one route")
     failed: list[tuple[Route, str]] = []
     all_missing = True  # every route so far said it has no such model: the chain can only fail for good
+    breakers = breakers_of(routes)
+    skipped: list[RouteBreaker] = []
     for index, route in enumerate(routes):
         last = index == len(routes) - 1
+        breaker = breakers.get(route)
+        if not breaker_admits(route, breaker):
+            skipped.append(breaker)
+            failed.append((route, _skip_reason(breaker)))
+            if last:
+                raise _all_open_error(failed, skipped)
+            continue
         try:
             reply = call_llm(request, route=route, max_retries=max_retries if last else 0, **call_options)
         except LLMDeadlineError:
             raise
         except FAILOVER_ERRORS as exc:
+            breaker_failure(route, error=str(exc), retry_after=getattr(exc, "retry_after", None))
             failed.append((route, str(exc)))
             all_missing = all_missing and isinstance(exc, ModelNotFound)
             if last:
@@ -84,8 +100,27 @@ def call_llm_chain(
                 route_name(routes[index + 1]),
             )
             continue
+        breaker_success(route, breaker)
         return ChainReply(reply=reply, route=route, failed=failed)
     raise AssertionError("unreachable: the last route returns or raises")
+
+
+def _skip_reason(breaker: RouteBreaker) -> str:
+    if breaker.state == RouteBreaker.State.PROBING:
+        return "skipped: its breaker is open and another turn is probing it"
+    return f"skipped: its breaker is open until {breaker.open_until:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _all_open_error(failed: list[tuple[Route, str]], skipped: list[RouteBreaker]) -> LLMTransientError:
+    """The chain ended on a route whose breaker is open: the turn waits (the engine's wait for the
+    provider), at least until the first breaker allows a probe."""
+    detail = "; ".join(f"{route_name(route)}: {error}" for route, error in failed)
+    at = now()
+    soonest = min((b.open_until for b in skipped if b.open_until is not None), default=at)
+    return LLMTransientError(
+        f"no route of the LLM fallback chain could be used: {detail}",
+        retry_after=max(0.0, (soonest - at).total_seconds()),
+    )
 
 
 def _chain_error(last: LLMError, failed: list[tuple[Route, str]], *, all_missing: bool) -> LLMError:
