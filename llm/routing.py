@@ -18,6 +18,7 @@ from cindy_site.llm_names import (
     PROVIDERS,
     Route,
     UnknownModelError,
+    endpoint_names,
     is_default_name,
     resolve,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "PROVIDERS",
     "Route",
     "UnknownModelError",
+    "endpoint_names",
     "is_default_name",
     "resolve",
     "route_for",
