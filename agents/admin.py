@@ -99,6 +99,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
                 "fields": [
                     "timezone",
                     "llm",
+                    "llm_fallback",
                     "role_prompt_names",
                     "effective_prompts",
                     "sticker_set_names",

@@ -74,6 +74,24 @@ class StickerLinesField(forms.CharField):
         return self.prepare_value(initial or []) != self.prepare_value(self.to_python(data))
 
 
+class LLMLinesField(forms.CharField):
+    """The fallback chain as lines, one LLM name each; stored as the list of names (checked, with
+    the rest of the agent, by `agent_validate`)."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "cols": 40, "placeholder": "gpt-5-mini"})
+
+    def prepare_value(self, value):
+        if isinstance(value, list | tuple):
+            return "\n".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value) -> list[str]:
+        return [line.strip() for line in super().to_python(value).splitlines() if line.strip()]
+
+    def has_changed(self, initial, data) -> bool:
+        return self.prepare_value(initial or []) != self.prepare_value(self.to_python(data))
+
+
 class HeadingSectionsField(forms.CharField):
     """Headed texts written as in a persona file: `# Heading` on a line, its text below, for the
     headings the importer keeps aside (`extra_sections`, a list of [heading, text] pairs) and the
@@ -146,6 +164,12 @@ class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
         label="Sticker sets",
         required=False,
         help_text="Every sticker of these sets is offered to the agent.",
+    )
+    llm_fallback = LLMLinesField(
+        label="LLM fallback",
+        required=False,
+        help_text="LLM names tried in order, one per line, when the LLM is away or has no such model; "
+        "empty: CINDY_LLM_FALLBACK.",
     )
     explicit_stickers = StickerLinesField(
         label="Explicit stickers",

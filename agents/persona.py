@@ -21,7 +21,9 @@ The reading follows the original where it matters to an operator:
 - a flag section (`# Disabled`, `# Gagged`, ...) counts by its presence; any text under it is kept;
 - `# Spend Limits` (Cindy's own; the original ignores it as an unknown heading) holds `Key: value`
   lines: `Daily Cap USD: 5`, `Turns Per Partner Per Minute: 3`, `Turns Per Partner Per Day: 200`;
-- `# Voice` (Cindy's own too) holds `Voice: Kore` and `Language: en-GB` (`agents/persona_voice.py`).
+- `# Voice` (Cindy's own too) holds `Voice: Kore` and `Language: en-GB` (`agents/persona_voice.py`);
+- `# LLM Fallback` (Cindy's own too) lists LLM names, one per line, tried in order when the agent's
+  LLM fails (`llm/failover.py`); a name `llm.routing` does not know is skipped with a warning.
 
 This module knows nothing about the database: `parse_persona` returns a `Persona`, `write_persona`
 turns anything with the same attributes (a `Persona` or an `Agent`) back into text, and
@@ -49,6 +51,7 @@ TEXT_FIELDS = {
     "Agent Phone": "phone",
     "Agent Timezone": "timezone",
     "LLM": "llm",
+    "LLM Fallback": "llm_fallback",
     "Telegram ID": "telegram_id",
     "Role Prompt": "role_prompt_names",
     "Agent Sticker Sets": "sticker_set_names",
@@ -74,7 +77,7 @@ SPEND_KEYS = {
 }
 SPEND_EXAMPLE = "Daily Cap USD: 5, Turns Per Partner Per Minute: 3 or Turns Per Partner Per Day: 200"
 REQUIRED = ("Agent Name", "Agent Phone", "Agent Instructions")
-LIST_HEADINGS = ("Role Prompt", "Agent Sticker Sets", "Agent Stickers")
+LIST_HEADINGS = ("LLM Fallback", "Role Prompt", "Agent Sticker Sets", "Agent Stickers")
 FLOAT_RANGES = {
     "Start Typing Delay": (1.0, 3600.0, "seconds before typing starts, e.g. 2 or 3.5"),
     "Typing Speed": (1.0, 1000.0, "characters per second, e.g. 30 or 8.0"),
@@ -117,6 +120,7 @@ class Persona:
     instructions: str = ""
     timezone: str = ""
     llm: str = ""
+    llm_fallback: list[str] = field(default_factory=list)
     role_prompt_names: list[str] = field(default_factory=list)
     sticker_set_names: list[str] = field(default_factory=list)
     explicit_stickers: list[str] = field(default_factory=list)
@@ -326,6 +330,8 @@ def _set_field(persona: Persona, heading: str, body: str, source: str) -> str | 
         values = _lines(body)
         if heading == "Agent Stickers":
             values = _sticker_lines(persona, values, where)
+        elif heading == "LLM Fallback":
+            values = _fallback_lines(persona, values, where)
         setattr(persona, attr, values)
         return None
     if heading == "Daily Schedule":
@@ -431,6 +437,31 @@ def _sticker_lines(persona: Persona, lines: list[str], where: str) -> list[str]:
                 f'{where} line "{_short(line)}" is not SET :: NAME; the line is skipped: '
                 "write e.g. WendyDancer :: 👋"
             )
+    return kept
+
+
+def _fallback_lines(persona: Persona, lines: list[str], where: str) -> list[str]:
+    """The fallback LLM names that resolve; a bad one is dropped with a warning naming it."""
+    kept = []
+    for line in lines:
+        if is_default_name(line):
+            persona.warnings.append(
+                f'{where} line "{_short(line)}" names no LLM; the line is skipped: write one LLM name '
+                "per line, e.g. gpt-5-mini"
+            )
+            continue
+        try:
+            resolve(line)
+        except UnknownModelError as exc:
+            persona.warnings.append(f'{where} line "{_short(line)}": {exc}; the line is skipped')
+            continue
+        if len(line) > _MAX_LENGTH["LLM"]:
+            persona.warnings.append(
+                f'{where} line "{_short(line)}" is longer than {_MAX_LENGTH["LLM"]} characters; '
+                "the line is skipped: shorten it"
+            )
+            continue
+        kept.append(line)
     return kept
 
 

@@ -10,6 +10,8 @@ validate a name). The names are those of cw-telegram-agent's `LLM` field.
 - A name with a `/` (`anthropic/claude-sonnet-4.5`, `google/gemini-2.5-flash`) is an OpenRouter model;
   `openrouter` alone is OPENROUTER_MODEL (default `openrouter/auto`, OpenRouter's own router).
 - `openai:MODEL` and `openrouter:MODEL` name a model on that endpoint explicitly.
+- `NAME:MODEL` (`ollama:llama3.1`), where NAME is an endpoint of CINDY_LLM_ENDPOINTS, is that model
+  on that OpenAI-compatible endpoint (a self-hosted server, or any other compatible API).
 
 Which name a turn uses (conversation, agent, default) is `llm.routing.route_for`.
 """
@@ -29,7 +31,7 @@ class UnknownModelError(ValueError):
 
 @dataclass(frozen=True)
 class Route:
-    provider: str  # gemini | grok | openai | openrouter
+    provider: str  # gemini | grok | openai | openrouter | a CINDY_LLM_ENDPOINTS name
     model: str
 
 
@@ -39,6 +41,11 @@ OPENAI_DEFAULT = "gpt-5-mini"
 OPENROUTER_DEFAULT = "openrouter/auto"
 PROVIDERS = ("gemini", "grok", "openai", "openrouter")
 EMPTY_NAMES = ("", "none", "null")
+
+
+def endpoint_names() -> tuple[str, ...]:
+    """The names of the OpenAI-compatible endpoints in CINDY_LLM_ENDPOINTS (`ollama`, `vllm`...)."""
+    return tuple(getattr(settings, "CINDY_LLM_ENDPOINTS", {}) or {})
 
 
 def is_default_name(name: str | None) -> bool:
@@ -65,6 +72,11 @@ def resolve(name: str | None) -> Route:
                     f'LLM "{raw}": no model after "{prefix}:" (e.g. {prefix}:gpt-4o-mini)'
                 )
             return Route(prefix, model)
+    label, sep, model = raw.partition(":")
+    if sep and label.strip().lower() in endpoint_names():
+        if not model.strip():
+            raise UnknownModelError(f'LLM "{raw}": no model after "{label}:" (e.g. {label}:llama3.1)')
+        return Route(label.strip().lower(), model.strip())
     if "/" in raw:
         return Route("openrouter", raw)
     if lowered == "openrouter":
@@ -84,5 +96,6 @@ def resolve(name: str | None) -> Route:
     raise UnknownModelError(
         f'LLM "{raw}" is not a known name: use gemini, grok, gpt, openai or openrouter, a model name '
         "starting with one of those (gemini-2.5-flash, gpt-5-mini), an OpenRouter name such as "
-        "anthropic/claude-sonnet-4.5, or leave it empty for DEFAULT_AGENT_LLM"
+        "anthropic/claude-sonnet-4.5, NAME:MODEL for an endpoint of CINDY_LLM_ENDPOINTS "
+        "(ollama:llama3.1), or leave it empty for DEFAULT_AGENT_LLM"
     )

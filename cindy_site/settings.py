@@ -6,6 +6,7 @@ Every variable is listed with its default and meaning in `.env.example`. A `.env
 
 from __future__ import annotations
 
+import re
 import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -517,6 +518,45 @@ OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
 OPENROUTER_BASE_URL = env.str("OPENROUTER_BASE_URL", default="https://openrouter.ai/api/v1")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
+# LLM names tried in order, for agents whose persona has no "# LLM Fallback", when the agent's LLM
+# fails in a way another route can fix (llm/failover.py); empty: no fallback.
+CINDY_LLM_FALLBACK = env.list("CINDY_LLM_FALLBACK", default=[])
+# Self-hosted or other OpenAI-compatible endpoints by name (llm/providers/__init__.py):
+# "ollama=http://localhost:11434/v1,vllm=http://gpu:8000/v1" makes `ollama:llama3.1` a route to that
+# endpoint's chat-completions API; its key, if it needs one, is CINDY_LLM_ENDPOINT_<NAME>_KEY.
+
+
+def _llm_endpoints(name: str) -> dict[str, str]:
+    endpoints: dict[str, str] = {}
+    for pair in env.list(name, default=[]):
+        label, sep, url = (part.strip() for part in pair.partition("="))
+        label = label.lower()
+        if (
+            not sep
+            or not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", label)
+            or not url.startswith(("http://", "https://"))
+        ):
+            raise ImproperlyConfigured(
+                f'{name}: "{pair}" is not name=url: write e.g. {name}=ollama=http://localhost:11434/v1 '
+                "(a name of letters, digits, - or _, starting with a letter; an http or https URL)"
+            )
+        if label in ("gemini", "grok", "openai", "openrouter"):
+            raise ImproperlyConfigured(
+                f'{name}: "{label}" is a built-in provider: give the endpoint another name'
+            )
+        endpoints[label] = url
+    return endpoints
+
+
+CINDY_LLM_ENDPOINTS = _llm_endpoints("CINDY_LLM_ENDPOINTS")
+CINDY_LLM_ENDPOINT_KEYS = {
+    label: env.str(f"CINDY_LLM_ENDPOINT_{label.upper().replace('-', '_')}_KEY", default="")
+    for label in CINDY_LLM_ENDPOINTS
+}
+# Circuit breakers per route (llm/breakers.py): after this many failed calls in a row a route is
+# skipped for the cool-down (or the provider's Retry-After, when longer), then one turn probes it.
+CINDY_LLM_BREAKER_FAILURES = _positive_int("CINDY_LLM_BREAKER_FAILURES", 3)
+CINDY_LLM_BREAKER_COOLDOWN_SECONDS = _positive_int("CINDY_LLM_BREAKER_COOLDOWN_SECONDS", 60)
 
 TELEGRAM_API_ID = env.str("TELEGRAM_API_ID", default="")
 TELEGRAM_API_HASH = env.str("TELEGRAM_API_HASH", default="")

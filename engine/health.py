@@ -198,6 +198,27 @@ NO_WORKERS = (
 )
 
 
+def breaker_problems(*, at: dt.datetime) -> list[str]:
+    """The LLM routes whose circuit breaker is open or being probed (llm/breakers.py): turns skip them
+    and use their fallback routes, or wait when they have none."""
+    from llm.models import RouteBreaker
+
+    problems = []
+    for row in RouteBreaker.objects.exclude(state=RouteBreaker.State.CLOSED).order_by("provider", "model"):
+        when = (
+            "a turn is probing it"
+            if row.state == RouteBreaker.State.PROBING
+            else f"open until {row.open_until:%Y-%m-%d %H:%M:%S} UTC"
+            + (", then one turn probes it" if row.open_until and row.open_until > at else ", due for a probe")
+        )
+        problems.append(
+            f"LLM route {row.provider}/{row.model}: circuit breaker {when}, after {row.failures} failed "
+            f"calls in a row (last error: {row.last_error[:300]}); turns use their fallback routes "
+            "(# LLM Fallback, CINDY_LLM_FALLBACK) or wait"
+        )
+    return problems
+
+
 def installation_health(*, at: dt.datetime | None = None) -> Health:
     """Every gateway's and worker pool's state, and what is down (empty when all is well)."""
     from agents.models import Agent, AgentLease
@@ -218,6 +239,7 @@ def installation_health(*, at: dt.datetime | None = None) -> Health:
     gateways = [r for r in health.processes if r.kind == Kind.GATEWAY]
     if gateways and not any(r.kind == Kind.WORKERS for r in health.processes):
         health.problems.append(NO_WORKERS)
+    health.problems.extend(breaker_problems(at=at))
     live = set(AgentLease.objects.filter(expires_at__gte=at).values_list("agent_id", flat=True))
     for name in (
         Agent.objects.filter(disabled=False, stopped=False)

@@ -59,6 +59,7 @@ class DatabaseCollector(Collector):
         yield self.turns()
         yield from self.llm_calls()
         yield self.llm_latency()
+        yield from self.llm_breakers(at)
         yield from self.reply_latency(at)
         yield from self.queue(at)
         yield self.leases(at)
@@ -156,6 +157,29 @@ class DatabaseCollector(Collector):
         yield calls
         yield tokens
         yield cost
+
+    @staticmethod
+    def llm_breakers(at: dt.datetime) -> Iterator[Metric]:
+        """Each LLM route's circuit breaker (llm/breakers.py): a route without a row is closed and
+        not listed. An open breaker whose cool-down is over reads as open until a turn probes it."""
+        from llm.models import RouteBreaker
+
+        state = GaugeMetricFamily(
+            "cindy_llm_breaker_state",
+            "LLM route circuit breakers: 1 for the state each route is in (closed, open, probing)",
+            labels=["provider", "model", "state"],
+        )
+        failures = GaugeMetricFamily(
+            "cindy_llm_breaker_failures",
+            "LLM route circuit breakers: failed calls in a row, per provider and model",
+            labels=["provider", "model"],
+        )
+        for row in RouteBreaker.objects.order_by("provider", "model"):
+            for choice in RouteBreaker.State.values:
+                state.add_metric([row.provider, row.model, choice], 1 if row.state == choice else 0)
+            failures.add_metric([row.provider, row.model], row.failures)
+        yield state
+        yield failures
 
     @staticmethod
     def llm_latency() -> Metric:

@@ -196,6 +196,8 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         }
         node.save(update_fields=["status", "finished", "lease_owner", "lease_expires_at", "error", "result"])
         summary = ", ".join(c.kind for c in children) or "no actions"
+        # Which route answered: with a fallback chain, the one line that shows a provider was away.
+        answered_by = f" (answered by {result.answered_by})" if getattr(result, "answered_by", "") else ""
         if all_dropped:
             summary = "nothing: " + node.error
             logger.warning(
@@ -206,7 +208,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             agent_id=agent_id,
             conversation_id=conversation.pk,
             node_id=node.pk,
-            summary=f"received #{node.pk}: planned {summary}"[:2000],
+            summary=f"received #{node.pk}: planned {summary}{answered_by}"[:2000],
             data={"kind": node.kind, "graph_id": node.graph_id, **node.result},
         )
         for error in errors:

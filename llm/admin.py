@@ -7,7 +7,7 @@ from django.contrib import admin
 
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, service_form
 from llm.admin_llms import register_llm_admin
-from llm.models import ExplicitCache, LLMCall, LLMUsageDaily, ModelPrice
+from llm.models import ExplicitCache, LLMCall, LLMUsageDaily, ModelPrice, RouteBreaker
 from llm.prices import model_price_save, model_price_validate
 
 
@@ -82,6 +82,14 @@ class LLMUsageDailyAdmin(ReadOnlyAdmin):
     list_filter = ["provider", "day"]
     list_select_related = ["agent"]
     date_hierarchy = "day"
+
+
+@admin.register(RouteBreaker)
+class RouteBreakerAdmin(ReadOnlyAdmin):
+    """Each LLM route's circuit breaker (llm/breakers.py): kept by the workers' calls, read-only."""
+
+    list_display = ["provider", "model", "state", "failures", "open_until", "changed"]
+    list_filter = ["state", "provider"]
 
 
 register_llm_admin()

@@ -98,6 +98,7 @@ def call_llm(
     clock = get_clock()
     started = time.perf_counter()
     last_error = ""
+    retry_after: float | None = None
     record = llm_call_start(
         provider=route.provider,
         model=route.model,
@@ -133,7 +134,7 @@ def call_llm(
             except Exception as exc:  # noqa: BLE001 - whatever an SDK raises is classified here
                 raise classify_sdk_error(exc, route=route) from exc
         except ProviderRetryable as exc:
-            last_error = str(exc)
+            last_error, retry_after = str(exc), exc.retry_after
             if attempt < retries:
                 delay = backoff_delay(attempt)
                 left = None if deadline is None else deadline - clock.monotonic()
@@ -169,7 +170,7 @@ def call_llm(
         return reply
     message = f"{route.provider}/{route.model} failed {retries + 1} times; last error: {last_error}"
     _failed(record, started=started, error=message)
-    raise LLMTransientError(message)
+    raise LLMTransientError(message, retry_after=retry_after)
 
 
 def classify_sdk_error(exc: Exception, *, route: Route) -> LLMError:

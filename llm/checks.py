@@ -7,13 +7,13 @@ from django.conf import settings
 from django.core.checks import Error, Warning, register
 from django.db import DatabaseError
 
-from llm.routing import UnknownModelError, resolve
+from llm.routing import UnknownModelError, fallback_names, resolve
 
 
 @register()
 def check_llm_names(app_configs, **kwargs):
-    """DEFAULT_AGENT_LLM, MEDIA_MODEL, TRANSCRIPTION_MODEL (when set) and each agent's LLM (and
-    conversation overrides) must be known."""
+    """DEFAULT_AGENT_LLM, MEDIA_MODEL, TRANSCRIPTION_MODEL (when set), each CINDY_LLM_FALLBACK name
+    and each agent's LLM (and conversation overrides) must be known."""
     errors = []
     for variable in ("DEFAULT_AGENT_LLM", "MEDIA_MODEL", "TRANSCRIPTION_MODEL"):
         if variable == "TRANSCRIPTION_MODEL" and not settings.TRANSCRIPTION_MODEL.strip():
@@ -22,6 +22,17 @@ def check_llm_names(app_configs, **kwargs):
             resolve(getattr(settings, variable))
         except UnknownModelError as exc:
             errors.append(Error(f"{variable}: {exc}", id="cindy.E101"))
+    for name in fallback_names():
+        try:
+            resolve(name)
+        except UnknownModelError as exc:
+            errors.append(
+                Error(
+                    f'CINDY_LLM_FALLBACK: "{name}": {exc}',
+                    hint="List LLM names separated by commas, e.g. CINDY_LLM_FALLBACK=gpt-5-mini,grok.",
+                    id="cindy.E105",
+                )
+            )
     try:
         from agents.models import Agent
         from conversations.models import Conversation

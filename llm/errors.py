@@ -18,11 +18,22 @@ class LLMConfigError(LLMError):
 
 
 class LLMTransientError(LLMError):
-    """The provider kept failing (429, 5xx, timeouts) after the bounded retries; try again later."""
+    """The provider kept failing (429, 5xx, timeouts) after the bounded retries; try again later.
+
+    `retry_after`: the seconds the provider's last answer asked to wait (its Retry-After), if any."""
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ProviderRetryable(LLMError):
-    """Raised by a provider for one failed attempt that is worth retrying (429, 5xx, timeout)."""
+    """Raised by a provider for one failed attempt that is worth retrying (429, 5xx, timeout), with
+    the provider's Retry-After in seconds when it sent one."""
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class LLMDeadlineError(LLMTransientError):
@@ -35,6 +46,11 @@ class LLMDeadlineError(LLMTransientError):
 class LLMPermanentError(LLMError):
     """A call that asking again would not fix: the provider refused the request (4xx other than 408
     and 429), or its reply could not be read (not JSON, nested too deeply, not the documented shape)."""
+
+
+class ModelNotFound(LLMPermanentError):
+    """The provider has no such model (404: retired, renamed or misspelt). Asking this route again does
+    not help, but another route of the agent's fallback chain can answer (`llm/failover.py`)."""
 
 
 class CacheGone(LLMError):

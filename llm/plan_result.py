@@ -18,3 +18,6 @@ class PlanResult:
     llm_call_ids: list[int] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
     refused: list[str] = field(default_factory=list)  # "kind: reason" of tasks the policy refused
+    #: The route whose reply was planned ("openai/gpt-5-mini", naming the routes that failed before a
+    #: fallback), for the turn's activity line; empty when no call was made.
+    answered_by: str = ""

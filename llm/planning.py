@@ -18,9 +18,10 @@ from cindy_site.clock import get_clock
 from cindy_site.parameters import parameter
 from conversations.models import TaskGraph, TaskNode
 from conversations.selectors import message_reactions
-from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
+from llm.calls import MIN_ATTEMPT_SECONDS
 from llm.conversation import history_window
 from llm.errors import LLMConfigError, LLMDeadlineError
+from llm.failover import call_llm_chain
 from llm.file_sources import is_file_url, read_file_url
 from llm.images import make_pictures
 from llm.kinds import task_kind
@@ -36,7 +37,7 @@ from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
 from llm.retrieved_kept import pages_kept
-from llm.routing import UnknownModelError, route_for
+from llm.routing import UnknownModelError, routes_for
 from llm.summarization import summarize_turn
 from llm.task_schema import schema_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
@@ -69,7 +70,9 @@ def plan_turn(
 
     1. Read the node, its graph and conversation, and the history from the DB mirror.
     2. Warm media descriptions within MEDIA_DESC_BUDGET_PER_TICK.
-    3. Build the prompt, route, call the LLM (LLMCall rows and llm_call events are written).
+    3. Build the prompt, route, call the LLM (LLMCall rows and llm_call events are written); a route
+       that fails in a way another can fix hands the same request to the agent's next fallback route
+       (llm/failover.py).
     4. Parse and validate the reply. While it asks to retrieve pages (and the agent has the Retrieve
        prompt), fetch up to MAX_RETRIEVE_URLS new URLs (`file:NAME` from the agent's documents) into
        graph.context["retrieved"], tell the model which it skipped, and ask again, at most
@@ -92,12 +95,14 @@ def plan_turn(
     graph, conversation = node.graph, node.conversation
     agent = conversation.agent
     try:
-        route = route_for(agent_llm=agent.llm, conversation_llm=conversation.llm_model)
+        routes = routes_for(
+            agent_llm=agent.llm, conversation_llm=conversation.llm_model, agent_fallback=agent.llm_fallback
+        )
     except UnknownModelError as exc:
         raise LLMConfigError(f"agent {agent.name}: {exc}") from exc
     if graph.trigger == TaskGraph.Trigger.SUMMARIZE:
         return summarize_turn(
-            node=node, conversation=conversation, route=route, sleep=sleep, deadline=deadline
+            node=node, conversation=conversation, route=routes[0], sleep=sleep, deadline=deadline
         )
 
     window = history_window(conversation)
@@ -136,9 +141,9 @@ def plan_turn(
             notes=retrieval_notes,
             prompts=prompts,
         )
-        reply = call_llm(
+        answered = call_llm_chain(
             request,
-            route=route,
+            routes=routes,
             purpose=LLMCall.Purpose.PLAN,
             sleep=sleep,
             deadline=deadline,
@@ -146,6 +151,7 @@ def plan_turn(
             node_attempts=node.attempts,
             **ids,
         )
+        reply = answered.reply
         call_ids.append(reply.llm_call_id)
         if reply.status != "ok":
             errors.append(f"the LLM reply was {reply.status} ({reply.finish_reason or 'no reason given'})")
@@ -217,6 +223,7 @@ def plan_turn(
         llm_call_ids=call_ids,
         thoughts=thoughts,
         refused=[f"{r.task.kind}: {r.reason}" for r in refused],
+        answered_by=answered.answered_by,
     )
 
 

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from llm.models import ModelPrice
-from llm.routing import PROVIDERS
+from llm.routing import PROVIDERS, endpoint_names
 
 
 class DefaultPrice(NamedTuple):
@@ -97,8 +97,9 @@ def seed_default_prices(model: Any = ModelPrice) -> int:
 
 
 def model_price_validate(*, price: ModelPrice) -> None:
-    if price.provider not in PROVIDERS:
-        raise ValidationError({"provider": f'"{price.provider}" is not one of {", ".join(PROVIDERS)}'})
+    known = (*PROVIDERS, *endpoint_names())  # a self-hosted endpoint costs 0 unless priced here
+    if price.provider not in known:
+        raise ValidationError({"provider": f'"{price.provider}" is not one of {", ".join(known)}'})
     for field in (
         "input_per_million",
         "cached_input_per_million",

@@ -29,6 +29,11 @@ class Agent(models.Model):
     instructions = models.TextField()
     timezone = models.CharField(max_length=64, blank=True, help_text="IANA zone, e.g. Europe/Paris")
     llm = models.CharField(max_length=100, blank=True, help_text="Empty means DEFAULT_AGENT_LLM")
+    llm_fallback = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="LLM names tried in order when the LLM fails; empty means CINDY_LLM_FALLBACK",
+    )
     role_prompt_names = models.JSONField(default=list, blank=True)
     sticker_set_names = models.JSONField(default=list, blank=True)
     explicit_stickers = models.JSONField(default=list, blank=True, help_text='"SET::NAME" strings')

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from agents.models import Agent, AgentDocument, RolePrompt
 from agents.signals import agent_restarted, spend_limits_changed
-from cindy_site.llm_names import UnknownModelError, resolve
+from cindy_site.llm_names import UnknownModelError, is_default_name, resolve
 
 
 def agent_validate(*, agent: Agent) -> None:
@@ -28,7 +28,16 @@ def agent_validate(*, agent: Agent) -> None:
             resolve(agent.llm)
         except UnknownModelError as exc:
             errors["llm"] = str(exc)
-    for field in ("role_prompt_names", "sticker_set_names", "explicit_stickers"):
+    for name in agent.llm_fallback if isinstance(agent.llm_fallback, list) else []:
+        if not isinstance(name, str) or is_default_name(name):
+            errors["llm_fallback"] = f"{name!r} is not an LLM name: list names such as gpt-5-mini"
+            break
+        try:
+            resolve(name)
+        except UnknownModelError as exc:
+            errors["llm_fallback"] = str(exc)
+            break
+    for field in ("llm_fallback", "role_prompt_names", "sticker_set_names", "explicit_stickers"):
         value = getattr(agent, field)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             errors[field] = f"must be a JSON list of strings, got {value!r}"

@@ -126,3 +126,16 @@ def test_other_sections_and_flag_notes_are_written_as_headed_texts(agent):
     assert bad.errors["flag_notes"] == [
         'line 1, "Quiet.": start with a "# Heading" line, then its text below it'
     ]
+
+
+def test_the_llm_fallback_is_edited_one_name_per_line_and_checked(agent):
+    form = AgentForm(instance=agent)
+
+    bound = AgentForm(_data(form, llm_fallback="gpt-5-mini\n\n  grok  \n"), instance=agent)
+    assert bound.is_valid(), bound.errors
+    assert bound.save().llm_fallback == ["gpt-5-mini", "grok"]
+    assert AgentForm(instance=agent)["llm_fallback"].value() == "gpt-5-mini\ngrok"
+
+    bad = AgentForm(_data(form, llm_fallback="gpt-5-mini\nllama3"), instance=agent)
+    assert not bad.is_valid()
+    assert 'LLM "llama3" is not a known name' in bad.errors["llm_fallback"][0]

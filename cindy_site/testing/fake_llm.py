@@ -26,7 +26,7 @@ Replies are queued with `reply_with` (first in, first out); when the queue is em
 is used, or, when set, the `responder` (a function of the recorded request, called in the request's
 handler thread, that may take its time like a real model). `fail_next(status, times)` makes the next
 requests fail with that HTTP status, in the provider's error format. Every request is recorded in
-`requests`.
+`requests`. `fail_next(..., retry_after=N)` adds a `Retry-After: N` header to those failures.
 """
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ class FakeReply:
 class _Failure:
     status: int
     message: str = ""
+    #: Sent as the `Retry-After` header (seconds), as providers do with a 429 or 503.
+    retry_after: int | None = None
 
 
 @dataclass
@@ -234,11 +236,16 @@ class FakeLLMServer:
         with self._lock:
             self._state.responder = responder
 
-    def fail_next(self, status: int, times: int = 1, *, message: str = "") -> None:
-        """Answer the next `times` requests with HTTP `status` in the provider's error format."""
+    def fail_next(
+        self, status: int, times: int = 1, *, message: str = "", retry_after: int | None = None
+    ) -> None:
+        """Answer the next `times` requests with HTTP `status` in the provider's error format, with a
+        `Retry-After: <retry_after>` header when given."""
         with self._lock:
             for _ in range(times):
-                self._state.failures.append(_Failure(status, message or f"fake failure {status}"))
+                self._state.failures.append(
+                    _Failure(status, message or f"fake failure {status}", retry_after=retry_after)
+                )
 
     def fail_next_speech(self, status: int, times: int = 1, *, message: str = "") -> None:
         """Answer the next `times` speech requests with HTTP `status` (other requests are unaffected)."""
@@ -360,7 +367,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.owner._stopping.wait(outcome.seconds)
             self._send(504, _error_body(api, _Failure(504, "fake stall ended")))
         elif isinstance(outcome, _Failure):
-            self._send(outcome.status, _error_body(api, outcome))
+            extra = {} if outcome.retry_after is None else {"Retry-After": str(outcome.retry_after)}
+            self._send(outcome.status, _error_body(api, outcome), headers=extra)
         elif isinstance(outcome, _Raw):
             self._send_bytes(outcome.status, outcome.body, outcome.content_type)
         elif api == "gemini":
@@ -449,11 +457,17 @@ class _Handler(BaseHTTPRequestHandler):
                 200, gemini_speech_response(recorded.json, model=recorded.model, response_id=_response_id())
             )
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        self._send_bytes(status, json.dumps(payload).encode(), "application/json; charset=utf-8")
+    def _send(self, status: int, payload: dict[str, Any], *, headers: dict[str, str] | None = None) -> None:
+        self._send_bytes(
+            status, json.dumps(payload).encode(), "application/json; charset=utf-8", headers=headers
+        )
 
-    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+    def _send_bytes(
+        self, status: int, data: bytes, content_type: str, *, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -191,3 +191,38 @@ def test_manage_py_health_forgets_a_retired_process(agent, clock, capsys):
         call_command("health")
     call_command("health", "--forget", "gw-old")
     assert "healthy" in capsys.readouterr().out
+
+
+def test_an_open_llm_breaker_is_reported_with_its_route_and_last_error(agent, clock, settings):
+    from llm.breakers import breaker_failure
+    from llm.routing import Route
+
+    settings.CINDY_LLM_BREAKER_FAILURES = 1
+    _up(agent, clock)
+    breaker_failure(Route("gemini", "gemini-3-flash-preview"), error="Gemini answered 503: overloaded")
+
+    problems = installation_health().problems
+
+    assert len(problems) == 1
+    assert problems[0].startswith("LLM route gemini/gemini-3-flash-preview: circuit breaker open until ")
+    assert "after 1 failed calls in a row (last error: Gemini answered 503: overloaded)" in problems[0]
+
+
+def test_manage_py_health_reports_an_open_breaker_until_a_probe_closes_it(agent, clock, settings, capsys):
+    from llm.breakers import breaker_admits, breaker_failure, breaker_success, breakers_of
+    from llm.models import RouteBreaker
+    from llm.routing import Route
+
+    settings.CINDY_LLM_BREAKER_FAILURES = 1
+    route = Route("openai", "gpt-5-mini")
+    _up(agent, clock)
+    breaker_failure(route, error="openai answered 503")
+    with pytest.raises(SystemExit):
+        call_command("health")
+    assert "DOWN: LLM route openai/gpt-5-mini: circuit breaker open until" in capsys.readouterr().err
+
+    RouteBreaker.objects.update(open_until=clock.now())  # the cool-down is over
+    assert breaker_admits(route, breakers_of([route])[route])
+    breaker_success(route, breakers_of([route])[route])
+    call_command("health")
+    assert "healthy" in capsys.readouterr().out

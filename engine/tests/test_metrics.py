@@ -172,9 +172,9 @@ def test_a_scrape_costs_a_fixed_number_of_queries(agent, clock, django_assert_nu
     from engine.metrics import DatabaseCollector
 
     process_beat(name="gw-test", kind=ProcessHeartbeat.Kind.GATEWAY, pass_at=clock.now())
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         names = [family.name for family in DatabaseCollector().collect()]
-    assert all(name.startswith("cindy_") for name in names) and len(names) == 15
+    assert all(name.startswith("cindy_") for name in names) and len(names) == 17
 
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -199,3 +199,35 @@ def test_a_scrape_passes_promtool_check_metrics(agent, clock, fake_llm, client):
     )
 
     assert checked.returncode == 0, (checked.stdout + checked.stderr).decode()
+
+
+def test_each_llm_routes_breaker_state_is_scraped(db, client, clock, settings):
+    from llm.breakers import breaker_failure
+    from llm.routing import Route
+
+    settings.CINDY_LLM_BREAKER_FAILURES = 2
+    for _ in range(2):
+        breaker_failure(Route("gemini", "gemini-3-flash-preview"), error="Gemini answered 503")
+    breaker_failure(Route("openai", "gpt-5-mini"), error="openai answered 500")
+
+    metrics = scrape(client, Authorization=f"Bearer {TOKEN}")
+
+    def value(name, **labels):
+        return metrics[(name, frozenset(labels.items()))]
+
+    gemini = {"provider": "gemini", "model": "gemini-3-flash-preview"}
+    gpt = {"provider": "openai", "model": "gpt-5-mini"}
+    assert [value("cindy_llm_breaker_state", **gemini, state=s) for s in ("closed", "open", "probing")] == [
+        0,
+        1,
+        0,
+    ]
+    assert [value("cindy_llm_breaker_state", **gpt, state=s) for s in ("closed", "open", "probing")] == [
+        1,
+        0,
+        0,
+    ]
+    assert (value("cindy_llm_breaker_failures", **gemini), value("cindy_llm_breaker_failures", **gpt)) == (
+        2,
+        1,
+    )

@@ -1,3 +1,4 @@
+from llm.models.breakers import RouteBreaker
 from llm.models.caches import ExplicitCache
 from llm.models.calls import LLMCall, LLMUsageDaily, ModelPrice
 from llm.models.console import OfferedModel, SiteParameter, Translation, text_digest
@@ -8,6 +9,7 @@ __all__ = [
     "LLMUsageDaily",
     "ModelPrice",
     "OfferedModel",
+    "RouteBreaker",
     "SiteParameter",
     "Translation",
     "text_digest",

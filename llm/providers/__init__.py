@@ -15,7 +15,8 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 def provider_for(name: str) -> Provider:
-    """The provider for `name` (gemini, grok, openai, openrouter), keys and endpoints from settings."""
+    """The provider for `name` (gemini, grok, openai, openrouter, or a CINDY_LLM_ENDPOINTS name), keys
+    and endpoints from settings."""
     timeout = settings.LLM_TIMEOUT_SECONDS
     if name == "gemini":
         from llm.providers.gemini import GeminiProvider
@@ -28,11 +29,23 @@ def provider_for(name: str) -> Provider:
         "openai": ("OPENAI_API_KEY", settings.OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL),
         "openrouter": ("OPENROUTER_API_KEY", settings.OPENROUTER_BASE_URL),
     }
-    if name not in compatible:
-        raise LLMConfigError(f'provider "{name}" is unknown: use gemini, grok, openai or openrouter')
-    key_variable, base_url = compatible[name]
     from llm.providers.openai_compat import OpenAICompatibleProvider
 
+    endpoints = getattr(settings, "CINDY_LLM_ENDPOINTS", {}) or {}
+    if name in endpoints:
+        key_variable = f"CINDY_LLM_ENDPOINT_{name.upper().replace('-', '_')}_KEY"
+        # A self-hosted server (Ollama, vLLM, llama.cpp, LM Studio) usually wants no key, but the SDK
+        # refuses to build a client without one: any value does, and it is sent only to that server.
+        api_key = (getattr(settings, "CINDY_LLM_ENDPOINT_KEYS", {}) or {}).get(name) or "unused"
+        return OpenAICompatibleProvider(
+            name=name, key_variable=key_variable, api_key=api_key, base_url=endpoints[name], timeout=timeout
+        )
+    if name not in compatible:
+        raise LLMConfigError(
+            f'provider "{name}" is unknown: use gemini, grok, openai or openrouter, or an endpoint '
+            "named in CINDY_LLM_ENDPOINTS"
+        )
+    key_variable, base_url = compatible[name]
     return OpenAICompatibleProvider(
         name=name,
         key_variable=key_variable,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+import datetime as dt
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
 
 from llm.request import LLMReply, LLMRequest
 
@@ -34,3 +36,25 @@ def transport_errors() -> tuple[type[BaseException], ...]:
         if isinstance(error, type):
             found.append(error)
     return tuple(found)
+
+
+def retry_after_seconds(response: Any) -> float | None:
+    """The wait a provider asked for in its `Retry-After` header (seconds or an HTTP date), if any.
+
+    The circuit breaker (llm/breakers.py) keeps the route closed to turns at least that long."""
+    headers = getattr(response, "headers", None)
+    value = (headers.get("retry-after") if headers is not None else None) or ""
+    value = str(value).strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())

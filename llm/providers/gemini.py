@@ -14,8 +14,8 @@ from google.genai import errors as genai_errors
 from google.genai import models as genai_models
 from google.genai import types
 
-from llm.errors import CacheGone, LLMConfigError, LLMError, ProviderRetryable
-from llm.providers.base import transport_errors
+from llm.errors import CacheGone, LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
+from llm.providers.base import retry_after_seconds, transport_errors
 from llm.request import LLMReply, LLMRequest, Part, Turn, Usage
 
 #: The harm categories the Gemini API accepts; each is set to BLOCK_NONE (personas decide tone).
@@ -302,11 +302,15 @@ class GeminiProvider:
     def _translate(self, exc: genai_errors.APIError) -> Exception:
         code = exc.code or 0
         if code == 429 or code >= 500 or code == 408:
-            return ProviderRetryable(f"Gemini answered {code}: {exc.message or exc}")
+            return ProviderRetryable(
+                f"Gemini answered {code}: {exc.message or exc}", retry_after=retry_after_seconds(exc.response)
+            )
         if code in (401, 403):
             return LLMConfigError(
                 f"Gemini refused the key in {self.key_variable} ({code}: {exc.message}): check the key"
             )
+        if code == 404:
+            return ModelNotFound(f"Gemini answered 404, no such model: {exc.message or exc}")
         return LLMError(f"Gemini answered {code}: {exc.message or exc}")
 
     def _reply(self, response: types.GenerateContentResponse, model: str) -> LLMReply:

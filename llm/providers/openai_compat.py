@@ -11,7 +11,8 @@ from typing import Any
 
 import openai
 
-from llm.errors import LLMConfigError, LLMError, ProviderRetryable
+from llm.errors import LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
+from llm.providers.base import retry_after_seconds
 from llm.request import LLMReply, LLMRequest, Turn, Usage
 
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
@@ -156,14 +157,21 @@ class OpenAICompatibleProvider:
             yield
         except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
             # APIConnectionError covers APITimeoutError.
-            raise ProviderRetryable(f"{self.name} request failed: {type(exc).__name__}: {exc}") from exc
+            raise ProviderRetryable(
+                f"{self.name} request failed: {type(exc).__name__}: {exc}",
+                retry_after=retry_after_seconds(getattr(exc, "response", None)),
+            ) from exc
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise LLMConfigError(
                 f"{self.name} refused the key in {self.key_variable} ({exc.status_code}): check the key"
             ) from exc
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code == 408:
-                raise ProviderRetryable(f"{self.name} answered {exc.status_code}") from exc
+                raise ProviderRetryable(
+                    f"{self.name} answered {exc.status_code}", retry_after=retry_after_seconds(exc.response)
+                ) from exc
+            if exc.status_code == 404:
+                raise ModelNotFound(f"{self.name} answered 404, no such model: {exc.message}") from exc
             raise LLMError(f"{self.name} answered {exc.status_code}: {exc.message}") from exc
 
     def _reply(self, response: Any, model: str) -> LLMReply:

@@ -78,3 +78,12 @@ def test_an_image_model_that_is_not_gemini_is_reported(settings):
     assert error.id == "cindy.E111" and "Gemini image models only" in error.msg
     settings.CINDY_IMAGE_MODEL = "gemini-2.5-flash-image"
     assert check_image_model(None) == []
+
+
+def test_an_unknown_site_fallback_name_is_reported(db, settings):
+    settings.CINDY_LLM_FALLBACK = ["gpt-5-mini", "llama3"]
+
+    errors = check_llm_names(None)
+
+    assert [e.id for e in errors] == ["cindy.E105"]
+    assert 'CINDY_LLM_FALLBACK: "llama3"' in errors[0].msg
