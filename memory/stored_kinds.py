@@ -80,6 +80,10 @@ class StoredKind:
     # that created an entry. Only that conversation (or an operator's) may change or delete the entry,
     # and other chats see it without its id (`entry_owned_by`). "" for per-conversation kinds.
     owner_field: str = ""
+    # The prompt budget for stored entries (`memory.services.stored_prompt`): whether it limits this
+    # kind, and the column that says how recently the agent used an entry (the most recent are kept).
+    budgeted: bool = True
+    recency_field: str = "created"
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
@@ -154,6 +158,7 @@ REMEMBER = register(
         section_entry=_memory_entry,
         owner_field="creation_channel_id",
         ordering=("position", "id"),
+        recency_field="updated",  # set on every change, and never empty (`created` may be)
         section_order=10,
         file_property="memory",
     )
@@ -265,6 +270,8 @@ SUMMARIZE = register(
         file_property="summary",
         per_channel=True,
         prompt_place="system",
+        # Consolidation keeps them few, and the history starts where they end: all of them are shown.
+        budgeted=False,
     )
 )
 
