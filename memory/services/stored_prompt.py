@@ -52,10 +52,11 @@ def stored_entries_budget() -> int:
 
 
 def entry_chars(entry: dict[str, Any]) -> int:
-    """What one entry adds to its section's JSON list (indented as `json.dumps(indent=2)` writes it,
-    with its separator), so that kept entries' costs add up to at most the section's list text."""
-    text = json.dumps(entry, ensure_ascii=False, indent=2)
-    return len(text) + 2 * (text.count("\n") + 1) + 2
+    """What one entry adds to its section's JSON list as `json.dumps(indent=2)` writes it: its compact
+    JSON (the C encoder: indenting falls back to pure Python, 5x slower), plus the line break and four
+    spaces before each field, its braces' lines and the separator. Exact for flat entries (every
+    kind's are), so kept entries add up to at most the section's list text."""
+    return len(json.dumps(entry, ensure_ascii=False)) + 4 * len(entry) + 8
 
 
 def stored_prompt_entries(
@@ -107,8 +108,14 @@ def stored_prompt_entries(
         created = spec.created_field
         older_query = rows.filter(Q(**{f"{created}__lte": boundary}) | Q(**{f"{created}__isnull": True}))
         newer_query = rows.filter(**{f"{created}__gt": boundary})
+    # Without a boundary the first query's rows are the first batch of the entries to fill.
+    first_batch = first if boundary is None else None
     older = _fill(
-        spec, _batches(older_query.order_by(*recency), columns), prefix_budget, context, hide_foreign_ids
+        spec,
+        _batches(older_query.order_by(*recency), columns, first_batch),
+        prefix_budget,
+        context,
+        hide_foreign_ids,
     )
     newer = _fill(
         spec,
@@ -117,8 +124,14 @@ def stored_prompt_entries(
         context,
         hide_foreign_ids,
     )
+    newer_total = newer.seen if newer.exhausted else newer_query.count()
+    if older.exhausted:
+        older_total = older.seen
+    else:
+        # The whole scope's count reads only the index; the entries since the boundary are few.
+        older_total = rows.count() - newer_total
     return PromptEntries(
-        older.entries, newer.entries, _left_out(older, older_query), _left_out(newer, newer_query)
+        older.entries, newer.entries, older_total - len(older.entries), newer_total - len(newer.entries)
     )
 
 
@@ -134,11 +147,17 @@ def _split(
     return older, newer
 
 
-def _batches(ranked: QuerySet, columns: list[str]) -> Iterator[tuple[list[SimpleNamespace], bool]]:
-    """`ranked` BATCH rows per query, each with whether it is the last (a short batch)."""
+def _batches(
+    ranked: QuerySet, columns: list[str], first: list[SimpleNamespace] | None = None
+) -> Iterator[tuple[list[SimpleNamespace], bool]]:
+    """`ranked` BATCH rows per query (`first`: the first batch, already read), each with whether it is
+    the last (a short batch)."""
     read = 0
     while True:
-        batch = [SimpleNamespace(**row) for row in ranked.values(*columns)[read : read + BATCH]]
+        if first is not None and read == 0:
+            batch = first
+        else:
+            batch = [SimpleNamespace(**row) for row in ranked.values(*columns)[read : read + BATCH]]
         read += len(batch)
         yield batch, len(batch) < BATCH
         if len(batch) < BATCH:
@@ -160,11 +179,6 @@ class _Filled:
     used: int  # characters
     seen: int  # rows read
     exhausted: bool  # whether every row was read
-
-
-def _left_out(filled: _Filled, rows: QuerySet) -> int:
-    total = filled.seen if filled.exhausted else rows.count()
-    return total - len(filled.entries)
 
 
 def _fill(
