@@ -83,6 +83,8 @@ class Memory(models.Model):
             # The prompt budget for stored entries (memory.services.stored_prompt): an agent's most
             # recently used memories first, read a batch at a time without sorting all of them.
             models.Index(fields=["agent", "kind", "updated"], name="memory_recent_idx"),
+            # The same, for the memories written since the history began (ranked by `created`).
+            models.Index(fields=["agent", "kind", "created"], name="memory_created_idx"),
         ]
 
     def __str__(self) -> str:

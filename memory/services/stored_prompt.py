@@ -119,7 +119,9 @@ def stored_prompt_entries(
     )
     newer = _fill(
         spec,
-        _batches(newer_query.order_by(*recency), columns),
+        # Only entries written since the history began: ranked by creation, which an index narrows
+        # to those few rows, where ranking by the recency field would walk every row of the scope.
+        _batches(newer_query.order_by(f"-{spec.created_field}", "-pk"), columns),
         budget - older.used,
         context,
         hide_foreign_ids,
