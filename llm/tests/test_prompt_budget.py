@@ -17,19 +17,19 @@ from memory.stored_kinds import StoreContext
 
 @pytest.fixture
 def many_memories(agent, dm, settings):
-    """300 global memories written a day before the conversation began, and a 20-message history."""
-    settings.CINDY_STORED_ENTRIES_BUDGET_CHARS = 12_000
+    """400 global memories written a day before the conversation began, and a 20-message history."""
+    settings.CINDY_STORED_ENTRIES_BUDGET_CHARS = 40_000
     Memory.objects.bulk_create(
         Memory(
             agent=agent,
             kind=Memory.Kind.EPISODIC,
             entry_id=f"memory-{i:05d}",
             content=f"Memory {i}: Alice told me about her bakery and the oven that runs hot.",
-            created=START - dt.timedelta(days=1, minutes=300 - i),
+            created=START - dt.timedelta(days=1, minutes=400 - i),
             creation_channel_id=dm.peer_id,
             position=i,
         )
-        for i in range(300)
+        for i in range(400)
     )
     Memory.objects.filter(agent=agent).update(updated=F("created"))
     for i in range(1, 21):
@@ -42,10 +42,10 @@ def test_the_memories_section_stays_within_the_budget_and_says_how_many_more_exi
 
     section = system[system.index("# Global Memories") :]
     section = section[: section.index("\n```\n") + 4]
-    assert len(section) <= 12_000
-    assert "Memory 299:" in system and "Memory 0:" not in system
+    assert len(section) <= 40_000
+    assert "Memory 399:" in system and "Memory 0:" not in system
     shown = section.count('"id": "memory-')
-    assert f"{300 - shown:,} more entries are stored but not shown here" in system
+    assert f"{400 - shown:,} more entries are stored but not shown here" in system
 
 
 def test_curated_memories_always_stay_whatever_the_budget(many_memories, dm, settings):
@@ -57,7 +57,7 @@ def test_curated_memories_always_stay_whatever_the_budget(many_memories, dm, set
     system = build_plan_request(dm, TurnContext(target_message_id=19)).system
 
     assert "# Curated Memories" in system and "Alice loves rye" in system
-    assert "Memory 299:" not in system and "300 more entries are stored" in system
+    assert "Memory 399:" not in system and "400 more entries are stored" in system
 
 
 def test_consecutive_turns_share_at_least_95_percent_while_memories_are_written(many_memories, dm, clock):
@@ -90,5 +90,5 @@ def test_without_a_budget_every_memory_is_in_every_prompt(many_memories, dm, set
 
     system = build_plan_request(dm, TurnContext(target_message_id=19)).system
 
-    assert all(f"Memory {i}:" in system for i in (0, 150, 299))
+    assert all(f"Memory {i}:" in system for i in (0, 200, 399))
     assert "more entries are stored" not in system
