@@ -346,7 +346,7 @@ CINDY_IMPORT_MAX_MEDIA_FILE_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_FILE_B
 # The prompt budget for stored entries (memory.services.stored_prompt): the characters of entries each
 # stored kind (memories, notes, plans, intentions, events) may show per request, the most recently used
 # first; 0 shows every entry in every prompt, as the original system does.
-CINDY_STORED_ENTRIES_BUDGET_CHARS = _positive_int("CINDY_STORED_ENTRIES_BUDGET_CHARS", 40_000, minimum=0)
+CINDY_STORED_ENTRIES_BUDGET_CHARS = _positive_int("CINDY_STORED_ENTRIES_BUDGET_CHARS", 30_000, minimum=0)
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
 # 0: a quarter of the cap (llm.conversation.history_step).
 CINDY_HISTORY_STEP = _positive_int("CINDY_HISTORY_STEP", 0, minimum=0)

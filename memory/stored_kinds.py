@@ -84,6 +84,9 @@ class StoredKind:
     # kind, and the column that says how recently the agent used an entry (the most recent are kept).
     budgeted: bool = True
     recency_field: str = "created"
+    # The columns a prompt reads of each row (what `section_entry`, `owner_field`, `ordering` and the
+    # split need), so a turn skips the rest; empty: every column.
+    prompt_fields: tuple[str, ...] = ()
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
@@ -159,6 +162,16 @@ REMEMBER = register(
         owner_field="creation_channel_id",
         ordering=("position", "id"),
         recency_field="updated",  # set on every change, and never empty (`created` may be)
+        prompt_fields=(
+            "id",
+            "entry_id",
+            "content",
+            "created",
+            "created_raw",
+            "creation_channel",
+            "creation_channel_id",
+            "position",
+        ),
         section_order=10,
         file_property="memory",
     )

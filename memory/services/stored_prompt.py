@@ -26,7 +26,7 @@ from django.db.models import Q, QuerySet
 
 from memory.stored_kinds import StoreContext, StoredKind, stored_kind
 
-#: Rows read per query while filling a budget: about what a 40,000-character budget keeps of
+#: Rows read per query while filling a budget: about what a 30,000-character budget keeps of
 #: one-line memories in a few queries, without reading rows that cannot fit.
 BATCH = 100
 #: The share of a kind's budget its entries dated up to the history's first message (the system
@@ -82,7 +82,7 @@ def stored_prompt_entries(
         return PromptEntries()
     budget = stored_entries_budget() if budget is None else budget
     rows = spec.model.objects.filter(**spec.scope(context))
-    columns = [f.attname for f in spec.model._meta.concrete_fields]
+    columns = list(spec.prompt_fields) or [f.attname for f in spec.model._meta.concrete_fields]
     if budget <= 0 or not spec.budgeted:
         every = [SimpleNamespace(**row) for row in rows.order_by(*spec.ordering).values(*columns)]
         older, newer = _split(spec, every, boundary)
@@ -108,11 +108,12 @@ def stored_prompt_entries(
         created = spec.created_field
         older_query = rows.filter(Q(**{f"{created}__lte": boundary}) | Q(**{f"{created}__isnull": True}))
         newer_query = rows.filter(**{f"{created}__gt": boundary})
-    # Without a boundary the first query's rows are the first batch of the entries to fill.
-    first_batch = first if boundary is None else None
+    # The first query's older rows are the first of the older ranking (the same order, filtered): the
+    # older entries' queries go on after them.
+    older_first = first if boundary is None else _split(spec, first, boundary)[0]
     older = _fill(
         spec,
-        _batches(older_query.order_by(*recency), columns, first_batch),
+        _batches(older_query.order_by(*recency), columns, older_first),
         prefix_budget,
         context,
         hide_foreign_ids,
@@ -152,14 +153,14 @@ def _split(
 def _batches(
     ranked: QuerySet, columns: list[str], first: list[SimpleNamespace] | None = None
 ) -> Iterator[tuple[list[SimpleNamespace], bool]]:
-    """`ranked` BATCH rows per query (`first`: the first batch, already read), each with whether it is
-    the last (a short batch)."""
+    """`ranked` BATCH rows per query, each with whether it is the last (a short batch). `first`: its
+    first rows, already read (their count may be anything): the queries start after them."""
     read = 0
+    if first:
+        read = len(first)
+        yield first, False
     while True:
-        if first is not None and read == 0:
-            batch = first
-        else:
-            batch = [SimpleNamespace(**row) for row in ranked.values(*columns)[read : read + BATCH]]
+        batch = [SimpleNamespace(**row) for row in ranked.values(*columns)[read : read + BATCH]]
         read += len(batch)
         yield batch, len(batch) < BATCH
         if len(batch) < BATCH:
