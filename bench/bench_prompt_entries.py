@@ -2,7 +2,7 @@
 the prompt budget for stored entries (CINDY_STORED_ENTRIES_BUDGET_CHARS), beside the figures without
 it, measured in the same run.
 
-1. For agents with 100, 1,000 and 10,000 memories (each with a 40-message conversation), it prints the
+1. For agents with 100, 1,000 and 10,000 memories (each with a 500-message conversation, the default window), it prints the
    median CPU time of this process to build one planning request (over RUNS runs, the agents taking
    turns within a run, so a busy machine slows them all alike), the request's size and the size of its
    `# Global Memories` entries, in three modes:
@@ -36,7 +36,7 @@ COUNTS = (100, 1_000, 10_000)
 RUNS = 11
 TURNS = 100
 REMEMBER_EVERY = 5
-HISTORY = 40
+HISTORY = 500  # the default CINDY_HISTORY_SIZE: a full window, as a running agent has
 FLAT_GOAL = 1.5
 PREFIX_GOAL = 0.95
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
