@@ -2,8 +2,8 @@
 the prompt budget for stored entries (CINDY_STORED_ENTRIES_BUDGET_CHARS), beside the figures without
 it, measured in the same run.
 
-1. For agents with 100, 1,000 and 10,000 memories (each with a 500-message conversation, the default window), it prints the
-   median CPU time of this process to build one planning request (over RUNS runs, the agents taking
+1. For agents with 100, 1,000 and 10,000 memories (each with a 500-message conversation, the default
+   window), it prints the median CPU time of this process to build one planning request (over RUNS runs, the agents taking
    turns within a run, so a busy machine slows them all alike), the request's size and the size of its
    `# Global Memories` entries, in three modes:
    - budget: the default budget;
