@@ -370,6 +370,10 @@ CINDY_IMPORT_MAX_DOCUMENT_BYTES = _positive_int("CINDY_IMPORT_MAX_DOCUMENT_BYTES
 CINDY_IMPORT_MAX_MEMORY_BYTES = _positive_int("CINDY_IMPORT_MAX_MEMORY_BYTES", 4 * 1024 * 1024)
 CINDY_IMPORT_MAX_MEDIA_JSON_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_JSON_BYTES", 256 * 1024)
 CINDY_IMPORT_MAX_MEDIA_FILE_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_FILE_BYTES", 20 * 1024 * 1024)
+# The prompt budget for stored entries (memory.services.stored_prompt): the characters of entries each
+# stored kind (memories, notes, plans, intentions, events) may show per request, the most recently used
+# first; 0 shows every entry in every prompt, as the original system does.
+CINDY_STORED_ENTRIES_BUDGET_CHARS = _positive_int("CINDY_STORED_ENTRIES_BUDGET_CHARS", 30_000, minimum=0)
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
 # The most characters of text one planning turn may send (llm/parsing.py); the rest is dropped with a
 # note. Three full Telegram messages by default.

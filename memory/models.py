@@ -80,6 +80,11 @@ class Memory(models.Model):
         indexes = [
             # Prompt assembly: curated memories for (agent, partner) and episodic ones per agent.
             models.Index(fields=["agent", "kind", "partner_id"], name="memory_prompt_idx"),
+            # The prompt budget for stored entries (memory.services.stored_prompt): an agent's most
+            # recently used memories first, read a batch at a time without sorting all of them.
+            models.Index(fields=["agent", "kind", "updated"], name="memory_recent_idx"),
+            # The same, for the memories written since the history began (ranked by `created`).
+            models.Index(fields=["agent", "kind", "created"], name="memory_created_idx"),
         ]
 
     def __str__(self) -> str:

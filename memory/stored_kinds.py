@@ -80,6 +80,13 @@ class StoredKind:
     # that created an entry. Only that conversation (or an operator's) may change or delete the entry,
     # and other chats see it without its id (`entry_owned_by`). "" for per-conversation kinds.
     owner_field: str = ""
+    # The prompt budget for stored entries (`memory.services.stored_prompt`): whether it limits this
+    # kind, and the column that says how recently the agent used an entry (the most recent are kept).
+    budgeted: bool = True
+    recency_field: str = "created"
+    # The columns a prompt reads of each row (what `section_entry`, `owner_field`, `ordering` and the
+    # split need), so a turn skips the rest; empty: every column.
+    prompt_fields: tuple[str, ...] = ()
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
@@ -154,6 +161,17 @@ REMEMBER = register(
         section_entry=_memory_entry,
         owner_field="creation_channel_id",
         ordering=("position", "id"),
+        recency_field="updated",  # set on every change, and never empty (`created` may be)
+        prompt_fields=(
+            "id",
+            "entry_id",
+            "content",
+            "created",
+            "created_raw",
+            "creation_channel",
+            "creation_channel_id",
+            "position",
+        ),
         section_order=10,
         file_property="memory",
     )
@@ -265,6 +283,8 @@ SUMMARIZE = register(
         file_property="summary",
         per_channel=True,
         prompt_place="system",
+        # Consolidation keeps them few, and the history starts where they end: all of them are shown.
+        budgeted=False,
     )
 )
 

@@ -20,7 +20,7 @@ from llm.task_schema import INSTRUCTIONS_PROMPT, prompt_teaches, taught_kinds
 from media_catalog.models import MediaDescription, Sticker
 from media_catalog.selectors import library_items_of, sticker_access_of
 from memory.models import Memory
-from memory.services.stored import stored_entries_split
+from memory.services.stored_prompt import stored_prompt_entries
 from memory.stored_kinds import StoreContext, stored_kinds
 
 logger = logging.getLogger(__name__)
@@ -256,9 +256,24 @@ def _memory_json(memory: Memory) -> dict[str, Any]:
     return item
 
 
-def stored_section(title: str, entries: list[dict[str, Any]]) -> str:
-    """`# <title>` and the entries as a JSON list ("" without entries)."""
-    return f"# {title}\n\n" + _json_block(entries) if entries else ""
+def stored_section(title: str, entries: list[dict[str, Any]], *, left_out: int = 0) -> str:
+    """`# <title>` and the entries as a JSON list ("" without entries), and a line saying how many
+    more the prompt budget for stored entries left out (CINDY_STORED_ENTRIES_BUDGET_CHARS)."""
+    if not entries and not left_out:
+        return ""
+    parts = [f"# {title}", _json_block(entries)] if entries else [f"# {title}"]
+    if left_out:
+        parts.append(left_out_line(left_out))
+    return "\n\n".join(parts)
+
+
+def left_out_line(count: int) -> str:
+    """What the agent reads about the entries of a section that the prompt budget left out."""
+    entries = "entry is" if count == 1 else "entries are"
+    return (
+        f"{count:,} more {entries} stored but not shown here (only the most recently used fit in the "
+        "prompt); they can be recalled when they matter."
+    )
 
 
 @dataclass(frozen=True)
@@ -316,12 +331,15 @@ def stored_sections(
         if spec.kind not in present:  # the agent has no entry of this kind anywhere: no section
             continue
         boundary = history_began if spec.prompt_place == "split" else None  # None: all in the system
-        older, newer = stored_entries_split(
+        shown = stored_prompt_entries(
             kind=spec.kind, context=context, boundary=boundary, hide_foreign_ids=hide
         )
-        for entries, target in ((older, system), (newer, late)):
-            if entries:
-                text = stored_section(spec.section_title, entries)
+        for entries, left_out, target in (
+            (shown.older, shown.older_left_out, system),
+            (shown.newer, shown.newer_left_out, late),
+        ):
+            if entries or left_out:
+                text = stored_section(spec.section_title, entries, left_out=left_out)
                 target.append(PromptSection(f"stored:{spec.kind}", spec.section_title, text))
     return StoredSections(tuple(system), tuple(late), memories="remember" in present)
 
