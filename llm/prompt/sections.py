@@ -271,8 +271,7 @@ def left_out_line(count: int) -> str:
     """What the agent reads about the entries of a section that the prompt budget left out."""
     entries = "entry is" if count == 1 else "entries are"
     return (
-        f"{count:,} more {entries} stored but not shown here (only the most recently used fit in the "
-        "prompt); they can be recalled when they matter."
+        f"{count:,} more {entries} stored but not shown here: only the most recently used fit in the prompt."
     )
 
 
