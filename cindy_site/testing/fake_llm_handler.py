@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cindy_site.testing.fake_llm_wire import (
     CACHES_PATH,
@@ -34,14 +34,13 @@ from cindy_site.testing.fake_speech import (
     speech_pcm,
 )
 
-if TYPE_CHECKING:
-    from cindy_site.testing.fake_llm import FakeLLMServer
-
 
 class FakeLLMHandler(BaseHTTPRequestHandler):
     """One request to the fake server; `owner` is the `FakeLLMServer` whose queues answer it."""
 
-    owner: FakeLLMServer
+    #: The `cindy_site.testing.fake_llm.FakeLLMServer` it answers for (not imported: that module imports
+    #: this one).
+    owner: Any
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - keep test output quiet
