@@ -95,7 +95,8 @@ else
 fi
 
 # Tests run on CINDY_TEST_WORKERS processes (pytest-xdist; 2 by default, 0 for one process), a test
-# file to a process, unless the arguments choose (-n, -p no:xdist).
+# file to a process, unless the arguments choose (-n, -p no:xdist). The files that start real
+# processes are handed out first (cindy_site/testing/longest_first.py), so both processes end together.
 XDIST=()
 case " ${PYTEST_ARGS[*]-} " in
 *" -n"* | *"no:xdist"* | *"--numprocesses"*) ;;

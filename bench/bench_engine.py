@@ -14,7 +14,7 @@
   CINDY_LEAN_ENGINE=false;
 - one task worker's RSS after its first plan, in a real `runagents` with its `runworkers` pool and
   the fake LLM server as Gemini, and that first plan's latency with and without the LLM stack
-  preloaded (docs/engine.md, "Memory");
+  preloaded (docs/performance.md, "Memory");
 - `sandbox say` → reply stored, through a real `runagents` process and its task workers, with 1 and
   with 100 sandbox agents, less the read delay (set to 0) and the typing time (subtracted), with
   wake-ups beside the fixed tick and 0.2 s broker poll they replace; and the gateway's idle CPU in each.

@@ -79,7 +79,7 @@ CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 # The gateway (`runagents`) and the task workers (`runworkers`, or django-q2's `qcluster`) serve no
 # HTTP. With CINDY_LEAN_ENGINE on (the default) they load only what they use: no daphne (its app
 # imports Twisted and OpenSSL, about 24 MiB of each process) and no admin modules (the admin app does
-# not autodiscover them). docs/engine.md, "Memory", lists what these processes must not import.
+# not autodiscover them). docs/performance.md, "Memory", lists what these processes must not import.
 ENGINE_COMMANDS = ("runagents", "runworkers", "qcluster")
 ENGINE_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ENGINE_COMMANDS
 CINDY_LEAN_ENGINE = env.bool("CINDY_LEAN_ENGINE", default=True)

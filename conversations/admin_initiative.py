@@ -27,6 +27,7 @@ from media_catalog.models import LibraryItem
 from media_catalog.services.library import library_item_save, library_item_upload
 from memory.models import ScheduledEvent, ScheduleEntry, ScheduleRefresh
 from memory.schedule_times import TimeError, parse_event_time, parse_interval
+from memory.services.schedule import clash_label, schedule_clash
 
 # --- events -------------------------------------------------------------------------------------
 
@@ -120,16 +121,10 @@ class ScheduleEntryForm(forms.ModelForm):
             raise ValidationError(
                 {"end": f"The entry ends ({end:%Y-%m-%d %H:%M}) before it starts: give a later end."}
             )
-        clash = (
-            ScheduleEntry.objects.filter(agent=agent, start__lt=end, end__gt=start)
-            .exclude(pk=self.instance.pk)
-            .order_by("start")
-            .first()
-        )
+        clash = schedule_clash(agent_id=agent.pk, start=start, end=end, pk=self.instance.pk)
         if clash is not None:
             raise ValidationError(
-                f'This entry overlaps "{clash.activity}" ({clash.entry_id}, {clash.start:%Y-%m-%d %H:%M}-'
-                f"{clash.end:%H:%M}): move it, or change or delete that entry first."
+                f"This entry overlaps {clash_label(clash)}: move it, or change or delete that entry first."
             )
         return data
 

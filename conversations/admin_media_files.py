@@ -93,4 +93,4 @@ def description_file_download(site, request: HttpRequest, pk: int) -> HttpRespon
         )
     path, part = stored
     name = path.relative_to(Path(settings.MEDIA_ROOT)).as_posix()
-    return serve_media_file(request, _StoredFile(name), part.get("mime") or "", download=True)
+    return serve_media_file(request, _StoredFile(name), part.mime, download=True)

@@ -19,6 +19,7 @@ from django.conf import settings
 
 from conversations.models import ActivityEvent, Conversation, Message, NodeKind, TaskGraph, TaskNode
 from llm.conversation import agent_timezone, descriptions_for, render_media
+from media_catalog.parts import StoredMedia, media_items
 
 #: How many of the newest messages the log page shows (downloads take the whole conversation).
 LOG_LIMIT = 500
@@ -33,16 +34,16 @@ _LOGGED_EVENTS = (
 )
 
 
-def image_data_uri(part: dict[str, Any]) -> str:
+def image_data_uri(part: StoredMedia) -> str:
     """A data: URI for a stored image part (photos, static stickers), or "" when there is none."""
-    relative = str(part.get("file") or "")
+    relative = part.file
     if not relative:
         return ""
     root = Path(settings.MEDIA_ROOT).resolve()
     path = (root / relative).resolve()
     if not path.is_relative_to(root) or not path.is_file() or path.stat().st_size > MAX_EMBED_BYTES:
         return ""
-    mime = (part.get("mime") or mimetypes.guess_type(path.name)[0] or "").lower()
+    mime = (part.mime or mimetypes.guess_type(path.name)[0] or "").lower()
     if mime not in _IMAGE_MIMES:
         return ""
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
@@ -63,13 +64,13 @@ def _message_entry(
     translations: dict[int, str],
 ) -> dict[str, Any]:
     media = []
-    for part in message.media or []:
+    for part in media_items(message.media):
         media.append(
             {
-                "label": render_media(part, descriptions.get(part.get("unique_id", ""))),
+                "label": render_media(part, descriptions.get(part.unique_id)),
                 "data_uri": image_data_uri(part) if embed else "",
-                "unique_id": part.get("unique_id", ""),
-                "media_kind": part.get("media_kind", ""),
+                "unique_id": part.unique_id,
+                "media_kind": part.media_kind,
             }
         )
     who = (

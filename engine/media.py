@@ -35,6 +35,7 @@ from conversations.transport.base import AuthError, FloodWait, PermanentError, T
 from llm.media_caps import video_too_long
 from media_catalog.audio import is_transcribable, too_long
 from media_catalog.models import MediaDescription
+from media_catalog.parts import MediaPartError, StoredMedia, media_items
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +111,8 @@ def media_wanted(*, agent_id: int, after_pk: int, limit: int = SCAN_BATCH) -> li
         .order_by("pk")
         .values_list("pk", "conversation__peer_id", "message_id", "media", "deleted")[:limit]
     )
-    unique_ids = {p.get("unique_id") for r in rows for p in (r[3] or []) if p.get("unique_id")}
+    parsed = {pk: _parts(pk, media) for pk, _peer, _message, media, _deleted in rows}
+    unique_ids = {p.unique_id for items in parsed.values() for p in items if p.unique_id}
     usable = set(
         MediaDescription.objects.filter(unique_id__in=unique_ids)
         .filter(
@@ -120,24 +122,33 @@ def media_wanted(*, agent_id: int, after_pk: int, limit: int = SCAN_BATCH) -> li
         .values_list("unique_id", flat=True)
     )
     wanted = []
-    for pk, peer_id, message_id, media, deleted in rows:
+    for pk, peer_id, message_id, _media, deleted in rows:
         unique_id = None
         if not deleted:
-            for part in media or []:
-                uid = part.get("unique_id")
+            for part in parsed[pk]:
                 if video_too_long(part):
                     continue  # never described: not worth its download
                 if (
-                    uid
-                    and uid not in usable
-                    and not part.get("file")
-                    and not part.get("download_error")
+                    part.unique_id
+                    and part.unique_id not in usable
+                    and not part.file
+                    and not part.download_error
                     and not (is_transcribable(part) and too_long(part))  # past the cap: never heard
                 ):
-                    unique_id = uid
+                    unique_id = part.unique_id
                     break
         wanted.append(Wanted(pk, peer_id, message_id, unique_id))
     return wanted
+
+
+def _parts(message_pk: int, media: list | None) -> list[StoredMedia]:
+    """The message's parts; a malformed one is logged and its message skipped, so that one bad row
+    does not stall every later download of the agent."""
+    try:
+        return media_items(media)
+    except MediaPartError as exc:
+        logger.warning("message %s: media not downloaded: %s", message_pk, exc)
+        return []
 
 
 def media_attach(*, message_pk: int, unique_id: str, file: str = "", error: str = "") -> None:
@@ -148,7 +159,9 @@ def media_attach(*, message_pk: int, unique_id: str, file: str = "", error: str 
             return
         parts = []
         for part in message.media or []:
-            if part.get("unique_id") == unique_id:
+            # The stored part is kept whole (a send's own keys too); only its file or failure is added.
+            parsed = _parts(message_pk, [part])
+            if parsed and parsed[0].unique_id == unique_id:
                 part = {**part, "file": file} if file else {**part, "download_error": error[:300]}
             parts.append(part)
         Message.objects.filter(pk=message_pk).update(media=parts)

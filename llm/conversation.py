@@ -33,6 +33,7 @@ from llm.request import Part, Turn
 from llm.transcription import render_audio, transcript_fields
 from media_catalog.audio import is_transcribable
 from media_catalog.models import MediaDescription
+from media_catalog.parts import MediaItem, media_items
 from memory.services.summaries import summary_covered_id
 
 #: Summarized messages the history still shows before the first unsummarized one, for continuity.
@@ -221,17 +222,17 @@ def history_step(limit: int | None = None) -> int:
 
 def descriptions_for(messages: Iterable[Message]) -> dict[str, MediaDescription]:
     """The catalog rows for every media item in `messages`, in one query."""
-    ids = {p.get("unique_id") for m in messages for p in (m.media or []) if p.get("unique_id")}
+    ids = {p.unique_id for m in messages for p in media_items(m.media) if p.unique_id}
     if not ids:
         return {}
     return {d.unique_id: d for d in MediaDescription.objects.filter(unique_id__in=ids)}
 
 
-def render_media(part: dict[str, Any], description: MediaDescription | None, *, speaker: str = "") -> str:
+def render_media(part: MediaItem, description: MediaDescription | None, *, speaker: str = "") -> str:
     """Compact text for one media part, e.g. ‹the sticker 😂 from the set NNNNun that appears as …›;
     a voice note, audio or video note as its transcript (llm.transcription)."""
-    kind = part.get("media_kind") or "other"
-    own = (part.get("extra") or {}).get("transcript") if kind == "voice" else ""
+    kind = part.media_kind or "other"
+    own = part.transcript if kind == "voice" else ""
     if is_transcribable(part) and not own:
         return render_audio(part, description, speaker=speaker)
     described = ""
@@ -240,20 +241,19 @@ def render_media(part: dict[str, Any], description: MediaDescription | None, *, 
     if not described and (note := video_too_long(part)):
         return f"‹{note}›"
     if kind == "sticker":
-        name = part.get("sticker_name") or (description.sticker_name if description else "") or "?"
-        set_name = part.get("sticker_set_name") or (description.sticker_set_name if description else "")
+        name = part.sticker_name or (description.sticker_name if description else "") or "?"
+        set_name = part.sticker_set_name or (description.sticker_set_name if description else "")
         text = f"the sticker {name}" + (f" from the set {set_name}" if set_name else "")
     elif kind in _KIND_PHRASES:
         text = _KIND_PHRASES[kind]
     elif kind == "document":
-        file_name = part.get("file_name") or ""
-        text = f"a file {file_name}".rstrip()
+        text = f"a file {part.file_name}".rstrip()
     else:
         return f"‹media of kind {kind}›"
     if described:
         text += f" that appears as {described}"
     if own:  # one of the agent's own voice notes: what it said
-        text += f" saying: {' '.join(str(own).split())}"
+        text += f" saying: {' '.join(own.split())}"
     return f"‹{text}›"
 
 
@@ -279,13 +279,12 @@ def message_parts(
         parts.append({"kind": "header", "text": header_text(message, tz)})
     if message.text:
         parts.append({"kind": "text", "text": message.text})
-    for media in message.media or []:
-        unique_id = media.get("unique_id", "")
-        description = descriptions.get(unique_id)
+    for media in media_items(message.media):
+        description = descriptions.get(media.unique_id)
         rendered = {
             "kind": "media",
-            "media_kind": media.get("media_kind") or "other",
-            "unique_id": unique_id,
+            "media_kind": media.media_kind or "other",
+            "unique_id": media.unique_id,
         }
         if is_transcribable(media):  # heard media: the transcript, its speaker, duration and language
             speaker = message.sender_name or ("you" if message.is_agent else "unknown")

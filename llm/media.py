@@ -39,6 +39,7 @@ from llm.request import LLMRequest, Part, Turn
 from llm.routing import Route, UnknownModelError, resolve
 from media_catalog.audio import is_transcribable, too_long
 from media_catalog.models import MediaDescription
+from media_catalog.parts import MediaItem, StoredMedia, media_items
 
 logger = logging.getLogger(__name__)
 
@@ -70,20 +71,19 @@ def media_route() -> Route:
     return resolve(parameter("MEDIA_MODEL"))
 
 
-def _mime(part: dict[str, Any], path: Path) -> str:
-    return (part.get("mime") or mimetypes.guess_type(path.name)[0] or "").lower()
+def _mime(item: MediaItem, path: Path) -> str:
+    return (item.mime or mimetypes.guess_type(path.name)[0] or "").lower()
 
 
-def pending_media(messages: Iterable[Message | ChatMessage]) -> list[dict[str, Any]]:
+def pending_media(messages: Iterable[Message | ChatMessage]) -> list[StoredMedia]:
     """Media parts that may need a description, newest message first, one per unique id."""
     seen: set[str] = set()
-    found: list[dict[str, Any]] = []
+    found: list[StoredMedia] = []
     for message in sorted(messages, key=lambda m: (m.date, m.message_id), reverse=True):
-        for part in message.media or []:
-            unique_id = part.get("unique_id")
-            if unique_id and unique_id not in seen:
-                seen.add(unique_id)
-                found.append(part)
+        for item in media_items(message.media):
+            if item.unique_id and item.unique_id not in seen:
+                seen.add(item.unique_id)
+                found.append(item)
     return found
 
 
@@ -107,7 +107,7 @@ def warm_media_descriptions(
     if budget <= 0 or not parts:
         return 0
     known = {
-        d.unique_id: d for d in MediaDescription.objects.filter(unique_id__in=[p["unique_id"] for p in parts])
+        d.unique_id: d for d in MediaDescription.objects.filter(unique_id__in=[p.unique_id for p in parts])
     }
     spent = 0
     hearing = True  # False once the transcription route is not configured: pictures go on
@@ -118,15 +118,15 @@ def warm_media_descriptions(
             break
         if deadline is not None and deadline - get_clock().monotonic() < MIN_ATTEMPT_SECONDS:
             break
-        row = known.get(part["unique_id"])
+        row = known.get(part.unique_id)
         if row is not None and (row.status in _FINAL or row.is_curated or row.attempts >= MAX_ATTEMPTS):
             continue
         heard = is_transcribable(part)
-        if heard and (too_long(part) or not hearing or part["unique_id"] in own):
+        if heard and (too_long(part) or not hearing or part.unique_id in own):
             continue  # past the 5-minute cap: no call; the history says so (llm.transcription)
         if video_too_long(part):
             continue  # the history says so instead; nothing is downloaded or paid
-        relative = part.get("file") or (part.get("extra") or {}).get("file")
+        relative = part.stored_file
         if not relative:
             continue
         path = Path(settings.MEDIA_ROOT) / relative
@@ -165,15 +165,15 @@ def warm_media_descriptions(
 
 def _heard_ids(messages: Sequence[Message | ChatMessage], *, agent: bool) -> set[str]:
     return {
-        p["unique_id"]
+        p.unique_id
         for m in messages
         if m.is_agent == agent
-        for p in m.media or []
-        if p.get("unique_id") and is_transcribable(p)
+        for p in media_items(m.media)
+        if p.unique_id and is_transcribable(p)
     }
 
 
-def _transcribe(part: dict[str, Any], path: Path, **context: Any) -> bool:
+def _transcribe(part: MediaItem, path: Path, **context: Any) -> bool:
     """Transcribe one heard part; False when transcription is not configured (logged once a pass)."""
     from llm.transcription import transcribe_and_store
 
@@ -186,7 +186,7 @@ def _transcribe(part: dict[str, Any], path: Path, **context: Any) -> bool:
 
 
 def describe_file(
-    part: dict[str, Any],
+    part: MediaItem,
     path: Path,
     *,
     agent_id: int | None = None,
@@ -215,7 +215,7 @@ def describe_file(
         return MediaDescription.Status.UNSUPPORTED, None
     if path.stat().st_size > MAX_MEDIA_BYTES:
         return MediaDescription.Status.UNSUPPORTED, None
-    kind = part.get("media_kind") or "other"
+    kind = part.media_kind or "other"
     ask = _ASK.get(kind, f"Describe this {kind}.")
     request = LLMRequest(
         system=describe_instruction(kind, DESCRIBE_SYSTEM),
@@ -232,7 +232,7 @@ def describe_file(
     )
 
 
-def _describe_tgs(part: dict[str, Any], path: Path, *, route: Route, **call: Any) -> tuple[str, str | None]:
+def _describe_tgs(part: MediaItem, path: Path, *, route: Route, **call: Any) -> tuple[str, str | None]:
     """An animated sticker: its frames as images (the model cannot take Lottie); a file that does not
     render is `not_understood` (it never will), a model without image input `unsupported`."""
     if not provider_for(route.provider).supports_media(FRAME_MIME):
@@ -240,7 +240,7 @@ def _describe_tgs(part: dict[str, Any], path: Path, *, route: Route, **call: Any
     try:
         frames = tgs_frames(path.read_bytes(), count=settings.MEDIA_TGS_FRAMES)
     except TgsRenderError as exc:
-        logger.info("animated sticker %s cannot be rendered: %s", part.get("unique_id"), exc)
+        logger.info("animated sticker %s cannot be rendered: %s", part.unique_id, exc)
         return MediaDescription.Status.NOT_UNDERSTOOD, None
     parts = (
         Part(text=ASK_TGS.format(count=len(frames))),
@@ -288,14 +288,14 @@ def _ask(
     return MediaDescription.Status.OK, " ".join(reply.text.split())
 
 
-def _store(part: dict[str, Any], *, status: str, description: str | None, mime: str) -> None:
+def _store(part: MediaItem, *, status: str, description: str | None, mime: str) -> None:
     row, created = MediaDescription.objects.get_or_create(
-        unique_id=part["unique_id"],
+        unique_id=part.unique_id,
         defaults={
-            "kind": part.get("media_kind") or "other",
-            "sticker_set_name": part.get("sticker_set_name", ""),
-            "sticker_set_title": part.get("sticker_set_title", ""),
-            "sticker_name": part.get("sticker_name", ""),
+            "kind": part.media_kind or "other",
+            "sticker_set_name": part.sticker_set_name,
+            "sticker_set_title": part.sticker_set_title,
+            "sticker_name": part.sticker_name,
             "source": MediaDescription.Source.AI,
             "status": status,
             "description": description,

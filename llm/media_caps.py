@@ -10,10 +10,9 @@ cap lets the next turn describe the video.
 
 from __future__ import annotations
 
-from typing import Any
-
 from cindy_site.parameters import parameter
 from media_catalog.audio import is_transcribable
+from media_catalog.parts import MediaItem
 
 #: Media kinds the video cap applies to (a video note is a video part with `extra.round`).
 VIDEO_KINDS = frozenset({"video", "video_note", "animation", "gif"})
@@ -31,23 +30,21 @@ def _length(seconds: float) -> str:
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
-def video_kind(part: dict[str, Any]) -> str:
+def video_kind(item: MediaItem) -> str:
     """What the part is, in words: "a video note" for a round video, else its kind with its article."""
-    kind = part.get("media_kind") or ""
-    if kind == "video_note" or (kind == "video" and (part.get("extra") or {}).get("round")):
+    kind = item.media_kind
+    if kind == "video_note" or (kind == "video" and item.is_round):
         return "a video note"
     return {"gif": "a GIF", "animation": "an animation"}.get(kind, f"a {kind}")
 
 
-def video_too_long(part: dict[str, Any]) -> str | None:
+def video_too_long(item: MediaItem) -> str | None:
     """The history's note for a video part longer than the cap ("a video of 12 min: too long to
     describe"), or None when the part is not a video or is within the cap (or its length is unknown)."""
-    if (part.get("media_kind") or "") not in VIDEO_KINDS or is_transcribable(part):
+    if item.media_kind not in VIDEO_KINDS or is_transcribable(item) or item.duration is None:
         return None
-    duration = part.get("duration")
-    if not isinstance(duration, (int, float)) or isinstance(duration, bool):
-        return None
+    duration = item.duration
     cap = parameter("MEDIA_VIDEO_MAX_DURATION_SECONDS")
     if duration <= cap:
         return None
-    return f"{video_kind(part)} of {_length(duration)}: too long to describe"
+    return f"{video_kind(item)} of {_length(duration)}: too long to describe"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 
+from media_catalog.parts import MediaItem
 from media_catalog.previews import PreviewError, unpack_tgs
 
 TGS_MIME = "application/x-tgsticker"
@@ -24,15 +25,15 @@ class TgsRenderError(Exception):
     """The file is not a TGS animation that can be rendered (the message says why)."""
 
 
-def is_tgs(part: dict, head: bytes) -> bool:
+def is_tgs(item: MediaItem, head: bytes) -> bool:
     """Whether a media part is an animated sticker: by its MIME type, its sticker format, or (a sticker
     whose MIME type is missing) by the gzip signature of its first bytes."""
-    mime = (part.get("mime") or "").lower()
+    mime = item.mime.lower()
     if mime in (TGS_MIME, "application/gzip"):
         return True
-    if part.get("sticker_format") == "animated":
+    if item.sticker_format == "animated":
         return True
-    return part.get("media_kind") == "sticker" and not mime and head[:2] == b"\x1f\x8b"
+    return item.media_kind == "sticker" and not mime and head[:2] == b"\x1f\x8b"
 
 
 def frame_indices(total: int, count: int) -> list[int]:

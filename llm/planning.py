@@ -41,6 +41,7 @@ from llm.routing import UnknownModelError, routes_for
 from llm.summarization import summarize_turn
 from llm.task_schema import schema_kinds
 from llm.tasks import MAX_RETRIEVE_URLS, Task
+from media_catalog.parts import media_items
 from media_catalog.selectors import saved_stickers_of
 
 #: Time kept free at the end of the worker's timeout (CINDY_Q_TIMEOUT) for the engine to store the
@@ -321,10 +322,10 @@ def _only_stickers_the_agent_has(tasks: list[Task], *, agent, window, errors: li
         explicit.add((set_name.strip(), name.strip()))
     explicit |= {(str(s.get("set")), str(s.get("name"))) for s in saved_stickers_of(agent_id=agent.pk)}
     seen = {
-        part["sticker_set_name"]
+        part.sticker_set_name
         for message in window
-        for part in message.media or ()
-        if part.get("sticker_set_name")
+        for part in media_items(message.media)
+        if part.sticker_set_name
     }
     kept = []
     for task in tasks:

@@ -20,6 +20,7 @@ from conversations.models import Conversation
 from conversations.services.initiative import xsend_limit_refusal
 from memory.models import ScheduledEvent, ScheduleEntry
 from memory.schedule_times import TimeError, parse_entry_time, parse_event_time, parse_interval
+from memory.services.schedule import clash_label, schedule_clash
 
 if TYPE_CHECKING:
     from llm.kinds.base import Task
@@ -107,16 +108,11 @@ def _schedule(task: Task, conversation: Conversation) -> str:
     responsiveness = params.get("responsiveness")
     if responsiveness is not None and not 0 <= responsiveness <= 100:
         return f'schedule "responsiveness" is {responsiveness}: give 0 (asleep) to 100'
-    clash = (
-        ScheduleEntry.objects.filter(agent=agent, start__lt=end, end__gt=start)
-        .exclude(entry_id=task.id or "")
-        .order_by("start")
-        .first()
-    )
+    clash = schedule_clash(agent_id=agent.pk, start=start, end=end, entry_id=task.id or "")
     if clash is not None:
         return (
-            f'schedule entry {start:%Y-%m-%d %H:%M}-{end:%H:%M} overlaps "{clash.activity}" '
-            f"({clash.entry_id}, {clash.start:%Y-%m-%d %H:%M}-{clash.end:%H:%M}): change or delete that one first"
+            f"schedule entry {start:%Y-%m-%d %H:%M}-{end:%H:%M} overlaps {clash_label(clash)}: "
+            "change or delete that one first"
         )
     return ""
 

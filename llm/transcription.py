@@ -45,6 +45,7 @@ from media_catalog.audio import (
     too_long,
 )
 from media_catalog.models import MediaDescription
+from media_catalog.parts import MediaItem
 
 logger = logging.getLogger(__name__)
 
@@ -95,15 +96,15 @@ def transcription_route(*, agent_id: int | None, conversation_id: int | None = N
     return media if media.provider == "gemini" else chat
 
 
-def _mime(part: dict[str, Any], path: Path) -> str:
-    mime = (part.get("mime") or mimetypes.guess_type(path.name)[0] or "").lower()
+def _mime(part: MediaItem, path: Path) -> str:
+    mime = (part.mime or mimetypes.guess_type(path.name)[0] or "").lower()
     if mime in ("", "application/octet-stream") and path.suffix.lower() in (".ogg", ".oga", ".opus"):
         return "audio/ogg"
     return mime
 
 
 def transcribe_file(
-    part: dict[str, Any],
+    part: MediaItem,
     path: Path,
     *,
     agent_id: int | None = None,
@@ -183,7 +184,7 @@ def parse_transcript(reply: str) -> tuple[str, str]:
     )
 
 
-def store_transcript(part: dict[str, Any], transcript: Transcript, *, mime: str) -> MediaDescription:
+def store_transcript(part: MediaItem, transcript: Transcript, *, mime: str) -> MediaDescription:
     """Cache the outcome under the part's unique id; a curated row is never touched."""
     fields = {
         "status": transcript.status,
@@ -193,7 +194,7 @@ def store_transcript(part: dict[str, Any], transcript: Transcript, *, mime: str)
         "mime": mime[:100],
     }
     row, created = MediaDescription.objects.get_or_create(
-        unique_id=part["unique_id"],
+        unique_id=part.unique_id,
         defaults={"kind": audio_kind(part), "source": MediaDescription.Source.AI, "attempts": 1, **fields},
     )
     if created or row.is_curated:
@@ -206,7 +207,7 @@ def store_transcript(part: dict[str, Any], transcript: Transcript, *, mime: str)
     return row
 
 
-def transcribe_and_store(part: dict[str, Any], path: Path, **context: Any) -> MediaDescription:
+def transcribe_and_store(part: MediaItem, path: Path, **context: Any) -> MediaDescription:
     transcript = transcribe_file(part, path, **context)
     return store_transcript(part, transcript, mime=_mime(part, path))
 
@@ -218,7 +219,7 @@ def _duration_text(seconds: float) -> str:
     return f"{minutes} min {rest} s" if rest else f"{minutes} min"
 
 
-def render_audio(part: dict[str, Any], description: MediaDescription | None, *, speaker: str = "") -> str:
+def render_audio(part: MediaItem, description: MediaDescription | None, *, speaker: str = "") -> str:
     """One heard media part in the history: who speaks, how long, the language and the transcript,
     e.g. ‹a voice message from Ada, 3.2 s, in en: “See you at six.”›; past the cap, a note instead."""
     text = _LABELS.get(audio_kind(part), "an audio clip")
@@ -241,7 +242,7 @@ def render_audio(part: dict[str, Any], description: MediaDescription | None, *, 
 
 
 def transcript_fields(
-    part: dict[str, Any], description: MediaDescription | None, *, speaker: str
+    part: MediaItem, description: MediaDescription | None, *, speaker: str
 ) -> dict[str, Any]:
     """The transcript's facts for a message's rendered part (the prompt and the dashboard)."""
     usable = description is not None and description.status in _USABLE

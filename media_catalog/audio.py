@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from media_catalog.parts import MediaItem
+
 logger = logging.getLogger(__name__)
 
 #: The first bytes of an Ogg container (Telegram's voice notes are Opus in Ogg).
@@ -47,24 +49,22 @@ MAX_AUDIO_SECONDS = 300
 AUDIO_KINDS = ("voice", "audio", "video_note")
 
 
-def is_transcribable(part: dict) -> bool:
+def is_transcribable(item: MediaItem) -> bool:
     """A voice note, an audio file or a video note (Telegram's round video: kind video, `round`)."""
-    kind = part.get("media_kind")
-    return kind in AUDIO_KINDS or (kind == "video" and bool((part.get("extra") or {}).get("round")))
+    return item.media_kind in AUDIO_KINDS or (item.media_kind == "video" and item.is_round)
 
 
-def audio_kind(part: dict) -> str:
+def audio_kind(item: MediaItem) -> str:
     """The catalog kind of a transcribable part: a round video is a video note."""
-    kind = part.get("media_kind") or "audio"
+    kind = item.media_kind or "audio"
     return "video_note" if kind == "video" else kind
 
 
-def part_duration(part: dict) -> float | None:
-    value = part.get("duration")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def part_duration(item: MediaItem) -> float | None:
+    return float(item.duration) if item.duration is not None else None
 
 
-def too_long(part: dict, duration: float | None = None) -> bool:
+def too_long(item: MediaItem, duration: float | None = None) -> bool:
     """Past the cap: never transcribed (nor downloaded), the history says so instead."""
-    seconds = duration if duration is not None else part_duration(part)
+    seconds = duration if duration is not None else part_duration(item)
     return seconds is not None and seconds > MAX_AUDIO_SECONDS

@@ -25,6 +25,7 @@ from llm.policy_initiative import initiative_refusal
 from llm.tasks import Task, TaskError, validate_task
 from memory.models import ScheduleEntry
 from memory.schedule_times import TimeError, parse_entry_time
+from memory.services.schedule import clash_label, schedule_clash
 from memory.services.stored import StoredOutcome, stored_entry_apply
 from memory.stored_kinds import StoreContext, StoredKind, stored_kind
 
@@ -213,17 +214,9 @@ def _schedule_refusal(task: Task, *, agent: Agent) -> str:
         return str(exc)
     if end <= start:
         return f'"end_time" ({end:%Y-%m-%d %H:%M}) is not after "start_time" ({start:%Y-%m-%d %H:%M}): give a later end'
-    clash = (
-        ScheduleEntry.objects.filter(agent=agent, start__lt=end, end__gt=start)
-        .exclude(entry_id=task.id or "")
-        .order_by("start")
-        .first()
-    )
+    clash = schedule_clash(agent_id=agent.pk, start=start, end=end, entry_id=task.id or "")
     if clash is not None:
-        return (
-            f'this entry overlaps "{clash.activity}" ({clash.entry_id}, {clash.start:%Y-%m-%d %H:%M}-'
-            f"{clash.end:%H:%M}): move it, or change or delete that entry first"
-        )
+        return f"this entry overlaps {clash_label(clash)}: move it, or change or delete that entry first"
     return ""
 
 

@@ -110,7 +110,8 @@ class Conversation(models.Model):
 class Message(models.Model):
     """One Telegram message, upserted on (conversation, message_id) before anything else happens.
 
-    `media` is a list of media parts: {"kind": "media", "media_kind": ..., "unique_id": ..., ...}.
+    `media` is a list of media parts: {"kind": "media", "media_kind": ..., "unique_id": ..., ...}, written
+    by `MediaItem.to_part()` and read through `media_catalog.parts.media_items` (typed, checked once).
     `reactions` is a list of {"emoji": ..., "count": ..., "user_ids": [...], "unread": bool}.
     """
 

@@ -20,6 +20,7 @@ from conversations.selectors import conversation_by_key, message_by_key
 from conversations.services.activity import record_event
 from conversations.transport.base import ChatDetails, InboundMessage, MediaItem, ReactionInfo, SentMessage
 from media_catalog.models import LibraryItem, MediaDescription
+from media_catalog.parts import StoredMedia, media_items
 
 Kind = ActivityEvent.Kind
 
@@ -49,11 +50,11 @@ def redact_service_codes(text: str) -> str:
 def _keep_local_media(old: list[dict], new: list[dict]) -> list[dict]:
     """Carry what the gateway added to media parts (the downloaded `file`) over a re-delivery."""
     local = {
-        p.get("unique_id"): {k: p[k] for k in ("file", "download_error") if k in p}
-        for p in old or []
-        if p.get("unique_id")
+        p.unique_id: {k: v for k, v in (("file", p.file), ("download_error", p.download_error)) if v}
+        for p in media_items(old)
+        if p.unique_id
     }
-    return [{**part, **local.get(part.get("unique_id"), {})} for part in new]
+    return [{**part, **local.get(MediaItem.from_part(part).unique_id, {})} for part in new]
 
 
 def _set_last_message_at(conversation_id: int, at: dt.datetime) -> None:
@@ -363,17 +364,17 @@ def _preview(message: Message, *, agent_id: int) -> str:
     if message.text:
         return message.text[:200]
     if message.media:
-        return _media_preview(message.media[0], agent_id=agent_id)
+        return _media_preview(StoredMedia.from_part(message.media[0]), agent_id=agent_id)
     return ""
 
 
-def _media_preview(part: dict, *, agent_id: int) -> str:
+def _media_preview(part: MediaItem, *, agent_id: int) -> str:
     """A media part as the activity stream names it: "sticker SET NAME", or the kind and what the
     media shows (the catalog's description, the library's curated one) or else its file name or id."""
-    kind = part.get("media_kind") or "media"
+    kind = part.media_kind or "media"
     if kind == "sticker":
-        return " ".join(str(p) for p in (kind, part.get("sticker_set_name"), part.get("sticker_name")) if p)
-    unique_id = part.get("unique_id") or ""
+        return " ".join(p for p in (kind, part.sticker_set_name, part.sticker_name) if p)
+    unique_id = part.unique_id
     described = ""
     if unique_id:
         described = (
@@ -388,6 +389,6 @@ def _media_preview(part: dict, *, agent_id: int) -> str:
             .first()
             or ""
         )
-    transcript = str((part.get("extra") or {}).get("transcript") or "")  # what an agent's voice note says
-    label = " ".join(described.split()) or " ".join(transcript.split()) or part.get("file_name") or unique_id
+    transcript = part.transcript  # what an agent's voice note says
+    label = " ".join(described.split()) or " ".join(transcript.split()) or part.file_name or unique_id
     return f"{kind} {label[:200]}".strip()

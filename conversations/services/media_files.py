@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from django.apps import apps
 from django.conf import settings
@@ -23,6 +22,7 @@ from django.db import models
 from cindy_site.clock import now
 from conversations.models import Message
 from media_catalog.models import MediaDescription
+from media_catalog.parts import MediaItem, MediaPartError, StoredMedia
 
 #: The gateway's download folder (engine.media.MEDIA_STORE; named here so that reading it does not
 #: import the gateway's code).
@@ -64,12 +64,11 @@ def used_names() -> set[str]:
         )
     for media in Message.objects.exclude(media=[]).values_list("media", flat=True).iterator(chunk_size=2000):
         for part in media or []:
-            if not isinstance(part, dict):
-                continue
-            extra = part.get("extra") if isinstance(part.get("extra"), dict) else {}
-            for name in (part.get("file"), extra.get("file")):
-                if isinstance(name, str) and name:
-                    used.add(name)
+            try:
+                item = StoredMedia.from_part(part)
+            except MediaPartError:
+                continue  # a malformed part names no file it could keep
+            used.update(name for name in (item.file, item.stored_file) if name)
     return used
 
 
@@ -108,26 +107,27 @@ def unused_media_files_delete(*, names: list[str], grace: dt.timedelta = DEFAULT
     return deleted
 
 
-def media_description_file(row: MediaDescription) -> tuple[Path, dict[str, Any]] | None:
+def media_description_file(row: MediaDescription) -> tuple[Path, MediaItem] | None:
     """The file of a catalog row (the catalog's copy, else the newest downloaded copy a message
     names) and the media part that describes it; None when no copy is stored."""
     root = Path(settings.MEDIA_ROOT)
-    part: dict[str, Any] = {
-        "unique_id": row.unique_id,
-        "media_kind": row.kind,
-        "mime": row.mime,
-        "sticker_set_name": row.sticker_set_name,
-        "sticker_name": row.sticker_name,
-    }
+    part = MediaItem(
+        media_kind=row.kind,
+        unique_id=row.unique_id,
+        mime=row.mime,
+        sticker_set_name=row.sticker_set_name,
+        sticker_name=row.sticker_name,
+    )
     if row.file and (root / row.file.name).is_file():
         return root / row.file.name, part
     candidates = Message.objects.filter(media__icontains=row.unique_id).order_by("-date", "-pk")
     for media in candidates.values_list("media", flat=True)[:MESSAGES_LOOKED_AT]:
-        for found in media or []:
-            if not isinstance(found, dict) or found.get("unique_id") != row.unique_id:
-                continue
-            extra = found.get("extra") if isinstance(found.get("extra"), dict) else {}
-            name = found.get("file") or extra.get("file")
-            if name and (root / name).is_file():
-                return root / name, {**part, "mime": found.get("mime") or row.mime}
+        for stored in media or []:
+            try:
+                found = StoredMedia.from_part(stored)
+            except MediaPartError:
+                continue  # another copy may do
+            name = found.stored_file
+            if found.unique_id == row.unique_id and name and (root / name).is_file():
+                return root / name, replace(part, mime=found.mime or row.mime)
     return None

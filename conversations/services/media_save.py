@@ -24,6 +24,7 @@ from agents.services.telegram_requests import gateway_request_create
 from conversations.models import ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 from media_catalog.models import STICKER_KINDS, LibraryItem, MediaDescription, MediaKind, StickerAccess
+from media_catalog.parts import MediaItem, StoredMedia, media_items
 from media_catalog.services.curation import media_description_curate
 from media_catalog.services.library import library_item_save
 
@@ -67,19 +68,19 @@ class MediaSave:
         return f"The {label} {self.unique_id} is saved to the agent's library and curated in the catalog."
 
 
-def savable(part: dict[str, Any]) -> bool:
-    return bool(part.get("unique_id")) and part.get("media_kind") in SAVABLE_KINDS
+def savable(part: MediaItem) -> bool:
+    return bool(part.unique_id) and part.media_kind in SAVABLE_KINDS
 
 
-def _part_of(conversation: Conversation, message_id: int, unique_id: str) -> dict[str, Any]:
+def _part_of(conversation: Conversation, message_id: int, unique_id: str) -> StoredMedia:
     message = Message.objects.filter(conversation=conversation, message_id=message_id).first()
     if message is None:
         raise ValidationError(f"message #{message_id} is not in this conversation: reload the page")
-    part = next((p for p in message.media or [] if str(p.get("unique_id", "")) == unique_id), None)
+    part = next((p for p in media_items(message.media) if p.unique_id == unique_id), None)
     if part is None:
         raise ValidationError(f"message #{message_id} holds no media {unique_id!r}: reload the page")
     if not savable(part):
-        kind = part.get("media_kind") or "other"
+        kind = part.media_kind or "other"
         label = (
             "voice note"
             if kind == MediaKind.VOICE
@@ -93,9 +94,9 @@ def _part_of(conversation: Conversation, message_id: int, unique_id: str) -> dic
     return part
 
 
-def _stored_file(part: dict[str, Any]) -> Path | None:
+def _stored_file(part: StoredMedia) -> Path | None:
     """The file the gateway downloaded for this part, under MEDIA_ROOT; None when there is none."""
-    name = str(part.get("file") or "")
+    name = part.file
     if not name:
         return None
     root = Path(settings.MEDIA_ROOT).resolve()
@@ -103,15 +104,15 @@ def _stored_file(part: dict[str, Any]) -> Path | None:
     return path if path.is_relative_to(root) and path.is_file() else None
 
 
-def _curate(part: dict[str, Any], text: str) -> MediaDescription:
-    unique_id, kind = str(part["unique_id"]), str(part["media_kind"])
+def _curate(part: MediaItem, text: str) -> MediaDescription:
+    unique_id = part.unique_id
     row, created = MediaDescription.objects.get_or_create(
         unique_id=unique_id,
         defaults={
-            "kind": kind,
-            "mime": str(part.get("mime") or ""),
-            "sticker_set_name": str(part.get("sticker_set_name") or ""),
-            "sticker_name": str(part.get("sticker_name") or ""),
+            "kind": part.media_kind,
+            "mime": part.mime,
+            "sticker_set_name": part.sticker_set_name,
+            "sticker_name": part.sticker_name,
             "description": text,
             "source": MediaDescription.Source.CURATED,
             "status": MediaDescription.Status.CURATED,
@@ -145,19 +146,19 @@ def _kept(conversation: Conversation, unique_id: str) -> str:
     return Outcome.PENDING if pending else ""
 
 
-def _sandbox_item(conversation: Conversation, part: dict[str, Any], text: str) -> LibraryItem:
+def _sandbox_item(conversation: Conversation, part: StoredMedia, text: str) -> LibraryItem:
     path = _stored_file(part)
     if path is None:
         raise ValidationError(
-            f"the file of media {part['unique_id']} is not stored (it was not downloaded): "
+            f"the file of media {part.unique_id} is not stored (it was not downloaded): "
             "a sandbox library item needs the file"
         )
-    unique_id = str(part["unique_id"])
+    unique_id = part.unique_id
     item = LibraryItem(
         agent_id=conversation.agent_id,
         unique_id=unique_id,
-        kind=str(part["media_kind"]),
-        mime=str(part.get("mime") or ""),
+        kind=part.media_kind,
+        mime=part.mime,
         description=text,
     )
     with path.open("rb") as handle:
@@ -174,7 +175,7 @@ def conversation_media_save(
     part = _part_of(conversation, message_id, unique_id)
     if not text:
         raise ValidationError({"description": "write what the media shows: the agent reads it in its prompt"})
-    kind = str(part["media_kind"])
+    kind = part.media_kind
     with transaction.atomic():
         _curate(part, text)
         if kept := _kept(conversation, unique_id):
@@ -210,9 +211,9 @@ def conversation_media_save(
 def media_save_options(
     *, conversation: Conversation, parts: list[dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """For each savable media part (by unique id): its catalog text, to edit before saving, and
-    whether it is already in the agent's library. Two queries, for the page's every form."""
-    ids = {str(p["unique_id"]) for p in parts if savable(p)}
+    """For each savable media part (stored parts, by unique id): its catalog text, to edit before
+    saving, and whether it is already in the agent's library. Two queries, for the page's every form."""
+    ids = {p.unique_id for p in media_items(parts) if savable(p)}
     if not ids:
         return {}
     texts = dict(MediaDescription.objects.filter(unique_id__in=ids).values_list("unique_id", "description"))

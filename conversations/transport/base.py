@@ -14,9 +14,12 @@ Errors are part of the protocol:
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
+
+# Re-exported: the transports build the records below from it and name it here.
+from media_catalog.parts import MediaItem as MediaItem
 
 ChatKind = Literal["dm", "group", "channel"]
 
@@ -45,37 +48,6 @@ class AuthError(TransportError):
     def __init__(self, reason: str, message: str = "") -> None:
         self.reason = reason
         super().__init__(message or reason)
-
-
-@dataclass(frozen=True)
-class MediaItem:
-    """One piece of media in a message, normalised.
-
-    `media_kind` is a `media_catalog.models.MediaKind` value. `unique_id` is Telegram's stable
-    file unique id, the key of the media catalog.
-    """
-
-    media_kind: str
-    unique_id: str = ""
-    mime: str = ""
-    sticker_set_name: str = ""
-    sticker_set_title: str = ""
-    sticker_name: str = ""
-    sticker_format: str = ""  # static | animated | video
-    duration: float | None = None
-    file_name: str = ""
-    size: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_part(self) -> dict[str, Any]:
-        """The JSON part stored in `Message.media`."""
-        part = {"kind": "media", **{k: v for k, v in asdict(self).items() if v not in ("", None, {})}}
-        return part
-
-    @classmethod
-    def from_part(cls, part: dict[str, Any]) -> MediaItem:
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in part.items() if k in known})
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What the gateway and the task workers load (docs/engine.md, "Memory").
+"""What the gateway and the task workers load (docs/performance.md, "Memory").
 
 Each check runs in a fresh Python, as the process would start: what the test process itself has
 imported says nothing about a gateway's or a worker's memory.

@@ -15,6 +15,7 @@ from llm.conversation import (
 from llm.models import LLMCall
 from llm.tests.conftest import add_message
 from media_catalog.models import MediaDescription
+from media_catalog.parts import MediaItem
 
 
 def test_non_agent_messages_get_a_header_in_the_agents_timezone(dm, say):
@@ -71,12 +72,15 @@ def test_sticker_is_rendered_from_the_catalog(dm, say):
 
 
 def test_photo_without_description_and_unknown_kinds_are_placeholders():
-    assert render_media({"media_kind": "photo", "unique_id": "P"}, None) == "‹a photo›"
-    assert render_media({"media_kind": "hologram"}, None) == "‹media of kind hologram›"
+    assert render_media(MediaItem.from_part({"media_kind": "photo", "unique_id": "P"}), None) == "‹a photo›"
+    assert render_media(MediaItem.from_part({"media_kind": "hologram"}), None) == "‹media of kind hologram›"
     failed = MediaDescription(unique_id="P", status=MediaDescription.Status.TIMEOUT, description=None)
-    assert render_media({"media_kind": "photo"}, failed) == "‹a photo›"
+    assert render_media(MediaItem.from_part({"media_kind": "photo"}), failed) == "‹a photo›"
     ok = MediaDescription(unique_id="P", status=MediaDescription.Status.OK, description="a cake\non a table")
-    assert render_media({"media_kind": "photo"}, ok) == "‹a photo that appears as a cake on a table›"
+    assert (
+        render_media(MediaItem.from_part({"media_kind": "photo"}), ok)
+        == "‹a photo that appears as a cake on a table›"
+    )
 
 
 def test_history_is_chronological_and_skips_deleted_messages(dm, say):

@@ -17,6 +17,7 @@ from llm.media_tgs import TgsRenderError, frame_indices, tgs_frames
 from llm.models import LLMCall
 from llm.tests.conftest import add_message
 from media_catalog.models import MediaDescription
+from media_catalog.parts import MediaItem
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_an_animated_sticker_is_described_from_its_frames(dm, fake_llm, media_ro
     assert not any("x-tgsticker" in str(p) for p in parts)  # the Lottie file itself is never sent
     call = LLMCall.objects.get()
     assert call.purpose == "describe" and call.conversation_id == dm.pk
-    assert "that appears as A red square slides" in render_media(message.media[0], row)
+    assert "that appears as A red square slides" in render_media(MediaItem.from_part(message.media[0]), row)
 
 
 def test_an_animated_sticker_is_recognised_by_its_bytes_when_the_mime_is_missing(dm, fake_llm, media_root):
@@ -143,10 +144,18 @@ def test_a_video_past_the_cap_gets_a_note_and_no_call(dm, fake_llm, media_root, 
     assert warm_media_descriptions([long_video, long_note]) == 0
 
     assert fake_llm.requests == [] and not MediaDescription.objects.exists()
-    assert render_media(long_video.media[0], None) == "‹a video of 12 min: too long to describe›"
+    assert (
+        render_media(MediaItem.from_part(long_video.media[0]), None)
+        == "‹a video of 12 min: too long to describe›"
+    )
     # A video note is heard: past the 5-minute transcription cap, not the video cap.
-    assert "not transcribed, it is longer than the 5 min limit" in render_media(long_note.media[0], None)
-    assert video_too_long({"media_kind": "video", "duration": 75, "extra": {"round": True}}) is None
+    assert "not transcribed, it is longer than the 5 min limit" in render_media(
+        MediaItem.from_part(long_note.media[0]), None
+    )
+    assert (
+        video_too_long(MediaItem.from_part({"media_kind": "video", "duration": 75, "extra": {"round": True}}))
+        is None
+    )
 
 
 def test_a_video_within_the_cap_is_described(dm, fake_llm, media_root, settings):
@@ -157,20 +166,24 @@ def test_a_video_within_the_cap_is_described(dm, fake_llm, media_root, settings)
     assert warm_media_descriptions([short]) == 1
 
     assert MediaDescription.objects.get(unique_id="V2").description == "A cat jumps onto a table."
-    assert video_too_long(short.media[0]) is None
-    assert "too long" not in render_media(short.media[0], MediaDescription.objects.get(unique_id="V2"))
+    assert video_too_long(MediaItem.from_part(short.media[0])) is None
+    assert "too long" not in render_media(
+        MediaItem.from_part(short.media[0]), MediaDescription.objects.get(unique_id="V2")
+    )
 
 
 def test_the_cap_follows_the_setting(settings):
-    part = {"media_kind": "video", "duration": 90}
+    part = MediaItem(media_kind="video", duration=90)
     settings.MEDIA_VIDEO_MAX_DURATION_SECONDS = 60
     assert video_too_long(part) == "a video of 1 min: too long to describe"
     settings.MEDIA_VIDEO_MAX_DURATION_SECONDS = 120
     assert video_too_long(part) is None
-    assert video_too_long({"media_kind": "voice", "duration": 900}) is None  # audio has its own cap
-    assert video_too_long({"media_kind": "video"}) is None  # length unknown
+    assert (
+        video_too_long(MediaItem.from_part({"media_kind": "voice", "duration": 900})) is None
+    )  # audio has its own cap
+    assert video_too_long(MediaItem.from_part({"media_kind": "video"})) is None  # length unknown
     settings.MEDIA_VIDEO_MAX_DURATION_SECONDS = 10
-    assert video_too_long({"media_kind": "animation", "duration": 3900}) == (
+    assert video_too_long(MediaItem.from_part({"media_kind": "animation", "duration": 3900})) == (
         "an animation of 1 h 5 min: too long to describe"
     )
 
@@ -182,4 +195,4 @@ def test_a_curated_description_of_a_long_video_still_shows(dm, settings):
         unique_id="V3", source="curated", status="curated", description="Our trip."
     )
 
-    assert render_media(message.media[0], row) == "‹a video that appears as Our trip.›"
+    assert render_media(MediaItem.from_part(message.media[0]), row) == "‹a video that appears as Our trip.›"

@@ -17,6 +17,7 @@ from llm.models import LLMCall
 from llm.tests.conftest import add_message
 from llm.transcription import Transcript, store_transcript
 from media_catalog.models import MediaDescription
+from media_catalog.parts import MediaItem
 from media_catalog.services.curation import media_description_save
 
 SAID = "See you at six by the bakery."
@@ -134,7 +135,9 @@ def test_an_operators_corrected_transcript_wins(dm, fake_llm, media_root, ogg):
 
     row.description = SAID  # the admin's change form
     media_description_save(description=row, text_changed=True)
-    store_transcript(message.media[0], Transcript("ok", "overwritten?", "de", 3.2), mime="audio/ogg")
+    store_transcript(
+        MediaItem.from_part(message.media[0]), Transcript("ok", "overwritten?", "de", 3.2), mime="audio/ogg"
+    )
 
     row.refresh_from_db()
     assert (row.source, row.status, row.description, row.language) == ("curated", "curated", SAID, "en")

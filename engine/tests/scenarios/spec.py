@@ -1,6 +1,6 @@
 """Scenario files: one TOML file per scenario, read with the standard library's tomllib.
 
-A scenario drives one shipped persona through scripted turns. Its format (docs/engine.md,
+A scenario drives one shipped persona through scripted turns. Its format (docs/scenarios.md,
 "Scenarios"):
 
     persona = "Orla"                 # an agent of samples/agents/

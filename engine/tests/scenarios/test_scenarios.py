@@ -1,5 +1,5 @@
 """The scenario suite on the sandbox: every sample persona, driven through real processes by the
-scenario files in files/ (docs/engine.md, "Scenarios")."""
+scenario files in files/ (docs/scenarios.md, "Scenarios")."""
 
 from __future__ import annotations
 
