@@ -73,6 +73,7 @@ OWNER_ONLY: frozenset[str] = frozenset(
         "sandbox.sandboxtopic",
         "conversations.gatewaywake",
         "agents.accessrequest",
+        "llm.routebreaker",  # the LLM routes' health, shared by every agent's calls
     }
 )
 

@@ -80,7 +80,8 @@ def plan_turn(
        RETRIEVAL_MAX_ROUNDS times. A retrieve of only URLs already in context ends the rounds at once
        (no fetch, no further call; a note says so), as in the original. The pages earlier turns of
        the conversation fetched within CINDY_FETCHED_RESOURCE_LIFETIME_SECONDS are in context from
-       the start (llm/retrieved_kept.py).
+       the start (llm/retrieved_kept.py); a retrieve of one of those fetches it again, as it may
+       have changed since (`file:schedule.json` after a schedule task).
     5. Drop think tasks and kinds the agent's prompts do not teach, apply the policy (refusals become
        policy_refused events), make the pictures of the allowed image tasks (llm/images.py) and return.
 
@@ -119,14 +120,20 @@ def plan_turn(
     prompts, can_retrieve = turn_prompts(agent)  # read once: every round builds with them
     pages = list((graph.context or {}).get("retrieved") or [])
     own_urls = {page["url"] for page in pages}
-    kept = [page for page in pages_kept(graph, at=clock.now()) if page["url"] not in own_urls]
+    kept = [
+        page | {"kept": True} for page in pages_kept(graph, at=clock.now()) if page["url"] not in own_urls
+    ]
     if kept:
         # Stored in this graph, so the policy counts them as outside text and the transcript shows them.
         pages = kept + pages
         graph.context = _store_retrieved(graph.pk, pages)
     retrieved = [RetrievedPage(p["url"], p["content"]) for p in pages]
     fetched_at = {p["url"]: p.get("fetched_at") for p in pages}
-    fetched = {page.url for page in retrieved}
+    # Pages an earlier turn fetched (`kept`) are in context, but a retrieve of one fetches it again:
+    # it may have changed since (an agent's `file:schedule.json` after a schedule task). Only what this
+    # turn fetched counts as "already in context".
+    stale = {p["url"] for p in pages if p.get("kept")}
+    fetched = {page.url for page in retrieved} - stale
     retrieval_notes: list[str] = []
     repeat_notes: list[str] = []
     errors: list[str] = []
@@ -183,13 +190,20 @@ def plan_turn(
         rounds += 1
         skipped = new_urls[MAX_RETRIEVE_URLS:]
         for url in new_urls[:MAX_RETRIEVE_URLS]:
+            if url in stale:  # the earlier turn's copy gives way to this fetch
+                retrieved = [page for page in retrieved if page.url != url]
+                stale.discard(url)
             retrieved.append(
                 RetrievedPage(url, _retrieve(url, agent_id=agent.pk, deadline=deadline, so_far=retrieved))
             )
             fetched.add(url)
             fetched_at[url] = clock.now().isoformat()
         graph.context = _store_retrieved(
-            graph.pk, [asdict(p) | {"fetched_at": fetched_at.get(p.url)} for p in retrieved]
+            graph.pk,
+            [
+                asdict(p) | {"fetched_at": fetched_at.get(p.url)} | ({"kept": True} if p.url in stale else {})
+                for p in retrieved
+            ],
         )
         retrieval_notes = [_skipped_note(skipped)] if skipped else []
         if repeated:

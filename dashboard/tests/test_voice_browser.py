@@ -50,7 +50,7 @@ def test_the_sandbox_chat_plays_the_agents_voice_note(site_db, page, llm):  # no
     bubble = page.locator("#transcript .bubble.agent")
     expect(bubble.locator("audio")).to_have_count(1, timeout=60_000)
     expect(bubble.locator(".media.voice")).to_contain_text(f"voice {speech_seconds(TEXT):.1f} s")
-    expect(bubble.locator(".transcript")).to_have_text(TEXT)
+    expect(bubble.locator(".voice-says")).to_have_text(TEXT)
     audio = bubble.locator("audio")
     # HAVE_METADATA at least, and a finite duration: the browser loaded and parsed the Opus stream.
     page.wait_for_function(

@@ -61,7 +61,8 @@ DEEP = [
 def test_deep_nesting_is_a_clear_error_without_recursion_escaping(reply, work):
     result = parse_reply(reply)
     assert result.tasks == []
-    assert "not a JSON list of tasks" in result.errors[0]
+    assert f"nests brackets more than {parsing.MAX_NESTING} deep" in result.errors[0]
+    assert "nothing was sent" in result.errors[0]
     decoder, repaired = work
     assert decoder.chars <= parsing.SCAN_BUDGET_FACTOR * len(reply) + 10_000 + 2 * len(reply)
     assert repaired == []  # nothing nested that deep reaches json_repair
@@ -176,7 +177,10 @@ def test_a_valid_surrogate_pair_is_kept():
     assert result.tasks[0].params["text"] == "😀" and result.notes == []
 
 
-def test_a_two_million_character_send_is_split_and_capped():
+def test_a_two_million_character_send_is_split_and_capped(settings):
+    # The per-turn bound (CINDY_MAX_TURN_TEXT_CHARS, default 12,288) would cut the fourth part
+    # mid-sentence; it is tested apart (test_reply_bounds.py). Here: the split into MAX_SEND_PARTS.
+    settings.CINDY_MAX_TURN_TEXT_CHARS = 10_000_000
     text = ("A sentence that goes on. " * 80_000)[:2_000_000]
     result = parse_reply(j({"kind": "send", "id": "long", "text": text, "reply_to": 5}))
     parts = [t.params["text"] for t in result.tasks]

@@ -9,6 +9,7 @@ import pytest
 from agents.models import RolePrompt
 from llm.media import DESCRIBE_SYSTEM, describe_file
 from llm.prompt.instructions import TurnContext, specific_instructions
+from media_catalog.parts import MediaItem
 
 pytestmark = pytest.mark.django_db
 SCHEDULE = {"through": "2026-01-07T00:00:00+00:00", "filled_until": "2026-01-06T09:00:00+00:00"}
@@ -24,7 +25,7 @@ def media_root(settings, tmp_path):
 def _describe(dm, media_root, kind: str, mime: str) -> None:
     path = media_root / "chat" / f"{kind}-1.bin"
     path.write_bytes(b"\xff\xd8\xff fake bytes")
-    part = {"kind": "media", "media_kind": kind, "unique_id": f"{kind}-1", "mime": mime}
+    part = MediaItem(media_kind=kind, unique_id=f"{kind}-1", mime=mime)
     assert describe_file(part, path, agent_id=dm.agent_id, conversation_id=dm.pk)[0] == "ok"
 
 

@@ -2,7 +2,7 @@
 
 The expectations follow the original's parsers: its legacy Markdown parser as it was before the switch
 to JSON (headings `# «kind» [number]`, `delay: N` wait bodies, ```` ```markdown ```` fences stripped,
-plain text sent), and its JSON parser (ids kept and deduplicated with the last one winning, a `think`
+text before the first heading sent), and its JSON parser (ids kept and deduplicated with the last one winning, a `think`
 reusing an id cancels the task, `depends_on` kept). `think` tasks are left out of the comparison: the
 original dropped them while parsing, Cindy drops them in planning. Where Cindy reads a reply
 differently on purpose, the case is in `DIFFERENCES` below and in docs/compatibility.md.
@@ -61,8 +61,6 @@ MARKDOWN = [
     ("fenced-reply", "```markdown\n# «send»\nHi\n```", [send("Hi")]),
     ("fenced-reply-newline", "```markdown\n# «send»\nHi\n```\n", [send("Hi")]),
     ("fenced-body", "# «send»\n```markdown\n**bold** text\n```", [send("**bold** text\n")]),
-    ("plain-text", "Hello there", [send("Hello there")]),
-    ("plain-text-lines", "Hello there.\nHow are you?", [send("Hello there.\nHow are you?")]),
     ("text-then-heading", "Hello\n# «wait»\ndelay: 5", [send("Hello"), task("wait", {"delay": 5.0})]),
     ("think-then-send", "# «think»\nHmm.\n# «send»\nHi", [send("Hi")]),
     (
@@ -86,7 +84,6 @@ MARKDOWN = [
     ("kind-case", "# «Send»\nHi", [send("Hi")]),
     ("block", "# «block»", [task("block")]),
     ("unblock", "# «unblock»\n", [task("unblock")]),
-    ("no-space-heading-is-text", "#«send»\nHi", [send("#«send»\nHi")]),
     ("preamble-dropped", "# Title\nSome text\n# «send»\nHi", [send("Hi")]),
     (
         "sticker-extra-lines",
@@ -207,8 +204,14 @@ DIFFERENCES = [
         [task("sticker", {"sticker_set": "", "name": "👍", "reply_to": None})],
         None,
     ),
-    # Invalid JSON was retried by the original; Cindy repairs it (or sends plain text).
+    # Invalid JSON was retried by the original; Cindy repairs it.
     ("repaired-json", '[{"kind": "send", "text": "hi",}]', [send("hi")], None),
+    # The original sent a reply without any task heading as plain text; Cindy never sends text that
+    # is not a task list (issue 36 #8): the node gets an error line instead.
+    ("plain-text", "Hello there", [], "holds no task"),
+    ("plain-text-lines", "Hello there.\nHow are you?", [], "holds no task"),
+    # `#«send»` (no space) is no task heading, so this reply holds no task either.
+    ("no-space-heading-is-text", "#«send»\nHi", [], "holds no task"),
 ]
 
 
