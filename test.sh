@@ -5,7 +5,9 @@
 # SQLite by default; --mariadb (or CINDY_TEST_DB=mariadb) runs the same suite on MariaDB at
 # 127.0.0.1:3306 as root without a password, starting the server if it is installed but not running.
 # As root, missing Debian packages (chromium for the browser tests; promtool, from prometheus, to check
-# the /metrics exposition; the MySQL client headers for MariaDB) are installed with apt-get.
+# the /metrics exposition; the MySQL client headers, which the MariaDB driver builds against) are
+# installed with apt-get. The driver is installed on SQLite runs too: the cwimport tests read an
+# original installation's MySQL database, whichever database Cindy itself uses.
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/venv.sh
@@ -31,18 +33,19 @@ missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/promtool ] || missing+=(prometheus)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+for pkg in default-libmysqlclient-dev pkg-config build-essential python3-dev; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
 if [ "$DB" = mariadb ]; then
     # The multi-host placement test (engine/tests/test_multihost.py) links network namespaces with
     # veth pairs (iproute2) and forwards MariaDB and Redis into them (socat).
-    for pkg in default-libmysqlclient-dev pkg-config build-essential python3-dev socat iproute2; do
+    for pkg in socat iproute2; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
     done
 fi
 cindy_apt_install "${missing[@]}"
 
-requirements=(requirements/test.txt)
-[ "$DB" = mariadb ] && requirements+=(requirements/mysql.txt)
-cindy_venv "${requirements[@]}"
+cindy_venv requirements/test.txt requirements/mysql.txt
 
 mariadb_ping() {
     local client
@@ -70,22 +73,22 @@ if ! redis_ping && command -v redis-server >/dev/null 2>&1; then
     done
 fi
 
+# MariaDB holds Cindy's test database with --mariadb, and on both runs the original installation's
+# database that the cwimport tests read: start the installed server if none answers.
+if ! mariadb_ping && [ -x /usr/sbin/mariadbd ] && [ "$(id -u)" = 0 ]; then
+    echo "Starting MariaDB"
+    install -d -o mysql -g mysql /run/mysqld 2>/dev/null || true
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+    for _ in $(seq 1 60); do
+        mariadb_ping && break
+        sleep 1
+    done
+fi
 if [ "$DB" = mariadb ]; then
     if ! mariadb_ping; then
-        if [ -x /usr/sbin/mariadbd ] && [ "$(id -u)" = 0 ]; then
-            echo "Starting MariaDB"
-            install -d -o mysql -g mysql /run/mysqld 2>/dev/null || true
-            start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
-            for _ in $(seq 1 60); do
-                mariadb_ping && break
-                sleep 1
-            done
-        fi
-        if ! mariadb_ping; then
-            echo "error: MariaDB does not answer on 127.0.0.1:3306 as root without a password." >&2
-            echo "       Install and start it (apt-get install mariadb-server), or run ./test.sh without --mariadb." >&2
-            exit 1
-        fi
+        echo "error: MariaDB does not answer on 127.0.0.1:3306 as root without a password." >&2
+        echo "       Install and start it (apt-get install mariadb-server), or run ./test.sh without --mariadb." >&2
+        exit 1
     fi
     export DATABASE_URL=mysql://root@127.0.0.1:3306/cindy
     echo "Testing on MariaDB ($DATABASE_URL)"
