@@ -7,9 +7,12 @@ validate a name). The names are those of cw-telegram-agent's `LLM` field.
 - `grok` is GROK_MODEL (default `grok-4-fast-non-reasoning`); any other `grok…` name is that model.
 - `gpt` and `openai` are `gpt-5-mini` on OpenAI; any other name starting with `gpt` or `openai`
   (`gpt-5-mini`, `gpt-4o`) is that OpenAI model.
-- A name with a `/` (`anthropic/claude-sonnet-4.5`, `google/gemini-2.5-flash`) is an OpenRouter model;
+- A name with a `/` (`anthropic/claude-sonnet-4.5`, `google/gemini-2.5-flash`) is an OpenRouter model
+  (Claude through OpenRouter, as before Anthropic had a provider of its own);
   `openrouter` alone is OPENROUTER_MODEL (default `openrouter/auto`, OpenRouter's own router).
-- `openai:MODEL` and `openrouter:MODEL` name a model on that endpoint explicitly.
+- `claude` and `anthropic` are `claude-sonnet-4-6` on Anthropic's Messages API; any other name starting
+  with `claude` (`claude-haiku-4-5`, `claude-opus-4-1-20250805`) is that Anthropic model.
+- `openai:MODEL`, `openrouter:MODEL` and `anthropic:MODEL` name a model on that endpoint explicitly.
 - `NAME:MODEL` (`ollama:llama3.1`), where NAME is an endpoint of CINDY_LLM_ENDPOINTS, is that model
   on that OpenAI-compatible endpoint (a self-hosted server, or any other compatible API).
 
@@ -31,7 +34,7 @@ class UnknownModelError(ValueError):
 
 @dataclass(frozen=True)
 class Route:
-    provider: str  # gemini | grok | openai | openrouter | a CINDY_LLM_ENDPOINTS name
+    provider: str  # gemini | grok | openai | openrouter | anthropic | a CINDY_LLM_ENDPOINTS name
     model: str
 
 
@@ -39,7 +42,8 @@ GEMINI_DEFAULT = "gemini-3-flash-preview"
 GROK_DEFAULT = "grok-4-fast-non-reasoning"
 OPENAI_DEFAULT = "gpt-5-mini"
 OPENROUTER_DEFAULT = "openrouter/auto"
-PROVIDERS = ("gemini", "grok", "openai", "openrouter")
+ANTHROPIC_DEFAULT = "claude-sonnet-4-6"
+PROVIDERS = ("gemini", "grok", "openai", "openrouter", "anthropic")
 EMPTY_NAMES = ("", "none", "null")
 
 
@@ -64,7 +68,7 @@ def resolve(name: str | None) -> Route:
         return resolve(default)
     raw = (name or "").strip()
     lowered = raw.lower()
-    for prefix in ("openai", "openrouter"):
+    for prefix in ("openai", "openrouter", "anthropic"):
         if lowered.startswith(prefix + ":"):
             model = raw[len(prefix) + 1 :].strip()
             if not model:
@@ -93,9 +97,14 @@ def resolve(name: str | None) -> Route:
         return Route("openai", OPENAI_DEFAULT)
     if lowered.startswith(("gpt", "openai")):
         return Route("openai", raw)
+    if lowered in ("claude", "anthropic"):
+        return Route("anthropic", ANTHROPIC_DEFAULT)
+    if lowered.startswith("claude"):
+        return Route("anthropic", raw)
     raise UnknownModelError(
-        f'LLM "{raw}" is not a known name: use gemini, grok, gpt, openai or openrouter, a model name '
-        "starting with one of those (gemini-2.5-flash, gpt-5-mini), an OpenRouter name such as "
+        f'LLM "{raw}" is not a known name: use gemini, grok, gpt, openai, claude or openrouter, a model '
+        "name starting with one of those (gemini-2.5-flash, gpt-5-mini, claude-haiku-4-5), an OpenRouter "
+        "name such as "
         "anthropic/claude-sonnet-4.5, NAME:MODEL for an endpoint of CINDY_LLM_ENDPOINTS "
         "(ollama:llama3.1), or leave it empty for DEFAULT_AGENT_LLM"
     )

@@ -520,6 +520,12 @@ GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="")
 GROK_BASE_URL = env.str("GROK_BASE_URL", default="https://api.x.ai/v1")
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
 OPENROUTER_BASE_URL = env.str("OPENROUTER_BASE_URL", default="https://openrouter.ai/api/v1")
+# Claude models (`claude...` LLM names) through Anthropic's Messages API (llm/providers/anthropic.py);
+# an empty base URL is Anthropic's own (https://api.anthropic.com).
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="")
+# The Messages API needs a cap on each reply's length: tokens, within every Claude 4 model's limit.
+ANTHROPIC_MAX_TOKENS = _positive_int("ANTHROPIC_MAX_TOKENS", 8192)
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
 # LLM names tried in order, for agents whose persona has no "# LLM Fallback", when the agent's LLM
@@ -544,7 +550,7 @@ def _llm_endpoints(name: str) -> dict[str, str]:
                 f'{name}: "{pair}" is not name=url: write e.g. {name}=ollama=http://localhost:11434/v1 '
                 "(a name of letters, digits, - or _, starting with a letter; an http or https URL)"
             )
-        if label in ("gemini", "grok", "openai", "openrouter"):
+        if label in ("gemini", "grok", "openai", "openrouter", "anthropic"):
             raise ImproperlyConfigured(
                 f'{name}: "{label}" is a built-in provider: give the endpoint another name'
             )

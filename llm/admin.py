@@ -22,6 +22,7 @@ class LLMCallAdmin(ReadOnlyAdmin):
         "model",
         "input_tokens",
         "cached_tokens",
+        "cache_write_tokens",
         "output_tokens",
         "thinking_tokens",
         "cost",
@@ -52,6 +53,7 @@ class ModelPriceAdmin(admin.ModelAdmin):
         "audio_per_minute",
         "image_output_per_million",
         "cache_storage_per_million_hour",
+        "cache_write_per_million",
     ]
     list_editable = [
         "input_per_million",

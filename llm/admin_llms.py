@@ -48,6 +48,7 @@ _KEYS = {
     "grok": "GROK_API_KEY",
     "openai": "OPENAI_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
 }
 #: The OpenRouter table shows at most this many rows (filtered by the search box).
 OFFERED_ROWS = 300

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm.models import OfferedModel
-from llm.routing import GEMINI_DEFAULT, GROK_DEFAULT
+from llm.routing import ANTHROPIC_DEFAULT, GEMINI_DEFAULT, GROK_DEFAULT
 
 #: Names offered in the LLM field besides OpenRouter's list (any valid name is accepted).
 BUILT_IN_LLMS = (
@@ -14,6 +14,9 @@ BUILT_IN_LLMS = (
     "grok",
     GROK_DEFAULT,
     "gpt",
+    "claude",
+    ANTHROPIC_DEFAULT,
+    "claude-haiku-4-5",
     "openrouter",
 )
 

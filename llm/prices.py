@@ -20,7 +20,8 @@ from llm.routing import PROVIDERS, endpoint_names
 
 
 class DefaultPrice(NamedTuple):
-    """USD per million tokens unless named otherwise; `audio_input` None: the input price applies."""
+    """USD per million tokens unless named otherwise; `audio_input` and `cache_write` None: the input
+    price applies."""
 
     provider: str
     model_prefix: str
@@ -31,6 +32,7 @@ class DefaultPrice(NamedTuple):
     audio_per_minute: str = "0"
     image_output: str = "0"
     cache_storage_per_hour: str = "0"
+    cache_write: str | None = None
 
 
 # fmt: off
@@ -70,6 +72,14 @@ DEFAULT_PRICES: tuple[DefaultPrice, ...] = (
     DefaultPrice("elevenlabs", "eleven_v3", "100.00", "100.00", "0"),
     DefaultPrice("elevenlabs", "eleven_flash", "50.00", "50.00", "0"),
     DefaultPrice("elevenlabs", "eleven_turbo", "50.00", "50.00", "0"),
+    # Anthropic: cache reads at 0.1x the input price, cache writes (5-minute breakpoints) at 1.25x.
+    # Opus 4.5 and later cost a third of Opus 4 and 4.1 (`claude-opus-4-20250514`, `claude-opus-4-0`).
+    DefaultPrice("anthropic", "claude-opus-4", "5.00", "0.50", "25.00", cache_write="6.25"),
+    DefaultPrice("anthropic", "claude-opus-4-0", "15.00", "1.50", "75.00", cache_write="18.75"),
+    DefaultPrice("anthropic", "claude-opus-4-1", "15.00", "1.50", "75.00", cache_write="18.75"),
+    DefaultPrice("anthropic", "claude-opus-4-2025", "15.00", "1.50", "75.00", cache_write="18.75"),
+    DefaultPrice("anthropic", "claude-sonnet-4", "3.00", "0.30", "15.00", cache_write="3.75"),
+    DefaultPrice("anthropic", "claude-haiku-4", "1.00", "0.10", "5.00", cache_write="1.25"),
 )
 # fmt: on
 
@@ -90,6 +100,7 @@ def seed_default_prices(model: Any = ModelPrice) -> int:
                 "audio_per_minute": Decimal(row.audio_per_minute),
                 "image_output_per_million": Decimal(row.image_output),
                 "cache_storage_per_million_hour": Decimal(row.cache_storage_per_hour),
+                "cache_write_per_million": Decimal(row.cache_write) if row.cache_write else None,
             },
         )
         added += created
@@ -108,6 +119,7 @@ def model_price_validate(*, price: ModelPrice) -> None:
         "audio_per_minute",
         "image_output_per_million",
         "cache_storage_per_million_hour",
+        "cache_write_per_million",
     ):
         if (getattr(price, field) or 0) < 0:
             raise ValidationError({field: "prices cannot be negative"})

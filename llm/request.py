@@ -49,6 +49,8 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    #: Of input_tokens, those written to the provider's prompt cache (Anthropic bills them apart).
+    cache_write_tokens: int = 0
     thinking_tokens: int = 0
     #: Of input_tokens, those the provider counted as audio.
     audio_tokens: int = 0

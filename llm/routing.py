@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from cindy_site.llm_names import (
+    ANTHROPIC_DEFAULT,
     EMPTY_NAMES,
     GEMINI_DEFAULT,
     GROK_DEFAULT,
@@ -25,6 +26,7 @@ from cindy_site.llm_names import (
 from cindy_site.parameters import parameter
 
 __all__ = [
+    "ANTHROPIC_DEFAULT",
     "EMPTY_NAMES",
     "GEMINI_DEFAULT",
     "GROK_DEFAULT",

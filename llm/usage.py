@@ -36,6 +36,8 @@ def estimate_cost(
     provider: str, model: str, usage: Usage, *, price: ModelPrice | None | object = ...
 ) -> Decimal:
     """USD for one call. Cached input tokens are part of input tokens and billed at the cached rate;
+    tokens written to a prompt cache are part of input tokens and billed at the cache write rate where
+    the price row has one;
     audio tokens are part of input tokens and billed at the audio rate where the price row has one;
     thinking tokens are billed as output; image output tokens are part of output tokens and billed at
     the image output rate when the price has one; audio billed by duration costs its minutes at the
@@ -46,14 +48,17 @@ def estimate_cost(
     if price is None:
         return Decimal("0")
     cached = min(usage.cached_tokens, usage.input_tokens)
-    audio = min(usage.audio_tokens, usage.input_tokens - cached)
+    written = min(usage.cache_write_tokens, usage.input_tokens - cached)
+    audio = min(usage.audio_tokens, usage.input_tokens - cached - written)
     audio_rate = price.audio_input_per_million
+    write_rate = price.cache_write_per_million
     # Image output (a picture the model made) has its own rate where the price table gives one.
     images = min(usage.image_output_tokens, usage.output_tokens) if price.image_output_per_million else 0
     total = (
-        Decimal(usage.input_tokens - cached - audio) * price.input_per_million
+        Decimal(usage.input_tokens - cached - written - audio) * price.input_per_million
         + Decimal(audio) * (price.input_per_million if audio_rate is None else audio_rate)
         + Decimal(cached) * price.cached_input_per_million
+        + Decimal(written) * (price.input_per_million if write_rate is None else write_rate)
         + Decimal(usage.output_tokens - images + usage.thinking_tokens) * price.output_per_million
         + Decimal(images) * price.image_output_per_million
     ) / _MILLION
@@ -141,6 +146,7 @@ def llm_call_finish(
     call.input_tokens = usage.input_tokens
     call.output_tokens = usage.output_tokens
     call.cached_tokens = usage.cached_tokens
+    call.cache_write_tokens = usage.cache_write_tokens
     call.thinking_tokens = usage.thinking_tokens
     call.audio_tokens = usage.audio_tokens
     call.audio_seconds = usage.audio_seconds
@@ -156,6 +162,7 @@ def llm_call_finish(
             "input_tokens",
             "output_tokens",
             "cached_tokens",
+            "cache_write_tokens",
             "thinking_tokens",
             "audio_tokens",
             "audio_seconds",
@@ -255,7 +262,7 @@ def _record_call_event(call: LLMCall, *, detail: str = "") -> None:
             f"{call.purpose} {call.provider}/{call.model}: {detail}, ${call.cost}"
             if detail
             else f"{call.purpose} {call.provider}/{call.model} {call.status}: {call.input_tokens} in "
-            f"({call.cached_tokens} cached{explicit}), {call.output_tokens} out, ${call.cost}"
+            f"({call.cached_tokens} cached{explicit}{_written(call)}), {call.output_tokens} out, ${call.cost}"
         ),
         data={
             "llm_call_id": call.pk,
@@ -266,6 +273,7 @@ def _record_call_event(call: LLMCall, *, detail: str = "") -> None:
             "input_tokens": call.input_tokens,
             "output_tokens": call.output_tokens,
             "cached_tokens": call.cached_tokens,
+            **({"cache_write_tokens": call.cache_write_tokens} if call.cache_write_tokens else {}),
             "thinking_tokens": call.thinking_tokens,
             **({"audio_tokens": call.audio_tokens} if call.audio_tokens else {}),
             **({"audio_seconds": call.audio_seconds} if call.audio_seconds else {}),
@@ -275,6 +283,10 @@ def _record_call_event(call: LLMCall, *, detail: str = "") -> None:
             "latency_ms": call.latency_ms,
         },
     )
+
+
+def _written(call: LLMCall) -> str:
+    return f", {call.cache_write_tokens} written to the cache" if call.cache_write_tokens else ""
 
 
 def brain_nodes_release_unstarted(*, reason: str) -> int:

@@ -38,10 +38,10 @@ def test_a_persona_without_a_fallback_writes_no_fallback_section():
 
 
 def test_an_unknown_name_is_skipped_with_a_warning_naming_the_file_and_value():
-    read = persona("gpt-5-mini\nclaude-3-opus\nnone")
+    read = persona("gpt-5-mini\nllama-3-opus\nnone")
     assert read.llm_fallback == ["gpt-5-mini"]
     assert read.warnings[0].startswith(
-        'agents/Vera.md: "LLM Fallback" line "claude-3-opus": LLM "claude-3-opus" is not a known name'
+        'agents/Vera.md: "LLM Fallback" line "llama-3-opus": LLM "llama-3-opus" is not a known name'
     )
     assert read.warnings[0].endswith("; the line is skipped")
     assert read.warnings[1].startswith('agents/Vera.md: "LLM Fallback" line "none" names no LLM')

@@ -15,6 +15,8 @@ at this server through their base URL settings, and the SDKs build, send and par
 - OpenAI transcriptions: `POST .../audio/transcriptions` (multipart, as `audio.transcriptions.create`
   sends it); the recorded `json` holds the form's fields and the file (`filename`, `content_type`,
   `size`, `data_b64`). A whisper model's `verbose_json` answer carries the language and duration.
+- Anthropic: `POST .../v1/messages` (`fake_llm_anthropic.py`: tool use, usage, errors, and a stand-in
+  prompt cache, `prompt_cache`, that reads and writes the prefixes up to `cache_control` breakpoints).
 - OpenRouter's model list: `GET .../models` answers `{"data": models}` from the `models` attribute.
 - Speech (Gemini's speech output, ElevenLabs' text-to-speech; `fake_speech.py`) is answered at once,
   outside the reply queue, with a tone of `speech_seconds(text)`; `fail_next_speech` fails it.
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
+from cindy_site.testing.fake_llm_anthropic import PromptCache
 from cindy_site.testing.fake_llm_handler import FakeLLMHandler
 from cindy_site.testing.fake_llm_wire import (  # noqa: F401 - the wire formats, re-exported for tests
     Failure,
@@ -82,6 +85,8 @@ class FakeLLMServer:
         #: Explicit caches by name ("cachedContents/..."): the body they were made with, plus
         #: `tokens` and `expireTime`.
         self.caches: dict[str, dict[str, Any]] = {}
+        #: Anthropic's prompt cache: the prefixes up to the breakpoints of the requests so far.
+        self.prompt_cache = PromptCache()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -146,10 +151,12 @@ class FakeLLMServer:
         language: str = "",
         images: tuple[tuple[bytes, str], ...] = (),
         image_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> None:
         """Queue one reply. `blocked=True` answers as a safety block; `text=None` as an empty reply;
         `images` adds pictures (Gemini only), `image_tokens` of the output tokens being theirs. For a
-        transcription, `text` is the transcript and `language` the detected language."""
+        transcription, `text` is the transcript and `language` the detected language.
+        `cache_write_tokens`: input written to the prompt cache (Anthropic), on top of the stand-in's."""
         reply = FakeReply(
             text=text,
             input_tokens=input_tokens,
@@ -163,6 +170,7 @@ class FakeLLMServer:
             language=language,
             images=tuple(images),
             image_tokens=image_tokens,
+            cache_write_tokens=cache_write_tokens,
         )
         with self._lock:
             self._state.replies.append(reply)
@@ -214,13 +222,14 @@ class FakeLLMServer:
             self._state.failures.clear()
 
     def expire_caches(self) -> None:
-        """Drop every explicit cache, as their TTL running out would."""
+        """Drop every explicit cache and Anthropic's prompt cache, as their TTL running out would."""
         with self._lock:
             self.caches.clear()
+        self.prompt_cache.clear()
 
     def requests_to(self, kind: str) -> list[RecordedRequest]:
-        """The recorded requests of one kind: "generate" (Gemini generateContent), or "cache-create",
-        "cache-get", "cache-update", "cache-delete"."""
+        """The recorded requests of one kind: "generate" (Gemini generateContent), "anthropic"
+        (Messages API), or "cache-create", "cache-get", "cache-update", "cache-delete"."""
         with self._lock:
             if kind == "generate":
                 return [r for r in self.requests if r.api == "gemini" and r.path.endswith(":generateContent")]

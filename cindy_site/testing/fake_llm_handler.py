@@ -1,5 +1,5 @@
-"""The fake LLM server's HTTP handler: routes each request to a generate, transcription, speech,
-explicit-cache or model-list answer, as `cindy_site.testing.fake_llm` describes them."""
+"""The fake LLM server's HTTP handler: routes each request to a generate (Gemini, OpenAI, Anthropic),
+transcription, speech, explicit-cache or model-list answer, as `cindy_site.testing.fake_llm` describes them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from cindy_site.testing.fake_llm_anthropic import anthropic_response, is_anthropic_path
 from cindy_site.testing.fake_llm_wire import (
     CACHES_PATH,
     GEMINI_PATH,
@@ -73,6 +74,8 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
             return
         elif path.endswith("/chat/completions"):
             api, model = "openai", (body or {}).get("model", "") if isinstance(body, dict) else ""
+        elif is_anthropic_path(path):
+            api, model = "anthropic", (body or {}).get("model", "") if isinstance(body, dict) else ""
         else:
             self._send(404, {"error": {"code": 404, "message": f"no fake route for {path}"}})
             return
@@ -107,6 +110,15 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
             self._send_bytes(outcome.status, outcome.body, outcome.content_type)
         elif api == "gemini":
             self._send(200, gemini_response(outcome, model=model))
+        elif api == "anthropic":
+            reply = anthropic_response(
+                outcome,
+                body=body or {},
+                model=model,
+                cache=self.owner.prompt_cache,
+                response_id=response_id(),
+            )
+            self._send(200, reply)
         elif path.endswith("/audio/transcriptions"):
             self._send(200, transcription_response(outcome, form=body or {}))
         else:

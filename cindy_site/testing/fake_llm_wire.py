@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from cindy_site.testing.fake_llm_anthropic import anthropic_error
+
 GEMINI_PATH = re.compile(r"^/(?:[^/]+/)?models/(?P<model>[^/:]+):generateContent$")
 CACHES_PATH = re.compile(r"^/(?:[^/]+/)?cachedContents(?:/(?P<id>[^/]+))?$")
 STATUS_NAMES = {
@@ -35,7 +37,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     json: Any
-    api: str  # "gemini" or "openai"
+    api: str  # "gemini", "openai" or "anthropic" (or a cache, speech or model-list request's kind)
     model: str
     #: The explicit cache a generateContent named (its system instruction and contents): what the
     #: model is shown before the request's own contents.
@@ -58,6 +60,8 @@ class FakeReply:
     images: tuple[tuple[bytes, str], ...] = ()
     #: The part of output_tokens that is image output (`candidatesTokensDetails`, modality IMAGE).
     image_tokens: int = 0
+    #: Input written to the prompt cache (Anthropic's `cache_creation_input_tokens`).
+    cache_write_tokens: int = 0
 
 
 @dataclass
@@ -168,6 +172,8 @@ def cache_body(cache: dict[str, Any]) -> dict[str, Any]:
 
 
 def error_body(api: str, failure: Failure) -> dict[str, Any]:
+    if api == "anthropic":
+        return anthropic_error(failure.status, failure.message)
     if api == "gemini":
         status = STATUS_NAMES.get(failure.status, "UNKNOWN")
         return {"error": {"code": failure.status, "message": failure.message, "status": status}}

@@ -11,7 +11,8 @@ from cindy_site.testing.fake_llm import FakeLLMServer
 
 @pytest.fixture
 def fake_llm(settings) -> Iterator[FakeLLMServer]:
-    """A running FakeLLMServer; Gemini, Grok, OpenAI and OpenRouter settings point at it with test keys."""
+    """A running FakeLLMServer; Gemini, Grok, OpenAI, OpenRouter and Anthropic settings point at it with
+    test keys."""
     server = FakeLLMServer().start()
     settings.GEMINI_BASE_URL = server.url
     settings.GROK_BASE_URL = server.url + "/v1"
@@ -21,6 +22,8 @@ def fake_llm(settings) -> Iterator[FakeLLMServer]:
     settings.GROK_API_KEY = "test"
     settings.OPENAI_API_KEY = "test"
     settings.OPENROUTER_API_KEY = "test"
+    settings.ANTHROPIC_BASE_URL = server.url
+    settings.ANTHROPIC_API_KEY = "test"
     settings.DEFAULT_AGENT_LLM = "gemini"
     try:
         yield server

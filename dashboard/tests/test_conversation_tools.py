@@ -100,10 +100,10 @@ def test_gag_and_llm_controls_change_the_conversation(verified, chat):
     assert "uses grok/grok-4-fast-non-reasoning (from this conversation)" in response.content.decode()
 
     response = client.post(
-        f"/dashboard/conversations/{chat.pk}/llm/", {"llm_model": "claude-opus"}, follow=True
+        f"/dashboard/conversations/{chat.pk}/llm/", {"llm_model": "llama-70b"}, follow=True
     )
     assert Conversation.objects.get(pk=chat.pk).llm_model == "grok"
-    assert "LLM &quot;claude-opus&quot; is not a known name" in response.content.decode()
+    assert "LLM &quot;llama-70b&quot; is not a known name" in response.content.decode()
 
 
 def test_cancel_buttons_cancel_one_node_then_the_graph_then_the_agent_s_work(verified, chat):

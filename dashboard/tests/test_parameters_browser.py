@@ -98,9 +98,9 @@ def test_a_parameter_changed_in_the_admin_applies_to_the_next_turn_without_a_res
     expect(page.locator("#parameter-DEFAULT_AGENT_LLM td.source")).to_have_text("environment")
     # A name that does not route is refused, naming the parameter, the value and the fix.
     page.locator("#parameter-DEFAULT_AGENT_LLM a.edit-parameter").click()
-    page.fill("#id_value", "claude")
+    page.fill("#id_value", "llama")
     page.get_by_role("button", name="Save").click()
-    expect(page.locator(".errornote")).to_contain_text('DEFAULT_AGENT_LLM: LLM "claude" is not a known name')
+    expect(page.locator(".errornote")).to_contain_text('DEFAULT_AGENT_LLM: LLM "llama" is not a known name')
     assert not SiteParameter.objects.exists()
 
     _set_parameter(page, "DEFAULT_AGENT_LLM", "gemini-2.5-pro")

@@ -45,6 +45,9 @@ class LLMCall(models.Model):
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cached_tokens = models.PositiveIntegerField(default=0)
+    #: Of the input tokens, those written to the provider's prompt cache (Anthropic's
+    #: `cache_creation_input_tokens`, billed at the price's cache write rate).
+    cache_write_tokens = models.PositiveIntegerField(default=0)
     thinking_tokens = models.PositiveIntegerField(default=0)
     #: Of the input tokens, those the provider counted as audio (billed at the audio rate).
     audio_tokens = models.PositiveIntegerField(default=0)
@@ -113,6 +116,14 @@ class ModelPrice(models.Model):
         decimal_places=4,
         default=Decimal("0"),
         help_text="Image output tokens (a picture a model makes); 0: billed at the output price",
+    )
+    cache_write_per_million = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Input tokens written to a prompt cache, where the provider bills them apart "
+        "(Anthropic); empty: the input price",
     )
     cache_storage_per_million_hour = models.DecimalField(
         max_digits=10,

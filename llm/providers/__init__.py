@@ -1,7 +1,7 @@
 """Provider lookup: a route's provider name → a configured provider on its real SDK.
 
 Each SDK is imported on first use of its provider (google-genai costs about 27 MiB of a worker's
-memory, openai about 13 MiB): a deployment on one provider never loads the other.
+memory, openai about 13 MiB): a deployment on one provider never loads the others.
 """
 
 from __future__ import annotations
@@ -15,9 +15,18 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 def provider_for(name: str) -> Provider:
-    """The provider for `name` (gemini, grok, openai, openrouter, or a CINDY_LLM_ENDPOINTS name), keys
-    and endpoints from settings."""
+    """The provider for `name` (gemini, grok, openai, openrouter, anthropic, or a CINDY_LLM_ENDPOINTS
+    name), keys and endpoints from settings."""
     timeout = settings.LLM_TIMEOUT_SECONDS
+    if name == "anthropic":
+        from llm.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(
+            api_key=settings.ANTHROPIC_API_KEY,
+            base_url=settings.ANTHROPIC_BASE_URL,
+            timeout=timeout,
+            max_tokens=settings.ANTHROPIC_MAX_TOKENS,
+        )
     if name == "gemini":
         from llm.providers.gemini import GeminiProvider
 
@@ -42,8 +51,8 @@ def provider_for(name: str) -> Provider:
         )
     if name not in compatible:
         raise LLMConfigError(
-            f'provider "{name}" is unknown: use gemini, grok, openai or openrouter, or an endpoint '
-            "named in CINDY_LLM_ENDPOINTS"
+            f'provider "{name}" is unknown: use gemini, grok, openai, openrouter or anthropic, or an '
+            "endpoint named in CINDY_LLM_ENDPOINTS"
         )
     key_variable, base_url = compatible[name]
     return OpenAICompatibleProvider(
@@ -57,7 +66,9 @@ def provider_for(name: str) -> Provider:
 
 def provider_module_for(name: str) -> str:
     """The module that implements provider `name` (what a worker preloads for its default route)."""
-    return "llm.providers.gemini" if name == "gemini" else "llm.providers.openai_compat"
+    if name in ("gemini", "anthropic"):
+        return f"llm.providers.{name}"
+    return "llm.providers.openai_compat"
 
 
 __all__ = ["Provider", "provider_for", "provider_module_for"]

@@ -175,9 +175,9 @@ def test_a_refresh_keeps_the_rows_an_operator_added_or_edited(fake_llm, clock):
 
 def test_an_operator_adds_a_model_validated_by_routing_with_its_price(verified_client, clock):
     url = "/admin/llm/offeredmodel/add/"
-    form = {"llm_name": "claude-ish", "name": "", "position": "2", "offered": "on"}
+    form = {"llm_name": "llama-ish", "name": "", "position": "2", "offered": "on"}
     html = verified_client.post(url, form).content.decode()
-    assert "LLM &quot;claude-ish&quot; is not a known name" in html
+    assert "LLM &quot;llama-ish&quot; is not a known name" in html
     assert not OfferedModel.objects.exists()
 
     form.update(llm_name="openai:gpt-4o-mini", name="GPT-4o mini", input_per_million="0.15")

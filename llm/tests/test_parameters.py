@@ -77,7 +77,7 @@ def test_a_stored_value_that_no_longer_validates_is_ignored_and_named(settings, 
 @pytest.mark.parametrize(
     ("name", "raw", "message"),
     [
-        ("DEFAULT_AGENT_LLM", "claude", 'DEFAULT_AGENT_LLM: LLM "claude" is not a known name: use gemini'),
+        ("DEFAULT_AGENT_LLM", "llama", 'DEFAULT_AGENT_LLM: LLM "llama" is not a known name: use gemini'),
         ("DEFAULT_AGENT_LLM", "", "DEFAULT_AGENT_LLM is empty: give an LLM name"),
         ("MEDIA_MODEL", "openai:", 'MEDIA_MODEL: LLM "openai:": no model after "openai:"'),
         ("CINDY_IMAGE_MODEL", "gpt-5-mini", 'CINDY_IMAGE_MODEL is "gpt-5-mini": pictures are made by Gemini'),
@@ -150,8 +150,8 @@ def test_the_admin_form_refuses_a_bad_value_then_saves_and_resets(verified_clien
     url = f"{PAGE}parameters/DEFAULT_AGENT_LLM/"
     assert 'value="gemini"' in verified_client.get(url).content.decode()
 
-    html = verified_client.post(url, {"value": "claude"}).content.decode()
-    assert "DEFAULT_AGENT_LLM: LLM &quot;claude&quot; is not a known name" in html
+    html = verified_client.post(url, {"value": "llama"}).content.decode()
+    assert "DEFAULT_AGENT_LLM: LLM &quot;llama&quot; is not a known name" in html
     assert not SiteParameter.objects.exists()
 
     assert verified_client.post(url, {"value": "grok"}).status_code == 302

@@ -15,19 +15,20 @@ pytestmark = pytest.mark.django_db
 
 #: The migrations that seeded prices, with their seeding function, in the order they ran.
 SEEDING = [
-    ("0002_seed_model_prices", "seed_prices"),
-    ("0013_audio_usage_and_prices", "seed_audio_prices"),
-    ("0014_image_generation", "seed_image_prices"),
-    ("0018_voice_notes", "seed_speech_prices"),
-    ("0023_explicit_cache", "seed_storage_prices"),
+    ("conversations.migrations.0002_seed_model_prices", "seed_prices"),
+    ("conversations.migrations.0013_audio_usage_and_prices", "seed_audio_prices"),
+    ("conversations.migrations.0014_image_generation", "seed_image_prices"),
+    ("conversations.migrations.0018_voice_notes", "seed_speech_prices"),
+    ("conversations.migrations.0023_explicit_cache", "seed_storage_prices"),
+    ("llm.migrations.0003_anthropic_prompt_cache", "seed_anthropic_prices"),
 ]
 
 
 class _PriceModelApps:
-    """What the migrations' functions ask `apps` for: the price model, under its old app."""
+    """What the migrations' functions ask `apps` for: the price model, under its old app or this one."""
 
     def get_model(self, app_label: str, name: str):
-        assert (app_label, name) == ("conversations", "ModelPrice")
+        assert (app_label, name) in (("conversations", "ModelPrice"), ("llm", "ModelPrice"))
         return ModelPrice
 
 
@@ -41,6 +42,7 @@ def _table() -> dict[tuple[str, str], tuple]:
             p.audio_per_minute,
             p.image_output_per_million,
             p.cache_storage_per_million_hour,
+            p.cache_write_per_million,
         )
         for p in ModelPrice.objects.all()
     }
@@ -49,9 +51,7 @@ def _table() -> dict[tuple[str, str], tuple]:
 def test_seeding_gives_the_table_the_migrations_seeded_one_after_the_other():
     ModelPrice.objects.all().delete()
     for name, function in SEEDING:
-        getattr(importlib.import_module(f"conversations.migrations.{name}"), function)(
-            _PriceModelApps(), None
-        )
+        getattr(importlib.import_module(name), function)(_PriceModelApps(), None)
     migrated = _table()
     ModelPrice.objects.all().delete()
 

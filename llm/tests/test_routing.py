@@ -22,6 +22,11 @@ from llm.routing import Route, UnknownModelError, resolve, route_for
         ("google/gemini-2.5-flash", Route("openrouter", "google/gemini-2.5-flash")),
         ("openrouter", Route("openrouter", "openrouter/auto")),
         ("openrouter:meta/llama", Route("openrouter", "meta/llama")),
+        ("claude", Route("anthropic", "claude-sonnet-4-6")),
+        ("anthropic", Route("anthropic", "claude-sonnet-4-6")),
+        ("claude-haiku-4-5", Route("anthropic", "claude-haiku-4-5")),
+        ("Claude-Opus-4-1-20250805", Route("anthropic", "Claude-Opus-4-1-20250805")),
+        ("anthropic:claude-opus-4-5", Route("anthropic", "claude-opus-4-5")),
     ],
 )
 def test_every_name_the_original_accepts_routes_the_same_way(name, route, settings):
@@ -48,8 +53,10 @@ def test_a_conversation_override_beats_the_agent_unless_it_is_none(settings):
 
 
 def test_an_unknown_name_and_an_empty_default_are_clear_errors(settings):
-    with pytest.raises(UnknownModelError, match='LLM "claude-3" is not a known name'):
-        resolve("claude-3")
+    with pytest.raises(UnknownModelError, match='LLM "llama-3" is not a known name'):
+        resolve("llama-3")
+    with pytest.raises(UnknownModelError, match='no model after "anthropic:"'):
+        resolve("anthropic:")
     settings.DEFAULT_AGENT_LLM = "none"
     with pytest.raises(UnknownModelError, match="DEFAULT_AGENT_LLM is empty"):
         resolve("")
