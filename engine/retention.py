@@ -85,7 +85,14 @@ def prune_counts(*, at: dt.datetime | None = None) -> dict[str, int]:
 
 
 #: The LLMCall fields summed into LLMUsageDaily (besides the count of calls).
-USAGE_SUMS = ("input_tokens", "cached_tokens", "output_tokens", "thinking_tokens", "cost")
+USAGE_SUMS = (
+    "input_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "thinking_tokens",
+    "cost",
+)
 #: Of those, what Gemini explicit caches served (cached tokens) and cost (calls of purpose `cache`).
 CACHE_SUMS = ("explicit_cached_tokens", "cache_cost")
 

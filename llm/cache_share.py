@@ -7,8 +7,9 @@ totals (`LLMUsageDaily`): the two never hold the same call. For each agent (and 
   explicit cache;
 - the cached share: cached / input;
 - saved by caching: the cached tokens at the full input price minus what they cost at the cached
-  price, less what making and keeping the explicit caches cost (`LLMCall` purpose `cache`); shown
-  apart for the implicit and the explicit caches.
+  price, less what making and keeping the explicit caches cost (`LLMCall` purpose `cache`) and what
+  writing to a prompt cache cost beyond the input price (Anthropic's cache writes,
+  `LLMCall.cache_write_tokens`); shown apart for the implicit and the explicit caches.
 
 Prices are the price table's today (`ModelPrice`, longest model prefix), as for every cost Cindy
 shows; a model without a price saves nothing.
@@ -94,10 +95,9 @@ class _Prices:
 
     def __init__(self) -> None:
         self._rows = list(ModelPrice.objects.all())
-        self._memo: dict[tuple[str, str], Decimal] = {}
+        self._memo: dict[tuple[str, str], ModelPrice | None] = {}
 
-    def cached_discount(self, provider: str, model: str) -> Decimal:
-        """USD a cached token saves: the input price minus the cached input price, per token."""
+    def _price(self, provider: str, model: str) -> ModelPrice | None:
         key = (provider, model)
         if key not in self._memo:
             best: ModelPrice | None = None
@@ -105,12 +105,25 @@ class _Prices:
                 if row.provider == provider and model.startswith(row.model_prefix):
                     if best is None or len(row.model_prefix) > len(best.model_prefix):
                         best = row
-            self._memo[key] = (
-                Decimal("0")
-                if best is None
-                else (best.input_per_million - best.cached_input_per_million) / _MILLION
-            )
+            self._memo[key] = best
         return self._memo[key]
+
+    def cached_discount(self, provider: str, model: str) -> Decimal:
+        """USD a cached token saves: the input price minus the cached input price, per token."""
+        best = self._price(provider, model)
+        return (
+            Decimal("0")
+            if best is None
+            else (best.input_per_million - best.cached_input_per_million) / _MILLION
+        )
+
+    def write_premium(self, provider: str, model: str) -> Decimal:
+        """USD writing a token to a prompt cache costs beyond its input price (Anthropic's cache writes),
+        per token; 0 where writes are billed as input."""
+        best = self._price(provider, model)
+        if best is None or best.cache_write_per_million is None:
+            return Decimal("0")
+        return (best.cache_write_per_million - best.input_per_million) / _MILLION
 
 
 def cache_shares(
@@ -144,7 +157,12 @@ def cache_shares(
     rows = (
         calls.annotate(hour=TruncHour("created", tzinfo=dt.UTC))
         .values("hour", "agent_id", "agent__name", "provider", "model", "purpose", "explicit_cache")
-        .annotate(input=Sum("input_tokens"), cached=Sum("cached_tokens"), cost=Sum("cost"))
+        .annotate(
+            input=Sum("input_tokens"),
+            cached=Sum("cached_tokens"),
+            written=Sum("cache_write_tokens"),
+            cost=Sum("cost"),
+        )
         .order_by()
     )
     for row in rows:
@@ -156,6 +174,9 @@ def cache_shares(
         share.input_tokens += row["input"] or 0
         share.cached_tokens += cached
         gross = cached * prices.cached_discount(row["provider"], row["model"])
+        # Writing the prefix a later turn reads costs more than sending it (Anthropic): that is set
+        # against what the reads saved.
+        gross -= (row["written"] or 0) * prices.write_premium(row["provider"], row["model"])
         if row["explicit_cache"]:
             share.explicit_cached_tokens += cached
             share.explicit_gross += gross
@@ -169,6 +190,9 @@ def cache_shares(
         share.cached_tokens += rollup.cached_tokens
         share.explicit_cached_tokens += explicit
         share.implicit_gross += (rollup.cached_tokens - explicit) * discount
+        share.implicit_gross -= rollup.cache_write_tokens * prices.write_premium(
+            rollup.provider, rollup.model
+        )
         share.explicit_gross += explicit * discount
         share.cache_cost += rollup.cache_cost
     by_agent = sorted(shares.values(), key=lambda s: s.agent)

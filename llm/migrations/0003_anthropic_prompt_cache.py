@@ -45,6 +45,11 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
+            model_name="llmusagedaily",
+            name="cache_write_tokens",
+            field=models.PositiveBigIntegerField(default=0),
+        ),
+        migrations.AddField(
             model_name="modelprice",
             name="cache_write_per_million",
             field=models.DecimalField(

@@ -25,7 +25,16 @@ def utc(settings):
 
 
 def _call(
-    agent, *, input_tokens, cached, explicit=False, purpose="plan", cost="0", model=FLASH, provider="gemini"
+    agent,
+    *,
+    input_tokens,
+    cached,
+    explicit=False,
+    purpose="plan",
+    cost="0",
+    model=FLASH,
+    provider="gemini",
+    written=0,
 ):
     return LLMCall.objects.create(
         created=now(),
@@ -35,6 +44,7 @@ def _call(
         purpose=purpose,
         input_tokens=input_tokens,
         cached_tokens=cached,
+        cache_write_tokens=written,
         explicit_cache=explicit,
         cost=Decimal(cost),
     )
@@ -100,6 +110,22 @@ def test_pruned_calls_keep_their_share_and_saving(agent, clock, utc, settings):
     assert report.deleted["llm_calls"] == 3
     assert [r.as_row() for r in cache_shares(days=7)] == before
     assert before[1]["explicit_cached_tokens"] == 1500 and before[1]["cache_cost"] == "0.000300"
+
+
+def test_what_writing_to_anthropics_cache_cost_beyond_input_is_set_against_its_reads(
+    agent, clock, utc, settings
+):
+    settings.CINDY_RETAIN_LLM_CALLS_DAYS = 3
+    _call(agent, input_tokens=1500, cached=0, written=1200, provider="anthropic", model="claude-sonnet-4-6")
+    _call(agent, input_tokens=1500, cached=1200, written=200, provider="anthropic", model="claude-sonnet-4-6")
+
+    [day] = cache_shares(days=7)
+
+    # 1200 read at 3.00 - 0.30 saved, 1400 written at 3.75 - 3.00 paid, per million
+    assert day.implicit_saved == day.saved == Decimal("0.002190")
+    clock.advance(hours=24 * 5)
+    retention_run()
+    assert [r.as_row() for r in cache_shares(days=7)] == [day.as_row()]
 
 
 def test_the_llm_page_shows_the_cached_share_per_agent_and_day(verified_client, agent, clock, utc):
