@@ -1,7 +1,7 @@
 """Claude through Anthropic's Messages API with the anthropic SDK.
 
 - The system instruction is one system block; the turns are user/assistant messages (consecutive
-  turns of one role are one message, as the API would join them anyway).
+  turns of one role are one message, as the API would join them anyway), each turn's text one block.
 - Prompt caching: the API caches a request's prefix (tools, then system, then messages) up to each
   `cache_control` breakpoint. Two breakpoints mark the prefix the prompt builder keeps stable (see
   `llm.prompt.builder`): the end of the system block, and the end of the history
@@ -128,12 +128,15 @@ def build_messages(request: LLMRequest) -> list[dict[str, Any]]:
     """The turns as messages: the agent's as `assistant`, everyone else's as `user`; consecutive turns
     of one role joined; text parts with no text left out (the API refuses empty text blocks).
 
-    The last block of the stable turns (the history) carries the second cache breakpoint.
+    The last block of the stable turns (the history) carries the second cache breakpoint. The API
+    looks for an earlier cache entry at most 20 blocks before a breakpoint, so a turn's text parts
+    are one block (joined by newlines, as the OpenAI-compatible providers join them): the history a
+    conversation adds between two turns then stays well within that reach.
     """
     messages: list[dict[str, Any]] = []
     stable_end: dict[str, Any] | None = None
     for index, turn in enumerate(request.turns):
-        blocks = [content_block(p) for p in turn.parts if p.is_media or p.text.strip()]
+        blocks = _turn_blocks(turn.parts)
         if not blocks:
             continue
         role = "assistant" if turn.role == "agent" else "user"
@@ -148,6 +151,24 @@ def build_messages(request: LLMRequest) -> list[dict[str, Any]]:
     if stable_end is not None:
         stable_end["cache_control"] = dict(EPHEMERAL)
     return messages
+
+
+def _turn_blocks(parts: tuple[Part, ...]) -> list[dict[str, Any]]:
+    """One turn's blocks: each run of text parts as one text block, each media part as its own."""
+    blocks: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for part in parts:
+        if not part.is_media:
+            if part.text.strip():
+                texts.append(part.text)
+            continue
+        if texts:
+            blocks.append({"type": "text", "text": "\n".join(texts)})
+            texts = []
+        blocks.append(content_block(part))
+    if texts:
+        blocks.append({"type": "text", "text": "\n".join(texts)})
+    return blocks
 
 
 class AnthropicProvider:

@@ -62,8 +62,9 @@ def _check(name: str, body: dict) -> None:
     [
         (Route("gemini", "gemini-3-flash-preview"), "gemini_request.json"),
         (Route("grok", "grok-4-fast-non-reasoning"), "openai_compatible_request.json"),
+        (Route("anthropic", "claude-sonnet-4-6"), "anthropic_request.json"),
     ],
-    ids=["gemini", "openai-compatible"],
+    ids=["gemini", "openai-compatible", "anthropic"],
 )
 def test_request_body_matches_golden(fixed_conversation, fake_llm, route, golden):
     request = build_plan_request(fixed_conversation, TurnContext(trigger="message", target_message_id=12))

@@ -112,13 +112,14 @@ def test_two_consecutive_turns_share_the_cached_stable_prefix(claude_agent, dm, 
 
     one, two = (r.json for r in fake_llm.requests_to("anthropic"))
     # The system block and the end of the history carry the breakpoints; the final turn is after them.
-    assert _breakpoints(one) == ["system 0", "message 0 block 1"]
+    assert _breakpoints(one) == ["system 0", "message 0 block 0"]
     assert one["system"][0]["cache_control"] == EPHEMERAL
-    assert _breakpoints(two) == ["system 0", "message 2 block 1"]
+    assert _breakpoints(two) == ["system 0", "message 2 block 0"]
     # The second request starts with everything the first cached: tools, system, the first history.
     assert (two["tools"], two["system"]) == (one["tools"], one["system"])
-    stable_one = _without_breakpoints(one["messages"])[0]["content"][:2]
-    assert _without_breakpoints(two["messages"])[0]["content"][:2] == stable_one
+    stable_one = _without_breakpoints(one["messages"])[0]["content"][:1]
+    assert stable_one[0]["text"].endswith("Do you have rye?")
+    assert _without_breakpoints(two["messages"])[0]["content"][:1] == stable_one
     assert [m["role"] for m in two["messages"]] == ["user", "assistant", "user"]
     # So the second turn reads what the first wrote, and writes only what the history added.
     call_one = LLMCall.objects.get(pk=first.llm_call_ids[0])
