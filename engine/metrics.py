@@ -34,7 +34,7 @@ ERROR_KINDS = ("node_failed", "node_retried", "agent_error", "policy_refused")
 #: Graph triggers that answer someone's message: their first send is a reply.
 REPLY_TRIGGERS = ("message", "new_conversation")
 #: The token counts of an LLM call (its `<kind>_tokens` fields), each a `type` of cindy_llm_tokens.
-TOKEN_KINDS = ("input", "cached", "output", "thinking")
+TOKEN_KINDS = ("input", "cached", "cache_write", "output", "thinking")
 
 
 def _name(value: str | None) -> str:
@@ -117,7 +117,7 @@ class DatabaseCollector(Collector):
         )
         tokens = CounterMetricFamily(
             "cindy_llm_tokens",
-            "LLM tokens, per agent, provider, model and type (input, cached, output, thinking)",
+            "LLM tokens, per agent, provider, model and type (input, cached, cache_write, output, thinking)",
             labels=["agent", "provider", "model", "type"],
         )
         cost = CounterMetricFamily(

@@ -105,6 +105,7 @@ def test_metrics_after_a_scripted_conversation(agent, clock, fake_llm, client):
     assert value(samples, "cindy_llm_tokens_total", **key, type="input") == 300
     assert value(samples, "cindy_llm_tokens_total", **key, type="cached") == 40
     assert value(samples, "cindy_llm_tokens_total", **key, type="output") == 50
+    assert value(samples, "cindy_llm_tokens_total", **key, type="cache_write") == 0  # Anthropic's only
     cost = sum(LLMCall.objects.values_list("cost", flat=True), Decimal("0"))
     assert cost > 0 and value(samples, "cindy_llm_cost_usd_total", **key) == pytest.approx(float(cost))
     latency = {"provider": "gemini", "model": model}
