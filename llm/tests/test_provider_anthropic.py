@@ -322,3 +322,14 @@ def test_a_missing_key_names_the_variable(fake_llm, db, settings):
 
     with pytest.raises(LLMConfigError, match="ANTHROPIC_API_KEY is not set"):
         call_llm(_request(), route=SONNET)
+
+
+@pytest.mark.parametrize("body", ["not json", '{"type": "message", "content": "x"}', "[" * 100_000])
+def test_an_unreadable_reply_fails_once_without_another_paid_call(fake_llm, db, body):
+    fake_llm.raw_next(body)
+
+    with pytest.raises(LLMPermanentError, match="anthropic/claude-sonnet-4-6"):
+        call_llm(_request(), route=SONNET, sleep=lambda seconds: None)
+
+    assert len(fake_llm.requests) == 1
+    assert LLMCall.objects.get().status == "error"
