@@ -2,6 +2,9 @@
 
 Saying goes through the sandbox page's own form (`sandbox.forms.SendForm`) and `sandbox_say`, so
 the same checks apply; the gateway ingests the message and the agent answers in its own time.
+A group title is looked up only among the groups within the caller's grants (every agent in the group
+is one they may see): a title that names only others' groups starts a new group of that title
+(docs/dashboard.md, "sandbox groups").
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Annotated, Any
 from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 
+from agents.access import visible_agent_ids
 from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
 from sandbox.forms import SendForm
 from sandbox.permissions import SANDBOX_VIEW, SANDBOX_WRITE
@@ -24,7 +28,12 @@ router = Router(tags=["sandbox"])
 class SayIn(Schema):
     text: str = Field(min_length=1, max_length=4096)
     as_name: str = Field("You", min_length=1, max_length=64, description="Who speaks (a sandbox person)")
-    group: str = Field("", max_length=255, description="A group title; empty for the direct messages")
+    group: str = Field(
+        "",
+        max_length=255,
+        description="A group title, looked up among the groups whose every agent you may see (another "
+        "group of that title starts a new one); empty for the direct messages",
+    )
     reply_to: int | None = Field(None, ge=1, le=2**31, description="A message id in that chat")
 
 
@@ -74,6 +83,7 @@ def sandbox_say_view(request: HttpRequest, agent_id: RowId, body: SayIn):
             as_name=cleaned["as_name"],
             group=cleaned["group"] or None,
             reply_to=cleaned["reply_to"],
+            within=visible_agent_ids(request.user),
         )
     except SandboxError as exc:
         raise ApiError(422, str(exc), field="reply_to" if "reply" in str(exc) else None) from None
@@ -93,8 +103,10 @@ def sandbox_show(
     limit: Limit = DEFAULT_LIMIT,
     offset: Offset = 0,
 ):
-    """The chat between `as_name` and the agent (or the group titled `group`); empty if none yet."""
+    """The chat between `as_name` and the agent (or the group titled `group`, among those whose every
+    agent you may see); empty if none yet."""
     agent = visible_agent(request, agent_id, SANDBOX_VIEW)
-    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group or None)
+    within = visible_agent_ids(request.user)
+    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group or None, within=within)
     messages = sandbox_chat_messages(chat=chat)
     return page(request, messages, limit=limit, offset=offset, row=sandbox_message_row)
