@@ -63,6 +63,12 @@ def sandbox_chats_within(
     return chats.exclude(pk__in=beyond)
 
 
+def sandbox_chat_of(*, agent: Agent, chat_id: int, within: Collection[int] | None) -> SandboxChat | None:
+    """The sandbox chat with this id when the agent is in it and it is within the caller's grants."""
+    chats = SandboxChat.objects.filter(pk=chat_id, members__agent=agent)
+    return sandbox_chats_within(chats, within).first()
+
+
 def sandbox_group_titles(*, agent: Agent, within: Collection[int] | None = None) -> list[str]:
     """Titles of the sandbox groups the agent's sandbox identity belongs to, within the caller's
     grants (`within`, see `sandbox_chats_within`)."""

@@ -77,3 +77,44 @@ def test_an_operator_granted_both_agents_joins_the_existing_group(api_as, make_s
     second = both.post(f"/agents/{wendy.pk}/sandbox/messages", {"text": "two", "group": "Club"})
     assert first.json()["chat_id"] == second.json()["chat_id"]
     assert _texts(both, wendy, group="Club") == ["one", "two"]
+
+
+def test_a_chat_is_named_by_its_id_only_within_the_grants(operators, wendy, heidi, clock):
+    wendy_op, heidi_op = operators
+    theirs = heidi_op.post(f"/agents/{heidi.pk}/sandbox/messages", {"text": "secret", "group": "Secret room"})
+    mine = wendy_op.post(f"/agents/{wendy.pk}/sandbox/messages", {"text": "hi", "group": "Book club"})
+    their_id, my_id = theirs.json()["chat_id"], mine.json()["chat_id"]
+
+    read = wendy_op.get(f"/agents/{wendy.pk}/sandbox/messages", chat_id=their_id)
+    assert (read.status_code, read.json()["field"]) == (404, "chat_id")
+    written = wendy_op.post(f"/agents/{wendy.pk}/sandbox/messages", {"text": "in?", "chat_id": their_id})
+    assert (written.status_code, written.json()["field"]) == (422, "chat_id")
+    assert "no sandbox chat of that id that you may see" in written.json()["detail"]
+    assert list(SandboxMessage.objects.filter(chat_id=their_id).values_list("text", flat=True)) == ["secret"]
+
+    again = wendy_op.post(
+        f"/agents/{wendy.pk}/sandbox/messages", {"text": "by id", "as_name": "Bea", "chat_id": my_id}
+    )
+    assert (again.status_code, again.json()["chat_id"]) == (201, my_id)
+    assert _texts(wendy_op, wendy, chat_id=my_id) == ["hi", "by id"]
+    both = wendy_op.post(
+        f"/agents/{wendy.pk}/sandbox/messages", {"text": "x", "chat_id": my_id, "group": "Book club"}
+    )
+    assert (both.status_code, both.json()["field"]) == (422, "chat_id")
+
+
+def test_a_direct_message_named_by_id_is_written_only_by_its_partner(api, wendy, clock):
+    dm = api.post(f"/agents/{wendy.pk}/sandbox/messages", {"text": "hello", "as_name": "Ann"}).json()[
+        "chat_id"
+    ]
+
+    stranger = api.post(
+        f"/agents/{wendy.pk}/sandbox/messages", {"text": "me too", "as_name": "Bob", "chat_id": dm}
+    )
+    partner = api.post(
+        f"/agents/{wendy.pk}/sandbox/messages", {"text": "again", "as_name": "Ann", "chat_id": dm}
+    )
+
+    assert (stranger.status_code, stranger.json()["field"]) == (422, "chat_id")
+    assert "direct message with someone else" in stranger.json()["detail"]
+    assert (partner.status_code, partner.json()["chat_id"]) == (201, dm)

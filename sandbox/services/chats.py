@@ -34,7 +34,7 @@ from sandbox.models import (
     SandboxUpdate,
     SandboxUser,
 )
-from sandbox.selectors import sandbox_chats_within
+from sandbox.selectors import sandbox_chat_of, sandbox_chats_within
 
 #: Agents' sandbox user ids live above this, people's below; they never collide.
 AGENT_USER_ID_BASE = 7_000_000_000
@@ -355,12 +355,15 @@ def sandbox_say(
     bot: bool = False,
     topic: str | None = None,
     within: Collection[int] | None = None,
+    chat_id: int | None = None,
 ) -> SandboxMessage:
     """A person sends a message to the agent (in their DM, or in a group the agent is in).
 
     `user_id` writes as the user with that id (e.g. 777000, Telegram's service account); `bot` writes
     as a bot account; `topic` writes in the group's topic of that title (created on first use, which
-    makes the group a forum); `within` is the caller's grants (see the module docstring)."""
+    makes the group a forum); `within` is the caller's grants (see the module docstring); `chat_id`
+    names the chat by its id instead of `group` (the agent in it, within the grants; in a DM, only
+    its partner writes)."""
     if topic and not group:
         raise SandboxError(f"--topic {topic!r} needs --group TITLE: topics live in groups")
     if not text and not media:
@@ -370,7 +373,9 @@ def sandbox_say(
     else:
         sender = sandbox_user_with_id(user_id=user_id, name=as_name, bot=bot)
     me = sandbox_user_for_agent(agent=agent)
-    if group:
+    if chat_id is not None:
+        chat = _chat_to_write(agent=agent, chat_id=chat_id, sender=sender, within=within)
+    elif group:
         chat = sandbox_group(title=group, members=[me, sender], within=within)
     else:
         chat = sandbox_dm_between(a=sender, b=me)
@@ -379,6 +384,25 @@ def sandbox_say(
         chat=chat, sender=sender, text=text, reply_to=reply_to, media=media, topic_id=topic_id
     )
     return message
+
+
+def _chat_to_write(
+    *, agent: Agent, chat_id: int, sender: SandboxUser, within: Collection[int] | None
+) -> SandboxChat:
+    chat = sandbox_chat_of(agent=agent, chat_id=chat_id, within=within)
+    if chat is None:
+        raise SandboxError(
+            f"chat_id {chat_id}: {agent.name} is in no sandbox chat of that id that you may see; "
+            "give the chat_id of one of its messages, or a group title"
+        )
+    if chat.kind == SandboxChat.Kind.GROUP:
+        _ensure_member(chat, sender)
+    elif not chat.members.filter(pk=sender.pk).exists():
+        raise SandboxError(
+            f"chat_id {chat_id} is {agent.name}'s direct message with someone else: "
+            "write as that person (as_name), or leave chat_id out"
+        )
+    return chat
 
 
 def sandbox_typing(*, agent: Agent, as_name: str = "You", seconds: float = 5.0) -> SandboxChat:
