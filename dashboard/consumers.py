@@ -17,9 +17,10 @@ logged out, the user is no longer active staff, or the OTP device is deleted or 
 socket closes with 4403.
 
 A socket only carries what its user may see (`agents.access`): the agents, conversations, events and
-usage of the agents granted to them, and only sandbox chats with one of those agents. The set is read
-at connect and again on every access check, so a grant taken away stops the stream within
-`AUTH_RECHECK_SECONDS`.
+usage of the agents granted to them, and only sandbox chats whose every agent is one of those (a group
+shared with an agent beyond their grants is refused as if it did not exist). The set is read at
+connect and again on every access check, so a grant taken away (or such an agent joining the chat
+followed) stops the stream within `AUTH_RECHECK_SECONDS`.
 """
 
 from __future__ import annotations
@@ -68,9 +69,14 @@ def _catch_up(last_event_id: int, agent_ids: Collection[int] | None) -> dict[str
 
 
 def _chat_visible(chat_id: int, agent_ids: Collection[int] | None) -> bool:
+    """Whether the chat exists with at least one agent in it and every agent in it is one the user
+    may see: a group shared with an agent beyond their grants is not followed."""
     if not SandboxChat.objects.filter(pk=chat_id).exists():
         return False
-    return agent_ids is None or bool(selectors.sandbox_chat_agent_ids(chat_id=chat_id) & set(agent_ids))
+    if agent_ids is None:
+        return True
+    in_chat = selectors.sandbox_chat_agent_ids(chat_id=chat_id)
+    return bool(in_chat) and in_chat <= set(agent_ids)
 
 
 def _agent_ids_of(user_pk: Any) -> frozenset[int] | None:
@@ -129,6 +135,7 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         )
         if allowed:
             self.agent_ids = await database_sync_to_async(_agent_ids_of)(self.user_pk)
+            await self._drop_chat_beyond_grants()
         self.checked_at = at
         if not allowed:
             self.refused = True
@@ -161,6 +168,15 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(await database_sync_to_async(_full_snapshot)(self.agent_ids))
         if chat_id is not None:
             await self._follow_sandbox_chat(chat_id)
+
+    async def _drop_chat_beyond_grants(self) -> None:
+        """Stop following the sandbox chat once it is no longer visible (a grant taken away, or an
+        agent beyond the grants added to the group)."""
+        chat_id = self.sandbox_chat_id
+        if chat_id is None or await database_sync_to_async(_chat_visible)(chat_id, self.agent_ids):
+            return
+        self.sandbox_chat_id = None
+        await self.channel_layer.group_discard(sandbox_group(chat_id), self.channel_name)
 
     async def _follow_sandbox_chat(self, chat_id: int) -> None:
         if not await database_sync_to_async(_chat_visible)(chat_id, self.agent_ids):

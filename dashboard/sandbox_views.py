@@ -98,7 +98,8 @@ def sandbox_chat(request: HttpRequest) -> HttpResponse:
     if agent not in agents:
         raise Http404(f"no sandbox agent {agent.pk} that you may see")
     group = form.cleaned_data["group"] or None
-    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group)
+    within = viewer_agent_ids(request)
+    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group, within=within)
     topic = None
     if chat is not None and form.cleaned_data["topic"]:
         topic = SandboxTopic.objects.filter(chat=chat, title=form.cleaned_data["topic"]).first()
@@ -111,6 +112,7 @@ def sandbox_chat(request: HttpRequest) -> HttpResponse:
     context.update(
         _chat_context(agent=agent, chat=chat, me=me, person=person, as_name=as_name, group=group, topic=topic)
     )
+    context["group_titles"] = sandbox_selectors.sandbox_group_titles(agent=agent, within=within)
     return render(request, "dashboard/sandbox.html", context)
 
 
@@ -125,7 +127,9 @@ def _start_chat(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
         raise Http404(f"no sandbox agent {agent.pk} that you may talk to")
     group, topic = form.cleaned_data["group"], form.cleaned_data["topic"]
     try:
-        chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group or None)
+        chat = sandbox_chat_for(
+            agent=agent, as_name=as_name, group=group or None, within=viewer_agent_ids(request)
+        )
         if topic:
             sandbox_topic(chat=chat, title=topic)
     except SandboxError as exc:
@@ -172,7 +176,6 @@ def _chat_context(
         "topic": topic,
         "topics": topics,
         "general_query": urlencode(base),
-        "group_titles": sandbox_selectors.sandbox_group_titles(agent=agent),
         "stickers": sandbox_selectors.agent_stickers(agent=agent),
         "max_photo_mb": MAX_PHOTO_BYTES // (1024 * 1024),
         "config": {
@@ -245,6 +248,7 @@ def sandbox_send(request: HttpRequest) -> JsonResponse:
             reply_to=data["reply_to"],
             media=form.media_parts() or None,
             topic=data["topic"] or None,
+            within=viewer_agent_ids(request),
         )
     except SandboxError as exc:
         return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
@@ -283,6 +287,7 @@ def sandbox_react_view(request: HttpRequest) -> JsonResponse:
             emoji=data["emoji"],
             as_name=data["as_name"],
             group=data["group"] or None,
+            within=viewer_agent_ids(request),
         )
     except SandboxError as exc:
         return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
@@ -299,7 +304,9 @@ def sandbox_mark_unread_view(request: HttpRequest) -> HttpResponse:
         return refused
     group = data["group"] or None
     try:
-        sandbox_mark_unread(agent=data["agent"], as_name=data["as_name"], group=group)
+        sandbox_mark_unread(
+            agent=data["agent"], as_name=data["as_name"], group=group, within=viewer_agent_ids(request)
+        )
     except SandboxError as exc:
         return JsonResponse({"ok": False, "errors": {"__all__": [str(exc)]}}, status=400)
     query = urlencode(

@@ -360,7 +360,7 @@ def sandbox_agents(*, agent_ids: Collection[int] | None = None) -> list[Agent]:
 
 
 def sandbox_chat_agent_ids(*, chat_id: int) -> set[int]:
-    """The agents taking part in a sandbox chat (a socket follows it only if it may see one)."""
+    """The agents taking part in a sandbox chat (a socket follows it only if it may see them all)."""
     return set(
         SandboxMember.objects.filter(chat_id=chat_id, user__agent__isnull=False).values_list(
             "user__agent_id", flat=True

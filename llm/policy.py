@@ -18,9 +18,12 @@ The rules, each declared as its kind's policy in the kind's module (`llm.kinds`)
   agent's last turn and every one of those messages, and every message the prompt showed, was written
   by an operator and not forwarded, and the turn read nothing from outside the chat. In a group with
   other members this refuses shutdown; operators can ask in a direct message (`llm.kinds.policies`);
-- xsend, send_media, event and schedule as `llm.policy_initiative` says (another conversation of the
-  same agent, within the hop and hourly limits; the agent's own library; a future time; no overlapping
-  entries);
+- xsend, send_media, event and schedule as `llm.policy_initiative` says: not in a turn that read text
+  anybody could have written (a web page must not make the agent write to a third person, plan an
+  event, change its day or send its pictures), event, schedule and send_media not after any text from
+  outside the chat (another chat's intention included; xsend chains are bounded by the hop limit
+  instead); then another conversation of the same agent, within the hop and hourly limits; the
+  agent's own library; a future time; no overlapping entries;
 - image as `llm.kinds.image` says (not after text from outside the chat unless an operator allows
   it, within the daily limit, references from the agent's own library);
 - the daily schedule planning turn (trigger `schedule`) only changes the agent's own records;
@@ -51,7 +54,7 @@ from llm.file_sources import is_file_url
 from llm.kinds import Task, task_kind
 from llm.policy_inputs import MAX_CHECKED_MESSAGES, Source, TurnInputs
 
-__all__ = ["MAX_CHECKED_MESSAGES", "Refusal", "apply_policy", "refusal_reason", "turn_inputs"]
+__all__ = ["MAX_CHECKED_MESSAGES", "Refusal", "apply_policy", "outside_text", "refusal_reason", "turn_inputs"]
 
 
 @dataclass(frozen=True)
@@ -70,25 +73,46 @@ def turn_inputs(
     if boundary is not None:
         recent = recent.filter(Q(date__gte=boundary) | Q(edited_at__gte=boundary))
     rows = list(recent.order_by("-message_id")[: MAX_CHECKED_MESSAGES + 1])
-    context = graph.context or {}
-    outside = []
-    # The agent's own documents (file:NAME) are the operators' text; web pages are anyone's.
-    web = [p for p in context.get("retrieved") or [] if not is_file_url(str(p.get("url", "")))]
-    if pages := len(web):
-        outside.append(f"{pages} retrieved web page{'s' if pages != 1 else ''}")
-    # Only an xsend (the turn's own or one it carries) reads another chat's intention: an operator's
-    # nudge keeps its intent in the same `xsend` field, and the operator is not outside text.
-    if any(item["trigger"] == TaskGraph.Trigger.XSEND for item in graph_triggers(graph)):
-        outside.append("a cross-chat intention")
+    outside, untrusted = outside_text(graph)
     return TurnInputs(
         conversation=conversation,
         since_last_turn=tuple(Source.of(m) for m in reversed(rows[:MAX_CHECKED_MESSAGES])),
         shown=tuple(Source.of(m) for m in history if not m.is_agent),
-        outside=tuple(outside),
+        outside=outside,
+        untrusted=untrusted,
         too_many=len(rows) > MAX_CHECKED_MESSAGES,
         trigger=graph.trigger or "",
         xsend_depth=xsend_depth(graph),
     )
+
+
+def outside_text(graph: TaskGraph) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What the turn planned in `graph` read from outside its chat, and the part of it anybody could
+    have written: (outside, untrusted), each a list of labels such as "1 retrieved web page".
+
+    - Retrieved web pages (the turn's own and those kept from earlier turns, both stored in the graph)
+      are outside and untrusted; the agent's own documents (`file:NAME`) are the operators' text.
+    - Another chat's intention (an xsend, the turn's own trigger or one it carries) is outside; it is
+      untrusted too when the turn that formed it had read untrusted text (`xsend_untrusted`, recorded
+      by `conversations.services.initiative.conversation_xsend`). An operator's nudge keeps its intent
+      in the same `xsend` field, and the operator is not outside text.
+    """
+    context = graph.context or {}
+    outside: list[str] = []
+    untrusted: list[str] = []
+    web = [p for p in context.get("retrieved") or [] if not is_file_url(str(p.get("url", "")))]
+    if pages := len(web):
+        outside.append(f"{pages} retrieved web page{'s' if pages != 1 else ''}")
+        untrusted.append(outside[-1])
+    intents = [item for item in graph_triggers(graph) if item["trigger"] == TaskGraph.Trigger.XSEND]
+    if intents:
+        outside.append("a cross-chat intention")
+    read = sorted(
+        {str(u) for item in intents for u in (item.get("context") or {}).get("xsend_untrusted") or []}
+    )
+    if read:
+        untrusted.append(f"a cross-chat intention formed after reading {', '.join(read)}")
+    return tuple(outside), tuple(untrusted)
 
 
 def _last_turn_end(conversation: Conversation, *, exclude_graph_id: int | None):

@@ -1,5 +1,11 @@
 """The policy for the initiative kinds: xsend, event, schedule and send_media. The LLM asks; this decides.
 
+- none of them in a turn that read text anybody could have written (`TurnInputs.untrusted`: a
+  retrieved web page, or another chat's intention formed after reading one): a page that asks must
+  not make the agent write to a third person, plan an event, change its day or send its pictures;
+- event, schedule and send_media not after any text from outside the chat (`TurnInputs.outside`),
+  another chat's intention included, as for image, block and clear-conversation. An xsend in a turn
+  an intention started is bounded by the hop limit instead (below), which an operator may raise;
 - `xsend` targets another conversation of the same agent, never the one it was asked in; a turn that
   xsend hops started may not xsend again once the chain is CINDY_XSEND_MAX_DEPTH hops deep (default
   1: a turn started by an xsend may not xsend), and an agent starts at most CINDY_XSENDS_PER_HOUR
@@ -24,6 +30,18 @@ from memory.services.schedule import clash_label, schedule_clash
 
 if TYPE_CHECKING:
     from llm.kinds.base import Task
+
+
+def untrusted_refusal(task: Task, *, outside: tuple[str, ...], untrusted: tuple[str, ...]) -> str:
+    """Why an initiative task may not run after what the turn read from outside the chat, or ""."""
+    if untrusted:
+        return (
+            f"{task.kind} is not allowed in a turn that read text anybody could have written "
+            f"({', '.join(untrusted)}): such text must not make the agent act beyond this reply"
+        )
+    if outside and task.kind != "xsend":
+        return f"{task.kind} is not allowed in a turn that read text from outside the chat ({', '.join(outside)})"
+    return ""
 
 
 def initiative_refusal(

@@ -46,7 +46,10 @@ class TurnInputs:
     conversation: Conversation
     since_last_turn: tuple[Source, ...] = ()
     shown: tuple[Source, ...] = ()
-    outside: tuple[str, ...] = ()  # e.g. "2 retrieved web pages"
+    outside: tuple[str, ...] = ()  # e.g. "2 retrieved web pages", "a cross-chat intention"
+    # The part of `outside` anybody could have written: web pages, and an intention carried from a
+    # turn that read such text. (An intention the agent formed from its own chat is outside, not this.)
+    untrusted: tuple[str, ...] = ()
     too_many: bool = False  # more than MAX_CHECKED_MESSAGES since the agent's last turn
     trigger: str = ""  # the graph's trigger: message, xsend, event, schedule, ...
     xsend_depth: int = 0  # the xsend hops that led to this turn (conversations.services.carry)

@@ -7,7 +7,7 @@ note is served from is the web face's business (`dashboard.selectors.sandbox_mes
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.db import connection
@@ -48,15 +48,33 @@ def sandbox_chat_messages(*, chat: SandboxChat | None) -> QuerySet[SandboxMessag
     return SandboxMessage.objects.filter(chat=chat).select_related("sender").order_by("message_id")
 
 
-def sandbox_group_titles(*, agent: Agent) -> list[str]:
-    """Titles of the sandbox groups the agent's sandbox identity belongs to."""
-    return list(
-        SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, members__agent=agent)
-        .exclude(title="")
-        .order_by("title")
-        .values_list("title", flat=True)
-        .distinct()
+def sandbox_chats_within(
+    chats: QuerySet[SandboxChat], within: Collection[int] | None
+) -> QuerySet[SandboxChat]:
+    """`chats` narrowed to those whose every agent member is one of the agent ids `within` (None:
+    every chat): the chats a caller who may see those agents may find, read and write in."""
+    if within is None:
+        return chats
+    beyond = (
+        SandboxMember.objects.filter(user__agent__isnull=False)
+        .exclude(user__agent_id__in=list(within))
+        .values("chat_id")
     )
+    return chats.exclude(pk__in=beyond)
+
+
+def sandbox_chat_of(*, agent: Agent, chat_id: int, within: Collection[int] | None) -> SandboxChat | None:
+    """The sandbox chat with this id when the agent is in it and it is within the caller's grants."""
+    chats = SandboxChat.objects.filter(pk=chat_id, members__agent=agent)
+    return sandbox_chats_within(chats, within).first()
+
+
+def sandbox_group_titles(*, agent: Agent, within: Collection[int] | None = None) -> list[str]:
+    """Titles of the sandbox groups the agent's sandbox identity belongs to, within the caller's
+    grants (`within`, see `sandbox_chats_within`)."""
+    groups = SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, members__agent=agent)
+    groups = sandbox_chats_within(groups, within)
+    return list(groups.exclude(title="").order_by("title").values_list("title", flat=True).distinct())
 
 
 def agent_stickers(*, agent: Agent) -> list[dict[str, Any]]:

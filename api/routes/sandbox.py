@@ -2,6 +2,10 @@
 
 Saying goes through the sandbox page's own form (`sandbox.forms.SendForm`) and `sandbox_say`, so
 the same checks apply; the gateway ingests the message and the agent answers in its own time.
+A chat is named by its id (`chat_id`, as every message answered carries it) or, for a group, by its
+title; either way only among the chats within the caller's grants (every agent in the chat is one they
+may see). A title that names only others' groups starts a new group of that title; an id beyond the
+grants is refused naming `chat_id` (docs/dashboard.md, "sandbox groups").
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from typing import Annotated, Any
 from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 
+from agents.access import visible_agent_ids
 from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
 from sandbox.forms import SendForm
 from sandbox.permissions import SANDBOX_VIEW, SANDBOX_WRITE
-from sandbox.selectors import sandbox_chat_messages, sandbox_message_row
+from sandbox.selectors import sandbox_chat_messages, sandbox_chat_of, sandbox_message_row
 from sandbox.services.chats import SandboxError, sandbox_find_chat, sandbox_say
 
 router = Router(tags=["sandbox"])
@@ -24,7 +29,19 @@ router = Router(tags=["sandbox"])
 class SayIn(Schema):
     text: str = Field(min_length=1, max_length=4096)
     as_name: str = Field("You", min_length=1, max_length=64, description="Who speaks (a sandbox person)")
-    group: str = Field("", max_length=255, description="A group title; empty for the direct messages")
+    group: str = Field(
+        "",
+        max_length=255,
+        description="A group title, looked up among the groups whose every agent you may see (another "
+        "group of that title starts a new one); empty for the direct messages",
+    )
+    chat_id: int | None = Field(
+        None,
+        ge=1,
+        le=2**63 - 1,
+        description="The sandbox chat to write in, by id (a message's chat_id), in place of group: the "
+        "agent must be in it and every agent in it visible to you",
+    )
     reply_to: int | None = Field(None, ge=1, le=2**31, description="A message id in that chat")
 
 
@@ -45,6 +62,12 @@ class SandboxMessageOut(Schema):
 SandboxPage = page_schema(SandboxMessageOut, "SandboxPage")
 
 
+def _error_field(detail: str) -> str | None:
+    if detail.startswith("chat_id"):
+        return "chat_id"
+    return "reply_to" if "reply" in detail else None
+
+
 def _form_errors(form: SendForm) -> tuple[str, str | None]:
     for name, errors in form.errors.items():
         field = None if name == "__all__" else name
@@ -59,6 +82,10 @@ def _form_errors(form: SendForm) -> tuple[str, str | None]:
 )
 def sandbox_say_view(request: HttpRequest, agent_id: RowId, body: SayIn):
     agent = visible_agent(request, agent_id, SANDBOX_WRITE)
+    if body.chat_id is not None and body.group.strip():
+        raise ApiError(
+            422, "give chat_id or group, not both: chat_id already names the chat", field="chat_id"
+        )
     data = {"agent": agent.pk, "text": body.text, "as_name": body.as_name, "group": body.group}
     if body.reply_to is not None:
         data["reply_to"] = body.reply_to
@@ -74,9 +101,11 @@ def sandbox_say_view(request: HttpRequest, agent_id: RowId, body: SayIn):
             as_name=cleaned["as_name"],
             group=cleaned["group"] or None,
             reply_to=cleaned["reply_to"],
+            within=visible_agent_ids(request.user),
+            chat_id=body.chat_id,
         )
     except SandboxError as exc:
-        raise ApiError(422, str(exc), field="reply_to" if "reply" in str(exc) else None) from None
+        raise ApiError(422, str(exc), field=_error_field(str(exc))) from None
     return Status(201, sandbox_message_row(message))
 
 
@@ -90,11 +119,24 @@ def sandbox_show(
     agent_id: RowId,
     as_name: Annotated[str, Field(min_length=1, max_length=64)] = "You",
     group: Annotated[str, Field(max_length=255)] = "",
+    chat_id: Annotated[int | None, Field(ge=1, le=2**63 - 1)] = None,
     limit: Limit = DEFAULT_LIMIT,
     offset: Offset = 0,
 ):
-    """The chat between `as_name` and the agent (or the group titled `group`); empty if none yet."""
+    """The chat between `as_name` and the agent (or the group titled `group`, among those whose every
+    agent you may see; or the chat `chat_id`, then `as_name` and `group` are not read); empty if none
+    yet. A `chat_id` the agent is not in, or with an agent you may not see, answers 404."""
     agent = visible_agent(request, agent_id, SANDBOX_VIEW)
-    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group or None)
+    within = visible_agent_ids(request.user)
+    if chat_id is not None:
+        chat = sandbox_chat_of(agent=agent, chat_id=chat_id, within=within)
+        if chat is None:
+            raise ApiError(
+                404,
+                f"chat_id {chat_id}: {agent.name} is in no sandbox chat of that id that you may see",
+                field="chat_id",
+            )
+    else:
+        chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group or None, within=within)
     messages = sandbox_chat_messages(chat=chat)
     return page(request, messages, limit=limit, offset=offset, row=sandbox_message_row)

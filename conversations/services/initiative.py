@@ -7,6 +7,7 @@ the intent; planning shows it once (`llm.prompt.instructions`). Nothing here tal
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 from django.conf import settings
 
@@ -22,9 +23,18 @@ class XSendRefused(ValueError):
 
 
 def conversation_xsend(
-    *, source: Conversation, target_peer_id: int, intent: str, source_node_id: int
+    *,
+    source: Conversation,
+    target_peer_id: int,
+    intent: str,
+    source_node_id: int,
+    read: Sequence[str] = (),
+    untrusted: Sequence[str] = (),
 ) -> TaskGraph:
-    """Start a turn in the agent's conversation with `target_peer_id`, carrying `intent`.
+    """Start a turn in the agent's conversation with `target_peer_id`, carrying `intent` and where it
+    came from: the source chat's title (`xsend_from_title`) and what the asking turn had read from
+    outside that chat (`read`, and the part anybody could have written, `untrusted`: labels such as
+    "1 retrieved web page"), which the target turn's prompt states and its policy counts.
 
     The policy holds here too, whoever calls: the target belongs to the same agent, is not `source`
     and is a chat the account may write in (`Conversation.cannot_write`), and the turn that asked is not already CINDY_XSEND_MAX_DEPTH xsend hops deep nor over
@@ -65,7 +75,10 @@ def conversation_xsend(
             "xsend": intent,
             "xsend_node": source_node_id,
             "xsend_from": source.peer_id,
+            "xsend_from_title": source.display_title,
             "xsend_depth": depth + 1,
+            **({"xsend_read": list(read)} if read else {}),
+            **({"xsend_untrusted": list(untrusted)} if untrusted else {}),
         },
     )
 

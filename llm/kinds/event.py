@@ -1,6 +1,7 @@
 """`event`: a scheduled intent for this conversation, a stored kind (`memory.stored_kinds.EVENT`) whose
-policy is `llm.policy_initiative`'s: a readable time that is still in the future (a delete needs only
-the id)."""
+policy is `llm.policy_initiative`'s: not in a turn that read text from outside the chat (a web page,
+another chat's intention), and a readable time that is still in the future (a delete needs only the
+id)."""
 
 from __future__ import annotations
 

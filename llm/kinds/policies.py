@@ -7,8 +7,10 @@
   the agent's last turn and every one of those messages, and every message the prompt showed, was
   written by an operator and not forwarded, and the turn read nothing from outside the chat. In a group
   with other members this refuses; operators can ask in a direct message;
-- `Initiative`: the checks of `llm.policy_initiative` (another conversation of the same agent within the
-  hop and hourly limits, the agent's own library, a future time, no overlapping schedule entries).
+- `Initiative`: the checks of `llm.policy_initiative` (nothing after text anybody could have written,
+  and event, schedule and send_media nothing after any text from outside the chat; then another
+  conversation of the same agent within the hop and hourly limits, the agent's own library, a future
+  time, no overlapping schedule entries).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from django.conf import settings
 
 from conversations.models import Conversation
 from llm.kinds.base import Policy, Task
-from llm.policy_initiative import initiative_refusal
+from llm.policy_initiative import initiative_refusal, untrusted_refusal
 from llm.policy_inputs import MAX_CHECKED_MESSAGES, Source, TurnInputs
 
 
@@ -75,6 +77,8 @@ def _not_from_an_operator(sources: Iterable[Source], operators: set[int]) -> str
 @dataclass(frozen=True)
 class Initiative(Policy):
     def refusal(self, task: Task, *, inputs: TurnInputs, earlier: int) -> str:
-        return initiative_refusal(
+        return untrusted_refusal(
+            task, outside=inputs.outside, untrusted=inputs.untrusted
+        ) or initiative_refusal(
             task, conversation=inputs.conversation, xsend_depth=inputs.xsend_depth, earlier=earlier
         )

@@ -1,6 +1,7 @@
 """`send_media`: `{"kind": "send_media", "unique_id": "...", "reply_to": 123}` (`photo` is an older name
 for the kind, `id` for `unique_id`), an item of the agent's own media library. Its policy is
-`llm.policy_initiative`'s (the item must be in that library).
+`llm.policy_initiative`'s (not in a turn that read text from outside the chat: a web page, another
+chat's intention; the item must be in that library).
 
 params: unique_id, reply_to|None.
 """

@@ -1,6 +1,7 @@
 """`xsend`: `{"kind": "xsend", "target_channel_id": -100123, "intent": "..."}` (`channel_id` is an
 older name), a turn in another of the agent's chats with this intention. Its policy is
-`llm.policy_initiative`'s (another conversation of the same agent, within the hop and hourly limits).
+`llm.policy_initiative`'s (not in a turn that read a web page or other text anybody could have written;
+another conversation of the same agent, within the hop and hourly limits).
 
 params: target_channel_id (a Telegram peer id), intent.
 """

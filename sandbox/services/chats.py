@@ -3,6 +3,12 @@
 The sandbox plays Telegram's part. People ("You", "Alice") and agents are `SandboxUser` rows; a DM is a
 two-member `SandboxChat`, a group is found by its title. Every change appends a `SandboxUpdate`, the
 update stream `SandboxTransport` reads.
+
+Titles are not unique (they are not on Telegram either), and a title is looked up only among the
+chats within the caller's grants: `within` is the set of agent ids the caller may see (None: every
+agent, as for `manage.py sandbox` and owners), and a chat is within it when every agent in the chat
+is. A title that names only groups beyond the caller's grants starts a new group of that title, so a
+title never joins an agent to a chat of an agent the caller cannot see (docs/dashboard.md, "sandbox groups").
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import zlib
+from collections.abc import Collection
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -27,6 +34,7 @@ from sandbox.models import (
     SandboxUpdate,
     SandboxUser,
 )
+from sandbox.selectors import sandbox_chat_of, sandbox_chats_within
 
 #: Agents' sandbox user ids live above this, people's below; they never collide.
 AGENT_USER_ID_BASE = 7_000_000_000
@@ -147,12 +155,24 @@ def sandbox_dm_between(*, a: SandboxUser, b: SandboxUser) -> SandboxChat:
     return chat
 
 
-def sandbox_group(*, title: str, members: list[SandboxUser]) -> SandboxChat:
-    """The group with this title (created on first use), with `members` added."""
+def sandbox_group(
+    *, title: str, members: list[SandboxUser], within: Collection[int] | None = None
+) -> SandboxChat:
+    """The group with this title within the caller's grants (`within`, see the module docstring),
+    created on first use, with `members` added.
+
+    Among several groups of the title, the oldest one an agent of `members` is already in wins, then
+    the oldest; a group with an agent beyond `within` is never chosen (a new group is started)."""
     title = title.strip()
     if not title:
         raise SandboxError("a sandbox group needs a title (--group TITLE)")
-    chat = SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, title=title).order_by("id").first()
+    groups = sandbox_chats_within(
+        SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, title=title), within
+    ).order_by("id")
+    agents = [user for user in members if user.agent_id is not None]
+    chat = groups.filter(members__in=agents).first() if agents else None
+    if chat is None:
+        chat = groups.first()
     if chat is None:
         chat = _create_chat(kind=SandboxChat.Kind.GROUP, title=title)
     for user in members:
@@ -215,17 +235,23 @@ def sandbox_set_rights(*, agent: Agent, group: str, cannot_write: str) -> Sandbo
     return chat
 
 
-def sandbox_chat_for(*, agent: Agent, as_name: str = "You", group: str | None = None) -> SandboxChat:
-    """The DM between `as_name` and the agent, or the group titled `group` with both in it."""
+def sandbox_chat_for(
+    *, agent: Agent, as_name: str = "You", group: str | None = None, within: Collection[int] | None = None
+) -> SandboxChat:
+    """The DM between `as_name` and the agent, or the group titled `group` (within the caller's
+    grants, `within`) with both in it."""
     me = sandbox_user_for_agent(agent=agent)
     person = sandbox_person(name=as_name)
     if group:
-        return sandbox_group(title=group, members=[me, person])
+        return sandbox_group(title=group, members=[me, person], within=within)
     return sandbox_dm_between(a=person, b=me)
 
 
-def sandbox_find_chat(*, agent: Agent, as_name: str = "You", group: str | None = None) -> SandboxChat | None:
-    """Like `sandbox_chat_for`, but only finds: None when the person, the agent or the chat is missing."""
+def sandbox_find_chat(
+    *, agent: Agent, as_name: str = "You", group: str | None = None, within: Collection[int] | None = None
+) -> SandboxChat | None:
+    """Like `sandbox_chat_for`, but only finds: None when the person, the agent or the chat is missing,
+    or the chat is beyond the caller's grants (`within`)."""
     me = SandboxUser.objects.filter(agent=agent).first()
     person = SandboxUser.objects.filter(agent__isnull=True, name=(as_name or "").strip()).first()
     if me is None or person is None:
@@ -234,6 +260,7 @@ def sandbox_find_chat(*, agent: Agent, as_name: str = "You", group: str | None =
         chats = SandboxChat.objects.filter(kind=SandboxChat.Kind.GROUP, title=group.strip())
     else:
         chats = SandboxChat.objects.filter(kind=SandboxChat.Kind.DM)
+    chats = sandbox_chats_within(chats, within)
     return chats.filter(members=me).filter(members=person).order_by("id").first()
 
 
@@ -327,12 +354,16 @@ def sandbox_say(
     user_id: int | None = None,
     bot: bool = False,
     topic: str | None = None,
+    within: Collection[int] | None = None,
+    chat_id: int | None = None,
 ) -> SandboxMessage:
     """A person sends a message to the agent (in their DM, or in a group the agent is in).
 
     `user_id` writes as the user with that id (e.g. 777000, Telegram's service account); `bot` writes
     as a bot account; `topic` writes in the group's topic of that title (created on first use, which
-    makes the group a forum)."""
+    makes the group a forum); `within` is the caller's grants (see the module docstring); `chat_id`
+    names the chat by its id instead of `group` (the agent in it, within the grants; in a DM, only
+    its partner writes)."""
     if topic and not group:
         raise SandboxError(f"--topic {topic!r} needs --group TITLE: topics live in groups")
     if not text and not media:
@@ -342,12 +373,36 @@ def sandbox_say(
     else:
         sender = sandbox_user_with_id(user_id=user_id, name=as_name, bot=bot)
     me = sandbox_user_for_agent(agent=agent)
-    chat = sandbox_group(title=group, members=[me, sender]) if group else sandbox_dm_between(a=sender, b=me)
+    if chat_id is not None:
+        chat = _chat_to_write(agent=agent, chat_id=chat_id, sender=sender, within=within)
+    elif group:
+        chat = sandbox_group(title=group, members=[me, sender], within=within)
+    else:
+        chat = sandbox_dm_between(a=sender, b=me)
     topic_id = sandbox_topic(chat=chat, title=topic).topic_id if topic else None
     message, _ = sandbox_post(
         chat=chat, sender=sender, text=text, reply_to=reply_to, media=media, topic_id=topic_id
     )
     return message
+
+
+def _chat_to_write(
+    *, agent: Agent, chat_id: int, sender: SandboxUser, within: Collection[int] | None
+) -> SandboxChat:
+    chat = sandbox_chat_of(agent=agent, chat_id=chat_id, within=within)
+    if chat is None:
+        raise SandboxError(
+            f"chat_id {chat_id}: {agent.name} is in no sandbox chat of that id that you may see; "
+            "give the chat_id of one of its messages, or a group title"
+        )
+    if chat.kind == SandboxChat.Kind.GROUP:
+        _ensure_member(chat, sender)
+    elif not chat.members.filter(pk=sender.pk).exists():
+        raise SandboxError(
+            f"chat_id {chat_id} is {agent.name}'s direct message with someone else: "
+            "write as that person (as_name), or leave chat_id out"
+        )
+    return chat
 
 
 def sandbox_typing(*, agent: Agent, as_name: str = "You", seconds: float = 5.0) -> SandboxChat:
@@ -365,10 +420,12 @@ def sandbox_typing(*, agent: Agent, as_name: str = "You", seconds: float = 5.0) 
     return chat
 
 
-def sandbox_mark_unread(*, agent: Agent, as_name: str = "You", group: str | None = None) -> SandboxChat:
+def sandbox_mark_unread(
+    *, agent: Agent, as_name: str = "You", group: str | None = None, within: Collection[int] | None = None
+) -> SandboxChat:
     """The agent's account marks its chat with `as_name` (or the group) unread, as a person holding the
     account would on their phone: a callout the agent answers (docs/engine.md, "Attention")."""
-    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group)
+    chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group, within=within)
     if chat is None:
         where = f"group {group!r}" if group else f"a chat with {as_name!r}"
         raise SandboxError(
@@ -418,10 +475,16 @@ def sandbox_set_reaction(*, message: SandboxMessage, user: SandboxUser, emoji: s
 
 
 def sandbox_react(
-    *, agent: Agent, message_id: int, emoji: str, as_name: str = "You", group: str | None = None
+    *,
+    agent: Agent,
+    message_id: int,
+    emoji: str,
+    as_name: str = "You",
+    group: str | None = None,
+    within: Collection[int] | None = None,
 ) -> SandboxMessage:
-    """A person reacts to a message of their chat with the agent."""
-    chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group)
+    """A person reacts to a message of their chat with the agent (within the caller's grants)."""
+    chat = sandbox_chat_for(agent=agent, as_name=as_name, group=group, within=within)
     message = SandboxMessage.objects.filter(chat=chat, message_id=message_id).first()
     if message is None:
         raise SandboxError(
