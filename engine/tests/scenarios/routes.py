@@ -1,5 +1,6 @@
 """A turn's LLM routes: an outage of one model on the stand-in, the wait for a breaker's cool-down,
-and what the turn's planning did about it (docs/scenarios.md, "Fallback routes").
+and what the turn's planning did about it (docs/scenarios.md, "Fallback routes"). This module reads
+the table; `route_checks.py` plays and checks it on the stage.
 
 A turn's `[turn.routes]` sub-table (TOML: after the turn's own keys):
 
@@ -30,20 +31,15 @@ turn's `reply` is what the route that answers receives.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from cindy_site.testing.fake_llm import FakeLLMServer
-    from engine.tests.scenarios.spec import Scenario, Turn
-    from engine.tests.scenarios.stage import Stage
+from typing import Any
 
 ROUTE_KEYS = ("fail", "cooled", "tried", "answered_by", "breakers")
 BREAKER_STATES = ("closed", "open", "probing")
 _ROUTE = re.compile(r"^[a-z][a-z0-9_-]*/\S+$")
-_ANSWERED = re.compile(r"^received #\d+: planned .* \(answered by (?P<route>.+)\)$", re.DOTALL)
+#: A planning turn's activity line and the route it names (engine/tasks.py).
+ANSWERED = re.compile(r"^received #\d+: planned .* \(answered by (?P<route>.+)\)$", re.DOTALL)
 EXAMPLE = (
     '[turn.routes] with fail = {model = "gemini-2.5-flash", status = 503, times = 2}, '
     'tried = ["gemini/gemini-2.5-flash", "openai/gpt-5-mini"], answered_by = "openai/gpt-5-mini ...", '
@@ -69,14 +65,6 @@ class RouteChecks:
     tried: tuple[str, ...] | None = None
     answered_by: str = ""
     breakers: tuple[tuple[str, str], ...] = ()  # (route, state) after the turn
-
-
-@dataclass(frozen=True)
-class Mark:
-    """Where the turn started: the newest LLM call and activity event before it."""
-
-    call_id: int
-    event_id: int
 
 
 def parse_routes(at: str, value: Any) -> RouteChecks | None:
@@ -147,92 +135,3 @@ def _outage(at: str, value: Any) -> Outage | None:
     if isinstance(times, bool) or not isinstance(times, int) or not 1 <= times <= 20:
         raise RoutesError(f"{at}: routes fail times is {times!r}: how many requests fail, 1 to 20; {example}")
     return Outage(model=model.strip(), status=status, times=times)
-
-
-# --- on the stage -----------------------------------------------------------------------------------
-
-
-def prepare(stage: Stage, scenario: Scenario, turn: Turn) -> Mark:
-    """Before the turn's message: start its outage, wait out the cool-down it names, and mark where
-    the turn starts."""
-    from engine.tests.scenarios.stage import wait
-
-    checks = turn.routes
-    if checks is not None and checks.fail is not None:
-        stage.llm.fail_model(checks.fail.model, checks.fail.status, checks.fail.times)
-    if checks is not None and checks.cooled:
-        state, open_until = breaker(stage, checks.cooled)
-        assert state == "open" and open_until is not None, (
-            f"{scenario.path.name}: turn {turn.number}: routes cooled: the breaker of {checks.cooled} is "
-            f"{state}, not open: nothing to wait for (remove cooled, or open it in an earlier turn)"
-        )
-        wait(
-            lambda: dt.datetime.now(dt.UTC) > open_until,
-            f"{scenario.name} turn {turn.number}: the cool-down of {checks.cooled} to end",
-            stage,
-        )
-    calls = stage.db.query("SELECT COALESCE(MAX(id), 0) FROM llm_llmcall")[0][0]
-    events = stage.db.query("SELECT COALESCE(MAX(id), 0) FROM conversations_activityevent")[0][0]
-    return Mark(call_id=calls, event_id=events)
-
-
-def check(stage: Stage, scenario: Scenario, turn: Turn, mark: Mark) -> list[str]:
-    """What the turn's planning did with its routes, against the turn's `routes` table."""
-    checks = turn.routes
-    if checks is None:
-        return []
-    at = f"turn {turn.number}"
-    ids = ", ".join(map(str, stage.conversation_ids(scenario))) or "NULL"
-    problems = []
-    if checks.tried is not None:
-        rows = stage.db.query(
-            "SELECT provider, model FROM llm_llmcall WHERE purpose = 'plan' AND "
-            f"id > {mark.call_id} AND conversation_id IN ({ids}) ORDER BY id"
-        )
-        tried = [f"{provider}/{model}" for provider, model in rows]
-        if tried != list(checks.tried):
-            problems.append(f"{at}: the planning requests went to {tried}, expected {list(checks.tried)}")
-    if checks.answered_by:
-        rows = stage.db.query(
-            "SELECT summary FROM conversations_activityevent WHERE kind = 'node_done' AND "
-            f"id > {mark.event_id} AND conversation_id IN ({ids}) ORDER BY id"
-        )
-        said = [m.group("route") for (summary,) in rows if (m := _ANSWERED.match(summary))]
-        if said != [checks.answered_by]:
-            problems.append(
-                f"{at}: the activity says the turn was answered by {said}, expected {[checks.answered_by]}"
-            )
-    for route, expected in checks.breakers:
-        state, _open_until = breaker(stage, route)
-        if state != expected:
-            problems.append(f"{at}: the breaker of {route} is {state}, expected {expected}")
-    return problems
-
-
-def leftover(llm: FakeLLMServer, scenario: Scenario) -> list[str]:
-    """At the end of the scenario: outages on the stand-in `llm` whose failures were not all requested
-    (ended here, so they do not reach the next scenario)."""
-    models = {t.routes.fail.model for t in scenario.turns if t.routes is not None and t.routes.fail}
-    problems = []
-    for model in sorted(models):
-        left = llm.recover_model(model)
-        if left:
-            problems.append(f"{left} failure(s) of {model} were never requested: fewer requests reached it")
-    return problems
-
-
-def breaker(stage: Stage, route: str) -> tuple[str, dt.datetime | None]:
-    """(state, open_until) of a route's breaker; ("closed", None) when it has no row."""
-    provider, _, model = route.partition("/")
-    rows = stage.db.query(
-        "SELECT state, open_until FROM llm_routebreaker WHERE "
-        f"provider = '{provider}' AND model = '{model.replace(chr(39), chr(39) * 2)}'"
-    )
-    if not rows:
-        return "closed", None
-    state, open_until = rows[0]
-    if isinstance(open_until, str):  # SQLite gives the stored text
-        open_until = dt.datetime.fromisoformat(open_until)
-    if open_until is not None and open_until.tzinfo is None:  # stored in UTC
-        open_until = open_until.replace(tzinfo=dt.UTC)
-    return state, open_until

@@ -535,7 +535,7 @@ def test_bad_routes_tables_are_refused_with_the_fix(tmp_path, table, message):
 
 def test_an_outage_not_fully_requested_fails_the_scenario_and_ends_there(tmp_path):
     from cindy_site.testing.fake_llm import FakeLLMServer
-    from engine.tests.scenarios.routes import leftover
+    from engine.tests.scenarios.route_checks import leftover
 
     loaded = scenario(tmp_path, 'persona = "Bramble"\npeople = ["Ada"]\n' + ROUTES_TURN)
     with FakeLLMServer() as server:
