@@ -14,8 +14,10 @@ TASK_MODULES = ("engine.tasks", "llm.planning")
 
 
 def task_providers(*, read_agents: bool = True) -> set[str]:
-    """The LLM providers this deployment's planning uses: the default route's and (`read_agents`) each
-    enabled agent's.
+    """The LLM providers this deployment's planning uses: the default route's, CINDY_LLM_FALLBACK's
+    and (`read_agents`) each enabled agent's, its `# LLM Fallback` routes included. A fallback is
+    loaded too because it answers when a provider is away: its first turn is late already, and a cold
+    SDK would add its import (a second or more) to every worker's first fallback.
 
     A conversation's own LLM override is not read: its provider loads on the first turn that needs it.
     A bad LLM name is skipped here; the first task that needs it reports it.
@@ -23,12 +25,15 @@ def task_providers(*, read_agents: bool = True) -> set[str]:
     from django.db import DatabaseError
 
     from agents.models import Agent
-    from llm.routing import UnknownModelError, resolve
+    from llm.routing import UnknownModelError, fallback_names, resolve
 
-    names = {""}  # the default route
+    names = {"", *fallback_names()}  # the default route and the site's fallback chain
     if read_agents:
         try:
-            names |= set(Agent.objects.filter(disabled=False).values_list("llm", flat=True).distinct())
+            rows = Agent.objects.filter(disabled=False).values_list("llm", "llm_fallback").distinct()
+            for llm, fallback in rows:
+                names.add(llm)
+                names.update(n for n in fallback or [] if isinstance(n, str))
         except DatabaseError:  # the database being away must not stop the workers from starting
             logger.warning("could not read the agents' LLMs; preloading the default route's provider only")
     providers = set()

@@ -9,6 +9,9 @@ leaves every other outcome as `call_llm` gave it:
 - does not fail over: a refusal or a reply that fails validation (they come back as a reply whose
   status is not "ok", or as LLMPermanentError), a missing key (LLMConfigError), and the turn's
   deadline (LLMDeadlineError: there is no time left for another route either).
+- a fallback that cannot be used (LLMConfigError on a route reached because an earlier one was away:
+  its key is missing or refused) is passed over with a warning: it must not turn a provider's absence
+  into a failed turn. When no route is left the turn waits (LLMTransientError), as without a chain.
 
 Each route has a circuit breaker (llm/breakers.py): a route whose breaker is open is skipped, every
 failure above counts towards opening it, and a success closes it.
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from cindy_site.clock import now
 from llm.breakers import breaker_admits, breaker_failure, breaker_success, breakers_of
 from llm.calls import call_llm
-from llm.errors import LLMDeadlineError, LLMError, LLMTransientError, ModelNotFound
+from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError, ModelNotFound
 from llm.models import RouteBreaker
 from llm.request import LLMReply, LLMRequest
 from llm.routing import Route
@@ -87,6 +90,15 @@ def call_llm_chain(
             reply = call_llm(request, route=route, max_retries=max_retries if last else 0, **call_options)
         except LLMDeadlineError:
             raise
+        except LLMConfigError as exc:
+            if not failed:
+                raise  # the turn's own route: the operator fixes it; the node fails with the reason
+            logger.warning("%s cannot stand in for the routes that failed: %s", route_name(route), exc)
+            failed.append((route, str(exc)))
+            all_missing = False
+            if last:
+                raise _chain_error(LLMTransientError(str(exc)), failed, all_missing=False) from exc
+            continue
         except FAILOVER_ERRORS as exc:
             breaker_failure(route, error=str(exc), retry_after=getattr(exc, "retry_after", None))
             failed.append((route, str(exc)))

@@ -29,6 +29,11 @@ is used, or, when set, the `responder` (a function of the recorded request, call
 handler thread, that may take its time like a real model). `fail_next(status, times)` makes the next
 requests fail with that HTTP status, in the provider's error format. Every request is recorded in
 `requests`. `fail_next(..., retry_after=N)` adds a `Retry-After: N` header to those failures.
+
+`fail_model(model, status, times)` fails only the requests for one model (a route's outage while the
+other routes answer): the next `times` of them, or every one until `recover_model(model)` when
+`times` is None. They are answered before the queued failures and replies, which they leave alone;
+`model_failures_left(model)` says how many of a counted outage were never requested.
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ class _State:
     default: FakeReply = field(default_factory=lambda: FakeReply(text="[]"))
     responder: Callable[[RecordedRequest], FakeReply] | None = None
     speech_failures: deque[Failure] = field(default_factory=deque)
+    #: model -> (its failure, how many requests are left to fail; None: until recover_model)
+    model_failures: dict[str, tuple[Failure, int | None]] = field(default_factory=dict)
 
 
 class FakeLLMServer:
@@ -195,6 +202,40 @@ class FakeLLMServer:
                     Failure(status, message or f"fake failure {status}", retry_after=retry_after)
                 )
 
+    def fail_model(
+        self,
+        model: str,
+        status: int = 503,
+        times: int | None = 1,
+        *,
+        message: str = "",
+        retry_after: int | None = None,
+    ) -> None:
+        """Answer the next `times` requests for `model` (every one, until `recover_model`, when `times`
+        is None) with HTTP `status` in the provider's error format; requests for other models are
+        answered as usual. A second call for the same model replaces the first."""
+        if not model:
+            raise ValueError("fail_model needs the model whose requests fail, e.g. gemini-2.5-flash")
+        if times is not None and times < 1:
+            raise ValueError(
+                f"fail_model times is {times!r}: give 1 or more, or None for an open-ended outage"
+            )
+        failure = Failure(status, message or f"fake failure {status} of {model}", retry_after=retry_after)
+        with self._lock:
+            self._state.model_failures[model] = (failure, times)
+
+    def recover_model(self, model: str) -> int | None:
+        """End `model`'s outage; returns how many of its counted failures were never requested (None
+        for an open-ended one, 0 when none was set)."""
+        with self._lock:
+            _failure, left = self._state.model_failures.pop(model, (None, 0))
+        return left
+
+    def model_failures_left(self, model: str) -> int | None:
+        """How many requests for `model` are still to fail (None: until recover_model; 0: none)."""
+        with self._lock:
+            return self._state.model_failures.get(model, (None, 0))[1]
+
     def fail_next_speech(self, status: int, times: int = 1, *, message: str = "") -> None:
         """Answer the next `times` speech requests with HTTP `status` (other requests are unaffected)."""
         with self._lock:
@@ -220,6 +261,7 @@ class FakeLLMServer:
             self.requests.clear()
             self._state.replies.clear()
             self._state.failures.clear()
+            self._state.model_failures.clear()
 
     def expire_caches(self) -> None:
         """Drop every explicit cache and Anthropic's prompt cache, as their TTL running out would."""
@@ -244,6 +286,14 @@ class FakeLLMServer:
     def _next(self, recorded: RecordedRequest) -> Failure | Stall | Raw | FakeReply:
         with self._lock:
             self.requests.append(recorded)
+            outage = self._state.model_failures.get(recorded.model)
+            if outage is not None:
+                failure, left = outage
+                if left is not None and left <= 1:
+                    del self._state.model_failures[recorded.model]
+                elif left is not None:
+                    self._state.model_failures[recorded.model] = (failure, left - 1)
+                return failure
             if self._state.failures:
                 return self._state.failures.popleft()
             if self._state.replies:

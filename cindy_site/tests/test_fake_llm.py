@@ -113,3 +113,41 @@ def test_fixture_points_settings_at_the_server(fake_llm, settings):
     assert settings.OPENAI_BASE_URL == fake_llm.url + "/v1"
     assert settings.GOOGLE_GEMINI_API_KEY == "test"
     assert settings.DEFAULT_AGENT_LLM == "gemini"
+
+
+def test_fail_model_fails_only_that_models_requests_for_the_count_given(server):
+    server.reply_with("from the fallback")
+    server.set_default_reply("again")
+    gemini, cloud = _gemini(server), _openai(server)
+    server.fail_model("gemini-2.5-flash", 503, times=2)
+
+    with pytest.raises(genai_errors.ServerError) as first:
+        gemini.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    other = cloud.chat.completions.create(model="gpt-5-mini", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(genai_errors.ServerError):
+        gemini.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    recovered = gemini.models.generate_content(model="gemini-2.5-flash", contents="hi")
+
+    assert first.value.code == 503
+    assert other.choices[0].message.content == "from the fallback"  # the queued reply is left for it
+    assert recovered.text == "again"
+    assert server.model_failures_left("gemini-2.5-flash") == 0
+
+
+def test_an_open_ended_outage_lasts_until_the_model_recovers(server):
+    server.fail_model("gpt-5-mini", 503, times=None)
+    client = _openai(server)
+    for _ in range(3):
+        with pytest.raises(openai.InternalServerError):
+            client.chat.completions.create(model="gpt-5-mini", messages=[{"role": "user", "content": "x"}])
+
+    assert server.model_failures_left("gpt-5-mini") is None
+    assert server.recover_model("gpt-5-mini") is None
+    server.reply_with("back")
+    reply = client.chat.completions.create(model="gpt-5-mini", messages=[{"role": "user", "content": "x"}])
+    assert reply.choices[0].message.content == "back"
+
+
+def test_fail_model_refuses_a_count_below_one(server):
+    with pytest.raises(ValueError, match="fail_model times is 0: give 1 or more"):
+        server.fail_model("gpt-5-mini", 503, times=0)

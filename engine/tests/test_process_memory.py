@@ -140,3 +140,17 @@ def test_the_providers_preloaded_are_the_default_routes_and_each_enabled_agents(
     Agent.objects.create(name="Nell", phone="+3", transport="sandbox", llm="no-such-model")
     assert task_providers() == {"gemini", "grok"}
     assert task_providers(read_agents=False) == {"gemini"}
+
+
+@pytest.mark.django_db
+def test_the_fallback_routes_providers_are_preloaded_too(settings):
+    settings.DEFAULT_AGENT_LLM = "gemini"
+    settings.CINDY_LLM_FALLBACK = ["grok"]
+    Agent.objects.create(
+        name="Gail", phone="+1", transport="sandbox", llm="gemini", llm_fallback=["gpt-5-mini"]
+    )
+    Agent.objects.create(
+        name="Dora", phone="+2", transport="sandbox", llm="gemini", llm_fallback=["openrouter"], disabled=True
+    )
+    assert task_providers() == {"gemini", "grok", "openai"}
+    assert task_providers(read_agents=False) == {"gemini", "grok"}

@@ -123,6 +123,22 @@ def test_a_refused_key_does_not_fail_over(chained, dm, fake_llm, make_node):
     assert len(fake_llm.requests) == 1
 
 
+def test_a_fallback_without_its_key_is_passed_over_and_the_turn_waits(
+    chained, dm, fake_llm, make_node, settings
+):
+    settings.OPENAI_API_KEY = ""
+    add_message(dm, 1, "hi")
+    fake_llm.fail_next(503)
+
+    with pytest.raises(LLMTransientError) as raised:
+        _plan(make_node(dm, target=1))
+
+    assert [r.api for r in fake_llm.requests] == ["gemini"]  # no request without a key
+    message = str(raised.value)
+    assert message.startswith("every route of the LLM fallback chain failed: gemini/gemini-3-flash-preview:")
+    assert "openai/gpt-5-mini: " in message and "OPENAI_API_KEY" in message
+
+
 def test_the_last_route_keeps_its_retries_and_the_error_names_every_route(
     chained, dm, fake_llm, make_node, settings
 ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import time
 
+from engine.tests.scenarios import route_checks
 from engine.tests.scenarios.health import health
 from engine.tests.scenarios.spec import Scenario, Turn
 from engine.tests.scenarios.stage import Stage, wait
@@ -73,6 +74,7 @@ class Player:
         stage.clear_present(scenario.persona)
         if stage.stopped(scenario.persona):  # a shutdown: the operator starts the agent again
             stage.start_agent(scenario.persona)
+        self.failures += route_checks.leftover(stage.llm, scenario)
         for turn in scenario.turns:
             if turn.photo:  # once more at the end: describing happens after the send, on a later turn
                 self._check_curated(turn.photo, "at the end")
@@ -111,6 +113,7 @@ class Player:
         pictures = stage.pictures_made(scenario)
         caches = stage.explicit_caches(scenario)
         self.delays_seen = len(stage.start_delays(scenario, turn.person))
+        mark = route_checks.prepare(stage, scenario, turn)
         started = time.time()
         if turn.operator:
             stage.operate(scenario, turn)
@@ -208,6 +211,7 @@ class Player:
         if turn.explicit_cache:
             self._check_explicit_cache(turn, at, caches, stage.explicit_caches(scenario))
         self._check_effects(turn, at)
+        self.failures += route_checks.check(stage, scenario, turn, mark)
         if turn.describe:
             self._check_describes(turn, at, stage.describes(started, time.time()))
         if turn.unseen and not self.stopped:

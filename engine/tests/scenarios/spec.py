@@ -96,6 +96,12 @@ has no `transcript`: the harness checks that it is not transcribed again.
     rights = "restricted"            # in a group: an admin first changes the persona's right to write:
                                      #   "restricted", "read_only" (only admins post), "banned", or ""
                                      #   (it may write again)
+    [turn.routes]                    # optional, after the turn's keys: an outage of one model on the
+    fail = {model = "gemini-2.5-flash", status = 503, times = 2}   # stand-in (the next `times` requests
+    tried = ["gemini/gemini-2.5-flash", "openai/gpt-5-mini"]       # for it fail), the routes the
+    answered_by = "openai/gpt-5-mini (fallback after gemini/gemini-2.5-flash failed)"   # planning asked
+    breakers = {"gemini/gemini-2.5-flash" = "open"}   # and the one that answered, the breakers after
+    cooled = "gemini/gemini-2.5-flash"               # it, a cool-down waited out first (routes.py)
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -114,6 +120,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from engine.tests.scenarios.routes import RouteChecks, RoutesError, parse_routes
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
@@ -192,6 +200,7 @@ _TURN_KEYS = {
     "online",
     "online_before",
     "rights",
+    "routes",
 }
 #: How a group may refuse the persona's writing (a turn's `rights`): `SandboxMember.cannot_write`, and
 #: on the MTProto stand-in a broadcast channel, a restriction or a ban in the supergroup.
@@ -255,6 +264,7 @@ class Turn:
     online: bool | None = None
     online_before: bool | None = None
     rights: str | None = None  # a RIGHTS value an admin sets before the turn; None: unchanged
+    routes: RouteChecks | None = None  # the turn's LLM routes: an outage, a cool-down, checks (routes.py)
 
     @property
     def kinds(self) -> set[str]:
@@ -658,7 +668,15 @@ def _turn(
         online=raw.get("online"),
         online_before=raw.get("online_before"),
         rights=rights,
+        routes=_routes(at, raw.get("routes")),
     )
+
+
+def _routes(at: str, value: Any) -> RouteChecks | None:
+    try:
+        return parse_routes(at, value)
+    except RoutesError as exc:
+        raise ScenarioError(str(exc)) from exc
 
 
 def _typing(at: str, value: Any, trigger: str) -> tuple[float, str]:

@@ -218,6 +218,13 @@ class Stage:
             "GEMINI_BASE_URL": self.llm.url,
             "GOOGLE_GEMINI_API_KEY": "test",
             "DEFAULT_AGENT_LLM": "gemini",
+            # A persona's fallback route (gpt-5-mini) goes to the same stand-in.
+            "OPENAI_BASE_URL": self.llm.url + "/v1",
+            "OPENAI_API_KEY": "test",
+            # A failing route's breaker opens at the second failure and lets a turn probe it after 3 s,
+            # so a scenario (`[turn.routes]`) sees it open, probed and closed within a few turns.
+            "CINDY_LLM_BREAKER_FAILURES": "2",
+            "CINDY_LLM_BREAKER_COOLDOWN_SECONDS": "3",
             "CINDY_READ_DELAY_SECONDS": "0",
             "CINDY_UNREAD_SCAN_SECONDS": "3",  # an unseen message is found within seconds
             "CINDY_ONLINE_WINDOW_SECONDS": str(ONLINE_WINDOW_SECONDS),

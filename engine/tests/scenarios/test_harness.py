@@ -484,3 +484,65 @@ def test_bad_save_media_and_photo_keys_are_refused_with_the_fix(tmp_path, turn, 
     with pytest.raises(ScenarioError, match="turn 1") as refused:
         scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n[[turn]]\n' + turn)
     assert message in str(refused.value)
+
+
+ROUTES_TURN = (
+    GOOD_TURN
+    + '[turn.routes]\nfail = {model = "gemini-2.5-flash", times = 2}\ncooled = "gemini/gemini-2.5-flash"\n'
+    + 'tried = ["gemini/gemini-2.5-flash", "openai/gpt-5-mini"]\n'
+    + 'answered_by = "openai/gpt-5-mini (fallback after gemini/gemini-2.5-flash failed)"\n'
+    + 'breakers = {"gemini/gemini-2.5-flash" = "open"}\n'
+)
+
+
+def test_a_turn_reads_its_routes_an_outage_of_one_model_and_what_the_planning_did(tmp_path):
+    routes = scenario(tmp_path, 'persona = "Bramble"\npeople = ["Ada"]\n' + ROUTES_TURN).turns[0].routes
+
+    assert (routes.fail.model, routes.fail.status, routes.fail.times) == ("gemini-2.5-flash", 503, 2)
+    assert routes.cooled == "gemini/gemini-2.5-flash"
+    assert routes.tried == ("gemini/gemini-2.5-flash", "openai/gpt-5-mini")
+    assert routes.answered_by.startswith("openai/gpt-5-mini (fallback after")
+    assert routes.breakers == (("gemini/gemini-2.5-flash", "open"),)
+    assert scenario(tmp_path, 'persona = "Bramble"\npeople = ["Ada"]\n' + GOOD_TURN).turns[0].routes is None
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('tries = ["gemini/x"]', "routes is {'tries': ['gemini/x']}: use the keys fail, cooled, tried"),
+        (
+            'tried = ["gemini-2.5-flash"]',
+            "routes tried is ['gemini-2.5-flash']: list routes as provider/model",
+        ),
+        ('fail = {model = "gemini-2.5-flash"}', "routes fail times is None: how many requests fail, 1 to 20"),
+        (
+            'fail = {model = "gemini-2.5-flash", times = 2, status = 400}',
+            "routes fail status is 400: a status",
+        ),
+        ('fail = {model = "", times = 1}', "routes fail model is '': the model's name as requested"),
+        (
+            'breakers = {"gemini/x" = "half"}',
+            "routes breakers is {'gemini/x': 'half'}: map provider/model to",
+        ),
+        ('cooled = "gemini"', "routes cooled is 'gemini': name the route whose cool-down to wait out"),
+        ('answered_by = "gpt-5-mini"', "routes answered_by is 'gpt-5-mini': the activity line's words"),
+    ],
+)
+def test_bad_routes_tables_are_refused_with_the_fix(tmp_path, table, message):
+    with pytest.raises(ScenarioError, match=re.escape(f"orla_x.toml: turn 1: {message}")):
+        scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN + f"[turn.routes]\n{table}\n")
+
+
+def test_an_outage_not_fully_requested_fails_the_scenario_and_ends_there(tmp_path):
+    from cindy_site.testing.fake_llm import FakeLLMServer
+    from engine.tests.scenarios.route_checks import leftover
+
+    loaded = scenario(tmp_path, 'persona = "Bramble"\npeople = ["Ada"]\n' + ROUTES_TURN)
+    with FakeLLMServer() as server:
+        server.fail_model("gemini-2.5-flash", 503, times=2)
+
+        assert leftover(server, loaded) == [
+            "2 failure(s) of gemini-2.5-flash were never requested: fewer requests reached it"
+        ]
+        assert server.model_failures_left("gemini-2.5-flash") == 0
+        assert leftover(server, loaded) == []
