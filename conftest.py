@@ -24,7 +24,7 @@ def _seeded_model_prices(request):
 
     A transactional test empties every table when it ends, migration data included; which tests run
     after one depends on how the run is split across processes, so each database test puts the seeded
-    prices back (`llm.prices.seed_default_prices`: the table the migrations add up to)."""
+    prices back with `llm.prices.seed_default_prices`, the function migration llm 0004 calls."""
     names = set(request.fixturenames)
     if "transactional_db" in names:
         request.getfixturevalue("transactional_db")

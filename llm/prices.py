@@ -3,8 +3,9 @@
 `DEFAULT_PRICES` are the providers' public prices (late 2025), estimates for the usage dashboard that
 operators edit in the admin. The longest matching model prefix wins, so a specific model can be priced
 beside its family. The migrations that introduced each price seeded it as the table stood then (their
-own copies, kept as they ran); this table is what they add up to, and `seed_default_prices` is how a
-fresh table gets it (the tests, after a transactional test emptied the database).
+own copies, kept as they ran); this table is what they add up to. `seed_default_prices` adds what a
+table lacks: migration llm 0004 calls it on every database, and the tests call it after a
+transactional test emptied the table.
 """
 
 from __future__ import annotations
@@ -87,21 +88,23 @@ DEFAULT_PRICES: tuple[DefaultPrice, ...] = (
 def seed_default_prices(model: Any = ModelPrice) -> int:
     """Add each default price the table lacks (an existing row, edited or not, is left as it is);
     returns how many were added. `model` is the price model, or a migration's historical copy of it."""
+    fields = {field.name for field in model._meta.get_fields()}  # a migration's copy may lack later ones
     added = 0
     for row in DEFAULT_PRICES:
+        values = {
+            "input_per_million": Decimal(row.input),
+            "cached_input_per_million": Decimal(row.cached_input),
+            "output_per_million": Decimal(row.output),
+            "audio_input_per_million": Decimal(row.audio_input) if row.audio_input else None,
+            "audio_per_minute": Decimal(row.audio_per_minute),
+            "image_output_per_million": Decimal(row.image_output),
+            "cache_storage_per_million_hour": Decimal(row.cache_storage_per_hour),
+            "cache_write_per_million": Decimal(row.cache_write) if row.cache_write else None,
+        }
         _, created = model.objects.get_or_create(
             provider=row.provider,
             model_prefix=row.model_prefix,
-            defaults={
-                "input_per_million": Decimal(row.input),
-                "cached_input_per_million": Decimal(row.cached_input),
-                "output_per_million": Decimal(row.output),
-                "audio_input_per_million": Decimal(row.audio_input) if row.audio_input else None,
-                "audio_per_minute": Decimal(row.audio_per_minute),
-                "image_output_per_million": Decimal(row.image_output),
-                "cache_storage_per_million_hour": Decimal(row.cache_storage_per_hour),
-                "cache_write_per_million": Decimal(row.cache_write) if row.cache_write else None,
-            },
+            defaults={name: value for name, value in values.items() if name in fields},
         )
         added += created
     return added

@@ -60,6 +60,21 @@ def test_seeding_gives_the_table_the_migrations_seeded_one_after_the_other():
     assert _table() == migrated
 
 
+def test_a_migration_s_copy_of_the_price_model_without_later_fields_seeds_the_table():
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
+
+    state = MigrationLoader(connection).project_state(("llm", "0002_routebreaker"))
+    historical = state.apps.get_model("llm", "ModelPrice")
+    assert "cache_write_per_million" not in {f.name for f in historical._meta.get_fields()}
+    ModelPrice.objects.all().delete()
+
+    assert seed_default_prices(historical) == len(DEFAULT_PRICES)
+
+    assert ModelPrice.objects.get(provider="openai", model_prefix="gpt-5").output_per_million == Decimal("10")
+    assert ModelPrice.objects.get(provider="anthropic", model_prefix="claude-haiku-4").cache_write_per_million is None
+
+
 def test_seeding_again_adds_only_missing_prices_and_keeps_an_edited_one():
     ModelPrice.objects.all().delete()
     seed_default_prices(ModelPrice)
