@@ -72,7 +72,10 @@ def test_a_migration_s_copy_of_the_price_model_without_later_fields_seeds_the_ta
     assert seed_default_prices(historical) == len(DEFAULT_PRICES)
 
     assert ModelPrice.objects.get(provider="openai", model_prefix="gpt-5").output_per_million == Decimal("10")
-    assert ModelPrice.objects.get(provider="anthropic", model_prefix="claude-haiku-4").cache_write_per_million is None
+    assert (
+        ModelPrice.objects.get(provider="anthropic", model_prefix="claude-haiku-4").cache_write_per_million
+        is None
+    )
 
 
 def test_seeding_again_adds_only_missing_prices_and_keeps_an_edited_one():
