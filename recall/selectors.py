@@ -9,6 +9,7 @@ answer, not across databases.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.db import connections, router
@@ -76,13 +77,19 @@ def check_limit(limit: int) -> int:
 
 
 def recall_search(
-    *, agent_id: int, query: str, conversation: Conversation | None = None, limit: int = 10
+    *,
+    agent_id: int,
+    query: str,
+    conversation: Conversation | None = None,
+    limit: int = 10,
+    kinds: Collection[str] | None = None,
 ) -> list[Hit]:
     """The entries of the agent that best match `query`, best first.
 
     With `conversation`: that chat's own entries (its messages, summaries, notes, plans, and the
     curated memories of its partner) and the agent's global ones (episodic memories, intentions,
     documents), never another chat's. Without: every entry of the agent (an operator's search).
+    `kinds` limits the hits to those kinds of entry (None: every kind).
     """
     found = query_words(query)
     check_limit(limit)
@@ -93,6 +100,11 @@ def recall_search(
     if conversation is not None:
         scope += " AND (e.peer_id IS NULL OR (e.peer_id = %s AND e.topic_id = %s))"
         scope_params += [conversation.peer_id, conversation.topic_id]
+    if kinds is not None:
+        if not kinds:
+            return []
+        scope += f" AND e.kind IN ({', '.join(['%s'] * len(kinds))})"
+        scope_params += sorted(kinds)
     if connection.vendor == "mysql":
         against = " ".join(stem(word) for word in found)
         sql = (
