@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Iterable, Sequence
 
 from django.db import connections, router
@@ -51,12 +52,13 @@ _KEY = ("kind", "source_id", "part")
 StoredRow = Memory | Note | Summary | Plan | Intention
 
 
-def _upsert_sql(vendor: str, count: int) -> str:
-    q = connections[router.db_for_write(RecallEntry)].ops.quote_name
+@functools.lru_cache(maxsize=64)
+def _upsert_sql(alias: str, vendor: str, count: int) -> str:
+    q = connections[alias].ops.quote_name
     names = ", ".join(q(c) for c in _COLUMNS)
     values = ", ".join(["(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"] * count)
     updated = [c for c in _COLUMNS if c not in _KEY]
-    head = f"INSERT INTO {rows.table(RecallEntry)} ({names}) VALUES {values}"  # noqa: S608
+    head = f"INSERT INTO {rows.table(RecallEntry, using=alias)} ({names}) VALUES {values}"  # noqa: S608
     if vendor == "mysql":
         return head + " ON DUPLICATE KEY UPDATE " + ", ".join(f"{q(c)} = VALUES({q(c)})" for c in updated)
     key = ", ".join(q(c) for c in _KEY)
@@ -92,7 +94,7 @@ def entries_write(entries: Sequence[EntryValues]) -> int:
             )
         )
     with connection.cursor() as cursor:
-        cursor.execute(_upsert_sql(connection.vendor, len(entries)), params)
+        cursor.execute(_upsert_sql(connection.alias, connection.vendor, len(entries)), params)
     return len(entries)
 
 

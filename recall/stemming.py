@@ -17,7 +17,7 @@ import unicodedata
 
 #: A word: a run of letters and digits (as unicode61 splits text; the underscore separates too).
 _WORD = re.compile(r"[^\W_]+")
-#: Words longer than this are kept whole (FTS5's porter tokenizer passes them through too).
+#: Words longer than this many bytes are kept whole (FTS5's porter tokenizer passes them through too).
 MAX_STEMMED = 64
 
 
@@ -179,9 +179,11 @@ def _step5(word: str) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """Porter's stem of one lower-case word; words that are not plain a-z, or are shorter than 3 or
-    longer than MAX_STEMMED letters, are kept as they are."""
-    if len(word) < 3 or len(word) > MAX_STEMMED or not (word.isascii() and word.isalpha()):
+    """Porter's stem of one lower-case word; words shorter than 3 or longer than MAX_STEMMED bytes
+    (UTF-8) are kept as they are. As in FTS5, anything but a vowel counts as a consonant, so digits
+    and other scripts take part (a Cyrillic word ends in no English suffix and stays whole)."""
+    size = len(word.encode())
+    if size < 3 or size > MAX_STEMMED:
         return word
     word = _step1(word)
     word = _replace(word, _STEP2, 0)
