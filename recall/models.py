@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import models
 
 from agents.models import Agent
-from conversations.models import Conversation
+from conversations.models import Conversation, Message
 
 
 class EntryKind(models.TextChoices):
@@ -81,3 +81,23 @@ class RecallBuild(models.Model):
 
     def __str__(self) -> str:
         return f"recall build of {self.agent_id} {self.kind}: after {self.last_source_id}"
+
+
+class RecallMediaWait(models.Model):
+    """A message indexed before the media catalog could say what one of its media shows: when that
+    description is written, the message is indexed again with it (`recall.services.media_described`)."""
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    unique_id = models.CharField(max_length=128)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["message", "unique_id"], name="recall_media_wait_unique")
+        ]
+        indexes = [
+            # recall.services.media_described: the messages waiting for one media's description.
+            models.Index(fields=["unique_id"], name="recall_media_wait_uid_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"message {self.message_id} waits for {self.unique_id}"

@@ -5,7 +5,8 @@ Messages are written with plain SQL and `update()` (`conversations/services/inge
 no model signals, so the conversations app announces them (`conversations.signals`). Memories,
 notes, summaries, plans, intentions and documents are saved through the ORM (`stored_entry_apply`,
 the admin), whose `post_save` and `post_delete` are enough; bulk paths that send neither (a curated
-memory file imported with `bulk_create`) are picked up by `manage.py recall_index`.
+memory file imported with `bulk_create`) are picked up by `manage.py recall_index`. A media
+description written after its message was indexed indexes the message again (`RecallMediaWait`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from agents.models import AgentDocument
 from cindy_site.clock import now
 from conversations.models import Conversation, Message
 from conversations.signals import message_stored, messages_deleted
+from media_catalog.models import MediaDescription
 from memory.models import Intention, Memory, Note, Plan, Summary
 from recall.services import (
     document_index,
     document_unindex,
+    media_described,
     message_index,
     messages_unindex,
     stored_index,
@@ -70,3 +73,11 @@ def index_saved_document(sender, *, instance: AgentDocument, raw: bool = False, 
 @receiver(post_delete, sender=AgentDocument, dispatch_uid="recall.document_deleted")
 def unindex_deleted_document(sender, *, instance: AgentDocument, **kwargs) -> None:
     document_unindex(document=instance)
+
+
+@receiver(post_save, sender=MediaDescription, dispatch_uid="recall.media_described")
+def index_described_media(sender, *, instance: MediaDescription, raw: bool = False, **kwargs) -> None:
+    """A description made or curated (the worker's first one, the admin's edit): the messages that
+    were indexed without it are indexed again. The worker's later updates call `media_described`."""
+    if not raw:
+        media_described(unique_ids=[instance.unique_id])

@@ -22,7 +22,7 @@ from cindy_site import rows
 from conversations.models import Conversation, Message
 from media_catalog.models import MediaDescription
 from memory.models import Intention, Memory, Note, Plan, Summary
-from recall.models import EntryKind, RecallEntry
+from recall.models import EntryKind, RecallEntry, RecallMediaWait
 from recall.sources import (
     EntryValues,
     document_entries,
@@ -123,12 +123,38 @@ def message_index(*, conversation: Conversation, message: Message) -> bool:
     """Index one message as it now is (or drop its entry: deleted, a service line, no text);
     returns whether it has an entry."""
     if message_indexed(conversation, message):
-        entry = message_entry(conversation, message, descriptions_of(media_unique_ids(message)))
+        unique_ids = media_unique_ids(message)
+        descriptions = descriptions_of(unique_ids)
+        if len(descriptions) < len(set(unique_ids)):
+            _wait_for_descriptions(message, set(unique_ids) - set(descriptions))
+        entry = message_entry(conversation, message, descriptions)
         if entry.text:
             entries_write([entry])
             return True
     entries_delete(kind=EntryKind.MESSAGE, source_ids=[message.pk])
     return False
+
+
+def _wait_for_descriptions(message: Message, unique_ids: set[str]) -> None:
+    RecallMediaWait.objects.bulk_create(
+        [RecallMediaWait(message_id=message.pk, unique_id=uid[:128]) for uid in sorted(unique_ids)],
+        ignore_conflicts=True,
+    )
+
+
+def media_described(*, unique_ids: Iterable[str]) -> int:
+    """The media catalog has written (or given up on) descriptions of `unique_ids`: the messages
+    indexed without them are indexed again, and stop waiting. Returns how many were."""
+    ids = sorted(set(unique_ids))
+    if not ids:
+        return 0
+    waits = RecallMediaWait.objects.filter(unique_id__in=ids)
+    messages = Message.objects.filter(pk__in=waits.values("message_id")).select_related("conversation")
+    found = list(messages)
+    waits.delete()
+    for message in found:
+        message_index(conversation=message.conversation, message=message)
+    return len(found)
 
 
 def messages_unindex(*, message_pks: Iterable[int] = (), conversation_id: int | None = None) -> int:

@@ -7,14 +7,15 @@ import datetime as dt
 
 import pytest
 
-from conversations.models import TELEGRAM_SERVICE_USER_ID
+from conversations.models import TELEGRAM_SERVICE_USER_ID, Message
 from conversations.transport.base import InboundMessage, MediaItem, MessageEdited, MessagesDeleted, NewMessage
 from engine.ingest import ingest_updates
 from media_catalog.models import MediaDescription
 from memory.services.stored import stored_entry_apply
 from memory.stored_kinds import StoreContext
-from recall.models import RecallEntry
+from recall.models import RecallEntry, RecallMediaWait
 from recall.selectors import recall_search
+from recall.services import media_described
 from recall.tests.conftest import ALICE, START
 
 # Transactional: InnoDB's FULLTEXT index shows a row to searches once its transaction commits.
@@ -120,3 +121,28 @@ def test_what_the_agent_stores_is_recalled_and_forgotten_with_it(wendy, say):
     assert _found(wendy, "peanut") == [] and _found(wendy, "cat") == [("note", None)]
     stored_entry_apply(kind="note", context=context, entry_id="note-1", content="")
     assert _found(wendy, "cat") == []
+
+
+def test_a_description_written_after_the_message_makes_it_findable(wendy):
+    photo = MediaItem(media_kind="photo", unique_id="photo-7")
+    sticker = MediaItem(media_kind="photo", unique_id="photo-8")
+    ingest_updates(
+        agent_id=wendy.pk,
+        updates=[NewMessage(_record(1, "look", media=(photo,))), NewMessage(_record(2, media=(sticker,)))],
+        trigger=False,
+    )
+    assert _found(wendy, "bicycle") == [] and RecallEntry.objects.count() == 1
+
+    MediaDescription.objects.create(unique_id="photo-7", kind="photo", description="a red bicycle by a wall")
+    assert _found(wendy, "bicycles") == [("message", 1)]
+
+    # The worker's later description of an existing row is an `update()`: it tells recall itself.
+    row = MediaDescription.objects.create(
+        unique_id="photo-8", kind="photo", description=None, status="failed"
+    )
+    assert _found(wendy, "kayak") == []
+    MediaDescription.objects.filter(pk=row.pk).update(description="a yellow kayak on a beach", status="ok")
+    assert RecallMediaWait.objects.get().message_id == Message.objects.get(message_id=2).pk  # still waits
+    assert media_described(unique_ids=["photo-8"]) == 1
+    assert _found(wendy, "kayaks") == [("message", 2)]
+    assert not RecallMediaWait.objects.exists()
