@@ -91,6 +91,15 @@ def build_batch(*, agent: Agent, kind: str, batch: int = DEFAULT_BATCH) -> Batch
     return BatchOutcome(kind, len(read), written, mark.last_source_id)
 
 
+def build_kind(*, agent: Agent, kind: str, batch: int = DEFAULT_BATCH) -> int:
+    """Index every row of `kind` after the agent's build mark, batch by batch; returns the entries
+    written. For writers that bypass the signals (an import's `bulk_create`) to catch up at once."""
+    written = 0
+    while (outcome := build_batch(agent=agent, kind=kind, batch=batch)).rows:
+        written += outcome.entries
+    return written
+
+
 def _write(entries: list) -> int:
     for start in range(0, len(entries), WRITE_CHUNK):
         entries_write(entries[start : start + WRITE_CHUNK])

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db.models.signals import post_save
 
-from agents.models import AgentDocument
+from agents.models import Agent, AgentDocument
 from conversations.models import Conversation, Message
 from memory.models import Intention, Memory, Note
 from recall.build import build_batch
@@ -145,3 +145,17 @@ def test_unknown_agents_and_missing_arguments_are_refused_clearly(wendy):
         _run("Wendy", "--all")
     with pytest.raises(CommandError, match="--batch 0"):
         _run("Wendy", "--batch", "0")
+
+
+def test_importagents_indexes_the_curated_memories_it_stores_in_bulk(settings):
+    from pathlib import Path
+
+    settings.CINDY_AGENT_CONFIG_PATH = "samples:configdir"
+    call_command("importagents", stdout=StringIO(), stderr=StringIO())
+
+    memory_file = next((Path(settings.BASE_DIR) / "samples" / "agents" / "Orla" / "memory").glob("*.json"))
+    orla = Agent.objects.get(name="Orla")
+    curated = Memory.objects.filter(agent=orla, kind="curated", partner_id=int(memory_file.stem))
+    assert curated.exists()
+    indexed = RecallEntry.objects.filter(agent=orla, kind="memory", peer_id=int(memory_file.stem))
+    assert sorted(indexed.values_list("text", flat=True)) == sorted(curated.values_list("content", flat=True))
