@@ -10,14 +10,13 @@ after the last batch it committed, and indexing a row twice only rewrites its en
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from django.db import models, transaction
 
 from agents.models import Agent, AgentDocument
 from cindy_site.clock import now
-from conversations.models import Conversation, Message
+from conversations.models import Message
 from memory.models import Intention, Memory, Note, Plan, Summary
 from recall.models import EntryKind, RecallBuild, RecallEntry
 from recall.services import descriptions_of, document_index, entries_delete, entries_write
@@ -129,12 +128,6 @@ def _messages(*, agent: Agent, after: int, batch: int) -> tuple[list[int], int]:
 def _stored(*, agent: Agent, kind: str, after: int, batch: int) -> tuple[list[int], int]:
     model = _STORED[kind]
     found = list(model.objects.filter(agent=agent, pk__gt=after).order_by("pk")[:batch])
-    chats = {
-        (peer, topic): pk
-        for peer, topic, pk in Conversation.objects.filter(agent=agent).values_list(
-            "peer_id", "topic_id", "pk"
-        )
-    }
     at = now()
     entries, dropped = [], []
     for row in found:
@@ -142,8 +135,6 @@ def _stored(*, agent: Agent, kind: str, after: int, batch: int) -> tuple[list[in
         if entry is None:
             dropped.append(row.pk)
             continue
-        if entry.peer_id is not None:
-            entry = dataclasses.replace(entry, conversation_id=chats.get((entry.peer_id, entry.topic_id)))
         entries.append(entry)
     entries_delete(kind=kind, source_ids=dropped)
     return [row.pk for row in found], _write(entries)

@@ -29,7 +29,9 @@ class RecallEntry(models.Model):
     Scope: `peer_id` (with `topic_id`) is the chat the entry belongs to, as the memory app names
     chats (a curated memory's partner, a note's channel); NULL means the agent's global records
     (its episodic memories, intentions and documents), which every conversation of the agent may
-    recall. `conversation` is the chat's row when it exists (always, for a message).
+    recall. `conversation` is set for messages only, whose entries go with their conversation; a
+    note or summary outlives its conversation's row as its record does, and a search names its
+    conversation from the scope (`recall.selectors`).
     """
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")

@@ -8,6 +8,7 @@ answer, not across databases.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -128,4 +129,24 @@ def recall_search(
     for row in fetched:
         values = rows.convert(RecallEntry, row[:-1], names=_NAMES, using=connection.alias)
         hits.append(Hit(*values, score=round(float(row[-1]), 6)))
-    return hits
+    return _with_conversations(agent_id, hits)
+
+
+def _with_conversations(agent_id: int, hits: list[Hit]) -> list[Hit]:
+    """Hits of a chat's records (notes, summaries, plans, curated memories) name the agent's
+    conversation with that chat, when it has one; messages carry theirs already."""
+    scopes = {(h.peer_id, h.topic_id) for h in hits if h.conversation_id is None and h.peer_id is not None}
+    if not scopes:
+        return hits
+    chats = {
+        (peer, topic): pk
+        for peer, topic, pk in Conversation.objects.filter(
+            agent_id=agent_id, peer_id__in={peer for peer, _ in scopes}
+        ).values_list("peer_id", "topic_id", "pk")
+    }
+    return [
+        dataclasses.replace(h, conversation_id=chats.get((h.peer_id, h.topic_id)))
+        if h.conversation_id is None and h.peer_id is not None
+        else h
+        for h in hits
+    ]

@@ -10,7 +10,6 @@ InnoDB's FULLTEXT index.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import functools
 from collections.abc import Iterable, Sequence
@@ -179,26 +178,12 @@ def stored_index(*, row: StoredRow, at: dt.datetime) -> bool:
     if entry is None:
         entries_delete(kind=_stored_kind(row), source_ids=[row.pk])
         return False
-    entries_write([_with_conversation(entry)])
+    entries_write([entry])
     return True
 
 
 def stored_unindex(*, row: StoredRow) -> int:
     return entries_delete(kind=_stored_kind(row), source_ids=[row.pk])
-
-
-def _with_conversation(entry: EntryValues) -> EntryValues:
-    """The entry with the row of its chat, when the agent has that conversation."""
-    if entry.peer_id is None:
-        return entry
-    conversation_id = (
-        Conversation.objects.filter(agent_id=entry.agent_id, peer_id=entry.peer_id, topic_id=entry.topic_id)
-        .values_list("pk", flat=True)
-        .first()
-    )
-    if conversation_id is None:
-        return entry
-    return dataclasses.replace(entry, conversation_id=conversation_id)
 
 
 def document_index(*, document: AgentDocument) -> int:

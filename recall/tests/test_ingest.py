@@ -108,7 +108,8 @@ def test_what_the_agent_stores_is_recalled_and_forgotten_with_it(wendy, say):
     )
 
     note = RecallEntry.objects.get(kind="note")
-    assert (note.conversation_id, note.peer_id) == (chat.pk, ALICE)
+    assert (note.conversation_id, note.peer_id) == (None, ALICE)
+    assert [h.conversation_id for h in recall_search(agent_id=wendy.pk, query="peanuts")] == [chat.pk]
     assert RecallEntry.objects.get(kind="memory").peer_id is None
     assert _found(wendy, "peanut") == [("note", None)]
     assert _found(wendy, "cellos") == [("intention", None)]

@@ -136,3 +136,19 @@ def test_query_syntax_is_searched_as_words(wendy, say):
 
     for query in ('"NOT', "NOT OR", "near*", "(maybe", "end:"):
         assert len(recall_search(agent_id=wendy.pk, query=query, conversation=chat)) == 1, query
+
+
+def test_a_deleted_conversation_takes_its_messages_and_leaves_its_chat_s_records(wendy, say):
+    chat, _ = say(ALICE, "the orchard is in bloom")
+    Note.objects.create(
+        agent=wendy, channel_id=ALICE, entry_id="note-1", content="orchard visit", created=START
+    )
+
+    chat.delete()
+
+    [hit] = recall_search(agent_id=wendy.pk, query="orchard")
+    assert (hit.kind, hit.conversation_id) == ("note", None)
+    again, _ = say(ALICE, "hello again")
+    assert [
+        h.conversation_id for h in recall_search(agent_id=wendy.pk, query="orchard", conversation=again)
+    ] == [again.pk]
