@@ -115,9 +115,16 @@ def recall_search(
         )
         params = [against, against, *scope_params, limit]
     else:
-        match = " OR ".join(f'"{word}"' for word in found)  # words hold no quotes
+        # Words hold no quotes. The scope words (migration 0002) narrow the match inside the index;
+        # bm25 weighs only the text column.
+        match = (
+            "text : ("
+            + " OR ".join(f'"{word}"' for word in found)
+            + ") AND "
+            + _fts_scope(agent_id, conversation)
+        )
         sql = (
-            f"SELECT {cols}, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} "  # noqa: S608
+            f"SELECT {cols}, -bm25({FTS_TABLE}, 1.0, 0.0) AS score FROM {FTS_TABLE} "  # noqa: S608
             f"JOIN {table} e ON e.id = {FTS_TABLE}.rowid WHERE {FTS_TABLE} MATCH %s AND {scope} "
             "ORDER BY score DESC, e.id DESC LIMIT %s"
         )
@@ -130,6 +137,14 @@ def recall_search(
         values = rows.convert(RecallEntry, row[:-1], names=_NAMES, using=connection.alias)
         hits.append(Hit(*values, score=round(float(row[-1]), 6)))
     return _with_conversations(agent_id, hits)
+
+
+def _fts_scope(agent_id: int, conversation: Conversation | None) -> str:
+    """The FTS5 condition on the scope column that the triggers of migration 0002 fill."""
+    if conversation is None:
+        return f'scope : "a{agent_id}"'
+    peer = str(conversation.peer_id).replace("-", "n")
+    return f'scope : ("g{agent_id}" OR "c{agent_id}p{peer}t{conversation.topic_id}")'
 
 
 def _with_conversations(agent_id: int, hits: list[Hit]) -> list[Hit]:

@@ -152,3 +152,15 @@ def test_a_deleted_conversation_takes_its_messages_and_leaves_its_chat_s_records
     assert [
         h.conversation_id for h in recall_search(agent_id=wendy.pk, query="orchard", conversation=again)
     ] == [again.pk]
+
+
+def test_a_group_with_a_negative_peer_id_recalls_its_own_messages(wendy, say):
+    group, _ = say(-1001234, "the picnic is on Saturday", chat_title="Friends")
+    other, _ = say(-1001235, "the picnic was cancelled", chat_title="Others")
+
+    assert _texts(recall_search(agent_id=wendy.pk, query="picnics", conversation=group)) == [
+        "the picnic is on Saturday"
+    ]
+    assert _texts(recall_search(agent_id=wendy.pk, query="picnics", conversation=other)) == [
+        "the picnic was cancelled"
+    ]
