@@ -84,5 +84,5 @@ def recall(
     try:
         hits = recall_search(agent_id=agent.pk, query=q, conversation=chat, limit=limit, kinds=kinds)
     except RecallQueryError as error:
-        raise ApiError(400, str(error), field=error.field) from error
+        raise ApiError(422, str(error), field=error.field) from error
     return {"items": [hit.as_json() for hit in hits]}
