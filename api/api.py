@@ -7,7 +7,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
 
 from api.core import ApiError, TokenAuth
-from api.routes import agents, conversations, records, sandbox, status, work
+from api.routes import agents, conversations, recall, records, sandbox, status, work
 
 api = NinjaAPI(
     title="Cindy API",
@@ -63,4 +63,5 @@ api.add_router("/agents", conversations.router)
 api.add_router("/agents", records.router)
 api.add_router("/agents", work.router)
 api.add_router("/agents", sandbox.router)
+api.add_router("/agents", recall.router)
 api.add_router("", status.router)

@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "memory",
     "media_catalog",
     "conversations",
+    "recall",
     "sandbox",
     "engine",
     "llm",

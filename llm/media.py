@@ -40,6 +40,7 @@ from llm.routing import Route, UnknownModelError, resolve
 from media_catalog.audio import is_transcribable, too_long
 from media_catalog.models import MediaDescription
 from media_catalog.parts import MediaItem, StoredMedia, media_items
+from recall.services import media_described
 
 logger = logging.getLogger(__name__)
 
@@ -310,3 +311,4 @@ def _store(part: MediaItem, *, status: str, description: str | None, mime: str) 
     MediaDescription.objects.filter(pk=row.pk).exclude(source=MediaDescription.Source.CURATED).update(
         status=status, description=description, mime=mime[:100], attempts=F("attempts") + 1, updated=now()
     )
+    media_described(unique_ids=[part.unique_id])  # `update()` sends no post_save for recall to see

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("agents",),
     ("memory", "media_catalog"),
     ("conversations",),
+    ("recall",),
     ("telegram", "sandbox"),
     ("llm",),
     ("engine",),

@@ -18,6 +18,7 @@ from cindy_site.clock import now
 from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message
 from conversations.selectors import conversation_by_key, message_by_key
 from conversations.services.activity import record_event
+from conversations.signals import message_stored, messages_deleted
 from conversations.transport.base import ChatDetails, InboundMessage, MediaItem, ReactionInfo, SentMessage
 from media_catalog.models import LibraryItem, MediaDescription
 from media_catalog.parts import StoredMedia, media_items
@@ -225,7 +226,9 @@ def message_upsert(
             except IntegrityError:
                 created = False
                 message = Message.objects.get(conversation=conversation, message_id=record.message_id)
+        changed = created
         if not created:
+            before = (message.text, message.media)
             if not edited:
                 # A plain re-delivery: keep what we know (edits, deletions, a random_id) and refresh the rest.
                 fields.pop("is_agent")
@@ -237,6 +240,9 @@ def message_upsert(
             Message.objects.filter(pk=message.pk).update(**fields)
             for field, value in fields.items():
                 setattr(message, field, value)
+            changed = (message.text, message.media) != before
+        if changed:
+            message_stored.send(Message, conversation=conversation, message=message, created=created)
         if created and (conversation.last_message_at is None or record.date > conversation.last_message_at):
             _set_last_message_at(conversation.pk, record.date)
             conversation.last_message_at = record.date
@@ -294,6 +300,7 @@ def message_record_sent(
     if media and not message.media:
         Message.objects.filter(pk=message.pk).update(media=media)
         message.media = media
+        message_stored.send(Message, conversation=conversation, message=message, created=False)
     return message
 
 
@@ -307,6 +314,7 @@ def messages_mark_deleted(*, agent: Agent, peer_id: int | None, message_ids: tup
     if not rows:
         return 0
     Message.objects.filter(pk__in=[r[0] for r in rows]).update(deleted=True)
+    messages_deleted.send(Message, agent_id=agent.pk, message_pks=[r[0] for r in rows], conversation_id=None)
     for conversation_id in {r[1] for r in rows}:
         ids = sorted(r[2] for r in rows if r[1] == conversation_id)
         record_event(
@@ -357,7 +365,11 @@ def conversations_mark_read(*, marks: list[tuple[Conversation, int]]) -> None:
 
 def conversation_clear_mirror(*, conversation: Conversation) -> int:
     """After clear-conversation: the mirror's messages are deleted too, so the next prompt starts empty."""
-    return Message.objects.filter(conversation=conversation, deleted=False).update(deleted=True)
+    cleared = Message.objects.filter(conversation=conversation, deleted=False).update(deleted=True)
+    messages_deleted.send(
+        Message, agent_id=conversation.agent_id, message_pks=[], conversation_id=conversation.pk
+    )
+    return cleared
 
 
 def _preview(message: Message, *, agent_id: int) -> str:

@@ -6,9 +6,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.models import Agent
 from cwimport.configdir.import_report import plural
 from cwimport.configdir.importing import config_import, configured_dirs
 from memory.services.state_io import StateFileError, state_import_all
+from recall.build import build_kind
+from recall.models import EntryKind
 
 # Below this many media files a progress line is more noise than help.
 PROGRESS_THRESHOLD = 20
@@ -42,6 +45,10 @@ class Command(BaseCommand):
                 self.stderr.write(self.style.ERROR(f"error: {result.detail}"))
             raise CommandError(f"{summary}. Fix the files above and run importagents again.")
         self.stdout.write(self.style.SUCCESS(summary))
+        if not dry_run:
+            # Curated memory files are stored with `bulk_create`, which recall's receivers do not see.
+            for agent in Agent.objects.order_by("pk"):
+                build_kind(agent=agent, kind=EntryKind.MEMORY)
         if state and not dry_run:
             try:
                 counts = state_import_all(state_dir=Path(state))

@@ -1,0 +1,167 @@
+"""Searching the recall index: the best entries for a query, within a conversation's scope.
+
+One plain statement per database (the full-text syntax has no ORM form): SQLite's FTS5 table
+ranked by its `bm25()`, MariaDB/MySQL's `MATCH ... AGAINST` in natural language mode over the
+stemmed `terms`. Scores are each database's own relevance (higher is better), comparable within one
+answer, not across databases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from django.db import connections, router
+
+from cindy_site import rows
+from conversations.models import Conversation
+from recall.models import RecallEntry
+from recall.stemming import stem, words
+
+#: The most hits one search returns.
+MAX_LIMIT = 100
+#: Words of a query beyond this many are ignored (bounds the work of one search).
+MAX_QUERY_WORDS = 32
+FTS_TABLE = "recall_recallentry_fts"
+
+_NAMES = ("id", "kind", "conversation", "peer_id", "topic_id", "source_id", "message_id", "date", "text")
+
+
+class RecallQueryError(ValueError):
+    """A search that cannot be run: the message names the value and what to send instead."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry_id: int
+    kind: str
+    conversation_id: int | None
+    peer_id: int | None
+    topic_id: int
+    source_id: int
+    message_id: int | None
+    date: dt.datetime
+    text: str
+    score: float
+
+    def as_json(self) -> dict:
+        return {
+            "kind": self.kind,
+            "conversation_id": self.conversation_id,
+            "message_id": self.message_id,
+            "date": self.date.isoformat(),
+            "text": self.text,
+            "score": self.score,
+        }
+
+
+def query_words(query: str) -> list[str]:
+    """The words a search looks for; raises RecallQueryError when there are none."""
+    found = words(query or "")[:MAX_QUERY_WORDS]
+    if not found:
+        raise RecallQueryError(
+            "q", f"the query {query!r} has no words to search for: send at least one word (letters or digits)"
+        )
+    return found
+
+
+def check_limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise RecallQueryError("limit", f"limit {limit} is out of range: ask for 1 to {MAX_LIMIT} hits")
+    return limit
+
+
+def recall_search(
+    *,
+    agent_id: int,
+    query: str,
+    conversation: Conversation | None = None,
+    limit: int = 10,
+    kinds: Collection[str] | None = None,
+) -> list[Hit]:
+    """The entries of the agent that best match `query`, best first.
+
+    With `conversation`: that chat's own entries (its messages, summaries, notes, plans, and the
+    curated memories of its partner) and the agent's global ones (episodic memories, intentions,
+    documents), never another chat's. Without: every entry of the agent (an operator's search).
+    `kinds` limits the hits to those kinds of entry (None: every kind).
+    """
+    found = query_words(query)
+    check_limit(limit)
+    connection = connections[router.db_for_read(RecallEntry)]
+    table = rows.table(RecallEntry)
+    cols = ", ".join(f"e.{connection.ops.quote_name(RecallEntry._meta.get_field(n).column)}" for n in _NAMES)
+    scope, scope_params = "e.agent_id = %s", [agent_id]
+    if conversation is not None:
+        scope += " AND (e.peer_id IS NULL OR (e.peer_id = %s AND e.topic_id = %s))"
+        scope_params += [conversation.peer_id, conversation.topic_id]
+    if kinds is not None:
+        if not kinds:
+            return []
+        scope += f" AND e.kind IN ({', '.join(['%s'] * len(kinds))})"
+        scope_params += sorted(kinds)
+    if connection.vendor == "mysql":
+        against = " ".join(stem(word) for word in found)
+        sql = (
+            f"SELECT {cols}, MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score "  # noqa: S608
+            f"FROM {table} e WHERE MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) AND {scope} "
+            "ORDER BY score DESC, e.id DESC LIMIT %s"
+        )
+        params = [against, against, *scope_params, limit]
+    else:
+        # Words hold no quotes. The scope words (migration 0002) narrow the match inside the index;
+        # bm25 weighs only the text column.
+        match = (
+            "text : ("
+            + " OR ".join(f'"{word}"' for word in found)
+            + ") AND "
+            + _fts_scope(agent_id, conversation)
+        )
+        sql = (
+            f"SELECT {cols}, -bm25({FTS_TABLE}, 1.0, 0.0) AS score FROM {FTS_TABLE} "  # noqa: S608
+            f"JOIN {table} e ON e.id = {FTS_TABLE}.rowid WHERE {FTS_TABLE} MATCH %s AND {scope} "
+            "ORDER BY score DESC, e.id DESC LIMIT %s"
+        )
+        params = [match, *scope_params, limit]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    hits = []
+    for row in fetched:
+        values = rows.convert(RecallEntry, row[:-1], names=_NAMES, using=connection.alias)
+        hits.append(Hit(*values, score=round(float(row[-1]), 6)))
+    return _with_conversations(agent_id, hits)
+
+
+def _fts_scope(agent_id: int, conversation: Conversation | None) -> str:
+    """The FTS5 condition on the scope column that the triggers of migration 0002 fill."""
+    if conversation is None:
+        return f'scope : "a{agent_id}"'
+    peer = str(conversation.peer_id).replace("-", "n")
+    return f'scope : ("g{agent_id}" OR "c{agent_id}p{peer}t{conversation.topic_id}")'
+
+
+def _with_conversations(agent_id: int, hits: list[Hit]) -> list[Hit]:
+    """Hits of a chat's records (notes, summaries, plans, curated memories) name the agent's
+    conversation with that chat, when it has one; messages carry theirs already."""
+    scopes = {(h.peer_id, h.topic_id) for h in hits if h.conversation_id is None and h.peer_id is not None}
+    if not scopes:
+        return hits
+    chats = {
+        (peer, topic): pk
+        for peer, topic, pk in Conversation.objects.filter(
+            agent_id=agent_id, peer_id__in={peer for peer, _ in scopes}
+        ).values_list("peer_id", "topic_id", "pk")
+    }
+    return [
+        dataclasses.replace(h, conversation_id=chats.get((h.peer_id, h.topic_id)))
+        if h.conversation_id is None and h.peer_id is not None
+        else h
+        for h in hits
+    ]

@@ -1,0 +1,198 @@
+"""Writing the recall index: entries upserted and deleted as their sources change.
+
+Ingest calls these for every message (`recall.receivers`), so the write is one plain statement per
+message: an upsert on the entry's source (`INSERT ... ON CONFLICT` on SQLite, `INSERT ... ON
+DUPLICATE KEY UPDATE` on MariaDB/MySQL) through the cursor. Built through the ORM it costs a
+query compile per message; `recall/tests/test_ingest_cost.py` holds the whole per-message cost
+under its budget. The full-text index follows by itself: SQLite's triggers (migration 0002) and
+InnoDB's FULLTEXT index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Iterable, Sequence
+
+from django.db import connections, router
+
+from agents.models import AgentDocument
+from cindy_site import rows
+from conversations.models import Conversation, Message
+from media_catalog.models import MediaDescription
+from memory.models import Intention, Memory, Note, Plan, Summary
+from recall.models import EntryKind, RecallEntry, RecallMediaWait
+from recall.sources import (
+    EntryValues,
+    document_entries,
+    media_unique_ids,
+    message_entry,
+    message_indexed,
+    stored_entry,
+)
+from recall.stemming import terms
+
+#: The columns an upsert writes, in order (`terms` last: filled on MariaDB/MySQL only).
+_COLUMNS = (
+    "agent_id",
+    "conversation_id",
+    "peer_id",
+    "topic_id",
+    "kind",
+    "source_id",
+    "part",
+    "message_id",
+    "date",
+    "text",
+    "terms",
+)
+_KEY = ("kind", "source_id", "part")
+
+StoredRow = Memory | Note | Summary | Plan | Intention
+
+
+@functools.lru_cache(maxsize=64)
+def _upsert_sql(alias: str, vendor: str, count: int) -> str:
+    q = connections[alias].ops.quote_name
+    names = ", ".join(q(c) for c in _COLUMNS)
+    values = ", ".join(["(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"] * count)
+    updated = [c for c in _COLUMNS if c not in _KEY]
+    head = f"INSERT INTO {rows.table(RecallEntry, using=alias)} ({names}) VALUES {values}"  # noqa: S608
+    if vendor == "mysql":
+        return head + " ON DUPLICATE KEY UPDATE " + ", ".join(f"{q(c)} = VALUES({q(c)})" for c in updated)
+    key = ", ".join(q(c) for c in _KEY)
+    return (
+        head
+        + f" ON CONFLICT ({key}) DO UPDATE SET "
+        + ", ".join(f"{q(c)} = excluded.{q(c)}" for c in updated)
+    )
+
+
+def entries_write(entries: Sequence[EntryValues]) -> int:
+    """Create or replace `entries` (matched on kind, source and part) in one statement; returns
+    how many were given."""
+    if not entries:
+        return 0
+    connection = connections[router.db_for_write(RecallEntry)]
+    stemmed = connection.vendor == "mysql"
+    params: list = []
+    for e in entries:
+        params.extend(
+            (
+                e.agent_id,
+                e.conversation_id,
+                e.peer_id,
+                e.topic_id,
+                e.kind,
+                e.source_id,
+                e.part,
+                e.message_id,
+                connection.ops.adapt_datetimefield_value(e.date),
+                e.text,
+                terms(e.text) if stemmed else "",
+            )
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(_upsert_sql(connection.alias, connection.vendor, len(entries)), params)
+    return len(entries)
+
+
+def entries_delete(*, kind: str, source_ids: Iterable[int], keep_parts: int | None = None) -> int:
+    """Delete the entries of `kind` made from `source_ids` (with `keep_parts`: only the parts from
+    that number on, a document that got shorter)."""
+    ids = list(source_ids)
+    if not ids:
+        return 0
+    entries = RecallEntry.objects.filter(kind=kind, source_id__in=ids)
+    if keep_parts is not None:
+        entries = entries.filter(part__gte=keep_parts)
+    return entries.delete()[0]
+
+
+def descriptions_of(unique_ids: Iterable[str]) -> dict[str, str]:
+    """What the media catalog says the media show (or, for voice notes, say), by unique id."""
+    ids = sorted(set(unique_ids))
+    if not ids:
+        return {}
+    found = MediaDescription.objects.filter(unique_id__in=ids).exclude(description=None)
+    return {uid: text for uid, text in found.values_list("unique_id", "description") if text}
+
+
+def message_index(*, conversation: Conversation, message: Message) -> bool:
+    """Index one message as it now is (or drop its entry: deleted, a service line, no text);
+    returns whether it has an entry."""
+    if message_indexed(conversation, message):
+        unique_ids = media_unique_ids(message)
+        descriptions = descriptions_of(unique_ids)
+        if len(descriptions) < len(set(unique_ids)):
+            _wait_for_descriptions(message, set(unique_ids) - set(descriptions))
+        entry = message_entry(conversation, message, descriptions)
+        if entry.text:
+            entries_write([entry])
+            return True
+    entries_delete(kind=EntryKind.MESSAGE, source_ids=[message.pk])
+    return False
+
+
+def _wait_for_descriptions(message: Message, unique_ids: set[str]) -> None:
+    RecallMediaWait.objects.bulk_create(
+        [RecallMediaWait(message_id=message.pk, unique_id=uid[:128]) for uid in sorted(unique_ids)],
+        ignore_conflicts=True,
+    )
+
+
+def media_described(*, unique_ids: Iterable[str]) -> int:
+    """The media catalog has written (or given up on) descriptions of `unique_ids`: the messages
+    indexed without them are indexed again, and stop waiting. Returns how many were."""
+    ids = sorted(set(unique_ids))
+    if not ids:
+        return 0
+    waits = RecallMediaWait.objects.filter(unique_id__in=ids)
+    messages = Message.objects.filter(pk__in=waits.values("message_id")).select_related("conversation")
+    found = list(messages)
+    waits.delete()
+    for message in found:
+        message_index(conversation=message.conversation, message=message)
+    return len(found)
+
+
+def messages_unindex(*, message_pks: Iterable[int] = (), conversation_id: int | None = None) -> int:
+    """Drop the entries of deleted messages, or of every message of a cleared conversation."""
+    if conversation_id is not None:
+        return RecallEntry.objects.filter(conversation_id=conversation_id, kind=EntryKind.MESSAGE).delete()[0]
+    return entries_delete(kind=EntryKind.MESSAGE, source_ids=message_pks)
+
+
+def _stored_kind(row: StoredRow) -> str:
+    if isinstance(row, Memory):
+        return EntryKind.MEMORY
+    if isinstance(row, Intention):
+        return EntryKind.INTENTION
+    return {Note: EntryKind.NOTE, Summary: EntryKind.SUMMARY, Plan: EntryKind.PLAN}[type(row)]
+
+
+def stored_index(*, row: StoredRow, at: dt.datetime) -> bool:
+    """Index a memory, note, summary, plan or intention as it now is (or drop its entry when recall
+    leaves it out); `at` dates an undated row. Returns whether it has an entry."""
+    entry = stored_entry(row, fallback_date=at)
+    if entry is None:
+        entries_delete(kind=_stored_kind(row), source_ids=[row.pk])
+        return False
+    entries_write([entry])
+    return True
+
+
+def stored_unindex(*, row: StoredRow) -> int:
+    return entries_delete(kind=_stored_kind(row), source_ids=[row.pk])
+
+
+def document_index(*, document: AgentDocument) -> int:
+    """Index an agent document's sections (dropping sections it no longer has); returns how many."""
+    entries = document_entries(document)
+    entries_write(entries)
+    entries_delete(kind=EntryKind.DOCUMENT, source_ids=[document.pk], keep_parts=len(entries))
+    return len(entries)
+
+
+def document_unindex(*, document: AgentDocument) -> int:
+    return entries_delete(kind=EntryKind.DOCUMENT, source_ids=[document.pk])

@@ -1,0 +1,47 @@
+"""The full-text index is made by a migration per database, and undone by migrating back."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from recall.selectors import FTS_TABLE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _migrate(target: list[tuple[str, str]]) -> None:
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(target)
+
+
+def _fulltext_present() -> bool:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                "SELECT name FROM sqlite_master WHERE name = %s OR (type = 'trigger' AND tbl_name = %s)",
+                [FTS_TABLE, "recall_recallentry"],
+            )
+            return {row[0] for row in cursor.fetchall()} == {
+                FTS_TABLE,
+                "recall_recallentry_ai",
+                "recall_recallentry_ad",
+                "recall_recallentry_au",
+            }
+        cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() "
+            "AND table_name = 'recall_recallentry' AND index_type = 'FULLTEXT'"
+        )
+        return cursor.fetchone()[0] == 1
+
+
+def test_the_fulltext_index_is_dropped_and_made_again_with_its_migration():
+    assert _fulltext_present()
+    try:
+        _migrate([("recall", "0001_initial")])
+        assert not _fulltext_present()
+    finally:
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    assert _fulltext_present()
