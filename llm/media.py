@@ -240,7 +240,13 @@ def _describe_tgs(part: MediaItem, path: Path, *, route: Route, **call: Any) -> 
     try:
         frames = tgs_frames(path.read_bytes(), count=settings.MEDIA_TGS_FRAMES)
     except TgsRenderError as exc:
-        logger.info("animated sticker %s cannot be rendered: %s", part.unique_id, exc)
+        logger.warning(
+            "animated sticker %s (%s %s) is not rendered: %s; it is shown by its emoji and set",
+            part.unique_id,
+            part.sticker_set_name or "no set",
+            part.sticker_name or "no emoji",
+            exc,
+        )
         return MediaDescription.Status.NOT_UNDERSTOOD, None
     parts = (
         Part(text=ASK_TGS.format(count=len(frames))),
