@@ -27,6 +27,8 @@ from media_catalog.lottie_budget import LottieLimits, lottie_check
 from media_catalog.previews import PREVIEW_SIZE, PreviewError, unpack_tgs
 
 CHILD = Path(lottie_child.__file__)
+#: What the child's stderr says when it ran into its address-space limit (Python, C++, the C library).
+_OUT_OF_MEMORY = (b"MemoryError", b"bad_alloc", b"cannot allocate memory")
 
 
 class RenderFailed(PreviewError):
@@ -91,7 +93,7 @@ def render_in_child(
     if done.returncode == lottie_child.EXIT_NOT_LOTTIE:
         raise PreviewError(done.stderr.decode("utf-8", "replace").strip() or "not a Lottie animation")
     if done.returncode == lottie_child.EXIT_MEMORY or (
-        done.returncode != 0 and (b"MemoryError" in done.stderr or b"bad_alloc" in done.stderr)
+        done.returncode != 0 and any(sign in done.stderr for sign in _OUT_OF_MEMORY)
     ):
         raise RenderFailed(
             f"rendering needed more than {limits.memory_mb} MiB and was stopped (CINDY_TGS_RENDER_MEMORY_MB)"

@@ -114,7 +114,8 @@ def test_a_normal_sticker_still_renders_in_a_child_and_is_described(dm, fake_llm
 def test_a_sticker_whose_render_runs_out_of_memory_is_not_understood_and_the_worker_lives(
     dm, fake_llm, media_root, settings, renders
 ):
-    settings.CINDY_TGS_MAX_LAYERS = 1_000_000  # let it through the budget: the child's limit must hold
+    # Let it through the budget: the child's limit must hold.
+    settings.CINDY_TGS_MAX_LAYERS = settings.CINDY_TGS_MAX_SHAPES = 1_000_000
     settings.CINDY_TGS_RENDER_MEMORY_MB = 64
     message = _sticker(dm, 1, "TGSOOM", nested_precomp_tgs(levels=5, fan=10), media_root=media_root)
 

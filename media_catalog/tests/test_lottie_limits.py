@@ -57,6 +57,37 @@ def test_layers_are_counted_through_precompositions_multiplicatively_up_to_the_c
         lottie_check(three_by_four, LottieLimits(layers=84))
 
 
+def _repeater(copies) -> dict:
+    return {"ty": "rp", "c": copies, "o": {"a": 0, "k": 0}, "m": 1, "tr": {"ty": "tr"}}
+
+
+def test_shapes_are_counted_through_precompositions_and_multiplied_by_repeaters(no_renderer):
+    # 64 leaf layers of a rectangle and a fill each
+    assert lottie_budget(_raw(nested_precomp_lottie(levels=3, fan=4)), max_layers=10_000).shapes == 128
+    animation = lottie_json()
+    group = animation["layers"][0]["shapes"][0]  # a group of a rectangle, a fill and a transform
+    assert lottie_budget(_raw(animation), max_layers=10).shapes == 4
+
+    group["it"].insert(2, _repeater({"a": 0, "k": 1000}))  # repeats the rectangle and the fill
+    assert lottie_budget(_raw(animation), max_layers=10).shapes == 1 + 2000 + 1
+
+    group["it"][2] = _repeater({"a": 1, "k": [{"t": 0, "s": [3]}, {"t": 30, "s": [1_000_000]}]})
+    with pytest.raises(AnimationTooComplex, match=r"more than 50000 shapes .*CINDY_TGS_MAX_SHAPES"):
+        render_tgs(gzip.compress(_raw(animation)), count=1, size=64, on_white=True, limits=LottieLimits())
+
+
+def test_repeaters_inside_repeated_groups_multiply(no_renderer):
+    animation = lottie_json()
+    inner = animation["layers"][0]["shapes"][0]
+    outer = {"ty": "gr", "it": [inner, _repeater({"a": 0, "k": 300})]}
+    inner["it"].insert(2, _repeater({"a": 0, "k": 300}))
+    animation["layers"][0]["shapes"] = [outer]
+
+    assert lottie_budget(_raw(animation), max_layers=10).shapes == 1 + 300 * (1 + 300 * 2 + 1)
+    with pytest.raises(AnimationTooComplex, match="more than 50000 shapes"):
+        lottie_check(_raw(animation), LottieLimits())
+
+
 def test_a_precomposition_that_refers_to_itself_is_refused_by_name():
     animation = nested_precomp_lottie(levels=3, fan=2)
     animation["assets"][0]["layers"].append({"ty": 0, "refId": "p2", "ip": 0, "op": 60, "st": 0})
@@ -94,7 +125,8 @@ def test_json_that_is_not_an_animation_is_not_lottie(animation):
 
 
 def test_a_normal_sticker_is_measured_and_rendered_in_the_child():
-    assert lottie_check(unpack_tgs(tgs_bytes()), LottieLimits()).layers == 1
+    budget = lottie_check(unpack_tgs(tgs_bytes()), LottieLimits())
+    assert (budget.layers, budget.shapes, budget.frames, budget.width) == (1, 4, 30, 512)
 
     frames = render_tgs(tgs_bytes(frames=30), count=3, size=64, on_white=True, limits=LottieLimits())
 
