@@ -21,6 +21,7 @@ settings) with `AnimationTooComplex`, whose message says which limit and by how 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +67,7 @@ class LottieBudget:
 
 def _number(animation: dict, key: str) -> float:
     value = animation.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise PreviewError(f"not a Lottie animation: {key!r} is {value!r}, not a number")
     return float(value)
 
@@ -90,7 +91,9 @@ def _copies(repeater: dict) -> int:
                 values.extend(value[:1])
             else:
                 values.append(value)
-    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    numbers = [
+        v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    ]
     return max(1, int(min(max(numbers, default=1), 1e12)))
 
 

@@ -86,6 +86,8 @@ def render_in_child(
             timeout=limits.seconds,
             check=False,
         )
+    except OSError as exc:
+        raise RenderFailed(f"the renderer could not be started: {exc}") from None
     except subprocess.TimeoutExpired:
         raise RenderFailed(
             f"rendering took longer than {limits.seconds} s and was stopped (CINDY_TGS_RENDER_SECONDS)"

@@ -124,6 +124,29 @@ def test_json_that_is_not_an_animation_is_not_lottie(animation):
     assert not isinstance(caught.value, AnimationTooComplex)
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"v": "5", "fr": 60, "ip": 0, "op": NaN, "w": 512, "h": 512, "layers": []}',
+        b'{"v": "5", "fr": Infinity, "ip": 0, "op": 60, "w": 512, "h": 512, "layers": []}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"layers": {"ty": 0}}',
+        b"\xff\xfe not json",
+    ],
+)
+def test_hostile_json_is_refused_with_a_reason_never_a_crash(raw, no_renderer):
+    with pytest.raises(PreviewError, match="not a Lottie animation|not a TGS file|nested too deeply"):
+        lottie_check(raw, LottieLimits())
+
+
+def test_a_repeater_with_unreadable_copies_counts_as_one():
+    animation = lottie_json()
+    animation["layers"][0]["shapes"][0]["it"].insert(2, _repeater({"a": 0, "k": "many"}))
+    assert lottie_budget(_raw(animation), max_layers=10).shapes == 4  # as if there were no repeater
+    animation["layers"][0]["shapes"][0]["it"][2] = _repeater({"a": 1, "k": [{"s": [float("nan")]}]})
+    assert lottie_budget(_raw(animation), max_layers=10).shapes == 4  # as if there were no repeater
+
+
 def test_a_normal_sticker_is_measured_and_rendered_in_the_child():
     budget = lottie_check(unpack_tgs(tgs_bytes()), LottieLimits())
     assert (budget.layers, budget.shapes, budget.frames, budget.width) == (1, 4, 30, 512)
