@@ -14,8 +14,10 @@ limits (`media_catalog.lottie_render`); a refused or failed sticker is `TgsRende
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from media_catalog.lottie_child import frame_indices
-from media_catalog.lottie_render import render_tgs
+from media_catalog.lottie_render import RenderLimits, RenderTimedOut, render_tgs
 from media_catalog.parts import MediaItem
 from media_catalog.previews import PreviewError
 
@@ -23,11 +25,23 @@ TGS_MIME = "application/x-tgsticker"
 FRAME_SIZE = 256
 FRAME_MIME = "image/png"
 
-__all__ = ["FRAME_MIME", "TGS_MIME", "TgsRenderError", "frame_indices", "is_tgs", "tgs_frames"]
+__all__ = [
+    "FRAME_MIME",
+    "TGS_MIME",
+    "TgsRenderError",
+    "TgsRenderTimedOut",
+    "frame_indices",
+    "is_tgs",
+    "tgs_frames",
+]
 
 
 class TgsRenderError(Exception):
     """The file is not a TGS animation that can be rendered (the message says why)."""
+
+
+class TgsRenderTimedOut(TgsRenderError):
+    """Rendering took longer than it was given (which may be less than the setting: see `tgs_frames`)."""
 
 
 def is_tgs(item: MediaItem, head: bytes) -> bool:
@@ -39,11 +53,17 @@ def is_tgs(item: MediaItem, head: bytes) -> bool:
     return item.media_kind == "sticker" and not item.mime and head[:2] == b"\x1f\x8b"
 
 
-def tgs_frames(data: bytes, *, count: int, size: int = FRAME_SIZE) -> list[bytes]:
+def tgs_frames(data: bytes, *, count: int, size: int = FRAME_SIZE, seconds: int | None = None) -> list[bytes]:
     """PNG images (size x size, on white) of `count` frames of a TGS animation, in order; measured
-    first and rendered in a child process with limits (`media_catalog.lottie_render`)."""
+    first and rendered in a child process with limits (`media_catalog.lottie_render`), given at most
+    `seconds` when that is less than CINDY_TGS_RENDER_SECONDS."""
+    limits = RenderLimits.from_settings()
+    if seconds is not None and seconds < limits.seconds:
+        limits = replace(limits, seconds=max(1, seconds))
     try:
-        frames = render_tgs(data, count=count, size=size, on_white=True)
+        frames = render_tgs(data, count=count, size=size, on_white=True, render_limits=limits)
+    except RenderTimedOut as exc:
+        raise TgsRenderTimedOut(str(exc)) from None
     except PreviewError as exc:
         raise TgsRenderError(str(exc)) from None
     if not frames:

@@ -35,6 +35,10 @@ class RenderFailed(PreviewError):
     """The renderer process died or ran out of time or memory: the animation is not rendered."""
 
 
+class RenderTimedOut(RenderFailed):
+    """The renderer process took longer than it was given and was killed."""
+
+
 @dataclass(frozen=True)
 class RenderLimits:
     memory_mb: int = 512
@@ -89,7 +93,7 @@ def render_in_child(
     except OSError as exc:
         raise RenderFailed(f"the renderer could not be started: {exc}") from None
     except subprocess.TimeoutExpired:
-        raise RenderFailed(
+        raise RenderTimedOut(
             f"rendering took longer than {limits.seconds} s and was stopped (CINDY_TGS_RENDER_SECONDS)"
         ) from None
     if done.returncode == lottie_child.EXIT_NOT_LOTTIE:

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from cindy_site.testing.mtproto.media import lottie_json, nested_precomp_tgs, tgs_bytes
+from llm.calls import MIN_ATTEMPT_SECONDS
 from llm.conversation import render_media
 from llm.media import warm_media_descriptions
 from llm.media_tgs import is_tgs
@@ -123,3 +124,14 @@ def test_a_sticker_whose_render_runs_out_of_memory_is_not_understood_and_the_wor
 
     assert len(renders) == 1 and fake_llm.requests == []
     assert MediaDescription.objects.get(unique_id="TGSOOM").status == "not_understood"
+
+
+def test_rendering_gets_no_more_than_the_turn_has_left(dm, fake_llm, media_root, renders, clock):
+    fake_llm.reply_with("A red square slides.")
+    message = _sticker(dm, 1, "TGSLATE", tgs_bytes(), media_root=media_root)
+    deadline = clock.monotonic() + MIN_ATTEMPT_SECONDS + 3
+
+    warm_media_descriptions([message], deadline=deadline)
+
+    assert json.loads(renders[0][-1])["cpu"] == 3  # the child's CPU limit, as its wall-clock timeout
+    assert MediaDescription.objects.get(unique_id="TGSLATE").status == "ok"
