@@ -485,6 +485,16 @@ MEDIA_DESC_BUDGET_PER_TICK = env.int("MEDIA_DESC_BUDGET_PER_TICK", default=8)
 MEDIA_VIDEO_MAX_DURATION_SECONDS = _positive_int("MEDIA_VIDEO_MAX_DURATION_SECONDS", 10)
 # How many frames of an animated (TGS) sticker the media model is shown (llm/media_tgs.py).
 MEDIA_TGS_FRAMES = _positive_int("MEDIA_TGS_FRAMES", 4)
+# What an animated sticker may cost before it is rendered (media_catalog/lottie_budget.py): layers it
+# expands to through precompositions, shapes it draws (repeaters multiply), frames (op - ip), frame rate, pixels a side; and the memory (MiB)
+# and seconds the child process that renders it may take (media_catalog/lottie_render.py).
+CINDY_TGS_MAX_LAYERS = _positive_int("CINDY_TGS_MAX_LAYERS", 2000)
+CINDY_TGS_MAX_SHAPES = _positive_int("CINDY_TGS_MAX_SHAPES", 50_000)
+CINDY_TGS_MAX_FRAMES = _positive_int("CINDY_TGS_MAX_FRAMES", 600)
+CINDY_TGS_MAX_FRAME_RATE = _positive_int("CINDY_TGS_MAX_FRAME_RATE", 120)
+CINDY_TGS_MAX_SIDE = _positive_int("CINDY_TGS_MAX_SIDE", 2048)
+CINDY_TGS_RENDER_MEMORY_MB = _positive_int("CINDY_TGS_RENDER_MEMORY_MB", 512, minimum=64)
+CINDY_TGS_RENDER_SECONDS = _positive_int("CINDY_TGS_RENDER_SECONDS", 20)
 # Pictures (the `image` task kind, llm/images.py): the Gemini image model, how many pictures one agent
 # may make a day (midnight in TIME_ZONE), and whether a turn that read untrusted text (a web page,
 # another chat's intention) may make one.

@@ -31,7 +31,7 @@ from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import ChatMessage
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
 from llm.media_caps import video_too_long
-from llm.media_tgs import FRAME_MIME, TgsRenderError, is_tgs, tgs_frames
+from llm.media_tgs import FRAME_MIME, TgsRenderError, TgsRenderTimedOut, is_tgs, tgs_frames
 from llm.models import LLMCall
 from llm.operator_prompts import describe_instruction
 from llm.providers import provider_for
@@ -238,11 +238,20 @@ def _describe_tgs(part: MediaItem, path: Path, *, route: Route, **call: Any) -> 
     render is `not_understood` (it never will), a model without image input `unsupported`."""
     if not provider_for(route.provider).supports_media(FRAME_MIME):
         return MediaDescription.Status.UNSUPPORTED, None
+    deadline = call.get("deadline")
+    # Rendering gets no more than the turn has left, keeping the describe call's minimum for after it.
+    seconds = None if deadline is None else int(deadline - get_clock().monotonic() - MIN_ATTEMPT_SECONDS)
     try:
-        frames = tgs_frames(path.read_bytes(), count=settings.MEDIA_TGS_FRAMES)
+        frames = tgs_frames(path.read_bytes(), count=settings.MEDIA_TGS_FRAMES, seconds=seconds)
+    except TgsRenderTimedOut as exc:
+        if seconds is not None and seconds < settings.CINDY_TGS_RENDER_SECONDS:
+            # Cut short by the turn, not by the sticker: nothing is stored, a later turn tries again.
+            raise LLMDeadlineError(
+                f"animated sticker {part.unique_id}: {exc} (the turn's time ran out)"
+            ) from None
+        return _not_rendered(part, exc)
     except TgsRenderError as exc:
-        logger.info("animated sticker %s cannot be rendered: %s", part.unique_id, exc)
-        return MediaDescription.Status.NOT_UNDERSTOOD, None
+        return _not_rendered(part, exc)
     parts = (
         Part(text=ASK_TGS.format(count=len(frames))),
         *(Part(data=frame, mime=FRAME_MIME) for frame in frames),
@@ -251,6 +260,18 @@ def _describe_tgs(part: MediaItem, path: Path, *, route: Route, **call: Any) -> 
         system=describe_instruction("sticker", DESCRIBE_SYSTEM), turns=[Turn(role="user", parts=parts)]
     )
     return _ask(request, route=route, **call)
+
+
+def _not_rendered(part: MediaItem, exc: Exception) -> tuple[str, None]:
+    """A sticker refused or failed by the renderer: `not_understood`, shown by its emoji and set."""
+    logger.warning(
+        "animated sticker %s (%s %s) is not rendered: %s; it is shown by its emoji and set",
+        part.unique_id,
+        part.sticker_set_name or "no set",
+        part.sticker_name or "no emoji",
+        exc,
+    )
+    return MediaDescription.Status.NOT_UNDERSTOOD, None
 
 
 def _ask(

@@ -7,67 +7,65 @@ the first to the last, each composited onto white (as the original's clip was) a
 Every provider that describes photos takes them, and a handful of small images costs less than a clip.
 
 Unpacking is bounded as for previews (`media_catalog.previews.unpack_tgs`): a gzip bomb is refused.
+What the animation would cost is measured before rendering (layers through precompositions, frames,
+frame rate, size: `CINDY_TGS_MAX_*`), and rendering runs in a child process with memory and time
+limits (`media_catalog.lottie_render`); a refused or failed sticker is `TgsRenderError`.
 """
 
 from __future__ import annotations
 
-import io
+from dataclasses import replace
 
+from media_catalog.lottie_child import frame_indices
+from media_catalog.lottie_render import RenderLimits, RenderTimedOut, render_tgs
 from media_catalog.parts import MediaItem
-from media_catalog.previews import PreviewError, unpack_tgs
+from media_catalog.previews import PreviewError
 
 TGS_MIME = "application/x-tgsticker"
 FRAME_SIZE = 256
 FRAME_MIME = "image/png"
+
+__all__ = [
+    "FRAME_MIME",
+    "TGS_MIME",
+    "TgsRenderError",
+    "TgsRenderTimedOut",
+    "frame_indices",
+    "is_tgs",
+    "tgs_frames",
+]
 
 
 class TgsRenderError(Exception):
     """The file is not a TGS animation that can be rendered (the message says why)."""
 
 
+class TgsRenderTimedOut(TgsRenderError):
+    """Rendering took longer than it was given (which may be less than the setting: see `tgs_frames`)."""
+
+
 def is_tgs(item: MediaItem, head: bytes) -> bool:
-    """Whether a media part is an animated sticker: by its MIME type, its sticker format, or (a sticker
-    whose MIME type is missing) by the gzip signature of its first bytes."""
-    mime = item.mime.lower()
-    if mime in (TGS_MIME, "application/gzip"):
+    """Whether a media part is an animated sticker, by what Telegram says it is: the sticker MIME type,
+    the animated sticker format, or (a sticker whose MIME type is missing) the gzip signature of its
+    first bytes. Any other gzip file is a document like any other, never rendered as a sticker."""
+    if item.mime.lower() == TGS_MIME or item.sticker_format == "animated":
         return True
-    if item.sticker_format == "animated":
-        return True
-    return item.media_kind == "sticker" and not mime and head[:2] == b"\x1f\x8b"
+    return item.media_kind == "sticker" and not item.mime and head[:2] == b"\x1f\x8b"
 
 
-def frame_indices(total: int, count: int) -> list[int]:
-    """`count` frame numbers spread evenly over `total` frames, first and last included, no repeats."""
-    if total <= 0 or count <= 0:
-        return []
-    if count == 1 or total == 1:
-        return [0]
-    picked = [round(i * (total - 1) / (count - 1)) for i in range(count)]
-    return list(dict.fromkeys(picked))
-
-
-def tgs_frames(data: bytes, *, count: int, size: int = FRAME_SIZE) -> list[bytes]:
-    """PNG images (size x size, on white) of `count` frames of a TGS animation, in order."""
-    from PIL import Image
-    from rlottie_python import LottieAnimation
-
+def tgs_frames(data: bytes, *, count: int, size: int = FRAME_SIZE, seconds: int | None = None) -> list[bytes]:
+    """PNG images (size x size, on white) of `count` frames of a TGS animation, in order; measured
+    first and rendered in a child process with limits (`media_catalog.lottie_render`), given at most
+    `seconds` when that is less than CINDY_TGS_RENDER_SECONDS."""
+    limits = RenderLimits.from_settings()
+    if seconds is not None and seconds < limits.seconds:
+        limits = replace(limits, seconds=max(1, seconds))
     try:
-        raw = unpack_tgs(data)
+        frames = render_tgs(data, count=count, size=size, on_white=True, render_limits=limits)
+    except RenderTimedOut as exc:
+        raise TgsRenderTimedOut(str(exc)) from None
     except PreviewError as exc:
         raise TgsRenderError(str(exc)) from None
-    try:
-        animation = LottieAnimation.from_data(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise TgsRenderError(f"not a TGS file: {exc}") from None
-    total = animation.lottie_animation_get_totalframe() if animation is not None else 0
-    if total <= 0:
+    if not frames:
         raise TgsRenderError("not a Lottie animation (it has no frames)")
-    frames = []
-    for number in frame_indices(total, count):
-        image = animation.render_pillow_frame(frame_num=number, width=size, height=size)
-        flat = Image.new("RGB", image.size, (255, 255, 255))
-        flat.paste(image, mask=image.getchannel("A") if image.mode == "RGBA" else None)
-        out = io.BytesIO()
-        flat.save(out, format="PNG")
-        frames.append(out.getvalue())
     return frames

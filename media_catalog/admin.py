@@ -22,6 +22,8 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, changelist_link, short
+from media_catalog.lottie_budget import AnimationTooComplex
+from media_catalog.lottie_render import RenderFailed, tgs_frame_png
 from media_catalog.models import MediaDescription, Sticker, StickerAccess, StickerSet
 from media_catalog.previews import (
     MAX_TGS_BYTES,
@@ -29,7 +31,6 @@ from media_catalog.previews import (
     PreviewTooLarge,
     notice_png,
     sniff_media,
-    tgs_frame_png,
 )
 from media_catalog.services.curation import media_description_save, media_descriptions_curate
 from media_catalog.services.sticker_sets import sticker_set_request_refresh
@@ -37,7 +38,9 @@ from media_catalog.signals import describe_again_requested
 
 IMAGE_TYPES = {"image/webp", "image/png", "image/jpeg", "image/gif"}
 VIDEO_TYPES = {"video/webm", "video/mp4"}
-TGS_TYPES = {"application/x-tgsticker", "application/x-tgs", "application/gzip"}
+#: What Telegram calls an animated sticker; a gzip file sent as a document is not one, is never
+#: rendered, and is offered as a download like any other file.
+TGS_TYPES = {"application/x-tgsticker", "application/x-tgs"}
 
 
 def _mime_of(file_field, declared: str) -> str:
@@ -120,9 +123,16 @@ def serve_media_file(request, file_field, declared_mime: str, *, download: bool 
             data = handle.read(MAX_TGS_BYTES + 1)
         try:
             response = HttpResponse(tgs_frame_png(data), content_type="image/png")
-        except PreviewTooLarge as exc:
+        except (PreviewTooLarge, RenderFailed) as exc:
             # A badge instead of a frame: the page shows why there is no preview.
-            response = HttpResponse(notice_png("too large to preview"), content_type="image/png")
+            notice = (
+                "too complex to preview"
+                if isinstance(exc, AnimationTooComplex)
+                else "could not be rendered"
+                if isinstance(exc, RenderFailed)
+                else "too large to preview"
+            )
+            response = HttpResponse(notice_png(notice), content_type="image/png")
             response["X-Cindy-Preview"] = f"refused: {exc}"
         except PreviewError as exc:
             raise Http404(f"{file_field.name}: {exc}") from None

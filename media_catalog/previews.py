@@ -1,12 +1,15 @@
-"""Still images of animated TGS stickers for the admin's previews.
+"""Reading sticker files safely: bounded TGS unpacking, notices, and media types sniffed from bytes.
 
 A TGS file is gzip-compressed Lottie JSON. rlottie (through rlottie-python, which ships the native
-library in its wheel, so it works offline) renders one frame, and Pillow encodes it as PNG.
+library in its wheel, so it works offline) renders it in `media_catalog/lottie_render.py`, for the
+admin's previews (one frame) and the media model (a few).
 
 Stickers come from other people, so a file can be a gzip bomb: a few hundred KB that unpack to
 gigabytes. Decompression is bounded (`zlib.decompressobj(...).decompress(data, max_length)`), and
 anything that would unpack past `MAX_LOTTIE_BYTES` is refused with `PreviewTooLarge` before more
-memory is spent; the admin then shows a "too large to preview" badge instead of a frame.
+memory is spent; the admin then shows a "too large to preview" badge instead of a frame. What the
+animation would cost to render is measured before rendering, and frames are rendered in a child
+process with memory and time limits (`media_catalog/lottie_render.py`).
 """
 
 from __future__ import annotations
@@ -45,23 +48,6 @@ def unpack_tgs(data: bytes, *, max_bytes: int = MAX_LOTTIE_BYTES) -> bytes:
     if not inflater.eof:
         raise PreviewError("not a TGS file: the gzip data is truncated")
     return raw
-
-
-def tgs_frame_png(data: bytes, *, size: int = PREVIEW_SIZE) -> bytes:
-    """The first frame of a TGS (or plain Lottie JSON) animation as a PNG of size x size pixels."""
-    from rlottie_python import LottieAnimation
-
-    raw = unpack_tgs(data)
-    try:
-        animation = LottieAnimation.from_data(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PreviewError(f"not a TGS file: {exc}") from None
-    if animation is None or animation.lottie_animation_get_totalframe() <= 0:
-        raise PreviewError("not a Lottie animation")
-    image = animation.render_pillow_frame(frame_num=0, width=size, height=size)
-    out = io.BytesIO()
-    image.save(out, format="PNG")
-    return out.getvalue()
 
 
 def notice_png(text: str, *, size: int = PREVIEW_SIZE) -> bytes:

@@ -237,13 +237,14 @@ def gzip_bomb(unpacked_bytes: int) -> bytes:
 
 def test_a_tgs_that_unpacks_past_the_limit_is_refused_without_unpacking_it(monkeypatch):
     from media_catalog import previews
+    from media_catalog.lottie_render import tgs_frame_png
 
     bomb = gzip_bomb(previews.MAX_LOTTIE_BYTES * 4)
     assert len(bomb) < previews.MAX_TGS_BYTES
     # Unpacking must stop at the limit: gzip.decompress (which unpacks everything) is not used.
     monkeypatch.setattr(gzip, "decompress", lambda *a, **k: pytest.fail("unbounded gzip.decompress"))
     with pytest.raises(previews.PreviewTooLarge, match="unpacks to more than 8 MB"):
-        previews.tgs_frame_png(bomb)
+        tgs_frame_png(bomb)
 
 
 def test_a_gzip_bomb_sticker_gets_a_too_large_badge_instead_of_a_preview(verified_client):

@@ -67,6 +67,33 @@ def tgs_bytes(**kwargs) -> bytes:
     return gzip.compress(json.dumps(lottie_json(**kwargs)).encode(), mtime=0)
 
 
+def nested_precomp_lottie(*, levels: int = 10, fan: int = 10) -> dict:
+    """A hostile Lottie animation: `levels` precompositions of `fan` layers, each layer of a level
+    referring to the level below, so the renderer would build fan ** levels layers from a few
+    hundred bytes (the red team's 624-byte sticker was ten levels of ten)."""
+    shape = {
+        "ty": "rc",
+        "d": 1,
+        "s": {"a": 0, "k": [8, 8]},
+        "p": {"a": 0, "k": [0, 0]},
+        "r": {"a": 0, "k": 0},
+    }
+    fill = {"ty": "fl", "c": {"a": 0, "k": [1, 0, 0, 1]}, "o": {"a": 0, "k": 100}, "r": 1}
+    leaf = {"ty": 4, "ip": 0, "op": 60, "st": 0, "ks": {}, "shapes": [shape, fill]}
+    assets = [{"id": "p0", "layers": [leaf] * fan}]
+    for level in range(1, levels):
+        ref = {"ty": 0, "refId": f"p{level - 1}", "ip": 0, "op": 60, "st": 0, "w": 512, "h": 512, "ks": {}}
+        assets.append({"id": f"p{level}", "layers": [ref] * fan})
+    top = {"ty": 0, "refId": f"p{levels - 1}", "ip": 0, "op": 60, "st": 0, "w": 512, "h": 512, "ks": {}}
+    return {"v": "5.5.2", "fr": 60, "ip": 0, "op": 60, "w": 512, "h": 512, "assets": assets, "layers": [top]}
+
+
+def nested_precomp_tgs(**kwargs) -> bytes:
+    """`nested_precomp_lottie(**kwargs)` as a TGS file: a few hundred bytes gzipped."""
+    raw = json.dumps(nested_precomp_lottie(**kwargs), separators=(",", ":")).encode()
+    return gzip.compress(raw, mtime=0)
+
+
 def add_photo(world: World, data: bytes, *, width: int, height: int) -> types.Photo:
     photo = types.Photo(
         id=world.new_id(),
