@@ -145,7 +145,7 @@ def _own_user_id(agent_id: int) -> int:
     return Agent.objects.filter(pk=agent_id).values_list("telegram_user_id", flat=True).first() or 0
 
 
-async def _library_picture(request: GatewayRequest, transport: Transport, unique_id: str) -> Path:
+async def library_picture_fetch(request: GatewayRequest, transport: Transport, unique_id: str) -> Path:
     """A copy of the library picture `unique_id` under MEDIA_ROOT/profile_uploads/<agent id>/, where
     uploads wait too: the item's own file, else its Saved Messages message downloaded (Telegram)."""
     ref = await sync_to_async(library_ref)(agent_id=request.agent_id, unique_id=unique_id)
@@ -178,7 +178,7 @@ async def _library_picture(request: GatewayRequest, transport: Transport, unique
 async def _add_photo(request: GatewayRequest, transport: Transport, params: dict) -> dict[str, Any]:
     """An upload (`file`, under MEDIA_ROOT) or a picture of the media library (`library`, its unique id)."""
     if params.get("library"):
-        path = await _library_picture(request, transport, str(params["library"]))
+        path = await library_picture_fetch(request, transport, str(params["library"]))
     else:
         path = Path(settings.MEDIA_ROOT) / str(params["file"])
     await transport.add_profile_photo(path)
