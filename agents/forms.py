@@ -227,7 +227,7 @@ class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
     def _post_clean(self) -> None:
         """Then the timezone rule: a changed zone with events or a schedule needs the choice."""
         super()._post_clean()
-        if self.instance.pk is None or "timezone" not in self.changed_data or "timezone" in self.errors:
+        if self.instance.pk is None or "timezone" in self.errors:
             return
         before = Agent.objects.filter(pk=self.instance.pk).values_list("timezone", flat=True).first()
         try:
