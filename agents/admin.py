@@ -98,6 +98,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
             {
                 "fields": [
                     "timezone",
+                    "timezone_change",
                     "llm",
                     "llm_fallback",
                     "role_prompt_names",
@@ -280,7 +281,11 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
-        curation.agent_save(agent=obj)
+        curation.agent_save(
+            agent=obj,
+            timezone_change=form.cleaned_data.get("timezone_change", ""),
+            by=request.user.get_username(),
+        )
 
     def save_formset(self, request, form, formset, change):
         instances = formset.save(commit=False)

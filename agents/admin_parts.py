@@ -2,7 +2,7 @@
 
 `agents` imports no app above it (docs/DESIGN.md, "Apps and their order"), yet the agent page shows
 the agent's memories, offers the media catalog's sticker sets and suggests the models offered to
-personas. The apps that own those register them here: `memory/admin.py` its inline, `media_catalog`
+personas, and its Telegram account page offers the media library's pictures as profile photos. The apps that own those register them here: `memory/admin.py` its inline, `media_catalog`
 and `llm` their choices from their `AppConfig.ready()`. A part nobody registered is left out: the
 page has no such inline, and a choice list offers only what the agent already has.
 """
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 STICKER_SETS = "sticker_sets"
 #: LLM names in the order the agent form suggests them.
 LLM_NAMES = "llm_names"
+#: For one agent (the source takes it): its media library's pictures that may become its profile
+#: photo, as (unique id, label) pairs, for the Telegram account page.
+LIBRARY_PICTURES = "library_pictures"
 
 _inlines: list[tuple[type[InlineModelAdmin], Callable[[Any], None]]] = []
 _choice_sources: dict[str, Callable[[], Any]] = {}
@@ -44,12 +47,13 @@ def agent_inline_saver(instance: Any) -> Callable[[Any], None] | None:
     return None
 
 
-def choices_provide(name: str, source: Callable[[], Any]) -> None:
-    """Register the function that lists the choices called `name` (STICKER_SETS, LLM_NAMES)."""
+def choices_provide(name: str, source: Callable[..., Any]) -> None:
+    """Register the function that lists the choices called `name` (STICKER_SETS, LLM_NAMES,
+    LIBRARY_PICTURES)."""
     _choice_sources[name] = source
 
 
-def choices(name: str, default: Any) -> Any:
-    """The choices called `name` now, or `default` when no app provides them."""
+def choices(name: str, default: Any, *args: Any) -> Any:
+    """The choices called `name` now (`args` go to the source), or `default` when no app provides them."""
     source = _choice_sources.get(name)
-    return default if source is None else source()
+    return default if source is None else source(*args)

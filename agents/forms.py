@@ -19,6 +19,8 @@ from django.utils.html import format_html, format_html_join
 from agents import admin_parts
 from agents.models import Agent, RolePrompt
 from agents.services import curation
+from agents.timezone_change import FIELD as TIMEZONE_CHANGE
+from agents.timezone_change import TimezoneChange, timezone_change_check
 from cindy_site.admin_utils import service_form
 
 #: The global response-format prompt, always included (llm.prompt.sections.INSTRUCTIONS_PROMPT).
@@ -191,6 +193,15 @@ class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
         "a # Heading line, then its text.",
     )
 
+    timezone_change = forms.ChoiceField(
+        label="When the timezone changes",
+        required=False,
+        choices=[("", "---------"), *TimezoneChange.choices],
+        help_text="Needed only when the agent has future events or schedule entries: keep their local "
+        "times (a 09:00 event stays at 09:00 in the new zone) or their instants (it then reads another "
+        "clock time). The activity stream records the choice.",
+    )
+
     class Meta:
         model = Agent
         fields = "__all__"
@@ -212,6 +223,19 @@ class AgentForm(service_form(lambda obj: curation.agent_validate(agent=obj))):
         if "llm" in self.fields:
             self.fields["llm"].label = "LLM"
             self.fields["llm"].widget = LLMNameInput()
+
+    def _post_clean(self) -> None:
+        """Then the timezone rule: a changed zone with events or a schedule needs the choice."""
+        super()._post_clean()
+        if self.instance.pk is None or "timezone" in self.errors:
+            return
+        before = Agent.objects.filter(pk=self.instance.pk).values_list("timezone", flat=True).first()
+        try:
+            timezone_change_check(
+                agent=self.instance, before=before, change=self.cleaned_data.get(TIMEZONE_CHANGE, "")
+            )
+        except ValidationError as exc:
+            self._update_errors(exc)
 
     def clean_role_prompt_names(self) -> list[str]:
         """An `Instructions` entry the agent already lists is not offered, but it is kept in its place."""

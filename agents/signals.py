@@ -16,3 +16,9 @@ gateway_request_created = Signal()
 #: minute or per day), so that turns a spend brake holds are looked at again at once rather than at the
 #: brake's next check. Argument: `agent`.
 spend_limits_changed = Signal()
+
+#: Sent inside the transaction that saved an agent whose timezone changed. Arguments: `agent` (as
+#: saved), `before` (the old timezone), `change` (a `TimezoneChange` value; "" when the agent held
+#: nothing in its local time), `bound` (what it held, e.g. ["2 future events"]) and `by` (who).
+#: `memory` moves the records as chosen, `conversations` records the change in the activity stream.
+agent_timezone_changed = Signal()

@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from agents import selectors
+from agents import admin_parts, selectors
 from agents.access import visible_to
 from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
@@ -44,6 +44,19 @@ class ProfileForm(forms.Form):
 
 class PhotoForm(forms.Form):
     photo = forms.FileField(help_text="JPEG or PNG; Telegram crops it to a square")
+
+
+class LibraryPhotoForm(forms.Form):
+    """A picture of the agent's media library as a new profile photo (choices: media_catalog's)."""
+
+    unique_id = forms.ChoiceField(
+        label="From the media library",
+        help_text="A photo the agent keeps in its library (on Telegram, in its Saved Messages)",
+    )
+
+    def __init__(self, *args, agent: Agent, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["unique_id"].choices = admin_parts.choices(admin_parts.LIBRARY_PICTURES, [], agent)
 
 
 class ContactForm(forms.Form):
@@ -117,6 +130,7 @@ def account_page(request: HttpRequest, agent_id: int) -> HttpResponse:
     forms_by_name = {
         "profile": ProfileForm(initial=initial, prefix="profile"),
         "photo": PhotoForm(prefix="photo"),
+        "library_photo": LibraryPhotoForm(prefix="library", agent=agent),
         "contact": ContactForm(prefix="contact"),
         "join": JoinForm(prefix="join"),
     }
@@ -138,6 +152,17 @@ def account_page(request: HttpRequest, agent_id: int) -> HttpResponse:
             form = forms_by_name["photo"] = PhotoForm(request.POST, request.FILES, prefix="photo")
             queued = _apply(
                 request, form, lambda photo: requests.account_request_add_photo(agent=agent, upload=photo)
+            )
+        elif action == "library_photo":
+            form = forms_by_name["library_photo"] = LibraryPhotoForm(
+                request.POST, prefix="library", agent=agent
+            )
+            queued = _apply(
+                request,
+                form,
+                lambda unique_id: requests.account_request_add_library_photo(
+                    agent=agent, unique_id=unique_id
+                ),
             )
         elif action == "delete_photo":
             photo_id = request.POST.get("photo_id", "")

@@ -8,6 +8,8 @@ admin's account page always shows what Telegram holds after the change.
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,11 +18,12 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from agents.models import Agent, GatewayRequest
-from agents.services.telegram_requests import PROFILE_PHOTO_DIR, gateway_request_describe
+from agents.services.telegram_requests import PROFILE_PHOTO_DIR, PROFILE_UPLOAD_DIR, gateway_request_describe
 from conversations.models import ActivityEvent, Conversation
 from conversations.services.activity import record_event
 from conversations.services.ingest import conversation_apply_details
-from conversations.transport.base import ChatDetails, Transport
+from conversations.transport.base import ChatDetails, PermanentError, Transport
+from engine.handlers.send_media import library_ref
 from engine.library_requests import save_to_library
 from engine.request_errors import request_error
 
@@ -138,8 +141,47 @@ async def _update_profile(request: GatewayRequest, transport: Transport, params:
     return await _read_account(request, transport)
 
 
+def _own_user_id(agent_id: int) -> int:
+    return Agent.objects.filter(pk=agent_id).values_list("telegram_user_id", flat=True).first() or 0
+
+
+async def library_picture_fetch(request: GatewayRequest, transport: Transport, unique_id: str) -> Path:
+    """A copy of the library picture `unique_id` under MEDIA_ROOT/profile_uploads/<agent id>/, where
+    uploads wait too: the item's own file, else its Saved Messages message downloaded (Telegram)."""
+    ref = await sync_to_async(library_ref)(agent_id=request.agent_id, unique_id=unique_id)
+    if ref is None:
+        raise PermanentError("MEDIA_NOT_FOUND", f"{unique_id!r} is not in the agent's media library")
+    if ref.media_kind != "photo":
+        raise PermanentError(
+            "PHOTO_INVALID",
+            f"library item {unique_id} is {ref.media_kind}, not a photo: only photos become profile photos",
+        )
+    folder = Path(settings.MEDIA_ROOT) / PROFILE_UPLOAD_DIR / str(request.agent_id)
+    if ref.file:
+        source = Path(settings.MEDIA_ROOT) / ref.file
+        if not source.is_file():
+            raise PermanentError("MEDIA_NOT_FOUND", f"library item {unique_id}'s file {ref.file} is missing")
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{uuid.uuid4().hex}{source.suffix.lower()}"
+        await sync_to_async(shutil.copyfile)(source, target)
+        return target
+    if ref.saved_message_id is not None:
+        me = await sync_to_async(_own_user_id)(request.agent_id)
+        saved = await transport.download_media(me, ref.saved_message_id, folder)
+        if saved is not None:
+            return saved
+    raise PermanentError(
+        "MEDIA_NOT_FOUND", f"library item {unique_id} has no file and is no longer in Saved Messages"
+    )
+
+
 async def _add_photo(request: GatewayRequest, transport: Transport, params: dict) -> dict[str, Any]:
-    await transport.add_profile_photo(Path(settings.MEDIA_ROOT) / str(params["file"]))
+    """An upload (`file`, under MEDIA_ROOT) or a picture of the media library (`library`, its unique id)."""
+    if params.get("library"):
+        path = await library_picture_fetch(request, transport, str(params["library"]))
+    else:
+        path = Path(settings.MEDIA_ROOT) / str(params["file"])
+    await transport.add_profile_photo(path)
     return await _read_account(request, transport)
 
 

@@ -71,3 +71,19 @@ def library_items_of(*, agent_id: int) -> list[LibraryItem]:
             [agent_id],
         )
         return [rows.from_row(LibraryItem, row) for row in cursor.fetchall()]
+
+
+def library_picture_choices(agent: Any) -> list[tuple[str, str]]:
+    """The agent's library pictures that can become its profile photo, as (unique id, label): photos
+    with a file (sandbox uploads, pictures the agent made) or a Saved Messages message (Telegram)."""
+    if getattr(agent, "pk", None) is None:
+        return []
+    items = LibraryItem.objects.filter(agent_id=agent.pk, kind=MediaKind.PHOTO).order_by("unique_id")
+    choices = []
+    for item in items:
+        if not item.file and item.saved_message_id is None:
+            continue
+        text = " ".join(item.description.split())
+        label = f"{item.unique_id}: {text[:80]}{'…' if len(text) > 80 else ''}" if text else item.unique_id
+        choices.append((item.unique_id, label))
+    return choices

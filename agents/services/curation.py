@@ -11,7 +11,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from agents.models import Agent, AgentDocument, RolePrompt
-from agents.signals import agent_restarted, spend_limits_changed
+from agents.signals import agent_restarted, agent_timezone_changed, spend_limits_changed
+from agents.timezone_change import timezone_change_check
 from cindy_site.llm_names import UnknownModelError, is_default_name, resolve
 
 
@@ -54,15 +55,32 @@ def agent_validate(*, agent: Agent) -> None:
 
 
 @transaction.atomic
-def agent_save(*, agent: Agent) -> Agent:
-    """Validate and store an agent edited by a person."""
+def agent_save(*, agent: Agent, timezone_change: str = "", by: str = "") -> Agent:
+    """Validate and store an agent edited by a person.
+
+    A changed timezone while the agent holds future events or schedule entries needs
+    `timezone_change` (agents/timezone_change.py), else ValidationError names that field; the
+    change is then announced (`agent_timezone_changed`) in this transaction.
+    """
     agent_validate(agent=agent)
     agent.full_clean(validate_unique=True)
     limits = ("daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day")
-    before = Agent.objects.filter(pk=agent.pk).values_list(*limits).first() if agent.pk else None
+    stored = Agent.objects.filter(pk=agent.pk).values_list("timezone", *limits).first() if agent.pk else None
+    before = stored[1:] if stored else None
+    old_zone = stored[0] if stored else None
+    bound = timezone_change_check(agent=agent, before=old_zone, change=timezone_change)
     agent.save()
     if before is not None and before != tuple(getattr(agent, name) for name in limits):
         spend_limits_changed.send(sender=Agent, agent=agent)
+    if old_zone is not None and old_zone != agent.timezone:
+        agent_timezone_changed.send(
+            sender=Agent,
+            agent=agent,
+            before=old_zone,
+            change=timezone_change if bound else "",
+            bound=bound,
+            by=by,
+        )
     return agent
 
 

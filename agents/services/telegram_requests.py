@@ -63,6 +63,8 @@ def gateway_request_describe(request: GatewayRequest) -> str:
         return f"Add contact {params.get('target', '')}"
     if request.kind == Kind.DELETE_CONTACTS:
         return f"Delete contact(s) {', '.join(str(u) for u in params.get('user_ids', []))}"
+    if request.kind == Kind.ADD_PROFILE_PHOTO and params.get("library"):
+        return f"Add profile photo {params['library']} from the media library"
     if request.kind == Kind.DELETE_PROFILE_PHOTO:
         return f"Delete profile photo {params.get('photo_id', '')}"
     if request.kind == Kind.SAVE_TO_LIBRARY:
@@ -139,6 +141,16 @@ def account_request_add_photo(*, agent: Agent, upload: UploadedFile) -> GatewayR
         for chunk in upload.chunks():
             handle.write(chunk)
     return gateway_request_create(agent=agent, kind=Kind.ADD_PROFILE_PHOTO, params={"file": str(relative)})
+
+
+def account_request_add_library_photo(*, agent: Agent, unique_id: str) -> GatewayRequest:
+    """Ask the gateway to set a picture of the agent's media library as a profile photo (the same
+    request as an upload, naming the library item instead of a file; engine/account_requests.py
+    fetches the picture, from Saved Messages on Telegram)."""
+    unique_id = (unique_id or "").strip()
+    if not unique_id:
+        raise ValidationError({"unique_id": "choose a picture of the agent's media library"})
+    return gateway_request_create(agent=agent, kind=Kind.ADD_PROFILE_PHOTO, params={"library": unique_id})
 
 
 def account_request_delete_photo(*, agent: Agent, photo_id: int) -> GatewayRequest:

@@ -1,16 +1,20 @@
-"""Agents: list, read, enable, disable and restart (the admin's services: `agents.services.curation`)."""
+"""Agents: list, read, change the timezone, enable, disable and restart (the admin's services:
+`agents.services.curation`)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Literal
 
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
 
 from agents.access import agents_for
 from agents.models import Agent
 from agents.services import curation
-from api.core import DEFAULT_LIMIT, ERRORS, Limit, Offset, RowId, page, page_schema, visible_agent
+from agents.timezone_change import TimezoneChange
+from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
 
 router = Router(tags=["agents"])
 CHANGE = "agents.change_agent"
@@ -33,6 +37,17 @@ class AgentOut(Schema):
 
 
 AgentPage = page_schema(AgentOut, "AgentPage")
+
+ChangeChoice = Literal[tuple(TimezoneChange.values)]  # type: ignore[valid-type]
+
+
+class AgentPatch(Schema):
+    timezone: str = Field(max_length=64, description="IANA zone, e.g. Europe/Paris; empty: the site's")
+    timezone_change: ChangeChoice | None = Field(  # type: ignore[valid-type]
+        None,
+        description="Required when the agent has future events or schedule entries: keep_local_times "
+        "(they keep their clock times in the new zone) or keep_instants (they stay at the same moments)",
+    )
 
 
 def agent_row(agent: Agent) -> dict:
@@ -62,6 +77,24 @@ def agent_list(request: HttpRequest, limit: Limit = DEFAULT_LIMIT, offset: Offse
 @router.get("/{agent_id}", response={200: AgentOut, **ERRORS}, summary="Read one agent")
 def agent_read(request: HttpRequest, agent_id: RowId):
     return agent_row(visible_agent(request, agent_id))
+
+
+@router.patch("/{agent_id}", response={200: AgentOut, **ERRORS}, summary="Change an agent's timezone")
+def agent_update(request: HttpRequest, agent_id: RowId, body: AgentPatch):
+    """As the admin's agent form: a new timezone while the agent has future events or schedule
+    entries needs `timezone_change` (else 422 naming it); the activity stream records the change."""
+    agent = visible_agent(request, agent_id, CHANGE)
+    agent.timezone = body.timezone.strip()
+    try:
+        curation.agent_save(
+            agent=agent, timezone_change=body.timezone_change or "", by=request.user.get_username()
+        )
+    except ValidationError as exc:
+        if not hasattr(exc, "error_dict"):
+            raise ApiError(422, " ".join(exc.messages)) from None
+        field, errors = next(iter(exc.message_dict.items()))
+        raise ApiError(422, " ".join(errors), field=field) from None
+    return agent_row(agent)
 
 
 @router.post("/{agent_id}/enable", response={200: AgentOut, **ERRORS}, summary="Enable (or restart) an agent")

@@ -32,6 +32,11 @@ class ApiClient:
             f"/api/v1{path}", body, content_type="application/json", headers=self._headers()
         )
 
+    def patch(self, path: str, body: dict):
+        return self.client.patch(
+            f"/api/v1{path}", body, content_type="application/json", headers=self._headers()
+        )
+
     def delete(self, path: str):
         return self.client.delete(f"/api/v1{path}", headers=self._headers())
 

@@ -88,3 +88,79 @@ def test_an_agent_that_does_not_exist_is_404_with_the_fix(api, wendy):
     answer = api.get(f"/agents/{wendy.pk + 100}")
     assert answer.status_code == 404
     assert "/api/v1/agents" in answer.json()["detail"]
+
+
+def _walk_tomorrow_at_nine(agent, clock):
+    """A London agent (UTC+0 in January, the clock at 2026-01-05 12:00 UTC) with a 09:00 event tomorrow."""
+    from memory.models import ScheduledEvent
+
+    Agent.objects.filter(pk=agent.pk).update(timezone="Europe/London")
+    return ScheduledEvent.objects.create(
+        agent=agent,
+        channel_id=7,
+        intent="Ask about the walk",
+        time_raw="2026-01-06T09:00:00",
+        created=clock.now(),
+    )
+
+
+def test_a_new_timezone_with_events_ahead_needs_the_choice(api, wendy, clock):
+    event = _walk_tomorrow_at_nine(wendy, clock)
+
+    answer = api.patch(f"/agents/{wendy.pk}", {"timezone": "Asia/Tokyo"})
+
+    assert answer.status_code == 422
+    assert answer.json()["field"] == "timezone_change"
+    assert "1 future event" in answer.json()["detail"] and "keep_instants" in answer.json()["detail"]
+    assert Agent.objects.get(pk=wendy.pk).timezone == "Europe/London"
+    event.refresh_from_db()
+    assert event.due_at.isoformat() == "2026-01-06T09:00:00+00:00"
+
+
+@pytest.mark.parametrize(
+    "change, due",
+    [("keep_local_times", "2026-01-06T00:00:00+00:00"), ("keep_instants", "2026-01-06T09:00:00+00:00")],
+)
+def test_the_choice_moves_or_keeps_the_events_and_is_recorded(api, wendy, clock, change, due):
+    event = _walk_tomorrow_at_nine(wendy, clock)
+
+    answer = api.patch(f"/agents/{wendy.pk}", {"timezone": "Asia/Tokyo", "timezone_change": change})
+
+    assert answer.status_code == 200, answer.json()
+    assert answer.json()["timezone"] == "Asia/Tokyo"
+    event.refresh_from_db()
+    assert event.due_at.isoformat() == due
+    recorded = ActivityEvent.objects.get(agent=wendy)
+    assert recorded.data == {
+        "timezone_before": "Europe/London",
+        "timezone": "Asia/Tokyo",
+        "timezone_change": change,
+        "by": "owner",
+    }
+
+
+def test_a_new_timezone_without_events_needs_no_choice(api, wendy, clock):
+    answer = api.patch(f"/agents/{wendy.pk}", {"timezone": "Asia/Tokyo"})
+
+    assert answer.status_code == 200
+    assert Agent.objects.get(pk=wendy.pk).timezone == "Asia/Tokyo"
+    assert ActivityEvent.objects.get(agent=wendy).data["timezone_change"] == ""
+
+
+def test_a_timezone_that_is_no_zone_or_an_unknown_choice_is_refused_by_name(api, wendy, clock):
+    zone = api.patch(f"/agents/{wendy.pk}", {"timezone": "Mars/Base"})
+    assert (zone.status_code, zone.json()["field"]) == (422, "timezone")
+    assert "not an IANA zone" in zone.json()["detail"]
+
+    choice = api.patch(f"/agents/{wendy.pk}", {"timezone": "Asia/Tokyo", "timezone_change": "shrug"})
+    assert choice.status_code == 422
+    assert "timezone_change" in str(choice.json())
+
+
+def test_changing_the_timezone_needs_the_change_permission(api_as, make_staff, wendy, clock):
+    viewer = make_staff("viewer", "agents.view_agent")
+
+    answer = api_as(viewer).patch(f"/agents/{wendy.pk}", {"timezone": "Asia/Tokyo"})
+
+    assert answer.status_code == 403
+    assert Agent.objects.get(pk=wendy.pk).timezone != "Asia/Tokyo"

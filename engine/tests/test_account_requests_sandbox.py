@@ -144,3 +144,52 @@ def test_profile_photos_are_added_shown_and_deleted(agent, harness, settings, tm
     assert (tmp_path / photo["file"]).read_bytes() == upload.read_bytes()
     deleted = done_after(harness, services.account_request_delete_photo(agent=agent, photo_id=photo["id"]))
     assert deleted.result["profile"]["photos"] == []
+
+
+def _library_png(agent, colour: str = "teal"):
+    import io
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from PIL import Image
+
+    from media_catalog.services.library import library_item_upload
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), colour).save(buffer, "PNG")
+    upload = SimpleUploadedFile("harbour.png", buffer.getvalue(), content_type="image/png")
+    return library_item_upload(agent_id=agent.pk, upload=upload, description="The harbour wall")
+
+
+def test_a_library_picture_becomes_a_profile_photo_through_the_same_request(
+    agent, harness, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path
+    item = _library_png(agent)
+
+    request = services.account_request_add_library_photo(agent=agent, unique_id=item.unique_id)
+
+    assert request.kind == GatewayRequest.Kind.ADD_PROFILE_PHOTO
+    added = done_after(harness, request)
+    (photo,) = added.result["profile"]["photos"]
+    assert (tmp_path / photo["file"]).read_bytes() == (tmp_path / item.file.name).read_bytes()
+    item.file.delete(save=False)  # the profile photo is a copy: the library may let go of its file
+    assert (tmp_path / photo["file"]).is_file()
+    outcome = ActivityEvent.objects.filter(agent=agent).latest("id").summary
+    assert outcome == f"Add profile photo {item.unique_id} from the media library: done in Telegram"
+
+
+def test_a_library_item_that_is_no_photo_is_refused_with_the_reason(agent, harness, settings, tmp_path):
+    from media_catalog.models import LibraryItem
+
+    settings.MEDIA_ROOT = tmp_path
+    LibraryItem.objects.create(agent=agent, unique_id="song1", kind="audio", file="1/song1.ogg")
+
+    for unique_id, reason in [
+        ("song1", "is audio, not a photo"),
+        ("gone1", "not in the agent's media library"),
+    ]:
+        request = services.account_request_add_library_photo(agent=agent, unique_id=unique_id)
+        harness.step("requests")
+        request.refresh_from_db()
+        assert request.status == Status.FAILED
+        assert reason in request.error, request.error

@@ -120,3 +120,30 @@ def test_media_that_is_not_in_the_message_is_refused_and_nothing_is_saved(world)
     assert "has no message" in error
     assert _saved(standin, me.id) == before
     assert not LibraryItem.objects.filter(agent=agent).exists()
+
+
+def test_a_saved_library_photo_is_fetched_from_saved_messages_for_the_profile(world, settings, tmp_path):
+    """The profile photo request's library step (engine/account_requests.py) on Telegram: the picture
+    is downloaded from the agent's own Saved Messages, by its own user id."""
+    from engine.account_requests import library_picture_fetch
+
+    standin, agent, me, bob = world
+    settings.MEDIA_ROOT = tmp_path / "media"
+    data = image_bytes("kite", size=(64, 48), color="blue", fmt="JPEG")
+    photo = standin.run(add_photo, standin.world, data, width=64, height=48)
+
+    async def run():
+        transport = await connected(agent)
+        dm = standin.world.dm_key(me.id, bob.id)
+        standin.run(standin.world.send, bob.id, dm, "look", media=types.MessageMediaPhoto(photo=photo))
+        [new] = await next_updates(transport, NewMessage)
+        request = await sync_to_async(_request)(agent, bob.id, new.message.message_id, str(photo.id))
+        saved, error = await execute_request(request, transport)
+        assert error == ""
+        path = await library_picture_fetch(request, transport, str(photo.id))
+        await transport.disconnect()
+        return path
+
+    path = async_to_sync(run)()
+    assert path.parent == tmp_path / "media" / "profile_uploads" / str(agent.pk)
+    assert path.read_bytes() == data
