@@ -16,8 +16,10 @@
   the fake LLM server as Gemini, and that first plan's latency with and without the LLM stack
   preloaded (docs/performance.md, "Memory");
 - `sandbox say` → reply stored, through a real `runagents` process and its task workers, with 1 and
-  with 100 sandbox agents, less the read delay (set to 0) and the typing time (subtracted), with
-  wake-ups beside the fixed tick and 0.2 s broker poll they replace; and the gateway's idle CPU in each.
+  with 100 sandbox agents, less the read delay (set to 0) and the typing time the reply's send node
+  applied (its recorded start-typing delay: none for an agent already online in the chat), the mean of
+  the waits beside the goal, with wake-ups beside the fixed tick and 0.2 s broker poll they replace;
+  and the gateway's idle CPU in each, time-averaged over consecutive windows, the worst window beside.
 
 Run: .venv/bin/python bench/bench_engine.py  (one or some parts: --only claims,idle; parts: overhead,
 claims, idle, dispatch, rss, worker_rss, latency)
@@ -788,10 +790,27 @@ def typing_applied(agent, node_params: dict, text: str) -> float:
     return float(node_params["start_delay"]) + typing_seconds(agent, text, online=True)
 
 
+def reply_typing(agent, reply) -> float:
+    """The typing time applied to `reply` (a SandboxMessage of the agent), read from the send node
+    that sent it (the message carries the node's random_id)."""
+    from conversations.models import TaskNode
+
+    params = list(
+        TaskNode.objects.filter(agent=agent, kind="send", random_id=reply.random_id).values_list(
+            "params", flat=True
+        )
+    )
+    if len(params) != 1:
+        raise RuntimeError(
+            f"{agent.name}'s message #{reply.message_id} (random_id {reply.random_id}): {len(params)} send "
+            "nodes carry its random_id, expected 1; was it sent by the send task?"
+        )
+    return typing_applied(agent, params[0], reply.text)
+
+
 def _say_and_wait(agent, text: str, log: Path) -> float:
     """Seconds from the person's message to the agent's reply as both are stored, less the typing time
     the reply's send node applied (read from the node, as the gateway recorded it)."""
-    from conversations.models import TaskNode
     from sandbox.models import SandboxMessage
     from sandbox.services.chats import sandbox_say
 
@@ -803,13 +822,8 @@ def _say_and_wait(agent, text: str, log: Path) -> float:
         f"{agent.name}'s reply",
         log,
     )
-    params = TaskNode.objects.filter(agent=agent, kind="send", random_id=reply.random_id).values_list(
-        "params", flat=True
-    )
     return user_wait_seconds(
-        said_at=said.date,
-        replied_at=reply.date,
-        typing_applied=typing_applied(agent, params.get(), reply.text),
+        said_at=said.date, replied_at=reply.date, typing_applied=reply_typing(agent, reply)
     )
 
 

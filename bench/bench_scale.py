@@ -5,11 +5,13 @@
   from /proc (the scheduler's run time, in nanoseconds: /proc/PID/task/TID/schedstat), with
   the tree's PSS (/proc/PID/smaps_rollup); beside the pool polling the queue every 50 ms as before
   and the gateway reading the wake-up counter every 50 ms (CINDY_Q_WAKE=false,
-  CINDY_WAKE_POLL_SECONDS=0.05), in the same run;
+  CINDY_WAKE_POLL_SECONDS=0.05), in the same run: the time average over the whole idle span (its CPU
+  seconds / its wall seconds, five consecutive 10 s windows) beside the goal, the worst window beside it;
 - the inbound path per message: CPU of every process of that tree from a sandbox message to the
   planning request reaching the LLM (gateway ingest, tick, dispatch; the worker's turn up to the call),
   the issue's goal; and on to the reply stored (the plan's bookkeeping, the gateway applying it and
-  sending), less the tree's idle CPU over the same wall time;
+  sending), less the tree's time-averaged idle CPU over the same wall time: the mean over every message
+  beside the goal, the costliest message beside it;
 - the dialog refresh at 1,000 agents with a 100 ms Telegram round trip: the slowest gateway pass of the
   `dialogs` step over one refresh period, in process.
 
@@ -18,6 +20,8 @@ Run: .venv/bin/python bench/bench_scale.py [tree|telegram-inbound|refresh|telegr
 Each part runs in its own process on its own temporary database and touches nothing else. With
 `--against`, each part also runs on a checkout of REF, in turns with this tree, started and measured
 by this script (the same instrument for both): a before/after ratio from one run.
+Every figure beside a goal is declared with its statistic and printed through `figures.py`, which
+refuses a negative figure or a statistic other than the goal's.
 """
 
 from __future__ import annotations
@@ -196,6 +200,13 @@ def idle_text(now: Windows, before: Windows) -> str:
     )
 
 
+def reply_text(now: list[float], before: list[float]) -> str:
+    """CPU per message up to the reply (seconds per message in, ms printed): the mean, no goal."""
+    ms = samples(TO_REPLY, [v * 1000 for v in now])
+    was = samples(TO_REPLY, [v * 1000 for v in before])
+    return f"{TO_REPLY.figure(statistics.fmean(ms)).text} (as before: {TO_REPLY.figure(statistics.fmean(was)).text})"
+
+
 def inbound_text(now: list[float], before: list[float]) -> str:
     """CPU per message up to the planning request (seconds per message in, ms printed): the mean
     beside its goal, the costliest message, the median labelled."""
@@ -331,8 +342,7 @@ def part_tree() -> None:
     )
     print(
         f"inbound message → reply stored, the same per message: "
-        f"{TO_REPLY.figure(statistics.fmean(after['reply']) * 1000).text} (as before: "
-        f"{TO_REPLY.figure(statistics.fmean(before['reply']) * 1000).text}): the above, the reply's "
+        f"{reply_text(after['reply'], before['reply'])}: the above, the reply's "
         "bookkeeping, typing and presence, the send and its echo; no goal of its own."
     )
 
@@ -581,8 +591,7 @@ def part_telegram_inbound() -> None:
     )
     print(
         f"Telegram: inbound message → reply sent, the same per message: "
-        f"{TO_REPLY.figure(statistics.fmean(after['whole']) * 1000).text} (as before: "
-        f"{TO_REPLY.figure(statistics.fmean(before['whole']) * 1000).text}); idle CPU of that tree: "
+        f"{reply_text(after['whole'], before['whole'])}; idle CPU of that tree: "
         f"{idle_text(after['idle'], before['idle'])}."
     )
 
