@@ -14,7 +14,7 @@ went by. The breaker's row is read every 0.1 s.
 Figures, each beside its goal:
 - messages lost (no answer) and answered twice (two answers carrying its token): goal 0;
 - the added delay per reply while the route is down: each reply's delay (from the message to the reply
-  as both are stored, less the typing time) less the baseline's median, the 95th percentile over the
+  as both are stored, less the typing time its send node applied) less the baseline's median, the 95th percentile over the
   messages written during the outage: goal ≤ 5 s;
 - the failed calls to the primary before its breaker opened (LLMCall rows with an error, created up to
   the opening): goal within a few (CINDY_LLM_BREAKER_FAILURES, 3, plus what was already in flight);
@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_engine import setup_django  # noqa: E402
+from bench_engine import reply_typing, setup_django, user_wait_seconds  # noqa: E402
 
 AGENTS = 100
 PRIMARY_MODEL = "gemini-3-flash-preview"
@@ -185,21 +185,22 @@ class People:
         self.waiting.add(index)
 
     def read(self) -> None:
-        """The agents' new messages: each answer's delay from its message, less the typing time."""
-        from engine.handlers.send import typing_seconds
+        """The agents' new messages: each answer's delay from its message, less the typing time its
+        send node applied (no start-typing delay for an agent already online in the chat)."""
         from sandbox.models import SandboxMessage
 
         rows = SandboxMessage.objects.filter(id__gt=self.last_seen, sender__agent__isnull=False).order_by(
             "id"
         )
-        for message in rows.only("id", "text", "date"):
+        for message in rows.only("id", "message_id", "text", "date", "random_id"):
             self.last_seen = message.id
             match = _TOKEN.search(message.text)
             if match is None or match.group(0) not in self.said:
                 continue
             token = match.group(0)
             index, date, _phase = self.said[token]
-            delay = (message.date - date).total_seconds() - typing_seconds(self.agents[index], message.text)
+            typed = reply_typing(self.agents[index], message)
+            delay = user_wait_seconds(said_at=date, replied_at=message.date, typing_applied=typed)
             self.answers.setdefault(token, []).append(delay)
             self.waiting.discard(index)
 
