@@ -1,4 +1,4 @@
-"""`manage.py sandbox say|voice|typing|react|mark-unread|rights|show`: talk to an agent on the sandbox
+"""`manage.py sandbox say|voice|file|typing|react|mark-unread|rights|show`: talk to an agent on the sandbox
 transport from a shell.
 
 `voice AGENT FILE --as USER` sends an OGG/Opus file as a voice note (its duration read from the file);
