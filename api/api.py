@@ -35,7 +35,12 @@ def _malformed(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     if exc.errors:
         location = [str(part) for part in exc.errors[0].get("loc", ())]
         field = (
-            ".".join(location[1:] if location[:1] in (["body"], ["query"], ["path"]) else location) or None
+            ".".join(
+                location[1:]
+                if location[:1] in (["body"], ["query"], ["path"], ["form"], ["file"])
+                else location
+            )
+            or None
         )
         if field and field.startswith("body."):
             field = field[len("body.") :]

@@ -371,6 +371,9 @@ CINDY_IMPORT_MAX_DOCUMENT_BYTES = _positive_int("CINDY_IMPORT_MAX_DOCUMENT_BYTES
 CINDY_IMPORT_MAX_MEMORY_BYTES = _positive_int("CINDY_IMPORT_MAX_MEMORY_BYTES", 4 * 1024 * 1024)
 CINDY_IMPORT_MAX_MEDIA_JSON_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_JSON_BYTES", 256 * 1024)
 CINDY_IMPORT_MAX_MEDIA_FILE_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_FILE_BYTES", 20 * 1024 * 1024)
+# The largest file `manage.py sandbox file|voice` and the API's sandbox upload send (checked before
+# it is read): Telegram's 20 MB for a file a bot may fetch.
+CINDY_SANDBOX_MAX_FILE_BYTES = _positive_int("CINDY_SANDBOX_MAX_FILE_BYTES", 20_000_000)
 # The prompt budget for stored entries (memory.services.stored_prompt): the characters of entries each
 # stored kind (memories, notes, plans, intentions, events) may show per request, the most recently used
 # first; 0 shows every entry in every prompt, as the original system does.

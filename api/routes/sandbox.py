@@ -6,22 +6,29 @@ A chat is named by its id (`chat_id`, as every message answered carries it) or, 
 title; either way only among the chats within the caller's grants (every agent in the chat is one they
 may see). A title that names only others' groups starts a new group of that title; an id beyond the
 grants is refused naming `chat_id` (docs/dashboard.md, "sandbox groups").
+
+`POST .../sandbox/files` sends a media file (multipart) the way `manage.py sandbox file` does; its
+body is refused by its Content-Length before it is read when it could hold a file past
+CINDY_SANDBOX_MAX_FILE_BYTES (`cindy_site.body_limit.limit_route_body`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
-from ninja import Field, Router, Schema, Status
+from ninja import Field, File, Form, Router, Schema, Status
+from ninja.files import UploadedFile
 
 from agents.access import visible_agent_ids
 from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
-from sandbox.forms import SendForm
+from cindy_site.body_limit import limit_route_body
+from sandbox.forms import ChatForm, SendForm
 from sandbox.permissions import SANDBOX_VIEW, SANDBOX_WRITE
 from sandbox.selectors import sandbox_chat_messages, sandbox_chat_of, sandbox_message_row
 from sandbox.services.chats import SandboxError, sandbox_find_chat, sandbox_say
+from sandbox.services.files import LIMIT_SETTING, file_part, max_file_bytes
 
 router = Router(tags=["sandbox"])
 
@@ -140,3 +147,95 @@ def sandbox_show(
         chat = sandbox_find_chat(agent=agent, as_name=as_name, group=group or None, within=within)
     messages = sandbox_chat_messages(chat=chat)
     return page(request, messages, limit=limit, offset=offset, row=sandbox_message_row)
+
+
+#: Room in an upload's body for the form's other fields and the multipart framing.
+UPLOAD_FORM_ROOM = 64 * 1024
+#: `sandbox.services.files.FILE_KINDS`, spelt out for the schema (a test holds them equal).
+FileKind = Literal["photo", "sticker", "animated-sticker", "video", "document"]
+
+
+def _upload_limit() -> tuple[int, str]:
+    return max_file_bytes() + UPLOAD_FORM_ROOM, (
+        f"a file of at most {max_file_bytes():,} bytes ({LIMIT_SETTING}) and {UPLOAD_FORM_ROOM:,} for the form"
+    )
+
+
+limit_route_body("api:sandbox_file", _upload_limit)
+
+
+class MediaPartOut(Schema):
+    media_kind: str
+    mime: str
+    unique_id: str
+    size: int
+    sticker_format: str | None = None
+    duration: float | None = None
+    file_name: str | None = None
+
+
+class SandboxFileOut(SandboxMessageOut):
+    media: list[MediaPartOut]
+
+
+@router.post(
+    "/{agent_id}/sandbox/files",
+    response={201: SandboxFileOut, **ERRORS},
+    summary="Send a media file to a sandbox agent",
+    url_name="sandbox_file",
+)
+def sandbox_file_view(
+    request: HttpRequest,
+    agent_id: RowId,
+    file: File[UploadedFile],
+    kind: Form[FileKind | None] = None,
+    as_name: Form[str] = "You",
+    group: Form[str] = "",
+    chat_id: Form[int | None] = None,
+    reply_to: Form[int | None] = None,
+    caption: Form[str] = "",
+):
+    """A person sends `file` as `kind` (default: what its bytes are, never its name; a given kind
+    sends a mislabelled file as that kind). The chat is named as for a message (`group` or
+    `chat_id`, within your grants). A file past CINDY_SANDBOX_MAX_FILE_BYTES answers 413."""
+    agent = visible_agent(request, agent_id, SANDBOX_WRITE)
+    if chat_id is not None and group.strip():
+        raise ApiError(
+            422, "give chat_id or group, not both: chat_id already names the chat", field="chat_id"
+        )
+    if len(caption) > 4096:
+        raise ApiError(
+            422, f"caption: {len(caption):,} characters; Telegram takes at most 4,096", field="caption"
+        )
+    form = ChatForm({"agent": agent.pk, "as_name": as_name, "group": group})
+    if not form.is_valid():
+        detail, field = _form_errors(form)
+        raise ApiError(422, detail, field=field)
+    if file.size is None or file.size > max_file_bytes():
+        raise ApiError(
+            413,
+            f"file: {file.name!r} is {file.size or 0:,} bytes; the sandbox takes at most "
+            f"{max_file_bytes():,} ({LIMIT_SETTING})",
+            field="file",
+        )
+    try:
+        if file.size == 0:
+            raise SandboxError(f"file: {file.name!r} is empty (0 bytes): send a file with something in it")
+        file.seek(0)
+        part = file_part(file, name=file.name or "file", size=file.size, kind=kind)
+        message = sandbox_say(
+            agent=agent,
+            text=caption.strip(),
+            as_name=form.cleaned_data["as_name"],
+            group=form.cleaned_data["group"] or None,
+            reply_to=reply_to,
+            media=[part],
+            within=visible_agent_ids(request.user),
+            chat_id=chat_id,
+        )
+    except SandboxError as exc:
+        detail = str(exc)
+        raise ApiError(
+            422, detail, field="file" if detail.startswith("file") else _error_field(detail)
+        ) from None
+    return Status(201, {**sandbox_message_row(message), "media": message.media})

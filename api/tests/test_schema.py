@@ -28,13 +28,14 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_applica
 
 
 @pytest.fixture
-def stage(django_user_model, clock):
+def stage(django_user_model, clock, settings, tmp_path):
     """An owner's token and an agent with something behind each resource.
 
     The WSGI app runs in the test's own transaction, so, as Django's test client does, a request
     must not close the database connection when it starts (`close_old_connections` would, as the
     transaction is not in autocommit: on MariaDB the test's transaction would be gone)."""
     request_started.disconnect(close_old_connections)
+    settings.MEDIA_ROOT = tmp_path / "media"  # the sandbox upload stores its files there
     owner = django_user_model.objects.create_superuser("owner", "owner@example.com", "pw")
     _, token = api_token_create(user=owner, name="schema tests")
     agent = make_agent("Wendy")

@@ -18,11 +18,10 @@ from agents.models import Agent
 from media_catalog.audio import is_ogg, media_duration
 from sandbox.models import SandboxMessage
 from sandbox.services.chats import SandboxError, sandbox_say
+from sandbox.services.files import LIMIT_SETTING, check_file_size, max_file_bytes
 
 #: The sandbox's uploads, relative to MEDIA_ROOT (photos live there too).
 VOICE_DIR = "sandbox"
-#: Telegram's limit for a file a user sends.
-MAX_VOICE_BYTES = 20_000_000
 _HOW = "record one, or convert a file: ffmpeg -i note.wav -c:a libopus note.ogg"
 
 
@@ -30,9 +29,10 @@ def sandbox_voice_part(data: bytes, *, name: str) -> dict[str, Any]:
     """Store a voice note's bytes and return its media part (kind voice, audio/ogg, its duration)."""
     if not is_ogg(data[:4]):
         raise SandboxError(f"{name} is not an OGG file: a voice note is Opus audio in Ogg ({_HOW})")
-    if len(data) > MAX_VOICE_BYTES:
+    if len(data) > max_file_bytes():
         raise SandboxError(
-            f"{name} is {len(data):,} bytes; a voice note may have at most {MAX_VOICE_BYTES:,}"
+            f"{name} is {len(data):,} bytes; a voice note may have at most {max_file_bytes():,} "
+            f"({LIMIT_SETTING})"
         )
     unique_id = f"sbv{hashlib.sha256(data).hexdigest()[:29]}"
     relative = f"{VOICE_DIR}/{unique_id}.ogg"
@@ -64,8 +64,10 @@ def sandbox_voice(
     group: str | None = None,
     reply_to: int | None = None,
 ) -> SandboxMessage:
-    """A person sends the file at `path` to the agent as a voice note."""
+    """A person sends the file at `path` to the agent as a voice note; its size is checked (by
+    `stat`) before it is read."""
     path = Path(path)
+    check_file_size(path, what="voice note")
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -1,7 +1,10 @@
-"""`manage.py sandbox say|voice|typing|react|mark-unread|rights|show`: talk to an agent on the sandbox
+"""`manage.py sandbox say|voice|file|typing|react|mark-unread|rights|show`: talk to an agent on the sandbox
 transport from a shell.
 
-`voice AGENT FILE --as USER` sends an OGG/Opus file as a voice note (its duration read from the file).
+`voice AGENT FILE --as USER` sends an OGG/Opus file as a voice note (its duration read from the file);
+`file AGENT FILE --as USER [--kind photo|sticker|animated-sticker|video|document]` sends any media
+(the kind defaults from the file's bytes; an explicit kind sends a mislabelled file as that kind).
+Both refuse a file past CINDY_SANDBOX_MAX_FILE_BYTES by its size, before reading it.
 
 `say --group TITLE --topic NAME` writes in a topic of a forum group (made on first use);
 `say --user-id 777000` writes as Telegram's service account, `say --bot --as NAME` as a bot;
@@ -25,6 +28,7 @@ from sandbox.services.chats import (
     sandbox_transcript,
     sandbox_typing,
 )
+from sandbox.services.files import FILE_KINDS, sandbox_file
 from sandbox.services.voice import sandbox_voice
 
 
@@ -58,6 +62,19 @@ class Command(BaseCommand):
         voice.add_argument("--as", dest="as_name", default="You", metavar="NAME")
         voice.add_argument("--group", metavar="TITLE")
         voice.add_argument("--reply-to", type=int, metavar="ID")
+
+        media = sub.add_parser("file", help="send any media FILE: a photo, sticker, video or document")
+        media.add_argument("agent")
+        media.add_argument("file", metavar="FILE")
+        media.add_argument("--as", dest="as_name", default="You", metavar="NAME")
+        media.add_argument(
+            "--kind",
+            choices=FILE_KINDS,
+            help="send it as this kind (default: what the file's bytes are, never its name)",
+        )
+        media.add_argument("--caption", default="", metavar="TEXT")
+        media.add_argument("--group", metavar="TITLE")
+        media.add_argument("--reply-to", type=int, metavar="ID")
 
         typing = sub.add_parser("typing", help="type in the DM with the agent (it holds its reply)")
         typing.add_argument("agent")
@@ -123,6 +140,18 @@ class Command(BaseCommand):
                     reply_to=options["reply_to"],
                 )
                 self.stdout.write(f"sent #{message.message_id} (voice {message.media[0]['duration']:.1f} s)")
+            elif options["action"] == "file":
+                message = sandbox_file(
+                    agent=agent,
+                    path=options["file"],
+                    kind=options["kind"],
+                    as_name=options["as_name"],
+                    group=options["group"],
+                    reply_to=options["reply_to"],
+                    caption=options["caption"],
+                )
+                part = message.media[0]
+                self.stdout.write(f"sent #{message.message_id} ({_media_words(part)})")
             elif options["action"] == "typing":
                 sandbox_typing(agent=agent, as_name=options["as_name"], seconds=options["seconds"])
                 self.stdout.write(f"{options['as_name']} is typing for {options['seconds']:g} s")
@@ -155,6 +184,13 @@ class Command(BaseCommand):
                     self.stdout.write("no messages")
         except SandboxError as exc:
             raise CommandError(str(exc)) from exc
+
+
+def _media_words(part: dict) -> str:
+    kind = part["media_kind"]
+    if part.get("sticker_format") == "animated":
+        kind = "animated sticker"
+    return f"{kind} {part['mime']}, {part['size']:,} bytes"
 
 
 # Telegram refuses a text message longer than this many characters.
