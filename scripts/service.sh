@@ -4,6 +4,7 @@
 # Each service is started in a session of its own (setsid), so its PID is also its process group:
 # stopping signals the whole group, and the processes it started stop with it.
 # Settings: CINDY_BIND (127.0.0.1), CINDY_PORT (8000), CINDY_GATEWAY_ARGS (--no-workers),
+# CINDY_START_TIMEOUT (60 s for the web server to listen),
 # CINDY_STOP_TIMEOUT (45 s: the gateway drains for up to 30 s), CINDY_LOG_MAX_BYTES (10 MiB),
 # CINDY_LOG_KEEP (5 rotated logs per service).
 
@@ -80,7 +81,7 @@ svc_rotate_log() {
 
 svc_check_settings() {
     local name value
-    for name in CINDY_PORT CINDY_STOP_TIMEOUT CINDY_LOG_MAX_BYTES CINDY_LOG_KEEP; do
+    for name in CINDY_PORT CINDY_START_TIMEOUT CINDY_STOP_TIMEOUT CINDY_LOG_MAX_BYTES CINDY_LOG_KEEP; do
         value=${!name-}
         case "$value" in
         *[!0-9]*)
@@ -98,34 +99,68 @@ svc_check_environment() {
         svc_error "no ${CINDY_ENV_FILE:-.env} and no SECRET_KEY in the environment: copy .env.example to .env and set SECRET_KEY (and DATABASE_URL for MySQL)"
         return 1
     fi
-    if ! out=$($PY manage.py check --database default 2>&1); then
-        svc_error "the settings or the database are not ready (manage.py check --database default):"
-        printf '%s\n' "$out" | tail -n 5 >&2
-        return 1
+    # One Django start for both (it takes seconds): `migrate --check` loads the settings, runs the
+    # system checks, connects to the database, and exits 1 without a word when migrations are missing.
+    if out=$($PY manage.py migrate --check --noinput 2>&1); then
+        return 0
     fi
-    if ! out=$($PY manage.py migrate --check --noinput 2>&1); then
+    if [ -z "$out" ]; then
         svc_error "the database has unapplied migrations: run $PY manage.py migrate"
-        printf '%s\n' "$out" | tail -n 5 >&2
-        return 1
+    else
+        svc_error "the settings or the database are not ready (manage.py migrate --check):"
+        printf '%s\n' "$out" | tail -n 3 >&2
     fi
+    return 1
 }
 
-svc_start_one() {
+svc_launch() {
     local name=$1 pid log
-    if pid=$(svc_pid "$name"); then
-        svc_error "$name is already running (pid $pid, $(svc_pid_file "$name")): stop it first with ./cindy stop $name"
-        return 1
-    fi
     log=$(svc_log_file "$name")
     svc_rotate_log "$log"
     # shellcheck disable=SC2046 # the command is split into words on purpose
     setsid $(svc_command "$name") </dev/null >>"$log" 2>&1 &
     pid=$!
     echo "$pid" >"$(svc_pid_file "$name")"
-    # A service that cannot start (a taken port, a bad setting) ends within a second or two.
+}
+
+svc_check_port() {
+    # The web server binds its port seconds after its start: find a taken port now. SO_REUSEADDR as
+    # the server sets it, so a port left in TIME_WAIT by a previous run counts as free.
+    local bind=${CINDY_BIND:-127.0.0.1} port=${CINDY_PORT:-8000}
+    if ! $PY -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind((sys.argv[1], int(sys.argv[2])))
+except OSError:
+    sys.exit(1)' "$bind" "$port"; then
+        svc_error "port $port on $bind is already in use (another Cindy, or another server): stop what listens there, or set CINDY_PORT=$((port + 1))"
+        return 1
+    fi
+}
+
+svc_wait_ready() {
+    # Until the web server listens (when it was started), or it ends, for up to CINDY_START_TIMEOUT
+    # seconds; then at least 2 s, by which time a gateway or worker pool that cannot start has ended.
+    local names=$1 waited=0 timeout=${CINDY_START_TIMEOUT:-60} port=${CINDY_PORT:-8000}
+    local host=${CINDY_BIND:-127.0.0.1}
+    [ "$host" = 0.0.0.0 ] && host=127.0.0.1
     sleep 2
-    if ! kill -0 "$pid" 2>/dev/null; then
-        rm -f "$(svc_pid_file "$name")"
+    case " $names " in *" web "*) ;; *) return 0 ;; esac
+    while [ "$waited" -lt "$timeout" ] && svc_pid web >/dev/null; do
+        if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+            return 0
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+}
+
+svc_confirm() {
+    # After the launch: a service that cannot start (a taken port, a bad setting) has ended by now.
+    local name=$1 log pid
+    log=$(svc_log_file "$name")
+    if ! pid=$(svc_pid "$name"); then
         svc_error "$name stopped at once; the end of $log:"
         tail -n 15 "$log" >&2
         return 1
@@ -154,7 +189,7 @@ svc_stop_one() {
 }
 
 svc_start() {
-    local names name running=()
+    local names name running=() failed=0
     names=$(svc_names "$@") || return $?
     svc_check_settings || return $?
     mkdir -p "$CINDY_RUN_DIR" "$CINDY_LOG_DIR"
@@ -165,10 +200,18 @@ svc_start() {
         svc_error "already running: ${running[*]} (./cindy status shows them; ./cindy restart restarts them)"
         return 1
     fi
+    case " $names " in *" web "*) svc_check_port || return 1 ;; esac
     svc_check_environment || return 1
+    for name in $names; do svc_launch "$name"; done
+    svc_wait_ready "$names"
     for name in $names; do
-        svc_start_one "$name" || return 1
+        svc_confirm "$name" || failed=1
     done
+    if [ "$failed" = 1 ]; then
+        svc_say "stopping what did start"
+        for name in $names; do svc_stop_one "$name" >/dev/null; done
+        return 1
+    fi
 }
 
 svc_stop() {

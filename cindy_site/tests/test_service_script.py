@@ -244,6 +244,25 @@ def test_a_stale_pid_file_does_not_block_a_start_and_status_says_stopped(checkou
         sleeper.wait()
 
 
+def test_a_taken_port_or_an_unreachable_database_stops_the_start_naming_the_fix(checkout):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", checkout.port))
+        taken.listen()
+        result = checkout.cindy("start")
+    assert result.returncode == 1
+    assert f"port {checkout.port} on 127.0.0.1 is already in use" in result.stderr
+    assert f"CINDY_PORT={checkout.port + 1}" in result.stderr
+
+    closed = _free_port()
+    checkout.env["DATABASE_URL"] = f"mysql://root@127.0.0.1:{closed}/cindy"
+    result = checkout.cindy("start", "gateway")
+    assert result.returncode == 1
+    assert "the settings or the database are not ready" in result.stderr
+    assert "Can't connect" in result.stderr
+    assert not _marked(checkout.marker)
+    assert checkout.pids() == {}
+
+
 def test_an_unknown_service_or_command_is_named_with_the_choices(checkout):
     result = checkout.cindy("status", "gatewy")
     assert result.returncode == 2
