@@ -214,6 +214,16 @@ def test_it_starts_answers_refuses_a_second_copy_and_stops_leaving_nothing(check
     assert gateway_only.returncode == 0
     assert gateway_only.stdout.strip() == f"gateway: running (pid {pids['gateway']})"
 
+    restarted = checkout.cindy("restart", "workers")
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr + checkout.logs()
+    assert "stopped workers" in restarted.stdout and "started workers" in restarted.stdout
+    assert not _alive(pids["workers"])
+    assert checkout.pids()["workers"] != pids["workers"]
+    assert {k: v for k, v in checkout.pids().items() if k != "workers"} == {
+        k: v for k, v in pids.items() if k != "workers"
+    }
+    pids = checkout.pids()
+
     stopped = checkout.cindy("stop")
     assert stopped.returncode == 0, stopped.stderr
     for name in pids:
