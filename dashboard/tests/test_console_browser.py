@@ -147,9 +147,9 @@ def test_an_operator_gags_sets_the_llm_and_cancels_pending_work(site_db, page):
     expect(page.locator(".notice")).to_contain_text("cancelled.")
     expect(work.locator("tbody tr")).to_have_count(2)
 
-    page.fill("#llm-model", "claude-opus")
+    page.fill("#llm-model", "llama-opus")
     page.get_by_role("button", name="Save").click()
-    expect(page.locator(".notice.error")).to_contain_text('LLM "claude-opus" is not a known name')
+    expect(page.locator(".notice.error")).to_contain_text('LLM "llama-opus" is not a known name')
     page.fill("#llm-model", "grok")
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#llm-effective")).to_have_text(
