@@ -24,7 +24,7 @@ from cindy_site.clock import now
 from conversations.models import ActivityEvent, Conversation, TaskGraph, TaskNode
 from engine.brakes import day_start
 from llm.cache_share import cache_shares
-from llm.models import LLMCall
+from llm.models import LLMCall, RouteBreaker
 from memory.models import ScheduledEvent, ScheduleEntry
 from sandbox.models import SandboxMember, SandboxMessage, SandboxUpdate
 from sandbox.selectors import sandbox_message_row as sandbox_row
@@ -108,6 +108,36 @@ def agent_rows(
         _agent_row(agent, leases.get(agent.pk), at, activities.get(agent.pk), upcoming.get(agent.pk))
         for agent in _only(Agent.objects.order_by("name"), agent_ids, "pk")
     ]
+
+
+# --- LLM route breakers -----------------------------------------------------------------------
+
+#: The permission that shows the breaker panel: the routes and their errors are LLM-call detail.
+BREAKERS_PERMISSION = "llm.view_llmcall"
+
+
+def route_breakers(*, at: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """Each LLM route's circuit breaker (llm/breakers.py); a route without a row is closed and not
+    listed. An open breaker past its cool-down reads as open until a turn claims the probe."""
+    at = at or now()
+    rows = []
+    for breaker in RouteBreaker.objects.order_by("provider", "model"):
+        until = {
+            RouteBreaker.State.OPEN: breaker.open_until,
+            RouteBreaker.State.PROBING: breaker.probe_until,
+        }.get(breaker.state)
+        rows.append(
+            {
+                "route": f"{breaker.provider}/{breaker.model}",
+                "state": breaker.state,
+                "failures": breaker.failures,
+                "until": _iso(until),
+                "cooldown_over": until is not None and until <= at,
+                "changed": _iso(breaker.changed),
+                "last_error": breaker.last_error,
+            }
+        )
+    return rows
 
 
 # --- LLM usage --------------------------------------------------------------------------------

@@ -38,6 +38,9 @@ def dashboard_index(request: HttpRequest) -> HttpResponse:
     }
     chart = cost_chart(daily_costs(agent_ids=ids))
     context = {"initial": initial, "chart": chart, "alerts": process_alerts() + spend_alerts()}
+    if request.user.has_perm(selectors.BREAKERS_PERMISSION):
+        # Rendered with the page (autoescaped); a reload shows the current states.
+        context["breakers"] = selectors.route_breakers()
     return render(request, "dashboard/index.html", context)
 
 
