@@ -41,10 +41,13 @@ def _seeded_model_prices(request):
 
 @pytest.fixture(autouse=True)
 def _environment_parameters():
-    """Every test starts and ends with the environment's global parameters (cindy_site/parameters.py):
-    an override a test stored is forgotten with its database rows."""
+    """Every test starts and ends with the environment's global parameters (cindy_site/parameters.py)
+    and LLM endpoints (cindy_site/llm_endpoints.py): what a test stored is forgotten with its rows."""
+    from cindy_site.llm_endpoints import stored_endpoints_forget
     from cindy_site.parameters import parameters_forget
 
     parameters_forget()
+    stored_endpoints_forget()
     yield
     parameters_forget()
+    stored_endpoints_forget()

@@ -74,6 +74,7 @@ OWNER_ONLY: frozenset[str] = frozenset(
         "conversations.gatewaywake",
         "agents.accessrequest",
         "llm.routebreaker",  # the LLM routes' health, shared by every agent's calls
+        "llm.llmendpoint",  # the installation's model servers, with their API keys
     }
 )
 

@@ -13,8 +13,9 @@ validate a name). The names are those of cw-telegram-agent's `LLM` field.
 - `claude` and `anthropic` are `claude-sonnet-4-6` on Anthropic's Messages API; any other name starting
   with `claude` (`claude-haiku-4-5`, `claude-opus-4-1-20250805`) is that Anthropic model.
 - `openai:MODEL`, `openrouter:MODEL` and `anthropic:MODEL` name a model on that endpoint explicitly.
-- `NAME:MODEL` (`ollama:llama3.1`), where NAME is an endpoint of CINDY_LLM_ENDPOINTS, is that model
-  on that OpenAI-compatible endpoint (a self-hosted server, or any other compatible API).
+- `NAME:MODEL` (`ollama:llama3.1`), where NAME is an endpoint of CINDY_LLM_ENDPOINTS or of the admin's
+  table (`cindy_site/llm_endpoints.py`), is that model on that OpenAI-compatible endpoint (a
+  self-hosted server, or any other compatible API).
 
 Which name a turn uses (conversation, agent, default) is `llm.routing.route_for`.
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from cindy_site.llm_endpoints import endpoint_lookup, endpoints
 from cindy_site.parameters import parameter
 
 
@@ -48,8 +50,9 @@ EMPTY_NAMES = ("", "none", "null")
 
 
 def endpoint_names() -> tuple[str, ...]:
-    """The names of the OpenAI-compatible endpoints in CINDY_LLM_ENDPOINTS (`ollama`, `vllm`...)."""
-    return tuple(getattr(settings, "CINDY_LLM_ENDPOINTS", {}) or {})
+    """The names of the OpenAI-compatible endpoints (`ollama`, `vllm`...): CINDY_LLM_ENDPOINTS and the
+    admin's table."""
+    return tuple(endpoints())
 
 
 def is_default_name(name: str | None) -> bool:
@@ -77,7 +80,7 @@ def resolve(name: str | None) -> Route:
                 )
             return Route(prefix, model)
     label, sep, model = raw.partition(":")
-    if sep and label.strip().lower() in endpoint_names():
+    if sep and endpoint_lookup(label.strip().lower()) is not None:
         if not model.strip():
             raise UnknownModelError(f'LLM "{raw}": no model after "{label}:" (e.g. {label}:llama3.1)')
         return Route(label.strip().lower(), model.strip())
@@ -105,6 +108,7 @@ def resolve(name: str | None) -> Route:
         f'LLM "{raw}" is not a known name: use gemini, grok, gpt, openai, claude or openrouter, a model '
         "name starting with one of those (gemini-2.5-flash, gpt-5-mini, claude-haiku-4-5), an OpenRouter "
         "name such as "
-        "anthropic/claude-sonnet-4.5, NAME:MODEL for an endpoint of CINDY_LLM_ENDPOINTS "
+        "anthropic/claude-sonnet-4.5, NAME:MODEL for an endpoint of CINDY_LLM_ENDPOINTS or the admin's LLM "
+        "endpoints "
         "(ollama:llama3.1), or leave it empty for DEFAULT_AGENT_LLM"
     )

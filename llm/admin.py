@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, service_form
+from llm import admin_endpoints  # noqa: F401  (registers the LLM endpoints' admin)
 from llm.admin_llms import register_llm_admin
 from llm.models import ExplicitCache, LLMCall, LLMUsageDaily, ModelPrice, RouteBreaker
 from llm.prices import model_price_save, model_price_validate

@@ -21,7 +21,12 @@ class LlmConfig(AppConfig):
 
         # The agent form suggests the models offered to personas (agents/admin_parts.py).
         choices_provide(LLM_NAMES, llm_choices)
+        from cindy_site.llm_endpoints import stored_endpoints_loader
+        from llm.endpoint_store import endpoints_refresh
         from llm.parameter_store import refresh_before_task
+
+        # A process that has not reloaded yet still finds an endpoint stored in the admin.
+        stored_endpoints_loader(endpoints_refresh)
 
         # A django-q2 worker's task starts with the global parameters stored now (cindy_site/parameters.py).
         pre_execute.connect(refresh_before_task, dispatch_uid="llm.parameters_refresh")

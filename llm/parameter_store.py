@@ -35,6 +35,7 @@ from cindy_site.clock import now
 from cindy_site.parameters import parameters_install, parameters_installed
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
+from llm.endpoint_store import endpoints_refresh
 from llm.models import SiteParameter
 from llm.routing import UnknownModelError, is_default_name, resolve
 
@@ -183,8 +184,10 @@ def _load(rows: dict[str, str]) -> None:
 
 
 def parameters_refresh() -> None:
-    """Read the stored overrides again: one query over a dozen rows, before every task a worker runs
-    and at every full gateway pass (plain ORM: a fraction of a millisecond at that rate)."""
+    """Read the admin's LLM endpoints (llm/endpoint_store.py: first, since a stored LLM name may route
+    to one) and the stored overrides again: a query over a dozen rows each, before every task a worker
+    runs and at every full gateway pass (plain ORM: a fraction of a millisecond at that rate)."""
+    endpoints_refresh()
     _load(dict(SiteParameter.objects.order_by("name").values_list("name", "value")))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from cindy_site.llm_endpoints import endpoint_lookup
 from llm.errors import LLMConfigError
 from llm.providers.base import Provider
 
@@ -15,8 +16,8 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 def provider_for(name: str) -> Provider:
-    """The provider for `name` (gemini, grok, openai, openrouter, anthropic, or a CINDY_LLM_ENDPOINTS
-    name), keys and endpoints from settings."""
+    """The provider for `name` (gemini, grok, openai, openrouter, anthropic, or an endpoint of
+    CINDY_LLM_ENDPOINTS or the admin's table), keys and endpoints from settings and that table."""
     timeout = settings.LLM_TIMEOUT_SECONDS
     if name == "anthropic":
         from llm.providers.anthropic import AnthropicProvider
@@ -40,19 +41,26 @@ def provider_for(name: str) -> Provider:
     }
     from llm.providers.openai_compat import OpenAICompatibleProvider
 
-    endpoints = getattr(settings, "CINDY_LLM_ENDPOINTS", {}) or {}
-    if name in endpoints:
-        key_variable = f"CINDY_LLM_ENDPOINT_{name.upper().replace('-', '_')}_KEY"
+    endpoint = endpoint_lookup(name)
+    if endpoint is not None:
+        key_variable = (
+            f"CINDY_LLM_ENDPOINT_{name.upper().replace('-', '_')}_KEY"
+            if endpoint.source == "setting"
+            else f'the API key of the LLM endpoint "{name}" in the admin'
+        )
         # A self-hosted server (Ollama, vLLM, llama.cpp, LM Studio) usually wants no key, but the SDK
         # refuses to build a client without one: any value does, and it is sent only to that server.
-        api_key = (getattr(settings, "CINDY_LLM_ENDPOINT_KEYS", {}) or {}).get(name) or "unused"
         return OpenAICompatibleProvider(
-            name=name, key_variable=key_variable, api_key=api_key, base_url=endpoints[name], timeout=timeout
+            name=name,
+            key_variable=key_variable,
+            api_key=endpoint.api_key or "unused",
+            base_url=endpoint.base_url,
+            timeout=timeout,
         )
     if name not in compatible:
         raise LLMConfigError(
             f'provider "{name}" is unknown: use gemini, grok, openai, openrouter or anthropic, or an '
-            "endpoint named in CINDY_LLM_ENDPOINTS"
+            "endpoint named in CINDY_LLM_ENDPOINTS or the admin's LLM endpoints"
         )
     key_variable, base_url = compatible[name]
     return OpenAICompatibleProvider(

@@ -45,7 +45,8 @@ def test_a_stored_override_is_typed_and_wins_after_a_refresh(settings, clock, dj
     _store("CINDY_READ_DELAY_SECONDS", "0.5", clock)
     assert parameter("CINDY_HISTORY_SIZE") == 500  # not seen until this process reloads
 
-    with django_assert_num_queries(1):
+    # One query for the admin's LLM endpoints (llm/endpoint_store.py), one for the overrides.
+    with django_assert_num_queries(2):
         parameters_refresh()
     with django_assert_num_queries(0):
         assert parameter("CINDY_HISTORY_SIZE") == 30
