@@ -23,11 +23,13 @@ from pathlib import Path
 import pytest
 
 from cindy_site.settings import BASE_DIR
+from cindy_site.testing.host_processes import free_port, listening, marked_pids
 
 pytestmark = pytest.mark.slow
 
 START_TIMEOUT = 180  # a fresh database is migrated and the samples imported before the web starts
 STOP_TIMEOUT = 60  # the gateway drains for up to 30 s before it is killed
+MARK = "CINDY_RUN_TEST_MARK"  # in the environment of every process the test starts
 LINKED = [
     "agents",
     "cindy_site",
@@ -45,33 +47,6 @@ LINKED = [
     "manage.py",
     "requirements.txt",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _marked(marker: str) -> list[int]:
-    """Pids of the processes whose environment carries `marker`."""
-    found = []
-    needle = f"CINDY_RUN_TEST_MARK={marker}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _as_a_terminal_starts_a_job() -> None:
@@ -104,7 +79,7 @@ def _wait_until(condition, timeout: float) -> bool:
 class Run:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.port = _free_port()
+        self.port = free_port()
         self.marker = secrets.token_hex(8)
         self.log = root / "run.log"
         for name in LINKED:
@@ -128,7 +103,7 @@ class Run:
             **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DJANGO_SETTINGS_MODULE"}},
             "CINDY_ENV_FILE": str(root / ".env"),
             "CINDY_PORT": str(self.port),
-            "CINDY_RUN_TEST_MARK": self.marker,
+            MARK: self.marker,
             "PYTHONUNBUFFERED": "1",
         }
         self.shell: subprocess.Popen | None = None
@@ -144,7 +119,7 @@ class Run:
             preexec_fn=_as_a_terminal_starts_a_job,
         )
         started = _wait_until(
-            lambda: _listening(self.port) and "Press Ctrl-C to stop." in self.output(), START_TIMEOUT
+            lambda: listening(self.port) and "Press Ctrl-C to stop." in self.output(), START_TIMEOUT
         )
         assert started, f"run.sh did not start within {START_TIMEOUT} s:\n{self.output()}"
         assert _wait_until(lambda: self.has_process("runagents"), 30), self.output()
@@ -160,7 +135,7 @@ class Run:
             return ""
 
     def has_process(self, word: str) -> bool:
-        for pid in _marked(self.marker):
+        for pid in marked_pids(MARK, self.marker):
             try:
                 if word.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
                     return True
@@ -169,7 +144,7 @@ class Run:
         return False
 
     def script_pid(self) -> int:
-        for pid in _marked(self.marker):
+        for pid in marked_pids(MARK, self.marker):
             try:
                 if b"./run.sh" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
                     return pid
@@ -178,10 +153,10 @@ class Run:
         raise AssertionError("run.sh is not running")
 
     def all_stopped(self) -> bool:
-        return not _marked(self.marker) and not _listening(self.port)
+        return not marked_pids(MARK, self.marker) and not listening(self.port)
 
     def cleanup(self) -> None:
-        for pid in _marked(self.marker):
+        for pid in marked_pids(MARK, self.marker):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -205,16 +180,16 @@ def test_ctrl_c_stops_web_and_gateway_even_when_tee_dies_first(run):
 
     # What a terminal does on Ctrl-C: SIGINT to every process of the foreground job. tee goes first
     # (it has no handler), so when the script reacts its output has no reader any more.
-    tee = next(pid for pid in _marked(run.marker) if run.cmdline(pid).startswith("tee "))
+    tee = next(pid for pid in marked_pids(MARK, run.marker) if run.cmdline(pid).startswith("tee "))
     os.kill(tee, signal.SIGINT)
-    assert _wait_until(lambda: tee not in _marked(run.marker), STOP_TIMEOUT), (
+    assert _wait_until(lambda: tee not in marked_pids(MARK, run.marker), STOP_TIMEOUT), (
         f"tee still runs: {_signal_state(tee)}"
     )
     os.killpg(run.shell.pid, signal.SIGINT)
 
     stopped = _wait_until(run.all_stopped, STOP_TIMEOUT)
-    left = [run.cmdline(pid) for pid in _marked(run.marker)]
-    assert stopped, f"still running after Ctrl-C: {left}; port {run.port} open: {_listening(run.port)}"
+    left = [run.cmdline(pid) for pid in marked_pids(MARK, run.marker)]
+    assert stopped, f"still running after Ctrl-C: {left}; port {run.port} open: {listening(run.port)}"
 
 
 def test_killing_the_script_outright_still_stops_its_services(run):
@@ -222,7 +197,7 @@ def test_killing_the_script_outright_still_stops_its_services(run):
     os.kill(run.script_pid(), signal.SIGKILL)  # no trap can run: the watchdog must stop the services
 
     stopped = _wait_until(run.all_stopped, STOP_TIMEOUT)
-    left = [run.cmdline(pid) for pid in _marked(run.marker)]
+    left = [run.cmdline(pid) for pid in marked_pids(MARK, run.marker)]
     assert stopped, f"still running after run.sh was killed: {left}"
 
 
@@ -273,4 +248,4 @@ def test_a_taken_port_stops_the_script_at_once_naming_the_port_and_the_fix(run):
     assert f"CINDY_PORT={run.port + 1} ./run.sh" in result.stderr
     assert "Cindy is running." not in result.stdout
     assert not (run.root / "cindy.sqlite3").exists()  # nothing was migrated first
-    assert not _marked(run.marker)
+    assert not marked_pids(MARK, run.marker)

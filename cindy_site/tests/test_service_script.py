@@ -29,46 +29,12 @@ from django.conf import settings
 
 from cindy_site.settings import BASE_DIR
 from cindy_site.testing.fake_llm import FakeLLMServer
+from cindy_site.testing.host_processes import alive, free_port, listening, marked_pids
 
 UNITS = sorted((BASE_DIR / "deploy").glob("*.service"))
 NOT_LINKED = {".git", ".venv", ".env", "var", "cindy", "artifacts", ".pytest_cache", ".ruff_cache"}
 DEADLINE = 60
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _marked(marker: str) -> list[int]:
-    """Pids of the processes whose environment carries `marker`."""
-    found = []
-    needle = f"CINDY_SERVICE_TEST_MARK={marker}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+MARK = "CINDY_SERVICE_TEST_MARK"  # in the environment of every process the test starts
 
 
 def _wait_until(condition, timeout: float):
@@ -84,7 +50,7 @@ def _wait_until(condition, timeout: float):
 class Checkout:
     def __init__(self, root: Path, llm_url: str) -> None:
         self.root = root
-        self.port = _free_port()
+        self.port = free_port()
         self.marker = secrets.token_hex(8)
         self.db = root / "cindy.sqlite3"
         for entry in BASE_DIR.iterdir():
@@ -110,7 +76,7 @@ class Checkout:
             **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DJANGO_SETTINGS_MODULE"}},
             "CINDY_ENV_FILE": str(root / ".env"),
             "CINDY_PORT": str(self.port),
-            "CINDY_SERVICE_TEST_MARK": self.marker,
+            MARK: self.marker,
             "PYTHONUNBUFFERED": "1",
         }
 
@@ -155,7 +121,7 @@ class Checkout:
         return [r[0] for r in rows]
 
     def cleanup(self) -> None:
-        for pid in _marked(self.marker):
+        for pid in marked_pids(MARK, self.marker):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -204,7 +170,7 @@ def test_it_starts_answers_refuses_a_second_copy_and_stops_leaving_nothing(check
     assert "already running: gateway" in again.stderr
     assert checkout.pids() == pids
 
-    assert _wait_until(lambda: _listening(checkout.port), DEADLINE), checkout.logs()
+    assert _wait_until(lambda: listening(checkout.port), DEADLINE), checkout.logs()
     checkout.llm.set_default_reply(json.dumps([{"kind": "send", "text": "hello from the service"}]))
     checkout.manage("sandbox", "say", "Wendy", "hello")
     answered = _wait_until(lambda: checkout.agent_texts() == ["hello from the service"], DEADLINE)
@@ -217,7 +183,7 @@ def test_it_starts_answers_refuses_a_second_copy_and_stops_leaving_nothing(check
     restarted = checkout.cindy("restart", "workers")
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr + checkout.logs()
     assert "stopped workers" in restarted.stdout and "started workers" in restarted.stdout
-    assert not _alive(pids["workers"])
+    assert not alive(pids["workers"])
     assert checkout.pids()["workers"] != pids["workers"]
     assert {k: v for k, v in checkout.pids().items() if k != "workers"} == {
         k: v for k, v in pids.items() if k != "workers"
@@ -228,11 +194,11 @@ def test_it_starts_answers_refuses_a_second_copy_and_stops_leaving_nothing(check
     assert stopped.returncode == 0, stopped.stderr
     for name in pids:
         assert f"stopped {name}" in stopped.stdout
-    assert not [pid for pid in pids.values() if _alive(pid)]
-    assert not _marked(checkout.marker), [
-        Path(f"/proc/{p}/cmdline").read_bytes() for p in _marked(checkout.marker)
+    assert not [pid for pid in pids.values() if alive(pid)]
+    assert not marked_pids(MARK, checkout.marker), [
+        Path(f"/proc/{p}/cmdline").read_bytes() for p in marked_pids(MARK, checkout.marker)
     ]
-    assert not _listening(checkout.port)
+    assert not listening(checkout.port)
     assert checkout.pids() == {}
     after = checkout.cindy("status")
     assert after.returncode == 3
@@ -263,13 +229,13 @@ def test_a_taken_port_or_an_unreachable_database_stops_the_start_naming_the_fix(
     assert f"port {checkout.port} on 127.0.0.1 is already in use" in result.stderr
     assert f"CINDY_PORT={checkout.port + 1}" in result.stderr
 
-    closed = _free_port()
+    closed = free_port()
     checkout.env["DATABASE_URL"] = f"mysql://root@127.0.0.1:{closed}/cindy"
     result = checkout.cindy("start", "gateway")
     assert result.returncode == 1
     assert "the settings or the database are not ready" in result.stderr
     assert "Can't connect" in result.stderr
-    assert not _marked(checkout.marker)
+    assert not marked_pids(MARK, checkout.marker)
     assert checkout.pids() == {}
 
 
