@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_engine import reply_typing, setup_django, user_wait_seconds  # noqa: E402
+from bench_engine import reply_typing, setup_django, stop_process, user_wait_seconds  # noqa: E402
 
 AGENTS = 100
 PRIMARY_MODEL = "gemini-3-flash-preview"
@@ -142,15 +142,6 @@ def _start(env: dict[str, str], log: Path, count: int) -> subprocess.Popen:
         time.sleep(0.2)
     os.killpg(process.pid, signal.SIGKILL)
     raise RuntimeError(f"the gateway did not hold every agent; log:\n{log.read_text()[-3000:]}")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 class People:
@@ -264,7 +255,7 @@ def one_round(outage: float, rate: float, count: int) -> dict[str, object]:
         people.read()
     finally:
         watch.stop.set()
-        _stop(process)
+        stop_process(process)
         server.stop()
     baseline = [d[0] for t, d in people.answers.items() if people.said[t][2] == 0]
     during = [d[0] for t, d in people.answers.items() if people.said[t][2] == 1]

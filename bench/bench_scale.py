@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -42,7 +41,7 @@ from pathlib import Path
 ROOT = Path(os.environ.get("CINDY_BENCH_ROOT") or Path(__file__).resolve().parent.parent)
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_engine import _say_and_wait, _wait, make_agent, setup_django  # noqa: E402
+from bench_engine import _say_and_wait, _wait, make_agent, setup_django, stop_process  # noqa: E402
 from figures import Declared, Goal, Statistic, Windows, samples  # noqa: E402
 
 AGENTS = 100
@@ -168,15 +167,6 @@ def _start(env: dict[str, str], log: Path) -> subprocess.Popen:
     return process
 
 
-def _stop(process: subprocess.Popen) -> None:
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
 def _idle_windows(root: int) -> Windows:
     """IDLE_SAMPLES consecutive windows of IDLE_SECONDS: each reading ends one window and starts the
     next, so the windows cover the whole span and its time average is the span's."""
@@ -296,7 +286,7 @@ def _measure(env: dict[str, str], agents, log: Path, server) -> dict[str, object
         server.set_responder(None)
         return {"idle": idle, "pss": pss, "request": to_request, "reply": to_reply}
     finally:
-        _stop(process)
+        stop_process(process)
 
 
 def _finished(agent, log: Path) -> None:
@@ -488,7 +478,7 @@ def _start_telegram(env: dict[str, str], count: int, log: Path) -> subprocess.Po
     try:
         _wait(lambda: StickerAccess.objects.count() >= count, f"{count} connected accounts", log, 600)
     except BaseException:
-        _stop(process)
+        stop_process(process)
         raise
     return process
 
@@ -502,7 +492,7 @@ def _telegram_memory(env: dict[str, str], count: int, log: Path) -> tuple[float,
         rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
         return rss, tree_pss_mib(process.pid)
     finally:
-        _stop(process)
+        stop_process(process)
 
 
 def part_telegram() -> None:
@@ -571,7 +561,7 @@ def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Pa
         return {"idle": idle, "request": list(to_request), "whole": list(whole)}
     finally:
         server.set_responder(None)
-        _stop(process)
+        stop_process(process)
 
 
 def part_telegram_inbound() -> None:
