@@ -13,6 +13,7 @@ from llm.choices import llm_choices
 from llm.parameter_store import parameters_refresh
 from llm.routing import UnknownModelError, is_default_name, route_for
 from llm.translation import LANGUAGES
+from recall.selectors import MAX_QUERY_CHARS
 
 
 def effective_llm(conversation: Conversation) -> dict[str, str]:
@@ -84,4 +85,5 @@ def conversation_header(conversation: Conversation, request: HttpRequest, *, tab
         "languages": LANGUAGES,
         "language": request.GET.get("lang") or operator_language(request),
         "nav": "dashboard",
+        "search_max_chars": MAX_QUERY_CHARS,
     }

@@ -2,13 +2,19 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard import console_views, conversation_views, sandbox_views, views
+from dashboard import console_views, conversation_views, sandbox_views, search_views, views
 
 app_name = "dashboard"
 
 urlpatterns = [
     path("", views.dashboard_index, name="index"),
     path("conversations/<int:conversation_id>/", views.conversation_seen, name="conversation"),
+    path(
+        "conversations/<int:conversation_id>/search/",
+        search_views.conversation_search,
+        name="conversation_search",
+    ),
+    path("agents/<int:agent_id>/", search_views.agent_page, name="agent"),
     path(
         "conversations/<int:conversation_id>/summarize/",
         views.conversation_summarize,

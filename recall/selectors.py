@@ -22,6 +22,8 @@ from recall.stemming import stem, words
 
 #: The most hits one search returns.
 MAX_LIMIT = 100
+#: The longest query, in characters, the API and the dashboard accept.
+MAX_QUERY_CHARS = 1000
 #: Words of a query beyond this many are ignored (bounds the work of one search).
 MAX_QUERY_WORDS = 32
 FTS_TABLE = "recall_recallentry_fts"

@@ -8,25 +8,12 @@ from typing import Annotated
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
-from agents.access import has_agent_perm
 from api.core import ERRORS, ApiError, RowId, visible_agent
 from conversations.models import Conversation
-from recall.models import EntryKind
-from recall.selectors import MAX_LIMIT, RecallQueryError, recall_search
+from recall.access import refusal, searchable_kinds
+from recall.selectors import MAX_LIMIT, MAX_QUERY_CHARS, RecallQueryError, recall_search
 
 router = Router(tags=["recall"])
-
-#: The permission that shows each kind of entry: a hit is the record's text, so whoever may not read
-#: the record may not find it either.
-KIND_PERMS = {
-    EntryKind.MESSAGE: "conversations.view_conversation",
-    EntryKind.SUMMARY: "memory.view_summary",
-    EntryKind.MEMORY: "memory.view_memory",
-    EntryKind.NOTE: "memory.view_note",
-    EntryKind.INTENTION: "memory.view_intention",
-    EntryKind.PLAN: "memory.view_plan",
-    EntryKind.DOCUMENT: "agents.view_agentdocument",
-}
 
 
 class HitOut(Schema):
@@ -42,7 +29,7 @@ class RecallOut(Schema):
     items: list[HitOut]
 
 
-Query = Annotated[str, Field(min_length=1, max_length=1000, description="Words to look for")]
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="Words to look for")]
 HitLimit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"Hits to return, 1 to {MAX_LIMIT}")]
 
 
@@ -64,13 +51,9 @@ def recall(
     limit: HitLimit = 10,
 ):
     agent = visible_agent(request, agent_id)
-    kinds = {kind for kind, perm in KIND_PERMS.items() if has_agent_perm(request.user, perm, agent)}
+    kinds = searchable_kinds(request.user, agent)
     if not kinds:
-        raise ApiError(
-            403,
-            f"{request.user.get_username()} may view none of what recall searches on agent {agent.name}: "
-            f"it needs one of {', '.join(sorted(KIND_PERMS.values()))}",
-        )
+        raise ApiError(403, refusal(request.user, agent))
     chat = None
     if conversation is not None:
         chat = Conversation.objects.filter(agent=agent, pk=conversation).first()

@@ -50,7 +50,9 @@
     const body = document.querySelector("#agents-table tbody");
     body.replaceChildren(...agents.map(function (agent) {
       return el("tr", { attrs: { "data-agent-id": agent.id } }, [
-        el("td", { className: "strong", text: agent.name }),
+        el("td", { className: "strong" }, [
+          el("a", { text: agent.name, title: "Its conversations and a search of its past", attrs: { href: "/dashboard/agents/" + Number(agent.id) + "/" } }),
+        ]),
         agentState(agent),
         agentPlans(agent),
         el("td", { className: "mono", text: agent.gateway || "—" }),
