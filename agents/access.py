@@ -51,6 +51,7 @@ AGENT_PATHS: dict[str, str] = {
     "media_catalog.libraryitem": "agent",
     "media_catalog.stickeraccess": "agent",
     "conversations.voicenote": "agent",
+    "conversations.backfillmark": "agent",
     "conversations.conversation": "agent",
     "conversations.message": "conversation__agent",
     "conversations.activityevent": "agent",

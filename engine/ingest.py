@@ -98,16 +98,23 @@ def _replan_all(pending: dict[int, _Trigger], typed: set[int] = frozenset()) -> 
     return graph_ids
 
 
-def ingest_updates(*, agent_id: int, updates: Iterable[Update], trigger: bool = True) -> list[int]:
+def ingest_updates(
+    *, agent_id: int, updates: Iterable[Update], trigger: bool = True, older: bool = False
+) -> list[int]:
     """Record a batch of updates, then replan the conversations they trigger. Returns new graph ids.
 
     One transaction: a failure anywhere (a replan included) stores nothing, see the module docstring.
+    `older`: history from before what the mirror holds (a backfill, engine/backfill.py): stored and
+    indexed only, with no activity events, and a partner's message found there is neither a first
+    message (its persona flags would clear the summaries) nor the end of their typing.
     """
     with transaction.atomic():
-        return _ingest_batch(agent_id=agent_id, updates=updates, trigger=trigger)
+        return _ingest_batch(agent_id=agent_id, updates=updates, trigger=trigger and not older, older=older)
 
 
-def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) -> list[int]:
+def _ingest_batch(
+    *, agent_id: int, updates: Iterable[Update], trigger: bool, older: bool = False
+) -> list[int]:
     agent = agent_by_pk(agent_id=agent_id)  # plain SQL: per batch (agents/selectors.py)
     if agent is None:
         raise Agent.DoesNotExist(f"agent #{agent_id} does not exist")
@@ -117,12 +124,14 @@ def _ingest_batch(*, agent_id: int, updates: Iterable[Update], trigger: bool) ->
     for update in updates:
         if isinstance(update, NewMessage | MessageEdited):
             edited = isinstance(update, MessageEdited)
-            conversation, message, created = message_upsert(agent=agent, record=update.message, edited=edited)
+            conversation, message, created = message_upsert(
+                agent=agent, record=update.message, edited=edited, quiet=older
+            )
             if created and not conversation.is_telegram_service:  # its messages are never summarized
                 grown.add(conversation.pk)
-            if created and partner_typing_end(conversation=conversation, message=message):
+            if created and not older and partner_typing_end(conversation=conversation, message=message):
                 typed.add(conversation.peer_id)  # another trigger of the batch may hold an older row
-            if created:
+            if created and not older:
                 first_message_clear(conversation=conversation, message=message)
             if trigger and created:
                 decision = message_decision(
@@ -208,9 +217,14 @@ def _unread_mark_trigger(*, agent: Agent, peer_id: int) -> _Trigger | None:
     return _Trigger(conversation, decision, last, now())
 
 
-def ingest_history(*, agent_id: int, records: Iterable[InboundMessage], trigger: bool) -> list[int]:
-    """Record messages fetched from history (a gap fill or a pre-dispatch sync)."""
-    return ingest_updates(agent_id=agent_id, updates=[NewMessage(r) for r in records], trigger=trigger)
+def ingest_history(
+    *, agent_id: int, records: Iterable[InboundMessage], trigger: bool, older: bool = False
+) -> list[int]:
+    """Record messages fetched from history (a gap fill, a pre-dispatch sync, or with `older` a
+    backfill of what came before the mirror)."""
+    return ingest_updates(
+        agent_id=agent_id, updates=[NewMessage(r) for r in records], trigger=trigger, older=older
+    )
 
 
 def _known_conversations(agent_id: int) -> list[tuple[int, int | None]]:

@@ -29,6 +29,7 @@ from conversations.services.ingest import (
 from conversations.transport.base import SentMessage, Transport
 from engine.account_requests import HANDLERS as ACCOUNT_HANDLERS
 from engine.account_requests import account_request_run
+from engine.backfill_requests import backfill_page
 from engine.request_errors import request_error
 from engine.stickers import sticker_set_import
 
@@ -221,6 +222,9 @@ async def execute_request(request: GatewayRequest, transport: Transport) -> tupl
             return {"message_id": sent.message_id}, ""
         if request.kind == GatewayRequest.Kind.IMPORT_STICKER_SET:
             return await sticker_set_import(transport=transport, short_name=str(params["short_name"])), ""
+        if request.kind == GatewayRequest.Kind.BACKFILL_PAGE:
+            # Not an account request: a backfill's pages would flood the activity stream.
+            return await backfill_page(request, transport), ""
         if request.kind == GatewayRequest.Kind.REFRESH_PROFILE:
             details = await transport.get_details(int(params["peer_id"]))
             return await sync_to_async(_refresh_profile)(agent_id=request.agent_id, details=details), ""

@@ -19,6 +19,7 @@ from telethon.tl import functions, types
 from cindy_site.clock import now
 from conversations.transport.base import (
     ChatDetails,
+    HistoryPage,
     InboundMessage,
     PermanentError,
     SentMessage,
@@ -427,6 +428,24 @@ class TelethonTransport(TelethonLibrary, TelethonVoice, TelethonAccount, Teletho
         if since_id is not None:
             messages = [m for m in messages if m.message_id > since_id]
         return sorted(messages, key=lambda m: m.message_id)
+
+    async def history_page(self, peer_id: int, *, before_id: int = 0, limit: int = 100) -> HistoryPage:
+        # messages.getHistory from offset_id: the `limit` messages before it, newest first.
+        page = {"offset_id": before_id, "offset_date": None, "add_offset": 0, "limit": limit}
+        result = await self._peer_call(
+            peer_id,
+            lambda peer: functions.messages.GetHistoryRequest(peer=peer, **page, max_id=0, min_id=0, hash=0),
+        )
+        self._remember_entities([*getattr(result, "users", []), *getattr(result, "chats", [])])
+        raw = list(getattr(result, "messages", []))
+        oldest = min(raw, key=lambda m: m.id, default=None)
+        messages = await self._normalise_messages(raw)
+        return HistoryPage(
+            messages=sorted(messages, key=lambda m: m.message_id),
+            count=len(raw),
+            oldest_id=oldest.id if oldest is not None else None,
+            oldest_date=getattr(oldest, "date", None),
+        )
 
     def _details(self, peer, notify=None, **fields) -> ChatDetails:
         pid = peer_id_of(peer)

@@ -294,6 +294,7 @@ class GatewayRequest(models.Model):
         SIGN_IN_CODE = "sign_in_code", "Sign in: check the code"
         SIGN_IN_PASSWORD = "sign_in_password", "Sign in: check the password"
         SAVE_TO_LIBRARY = "save_to_library", "Save media to the library"
+        BACKFILL_PAGE = "backfill_page", "Fetch a page of older history"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"

@@ -69,6 +69,10 @@ def gateway_request_describe(request: GatewayRequest) -> str:
         return f"Delete profile photo {params.get('photo_id', '')}"
     if request.kind == Kind.SAVE_TO_LIBRARY:
         return f"Save media {params.get('unique_id', '')} to the library"
+    if request.kind == Kind.BACKFILL_PAGE:
+        before = params.get("before_id") or 0
+        where = f"before #{before}" if before else "from the newest"
+        return f"Fetch older history of chat {params.get('peer_id')} {where}"
     return request.get_kind_display()
 
 

@@ -178,13 +178,14 @@ def _message_fields(record: InboundMessage) -> dict:
 
 
 def message_upsert(
-    *, agent: Agent, record: InboundMessage, edited: bool = False, redacted: bool = False
+    *, agent: Agent, record: InboundMessage, edited: bool = False, redacted: bool = False, quiet: bool = False
 ) -> tuple[Conversation, Message, bool]:
     """Upsert one message on (conversation, message_id); returns (conversation, message, created).
 
     A new message writes `message_in` (or `message_out` for the agent's own); an edit writes
     `message_edited`. Re-ingesting an unchanged message writes nothing. `redacted` stores
     `REDACTED_TEXT` instead of the text, for good: later deliveries of the same message keep it.
+    `quiet` (older history fetched by a backfill) writes no activity event.
     """
     conversation = conversation_upsert(
         agent=agent,
@@ -246,7 +247,7 @@ def message_upsert(
         if created and (conversation.last_message_at is None or record.date > conversation.last_message_at):
             _set_last_message_at(conversation.pk, record.date)
             conversation.last_message_at = record.date
-        if created:
+        if created and not quiet:
             kind = Kind.MESSAGE_OUT if record.is_outgoing else Kind.MESSAGE_IN
             record_event(
                 kind,

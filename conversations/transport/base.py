@@ -101,6 +101,19 @@ class InboundMessage:
 
 
 @dataclass(frozen=True)
+class HistoryPage:
+    """One page of a chat's older history, for a backfill: the readable messages, oldest first, and
+    what the page held as Telegram sent it (`count` entries, the oldest of them `oldest_id` from
+    `oldest_date`; None when the page was empty), so paging goes on past an unreadable message and
+    a page shorter than asked for marks the chat's beginning."""
+
+    messages: list[InboundMessage]
+    count: int
+    oldest_id: int | None
+    oldest_date: dt.datetime | None
+
+
+@dataclass(frozen=True)
 class NewMessage:
     message: InboundMessage
 
@@ -318,6 +331,11 @@ class Transport(Protocol):
     ) -> list[InboundMessage]:
         """Messages of a chat in chronological order: after `since_id`, around `around_id`, or newest;
         with `topic_id`, only that forum topic's."""
+        ...
+
+    async def history_page(self, peer_id: int, *, before_id: int = 0, limit: int = 100) -> HistoryPage:
+        """The `limit` messages of a chat before message `before_id` (0: its newest), every forum
+        topic included: a backfill's page (engine/backfill_requests.py)."""
         ...
 
     async def dialogs(self, *, limit: int = 100) -> list[ChatDetails]: ...

@@ -22,6 +22,7 @@ from agents.models import Agent
 from cindy_site.clock import now
 from conversations.transport.base import (
     AccountInfo,
+    HistoryPage,
     InboundMessage,
     LibraryRef,
     PermanentError,
@@ -135,6 +136,14 @@ class SandboxTransport(
         if chat.kind == SandboxChat.Kind.GROUP:
             return chat.peer_id
         return other.user_id if other else self._require_me().user_id
+
+    async def history_page(self, peer_id: int, *, before_id: int = 0, limit: int = 100) -> HistoryPage:
+        # The sandbox's chats live in this database: the mirror was never behind them.
+        raise PermanentError(
+            "BACKFILL_UNSUPPORTED",
+            f"agent {self.agent.name} is a sandbox agent: backfill fetches a Telegram account's older "
+            "history, and a sandbox chat's mirror holds all of it already",
+        )
 
     async def history(
         self,

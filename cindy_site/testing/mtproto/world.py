@@ -416,9 +416,11 @@ class World:
         skip_push: int | None = None,
         topic: int | None = None,
         action: Any = None,
+        date: int | None = None,
     ) -> tuple[Message, dict[int, int], bool]:
         """A new message (or, for a random_id already used by `sender` here, the first one and False);
-        in a forum, in `topic` (None: General); `action` makes it a service message."""
+        in a forum, in `topic` (None: General); `action` makes it a service message; `date` (Unix
+        seconds, default now) sends it as if in the past, for history that predates a test's agent."""
         if random_id is not None:
             earlier = self.by_random_id.get((sender, random_id))
             if earlier is not None:
@@ -431,7 +433,16 @@ class World:
         if entities is None and not mentions:  # the server finds @username mentions in plain text
             entities, mentions = self._text_mentions(text)
         message = Message(
-            msg_id, key, sender, text, int(time.time()), random_id, reply_to, media, mentions, entities or []
+            msg_id,
+            key,
+            sender,
+            text,
+            int(time.time()) if date is None else date,
+            random_id,
+            reply_to,
+            media,
+            mentions,
+            entities or [],
         )
         if isinstance(action, types.MessageActionTopicCreate):
             self.chats[key[1]].topics[msg_id] = action.title
