@@ -198,6 +198,9 @@ class Backfill:
                 outcome.state, outcome.error = "failed", done.error
                 break
             result = done.result or {}
+            # A page's request is bookkeeping once read (the mark keeps the progress): thousands of
+            # them would bury the account's other requests. A failed one stays, for its reason.
+            GatewayRequest.objects.filter(pk=done.pk, status=Status.DONE).delete()
             if result.get("flood_wait"):
                 seconds = int(result["flood_wait"])
                 self.out(

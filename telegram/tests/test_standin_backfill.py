@@ -9,12 +9,17 @@ that point, on the loop the transport is connected on.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import io
 import secrets
+import threading
 import time
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
+from django.core.management import call_command
+from django.db import connections
 
 from agents.models import GatewayRequest
 from conversations.models import ActivityEvent, BackfillMark, Conversation, Message, TaskGraph
@@ -220,3 +225,54 @@ def test_a_page_the_gateway_cannot_fetch_fails_the_chat_with_telegram_s_reason(w
     assert lines[-1].startswith(f"{agent.name}: Nobody ({stranger}): 0 messages in 0 pages; failed: ")
     assert GatewayRequest.objects.get(agent=agent, kind="backfill_page").status == "failed"
     assert not BackfillMark.objects.filter(agent=agent).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_command_backfills_through_a_running_gateway_and_says_what_it_did(chat):
+    """`manage.py backfill` as an operator runs it: the command here, and the gateway's request step
+    on a thread of its own with its Telethon connection, serving the page requests as they come."""
+    standin, agent, carol = chat
+    stop, ready, errors = threading.Event(), threading.Event(), []
+
+    async def serve():
+        transport = await connected(agent)
+        await transport.dialogs()
+        ready.set()
+        while not stop.is_set():
+            claimed = await sync_to_async(requests_claim)(agent_id=agent.pk, holder=GATEWAY)
+            for request in claimed:
+                result, error = await execute_request(request, transport)
+                await sync_to_async(request_finish)(request_id=request.pk, result=result, error=error)
+            if not claimed:
+                await asyncio.sleep(0.05)  # the gateway's idle tick
+        await transport.disconnect()
+
+    def gateway() -> None:
+        try:
+            async_to_sync(serve)()
+        except BaseException as exc:  # reported in the test's thread
+            errors.append(exc)
+            ready.set()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=gateway)
+    thread.start()
+    try:
+        assert ready.wait(60) and not errors, errors
+        out = io.StringIO()
+        call_command("backfill", agent.name, "--days", "120", stdout=out)
+        call_command("backfill", agent.name, "--days", "120", stdout=out)
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not errors, errors
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"{agent.name}: backfilling 1 chat to the last 120 days"
+    assert lines[1].startswith(f"{agent.name}: Carol ({carol.id}): 200 messages in 2 pages, back to ")
+    assert lines[1].endswith("; reached the date asked for")
+    assert lines[2] == f"{agent.name}: 200 messages fetched from 1 of 1 chats (reached 1)"
+    assert lines[4].endswith("; nothing to do: an earlier run got here")
+    assert lines[5] == f"{agent.name}: 0 messages fetched from 1 of 1 chats (already 1)"
+    assert len(_stored(agent, carol.id)) == 200
+    assert not GatewayRequest.objects.filter(agent=agent, kind="backfill_page").exists()  # read, then dropped
