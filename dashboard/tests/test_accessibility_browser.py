@@ -289,6 +289,14 @@ def _labels_inside_their_blocks(page) -> None:
         })"""
     )
     assert lines, "the blocks have no labels"
+    blocks = page.evaluate(
+        """() => [...document.querySelectorAll('#timeline a.cindy-block')].map(block => ({
+            text: block.innerText, width: block.clientWidth, height: block.clientHeight,
+            contentWidth: block.scrollWidth, contentHeight: block.scrollHeight}))"""
+    )
+    for block in blocks:  # a label taller or wider than its block is cut off at the block's edge
+        assert block["contentWidth"] <= block["width"] + 1, f"a label is wider than its block: {block}"
+        assert block["contentHeight"] <= block["height"] + 1, f"a label is taller than its block: {block}"
     for line in lines:
         if not line["shown"]:
             continue
