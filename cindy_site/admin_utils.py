@@ -9,6 +9,9 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.forms.formsets import DELETION_FIELD_NAME
+from django.forms.models import BaseInlineFormSet
+from django.forms.utils import pretty_name
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -71,6 +74,26 @@ class ReadOnlyInline(admin.TabularInline):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+class LabelledInlineFormSet(BaseInlineFormSet):
+    """A tabular inline shows each field's name once, as its column's heading, which assistive
+    technology does not read out with the field: every field (the Delete box too) gets an
+    `aria-label` naming it and its row, such as "Content, memory 2" or "Kind, new memory"."""
+
+    def add_fields(self, form, index) -> None:
+        super().add_fields(form, index)
+        noun = self.model._meta.verbose_name
+        row = f"new {noun}" if index is None else f"{noun} {index + 1}"  # None: the template row
+        for name, field in form.fields.items():
+            label = "Delete" if name == DELETION_FIELD_NAME else field.label or pretty_name(name)
+            field.widget.attrs.setdefault("aria-label", f"{label}, {row}")
+
+
+class LabelledTabularInline(admin.TabularInline):
+    """A tabular inline whose fields are labelled for screen readers (`LabelledInlineFormSet`)."""
+
+    formset = LabelledInlineFormSet
 
 
 def service_form(validator: Callable[[models.Model], None]) -> type[forms.ModelForm]:

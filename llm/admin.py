@@ -4,6 +4,10 @@ edit, the Gemini explicit caches in use, and the "LLMs and prices" page (llm/adm
 from __future__ import annotations
 
 from django.contrib import admin
+from django.utils.dateformat import format as date_format
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+from django.utils.timezone import localtime
 
 from cindy_site.admin_utils import ReadOnlyAdmin, change_link, service_form
 from llm import admin_endpoints  # noqa: F401  (registers the LLM endpoints' admin)
@@ -11,21 +15,27 @@ from llm.admin_llms import register_llm_admin
 from llm.models import ExplicitCache, LLMCall, LLMUsageDaily, ModelPrice, RouteBreaker
 from llm.prices import model_price_save, model_price_validate
 
+#: The token counts of a call, as the list names them (only those above zero are shown).
+TOKEN_COUNTS = [
+    ("input_tokens", "in"),
+    ("cached_tokens", "cached"),
+    ("cache_write_tokens", "cache write"),
+    ("output_tokens", "out"),
+    ("thinking_tokens", "thinking"),
+]
+
 
 @admin.register(LLMCall)
 class LLMCallAdmin(ReadOnlyAdmin):
+    # Fifteen columns made the list 1,500 px wide at a 1280 px window, with cost, latency and status
+    # behind its scrollbar: the provider and model share a column, and so do the token counts.
     list_display = [
-        "created",
+        "when",
         "agent",
         "conversation_link",
         "purpose",
-        "provider",
-        "model",
-        "input_tokens",
-        "cached_tokens",
-        "cache_write_tokens",
-        "output_tokens",
-        "thinking_tokens",
+        "model_shown",
+        "tokens",
         "cost",
         "latency_ms",
         "status",
@@ -36,9 +46,24 @@ class LLMCallAdmin(ReadOnlyAdmin):
     list_select_related = ["agent", "conversation__agent"]
     date_hierarchy = "created"
 
+    @admin.display(description="When", ordering="created")
+    def when(self, call: LLMCall) -> str:
+        return date_format(localtime(call.created), "Y-m-d H:i:s")
+
     @admin.display(description="Conversation")
     def conversation_link(self, call: LLMCall) -> str:
         return change_link(call.conversation) if call.conversation_id else "-"
+
+    @admin.display(description="Model", ordering="model")
+    def model_shown(self, call: LLMCall) -> str:
+        return format_html('{}<br><span class="quiet">{}</span>', call.model, call.provider)
+
+    @admin.display(description="Tokens", ordering="input_tokens")
+    def tokens(self, call: LLMCall) -> str:
+        counts = [(label, getattr(call, field)) for field, label in TOKEN_COUNTS if getattr(call, field)]
+        if not counts:
+            return "-"
+        return format_html_join(mark_safe("<br>"), "{} {}", ((f"{n:,}", label) for label, n in counts))
 
 
 @admin.register(ModelPrice)

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.db import models
 
 from agents.admin_parts import agent_inline_add
-from cindy_site.admin_utils import ReadOnlyAdmin, change_link, service_form, short
+from cindy_site.admin_utils import LabelledTabularInline, ReadOnlyAdmin, change_link, service_form, short
 from memory.models import CuratedMemoryFile, Memory, Plan
 from memory.services.curation import memory_save, memory_validate, plan_save, plan_validate
 
@@ -106,7 +106,7 @@ class CuratedMemoryFileAdmin(ReadOnlyAdmin):
         return "object {memory: [...]}" if isinstance(record.envelope, dict) else "list [...]"
 
 
-class MemoryInline(admin.TabularInline):
+class MemoryInline(LabelledTabularInline):
     """The agent's memories on the agent page (added there through agents/admin_parts.py)."""
 
     model = Memory

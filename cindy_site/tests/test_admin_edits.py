@@ -108,3 +108,15 @@ def test_memories_filter_per_agent_and_partner(verified_client, agent):
 
     assert [m.content for m in response.context["cl"].queryset] == ["a"]
     assert "partner" in response.content.decode()
+
+
+def test_the_memory_inline_names_each_field_and_its_row(verified_client, agent):
+    """Its column headings are not read out with the fields: each field carries its own label."""
+    Memory.objects.create(agent=agent, kind="curated", partner_id=1, content="Likes tea")
+    Memory.objects.create(agent=agent, kind="episodic", content="Went to Foxton")
+
+    page = verified_client.get(reverse("admin:agents_agent_change", args=[agent.pk])).content.decode()
+
+    for label in ("Kind, memory 1", "Content, memory 2", "Partner id, memory 2", "Delete, memory 1"):
+        assert f'aria-label="{label}"' in page
+    assert 'aria-label="Content, new memory"' in page  # the row "Add another" copies
