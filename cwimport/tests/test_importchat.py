@@ -26,6 +26,7 @@ from cwimport.tests.chat_exports import (
     write_export,
 )
 from engine.tests.cast import make_agent
+from engine.tests.harness import Harness, tasks
 from media_catalog.parts import media_items
 from sandbox.models import SandboxChat, SandboxUser
 from sandbox.services.chats import sandbox_say
@@ -244,6 +245,7 @@ def test_progress_and_summary_lines_when_not_a_terminal(tmp_path, telegram_agent
     ]
 
 
+@pytest.mark.django_db(transaction=True)  # InnoDB's FULLTEXT index sees rows once they commit
 def test_recall_finds_an_imported_message(tmp_path, telegram_agent):
     chat = single_chat([message(1, text="The marmalade recipe needs Seville oranges"), message(2, text="ok")])
     run("Wendy", str(write_export(tmp_path / "result.json", chat)))
@@ -358,3 +360,26 @@ def test_an_export_of_the_agents_own_account_as_the_chat_is_refused(tmp_path, te
 
 def test_skipped_file_stub_is_not_a_file_name():
     assert SKIPPED.startswith("(") and stamp(at(0))["date"] == "2024-05-01T18:00:00"
+
+
+def test_the_next_turn_sees_the_imported_past(tmp_path, clock, fake_llm):
+    """A sandbox agent's next turn with the person carries the imported messages in its history."""
+    wendy = make_agent("Wendy")
+    chat = single_chat(
+        [
+            message(1, name="You", text="Remember the allotment on Rue Oberkampf?"),
+            message(2, sender=AGENT_ID, name="Wendy", text="The one with the blue shed, of course"),
+        ],
+        name="You",
+    )
+    run("Wendy", str(write_export(tmp_path / "result.json", chat)), "--me", str(AGENT_ID))
+    harness = Harness(clock)
+    harness.start()
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Good to hear from you!"}))
+    live = sandbox_say(agent=wendy, text="hi, it's me again", as_name="You")
+    harness.settle()
+    assert live.message_id == 3
+    prompt = json.dumps(fake_llm.requests[0].json, ensure_ascii=False)
+    assert "Remember the allotment on Rue Oberkampf?" in prompt
+    assert "The one with the blue shed, of course" in prompt
+    assert Conversation.objects.get(agent=wendy).messages.count() >= 3
