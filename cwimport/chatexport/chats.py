@@ -66,7 +66,7 @@ def export_chats(path: Path, data: Any, *, choose: str | None, zone: dt.tzinfo) 
             raise ChatExportError(
                 f"{display}: a single-chat export: --chat is for a full export; leave it out"
             )
-        chat = _chat(display, data, where="", zone=zone)
+        chat = _chat(display, data, number=None, zone=zone)
         return ChatExport(display=display, chats=(chat,), account_id=None)
     chats = data["chats"]
     listed = chats.get("list") if isinstance(chats, dict) else None
@@ -93,7 +93,7 @@ def export_chats(path: Path, data: Any, *, choose: str | None, zone: dt.tzinfo) 
             raise ChatExportError(
                 f"{display}: no personal chat in chats.list: pick one with --chat ID_OR_NAME"
             )
-    chosen = tuple(_chat(display, listed[n], where=f"chats.list[{n}] ", zone=zone) for n in picked)
+    chosen = tuple(_chat(display, listed[n], number=n, zone=zone) for n in picked)
     return ChatExport(display=display, chats=chosen, account_id=_account(display, data))
 
 
@@ -128,9 +128,11 @@ def _account(display: str, data: dict) -> int | None:
     return user_id
 
 
-def _chat(display: str, raw: dict, *, where: str, zone: dt.tzinfo) -> ExportChat:
-    name, kind, chat_id = _head(display, 0, raw) if where else _single_head(display, raw)
+def _chat(display: str, raw: dict, *, number: int | None, zone: dt.tzinfo) -> ExportChat:
+    """One chat, read whole: `number` is its place in a full export's list (None: a single-chat export)."""
+    name, kind, chat_id = _single_head(display, raw) if number is None else _head(display, number, raw)
     label = f'chat "{name}" (id {chat_id})' if name else f"chat {chat_id}"
+    where = "" if number is None else f"chats.list[{number}] "
     if kind in ("saved_messages", "replies") or not (
         kind in DM_TYPES or kind in GROUP_TYPES or kind in CHANNEL_TYPES
     ):
@@ -147,13 +149,13 @@ def _chat(display: str, raw: dict, *, where: str, zone: dt.tzinfo) -> ExportChat
         raise ChatExportError(
             f'{display}: {where}{label}: field "messages" is {shown(messages)}: expected a list of messages'
         )
-    reader = MessageReader(display=display, where=where, zone=zone)
+    reader = MessageReader(display=display, where=f"{where}{label} ", zone=zone)
     read = tuple(reader.read(index, item) for index, item in enumerate(messages))
     seen: dict[int, int] = {}
     for message in read:
         if message.id in seen:
             raise ChatExportError(
-                f"{display}: {where}messages[{message.index}]: message id {message.id} appears twice "
+                f"{display}: {where}{label} messages[{message.index}]: message id {message.id} appears twice "
                 f"(also at messages[{seen[message.id]}]): an export holds each message once; export the chat again"
             )
         seen[message.id] = message.index

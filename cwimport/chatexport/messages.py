@@ -24,6 +24,8 @@ from media_catalog.parts import MediaItem
 #: The latest instant an export's date may name (2100-01-01), and the earliest (Telegram's launch year).
 _LATEST = 4_102_444_800
 _EARLIEST = 1_356_998_400
+#: "Never edited" in older exports: the epoch, in the exporting machine's zone.
+_EPOCH_SLACK = 2 * 86_400
 
 #: Export actions as the Telethon transport names service lines ("[PhoneCall]", "[ChatEditTitle: X]").
 ACTION_NAMES = {
@@ -81,7 +83,7 @@ class ExportMessage:
     index: int
     id: int
     kind: str
-    date: dt.datetime
+    date: dt.datetime | None  # None only for a skipped kind
     edited: dt.datetime | None = None
     sender_name: str = ""
     sender_id: int | None = None
@@ -119,9 +121,10 @@ class MessageReader:
         kind = raw.get("type")
         if not isinstance(kind, str):
             raise self.fail(place, "type", kind, 'text such as "message" or "service"')
-        date = self._date(place, raw, "date", required=True)
         if kind not in ("message", "service"):
-            return ExportMessage(index=index, id=message_id, kind=kind, date=date)
+            # Skipped; Telegram Desktop writes an unsupported message as its id and type alone.
+            return ExportMessage(index=index, id=message_id, kind=kind, date=None)
+        date = self._date(place, raw, "date", required=True)
         fields = {
             "index": index,
             "id": message_id,
@@ -141,7 +144,8 @@ class MessageReader:
         reply = raw.get("reply_to_message_id")
         if reply is not None and (isinstance(reply, bool) or not isinstance(reply, int) or reply <= 0):
             raise self.fail(place, "reply_to_message_id", reply, "a positive whole number")
-        fields["reply_to_id"] = reply
+        # With `reply_to_peer_id` the message answers one in another chat: no id of this conversation.
+        fields["reply_to_id"] = reply if raw.get("reply_to_peer_id") is None else None
         fields["media"] = self._media(place, raw)
         return ExportMessage(**fields)
 
@@ -186,6 +190,8 @@ class MessageReader:
                 raise self.fail(
                     place, f"{field}_unixtime", stamp, 'seconds since 1970 as text, e.g. "1714588200"'
                 )
+        if field == "edited" and abs(seconds) <= _EPOCH_SLACK:
+            return None  # older exports write "edited": "1970-01-01T01:00:00" for a message never edited
         if not _EARLIEST <= seconds <= _LATEST:
             name = field if stamp is None else f"{field}_unixtime"
             raise self.fail(place, name, value if stamp is None else stamp, "a date between 2013 and 2100")

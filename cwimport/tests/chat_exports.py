@@ -82,7 +82,7 @@ def every_shape() -> list[dict[str, Any]]:
         message(13, forwarded_from="Garden Weekly", text="Slugs hate copper tape"),
         message(14, **mine, reply_to_message_id=13, text="Good tip about the copper tape",
                 edited="2024-05-01T18:20:00", edited_unixtime=str(int(at(20).timestamp()))),
-        {"id": 15, "type": "unsupported"} | stamp(at(15)),
+        {"id": 15, "type": "unsupported"},  # as Telegram Desktop writes one: no date, no sender
         message(16, text=""),
         service(17, "edit_group_title", title="Gardeners"),
     ]  # fmt: skip

@@ -211,6 +211,27 @@ def test_dates_without_unixtime_are_read_in_the_given_zone(tmp_path, telegram_ag
     assert Message.objects.get().date == dt.datetime(2019, 3, 1, 11, 0, tzinfo=dt.UTC)
 
 
+def test_an_older_exports_shapes(tmp_path, telegram_agent):
+    """Exports from before 2021: `from_id` a bare number, no `date_unixtime`, and "never edited"
+    written as the epoch in local time; and a reply to a message of another chat."""
+    old = {
+        "id": 7,
+        "type": "message",
+        "date": "2020-01-29T11:41:46",
+        "edited": "1970-01-01T01:00:00",
+        "from": "Ann",
+        "from_id": ANN_ID,
+        "text": [{"type": "link", "text": "https://www.example.com"}],
+    }
+    elsewhere = message(8, text="about that post", reply_to_message_id=99, reply_to_peer_id="channel42")
+    run("Wendy", str(write_export(tmp_path / "result.json", single_chat([old, elsewhere]))))
+    first, second = Message.objects.order_by("message_id")
+    assert (first.sender_id, first.edited, first.edited_at) == (ANN_ID, False, None)
+    assert first.date == dt.datetime(2020, 1, 29, 11, 41, 46, tzinfo=dt.UTC)  # the agent has no zone: UTC
+    assert first.text == "https://www.example.com"
+    assert second.reply_to_id is None
+
+
 def test_an_import_stopped_between_batches_resumes(tmp_path, telegram_agent):
     chat = single_chat([message(n, text=f"line {n}") for n in range(1, 8)])
     path = write_export(tmp_path / "result.json", chat)
