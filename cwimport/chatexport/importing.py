@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.db import transaction
+
 from agents.models import Agent, Transport
 from conversations.models import Conversation
 from conversations.services.history_import import history_import_batch
@@ -93,9 +95,12 @@ class ChatImport:
     def run(self) -> ImportSummary:
         summary = ImportSummary()
         done = 0
-        for planned in self.planned:
+        # Every chat's place first, in one transaction: a chat refused there (a sandbox chat whose own
+        # messages take the export's ids) leaves nothing behind, not even another chat's conversation.
+        with transaction.atomic():
+            targets = [self._target(planned) for planned in self.planned]
+        for planned, (conversation, records) in zip(self.planned, targets, strict=True):
             summary.skipped.update(planned.skipped)
-            conversation, records = self._target(planned)
             summary.conversations.append(conversation)
             for start in range(0, len(records), self.batch):
                 if self.stopping:

@@ -152,6 +152,7 @@ def test_a_sandbox_chat_with_messages_of_its_own_in_the_range_is_refused(tmp_pat
         CommandError, match=r"already has messages written in the sandbox \(#1, \.\.\.\).*--name NAME"
     ):
         run("Wendy", str(write_export(tmp_path / "result.json", chat)))
+    assert not Conversation.objects.exists()  # nothing written, not even the conversation
     run("Wendy", str(tmp_path / "result.json"), "--name", "Ann (old phone)")
     assert Conversation.objects.get(agent=wendy, title="Ann (old phone)").messages.count() == 2
 
