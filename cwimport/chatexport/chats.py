@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cwimport.chatexport.messages import ExportMessage, MessageReader, peer_of
-from cwimport.chatexport.reading import ChatExportError, shown
+from cwimport.chatexport.reading import MAX_ID, ChatExportError, shown
 
 #: Chat types a DM conversation stands for, and groups and channels (by the `type` an export writes).
 DM_TYPES = ("personal_chat", "bot_chat")
@@ -109,7 +109,7 @@ def _head(display: str, number: int, raw: Any) -> tuple[str, str, int]:
         raise ChatExportError(
             f'{display}: chats.list[{number}]: field "type" is {shown(kind)}: expected text'
         )
-    if isinstance(chat_id, bool) or not isinstance(chat_id, int):
+    if isinstance(chat_id, bool) or not isinstance(chat_id, int) or abs(chat_id) >= MAX_ID:
         raise ChatExportError(
             f'{display}: chats.list[{number}]: field "id" is {shown(chat_id)}: expected a whole number'
         )
@@ -121,7 +121,7 @@ def _account(display: str, data: dict) -> int | None:
     user_id = info.get("user_id") if isinstance(info, dict) else None
     if user_id is None:
         return None
-    if isinstance(user_id, bool) or not isinstance(user_id, int) or user_id <= 0:
+    if isinstance(user_id, bool) or not isinstance(user_id, int) or not 0 < user_id < MAX_ID:
         raise ChatExportError(
             f'{display}: personal_information: field "user_id" is {shown(user_id)}: expected a positive whole number'
         )

@@ -169,7 +169,7 @@ class ChatImport:
                 agent=self.agent, peer_id=chat.peer_id, kind=chat.chat_kind, title=chat.name
             )
             return conversation, [self._record(m, planned.me, peer=chat.peer_id, chat=chat) for m in pending]
-        name = self.name or chat.name
+        name = (self.name or chat.name).strip()[:128]  # a sandbox user's or group's name
         if not name:
             raise ChatExportError(f"{self.export.display}: {chat.where} has no name: give --name NAME")
         try:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cwimport.chatexport.reading import ChatExportError, shown
+from cwimport.chatexport.reading import MAX_ID, ChatExportError, shown
 from media_catalog.parts import MediaItem
 
 #: The latest instant an export's date may name (2100-01-01), and the earliest (Telegram's launch year).
@@ -71,7 +71,7 @@ OTHER_MEDIA = {
     "invoice_information": "invoice",
 }
 
-_FROM_ID = re.compile(r"(user|channel|chat)(\d{1,19})")
+_FROM_ID = re.compile(r"(user|channel|chat)(\d{1,15})")
 _STICKER_FORMATS = {".tgs": "animated", ".webm": "video"}
 
 
@@ -115,8 +115,8 @@ class MessageReader:
         if not isinstance(raw, dict):
             raise self.fail(place, "message", raw, "an object")
         message_id = raw.get("id")
-        if isinstance(message_id, bool) or not isinstance(message_id, int) or message_id <= 0:
-            raise self.fail(place, "id", message_id, "a positive whole number (the message id)")
+        if isinstance(message_id, bool) or not isinstance(message_id, int) or not 0 < message_id < 2**31:
+            raise self.fail(place, "id", message_id, "a positive whole number below 2**31 (the message id)")
         place = f"messages[{index}] (id {message_id})"
         kind = raw.get("type")
         if not isinstance(kind, str):
@@ -142,8 +142,10 @@ class MessageReader:
         fields["sender_id"] = self._peer(place, raw, "from_id")
         fields["forwarded_from"] = self._string(place, raw, "forwarded_from")
         reply = raw.get("reply_to_message_id")
-        if reply is not None and (isinstance(reply, bool) or not isinstance(reply, int) or reply <= 0):
-            raise self.fail(place, "reply_to_message_id", reply, "a positive whole number")
+        if reply is not None and (
+            isinstance(reply, bool) or not isinstance(reply, int) or not 0 < reply < 2**31
+        ):
+            raise self.fail(place, "reply_to_message_id", reply, "a positive whole number below 2**31")
         # With `reply_to_peer_id` the message answers one in another chat: no id of this conversation.
         fields["reply_to_id"] = reply if raw.get("reply_to_peer_id") is None else None
         fields["media"] = self._media(place, raw)
@@ -201,7 +203,7 @@ class MessageReader:
         value = raw.get(field)
         if value is None:
             return None
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < MAX_ID:
             return value  # older exports: a bare user id
         match = _FROM_ID.fullmatch(value) if isinstance(value, str) else None
         if match is None:

@@ -10,6 +10,9 @@ from typing import Any
 
 from django.conf import settings
 
+#: The largest id the import accepts (chats, users, messages): Telegram's fit in 52 bits.
+MAX_ID = 2**52
+
 #: Telegram Desktop's exports nest about ten levels (a poll's answers in a message in a chat in the
 #: chat list); anything far deeper is not an export.
 MAX_DEPTH = 32
@@ -65,6 +68,10 @@ def read_export(path: Path) -> Any:
     except RecursionError as exc:
         raise ChatExportError(
             f"{path}: nested deeper than any export ({MAX_DEPTH} levels): not a Telegram Desktop export"
+        ) from exc
+    except ValueError as exc:  # a number of thousands of digits, which Python refuses to convert
+        raise ChatExportError(
+            f"{path}: not an export's JSON ({exc}): give Telegram Desktop's result.json"
         ) from exc
     _check_depth(path, data)
     return data

@@ -144,6 +144,14 @@ def test_a_sandbox_agent_gets_a_sandbox_person_named_as_the_chat(tmp_path):
     assert SandboxChat.objects.get(pk=later.chat_id).title == "Wendy & Ann"
 
 
+def test_a_long_chat_name_names_the_sandbox_person_cut_short(tmp_path):
+    wendy = make_agent("Wendy")
+    chat = single_chat([message(1, text="hello")], name="A" * 300)
+    run("Wendy", str(write_export(tmp_path / "result.json", chat)))
+    assert SandboxUser.objects.get(agent__isnull=True).name == "A" * 128
+    assert Conversation.objects.get(agent=wendy).title == "A" * 128
+
+
 def test_a_sandbox_chat_with_messages_of_its_own_in_the_range_is_refused(tmp_path):
     wendy = make_agent("Wendy")
     sandbox_say(agent=wendy, text="written in the sandbox", as_name="Ann")  # message #1
@@ -344,6 +352,11 @@ def test_nesting_deeper_than_any_export_is_refused(tmp_path, telegram_agent):
             r"message id 1 appears twice \(also at messages\[0\]\)",
         ),
         (lambda d: d.update(type="saved_messages"), r"is of type 'saved_messages'"),
+        (
+            lambda d: d["messages"][0].update(id=2**40),
+            r'messages\[0\]: field "id" is 1099511627776: expected a positive whole number below 2\*\*31',
+        ),
+        (lambda d: d["messages"][0].update(from_id="user" + "9" * 19), r'field "from_id" is \'user9999'),
     ],
 )
 def test_wrong_types_are_refused_naming_the_message_and_field(tmp_path, telegram_agent, change, pattern):
@@ -362,6 +375,7 @@ def test_not_json_and_not_utf8_are_refused(tmp_path, telegram_agent):
         tmp_path, '{"name": "Ann", "messages": []}'.encode("utf-16"), r"not UTF-8 \(byte 0xff at offset 0\)"
     )
     refused(tmp_path, "[1, 2]", r"the top level is \[1, 2\]: expected an object")
+    refused(tmp_path, '{"id": ' + "7" * 5000 + "}", r"not an export's JSON \(Exceeds the limit")
 
 
 def test_an_unknown_agent_and_a_bad_me_are_refused(tmp_path, telegram_agent):
@@ -370,6 +384,8 @@ def test_an_unknown_agent_and_a_bad_me_are_refused(tmp_path, telegram_agent):
         run("Nobody", str(path))
     with pytest.raises(CommandError, match=r"--me 'channel5': give a Telegram user id"):
         run("Wendy", str(path), "--me", "channel5")
+    with pytest.raises(CommandError, match=r"--me '9{30}': give a Telegram user id"):
+        run("Wendy", str(path), "--me", "9" * 30)
     with pytest.raises(CommandError, match=r"cannot be read \(No such file or directory\)"):
         run("Wendy", str(tmp_path / "missing.json"))
 

@@ -119,7 +119,7 @@ def _user_id(value: str | None) -> int | None:
     if value is None:
         return None
     digits = value.removeprefix("user")
-    if not (digits.isascii() and digits.isdigit()) or int(digits) <= 0:
+    if not (digits.isascii() and digits.isdigit()) or not 0 < int(digits[:20]) < 2**52:
         raise CommandError(
             f"--me {value!r}: give a Telegram user id, e.g. --me 123456789 or --me user123456789"
         )
