@@ -371,6 +371,9 @@ CINDY_IMPORT_MAX_DOCUMENT_BYTES = _positive_int("CINDY_IMPORT_MAX_DOCUMENT_BYTES
 CINDY_IMPORT_MAX_MEMORY_BYTES = _positive_int("CINDY_IMPORT_MAX_MEMORY_BYTES", 4 * 1024 * 1024)
 CINDY_IMPORT_MAX_MEDIA_JSON_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_JSON_BYTES", 256 * 1024)
 CINDY_IMPORT_MAX_MEDIA_FILE_BYTES = _positive_int("CINDY_IMPORT_MAX_MEDIA_FILE_BYTES", 20 * 1024 * 1024)
+# The largest Telegram Desktop export `manage.py importchat` reads (checked before it is parsed; the
+# parsed JSON takes several times its size in memory).
+CINDY_IMPORT_MAX_CHAT_EXPORT_BYTES = _positive_int("CINDY_IMPORT_MAX_CHAT_EXPORT_BYTES", 128 * 1024 * 1024)
 # The largest file `manage.py sandbox file|voice` and the API's sandbox upload send (checked before
 # it is read): Telegram's 20 MB for a file a bot may fetch.
 CINDY_SANDBOX_MAX_FILE_BYTES = _positive_int("CINDY_SANDBOX_MAX_FILE_BYTES", 20_000_000)

@@ -125,6 +125,8 @@ class Player:
             stage.mute(scenario, turn)
         if turn.save_media:
             stage.save_media(scenario, turn)
+        if turn.history:
+            stage.import_history(scenario, turn)
         if turn.trigger == "message" and turn.voice:
             stage.say_voice(scenario, turn)
         elif turn.unseen:

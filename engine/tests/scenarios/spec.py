@@ -75,6 +75,10 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
                                      # more, each with only image input) or "none"
     explicit_cache = "made"          # the planning call made a Gemini explicit cache and used it;
                                      # "used": one made before; "none": none
+    history = [{text = "..."}, {text = "...", agent = true}]   # an operator first imports these past
+                                     #   messages of the person's DM (the persona's with agent = true)
+                                     #   from a Telegram Desktop export, `manage.py importchat`
+                                     #   (sandbox DMs only)
 
 A `voice` turn says a voice note instead of text: an OGG/Opus tone `seconds` long (at most 60), made
 once per `name` in the scenario (default "voice"); the stand-in answers its transcription request with
@@ -192,6 +196,7 @@ _TURN_KEYS = {
     "explicit_cache",
     "mute",
     "save_media",
+    "history",
     "unseen",
     "topic",
     "pause",
@@ -256,6 +261,7 @@ class Turn:
     explicit_cache: str = ""
     mute: bool = False
     save_media: str = ""  # the description an operator saves the person's latest media with, first
+    history: tuple[tuple[str, bool], ...] = ()  # (text, by the persona) imported from an export, first
     unseen: bool = False
     topic: str = ""  # the forum topic the turn is in ("": General, or not a forum)
     pause: float = 0.0
@@ -361,6 +367,11 @@ def load(path: Path) -> Scenario:
                 f"{where}: turn {turn.number}: {turn.person} says a voice note as a person: a bot or a "
                 "fixed user id (bots, user_ids) sends text only"
             )
+    if any(turn.history for turn in parsed) and (group or data.get("telegram")):
+        raise ScenarioError(
+            f"{where}: a turn imports history: an imported export lands in a sandbox DM here; "
+            "remove group and telegram = true"
+        )
     through_api = data.get("through_api", False)
     if not isinstance(through_api, bool):
         raise ScenarioError(f"{where}: through_api is {through_api!r}: write true or false")
@@ -437,6 +448,28 @@ def _media(at: str, value: Any, trigger: str) -> tuple[tuple[str, Any], ...]:
                 f"{at}: media is {value!r}: a {kind} gives its length in whole seconds; {example}"
             )
     return tuple(sorted(value.items()))
+
+
+def _history(at: str, value: Any) -> tuple[tuple[str, bool], ...]:
+    """A turn's `history`: the past messages an operator imports first, as (text, by the persona)."""
+    if value is None:
+        return ()
+    example = 'e.g. history = [{text = "Remember the jam?"}, {text = "Of course", agent = true}]'
+    if not isinstance(value, list) or not value:
+        raise ScenarioError(f"{at}: history is {value!r}: give a list of past messages; {example}")
+    lines = []
+    for item in value:
+        if not isinstance(item, dict) or set(item) - {"text", "agent"}:
+            raise ScenarioError(
+                f"{at}: history has {item!r}: give text and, for the persona's, agent = true; {example}"
+            )
+        text, agent = item.get("text"), item.get("agent", False)
+        if not isinstance(text, str) or not text.strip() or not isinstance(agent, bool):
+            raise ScenarioError(
+                f"{at}: history has {item!r}: text is the message, agent true or false; {example}"
+            )
+        lines.append((text, agent))
+    return tuple(lines)
 
 
 def _save_media(at: str, value: Any) -> str:
@@ -660,6 +693,7 @@ def _turn(
         explicit_cache=explicit_cache,
         mute=raw.get("mute", False),
         save_media=_save_media(at, raw.get("save_media")),
+        history=_history(at, raw.get("history")),
         unseen=raw.get("unseen", False),
         topic=str(raw.get("topic", "")).strip(),
         pause=float(pause),

@@ -746,6 +746,30 @@ class Stage:
             self,
         )
 
+    def import_history(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator imports the person's past with the persona from a Telegram Desktop export
+        (`manage.py importchat`): the turn's `history`, a minute apart the day before, the persona's
+        lines as its own (`--me`). The sandbox person named as the chat is the person."""
+        person, peer, own = scenario.user(turn.person), 5_550_000 + turn.number, 7_770_000 + turn.number
+        start = int(time.time()) - 86_400
+        messages = [
+            {
+                "id": n,
+                "type": "message",
+                "date": dt.datetime.fromtimestamp(start + 60 * n).isoformat(timespec="seconds"),
+                "date_unixtime": str(start + 60 * n),
+                "from": scenario.persona if agent else person,
+                "from_id": f"user{own if agent else peer}",
+                "text": text,
+            }
+            for n, (text, agent) in enumerate(turn.history, start=1)
+        ]
+        path = self.tmp / f"{scenario.name}-turn{turn.number}-result.json"
+        export = {"name": person, "type": "personal_chat", "id": peer, "messages": messages}
+        path.write_text(json.dumps(export, ensure_ascii=False), encoding="utf-8")
+        out = self.command("importchat", scenario.persona, str(path), "--me", str(own))
+        assert f"imported {len(messages)}, already there 0" in out, out
+
     def answer_bots(self, scenario: Scenario, turn: Turn) -> None:
         """An operator turns on the "answer bots" setting of the person's chat, as in the admin."""
         assert self._conversation_of(scenario, turn.person), (
