@@ -9,6 +9,22 @@ from cindy_site.clock import FakeClock, set_clock
 pytest_plugins = ["cindy_site.testing.fixtures", "cindy_site.testing.staff"]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a run against a database server (`./test.sh --mariadb`), the tests marked `any_database` are
+    skipped with their reason: they touch no test database, or start Cindy on its own embedded SQLite
+    whatever the suite uses, so the SQLite run has already run them as they are."""
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        return
+    skip = pytest.mark.skip(
+        reason="does the same on any database (no test database, or Cindy on its embedded SQLite): the SQLite run covers it"
+    )
+    for item in items:
+        if item.get_closest_marker("any_database") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def clock():
     """A FakeClock installed as the process clock; move it with `clock.advance(seconds)`."""

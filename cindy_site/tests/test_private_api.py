@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cindy_site.testing.private_api import find
+
+pytestmark = pytest.mark.any_database  # reads source files only
 
 ROOT = Path(__file__).resolve().parents[2]
 

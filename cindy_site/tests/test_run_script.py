@@ -25,7 +25,8 @@ import pytest
 from cindy_site.settings import BASE_DIR
 from cindy_site.testing.host_processes import free_port, listening, marked_pids
 
-pytestmark = pytest.mark.slow
+# Cindy runs on its own embedded SQLite here, whatever database the suite uses.
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
 START_TIMEOUT = 180  # a fresh database is migrated and the samples imported before the web starts
 STOP_TIMEOUT = 60  # the gateway drains for up to 30 s before it is killed

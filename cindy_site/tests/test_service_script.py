@@ -32,6 +32,8 @@ from cindy_site.testing.fake_llm import FakeLLMServer
 from cindy_site.testing.host_processes import alive, free_port, listening, marked_pids
 
 UNITS = sorted((BASE_DIR / "deploy").glob("*.service"))
+# The service runs on its own embedded SQLite here (or a closed port), whatever database the suite uses.
+pytestmark = pytest.mark.any_database
 NOT_LINKED = {".git", ".venv", ".env", "var", "cindy", "artifacts", ".pytest_cache", ".ruff_cache"}
 DEADLINE = 60
 MARK = "CINDY_SERVICE_TEST_MARK"  # in the environment of every process the test starts

@@ -13,6 +13,8 @@ import pytest
 
 from cindy_site.settings import BASE_DIR
 
+pytestmark = pytest.mark.any_database  # the virtualenv script touches no database
+
 FILES = ["requirements.txt", "requirements/test.txt", "requirements/mysql.txt"]
 
 
