@@ -764,16 +764,6 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def stop_process(process: subprocess.Popen) -> None:
-    """Stop a process started in its own group: SIGTERM, then SIGKILL to the group after 60 s."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
 def _wait(predicate, what: str, log: Path, seconds: float = 180):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -44,7 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_engine import reply_typing, setup_django, stop_process, user_wait_seconds  # noqa: E402
+from bench_engine import reply_typing, setup_django, user_wait_seconds  # noqa: E402
+from processes import stop_process  # noqa: E402
 
 AGENTS = 100
 PRIMARY_MODEL = "gemini-3-flash-preview"

@@ -40,9 +40,12 @@ from pathlib import Path
 #: The tree measured: this one, or (`--against`) a checkout of an earlier commit, measured by this script.
 ROOT = Path(os.environ.get("CINDY_BENCH_ROOT") or Path(__file__).resolve().parent.parent)
 sys.path.insert(0, str(ROOT / "bench"))
+# What the measured checkout's bench/ lacks (figures.py, processes.py) comes from this script's folder.
+sys.path.insert(1, str(Path(__file__).resolve().parent))
 
-from bench_engine import _say_and_wait, _wait, make_agent, setup_django, stop_process  # noqa: E402
+from bench_engine import _say_and_wait, _wait, make_agent, setup_django  # noqa: E402
 from figures import Declared, Goal, Statistic, Windows, samples  # noqa: E402
+from processes import stop_process  # noqa: E402
 
 AGENTS = 100
 IDLE_SAMPLES = 5
