@@ -495,7 +495,7 @@ def _turn(
     if (trigger == "message") != bool(say or voice):
         raise ScenarioError(
             f'{at}: a turn either says something (say = "..." or voice = {{...}}) or waits for a trigger '
-            '(trigger = "xsend", "event", "nudge", "operator", "mark_unread" or "consolidate"), not both or '
+            '(trigger = "xsend", "event", "consolidate", "nudge", "operator" or "mark_unread"), not both or '
             "neither"
         )
     if voice and "typing" in raw:
