@@ -9,10 +9,14 @@ import re
 import pytest
 
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph, TaskNode
+from dashboard.transcript import trigger_text
 from engine.consolidation import consolidations_start_due
 from engine.tests.cast import teach
 from engine.tests.harness import Harness, stored_entries_text, tasks
+from llm.kinds import Task
 from llm.models import LLMCall
+from llm.policy import refusal_reason
+from llm.policy_inputs import TurnInputs
 from memory.models import Memory, Note
 from sandbox.services.chats import sandbox_say
 
@@ -70,6 +74,7 @@ def test_a_chat_quiet_for_the_set_time_gets_a_consolidation_turn_that_writes_a_n
     newest = Message.objects.filter(conversation=conversation).order_by("-message_id")[0].message_id
     assert graph.context["consolidate"]["last"] == newest
     assert graph.context["consolidate"]["count"] == 2
+    assert trigger_text(graph) == f"Consolidation while quiet: messages #1 to #{newest} (2)"
     harness.settle(until=clock.now() + dt.timedelta(minutes=5))
 
     graph.refresh_from_db()
@@ -221,3 +226,30 @@ def test_a_consolidation_turn_merges_a_duplicate_by_id(agent, harness, clock, fa
     assert '"id": "note-a"' in prompt and '"id": "note-b"' in prompt
     assert list(Note.objects.values_list("entry_id", "content")) == [("note-a", "Moving to Leeds in May.")]
     assert json.loads(json.dumps(_consolidations()[0].context))["consolidate"]["count"] == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "allowed"),
+    [
+        ("note", {"content": "x"}, True),
+        ("remember", {"content": "x"}, True),
+        ("plan", {"content": "x"}, True),
+        ("intend", {"content": "x"}, True),
+        ("send", {"text": "x"}, False),
+        ("react", {"emoji": "👍", "message_id": 1}, False),
+        ("summarize", {"content": "x"}, False),
+        ("event", {"intent": "x", "time": "2030-01-01T09:00:00+00:00"}, False),
+        ("schedule", {"content": "x"}, False),
+        ("xsend", {"target_channel_id": 5, "intent": "x"}, False),
+        ("block", {}, False),
+    ],
+)
+def test_a_consolidation_turn_may_only_write_notes_memories_plans_and_intentions(
+    agent, kind, params, allowed
+):
+    conversation = Conversation.objects.create(agent=agent, peer_id=4242, kind=Conversation.Kind.DM)
+    inputs = TurnInputs(conversation=conversation, trigger=CONSOLIDATE)
+    reason = refusal_reason(Task(kind=kind, params=params), inputs=inputs)
+    assert (reason == "") is allowed, reason
+    if not allowed:
+        assert reason.startswith(f"{kind} is not allowed in a consolidation turn")
