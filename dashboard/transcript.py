@@ -125,6 +125,11 @@ def trigger_text(graph: TaskGraph, sources: dict[int, Conversation] | None = Non
         source = (sources or {}).get(context.get("xsend_from"))
         origin = source.display_title if source is not None else context.get("xsend_from", "another chat")
         return f"{label} from {origin}: {context.get('xsend', '')}"
+    if graph.trigger == TaskGraph.Trigger.CONSOLIDATE:
+        news = context.get("consolidate") or {}
+        if news.get("first") is None:
+            return label
+        return f"{label}: messages #{news['first']} to #{news['last']} ({news.get('count', '?')})"
     if graph.trigger == TaskGraph.Trigger.SCHEDULE:
         through = str((context.get("schedule") or {}).get("through", ""))[:10]
         return f"{label} through {through}" if through else label

@@ -37,7 +37,7 @@ from engine.gateway_context import GatewayContext, Step
 from engine.health import gateway_forget, processes_forget_gone
 from engine.heartbeat import Heartbeat
 from engine.idle_wait import IdleWait
-from engine.initiative_steps import EventsStep, SchedulesStep
+from engine.initiative_steps import ConsolidationStep, EventsStep, SchedulesStep
 from engine.lease_steps import LeasesStep
 from engine.leases import lease_release
 from engine.models import ProcessHeartbeat
@@ -110,6 +110,7 @@ class Gateway:
             media,
             EventsStep(ctx),
             SchedulesStep(ctx),
+            ConsolidationStep(ctx),
             TickStep(ctx, before_dispatch=media.run),
             PresenceStep(ctx),
             ReapRequestsStep(ctx),

@@ -1,4 +1,4 @@
-"""Gateway steps for time-based work: due events and the daily schedule planning turns.
+"""Gateway steps for time-based work: due events, the daily schedule planning turns, consolidation.
 
 Each step claims its rows with a compare-and-set in a thread (`sync_to_async`); `idle_seconds` tells
 the gateway's wait (engine/wake.py) how long it may sleep before the next one is due.
@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 
-from cindy_site.clock import now
+from cindy_site.clock import get_clock, now
+from cindy_site.parameters import parameter
+from engine.consolidation import ConsolidationMemo, consolidations_start_due
 from engine.events import event_next_due_at, events_fire_due
 from engine.schedule_planning import schedule_next_due_at, schedule_refresh_due
 
@@ -42,6 +44,30 @@ class SchedulesStep:
     async def run(self) -> bool:
         held = [agent_id for agent_id, client in self.context.clients.items() if client.connected]
         return bool(await sync_to_async(schedule_refresh_due)(agent_ids=held)) if held else False
+
+
+class ConsolidationStep:
+    """Starts the consolidation turns of quiet chats (engine/consolidation.py). It looks every half of
+    CINDY_CONSOLIDATE_QUIET_SECONDS, at least every second and at most every CHECK_SECONDS."""
+
+    name = "consolidation"
+    CHECK_SECONDS = 60.0
+
+    def __init__(self, context: GatewayContext) -> None:
+        self.context = context
+        self.memo = ConsolidationMemo()
+        self.next_check: float | None = None  # monotonic; None: at the next pass
+
+    async def run(self) -> bool:
+        clock = get_clock()
+        if self.next_check is not None and clock.monotonic() < self.next_check:
+            return False
+        quiet = float(parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"))
+        self.next_check = clock.monotonic() + min(self.CHECK_SECONDS, max(1.0, quiet / 2))
+        held = [agent_id for agent_id, client in self.context.clients.items() if client.connected]
+        if not held:
+            return False
+        return bool(await sync_to_async(consolidations_start_due)(agent_ids=held, memo=self.memo))
 
 
 async def idle_seconds(held: list[int], longest: float) -> float:

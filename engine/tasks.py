@@ -196,6 +196,8 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         }
         node.save(update_fields=["status", "finished", "lease_owner", "lease_expires_at", "error", "result"])
         summary = ", ".join(c.kind for c in children) or "no actions"
+        if stored:  # what the turn wrote, in the line itself (a consolidation turn plans nothing else)
+            summary += "; stored " + ", ".join(stored)
         # Which route answered: with a fallback chain, the one line that shows a provider was away.
         answered_by = f" (answered by {result.answered_by})" if getattr(result, "answered_by", "") else ""
         if all_dropped:

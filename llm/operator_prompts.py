@@ -1,7 +1,8 @@
 """The operator's own instructions for describing media and planning the schedule.
 
 An original config directory may hold `Instructions-Describe-Image.md`, `Instructions-Describe-Video.md`,
-`Instructions-Describe-Audio.md` and `Instructions-Schedule.md`; `importagents` stores them as global
+`Instructions-Describe-Audio.md` and `Instructions-Schedule.md` (and Cindy's own
+`Instructions-Consolidate.md`, for the consolidation turn of a quiet chat); `importagents` stores them as global
 role prompts of those names, and operators edit them in the admin like any other prompt. When one is
 present (and not blank) it replaces Cindy's built-in text; otherwise the built-in text is used.
 Only the global prompt counts: a media description is shared by every agent that meets the file.
@@ -15,6 +16,7 @@ DESCRIBE_IMAGE = "Instructions-Describe-Image"
 DESCRIBE_VIDEO = "Instructions-Describe-Video"
 DESCRIBE_AUDIO = "Instructions-Describe-Audio"
 SCHEDULE = "Instructions-Schedule"
+CONSOLIDATE = "Instructions-Consolidate"
 
 #: The describe prompt for each media kind; kinds not listed use the built-in instruction.
 DESCRIBE_PROMPT_FOR_KIND = {

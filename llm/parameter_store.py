@@ -140,6 +140,14 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter("RETRIEVAL_MAX_ROUNDS", _int(1), "Web retrieval rounds a planning turn may take."),
         Parameter("CINDY_IMAGES_PER_DAY", _int(0), "Pictures an agent may make per day (0: none)."),
         Parameter(
+            "CINDY_CONSOLIDATE_QUIET_SECONDS",
+            _int(1),
+            "Seconds a conversation stays quiet after new messages before a consolidation turn reviews them.",
+        ),
+        Parameter(
+            "CINDY_CONSOLIDATE_PER_DAY", _int(0), "Consolidation turns an agent may have per day (0: none)."
+        ),
+        Parameter(
             "CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR",
             _int(0),
             "Planning turns in the last hour from which a conversation that misses Gemini's implicit "

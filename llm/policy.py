@@ -26,7 +26,8 @@ The rules, each declared as its kind's policy in the kind's module (`llm.kinds`)
   agent's own library; a future time; no overlapping entries;
 - image as `llm.kinds.image` says (not after text from outside the chat unless an operator allows
   it, within the daily limit, references from the agent's own library);
-- the daily schedule planning turn (trigger `schedule`) only changes the agent's own records;
+- the daily schedule planning turn (trigger `schedule`) only changes the agent's own records; a
+  consolidation turn (trigger `consolidate`) only writes notes, memories, plans and intentions;
 - a stored kind shared by all of the agent's chats (global memories, intentions) may update or delete
   by id only an entry this conversation created, unless the partner is an operator (a direct message
   with one of `CINDY_OPERATOR_IDS`): a stranger cannot have the agent rewrite what another chat
@@ -53,6 +54,7 @@ from llm.conversation import ChatMessage
 from llm.file_sources import is_file_url
 from llm.kinds import Task, task_kind
 from llm.policy_inputs import MAX_CHECKED_MESSAGES, Source, TurnInputs
+from memory.models import Memory
 
 __all__ = ["MAX_CHECKED_MESSAGES", "Refusal", "apply_policy", "outside_text", "refusal_reason", "turn_inputs"]
 
@@ -146,9 +148,27 @@ def refusal_reason(task: Task, *, inputs: TurnInputs, earlier: int = 0) -> str:
     kind = task_kind(task.kind)
     if inputs.trigger == TaskGraph.Trigger.SCHEDULE and (kind is None or not kind.policy.in_schedule_turn):
         return f"{task.kind} is not allowed in the schedule planning turn: it only plans, it never acts in a chat"
+    if inputs.trigger == TaskGraph.Trigger.CONSOLIDATE and (
+        kind is None or not kind.policy.in_consolidation_turn
+    ):
+        return (
+            f"{task.kind} is not allowed in a consolidation turn: it only writes notes, memories, plans "
+            "and intentions, it never acts in a chat"
+        )
+    if inputs.trigger == TaskGraph.Trigger.CONSOLIDATE and task.kind == "remember" and task.id:
+        agent_id = inputs.conversation.agent_id
+        if Memory.objects.filter(agent_id=agent_id, kind=Memory.Kind.CURATED, entry_id=task.id).exists():
+            return (
+                f"remember {task.id} names a curated memory, which a consolidation turn never changes "
+                "(operators edit it in the admin or its memory file): write a new memory instead"
+            )
     if kind is None:
         return f"{task.kind} has no policy rule, so it is refused"
     return kind.policy.refusal(task, inputs=inputs, earlier=earlier)
+
+
+#: Turns that may change only the agent's records: every task is judged, whatever its kind.
+_RECORDS_ONLY = (TaskGraph.Trigger.SCHEDULE, TaskGraph.Trigger.CONSOLIDATE)
 
 
 def _needs_inputs(task: Task) -> bool:
@@ -170,7 +190,7 @@ def apply_policy(
     costs no queries here.
     """
     if callable(inputs):
-        if not any(_needs_inputs(t) for t in tasks) and trigger != TaskGraph.Trigger.SCHEDULE:
+        if not any(_needs_inputs(t) for t in tasks) and trigger not in _RECORDS_ONLY:
             return list(tasks), []
         inputs = inputs()
     conversation = inputs.conversation

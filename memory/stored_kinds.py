@@ -87,6 +87,8 @@ class StoredKind:
     # The columns a prompt reads of each row (what `section_entry`, `owner_field`, `ordering` and the
     # split need), so a turn skips the rest; empty: every column.
     prompt_fields: tuple[str, ...] = ()
+    # Whether a consolidation turn (a quiet chat reviewed into notes and memories) may write the kind.
+    in_consolidation: bool = True
 
     def new_id(self) -> str:
         return new_entry_id(self.id_prefix)
@@ -285,6 +287,8 @@ SUMMARIZE = register(
         prompt_place="system",
         # Consolidation keeps them few, and the history starts where they end: all of them are shown.
         budgeted=False,
+        # Summaries move where the history starts: only summarization turns write them.
+        in_consolidation=False,
     )
 )
 

@@ -57,6 +57,8 @@ class TaskGraph(models.Model):
         EVENT = "event", "Scheduled event"
         NUDGE = "nudge", "Operator nudge"
         SCHEDULE = "schedule", "Daily schedule planning"
+        # A quiet conversation's new messages reviewed into notes and memories (engine/consolidation.py).
+        CONSOLIDATE = "consolidate", "Consolidation while quiet"
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="graphs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)

@@ -8,16 +8,16 @@ active graph was for must not be lost (`graph_replan` decides with `replan_mode`
   `context["carried"]`: one LLM call sees all of them, each with its own prompt section.
 - **queue**: the active graph's planning has started (the LLM may be answering it now, or its plan
   is being carried out) and one of the two turns is an initiative turn (event, xsend, nudge) or a turn
-  with a prompt of its own (summarize, schedule). The active graph goes on; the new trigger waits in
+  with a prompt of its own (summarize, schedule, consolidate). The active graph goes on; the new trigger waits in
   its `context["queued"]` and starts as a turn of its own when that graph ends in any way. So an
   event's occurrence reaches the LLM once, and a reply being typed is not cancelled by an event.
 - **replace**: a newer message while an answer to an older one is planned or typed: the old graph is
   cancelled and the new turn answers with the whole history (the original's rule); the messages the
   old graph was for are carried.
 
-Summarize and schedule turns have their own instructions and schema, so they never join another
-turn: a message cancels a summarization or schedule turn that has not started planning and the turn
-queues behind the message's turn; a new summarize or schedule trigger always queues.
+Summarize, schedule and consolidate turns have their own instructions, so they never join another
+turn: a message cancels such a turn that has not started planning and the turn queues behind the
+message's turn; a new summarize, schedule or consolidate trigger always queues.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ MESSAGE_TRIGGERS = frozenset(
 #: Turns the agent starts itself; their payload is in the context.
 INITIATIVE_TRIGGERS = frozenset({Trigger.XSEND, Trigger.NUDGE, Trigger.EVENT})
 #: Turns with a prompt and schema of their own: never joined with another trigger.
-ALONE_TRIGGERS = frozenset({Trigger.SUMMARIZE, Trigger.SCHEDULE})
+ALONE_TRIGGERS = frozenset({Trigger.SUMMARIZE, Trigger.SCHEDULE, Trigger.CONSOLIDATE})
 #: Context keys that describe the graph's run rather than its trigger. Retrieved pages reach the next
 #: turns by their fetch time instead (llm/retrieved_kept.py), for CINDY_FETCHED_RESOURCE_LIFETIME_SECONDS.
 RUN_KEYS = frozenset({"carried", "queued", "retrieved"})

@@ -15,6 +15,7 @@ FULL_PASS = [
     "media",
     "events",
     "schedules",
+    "consolidation",
     "tick",
     "presence",
     "reap_requests",

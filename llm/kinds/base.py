@@ -57,6 +57,9 @@ class Policy:
     #: Whether the daily schedule planning turn (trigger `schedule`) may ask for the kind: that turn
     #: only plans, it never acts in a chat.
     in_schedule_turn: bool = False
+    #: Whether a consolidation turn (trigger `consolidate`) may ask for the kind: that turn only writes
+    #: the agent's notes, memories, plans and intentions about a quiet chat.
+    in_consolidation_turn: bool = False
 
     def needs_inputs(self, task: Task) -> bool:
         """Whether judging `task` reads the turn's inputs or the database (an ordinary turn reads none)."""

@@ -4,7 +4,7 @@ Validation: `content` (or the kind's own content field; empty deletes and then n
 `created` (optional date or date-time) and the kind's declared extra fields.
 
 Policy: a stored kind changes only the agent's own records, so it is allowed, also in the daily
-schedule planning turn; but a kind shared by all of the agent's chats (global memories, intentions)
+schedule planning turn (and, unless its declaration says otherwise, in a consolidation turn); but a kind shared by all of the agent's chats (global memories, intentions)
 may update or delete by id only an entry this conversation created, unless the partner is an operator
 (a direct message with one of `CINDY_OPERATOR_IDS`): a stranger cannot have the agent rewrite what
 another chat stored (the prompt shows such entries without ids, `llm.prompt.sections.stored_sections`).
@@ -89,7 +89,7 @@ def stored_task_kind(
     return TaskKind(
         name=spec.kind,
         validate=partial(validate, spec),
-        policy=policy or StoredPolicy(spec=spec),
+        policy=policy or StoredPolicy(spec=spec, in_consolidation_turn=spec.in_consolidation),
         runs="stored",
         fields=stored_fields(spec),
         read_legacy=read_legacy,

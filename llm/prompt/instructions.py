@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from llm.operator_prompts import SCHEDULE, operator_prompt
+from llm.operator_prompts import CONSOLIDATE, SCHEDULE, operator_prompt
 from llm.schedule_file import SCHEDULE_FILE
 
 TIME_FORMAT = "%A %B %d, %Y at %I:%M %p %Z"
@@ -27,6 +27,8 @@ class TurnContext:
     summarization: str = ""  # a summarization turn's instructions (trigger "summarize")
     event_intent: str = ""
     schedule: dict[str, Any] | None = None  # the daily planning turn: {"through", "filled_until", ...}
+    # A consolidation turn: {"first", "last", "count", "quiet_minutes"} (engine/consolidation.py).
+    consolidate: dict[str, Any] | None = None
     # Triggers of turns this one replaced before they were planned (conversations.services.carry):
     # each adds its own section after this turn's, so one LLM call answers all of them.
     carried: tuple[TurnContext, ...] = ()
@@ -53,8 +55,8 @@ def carried_section(turn: TurnContext) -> str:
 
 
 def _own_instructions(turn: TurnContext) -> str:
-    """Exactly one of: summarization, cross-chat trigger, scheduled event, new conversation, target
-    message, reaction, continuation. The cross-channel trigger and the event are their own sections,
+    """Exactly one of: summarization, cross-chat trigger, schedule planning, consolidation, scheduled
+    event, new conversation, target message, reaction, continuation. The cross-channel trigger and the event are their own sections,
     shown once."""
     if turn.trigger == "summarize":
         return "# Instructions For This Turn\n\n" + turn.summarization
@@ -67,6 +69,8 @@ def _own_instructions(turn: TurnContext) -> str:
         )
     if turn.trigger == "schedule":
         return schedule_instructions(turn.schedule or {})
+    if turn.trigger == "consolidate":
+        return consolidation_instructions(turn.consolidate or {})
     if turn.trigger == "event" and turn.event_intent:
         return (
             "# Scheduled Event\n\n"
@@ -122,6 +126,36 @@ def schedule_instructions(schedule: dict[str, Any]) -> str:
         "after a couple of minutes, 0 not at all (asleep: messages wait unread until the activity ends). "
         "Vary your days the way a real person would. To change or remove a planned activity, give its id "
         "(an empty activity_name removes it)."
+    )
+
+
+def consolidation_instructions(consolidate: dict[str, Any]) -> str:
+    """The consolidation turn of a quiet chat: the operator's Instructions-Consolidate when there is one,
+    else Cindy's own; which messages are new is computed, so it is said after either."""
+    first, last = consolidate.get("first"), consolidate.get("last")
+    count = consolidate.get("count") or 0
+    quiet = consolidate.get("quiet_minutes")
+    span = (
+        f"The messages new since your last review are message_id {first} to {last} ({count} messages)"
+        if first is not None
+        else "Review the conversation above"
+    )
+    quiet_text = f"; the chat has been quiet for {quiet} minutes." if quiet is not None else "."
+    facts = span + quiet_text
+    own = operator_prompt(CONSOLIDATE)
+    if own:
+        return f"# Consolidation\n\n{own}\n\n{facts}"
+    return (
+        "# Consolidation\n\n"
+        "This is a quiet moment to look back, not a conversation: nobody will read what you send, so send "
+        f"nothing. {facts}\n\n"
+        "Keep what will matter later: a `note` for where things stand in this conversation, `remember` "
+        "for facts about the people that matter in every chat, `plan` or `intend` for what you mean to "
+        "do. Your notes, memories, plans and intentions are listed above with their `id`s: when one "
+        "already says it, update that entry by its `id` instead of adding another; when two say the same "
+        "thing, keep one (updated by its `id`) and delete the other (its `id` with an empty `content`). "
+        "Curated memories are not yours to change. If nothing new is worth keeping, answer with an empty "
+        "list."
     )
 
 
@@ -204,6 +238,7 @@ def _turn_context(
         reactions=reactions,
         event_intent=str((context.get("event") or {}).get("intent", "")),
         schedule=context.get("schedule") if isinstance(context.get("schedule"), dict) else None,
+        consolidate=context.get("consolidate") if isinstance(context.get("consolidate"), dict) else None,
         carried=carried,
     )
 

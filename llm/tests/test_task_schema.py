@@ -72,6 +72,7 @@ SHIPPED_TEACHING = {
         "shutdown",
     },
     "configdir/prompts/Task-Memory.md": {"remember", "note"},
+    "configdir/prompts/Task-Consolidate.md": {"note", "remember"},
     "configdir/prompts/Task-Plan.md": {"plan", "intend"},
     "configdir/prompts/Task-Retrieve.md": {"retrieve"},
     "configdir/prompts/Task-Photo.md": {"send_media"},

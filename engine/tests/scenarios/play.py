@@ -15,7 +15,11 @@ from engine.tests.scenarios.voice import render_voice, voice_problems
 #: (engine/brakes.py, BRAKE_RECHECK_SECONDS), so a raised cap visibly takes effect at once.
 PROMPTLY_SECONDS = 30
 #: What the prompt of a turn started by a trigger shows (llm/prompt/instructions.py).
-TRIGGER_SECTIONS = {"xsend": "# Cross-channel Trigger", "event": "# Scheduled Event"}
+TRIGGER_SECTIONS = {
+    "xsend": "# Cross-channel Trigger",
+    "event": "# Scheduled Event",
+    "consolidate": "# Consolidation",
+}
 
 
 def opens_as_image(data: bytes | None) -> bool:

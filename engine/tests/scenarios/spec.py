@@ -27,6 +27,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
     # trigger = "nudge"              #   by an operator's nudge (the admin's XSend), with `intent = "..."`
     # trigger = "operator"           #   by the operator's `operator` change (a held turn plans again)
     # trigger = "mark_unread"        #   by the agent's account marking the person's chat unread
+    # trigger = "consolidate"        #   by the chat going quiet (a consolidation turn comes by itself)
     as = "Ada"                       # optional: whose chat this turn is in
     topic = "Seeds"                  # in a forum group: the topic the person writes in (made on first
                                      #   use; none: General). `sends` then lists the agent's new lines
@@ -129,7 +130,7 @@ from engine.tests.scenarios.routes import RouteChecks, RoutesError, parse_routes
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
-TRIGGERS = ("message", "xsend", "event", "nudge", "operator", "mark_unread")
+TRIGGERS = ("message", "xsend", "event", "nudge", "operator", "mark_unread", "consolidate")
 #: What an `operator` step may change: the agent's spend limits (engine/brakes.py), as the admin saves them.
 OPERATOR_FIELDS = ("daily_spend_cap", "partner_turns_per_minute", "partner_turns_per_day")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "thinking_tokens")
@@ -527,7 +528,8 @@ def _turn(
     if (trigger == "message") != bool(say or voice):
         raise ScenarioError(
             f'{at}: a turn either says something (say = "..." or voice = {{...}}) or waits for a trigger '
-            '(trigger = "xsend", "event", "nudge", "operator" or "mark_unread"), not both or neither'
+            '(trigger = "xsend", "event", "consolidate", "nudge", "operator" or "mark_unread"), not both or '
+            "neither"
         )
     if voice and "typing" in raw:
         raise ScenarioError(f"{at}: typing follows a text message: remove typing from the voice turn")

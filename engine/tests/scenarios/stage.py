@@ -232,6 +232,9 @@ class Stage:
             "CINDY_AGENT_CONFIG_PATH": f"{SAMPLES}:{CONFIGDIR}",
             # Few enough that a scenario reaches the daily picture limit (spec.py, `pictures`).
             "CINDY_IMAGES_PER_DAY": "2",
+            # No chat is quiet this long on the stage: only a scenario that lowers it (`parameters`,
+            # orla_consolidate) sees a consolidation turn.
+            "CINDY_CONSOLIDATE_QUIET_SECONDS": "86400",
         }
         self.served: list[Served] = []
         #: The transcription requests answered (a voice note's), apart from the chats' turns.

@@ -1,0 +1,193 @@
+"""Consolidation while the agent rests: a quiet chat's new messages reviewed into notes and memories.
+
+A conversation whose newest message is CINDY_CONSOLIDATE_QUIET_SECONDS old, and that has messages the
+agent has not reviewed yet (newer than the last message its previous consolidation turn covered), gets
+a turn of its own: a graph with trigger `consolidate` whose `received` node plans through the usual
+planning path (llm/planning.py), with a `# Consolidation` section saying which messages are new. The
+policy lets that turn write only notes, memories, plans and intentions (llm/policy.py); every other
+kind is refused with a `policy_refused` event. Its LLM call is an `LLMCall` like any turn's.
+
+- Only agents whose role prompts include `Task-Consolidate` consolidate (the prompt teaches it), and
+  only chats they may act in: not muted, blocked or a channel, not Saved Messages or Telegram's
+  service chat, and with no turn under way (a reply is never delayed by one).
+- Each agent has at most CINDY_CONSOLIDATE_PER_DAY consolidation turns a day (midnight to midnight in
+  TIME_ZONE, counted from its graphs). A chat that would be one too many is said once per agent, day
+  and limit as an `info` event naming the setting.
+- Chats that went quiet more than LOOKBACK ago are not looked at, so a gateway back after days does not
+  review every old chat at once.
+
+The step that calls this keeps a `ConsolidationMemo` so that a chat found reviewed (or started) is not
+read again until a new message arrives.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Min
+
+from agents.models import Agent
+from cindy_site.clock import now
+from cindy_site.parameters import parameter
+from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
+from conversations.services.activity import record_event
+from conversations.services.graphs import graph_active, graph_replan
+from engine.brakes import day_start
+
+#: The role prompt that teaches consolidation; agents without it have no consolidation turns.
+CONSOLIDATE_PROMPT = "Task-Consolidate"
+#: Chats whose newest message is older than the quiet time plus this are left alone.
+LOOKBACK = dt.timedelta(days=2)
+#: Chats looked at per pass, the most recently quiet first.
+BATCH = 50
+
+Trigger = TaskGraph.Trigger
+
+
+@dataclass
+class ConsolidationMemo:
+    """What a gateway already knows: chats whose newest message it found reviewed (conversation id ->
+    its `last_message_at` then), and agents at their daily limit (agent id -> (day, limit))."""
+
+    seen: dict[int, dt.datetime | None] = field(default_factory=dict)
+    capped: dict[int, tuple[dt.date, int]] = field(default_factory=dict)
+
+
+def consolidating_agents(agent_ids: Iterable[int]) -> list[Agent]:
+    """The agents among `agent_ids` that consolidate: active, with `Task-Consolidate` in their prompts."""
+    rows = Agent.objects.filter(pk__in=list(agent_ids), disabled=False, stopped=False)
+    return [agent for agent in rows if CONSOLIDATE_PROMPT in (agent.role_prompt_names or [])]
+
+
+def last_reviewed_id(conversation_id: int) -> int | None:
+    """The newest message id the conversation's last consolidation turn covered (None: never)."""
+    context = (
+        TaskGraph.objects.filter(conversation_id=conversation_id, trigger=Trigger.CONSOLIDATE)
+        .order_by("-id")
+        .values_list("context", flat=True)
+        .first()
+    )
+    if not context:
+        return None
+    last = (context.get("consolidate") or {}).get("last")
+    return int(last) if last is not None else None
+
+
+def unreviewed(conversation: Conversation) -> dict:
+    """The conversation's messages since its last consolidation: {"first", "last", "count"}."""
+    rows = Message.objects.filter(conversation=conversation, deleted=False, is_service=False)
+    since = last_reviewed_id(conversation.pk)
+    if since is not None:
+        rows = rows.filter(message_id__gt=since)
+    return rows.aggregate(first=Min("message_id"), last=Max("message_id"), count=Count("pk"))
+
+
+def consolidations_today(agent_id: int, *, at: dt.datetime) -> int:
+    return TaskGraph.objects.filter(
+        conversation__agent_id=agent_id, trigger=Trigger.CONSOLIDATE, created__gte=day_start(at)
+    ).count()
+
+
+def consolidations_start_due(
+    *, agent_ids: Iterable[int], at: dt.datetime | None = None, memo: ConsolidationMemo | None = None
+) -> int:
+    """Start the consolidation turns that are due for `agent_ids`. Returns how many started."""
+    when = at or now()
+    memo = memo if memo is not None else ConsolidationMemo()
+    agents = {agent.pk: agent for agent in consolidating_agents(agent_ids)}
+    if not agents:
+        return 0
+    quiet = dt.timedelta(seconds=parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"))
+    limit = parameter("CINDY_CONSOLIDATE_PER_DAY")
+    today = day_start(when).date()
+    for agent_id, (day, capped_at) in list(memo.capped.items()):
+        if day != today or capped_at != limit:
+            del memo.capped[agent_id]
+    cutoff = when - quiet
+    candidates = (
+        Conversation.objects.filter(
+            agent_id__in=[pk for pk in agents if pk not in memo.capped],
+            last_message_at__lte=cutoff,
+            last_message_at__gt=cutoff - LOOKBACK,
+            muted=False,
+            blocked=False,
+        )
+        .exclude(kind=Conversation.Kind.CHANNEL)
+        .order_by("-last_message_at", "-id")
+    )
+    started = 0
+    for conversation in candidates[:BATCH]:
+        if memo.seen.get(conversation.pk, False) == conversation.last_message_at:
+            continue
+        if conversation.agent_id in memo.capped:
+            continue
+        conversation.agent = agents[conversation.agent_id]
+        if conversation.is_saved_messages or conversation.is_telegram_service:
+            memo.seen[conversation.pk] = conversation.last_message_at
+            continue
+        news = unreviewed(conversation)
+        if not news["count"]:
+            memo.seen[conversation.pk] = conversation.last_message_at
+            continue
+        if _start(conversation, news=news, at=when, quiet=when - conversation.last_message_at, limit=limit):
+            memo.seen[conversation.pk] = conversation.last_message_at
+            started += 1
+        elif limit <= consolidations_today(conversation.agent_id, at=when):
+            memo.capped[conversation.agent_id] = (today, limit)
+    return started
+
+
+def _start(
+    conversation: Conversation, *, news: dict, at: dt.datetime, quiet: dt.timedelta, limit: int
+) -> TaskGraph | None:
+    """Start the conversation's consolidation turn, unless a turn is under way or the agent reached its
+    daily limit (said once per agent, day and limit)."""
+    agent = conversation.agent
+    with transaction.atomic():
+        # The agent's row orders two gateways' starts (and their count of today's turns).
+        Agent.objects.select_for_update().filter(pk=agent.pk).first()
+        if graph_active(conversation=conversation) is not None:
+            return None
+        done = consolidations_today(agent.pk, at=at)
+        if done >= limit:
+            _say_capped(conversation, limit=limit, done=done, at=at)
+            return None
+        minutes = int(quiet.total_seconds() // 60)
+        context = {"consolidate": {**news, "quiet_minutes": minutes}}
+        graph = graph_replan(
+            conversation=conversation, trigger=Trigger.CONSOLIDATE, target_message_id=None, context=context
+        )
+        record_event(
+            ActivityEvent.Kind.INFO,
+            agent_id=agent.pk,
+            conversation_id=conversation.pk,
+            summary=(
+                f"consolidation started: {news['count']} new message(s) (#{news['first']} to "
+                f"#{news['last']}), quiet for {minutes} min; {done + 1} of {limit} today "
+                "(CINDY_CONSOLIDATE_PER_DAY)"
+            ),
+            data={"consolidate": context["consolidate"], "graph_id": graph.pk},
+        )
+        return graph
+
+
+def _say_capped(conversation: Conversation, *, limit: int, done: int, at: dt.datetime) -> None:
+    agent = conversation.agent
+    key = f"{agent.pk}:{day_start(at).date().isoformat()}:{limit}"
+    if ActivityEvent.objects.filter(agent_id=agent.pk, data__consolidate_cap=key).exists():
+        return
+    record_event(
+        ActivityEvent.Kind.INFO,
+        agent_id=agent.pk,
+        conversation_id=conversation.pk,
+        summary=(
+            f"consolidation skipped: CINDY_CONSOLIDATE_PER_DAY allows {limit} a day and agent {agent.name} "
+            f"has had {done} today; quiet chats wait until after midnight ({settings.TIME_ZONE}) or a "
+            "higher limit"
+        ),
+        data={"consolidate_cap": key},
+    )
