@@ -34,7 +34,7 @@ BUILD_ORDER = (
 )
 #: Rows read per batch (and per transaction).
 DEFAULT_BATCH = 500
-#: Entries written per statement (11 parameters each, within SQLite's limit of 32,766).
+#: Entries written per statement (12 parameters each, within SQLite's limit of 32,766).
 WRITE_CHUNK = 200
 
 _STORED: dict[str, type[models.Model]] = {
