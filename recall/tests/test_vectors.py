@@ -1,0 +1,131 @@
+"""Meaning as well as words: the vectors load offline, find paraphrases that words miss, and keep
+to the conversation's scope."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.conf import settings
+
+from conversations.services.ingest import message_upsert
+from conversations.transport.base import InboundMessage
+from recall import embedding
+from recall.models import RecallEntry
+from recall.selectors import RecallQueryError, recall_search
+from recall.similar import RRF_K, fuse
+from recall.tests.conftest import ALICE, BOB
+
+# Transactional: InnoDB's FULLTEXT index shows a row to searches once its transaction commits.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EVAL = Path(settings.BASE_DIR) / "bench" / "recall_eval"
+
+
+def test_the_model_loads_from_the_installed_package_without_the_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("recall tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    embedding._model.cache_clear()
+
+    vectors = embedding.embed(["my sister's wedding", "when did Jane get married?", "!!!"])
+
+    assert vectors.shape == (3, embedding.DIM) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, atol=1e-5)
+    stored = embedding.from_blobs([embedding.to_blob(v) for v in vectors])
+    assert np.allclose(stored, vectors, atol=1e-3)
+    assert float(vectors[0] @ vectors[1]) > 0.3
+
+
+def test_every_entry_is_stored_with_its_vector(wendy, say):
+    say(ALICE, "the ferry leaves at noon")
+
+    entry = RecallEntry.objects.get()
+    assert len(bytes(entry.vector)) == embedding.DIM * 2
+    again = embedding.embed(["the ferry leaves at noon"])[0]
+    assert float(embedding.from_blobs([bytes(entry.vector)])[0] @ again) > 0.999
+
+
+def _ingest(agent, peer: int, messages: list[dict]):
+    chat = None
+    for m in messages:
+        outgoing = m["from"] == "agent"
+        record = InboundMessage(
+            peer_id=peer,
+            chat_kind="dm",
+            message_id=m["id"],
+            date=dt.datetime.fromisoformat(m["date"]),
+            sender_id=None if outgoing else peer,
+            text=m["text"],
+            is_outgoing=outgoing,
+        )
+        chat, _, _ = message_upsert(agent=agent, record=record, edited=False)
+    return chat
+
+
+def test_a_paraphrase_from_the_evaluation_set_is_found_by_the_fused_search_only(wendy):
+    data = json.loads((EVAL / "long_dm_d.json").read_text(encoding="utf-8"))
+    question = next(q for q in data["questions"] if q["question"] == "how did my mobile get damaged?")
+    (answer,) = question["answers"]
+    chat = _ingest(wendy, ALICE, [m for m in data["messages"] if m["id"] <= answer + 60])
+
+    def found(mode: str) -> list[int]:
+        hits = recall_search(agent_id=wendy.pk, query=question["question"], conversation=chat, mode=mode)
+        return [h.message_id for h in hits]
+
+    assert answer not in found("fulltext")
+    assert answer in found("fused")
+    assert found("vectors")[0] == answer
+    assert found("fused") == [
+        h.message_id for h in recall_search(agent_id=wendy.pk, query=question["question"], conversation=chat)
+    ]
+
+
+def test_the_vectors_keep_to_the_conversation_s_scope(wendy, say):
+    alice, _ = say(ALICE, "see you at the concert on Friday")
+    bob, _ = say(BOB, "Jane finally tied the knot on Saturday, the ceremony was by the lake")
+
+    for mode in ("vectors", "fused"):
+        assert (
+            recall_search(
+                agent_id=wendy.pk, query="when did Jane get married?", conversation=alice, mode=mode
+            )
+            == []
+        )
+        hits = recall_search(
+            agent_id=wendy.pk, query="when did Jane get married?", conversation=bob, mode=mode
+        )
+        assert [h.conversation_id for h in hits] == [bob.pk]
+
+
+def test_with_vectors_off_entries_have_none_and_searches_use_words(wendy, say, settings):
+    settings.CINDY_RECALL_VECTORS = False
+    chat, _ = say(ALICE, "Jane finally tied the knot on Saturday")
+
+    assert RecallEntry.objects.get().vector is None
+    assert (
+        recall_search(agent_id=wendy.pk, query="when did Jane get married?", conversation=chat)[0].score > 0
+    )
+    assert recall_search(agent_id=wendy.pk, query="married", conversation=chat) == []
+    assert recall_search(agent_id=wendy.pk, query="married", conversation=chat, mode="vectors") == []
+
+
+def test_an_unknown_mode_is_refused_by_name(wendy):
+    with pytest.raises(
+        RecallQueryError, match="search mode 'semantic' is unknown: use one of fused, fulltext"
+    ):
+        recall_search(agent_id=wendy.pk, query="wedding", mode="semantic")
+
+
+def test_reciprocal_rank_fusion_adds_each_ranking_s_share():
+    fused = dict(fuse([[1, 2, 3], [3, 4]]))
+
+    assert fused[3] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+    assert fused[1] == pytest.approx(1 / (RRF_K + 1))
+    assert [entry for entry, _ in fuse([[1, 2, 3], [3, 4]])] == [3, 1, 4, 2]
