@@ -129,3 +129,24 @@ def test_reciprocal_rank_fusion_adds_each_ranking_s_share():
     assert fused[3] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
     assert fused[1] == pytest.approx(1 / (RRF_K + 1))
     assert [entry for entry, _ in fuse([[1, 2, 3], [3, 4]])] == [3, 1, 4, 2]
+
+
+def test_the_build_gives_vectors_to_entries_written_without_them(wendy, say, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.CINDY_RECALL_VECTORS = False
+    chat, _ = say(ALICE, "dropped my phone in the car park and the screen shattered")
+    say(ALICE, "the bus was late again")
+    settings.CINDY_RECALL_VECTORS = True
+    question = {"agent_id": wendy.pk, "query": "how did my mobile get damaged?", "conversation": chat}
+    assert recall_search(**question, mode="vectors") == []
+
+    out = StringIO()
+    call_command("recall_index", "Wendy", stdout=out)
+
+    assert "Wendy: vectors given to 2 entries that had none" in out.getvalue()
+    assert not RecallEntry.objects.filter(vector__isnull=True).exists()
+    hits = recall_search(**question, mode="vectors")
+    assert hits[0].text == "dropped my phone in the car park and the screen shattered"
