@@ -139,6 +139,7 @@ def test_the_build_gives_vectors_to_entries_written_without_them(wendy, say, set
     settings.CINDY_RECALL_VECTORS = False
     chat, _ = say(ALICE, "dropped my phone in the car park and the screen shattered")
     say(ALICE, "the bus was late again")
+    call_command("recall_index", "Wendy", stdout=StringIO())  # built before vectors were on
     settings.CINDY_RECALL_VECTORS = True
     question = {"agent_id": wendy.pk, "query": "how did my mobile get damaged?", "conversation": chat}
     assert recall_search(**question, mode="vectors") == []
