@@ -83,7 +83,8 @@ def _scan(
                 base + f" AND {q('peer_id')} = %s AND {q('topic_id')} = %s",
                 [*params, conversation.peer_id, conversation.topic_id],
             ),
-            (base + f" AND {q('peer_id')} IS NULL", params),
+            # Global entries have topic 0; naming it keeps the read on the scope index, in order.
+            (base + f" AND {q('peer_id')} IS NULL AND {q('topic_id')} = 0", params),
         ]
     found: list[tuple[int, bytes]] = []
     with connection.cursor() as cursor:
