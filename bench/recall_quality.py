@@ -82,8 +82,8 @@ def tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def bm25_ranking(messages: list[dict], query: str, k1: float = 1.5, b: float = 0.75) -> list[int]:
-    """Message ids by plain Okapi BM25 score, best first (ties: the newer message)."""
+def bm25_scores(messages: list[dict], query: str, k1: float = 1.5, b: float = 0.75) -> dict[int, float]:
+    """Plain Okapi BM25 of each message that shares a word with the query, by message id."""
     docs = [(m["id"], Counter(tokens(m["text"]))) for m in messages]
     lengths = {mid: sum(c.values()) for mid, c in docs}
     average = sum(lengths.values()) / len(docs)
@@ -98,6 +98,12 @@ def bm25_ranking(messages: list[dict], query: str, k1: float = 1.5, b: float = 0
                 score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[mid] / average))
         if score > 0:
             scores[mid] = score
+    return scores
+
+
+def bm25_ranking(messages: list[dict], query: str) -> list[int]:
+    """Message ids by plain BM25, best first (ties: the newer message)."""
+    scores = bm25_scores(messages, query)
     return sorted(scores, key=lambda mid: (-scores[mid], -mid))
 
 
