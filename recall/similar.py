@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
-import numpy as np
 from django.conf import settings
 from django.db import connections, router
 
@@ -45,6 +44,8 @@ def nearest_entries(
     depth: int,
 ) -> list[tuple[int, float]]:
     """(entry id, cosine similarity) of the `depth` scanned entries nearest `query`, nearest first."""
+    import numpy as np  # on first use: recall.embedding
+
     wanted = embed([query])[0]
     if not wanted.any():
         return []

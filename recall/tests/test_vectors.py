@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,15 +35,44 @@ def test_the_model_loads_from_the_installed_package_without_the_network(monkeypa
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    embedding._model.cache_clear()
+    embedding.model.cache_clear()
 
-    vectors = embedding.embed(["my sister's wedding", "when did Jane get married?", "!!!"])
+    texts = ["my sister's wedding", "when did Jane get married?", "!!!", ""]
+    vectors = embedding.embed(texts)
 
-    assert vectors.shape == (3, embedding.DIM) and vectors.dtype == np.float32
-    assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, atol=1e-5)
+    assert vectors.shape == (4, embedding.DIM) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-5) and not vectors[3].any()
     stored = embedding.from_blobs([embedding.to_blob(v) for v in vectors])
     assert np.allclose(stored, vectors, atol=1e-3)
     assert float(vectors[0] @ vectors[1]) > 0.3
+
+
+def test_the_vectors_are_the_package_s_own(monkeypatch):
+    """The memory-mapped table gives what WordLlama's own loader (offline, from the same folder) gives."""
+    from wordllama import WordLlama
+
+    monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("network"))
+    own = WordLlama.load(cache_dir=embedding.package_folder(), disable_download=True)
+    texts = ["dad's heart surgery is scheduled for the 9th", "when is my father's operation?"]
+
+    assert np.allclose(embedding.embed(texts), own.embed(texts, norm=True), atol=1e-5)
+
+
+def test_a_process_that_neither_indexes_nor_searches_loads_no_model():
+    script = (
+        "import sys, django; django.setup(); import recall.services, recall.selectors, recall.receivers; "
+        "print(sorted(m for m in ('numpy', 'tokenizers', 'wordllama') if m in sys.modules))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cindy_site.settings", "SECRET_KEY": "x", "DEBUG": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=settings.BASE_DIR,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_every_entry_is_stored_with_its_vector(wendy, say):
