@@ -229,6 +229,11 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Recall (docs/recall.md): a WordLlama vector per entry, fused with the full-text ranking at search
+# time; the scan of one search is bounded to the scope's most recent CINDY_RECALL_VECTOR_SCAN entries.
+CINDY_RECALL_VECTORS = env.bool("CINDY_RECALL_VECTORS", default=True)
+CINDY_RECALL_VECTOR_SCAN = _positive_int("CINDY_RECALL_VECTOR_SCAN", 5000)
+
 # django_q ships a conditional index that MariaDB ignores; ours have no conditions.
 SILENCED_SYSTEM_CHECKS = ["models.W037"]
 

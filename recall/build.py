@@ -18,6 +18,7 @@ from agents.models import Agent, AgentDocument
 from cindy_site.clock import now
 from conversations.models import Message
 from memory.models import Intention, Memory, Note, Plan, Summary
+from recall.embedding import embed, to_blob, vectors_enabled
 from recall.models import EntryKind, RecallBuild, RecallEntry
 from recall.services import descriptions_of, document_index, entries_delete, entries_write
 from recall.sources import media_unique_ids, message_entry, message_indexed, stored_entry
@@ -34,7 +35,7 @@ BUILD_ORDER = (
 )
 #: Rows read per batch (and per transaction).
 DEFAULT_BATCH = 500
-#: Entries written per statement (11 parameters each, within SQLite's limit of 32,766).
+#: Entries written per statement (12 parameters each, within SQLite's limit of 32,766).
 WRITE_CHUNK = 200
 
 _STORED: dict[str, type[models.Model]] = {
@@ -143,3 +144,22 @@ def _stored(*, agent: Agent, kind: str, after: int, batch: int) -> tuple[list[in
 def _documents(*, agent: Agent, after: int, batch: int) -> tuple[list[int], int]:
     documents = list(AgentDocument.objects.filter(agent=agent, pk__gt=after).order_by("pk")[:batch])
     return [d.pk for d in documents], sum(document_index(document=d) for d in documents)
+
+
+def vectors_batch(*, agent: Agent, batch: int = DEFAULT_BATCH) -> int:
+    """Give up to `batch` of the agent's entries without a vector theirs (entries written before
+    vectors existed, or while CINDY_RECALL_VECTORS was off), in one transaction; returns how many
+    (0: none is left, or vectors are off)."""
+    if not vectors_enabled():
+        return 0
+    with transaction.atomic():
+        found = list(
+            RecallEntry.objects.select_for_update()
+            .filter(agent=agent, vector__isnull=True)
+            .order_by("pk")
+            .only("pk", "text")[:batch]
+        )
+        for entry, vector in zip(found, embed([e.text for e in found]), strict=True):
+            entry.vector = to_blob(vector)
+        RecallEntry.objects.bulk_update(found, ["vector"], batch_size=WRITE_CHUNK)
+    return len(found)

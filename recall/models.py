@@ -51,6 +51,12 @@ class RecallEntry(models.Model):
         help_text="MariaDB/MySQL: the text's stemmed words, which the FULLTEXT index searches "
         "(recall.stemming); empty on SQLite, whose FTS5 index stems the text itself",
     )
+    vector = models.BinaryField(
+        null=True,
+        blank=True,
+        help_text="The text's meaning: a unit vector of 256 float16 values (recall.embedding); "
+        "empty when CINDY_RECALL_VECTORS was off as it was written",
+    )
 
     class Meta:
         verbose_name_plural = "recall entries"

@@ -17,7 +17,9 @@ from django.db import connections, router
 
 from cindy_site import rows
 from conversations.models import Conversation
+from recall.embedding import vectors_enabled
 from recall.models import RecallEntry
+from recall.similar import FULLTEXT_SHARE, FUSION_DEPTH, fuse, nearest_entries
 from recall.stemming import stem, words
 
 #: The most hits one search returns.
@@ -27,8 +29,12 @@ MAX_QUERY_CHARS = 1000
 #: Words of a query beyond this many are ignored (bounds the work of one search).
 MAX_QUERY_WORDS = 32
 FTS_TABLE = "recall_recallentry_fts"
+#: How a search ranks: both rankings fused, words only, meaning only.
+SEARCH_MODES = ("fused", "fulltext", "vectors")
 
 _NAMES = ("id", "kind", "conversation", "peer_id", "topic_id", "source_id", "message_id", "date", "text")
+
+_COLUMNS = ("id", "kind", "conversation_id", *_NAMES[3:])
 
 
 class RecallQueryError(ValueError):
@@ -86,6 +92,7 @@ def recall_search(
     conversation: Conversation | None = None,
     limit: int = 10,
     kinds: Collection[str] | None = None,
+    mode: str | None = None,
 ) -> list[Hit]:
     """The entries of the agent that best match `query`, best first.
 
@@ -93,9 +100,51 @@ def recall_search(
     curated memories of its partner) and the agent's global ones (episodic memories, intentions,
     documents), never another chat's. Without: every entry of the agent (an operator's search).
     `kinds` limits the hits to those kinds of entry (None: every kind).
+
+    `mode`: "fused" (the default with CINDY_RECALL_VECTORS on) ranks by reciprocal rank fusion of
+    the full-text ranking and the vectors' (`recall.similar`); "fulltext" (the default with it off)
+    by words only; "vectors" by meaning only. The score is the database's relevance in "fulltext",
+    the fusion's sum in "fused", the cosine similarity in "vectors"; higher is better.
     """
     found = query_words(query)
     check_limit(limit)
+    if mode is None:
+        mode = "fused" if vectors_enabled() else "fulltext"
+    if mode not in SEARCH_MODES:
+        raise RecallQueryError(
+            "mode", f"search mode {mode!r} is unknown: use one of {', '.join(SEARCH_MODES)}"
+        )
+    if kinds is not None and not kinds:
+        return []
+    if mode == "fulltext":
+        return _with_conversations(agent_id, _fulltext(agent_id, found, conversation, kinds, limit))
+    depth = max(limit, FUSION_DEPTH)
+    nearest = nearest_entries(
+        agent_id=agent_id, query=query, conversation=conversation, kinds=kinds, depth=depth
+    )
+    if mode == "vectors":
+        return _with_conversations(agent_id, _entries_as_hits(nearest[:limit]))
+    by_text = _fulltext(agent_id, found, conversation, kinds, limit)
+    share = max(1, round(limit * FULLTEXT_SHARE))
+    ranked = fuse([[h.entry_id for h in by_text[:share]], [entry_id for entry_id, _ in nearest]])[:limit]
+    # Too few to fill the limit (few entries have vectors): the rest of the full-text hits follow.
+    ranked += [(h.entry_id, 0.0) for h in by_text[share:] if h.entry_id not in dict(ranked)][
+        : limit - len(ranked)
+    ]
+    known = {h.entry_id: h for h in by_text}
+    missing = _entries_as_hits([(entry_id, score) for entry_id, score in ranked if entry_id not in known])
+    known.update((h.entry_id, h) for h in missing)
+    hits = [dataclasses.replace(known[entry_id], score=round(score, 6)) for entry_id, score in ranked]
+    return _with_conversations(agent_id, hits)
+
+
+def _fulltext(
+    agent_id: int,
+    found: list[str],
+    conversation: Conversation | None,
+    kinds: Collection[str] | None,
+    limit: int,
+) -> list[Hit]:
     connection = connections[router.db_for_read(RecallEntry)]
     table = rows.table(RecallEntry)
     cols = ", ".join(f"e.{connection.ops.quote_name(RecallEntry._meta.get_field(n).column)}" for n in _NAMES)
@@ -104,8 +153,6 @@ def recall_search(
         scope += " AND (e.peer_id IS NULL OR (e.peer_id = %s AND e.topic_id = %s))"
         scope_params += [conversation.peer_id, conversation.topic_id]
     if kinds is not None:
-        if not kinds:
-            return []
         scope += f" AND e.kind IN ({', '.join(['%s'] * len(kinds))})"
         scope_params += sorted(kinds)
     if connection.vendor == "mysql":
@@ -138,7 +185,14 @@ def recall_search(
     for row in fetched:
         values = rows.convert(RecallEntry, row[:-1], names=_NAMES, using=connection.alias)
         hits.append(Hit(*values, score=round(float(row[-1]), 6)))
-    return _with_conversations(agent_id, hits)
+    return hits
+
+
+def _entries_as_hits(scored: list[tuple[int, float]]) -> list[Hit]:
+    """Hits of these entries, in the order given, with the scores given."""
+    found = RecallEntry.objects.filter(pk__in=[entry_id for entry_id, _ in scored]).values_list(*_COLUMNS)
+    by_id = {values[0]: values for values in found}
+    return [Hit(*by_id[entry_id], score=round(score, 6)) for entry_id, score in scored if entry_id in by_id]
 
 
 def _fts_scope(agent_id: int, conversation: Conversation | None) -> str:

@@ -21,6 +21,7 @@ from cindy_site import rows
 from conversations.models import Conversation, Message
 from media_catalog.models import MediaDescription
 from memory.models import Intention, Memory, Note, Plan, Summary
+from recall.embedding import embed, to_blob, vectors_enabled
 from recall.models import EntryKind, RecallEntry, RecallMediaWait
 from recall.sources import (
     EntryValues,
@@ -32,7 +33,8 @@ from recall.sources import (
 )
 from recall.stemming import terms
 
-#: The columns an upsert writes, in order (`terms` last: filled on MariaDB/MySQL only).
+#: The columns an upsert writes, in order (`terms`: filled on MariaDB/MySQL only; `vector`: with
+#: CINDY_RECALL_VECTORS on).
 _COLUMNS = (
     "agent_id",
     "conversation_id",
@@ -45,6 +47,7 @@ _COLUMNS = (
     "date",
     "text",
     "terms",
+    "vector",
 )
 _KEY = ("kind", "source_id", "part")
 
@@ -69,14 +72,18 @@ def _upsert_sql(alias: str, vendor: str, count: int) -> str:
 
 
 def entries_write(entries: Sequence[EntryValues]) -> int:
-    """Create or replace `entries` (matched on kind, source and part) in one statement; returns
-    how many were given."""
+    """Create or replace `entries` (matched on kind, source and part) in one statement, with their
+    vectors (embedded together); returns how many were given."""
     if not entries:
         return 0
     connection = connections[router.db_for_write(RecallEntry)]
     stemmed = connection.vendor == "mysql"
+    if vectors_enabled():
+        vectors = [to_blob(v) for v in embed([e.text for e in entries])]
+    else:
+        vectors = [None] * len(entries)
     params: list = []
-    for e in entries:
+    for e, vector in zip(entries, vectors, strict=True):
         params.extend(
             (
                 e.agent_id,
@@ -90,6 +97,7 @@ def entries_write(entries: Sequence[EntryValues]) -> int:
                 connection.ops.adapt_datetimefield_value(e.date),
                 e.text,
                 terms(e.text) if stemmed else "",
+                vector,
             )
         )
     with connection.cursor() as cursor:

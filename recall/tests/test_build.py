@@ -55,7 +55,7 @@ def test_it_indexes_what_bulk_paths_wrote_and_reports_it(wendy):
     report = _run("Wendy")
 
     assert "Wendy: indexed: message 7 rows/7 entries" in report and "memory 1 rows/1 entries" in report
-    hits = recall_search(agent_id=wendy.pk, query="harbour", conversation=chat, limit=20)
+    hits = recall_search(agent_id=wendy.pk, query="harbour", conversation=chat, limit=20, mode="fulltext")
     assert len(hits) == 5
     assert {h.kind for h in hits} == {"message", "memory"}
     assert [h.conversation_id for h in hits if h.kind == "memory"] == [chat.pk]

@@ -36,7 +36,9 @@ def _record(message_id: int, text: str = "", *, peer: int = ALICE, **fields) -> 
 
 
 def _found(agent, query: str) -> list[tuple[str, int | None]]:
-    return [(hit.kind, hit.message_id) for hit in recall_search(agent_id=agent.pk, query=query)]
+    """What the words of `query` find (the full-text index alone: these tests follow its upkeep)."""
+    hits = recall_search(agent_id=agent.pk, query=query, mode="fulltext")
+    return [(hit.kind, hit.message_id) for hit in hits]
 
 
 def test_the_gateway_s_batches_keep_the_index_current(wendy):

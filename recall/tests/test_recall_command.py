@@ -47,3 +47,13 @@ def test_bad_input_is_refused_with_the_fix(wendy, say):
         _recall("Wendy", "hello", "--conversation", "999999")
     with pytest.raises(CommandError, match="no agent named Nobody"):
         _recall("Nobody", "hello")
+
+
+def test_the_mode_picks_the_ranking(wendy, say):
+    say(ALICE, "Jane finally tied the knot on Saturday")
+    say(ALICE, "the bus was late again")
+
+    first = _recall("Wendy", "when did Jane get married?", "--mode", "vectors").splitlines()[0]
+    assert first.endswith(": Jane finally tied the knot on Saturday")
+    assert _recall("Wendy", "married", "--mode", "fulltext") == "no hits\n"
+    assert "Jane finally tied the knot" in _recall("Wendy", "married", "--mode", "fused")

@@ -23,7 +23,7 @@ def test_a_plural_finds_the_singular_and_other_forms_of_the_word(wendy, say):
     say(ALICE, "We were married in a small chapel")
     say(ALICE, "Nothing to do with it")
 
-    hits = recall_search(agent_id=wendy.pk, query="weddings", conversation=chat)
+    hits = recall_search(agent_id=wendy.pk, query="weddings", conversation=chat, mode="fulltext")
 
     assert _texts(hits) == ["My sister's wedding is in June"]
     assert (hits[0].kind, hits[0].conversation_id, hits[0].message_id) == ("message", chat.pk, 1)

@@ -1,4 +1,5 @@
-"""`manage.py recall AGENT "query" [--conversation ID] [--limit N] [--json]`: search an agent's past."""
+"""`manage.py recall AGENT "query" [--conversation ID] [--limit N] [--mode MODE] [--json]`: search an
+agent's past."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
 from conversations.models import Conversation
-from recall.selectors import RecallQueryError, recall_search
+from recall.selectors import SEARCH_MODES, RecallQueryError, recall_search
 
 
 class Command(BaseCommand):
@@ -22,6 +23,12 @@ class Command(BaseCommand):
         parser.add_argument("query", help="words to look for")
         parser.add_argument("--conversation", type=int, metavar="ID", help="a conversation id of the agent")
         parser.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
+        parser.add_argument(
+            "--mode",
+            choices=SEARCH_MODES,
+            help="rank by words and meaning fused (the default with CINDY_RECALL_VECTORS on), "
+            "by words only, or by meaning only",
+        )
         parser.add_argument("--json", action="store_true", help="one JSON object per hit, one a line")
 
     def handle(self, *args, **options):
@@ -39,7 +46,11 @@ class Command(BaseCommand):
                 )
         try:
             hits = recall_search(
-                agent_id=agent.pk, query=options["query"], conversation=conversation, limit=options["limit"]
+                agent_id=agent.pk,
+                query=options["query"],
+                conversation=conversation,
+                limit=options["limit"],
+                mode=options["mode"],
             )
         except RecallQueryError as error:
             option = "--limit" if error.field == "limit" else "the query"
@@ -52,7 +63,7 @@ class Command(BaseCommand):
                 message = f" #{hit.message_id}" if hit.message_id is not None else ""
                 text = " ".join(hit.text.split())
                 self.stdout.write(
-                    f"{hit.score:8.3f}  {hit.date:%Y-%m-%d %H:%M}  {hit.kind}{message} ({where}): {text[:200]}"
+                    f"{hit.score:8.4f}  {hit.date:%Y-%m-%d %H:%M}  {hit.kind}{message} ({where}): {text[:200]}"
                 )
         if not hits and not options["json"]:
             self.stdout.write("no hits")

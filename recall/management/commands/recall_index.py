@@ -8,7 +8,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
-from recall.build import BUILD_ORDER, DEFAULT_BATCH, build_batch, build_forget
+from recall.build import BUILD_ORDER, DEFAULT_BATCH, build_batch, build_forget, vectors_batch
 
 #: Seconds between two progress lines.
 PROGRESS_SECONDS = 3.0
@@ -91,4 +91,9 @@ class Command(BaseCommand):
                 break
         done = ", ".join(f"{kind} {rows} rows/{entries} entries" for kind, (rows, entries) in totals.items())
         self.stdout.write(f"{agent.name}: {'stopped' if self.stopping else 'indexed'}: {done}")
+        vectors = 0
+        while not self.stopping and (given := vectors_batch(agent=agent, batch=batch)):
+            vectors += given
+        if vectors:
+            self.stdout.write(f"{agent.name}: vectors given to {vectors} entries that had none")
         return not self.stopping

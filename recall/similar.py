@@ -1,0 +1,108 @@
+"""Meaning-based recall: the entries nearest a query's vector, and the fusion of rankings.
+
+A search scans the vectors of its scope's most recent entries (CINDY_RECALL_VECTOR_SCAN of the
+chat's own, and as many of the agent's global ones, newest first, each read in the order of the
+scope index), scores them by cosine similarity with the query's vector (`recall.embedding`) and
+keeps the best. The fused search (`recall.selectors.recall_search`) adds these to the full-text
+ranking by reciprocal rank fusion: an entry scores 1 / (RRF_K + rank) in each ranking it is in, the
+sum ranks it. The scan is bounded so that a search costs the same however long the history is; what
+lies beyond it is still found by its words.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+
+from django.conf import settings
+from django.db import connections, router
+
+from cindy_site import rows
+from conversations.models import Conversation
+from recall.embedding import embed, from_blobs
+from recall.models import RecallEntry
+
+#: The vectors give the fusion their best this many entries (or the search's limit, if higher).
+FUSION_DEPTH = 50
+#: The full-text ranking gives it its best half of the search's limit (at least 1): words alone pick
+#: out the few entries that share a rare word, and below those mostly entries that share common
+#: ones ("my", "did"), which crowd out the vectors' better guesses (bench/RESULTS.md has the figures).
+FULLTEXT_SHARE = 0.5
+#: Entries less similar than this to the query are not the vectors' candidates: unrelated texts
+#: score about 0 to 0.15 with WordLlama's vectors, a paraphrase of the query 0.2 and up.
+MIN_SIMILARITY = 0.15
+#: The constant of reciprocal rank fusion (the usual 60): with both rankings weighed alike, the first hits interleave the two.
+RRF_K = 60
+
+
+def nearest_entries(
+    *,
+    agent_id: int,
+    query: str,
+    conversation: Conversation | None,
+    kinds: Collection[str] | None,
+    depth: int,
+) -> list[tuple[int, float]]:
+    """(entry id, cosine similarity) of the `depth` scanned entries nearest `query`, nearest first."""
+    import numpy as np  # on first use: recall.embedding
+
+    wanted = embed([query])[0]
+    if not wanted.any():
+        return []
+    scanned = _scan(agent_id=agent_id, conversation=conversation, kinds=kinds)
+    if not scanned:
+        return []
+    ids = np.array([entry_id for entry_id, _ in scanned], dtype=np.int64)
+    similarity = from_blobs([blob for _, blob in scanned]) @ wanted
+    close = similarity >= MIN_SIMILARITY
+    ids, similarity = ids[close], similarity[close]
+    if len(ids) > depth:
+        best = np.argpartition(-similarity, depth - 1)[:depth]
+        ids, similarity = ids[best], similarity[best]
+    order = np.lexsort((-ids, -similarity))
+    return [(int(ids[i]), float(similarity[i])) for i in order]
+
+
+def _scan(
+    *, agent_id: int, conversation: Conversation | None, kinds: Collection[str] | None
+) -> list[tuple[int, bytes]]:
+    """The vectors a search scores: the scope's most recent entries that have one. Plain SQL (the
+    ORM's rows cost more than the scoring): each part is read newest first along the scope index."""
+    bound = settings.CINDY_RECALL_VECTOR_SCAN
+    connection = connections[router.db_for_read(RecallEntry)]
+    table = rows.table(RecallEntry)
+    q = connection.ops.quote_name
+    base, params = f"{q('agent_id')} = %s AND {q('vector')} IS NOT NULL", [agent_id]
+    if kinds is not None:
+        base += f" AND {q('kind')} IN ({', '.join(['%s'] * len(kinds))})"
+        params += sorted(kinds)
+    if conversation is None:
+        parts = [(base, params)]
+    else:
+        parts = [
+            (
+                base + f" AND {q('peer_id')} = %s AND {q('topic_id')} = %s",
+                [*params, conversation.peer_id, conversation.topic_id],
+            ),
+            # Global entries have topic 0; naming it keeps the read on the scope index, in order.
+            (base + f" AND {q('peer_id')} IS NULL AND {q('topic_id')} = 0", params),
+        ]
+    found: list[tuple[int, bytes]] = []
+    with connection.cursor() as cursor:
+        for where, values in parts:
+            cursor.execute(
+                f"SELECT {q('id')}, {q('vector')} FROM {table} WHERE {where} ORDER BY {q('id')} DESC LIMIT %s",  # noqa: S608
+                [*values, bound],
+            )
+            found.extend(cursor.fetchall())
+    return found
+
+
+def fuse(rankings: Sequence[Sequence[int]]) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of rankings of entry ids (best first): (entry id, score), best first;
+    ties go to the newer entry (the higher id)."""
+    scores: dict[int, float] = defaultdict(float)
+    for ranking in rankings:
+        for rank, entry_id in enumerate(ranking, start=1):
+            scores[entry_id] += 1.0 / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
