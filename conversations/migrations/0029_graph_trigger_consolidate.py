@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0027_llm_accounting_moved'),
+        ('conversations', '0028_backfillmark'),
     ]
 
     operations = [
