@@ -59,6 +59,28 @@ def endpoint_name_problem(name: str) -> str | None:
     return None
 
 
+def endpoints_setting(setting: str, pairs: list[str]) -> dict[str, str]:
+    """The endpoints of a `name=url` list setting (CINDY_LLM_ENDPOINTS), read while settings load: a
+    pair that is not `name=url`, or whose name `endpoint_name_problem` refuses, stops the start with
+    the pair and the fix."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    endpoints: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, url = (part.strip() for part in pair.partition("="))
+        name = name.lower()
+        if not sep or not url.startswith(("http://", "https://")):
+            raise ImproperlyConfigured(
+                f'{setting}: "{pair}" is not name=url: write e.g. {setting}=ollama=http://localhost:11434/v1 '
+                "(a name of letters, digits, - or _, starting with a letter; an http or https URL)"
+            )
+        problem = endpoint_name_problem(name)
+        if problem:
+            raise ImproperlyConfigured(f"{setting}: {problem}")
+        endpoints[name] = url
+    return endpoints
+
+
 def configured_endpoints() -> dict[str, Endpoint]:
     """The endpoints of CINDY_LLM_ENDPOINTS, by name."""
     urls = getattr(settings, "CINDY_LLM_ENDPOINTS", {}) or {}

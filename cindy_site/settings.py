@@ -6,13 +6,14 @@ Every variable is listed with its default and meaning in `.env.example`. A `.env
 
 from __future__ import annotations
 
-import re
 import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+
+from cindy_site.llm_endpoints import endpoints_setting
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -563,29 +564,7 @@ CINDY_LLM_FALLBACK = env.list("CINDY_LLM_FALLBACK", default=[])
 # endpoint's chat-completions API; its key, if it needs one, is CINDY_LLM_ENDPOINT_<NAME>_KEY.
 
 
-def _llm_endpoints(name: str) -> dict[str, str]:
-    endpoints: dict[str, str] = {}
-    for pair in env.list(name, default=[]):
-        label, sep, url = (part.strip() for part in pair.partition("="))
-        label = label.lower()
-        if (
-            not sep
-            or not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", label)
-            or not url.startswith(("http://", "https://"))
-        ):
-            raise ImproperlyConfigured(
-                f'{name}: "{pair}" is not name=url: write e.g. {name}=ollama=http://localhost:11434/v1 '
-                "(a name of letters, digits, - or _, starting with a letter; an http or https URL)"
-            )
-        if label in ("gemini", "grok", "openai", "openrouter", "anthropic"):
-            raise ImproperlyConfigured(
-                f'{name}: "{label}" is a built-in provider: give the endpoint another name'
-            )
-        endpoints[label] = url
-    return endpoints
-
-
-CINDY_LLM_ENDPOINTS = _llm_endpoints("CINDY_LLM_ENDPOINTS")
+CINDY_LLM_ENDPOINTS = endpoints_setting("CINDY_LLM_ENDPOINTS", env.list("CINDY_LLM_ENDPOINTS", default=[]))
 CINDY_LLM_ENDPOINT_KEYS = {
     label: env.str(f"CINDY_LLM_ENDPOINT_{label.upper().replace('-', '_')}_KEY", default="")
     for label in CINDY_LLM_ENDPOINTS

@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.models import Agent
-from cindy_site.settings import _llm_endpoints
+from cindy_site.llm_endpoints import endpoints_setting
 from cindy_site.testing.fake_llm import FakeLLMServer
 from conversations.models import Conversation
 from llm.models import LLMCall
@@ -90,17 +90,17 @@ def test_endpoint_names_route_by_their_prefix(settings):
         ("ollama", "is not name=url"),
         ("ollama=localhost:11434", "is not name=url"),
         ("openai=http://127.0.0.1:8000/v1", "is a built-in provider"),
+        ("Local GPU=http://127.0.0.1:8000/v1", "is not an endpoint name"),
     ],
 )
-def test_a_malformed_endpoint_list_is_refused_with_the_fix(monkeypatch, value, message):
-    monkeypatch.setenv("CINDY_LLM_ENDPOINTS_TEST", value)
+def test_a_malformed_endpoint_list_is_refused_with_the_fix(value, message):
     with pytest.raises(ImproperlyConfigured, match=message):
-        _llm_endpoints("CINDY_LLM_ENDPOINTS_TEST")
+        endpoints_setting("CINDY_LLM_ENDPOINTS", [value])
 
 
-def test_endpoint_pairs_are_read_in_order(monkeypatch):
-    monkeypatch.setenv("CINDY_LLM_ENDPOINTS_TEST", "Ollama=http://127.0.0.1:11434/v1, vllm=https://gpu/v1")
-    assert _llm_endpoints("CINDY_LLM_ENDPOINTS_TEST") == {
+def test_endpoint_pairs_are_read_in_order():
+    pairs = ["Ollama=http://127.0.0.1:11434/v1", " vllm = https://gpu/v1"]
+    assert endpoints_setting("CINDY_LLM_ENDPOINTS", pairs) == {
         "ollama": "http://127.0.0.1:11434/v1",
         "vllm": "https://gpu/v1",
     }
