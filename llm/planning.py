@@ -33,6 +33,7 @@ from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
 from llm.prompt.sections import teaching_advice, turn_prompts
+from llm.recalled import turn_query
 from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
@@ -71,7 +72,8 @@ def plan_turn(
 
     1. Read the node, its graph and conversation, and the history from the DB mirror.
     2. Warm media descriptions within MEDIA_DESC_BUDGET_PER_TICK.
-    3. Build the prompt, route, call the LLM (LLMCall rows and llm_call events are written); a route
+    3. Build the prompt (with what the agent recalls for the turn's new messages, llm/recalled.py),
+       route, call the LLM (LLMCall rows and llm_call events are written); a route
        that fails in a way another can fix hands the same request to the agent's next fallback route
        (llm/failover.py).
     4. Parse and validate the reply. While it asks to retrieve pages (and the agent has the Retrieve
@@ -139,6 +141,7 @@ def plan_turn(
     errors: list[str] = []
     call_ids: list[int] = []
     rounds = 0
+    recall_query = turn_query(history, turn)  # the turn's new messages: llm/recalled.py
     while True:
         request = build_plan_request(
             conversation,
@@ -148,6 +151,7 @@ def plan_turn(
             include_retrieve=can_retrieve,
             notes=retrieval_notes,
             prompts=prompts,
+            recall_query=recall_query,
         )
         answered = call_llm_chain(
             request,

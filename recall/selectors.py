@@ -17,7 +17,7 @@ from django.db import connections, router
 
 from cindy_site import rows
 from conversations.models import Conversation
-from recall.models import RecallEntry
+from recall.models import EntryKind, RecallEntry
 from recall.stemming import stem, words
 
 #: The most hits one search returns.
@@ -84,13 +84,16 @@ def recall_search(
     conversation: Conversation | None = None,
     limit: int = 10,
     kinds: Collection[str] | None = None,
+    messages_before: int | None = None,
 ) -> list[Hit]:
     """The entries of the agent that best match `query`, best first.
 
     With `conversation`: that chat's own entries (its messages, summaries, notes, plans, and the
     curated memories of its partner) and the agent's global ones (episodic memories, intentions,
     documents), never another chat's. Without: every entry of the agent (an operator's search).
-    `kinds` limits the hits to those kinds of entry (None: every kind).
+    `kinds` limits the hits to those kinds of entry (None: every kind). `messages_before`: message
+    entries only with a Telegram message id below it (a turn's recall leaves out the messages its
+    history shows); the other kinds are not affected.
     """
     found = query_words(query)
     check_limit(limit)
@@ -106,6 +109,9 @@ def recall_search(
             return []
         scope += f" AND e.kind IN ({', '.join(['%s'] * len(kinds))})"
         scope_params += sorted(kinds)
+    if messages_before is not None:
+        scope += " AND (e.kind <> %s OR e.message_id < %s)"
+        scope_params += [EntryKind.MESSAGE.value, int(messages_before)]
     if connection.vendor == "mysql":
         against = " ".join(stem(word) for word in found)
         sql = (
