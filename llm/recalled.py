@@ -43,7 +43,7 @@ RECALLED_NOTE = (
 #: Hits read from the index before the relevance line and the budget choose among them.
 CANDIDATES = 40
 #: A hit never needs more than this many of the query's informative words, however long the query.
-MAX_WORDS_NEEDED = 3
+MAX_WORDS_NEEDED = 2
 #: The most characters of one hit shown (a long document section is cut, marked with "…").
 HIT_CHARS = 600
 #: The most partner messages of the turn read for the query (a busy group's newest).
