@@ -249,3 +249,34 @@ def _line(hit: Hit, speakers: dict[int, str], tz: dt.tzinfo) -> str:
     if len(text) > HIT_CHARS:
         text = text[: HIT_CHARS - 1].rstrip() + "…"
     return f"- {when} ({what}): {text}"
+
+
+#: A `recall` task's answer: at most this many hits and characters.
+TASK_HITS = 8
+TASK_CHARS = 3000
+
+
+def recall_results(conversation: Conversation, *, query: str, history: Sequence[ChatMessage]) -> str:
+    """A `recall` task's answer, shown in the next round: `# Recall: "QUERY"` and the best hits in the
+    conversation's scope (messages the history shows left out), without the relevance line (the agent
+    chose the words), or a line saying nothing was found."""
+    first = min((m.message_id for m in history), default=None)
+    hits = recall_search(
+        agent_id=conversation.agent_id,
+        query=query,
+        conversation=conversation,
+        limit=TASK_HITS,
+        messages_before=first,
+    )
+    speakers = _speakers(conversation, [h.message_id for h in hits if h.kind == "message"])
+    tz = agent_timezone(conversation.agent)
+    lines: list[str] = []
+    used = 0
+    for hit in hits:
+        line = _line(hit, speakers, tz)
+        if used + len(line) + 1 <= TASK_CHARS:
+            lines.append(line)
+            used += len(line) + 1
+    found = "\n".join(lines) if lines else "Nothing found: nothing you have seen here matches these words."
+    title = f"# Recall: {json.dumps(query, ensure_ascii=False)}"
+    return f"{title}\n\nWhat you searched for in your memory of this conversation, best first.\n\n{found}"

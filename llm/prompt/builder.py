@@ -250,11 +250,13 @@ def build_plan_request(
     kinds: Sequence[str] | None = None,
     prompts: Sequence[tuple[str, str]] | None = None,
     recall_query: Sequence[str] = (),
+    recall_answers: Sequence[str] = (),
 ) -> LLMRequest:
     """The request for one planning turn. Reads descriptions from the catalog only; no media work.
 
     `recall_query` (planning's `llm.recalled.turn_query`): the turn's new messages, whose recall hits
     (`# Recalled`) follow the stored entries written since the history began; () recalls nothing.
+    `recall_answers`: the `# Recall: "..."` sections of this turn's `recall` tasks, after the pages.
 
     `prompts` are `included_prompts(agent, include_retrieve=include_retrieve)` when the caller has
     read them already (planning does, to know whether the agent may retrieve).
@@ -281,7 +283,9 @@ def build_plan_request(
         history=history,
         shown="\n".join([system, stored.late, *(page.content for page in retrieved)]),
     )
-    turns = stable + recent_entries_turn(stored) + recalled + retrieved_turns(retrieved) + notes_turn(notes)
+    answers = [Turn(role="user", parts=(Part(text=text),)) for text in recall_answers]
+    turns = stable + recent_entries_turn(stored) + recalled + retrieved_turns(retrieved) + answers
+    turns += notes_turn(notes)
     turns.append(final_turn(conversation, turn, at=at or clock_now()))
     return LLMRequest(
         system=system,
