@@ -52,7 +52,7 @@ def test_a_recall_is_searched_and_the_hits_shown_in_the_next_request(recalling, 
 
     result = _plan(make_node(recalling, target=21))
 
-    assert [(t.kind, t.params) for t in result.tasks] == [("send", {"text": "The Kestrel."})]
+    assert [(t.kind, t.params["text"]) for t in result.tasks] == [("send", "The Kestrel.")]
     assert result.errors == [] and len(fake_llm.requests) == 2
     first, second = map(_texts, fake_llm.requests)
     assert "Kestrel" not in first  # not in the history, and the automatic recall found no word of it
