@@ -53,7 +53,7 @@ from llm.prompt.sections import (
     template_values,
 )
 from llm.prompt.unlocked import prompts_unlocked_by_context
-from llm.recalled import recalled_section
+from llm.recalled import recalled_section, turn_query
 from llm.request import LLMRequest, Part, Turn
 from llm.task_schema import task_list_schema, taught_kinds
 from memory.selectors import schedule_entries_ahead
@@ -214,6 +214,8 @@ class PromptOutline:
     history: list[ChatMessage]
     recent: list[PromptSection]
     final: str
+    #: The `# Recalled` section for the turn's new messages ("" when nothing passes).
+    recalled: str = ""
 
 
 def prompt_outline(
@@ -230,11 +232,16 @@ def prompt_outline(
     stored = stored_sections(
         conversation.agent, conversation=conversation, history_began=history[0].date if history else None
     )
+    system = system_sections(conversation, stored=stored)
+    shown = "\n".join([*(section.text for section in system), stored.late])
     return PromptOutline(
-        system=system_sections(conversation, stored=stored),
+        system=system,
         history=list(history),
         recent=list(stored.late_parts),
         final=final_text(conversation, turn, at=at or clock_now()),
+        recalled=recalled_section(
+            conversation, query=turn_query(history, turn), history=history, shown=shown
+        ),
     )
 
 
