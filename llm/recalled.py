@@ -1,19 +1,20 @@
 """Recall inside a turn: the older things an agent has seen that bear on what the turn answers.
 
-A planning turn's query is its new messages, each judged on its own: the partner messages after the agent's last message in
-the history (and the turn's target message), or the intent of an xsend, nudge or due event. The
-recall index (`recall.selectors.recall_search`) is searched within the conversation's scope (its own
-entries and the agent's global ones, never another chat's), leaving out the messages the history
-shows; hits the prompt shows already (a stored entry in its sections, a page retrieved this turn) are
-dropped too. What is left must pass the relevance line, and fits in a character budget: a short
-`# Recalled` section in the volatile end of the request, after the cacheable prefix.
+A planning turn's query is its new messages, each judged on its own: the partner messages after the
+agent's last message in the history (and the turn's target message), or the intent of an xsend, nudge
+or due event. The recall index (`recall.selectors.recall_search`) is searched within the
+conversation's scope (its own entries and the agent's global ones, never another chat's), leaving out
+the messages the history shows; hits the prompt shows already (a stored entry in its sections, a page
+retrieved this turn) are dropped too. What is left must pass the relevance line, and fits in a
+character budget: a short `# Recalled` section in the volatile end of the request, after the
+cacheable prefix.
 
 The relevance line is counted in words, so it means the same on SQLite (bm25) and MariaDB (InnoDB's
 relevance), whose scores have different scales: a query's informative words are its stems of three
 letters or more that are neither stopwords nor chat filler ("ok", "lol", "thanks"); a hit must hold at
-least CINDY_RECALL_AUTO_MIN_SHARE of one message's (or intent's) informative words (rounded up),
-and never more than MAX_WORDS_NEEDED. A
-message without informative words ("hi", "ok", "lol") searches nothing.
+least CINDY_RECALL_AUTO_MIN_SHARE of one message's (or intent's) informative words (rounded up), and
+never more than MAX_WORDS_NEEDED. A message without informative words ("hi", "ok", "lol") searches
+nothing.
 """
 
 from __future__ import annotations
