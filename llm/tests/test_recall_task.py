@@ -143,3 +143,17 @@ def test_a_good_recall_keeps_its_query():
     parsed = parse_reply(_reply({"kind": "recall", "query": "  narrowboat Kestrel "}))
 
     assert [(t.kind, t.params) for t in parsed.tasks] == [("recall", {"query": "narrowboat Kestrel"})]
+
+
+def test_only_three_recalls_are_searched_per_round_and_the_model_is_told(
+    recalling, fake_llm, make_node, clock
+):
+    words = ["narrowboat", "boat", "canal", "lock"]
+    fake_llm.reply_with(_reply(*({"kind": "recall", "query": word} for word in words)))
+    fake_llm.reply_with(_reply({"kind": "send", "text": "The Kestrel."}))
+
+    _plan(make_node(recalling, target=21))
+
+    second = _texts(fake_llm.requests[1])
+    assert [f'# Recall: "{word}"' in second for word in words] == [True, True, True, False]
+    assert "Only 3 recall queries are searched per round; these were skipped: 'lock'" in second
