@@ -388,6 +388,18 @@ CINDY_SANDBOX_MAX_FILE_BYTES = _positive_int("CINDY_SANDBOX_MAX_FILE_BYTES", 20_
 # first; 0 shows every entry in every prompt, as the original system does.
 CINDY_STORED_ENTRIES_BUDGET_CHARS = _positive_int("CINDY_STORED_ENTRIES_BUDGET_CHARS", 30_000, minimum=0)
 CINDY_HISTORY_SIZE = _positive_int("CINDY_HISTORY_SIZE", 500)
+# Recall inside turns (llm/recalled.py): a `# Recalled` section of older messages and records that bear
+# on the turn's new messages, at most this many characters and hits; a hit must hold at least this
+# share of the query's informative words (the same line on SQLite and MariaDB).
+CINDY_RECALL_AUTO = env.bool("CINDY_RECALL_AUTO", default=True)
+CINDY_RECALL_AUTO_CHARS = _positive_int("CINDY_RECALL_AUTO_CHARS", 1500, minimum=0)
+CINDY_RECALL_AUTO_HITS = _positive_int("CINDY_RECALL_AUTO_HITS", 5)
+CINDY_RECALL_AUTO_MIN_SHARE = env.float("CINDY_RECALL_AUTO_MIN_SHARE", default=0.5)
+if not 0 < CINDY_RECALL_AUTO_MIN_SHARE <= 1:
+    raise ImproperlyConfigured(
+        f"CINDY_RECALL_AUTO_MIN_SHARE is {CINDY_RECALL_AUTO_MIN_SHARE}: it must be a share above 0 and at "
+        "most 1 of the query's informative words a recalled hit holds, e.g. 0.5"
+    )
 # The most characters of text one planning turn may send (llm/parsing.py); the rest is dropped with a
 # note. Three full Telegram messages by default.
 CINDY_MAX_TURN_TEXT_CHARS = _positive_int("CINDY_MAX_TURN_TEXT_CHARS", 3 * 4096)

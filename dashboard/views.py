@@ -51,7 +51,8 @@ def conversation_seen(request: HttpRequest, conversation_id: int) -> HttpRespons
     stickers, media library, channel details, curated memories, then the stored kinds' entries:
     memories, notes, plan, intentions, events, summaries), where the history starts and why, the
     history (headers, text, and media as their catalog descriptions), the entries stored since the
-    history began, and the turn's final text (current time, the instructions for the turn)."""
+    history began, what the turn recalls (`# Recalled`), and the turn's final text (current time, the
+    instructions for the turn)."""
     conversation = visible_conversation_or_404(request, conversation_id)
     start = history_start(conversation)
     history = conversation_history(conversation, start=start)

@@ -33,6 +33,7 @@ from llm.policy import apply_policy, turn_inputs
 from llm.prompt import RetrievedPage, build_plan_request
 from llm.prompt.instructions import turn_context_from_graph
 from llm.prompt.sections import teaching_advice, turn_prompts
+from llm.recalled import recall_results, turn_query
 from llm.request import LLMRequest
 from llm.retrieval import TIMEOUT_SECONDS as FETCH_TIMEOUT_SECONDS
 from llm.retrieval import fetch_page
@@ -47,6 +48,8 @@ from media_catalog.selectors import saved_stickers_of
 #: Time kept free at the end of the worker's timeout (CINDY_Q_TIMEOUT) for the engine to store the
 #: plan after the LLM is done; at most a quarter of the timeout.
 TURN_DEADLINE_MARGIN_SECONDS = 30.0
+#: `recall` queries searched per round; further ones are skipped and the model is told so.
+MAX_RECALL_QUERIES = 3
 
 
 def turn_budget_seconds() -> float:
@@ -71,7 +74,8 @@ def plan_turn(
 
     1. Read the node, its graph and conversation, and the history from the DB mirror.
     2. Warm media descriptions within MEDIA_DESC_BUDGET_PER_TICK.
-    3. Build the prompt, route, call the LLM (LLMCall rows and llm_call events are written); a route
+    3. Build the prompt (with what the agent recalls for the turn's new messages, llm/recalled.py),
+       route, call the LLM (LLMCall rows and llm_call events are written); a route
        that fails in a way another can fix hands the same request to the agent's next fallback route
        (llm/failover.py).
     4. Parse and validate the reply. While it asks to retrieve pages (and the agent has the Retrieve
@@ -81,7 +85,10 @@ def plan_turn(
        (no fetch, no further call; a note says so), as in the original. The pages earlier turns of
        the conversation fetched within CINDY_FETCHED_RESOURCE_LIFETIME_SECONDS are in context from
        the start (llm/retrieved_kept.py); a retrieve of one of those fetches it again, as it may
-       have changed since (`file:schedule.json` after a schedule task).
+       have changed since (`file:schedule.json` after a schedule task). A `recall` task is run in the
+       same rounds: up to MAX_RECALL_QUERIES new queries are searched in the recall index
+       (llm/recalled.py, `recall_results`) and their hits shown in the next request; a recall of
+       words already searched this turn ends the rounds like a repeated retrieve.
     5. Drop think tasks and kinds the agent's prompts do not teach, apply the policy (refusals become
        policy_refused events), make the pictures of the allowed image tasks (llm/images.py) and return.
 
@@ -139,6 +146,9 @@ def plan_turn(
     errors: list[str] = []
     call_ids: list[int] = []
     rounds = 0
+    recall_query = turn_query(history, turn)  # the turn's new messages: llm/recalled.py
+    recall_answers: list[str] = []  # the `recall` tasks' hits, shown from the next round on
+    searched: set[str] = set()
     while True:
         request = build_plan_request(
             conversation,
@@ -148,6 +158,8 @@ def plan_turn(
             include_retrieve=can_retrieve,
             notes=retrieval_notes,
             prompts=prompts,
+            recall_query=recall_query,
+            recall_answers=recall_answers,
         )
         answered = call_llm_chain(
             request,
@@ -167,27 +179,42 @@ def plan_turn(
             break
         parsed = parse_reply(reply.text)
         wanted = [url for t in parsed.tasks if t.kind == "retrieve" for url in t.params["urls"]]
-        if not wanted:
+        queries = list(dict.fromkeys(t.params["query"] for t in parsed.tasks if t.kind == "recall"))
+        if not wanted and not queries:
             break
-        if not can_retrieve:
+        if wanted and not can_retrieve:
             errors.append(
                 f"retrieve is not taught by agent {agent.name}'s prompts: {teaching_advice(agent, 'retrieve')}"
             )
             break
+        if queries and "recall" not in schema_kinds(request.response_schema):
+            errors.append(
+                f"recall is not taught by agent {agent.name}'s prompts: {teaching_advice(agent, 'recall')}"
+            )
+            break
         new_urls = [url for url in dict.fromkeys(wanted) if url not in fetched]
         repeated = [url for url in dict.fromkeys(wanted) if url in fetched]
-        if not new_urls:
+        new_queries = [query for query in queries if query not in searched]
+        repeated_queries = [query for query in queries if query in searched]
+        if not new_urls and not new_queries:
             # As the original: a retrieve of what is already in context does nothing and gets no
-            # further call; the reply's other tasks run.
-            repeat_notes.append(_repeated_note(repeated))
+            # further call; the reply's other tasks run. A recall of words searched already likewise.
+            if repeated:
+                repeat_notes.append(_repeated_note(repeated))
+            if repeated_queries:
+                repeat_notes.append(_repeated_recall_note(repeated_queries))
             break
         if rounds >= parameter("RETRIEVAL_MAX_ROUNDS"):
+            asked = [*new_urls, *(f"recall {query!r}" for query in new_queries)]
             errors.append(
                 f"retrieval stopped after {rounds} rounds (RETRIEVAL_MAX_ROUNDS): the reply still asked "
-                f"for {', '.join(new_urls)}; its other tasks ran"
+                f"for {', '.join(asked)}; its other tasks ran"
             )
             break
         rounds += 1
+        for query in new_queries[:MAX_RECALL_QUERIES]:
+            recall_answers.append(recall_results(conversation, query=query, history=history))
+            searched.add(query)
         skipped = new_urls[MAX_RETRIEVE_URLS:]
         for url in new_urls[:MAX_RETRIEVE_URLS]:
             if url in stale:  # the earlier turn's copy gives way to this fetch
@@ -198,18 +225,23 @@ def plan_turn(
             )
             fetched.add(url)
             fetched_at[url] = clock.now().isoformat()
-        graph.context = _store_retrieved(
-            graph.pk,
-            [
-                asdict(p) | {"fetched_at": fetched_at.get(p.url)} | ({"kept": True} if p.url in stale else {})
-                for p in retrieved
-            ],
-        )
+        if new_urls:
+            graph.context = _store_retrieved(
+                graph.pk,
+                [
+                    asdict(p)
+                    | {"fetched_at": fetched_at.get(p.url)}
+                    | ({"kept": True} if p.url in stale else {})
+                    for p in retrieved
+                ],
+            )
         retrieval_notes = [_skipped_note(skipped)] if skipped else []
         if repeated:
             retrieval_notes.append(
                 f"Already in your context, not fetched again: {', '.join(repeated)}. Do not retrieve it again."
             )
+        if repeated_queries or new_queries[MAX_RECALL_QUERIES:]:
+            retrieval_notes.append(_recall_round_note(repeated_queries, new_queries[MAX_RECALL_QUERIES:]))
 
     tasks = _only_taught_kinds(
         [t for t in parsed.tasks if not _used_while_planning(t)], request, agent=agent, errors=errors
@@ -271,6 +303,27 @@ def _repeated_note(urls: list[str]) -> str:
         f"retrieve {', '.join(urls)}: already in context from earlier in this turn, so it was answered from "
         "there without fetching again or another LLM call; the reply's other tasks ran"
     )
+
+
+def _repeated_recall_note(queries: list[str]) -> str:
+    return (
+        f"recall {', '.join(map(repr, queries))}: searched already in this turn, so it was answered from "
+        "context without searching again or another LLM call; the reply's other tasks ran"
+    )
+
+
+def _recall_round_note(repeated: list[str], skipped: list[str]) -> str:
+    parts = []
+    if repeated:
+        parts.append(
+            f"Already searched, shown above: {', '.join(map(repr, repeated))}. Do not recall it again."
+        )
+    if skipped:
+        parts.append(
+            f"Only {MAX_RECALL_QUERIES} recall queries are searched per round; these were skipped: "
+            f"{', '.join(map(repr, skipped))}. Recall them again if you still need them."
+        )
+    return " ".join(parts)
 
 
 def _skipped_note(urls: list[str]) -> str:

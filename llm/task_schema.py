@@ -61,6 +61,7 @@ FIELD_ORDER = (
     "max_message_id",
     "first_message_date",
     "last_message_date",
+    "query",
 )
 
 

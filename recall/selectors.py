@@ -18,7 +18,7 @@ from django.db import connections, router
 from cindy_site import rows
 from conversations.models import Conversation
 from recall.embedding import vectors_enabled
-from recall.models import RecallEntry
+from recall.models import EntryKind, RecallEntry
 from recall.similar import FULLTEXT_SHARE, FUSION_DEPTH, fuse, nearest_entries
 from recall.stemming import stem, words
 
@@ -93,13 +93,16 @@ def recall_search(
     limit: int = 10,
     kinds: Collection[str] | None = None,
     mode: str | None = None,
+    messages_before: int | None = None,
 ) -> list[Hit]:
     """The entries of the agent that best match `query`, best first.
 
     With `conversation`: that chat's own entries (its messages, summaries, notes, plans, and the
     curated memories of its partner) and the agent's global ones (episodic memories, intentions,
     documents), never another chat's. Without: every entry of the agent (an operator's search).
-    `kinds` limits the hits to those kinds of entry (None: every kind).
+    `kinds` limits the hits to those kinds of entry (None: every kind). `messages_before`: message
+    entries only with a Telegram message id below it (a turn's recall leaves out the messages its
+    history shows); the other kinds are not affected.
 
     `mode`: "fused" (the default with CINDY_RECALL_VECTORS on) ranks by reciprocal rank fusion of
     the full-text ranking and the vectors' (`recall.similar`); "fulltext" (the default with it off)
@@ -117,14 +120,19 @@ def recall_search(
     if kinds is not None and not kinds:
         return []
     if mode == "fulltext":
-        return _with_conversations(agent_id, _fulltext(agent_id, found, conversation, kinds, limit))
+        return _with_conversations(agent_id, _fulltext(agent_id, found, conversation, kinds, limit, messages_before))
     depth = max(limit, FUSION_DEPTH)
     nearest = nearest_entries(
-        agent_id=agent_id, query=query, conversation=conversation, kinds=kinds, depth=depth
+        agent_id=agent_id,
+        query=query,
+        conversation=conversation,
+        kinds=kinds,
+        depth=depth,
+        messages_before=messages_before,
     )
     if mode == "vectors":
         return _with_conversations(agent_id, _entries_as_hits(nearest[:limit]))
-    by_text = _fulltext(agent_id, found, conversation, kinds, limit)
+    by_text = _fulltext(agent_id, found, conversation, kinds, limit, messages_before)
     share = max(1, round(limit * FULLTEXT_SHARE))
     ranked = fuse([[h.entry_id for h in by_text[:share]], [entry_id for entry_id, _ in nearest]])[:limit]
     # Too few to fill the limit (few entries have vectors): the rest of the full-text hits follow.
@@ -144,6 +152,7 @@ def _fulltext(
     conversation: Conversation | None,
     kinds: Collection[str] | None,
     limit: int,
+    messages_before: int | None = None,
 ) -> list[Hit]:
     connection = connections[router.db_for_read(RecallEntry)]
     table = rows.table(RecallEntry)
@@ -155,6 +164,9 @@ def _fulltext(
     if kinds is not None:
         scope += f" AND e.kind IN ({', '.join(['%s'] * len(kinds))})"
         scope_params += sorted(kinds)
+    if messages_before is not None:
+        scope += " AND (e.kind <> %s OR e.message_id < %s)"
+        scope_params += [EntryKind.MESSAGE.value, int(messages_before)]
     if connection.vendor == "mysql":
         against = " ".join(stem(word) for word in found)
         sql = (

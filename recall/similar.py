@@ -20,7 +20,7 @@ from django.db import connections, router
 from cindy_site import rows
 from conversations.models import Conversation
 from recall.embedding import embed, from_blobs
-from recall.models import RecallEntry
+from recall.models import EntryKind, RecallEntry
 
 #: The vectors give the fusion their best this many entries (or the search's limit, if higher).
 FUSION_DEPTH = 50
@@ -42,6 +42,7 @@ def nearest_entries(
     conversation: Conversation | None,
     kinds: Collection[str] | None,
     depth: int,
+    messages_before: int | None = None,
 ) -> list[tuple[int, float]]:
     """(entry id, cosine similarity) of the `depth` scanned entries nearest `query`, nearest first."""
     import numpy as np  # on first use: recall.embedding
@@ -49,7 +50,7 @@ def nearest_entries(
     wanted = embed([query])[0]
     if not wanted.any():
         return []
-    scanned = _scan(agent_id=agent_id, conversation=conversation, kinds=kinds)
+    scanned = _scan(agent_id=agent_id, conversation=conversation, kinds=kinds, messages_before=messages_before)
     if not scanned:
         return []
     ids = np.array([entry_id for entry_id, _ in scanned], dtype=np.int64)
@@ -64,10 +65,16 @@ def nearest_entries(
 
 
 def _scan(
-    *, agent_id: int, conversation: Conversation | None, kinds: Collection[str] | None
+    *,
+    agent_id: int,
+    conversation: Conversation | None,
+    kinds: Collection[str] | None,
+    messages_before: int | None = None,
 ) -> list[tuple[int, bytes]]:
-    """The vectors a search scores: the scope's most recent entries that have one. Plain SQL (the
-    ORM's rows cost more than the scoring): each part is read newest first along the scope index."""
+    """The vectors a search scores: the scope's most recent entries that have one (with
+    `messages_before`, messages only below that Telegram id: those the prompt's history does not show).
+    Plain SQL (the ORM's rows cost more than the scoring): each part is read newest first along the
+    scope index."""
     bound = settings.CINDY_RECALL_VECTOR_SCAN
     connection = connections[router.db_for_read(RecallEntry)]
     table = rows.table(RecallEntry)
@@ -76,6 +83,9 @@ def _scan(
     if kinds is not None:
         base += f" AND {q('kind')} IN ({', '.join(['%s'] * len(kinds))})"
         params += sorted(kinds)
+    if messages_before is not None:
+        base += f" AND ({q('kind')} <> %s OR {q('message_id')} < %s)"
+        params += [EntryKind.MESSAGE.value, int(messages_before)]
     if conversation is None:
         parts = [(base, params)]
     else:

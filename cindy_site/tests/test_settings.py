@@ -87,3 +87,16 @@ def test_a_bad_installation_spend_cap_names_the_variable_and_the_fix():
         "CINDY_DAILY_SPEND_CAP_USD is 'ten dollars': write an amount of US dollars, e.g. 20 or 7.50"
         in result.stderr
     )
+
+
+@pytest.mark.parametrize("share", ["0", "1.5", "-0.2"])
+def test_a_recall_share_out_of_range_names_the_variable_and_the_fix(share):
+    env = {**os.environ, "CINDY_RECALL_AUTO_MIN_SHARE": share}
+    result = subprocess.run(
+        [sys.executable, "-c", "import cindy_site.settings"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert (
+        f"CINDY_RECALL_AUTO_MIN_SHARE is {float(share)}: it must be a share above 0 and at most 1"
+        in result.stderr
+    )

@@ -166,3 +166,27 @@ def test_a_voice_note_shows_its_transcript_and_a_correction_wins(verified, sandb
     media_description_curate(description=row, text="Meet me at the ferry.")
     html = verified.client.get(url).content.decode()
     assert escape("in en: “Meet me at the ferry.”›") in html and "the fair" not in html
+
+
+@pytest.mark.django_db(transaction=True)  # InnoDB's FULLTEXT index shows committed rows only
+def test_the_page_shows_what_the_next_turn_recalls(verified, sandbox_agent, settings):
+    settings.CINDY_HISTORY_SIZE = 4
+    chat = Conversation.objects.create(agent=sandbox_agent, peer_id=88, kind="dm", title="Ada")
+    fact = "My cat Biscuit hides under the bed during thunderstorms"
+    for number, text in enumerate(
+        [fact, *["fine weather"] * 7, "Is Biscuit still afraid of thunderstorms?"], 1
+    ):
+        is_agent = number % 2 == 0
+        Message.objects.create(
+            conversation=chat,
+            message_id=number,
+            sender_id=None if is_agent else 88,
+            sender_name="" if is_agent else "Ada",
+            is_agent=is_agent,
+            date=now(),
+            text=text,
+        )
+
+    html = verified.client.get(f"/dashboard/conversations/{chat.pk}/").content.decode()
+
+    assert 'data-section="recalled"' in html and "(message 1, Ada wrote): " + fact in html

@@ -38,6 +38,7 @@ BUILT_IN = (
     "plan",
     "event",
     "schedule",
+    "recall",
 )
 _RANK = {name: index for index, name in enumerate(BUILT_IN)}
 

@@ -11,9 +11,12 @@ providers bill at the cached rate:
    its window start moves in steps (see llm.conversation.history_start / history_messages);
 3. the stored entries written since the history's first message, in sections of the same titles
    (`RECENT_ENTRIES_TITLE`), so a turn that remembers or plans changes nothing before this point;
-4. pages retrieved this turn: the agent's own documents (`file:NAME`) labelled as such, web pages
+4. what the agent recalls for this turn (`# Recalled`, llm/recalled.py): older messages and records
+   that bear on the turn's new messages, found in the recall index; it changes with every turn, so it
+   never sits in the cached prefix;
+5. pages retrieved this turn: the agent's own documents (`file:NAME`) labelled as such, web pages
    marked as untrusted;
-5. a final user turn: current time, the current activity of the agent's schedule (it changes during
+6. a final user turn: current time, the current activity of the agent's schedule (it changes during
    the day, so it never sits in the cached prefix) and the instructions for this turn (once).
 
 The summaries and the history start change only when a summary is written (or the window moves), so
@@ -50,6 +53,7 @@ from llm.prompt.sections import (
     template_values,
 )
 from llm.prompt.unlocked import prompts_unlocked_by_context
+from llm.recalled import recalled_section, turn_query
 from llm.request import LLMRequest, Part, Turn
 from llm.task_schema import task_list_schema, taught_kinds
 from memory.selectors import schedule_entries_ahead
@@ -133,6 +137,16 @@ def recent_entries_turn(stored: StoredSections) -> list[Turn]:
     return [Turn(role="user", parts=(Part(text=text),))]
 
 
+def recalled_turn(
+    conversation: Conversation, *, query: Sequence[str], history: Sequence[ChatMessage], shown: str
+) -> list[Turn]:
+    """The `# Recalled` section for `query` (none without a query or a hit past the relevance line)."""
+    if not query:
+        return []
+    text = recalled_section(conversation, query=query, history=history, shown=shown)
+    return [Turn(role="user", parts=(Part(text=text),))] if text else []
+
+
 def history_turns(history: Sequence[ChatMessage]) -> list[Turn]:
     return [m.turn for m in history]
 
@@ -200,6 +214,8 @@ class PromptOutline:
     history: list[ChatMessage]
     recent: list[PromptSection]
     final: str
+    #: The `# Recalled` section for the turn's new messages ("" when nothing passes).
+    recalled: str = ""
 
 
 def prompt_outline(
@@ -216,11 +232,16 @@ def prompt_outline(
     stored = stored_sections(
         conversation.agent, conversation=conversation, history_began=history[0].date if history else None
     )
+    system = system_sections(conversation, stored=stored)
+    shown = "\n".join([*(section.text for section in system), stored.late])
     return PromptOutline(
-        system=system_sections(conversation, stored=stored),
+        system=system,
         history=list(history),
         recent=list(stored.late_parts),
         final=final_text(conversation, turn, at=at or clock_now()),
+        recalled=recalled_section(
+            conversation, query=turn_query(history, turn), history=history, shown=shown
+        ),
     )
 
 
@@ -235,8 +256,14 @@ def build_plan_request(
     at: dt.datetime | None = None,
     kinds: Sequence[str] | None = None,
     prompts: Sequence[tuple[str, str]] | None = None,
+    recall_query: Sequence[str] = (),
+    recall_answers: Sequence[str] = (),
 ) -> LLMRequest:
     """The request for one planning turn. Reads descriptions from the catalog only; no media work.
+
+    `recall_query` (planning's `llm.recalled.turn_query`): the turn's new messages, whose recall hits
+    (`# Recalled`) follow the stored entries written since the history began; () recalls nothing.
+    `recall_answers`: the `# Recall: "..."` sections of this turn's `recall` tasks, after the pages.
 
     `prompts` are `included_prompts(agent, include_retrieve=include_retrieve)` when the caller has
     read them already (planning does, to know whether the agent may retrieve).
@@ -251,15 +278,24 @@ def build_plan_request(
         conversation.agent, conversation=conversation, history_began=history[0].date if history else None
     )
     stable = history_turns(history)
-    turns = stable + recent_entries_turn(stored) + retrieved_turns(retrieved) + notes_turn(notes)
-    turns.append(final_turn(conversation, turn, at=at or clock_now()))
     if prompts is None:
         prompts = included_prompts(conversation.agent, include_retrieve=include_retrieve)
     prompts = [*prompts, *prompts_unlocked_by_context(conversation.agent, retrieved, prompts)]
+    system = system_instruction(
+        conversation, include_retrieve=include_retrieve, prompts=prompts, stored=stored
+    )
+    recalled = recalled_turn(
+        conversation,
+        query=recall_query,
+        history=history,
+        shown="\n".join([system, stored.late, *(page.content for page in retrieved)]),
+    )
+    answers = [Turn(role="user", parts=(Part(text=text),)) for text in recall_answers]
+    turns = stable + recent_entries_turn(stored) + recalled + retrieved_turns(retrieved) + answers
+    turns += notes_turn(notes)
+    turns.append(final_turn(conversation, turn, at=at or clock_now()))
     return LLMRequest(
-        system=system_instruction(
-            conversation, include_retrieve=include_retrieve, prompts=prompts, stored=stored
-        ),
+        system=system,
         turns=turns,
         response_schema=task_list_schema(
             kinds if kinds is not None else _turn_kinds(prompts, include_retrieve)

@@ -75,6 +75,7 @@ SHIPPED_TEACHING = {
     "configdir/prompts/Task-Consolidate.md": {"note", "remember"},
     "configdir/prompts/Task-Plan.md": {"plan", "intend"},
     "configdir/prompts/Task-Retrieve.md": {"retrieve"},
+    "configdir/prompts/Task-Recall.md": {"recall"},
     "configdir/prompts/Task-Photo.md": {"send_media"},
     "configdir/prompts/Task-Voice.md": {"voice"},
     "configdir/prompts/Task-Schedule.md": {"schedule", "retrieve"},

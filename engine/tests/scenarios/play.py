@@ -66,6 +66,8 @@ class Player:
         start = stage.log_offset()
         unheard = stage.unscripted_transcriptions()
         stage.script(scenario)
+        if scenario.backlog is not None:  # seeded before the stage started (Stage.world_setup)
+            self.seen[scenario.people[0]] = scenario.backlog.count  # the backlog is not this run's sending
         try:
             for turn in scenario.turns:
                 if not self.turn(turn):

@@ -20,6 +20,12 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
                                      # also play on Telegram (a forum supergroup on the stand-in)
     through_api = true               # optional: the people speak through the REST API (sandbox only)
 
+    [backlog]                        # optional: a long earlier chat with the first person (sandbox only),
+    count = 2000                     # that many messages, alternating person and persona, written through
+    lines = ["...", "..."]           # the ingest path before the first turn; `lines` cycle, `planted`
+    planted = [{at = 3, text = "..."}]   # messages replace them at those positions (1 = the oldest);
+                                     # a summary covers all of them, so none needs summarizing
+
     [[turn]]
     say = "Hello"                    # the person's message, or a turn started otherwise:
     # voice = {name = "hours", seconds = 3, transcript = "..."}   # or a voice note (see below)
@@ -159,7 +165,11 @@ _SCENARIO_KEYS = {
     "saved_stickers",
     "through_api",
     "turn",
+    "backlog",
 }
+_BACKLOG_KEYS = {"count", "lines", "planted"}
+#: The most messages a backlog may hold (seeding 2,000 takes a few seconds).
+MAX_BACKLOG = 5000
 _TURN_KEYS = {
     "say",
     "voice",
@@ -283,6 +293,20 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class Backlog:
+    """An earlier chat of `count` messages with the scenario's first person, seeded before the first
+    turn: message n (1 = the oldest) is `planted[n]` if given, else `lines` cycled; odd ones are the
+    person's, even ones the persona's."""
+
+    count: int
+    lines: tuple[str, ...]
+    planted: tuple[tuple[int, str], ...] = ()
+
+    def text(self, number: int) -> str:
+        return dict(self.planted).get(number) or self.lines[(number - 1) % len(self.lines)]
+
+
+@dataclass(frozen=True)
 class Scenario:
     path: Path
     persona: str
@@ -301,6 +325,7 @@ class Scenario:
     saved_stickers: tuple[tuple[str, str], ...] = ()  # (set, emoji) kept in the account's Saved Messages
     forum: bool = False  # the group has topics
     through_api: bool = False  # the people speak through POST /api/v1/agents/{id}/sandbox/messages
+    backlog: Backlog | None = None  # an earlier chat with the first person, seeded before the first turn
 
     @property
     def group_title(self) -> str:
@@ -381,6 +406,12 @@ def load(path: Path) -> Scenario:
             f"{where}: through_api = true: the REST API speaks as sandbox people only: "
             "remove telegram, bots and user_ids"
         )
+    backlog = _backlog(where, data.get("backlog"))
+    if backlog is not None and (data.get("telegram") or group or through_api):
+        raise ScenarioError(
+            f"{where}: a backlog is seeded in a sandbox DM: remove telegram, group and through_api, "
+            "or the [backlog] table"
+        )
     return Scenario(
         path=path,
         persona=persona,
@@ -399,7 +430,44 @@ def load(path: Path) -> Scenario:
         saved_stickers=_saved_stickers(where, data.get("saved_stickers", [])),
         forum=forum,
         through_api=through_api,
+        backlog=backlog,
     )
+
+
+def _backlog(where: str, value: Any) -> Backlog | None:
+    if value is None:
+        return None
+    at = f"{where}: [backlog]"
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{at} must be a table: [backlog] with count, lines and planted")
+    unknown = set(value) - _BACKLOG_KEYS
+    if unknown:
+        raise ScenarioError(f"{at}: unknown key(s) {sorted(unknown)}: use {sorted(_BACKLOG_KEYS)}")
+    count = value.get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_BACKLOG:
+        raise ScenarioError(f"{at}: count is {count!r}: give a number of messages from 1 to {MAX_BACKLOG}")
+    lines = tuple(_strings(at, "lines", value.get("lines", [])))
+    if not lines or not all(line.strip() for line in lines):
+        raise ScenarioError(
+            f'{at}: lines is {list(lines)!r}: give one or more non-empty lines, e.g. lines = ["..."]'
+        )
+    planted = []
+    for item in value.get("planted", []) if isinstance(value.get("planted", []), list) else [None]:
+        position = item.get("at") if isinstance(item, dict) else None
+        text = item.get("text") if isinstance(item, dict) else None
+        if (
+            not isinstance(item, dict)
+            or set(item) != {"at", "text"}
+            or not isinstance(position, int)
+            or not 1 <= position <= count
+            or not isinstance(text, str)
+            or not text.strip()
+        ):
+            raise ScenarioError(
+                f'{at}: planted has {item!r}: give each as {{at = N, text = "..."}} with N from 1 to {count}'
+            )
+        planted.append((position, text))
+    return Backlog(count=count, lines=lines, planted=tuple(planted))
 
 
 def _saved_stickers(where: str, value: Any) -> tuple[tuple[str, str], ...]:

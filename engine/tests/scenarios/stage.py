@@ -270,7 +270,8 @@ class Stage:
         self.env["CINDY_OPERATOR_IDS"] = ",".join(str(self.operator_id(name)) for name in operators)
 
     def world_setup(self, scenarios: list[Scenario]) -> None:
-        """The harness's sticker sets and the personas' Saved Messages stickers (the sandbox's)."""
+        """The harness's sticker sets, the personas' Saved Messages stickers (the sandbox's) and the
+        scenarios' backlogs."""
         from cindy_site.testing.mtproto.media import image_bytes
 
         sets = {
@@ -298,6 +299,22 @@ class Stage:
                 if part not in saved.setdefault(scenario.persona, []):
                     saved[scenario.persona].append(part)
         manage(self.env, "shell", "-c", _SANDBOX_WORLD.format(sets=json.dumps(sets), saved=json.dumps(saved)))
+        for scenario in scenarios:
+            if scenario.backlog is not None:
+                self.seed_backlog(scenario)
+
+    def seed_backlog(self, scenario: Scenario) -> None:
+        """The scenario's `[backlog]` with its first person (backlog.py), before the gateway starts: its
+        writes never wait on the gateway's, nor the gateway's lease renewals on them."""
+        backlog = scenario.backlog
+        manage(
+            self.env,
+            "shell",
+            "-c",
+            "from engine.tests.scenarios.backlog import seed\n"
+            f"seed(persona={scenario.persona!r}, person={scenario.user(scenario.people[0])!r}, "
+            f"count={backlog.count}, lines={list(backlog.lines)!r}, planted={dict(backlog.planted)!r})",
+        )
 
     def operator_id(self, name: str) -> int:
         """The user id the sandbox gives this person on their first message (stable, from the name)."""

@@ -546,3 +546,45 @@ def test_an_outage_not_fully_requested_fails_the_scenario_and_ends_there(tmp_pat
         ]
         assert server.model_failures_left("gemini-2.5-flash") == 0
         assert leftover(server, loaded) == []
+
+
+def test_a_scenario_reads_its_backlog(tmp_path):
+    read = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\n'
+        '[backlog]\ncount = 5\nlines = ["one", "two"]\nplanted = [{at = 4, text = "the fact"}]\n' + GOOD_TURN,
+    )
+
+    assert [read.backlog.text(n) for n in range(1, 6)] == ["one", "two", "one", "the fact", "one"]
+    assert scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN).backlog is None
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("count = 5\nlines = []\n", "lines is []: give one or more non-empty lines"),
+        ('count = 0\nlines = ["x"]\n', "count is 0: give a number of messages from 1 to 5000"),
+        (
+            'count = 5\nlines = ["x"]\nsize = 3\n',
+            "unknown key(s) ['size']: use ['count', 'lines', 'planted']",
+        ),
+        (
+            'count = 5\nlines = ["x"]\nplanted = [{at = 9, text = "y"}]\n',
+            "planted has {'at': 9, 'text': 'y'}: give each as {at = N, text = \"...\"} with N from 1 to 5",
+        ),
+    ],
+)
+def test_a_bad_backlog_is_refused_with_the_fix(tmp_path, table, message):
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n[backlog]\n' + table + GOOD_TURN)
+
+
+def test_a_backlog_is_seeded_on_the_sandbox_only(tmp_path):
+    with pytest.raises(
+        ScenarioError, match=re.escape("a backlog is seeded in a sandbox DM: remove telegram")
+    ):
+        scenario(
+            tmp_path,
+            'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\n[backlog]\ncount = 5\nlines = ["x"]\n'
+            + GOOD_TURN,
+        )

@@ -1,0 +1,286 @@
+"""Recall inside a turn: the older things an agent has seen that bear on what the turn answers.
+
+A planning turn's query is its new messages, each judged on its own: the partner messages after the
+agent's last message in the history (and the turn's target message), or the intent of an xsend, nudge
+or due event. The recall index (`recall.selectors.recall_search`) is searched within the
+conversation's scope (its own entries and the agent's global ones, never another chat's), leaving out
+the messages the history shows; hits the prompt shows already (a stored entry in its sections, a page
+retrieved this turn) are dropped too. What is left must pass the relevance line, and fits in a
+character budget: a short `# Recalled` section in the volatile end of the request, after the
+cacheable prefix.
+
+The relevance line is counted in words, so it means the same on SQLite (bm25) and MariaDB (InnoDB's
+relevance), whose scores have different scales: a query's informative words are its stems of three
+letters or more that are neither stopwords nor chat filler ("ok", "lol", "thanks"); a hit must hold at
+least CINDY_RECALL_AUTO_MIN_SHARE of one message's (or intent's) informative words (rounded up), and
+never more than MAX_WORDS_NEEDED. A message without informative words ("hi", "ok", "lol") searches
+nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from conversations.models import Conversation, Message
+from llm.conversation import ChatMessage, agent_timezone
+from recall.selectors import MAX_QUERY_WORDS, Hit, recall_search
+from recall.stemming import stem, words
+
+if TYPE_CHECKING:
+    from llm.prompt.instructions import TurnContext
+
+RECALLED_TITLE = "# Recalled"
+RECALLED_NOTE = (
+    "Older things you remember that may bear on this turn: messages from before the history shown "
+    "above, and your stored records and documents. Use them only where they help."
+)
+#: Hits read from the index before the relevance line and the budget choose among them.
+CANDIDATES = 40
+#: A hit never needs more than this many of the query's informative words, however long the query.
+MAX_WORDS_NEEDED = 2
+#: The most characters of one hit shown (a long document section is cut, marked with "…").
+HIT_CHARS = 600
+#: The most partner messages of the turn read for the query (a busy group's newest).
+QUERY_MESSAGES = 8
+
+#: InnoDB's default FULLTEXT stopwords (MariaDB never finds them) and common English function words.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can com could de did do does doing down during each en few for from
+    further had has have having he her here hers herself him himself his how i if in into is it its
+    itself just la let me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them themselves
+    then there these they this those through to too under und until up very was we were what when
+    where which while who whom why will with would www you your yours yourself yourselves
+    """.split()
+)
+#: Chat filler and talk about talking: words that carry no subject ("do you remember what I told
+#: you?"), so a message of only these recalls nothing.
+FILLER = frozenset(
+    """
+    ok okay okey kk hi hey hello hiya yo lol lmao rofl haha hahaha hehe heh hmm hm umm uh oh ah aw wow
+    omg yes yeah yep yup nope nah sure thanks thank thx ty cool nice great good fine right well really
+    bye cya see please pls sorry yay ugh meh xd remember recall know knew tell told say said ask asked
+    think thought mean meant thing things something anything like want get got still ever never again
+    """.split()
+)
+_UNINFORMATIVE = frozenset(stem(w) for w in STOPWORDS | FILLER) | STOPWORDS | FILLER
+
+
+def informative_words(text: str) -> list[str]:
+    """The stems of `text` a recall looks for, each once, in order: three letters or more, neither a
+    stopword nor filler."""
+    found: dict[str, None] = {}
+    for word in words(text):
+        if word in _UNINFORMATIVE:
+            continue
+        stemmed = stem(word)
+        if len(stemmed) >= 3 and stemmed not in _UNINFORMATIVE:
+            found.setdefault(stemmed, None)
+    return list(found)
+
+
+def turn_query(history: Sequence[ChatMessage], turn: TurnContext) -> tuple[str, ...]:
+    """What the turn answers, one text each, newest first: the intents of an xsend, nudge or event (its
+    own and those it carries), then the partner messages after the agent's last message in the
+    history and the turn's target message."""
+    texts = [
+        intent
+        for context in (turn, *turn.carried)
+        for intent in (context.xsend_intent, context.event_intent)
+        if intent
+    ]
+    targets = {c.target_message_id for c in (turn, *turn.carried) if c.target_message_id is not None}
+    newest: list[ChatMessage] = []
+    for message in reversed(history):
+        if message.is_agent:
+            break
+        newest.append(message)
+    newest += [m for m in history if m.message_id in targets and not m.is_agent and m not in newest]
+    texts += [_said(message) for message in newest[:QUERY_MESSAGES]]
+    return tuple(text for text in texts if text.strip())
+
+
+def _said(message: ChatMessage) -> str:
+    """A message's own words (its text and what its media show), without its header."""
+    return "\n".join(
+        part.get("rendered_text", "") if part.get("kind") == "media" else part.get("text", "")
+        for part in message.parts
+        if part.get("kind") in ("text", "media")
+    )
+
+
+@dataclass(frozen=True)
+class RecallLimits:
+    chars: int
+    hits: int
+    share: float
+
+    @classmethod
+    def from_settings(cls) -> RecallLimits | None:
+        """The limits, or None when automatic recall is off (CINDY_RECALL_AUTO, or a budget of 0)."""
+        if not getattr(settings, "CINDY_RECALL_AUTO", True):
+            return None
+        limits = cls(
+            chars=int(getattr(settings, "CINDY_RECALL_AUTO_CHARS", 1500)),
+            hits=int(getattr(settings, "CINDY_RECALL_AUTO_HITS", 5)),
+            share=float(getattr(settings, "CINDY_RECALL_AUTO_MIN_SHARE", 0.5)),
+        )
+        return limits if limits.chars > 0 and limits.hits > 0 else None
+
+
+def words_needed(informative: int, share: float) -> int:
+    """How many of a query's `informative` words a hit must hold to be recalled."""
+    return max(1, min(math.ceil(share * informative - 1e-9), MAX_WORDS_NEEDED))
+
+
+def recalled_hits(
+    conversation: Conversation,
+    *,
+    query: Sequence[str],
+    history: Sequence[ChatMessage],
+    shown: str,
+    limits: RecallLimits,
+) -> list[Hit]:
+    """The hits the `# Recalled` section shows, best first: in the conversation's scope, older than
+    the history, not in `shown` (the prompt's other text), past the relevance line of one of the
+    query's texts (each message is judged alone, so a second message does not raise the first's bar)."""
+    lines = [
+        (set(found), words_needed(len(found), limits.share))
+        for found in map(informative_words, query)
+        if found
+    ]
+    wanted = list(dict.fromkeys(word for text in query for word in informative_words(text)))[:MAX_QUERY_WORDS]
+    if not wanted:
+        return []
+    first = min((m.message_id for m in history), default=None)
+    found = recall_search(
+        agent_id=conversation.agent_id,
+        query=" ".join(wanted),
+        conversation=conversation,
+        limit=CANDIDATES,
+        messages_before=first,
+        # Words only: the relevance line below counts the query's words in each hit, which a hit found
+        # by meaning alone may not hold. A `recall` task (below) searches by meaning as well.
+        mode="fulltext",
+    )
+    kept = []
+    for hit in found:
+        held = set(informative_words(hit.text))
+        if not any(len(words & held) >= needed for words, needed in lines):
+            continue
+        if hit.kind != "message" and _shown_already(hit.text, shown):
+            continue
+        kept.append(hit)
+    return kept
+
+
+def _shown_already(text: str, shown: str) -> bool:
+    """Whether the prompt shows `text` already: as it is (a retrieved page) or inside a JSON list (a
+    stored entry's content)."""
+    text = text.strip()
+    return bool(text) and (text in shown or json.dumps(text, ensure_ascii=False)[1:-1] in shown)
+
+
+def recalled_section(
+    conversation: Conversation,
+    *,
+    query: Sequence[str],
+    history: Sequence[ChatMessage],
+    shown: str,
+) -> str:
+    """`# Recalled` with one line per hit (date, what it is, its text) under the budget, or "" when
+    nothing passes (or automatic recall is off)."""
+    limits = RecallLimits.from_settings()
+    if limits is None or not query:
+        return ""
+    hits = recalled_hits(conversation, query=query, history=history, shown=shown, limits=limits)
+    if not hits:
+        return ""
+    speakers = _speakers(conversation, [h.message_id for h in hits if h.kind == "message"])
+    tz = agent_timezone(conversation.agent)
+    lines: list[str] = []
+    used = 0
+    for hit in hits:
+        if len(lines) >= limits.hits:
+            break
+        line = _line(hit, speakers, tz)
+        if used + len(line) + 1 > limits.chars:
+            continue
+        lines.append(line)
+        used += len(line) + 1
+    if not lines:
+        return ""
+    return f"{RECALLED_TITLE}\n\n{RECALLED_NOTE}\n\n" + "\n".join(lines)
+
+
+def _speakers(conversation: Conversation, message_ids: Iterable[int | None]) -> dict[int, str]:
+    """Who wrote each of these messages of the conversation: "you" for the agent, else the sender."""
+    ids = [i for i in message_ids if i is not None]
+    if not ids:
+        return {}
+    rows = Message.objects.filter(conversation=conversation, message_id__in=ids).values_list(
+        "message_id", "is_agent", "sender_name"
+    )
+    return {mid: "you" if is_agent else (name or "they") for mid, is_agent, name in rows}
+
+
+_KIND_LABELS = {
+    "summary": "a summary",
+    "memory": "your memory",
+    "note": "your note",
+    "intention": "your intention",
+    "plan": "your plan",
+    "document": "your document",
+}
+
+
+def _line(hit: Hit, speakers: dict[int, str], tz: dt.tzinfo) -> str:
+    when = hit.date.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+    if hit.kind == "message":
+        what = f"message {hit.message_id}, {speakers.get(hit.message_id or 0, 'someone')} wrote"
+    else:
+        what = _KIND_LABELS.get(hit.kind, hit.kind)
+    text = " ".join(hit.text.split())
+    if len(text) > HIT_CHARS:
+        text = text[: HIT_CHARS - 1].rstrip() + "…"
+    return f"- {when} ({what}): {text}"
+
+
+#: A `recall` task's answer: at most this many hits and characters.
+TASK_HITS = 8
+TASK_CHARS = 3000
+
+
+def recall_results(conversation: Conversation, *, query: str, history: Sequence[ChatMessage]) -> str:
+    """A `recall` task's answer, shown in the next round: `# Recall: "QUERY"` and the best hits in the
+    conversation's scope (messages the history shows left out), without the relevance line (the agent
+    chose the words), or a line saying nothing was found."""
+    first = min((m.message_id for m in history), default=None)
+    hits = recall_search(
+        agent_id=conversation.agent_id,
+        query=query,
+        conversation=conversation,
+        limit=TASK_HITS,
+        messages_before=first,
+    )
+    speakers = _speakers(conversation, [h.message_id for h in hits if h.kind == "message"])
+    tz = agent_timezone(conversation.agent)
+    lines: list[str] = []
+    used = 0
+    for hit in hits:
+        line = _line(hit, speakers, tz)
+        if used + len(line) + 1 <= TASK_CHARS:
+            lines.append(line)
+            used += len(line) + 1
+    found = "\n".join(lines) if lines else "Nothing found: nothing you have seen here matches these words."
+    title = f"# Recall: {json.dumps(query, ensure_ascii=False)}"
+    return f"{title}\n\nWhat you searched for in your memory of this conversation, best first.\n\n{found}"
