@@ -28,7 +28,15 @@ from conversations.admin_telegram import (
 )
 from conversations.admin_voice import register_voice_admin
 from conversations.admin_work import register_work_queue_actions
-from conversations.models import ActivityEvent, Conversation, GatewayWake, Message, TaskGraph, TaskNode
+from conversations.models import (
+    ActivityEvent,
+    BackfillMark,
+    Conversation,
+    GatewayWake,
+    Message,
+    TaskGraph,
+    TaskNode,
+)
 from conversations.services.curation import (
     conversation_settings_save,
     conversation_validate,
@@ -403,6 +411,15 @@ class GatewayWakeAdmin(ReadOnlyAdmin):
     if it never moves while messages arrive, the writers' wake-ups are not reaching the database."""
 
     list_display = ["__str__", "counter"]
+
+
+@admin.register(BackfillMark)
+class BackfillMarkAdmin(ReadOnlyAdmin):
+    """How far back `manage.py backfill` has fetched each Telegram chat (docs/telegram.md, "Backfill"):
+    the next run goes on from the oldest message stored."""
+
+    list_display = ["agent", "peer_id", "oldest_message_id", "oldest_date", "complete", "fetched", "updated"]
+    list_filter = ["complete", "agent"]
 
 
 register_voice_admin()

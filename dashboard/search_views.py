@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
 
 from agents.access import agents_for
 from conversations.models import Conversation
@@ -16,6 +17,7 @@ from dashboard.search import SEARCH_LIMIT, search_results
 CONVERSATIONS_SHOWN = 100
 
 
+@require_GET
 @verified_staff_required
 def agent_page(request: HttpRequest, agent_id: int) -> HttpResponse:
     """One agent: its conversations, newest first, and a search of every one of them."""
@@ -35,6 +37,7 @@ def agent_page(request: HttpRequest, agent_id: int) -> HttpResponse:
     return render(request, "dashboard/agent.html", context, status=403 if search["refused"] else 200)
 
 
+@require_GET
 @verified_staff_required
 def conversation_search(request: HttpRequest, conversation_id: int) -> HttpResponse:
     """A search of what this conversation can recall: its own records and the agent's global ones."""

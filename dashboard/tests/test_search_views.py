@@ -87,7 +87,8 @@ def test_the_agent_page_finds_every_conversation_best_first_with_links(reader, w
 
     assert response.status_code == 200
     hits = _hits(response)
-    assert sorted(hits) == sorted(
+    # The three that hold the word come first; a search by meaning may add weaker hits after them.
+    assert sorted(hits[:3]) == sorted(
         [
             ("message", "the lighthouse at dawn"),
             ("message", "a lighthouse, a lighthouse keeper and his lighthouse"),
