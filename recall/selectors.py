@@ -120,7 +120,9 @@ def recall_search(
     if kinds is not None and not kinds:
         return []
     if mode == "fulltext":
-        return _with_conversations(agent_id, _fulltext(agent_id, found, conversation, kinds, limit, messages_before))
+        return _with_conversations(
+            agent_id, _fulltext(agent_id, found, conversation, kinds, limit, messages_before)
+        )
     depth = max(limit, FUSION_DEPTH)
     nearest = nearest_entries(
         agent_id=agent_id,

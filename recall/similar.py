@@ -50,7 +50,9 @@ def nearest_entries(
     wanted = embed([query])[0]
     if not wanted.any():
         return []
-    scanned = _scan(agent_id=agent_id, conversation=conversation, kinds=kinds, messages_before=messages_before)
+    scanned = _scan(
+        agent_id=agent_id, conversation=conversation, kinds=kinds, messages_before=messages_before
+    )
     if not scanned:
         return []
     ids = np.array([entry_id for entry_id, _ in scanned], dtype=np.int64)
