@@ -41,6 +41,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from figures import Declared, Goal, Statistic, Windows, samples
+from processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = 500
@@ -854,12 +855,7 @@ def _gateway_run(agents, env: dict[str, str], log: Path) -> tuple[list[float], W
             cpu, wall = after, end
         return samples, Windows(tuple(windows))
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process(process)
 
 
 def part_latency(label: str) -> None:
