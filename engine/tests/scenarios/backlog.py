@@ -30,14 +30,16 @@ BATCH = 250
 def seed(*, persona: str, person: str, count: int, lines: list[str], planted: dict[int, str]) -> None:
     """Messages 1..count of the DM between `person` (a sandbox name) and `persona` (spec.py's
     `Backlog.text`: `planted` at their positions, `lines` cycled elsewhere): odd ones the person's,
-    even ones the persona's, a minute apart, ending a day ago."""
+    even ones the persona's, a minute apart, ending a week ago: old history, long past the window in
+    which a quiet chat is consolidated (engine/consolidation.py), so no scenario's lowered quiet time
+    gives the backlog's chat a consolidation turn of its own."""
     texts = [Backlog(count, tuple(lines), tuple(planted.items())).text(n) for n in range(1, count + 1)]
     agent = Agent.objects.get(name=persona)
     me = sandbox_user_for_agent(agent=agent)
     them = sandbox_person(name=person)
     chat = sandbox_dm_between(a=them, b=me)
     count = len(texts)
-    first = now() - dt.timedelta(days=1, minutes=count)
+    first = now() - dt.timedelta(days=7, minutes=count)
     dated = [
         (number, first + dt.timedelta(minutes=number), text) for number, text in enumerate(texts, start=1)
     ]
