@@ -44,7 +44,7 @@ from api.services.records import (
 router = Router(tags=["records"])
 
 EntryId = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")]
-FieldValue = Annotated[str, Field(max_length=4000)] | Annotated[int, Field(ge=-(2**62), le=2**62)]
+FieldValue = Annotated[str, Field(max_length=4000)] | Annotated[StrictInt, Field(ge=-(2**62), le=2**62)]
 
 
 class RecordOut(Schema):

@@ -115,20 +115,27 @@ def test_every_operation_answers_as_its_schema_says(case, stage):
     case.call_and_validate()
 
 
-def test_the_schema_links_create_to_read_update_and_delete():
-    """The stateful phase has the schema's own links to follow, not only what it infers."""
-    served = schema.raw_schema["paths"]
-    created = served["/api/v1/agents/{agent_id}/records/notes"]["post"]["responses"]["201"]["links"]
+@pytest.mark.parametrize(("kind", "per_conversation"), [("notes", True), ("memories", False)])
+def test_the_schema_links_create_to_read_update_and_delete(client, kind, per_conversation):
+    """The stateful phase has the schema's own links to follow, not only what it infers (read from
+    the served schema: schemathesis adds the links it infers to its own copy)."""
+    served = client.get("/api/v1/openapi.json").json()["paths"]
+    created = served[f"/api/v1/agents/{{agent_id}}/records/{kind}"]["post"]["responses"]["201"]["links"]
     said = served["/api/v1/agents/{agent_id}/sandbox/messages"]["post"]["responses"]["201"]["links"]
+    expected = {"agent_id": "$request.path.agent_id", "entry_id": "$response.body#/id"}
+    if per_conversation:
+        expected["channel_id"] = "$response.body#/channel_id"
 
-    assert {link["operationId"] for link in created.values()} == {
-        "notes_read",
-        "notes_update",
-        "notes_delete",
+    assert {name: link["operationId"] for name, link in created.items()} == {
+        "ReadEntry": f"{kind}_read",
+        "UpdateEntry": f"{kind}_update",
+        "DeleteEntry": f"{kind}_delete",
     }
-    assert all(link["parameters"]["entry_id"] == "$response.body#/id" for link in created.values())
-    assert all(link["parameters"]["channel_id"] == "$response.body#/channel_id" for link in created.values())
-    assert {link["operationId"] for link in said.values()} == {"sandbox_show"}
+    assert [link["parameters"] for link in created.values()] == [expected] * 3
+    assert said["ShowChat"]["operationId"] == "sandbox_show"
+    assert said["ShowChat"]["parameters"]["chat_id"] == "$response.body#/chat_id"
+    operation_ids = {op.get("operationId") for path in served.values() for op in path.values()}
+    assert {f"{kind}_read", f"{kind}_update", f"{kind}_delete", "sandbox_show"} <= operation_ids
 
 
 def _in_the_conversation(case) -> None:

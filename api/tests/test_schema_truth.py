@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from api.api import api as ninja_api
+from conversations.models import Conversation, Message
 
 
 def _responses(path: str, method: str) -> dict:
@@ -25,10 +26,24 @@ def test_a_reply_to_a_missing_message_is_a_declared_422_naming_reply_to(api, wen
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", ["reply_to", "chat_id"])
 @pytest.mark.parametrize("value", [True, False])
-def test_a_boolean_is_refused_as_a_sandbox_id(api, wendy, name, value):
+def test_a_boolean_is_refused_as_a_sandbox_id_by_the_schema(api, wendy, name, value):
     answer = api.post(f"/agents/{wendy.pk}/sandbox/messages", {"text": "hi", "as_name": "Ann", name: value})
 
     assert (answer.status_code, answer.json()["field"]) == (422, name)
+    assert answer.json()["detail"][0]["type"] == "int_type"  # the schema's refusal, not a lookup's
+
+
+@pytest.mark.django_db
+def test_a_boolean_is_refused_as_a_record_s_numeric_field(api, wendy, clock):
+    Conversation.objects.create(agent=wendy, peer_id=1001, kind="dm", title="Ann")
+    Message.objects.create(conversation=Conversation.objects.get(), message_id=1, date=clock.now(), text="hi")
+    answer = api.post(
+        f"/agents/{wendy.pk}/records/summaries",
+        {"content": "x", "channel_id": 1001, "fields": {"min_message_id": True, "max_message_id": 1}},
+    )
+
+    assert answer.status_code == 422
+    assert answer.json()["field"].startswith("fields.min_message_id")
 
 
 @pytest.mark.django_db
