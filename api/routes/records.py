@@ -44,7 +44,7 @@ from api.services.records import (
 router = Router(tags=["records"])
 
 EntryId = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")]
-FieldValue = Annotated[str, Field(max_length=4000)] | Annotated[int, Field(ge=-(2**62), le=2**62)]
+FieldValue = Annotated[str, Field(max_length=4000)] | Annotated[StrictInt, Field(ge=-(2**62), le=2**62)]
 
 
 class RecordOut(Schema):
@@ -133,6 +133,22 @@ def _signature(view: Any, **params: tuple[Any, Any]) -> Any:
     return view
 
 
+def _entry_links(record: RecordKind) -> dict[str, Any]:
+    """OpenAPI links from a created entry to reading, changing and deleting it: the same agent, the
+    id the answer carries and, for a per-conversation kind, its conversation."""
+    parameters = {"agent_id": "$request.path.agent_id", "entry_id": "$response.body#/id"}
+    if record.per_channel:
+        parameters["channel_id"] = "$response.body#/channel_id"
+    return {
+        f"{action.capitalize()}Entry": {
+            "operationId": f"{record.name}_{action}",
+            "parameters": parameters,
+            "description": f"{action.capitalize()} the {record.name} entry just created",
+        }
+        for action in ("read", "update", "delete")
+    }
+
+
 def _add_routes(record: RecordKind) -> None:
     """The five operations of one kind, under its own path."""
     base, entry = f"/{{agent_id}}/records/{record.name}", f"/{{agent_id}}/records/{record.name}/{{entry_id}}"
@@ -212,7 +228,11 @@ def _add_routes(record: RecordKind) -> None:
         )
     )
     router.post(
-        base, response={201: RecordOut, **ERRORS}, summary=f"Create {name}", operation_id=f"{name}_create"
+        base,
+        response={201: RecordOut, **ERRORS},
+        summary=f"Create {name}",
+        operation_id=f"{name}_create",
+        openapi_extra={"responses": {201: {"links": _entry_links(record)}}},
     )(_signature(record_create, agent_id=(RowId, empty), body=(body, empty)))
     router.get(
         entry, response={200: RecordOut, **ERRORS}, summary=f"Read {name}", operation_id=f"{name}_read"

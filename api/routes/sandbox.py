@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from django.http import HttpRequest
 from ninja import Field, File, Form, Router, Schema, Status
 from ninja.files import UploadedFile
+from pydantic import StrictInt
 
 from agents.access import visible_agent_ids
 from api.core import DEFAULT_LIMIT, ERRORS, ApiError, Limit, Offset, RowId, page, page_schema, visible_agent
@@ -42,14 +43,16 @@ class SayIn(Schema):
         description="A group title, looked up among the groups whose every agent you may see (another "
         "group of that title starts a new one); empty for the direct messages",
     )
-    chat_id: int | None = Field(
+    chat_id: StrictInt | None = Field(
         None,
         ge=1,
         le=2**63 - 1,
         description="The sandbox chat to write in, by id (a message's chat_id), in place of group: the "
         "agent must be in it and every agent in it visible to you",
     )
-    reply_to: int | None = Field(None, ge=1, le=2**31, description="A message id in that chat")
+    reply_to: StrictInt | None = Field(
+        None, ge=1, le=2**31, description="A message id in that chat (one that is not: 422 naming reply_to)"
+    )
 
 
 class SandboxMessageOut(Schema):
@@ -86,6 +89,23 @@ def _form_errors(form: SendForm) -> tuple[str, str | None]:
     "/{agent_id}/sandbox/messages",
     response={201: SandboxMessageOut, **ERRORS},
     summary="Say something to a sandbox agent",
+    operation_id="sandbox_say",
+    openapi_extra={
+        "responses": {
+            201: {
+                "links": {
+                    "ShowChat": {
+                        "operationId": "sandbox_show",
+                        "parameters": {
+                            "agent_id": "$request.path.agent_id",
+                            "chat_id": "$response.body#/chat_id",
+                        },
+                        "description": "Show the chat the message was said in",
+                    }
+                }
+            }
+        }
+    },
 )
 def sandbox_say_view(request: HttpRequest, agent_id: RowId, body: SayIn):
     agent = visible_agent(request, agent_id, SANDBOX_WRITE)
@@ -120,6 +140,7 @@ def sandbox_say_view(request: HttpRequest, agent_id: RowId, body: SayIn):
     "/{agent_id}/sandbox/messages",
     response={200: SandboxPage, **ERRORS},
     summary="Show a sandbox chat, oldest first",
+    operation_id="sandbox_show",
 )
 def sandbox_show(
     request: HttpRequest,
