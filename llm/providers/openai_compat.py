@@ -25,6 +25,7 @@ from typing import Any
 import openai
 
 from llm.errors import LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
+from llm.legacy_headings import has_task_heading
 from llm.providers.base import retry_after_seconds
 from llm.providers.schema import is_wrapped, object_schema, unwrapped_text
 from llm.request import LLMReply, LLMRequest, Turn, Usage
@@ -118,8 +119,6 @@ def _names_structured(exc: openai.APIStatusError) -> bool:
 
 def _ignored_schema(text: str) -> bool:
     """A reply to a request with `response_format` that is not JSON but legacy Markdown task blocks."""
-    from llm.legacy_markdown import has_task_heading
-
     try:
         json.loads(text)
     except ValueError:
