@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 #: Names the built-in providers own: an endpoint cannot take them.
 RESERVED_NAMES = ("gemini", "grok", "openai", "openrouter", "anthropic")
+#: Whether an endpoint is sent the reply schema as `response_format` (llm/providers/openai_compat.py):
+#: "auto" until it refuses or ignores it, "on" always, "off" never (the prompt alone, as before).
+STRUCTURED_MODES = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class Endpoint:
     base_url: str
     api_key: str = field(default="", repr=False)  # never in a repr, a log line or an error
     source: str = "setting"  # "setting" (CINDY_LLM_ENDPOINTS) or "admin" (an LLMEndpoint row)
+    structured: str = "auto"  # one of STRUCTURED_MODES
 
 
 #: How often a miss may read the table again (seconds, per process).
@@ -81,11 +85,37 @@ def endpoints_setting(setting: str, pairs: list[str]) -> dict[str, str]:
     return endpoints
 
 
+def endpoint_variable(name: str, suffix: str) -> str:
+    """The environment variable of one endpoint's option: CINDY_LLM_ENDPOINT_<NAME>_<SUFFIX>."""
+    return f"CINDY_LLM_ENDPOINT_{name.upper().replace('-', '_')}_{suffix}"
+
+
+def endpoints_structured_setting(values: dict[str, str]) -> dict[str, str]:
+    """Each endpoint's CINDY_LLM_ENDPOINT_<NAME>_STRUCTURED (`values`: name -> the raw value, empty
+    for auto), checked while settings load: a value not in STRUCTURED_MODES stops the start."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    modes: dict[str, str] = {}
+    for name, value in values.items():
+        mode = (value or "auto").strip().lower()
+        if mode not in STRUCTURED_MODES:
+            raise ImproperlyConfigured(
+                f'{endpoint_variable(name, "STRUCTURED")}: "{value}" is not auto, on or off: auto sends '
+                "the reply schema as response_format until the server refuses it, on always, off never"
+            )
+        modes[name] = mode
+    return modes
+
+
 def configured_endpoints() -> dict[str, Endpoint]:
     """The endpoints of CINDY_LLM_ENDPOINTS, by name."""
     urls = getattr(settings, "CINDY_LLM_ENDPOINTS", {}) or {}
     keys = getattr(settings, "CINDY_LLM_ENDPOINT_KEYS", {}) or {}
-    return {name: Endpoint(name, url, keys.get(name, "") or "", "setting") for name, url in urls.items()}
+    modes = getattr(settings, "CINDY_LLM_ENDPOINT_STRUCTURED", {}) or {}
+    return {
+        name: Endpoint(name, url, keys.get(name, "") or "", "setting", modes.get(name, "auto"))
+        for name, url in urls.items()
+    }
 
 
 def endpoints() -> dict[str, Endpoint]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from cindy_site.llm_endpoints import endpoints_setting
+from cindy_site.llm_endpoints import endpoint_variable, endpoints_setting, endpoints_structured_setting
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -573,14 +573,15 @@ LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=4)
 CINDY_LLM_FALLBACK = env.list("CINDY_LLM_FALLBACK", default=[])
 # Self-hosted or other OpenAI-compatible endpoints by name (llm/providers/__init__.py):
 # "ollama=http://localhost:11434/v1,vllm=http://gpu:8000/v1" makes `ollama:llama3.1` a route to that
-# endpoint's chat-completions API; its key, if it needs one, is CINDY_LLM_ENDPOINT_<NAME>_KEY.
-
-
+# endpoint's chat-completions API; its key, if it needs one, is CINDY_LLM_ENDPOINT_<NAME>_KEY, and
+# CINDY_LLM_ENDPOINT_<NAME>_STRUCTURED (auto, on, off) whether it is sent the reply schema.
 CINDY_LLM_ENDPOINTS = endpoints_setting("CINDY_LLM_ENDPOINTS", env.list("CINDY_LLM_ENDPOINTS", default=[]))
 CINDY_LLM_ENDPOINT_KEYS = {
-    label: env.str(f"CINDY_LLM_ENDPOINT_{label.upper().replace('-', '_')}_KEY", default="")
-    for label in CINDY_LLM_ENDPOINTS
+    label: env.str(endpoint_variable(label, "KEY"), default="") for label in CINDY_LLM_ENDPOINTS
 }
+CINDY_LLM_ENDPOINT_STRUCTURED = endpoints_structured_setting(
+    {label: env.str(endpoint_variable(label, "STRUCTURED"), default="") for label in CINDY_LLM_ENDPOINTS}
+)
 # Circuit breakers per route (llm/breakers.py): after this many failed calls in a row a route is
 # skipped for the cool-down (or the provider's Retry-After, when longer), then one turn probes it.
 CINDY_LLM_BREAKER_FAILURES = _positive_int("CINDY_LLM_BREAKER_FAILURES", 3)

@@ -29,7 +29,7 @@ class LLMEndpointForm(forms.ModelForm):
 
     class Meta:
         model = LLMEndpoint
-        fields = ["name", "base_url", "api_key", "clear_api_key", "enabled"]
+        fields = ["name", "base_url", "api_key", "clear_api_key", "enabled", "structured"]
 
     def clean_name(self) -> str:
         return (self.cleaned_data.get("name") or "").strip()
@@ -58,7 +58,7 @@ def _setting_note(name: str) -> str:
 @admin.register(LLMEndpoint)
 class LLMEndpointAdmin(admin.ModelAdmin):
     form = LLMEndpointForm
-    list_display = ["name", "base_url", "enabled", "key_set", "in_effect"]
+    list_display = ["name", "base_url", "enabled", "structured", "key_set", "in_effect"]
     list_filter = ["enabled"]
     search_fields = ["name", "base_url"]
     readonly_fields = ["in_effect"]

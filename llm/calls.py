@@ -165,6 +165,7 @@ def call_llm(
             latency_ms=_ms(started),
             reply=reply.text,
             explicit_cache=cache is not None,
+            note="; ".join(reply.notes),
         )
         reply.llm_call_id = record.pk
         return reply

@@ -17,7 +17,9 @@ from llm.models import LLMEndpoint
 def endpoints_refresh() -> None:
     """Read the enabled rows again (one query over a handful of rows)."""
     rows = LLMEndpoint.objects.filter(enabled=True).order_by("name")
-    stored_endpoints_install([Endpoint(row.name, row.base_url, row.api_key, "admin") for row in rows])
+    stored_endpoints_install(
+        [Endpoint(row.name, row.base_url, row.api_key, "admin", row.structured) for row in rows]
+    )
 
 
 def overridden_by_setting(name: str) -> bool:

@@ -143,6 +143,7 @@ def plan_turn(
     fetched = {page.url for page in retrieved} - stale
     retrieval_notes: list[str] = []
     repeat_notes: list[str] = []
+    provider_notes: list[str] = []  # what a provider worked around (an endpoint without structured output)
     errors: list[str] = []
     call_ids: list[int] = []
     rounds = 0
@@ -173,6 +174,7 @@ def plan_turn(
         )
         reply = answered.reply
         call_ids.append(reply.llm_call_id)
+        provider_notes += reply.notes
         if reply.status != "ok":
             errors.append(f"the LLM reply was {reply.status} ({reply.finish_reason or 'no reason given'})")
             parsed = ParseResult()
@@ -266,7 +268,7 @@ def plan_turn(
     return PlanResult(
         tasks=allowed,
         errors=errors,
-        notes=[*parsed.notes, *repeat_notes, *picture_notes],
+        notes=[*provider_notes, *parsed.notes, *repeat_notes, *picture_notes],
         llm_call_ids=call_ids,
         thoughts=thoughts,
         refused=[f"{r.task.kind}: {r.reason}" for r in refused],

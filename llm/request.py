@@ -74,3 +74,6 @@ class LLMReply:
     llm_call_id: int | None = None
     #: Pictures the reply holds, as (bytes, MIME type), when the request asked for images.
     images: list[tuple[bytes, str]] = field(default_factory=list)
+    #: What the provider worked around on the way (an endpoint that refused structured output), for
+    #: the call's record.
+    notes: list[str] = field(default_factory=list)

@@ -140,9 +140,12 @@ def llm_call_finish(
     error: str = "",
     reply: str = "",
     explicit_cache: bool = False,
+    note: str = "",
 ) -> LLMCall:
     """Record the outcome of a started call (its real usage and cost) and its activity event.
-    `explicit_cache`: the request named a Gemini explicit cache (llm/explicit_cache.py)."""
+    `explicit_cache`: the request named a Gemini explicit cache (llm/explicit_cache.py). `note`: what
+    the provider worked around on the way (an endpoint that refused structured output), kept in the
+    row's `error` of a call that did not fail and added to its activity event."""
     call.input_tokens = usage.input_tokens
     call.output_tokens = usage.output_tokens
     call.cached_tokens = usage.cached_tokens
@@ -154,7 +157,7 @@ def llm_call_finish(
     call.cost = estimate_cost(call.provider, call.model, usage, price=getattr(call, "price_row", ...))
     call.latency_ms = latency_ms
     call.status = status
-    call.error = error[:4000]
+    call.error = (error or note)[:4000]
     call.reply = reply if call.fingerprint and status == LLMCall.Status.OK else ""
     call.explicit_cache = explicit_cache
     call.save(
@@ -175,7 +178,7 @@ def llm_call_finish(
             "explicit_cache",
         ]
     )
-    _record_call_event(call)
+    _record_call_event(call, note=note)
     return call
 
 
@@ -251,8 +254,9 @@ def _interrupt(stale) -> int:
     return closed
 
 
-def _record_call_event(call: LLMCall, *, detail: str = "") -> None:
+def _record_call_event(call: LLMCall, *, detail: str = "", note: str = "") -> None:
     explicit = " explicit cache" if call.explicit_cache and call.purpose != LLMCall.Purpose.CACHE else ""
+    noted = f" ({note})" if note else ""
     record_event(
         ActivityEvent.Kind.LLM_CALL,
         agent_id=call.agent_id,
@@ -263,6 +267,7 @@ def _record_call_event(call: LLMCall, *, detail: str = "") -> None:
             if detail
             else f"{call.purpose} {call.provider}/{call.model} {call.status}: {call.input_tokens} in "
             f"({call.cached_tokens} cached{explicit}{_written(call)}), {call.output_tokens} out, ${call.cost}"
+            f"{noted}"
         ),
         data={
             "llm_call_id": call.pk,
@@ -281,6 +286,7 @@ def _record_call_event(call: LLMCall, *, detail: str = "") -> None:
             **({"explicit_cache": True} if call.explicit_cache else {}),
             "cost": str(call.cost),
             "latency_ms": call.latency_ms,
+            **({"note": note} if note else {}),
         },
     )
 

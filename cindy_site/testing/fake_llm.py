@@ -30,6 +30,10 @@ handler thread, that may take its time like a real model). `fail_next(status, ti
 requests fail with that HTTP status, in the provider's error format. Every request is recorded in
 `requests`. `fail_next(..., retry_after=N)` adds a `Retry-After: N` header to those failures.
 
+`refuse_response_format(status, message)` answers every chat completion that carries a
+`response_format` with that error, as a server without structured output does (llama.cpp's and older
+servers' 400); `refuse_response_format(None)` accepts it again. The refused requests are recorded.
+
 `fail_model(model, status, times)` fails only the requests for one model (a route's outage while the
 other routes answer): the next `times` of them, or every one until `recover_model(model)` when
 `times` is None. They are answered before the queued failures and replies, which they leave alone;
@@ -79,6 +83,8 @@ class _State:
     speech_failures: deque[Failure] = field(default_factory=deque)
     #: model -> (its failure, how many requests are left to fail; None: until recover_model)
     model_failures: dict[str, tuple[Failure, int | None]] = field(default_factory=dict)
+    #: The error for a chat completion with a `response_format` (None: accepted, the reply as scripted).
+    response_format_refusal: Failure | None = None
 
 
 class FakeLLMServer:
@@ -236,6 +242,17 @@ class FakeLLMServer:
         with self._lock:
             return self._state.model_failures.get(model, (None, 0))[1]
 
+    def refuse_response_format(
+        self,
+        status: int | None = 400,
+        *,
+        message: str = "response_format of type json_schema is not supported",
+    ) -> None:
+        """Answer every chat completion carrying a `response_format` with HTTP `status` (None: accept
+        it again); other requests are answered as usual."""
+        with self._lock:
+            self._state.response_format_refusal = None if status is None else Failure(status, message)
+
     def fail_next_speech(self, status: int, times: int = 1, *, message: str = "") -> None:
         """Answer the next `times` speech requests with HTTP `status` (other requests are unaffected)."""
         with self._lock:
@@ -286,6 +303,10 @@ class FakeLLMServer:
     def _next(self, recorded: RecordedRequest) -> Failure | Stall | Raw | FakeReply:
         with self._lock:
             self.requests.append(recorded)
+            refusal = self._state.response_format_refusal
+            if refusal is not None and isinstance(recorded.json, dict) and "response_format" in recorded.json:
+                if recorded.path.endswith("/chat/completions"):
+                    return refusal
             outage = self._state.model_failures.get(recorded.model)
             if outage is not None:
                 failure, left = outage

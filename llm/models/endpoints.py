@@ -54,6 +54,20 @@ class LLMEndpoint(models.Model):
     #: Sent only to this server; shown masked in the admin and never logged.
     api_key = models.CharField("API key", max_length=500, blank=True)
     enabled = models.BooleanField(default=True)
+    structured = models.CharField(
+        "structured output",
+        max_length=4,
+        choices=[
+            ("auto", "Auto: send the reply schema until the server refuses it"),
+            ("on", "On: always send the reply schema"),
+            ("off", "Off: the prompt alone"),
+        ],
+        default="auto",
+        help_text=(
+            "Whether requests carry the reply schema as response_format (json_schema). Auto falls back "
+            "to the prompt alone, for this process's lifetime, when the server refuses or ignores it"
+        ),
+    )
 
     class Meta:
         ordering = ["name"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from cindy_site.llm_endpoints import endpoint_lookup
+from cindy_site.llm_endpoints import endpoint_lookup, endpoint_variable
 from llm.errors import LLMConfigError
 from llm.providers.base import Provider
 
@@ -44,7 +44,7 @@ def provider_for(name: str) -> Provider:
     endpoint = endpoint_lookup(name)
     if endpoint is not None:
         key_variable = (
-            f"CINDY_LLM_ENDPOINT_{name.upper().replace('-', '_')}_KEY"
+            endpoint_variable(name, "KEY")
             if endpoint.source == "setting"
             else f'the API key of the LLM endpoint "{name}" in the admin'
         )
@@ -56,6 +56,12 @@ def provider_for(name: str) -> Provider:
             api_key=endpoint.api_key or "unused",
             base_url=endpoint.base_url,
             timeout=timeout,
+            structured=endpoint.structured,
+            structured_variable=(
+                endpoint_variable(name, "STRUCTURED")
+                if endpoint.source == "setting"
+                else f'the structured output of the LLM endpoint "{name}" in the admin'
+            ),
         )
     if name not in compatible:
         raise LLMConfigError(

@@ -27,13 +27,12 @@ import anthropic
 
 from llm.errors import LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
 from llm.providers.base import retry_after_seconds
+from llm.providers.schema import WRAPPED_FIELD, is_wrapped, object_schema
 from llm.request import LLMReply, LLMRequest, Part, Usage
 
 #: The tool whose input is the reply, when the request has a reply schema.
 REPLY_TOOL = "reply"
 REPLY_TOOL_DESCRIPTION = "Give your reply: the JSON your instructions describe, in this tool's input."
-#: The tool input's property that holds a reply whose schema is not an object (the task list).
-WRAPPED_FIELD = "tasks"
 #: The breakpoint type: cached for 5 minutes from its last use, written at 1.25 times the input price.
 EPHEMERAL = {"type": "ephemeral"}
 #: The API wants a conversation to open with a user message; a history that starts with one of the
@@ -61,37 +60,10 @@ def _client(api_key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
         return client
 
 
-def json_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A reply schema in the OpenAPI subset Gemini takes (`llm.task_schema`: upper-case types,
-    `nullable`, `propertyOrdering`) as the JSON Schema a tool's `input_schema` is; a schema already
-    in JSON Schema comes back the same."""
-    converted: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "propertyOrdering":
-            continue  # the properties keep their order in the JSON object
-        if key == "type" and isinstance(value, str):
-            converted["type"] = value.lower()
-        elif key == "properties" and isinstance(value, dict):
-            converted["properties"] = {name: json_schema(field) for name, field in value.items()}
-        elif key == "items" and isinstance(value, dict):
-            converted["items"] = json_schema(value)
-        elif key != "nullable":
-            converted[key] = value
-    if schema.get("nullable") and isinstance(converted.get("type"), str):
-        converted["type"] = [converted["type"], "null"]
-    return converted
-
-
 def reply_tool(schema: dict[str, Any]) -> dict[str, Any]:
     """The tool the model answers through: the schema itself when its root is an object, else the
     schema as the `tasks` property of one."""
-    converted = json_schema(schema)
-    if converted.get("type") != "object":
-        converted = {
-            "type": "object",
-            "properties": {WRAPPED_FIELD: converted},
-            "required": [WRAPPED_FIELD],
-        }
+    converted = object_schema(schema)
     return {"name": REPLY_TOOL, "description": REPLY_TOOL_DESCRIPTION, "input_schema": converted}
 
 
@@ -210,7 +182,7 @@ class AnthropicProvider:
             message = self._client.messages.create(
                 model=model, max_tokens=self._max_tokens, messages=build_messages(request), **options
             )
-        return self._reply(message, model, wrapped=_is_wrapped(request.response_schema))
+        return self._reply(message, model, wrapped=is_wrapped(request.response_schema))
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -258,10 +230,6 @@ class AnthropicProvider:
         elif not reply.text.strip():
             reply.status = "empty"
         return reply
-
-
-def _is_wrapped(schema: dict[str, Any] | None) -> bool:
-    return schema is not None and json_schema(schema).get("type") != "object"
 
 
 def _usage(billed: Any) -> Usage:

@@ -1,9 +1,22 @@
-"""OpenAI-compatible chat completions (Grok, OpenAI, OpenRouter, Ollama, vLLM) through the openai SDK."""
+"""OpenAI-compatible chat completions (Grok, OpenAI, OpenRouter, Ollama, vLLM) through the openai SDK.
+
+Structured output on the endpoints of CINDY_LLM_ENDPOINTS and the admin's table: a request with a
+reply schema carries it as `response_format` (`json_schema`; the task list, an array, wrapped as the
+`tasks` property of an object, and the reply unwrapped again), unless the endpoint's mode is "off".
+In mode "auto" a server that refuses it (HTTP 400 or 422 whose message names `response_format`,
+`json_schema`, "response format" or "structured output") is asked again at once without it, and one
+that ignores it (a reply that is not JSON but holds `# «kind»` task blocks) is read as it is; either
+way this process stops sending it to that endpoint (name and base URL), says so once in an INFO log
+line and notes it on that call (`LLMReply.notes`). The request without it is the one every endpoint
+got before: the prompt teaches the format, `llm.parsing` reads JSON or the legacy Markdown blocks.
+The built-in providers (Grok, OpenAI, OpenRouter) follow the prompt alone, as before.
+"""
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,9 +25,12 @@ from typing import Any
 import openai
 
 from llm.errors import LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
+from llm.legacy_headings import has_task_heading
 from llm.providers.base import retry_after_seconds
+from llm.providers.schema import is_wrapped, object_schema, unwrapped_text
 from llm.request import LLMReply, LLMRequest, Turn, Usage
 
+logger = logging.getLogger(__name__)
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 _clients_lock = threading.Lock()
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
@@ -73,12 +89,64 @@ def build_messages(request: LLMRequest) -> list[dict[str, Any]]:
     return messages
 
 
-class OpenAICompatibleProvider:
-    """One class for every OpenAI-compatible endpoint; `name` says which (grok, openai, openrouter)."""
+#: Words of a 400/422 error that say the server refused the `response_format` itself.
+STRUCTURED_REFUSAL_WORDS = ("response_format", "json_schema", "response format", "structured output")
+#: The endpoints (name, base URL) this process no longer sends `response_format`, and why.
+_unstructured: dict[tuple[str, str], str] = {}
+_unstructured_lock = threading.Lock()
 
-    def __init__(self, *, name: str, key_variable: str, api_key: str, base_url: str, timeout: float = 120.0):
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """The reply schema as a chat-completions `response_format`."""
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": object_schema(schema)}}
+
+
+def structured_given_up(name: str, base_url: str) -> str | None:
+    """Why this process no longer sends `response_format` to the endpoint, or None when it does."""
+    return _unstructured.get((name, base_url))
+
+
+def structured_forget() -> None:
+    """Forget the endpoints that refused structured output (tests; a restart does the same)."""
+    with _unstructured_lock:
+        _unstructured.clear()
+
+
+def _names_structured(exc: openai.APIStatusError) -> bool:
+    text = f"{exc.message} {exc.body}".lower()
+    return any(word in text for word in STRUCTURED_REFUSAL_WORDS)
+
+
+def _ignored_schema(text: str) -> bool:
+    """A reply to a request with `response_format` that is not JSON but legacy Markdown task blocks."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return has_task_heading(text.strip())
+    return False
+
+
+class OpenAICompatibleProvider:
+    """One class for every OpenAI-compatible endpoint; `name` says which (grok, openai, openrouter, or
+    an endpoint's name). `structured` ("auto", "on" or "off") says whether a reply schema is sent as
+    `response_format`; `structured_variable` names where that is set, for error messages."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        key_variable: str,
+        api_key: str,
+        base_url: str,
+        timeout: float = 120.0,
+        structured: str = "off",
+        structured_variable: str = "",
+    ):
         self.name = name
         self.key_variable = key_variable
+        self.base_url = base_url
+        self.structured = structured
+        self.structured_variable = structured_variable
         if not api_key:
             raise LLMConfigError(
                 f"{key_variable} is not set: the {name} provider needs an API key. Set {key_variable} in "
@@ -94,14 +162,64 @@ class OpenAICompatibleProvider:
         if request.transcription:
             return self._transcribe(request, model=model, extra=extra)
         messages = build_messages(request)
+        schema = request.response_schema if self._sends_schema(request) else None
+        notes: list[str] = []
         with self._errors():
-            # The SDK walks every message against its typed schema (about 0.2 ms each); it sees only
-            # the last one, and the documented `extra_body` puts the whole list, already in wire
-            # format, into the body in its place.
-            response = self._client.chat.completions.create(
-                model=model, messages=messages[-1:], extra_body={"messages": messages}, **extra
-            )
-        return self._reply(response, model)
+            if schema is None:
+                response = self._create(messages, model=model, extra=extra)
+            else:
+                try:
+                    response = self._create(
+                        messages, model=model, extra={**extra, "response_format": response_format(schema)}
+                    )
+                except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                    if not _names_structured(exc):
+                        raise
+                    detail = str(exc.message).removeprefix(f"Error code: {exc.status_code} - ")[:200]
+                    refusal = f"refused response_format ({exc.status_code}: {detail})"
+                    if self.structured == "on":
+                        raise LLMError(
+                            f"{self.name} {refusal}: set {self.structured_variable} to auto (fall back to "
+                            "the prompt's format) or off"
+                        ) from exc
+                    notes.append(self._give_up_structured(refusal))
+                    schema = None
+                    response = self._create(messages, model=model, extra=extra)
+        reply = self._reply(response, model)
+        if schema is not None and is_wrapped(schema):
+            reply.text = unwrapped_text(reply.text)
+        if schema is not None and self.structured == "auto" and _ignored_schema(reply.text):
+            notes.append(self._give_up_structured("ignored response_format (a reply of `# «kind»` blocks)"))
+        reply.notes = notes
+        return reply
+
+    def _create(self, messages: list[dict[str, Any]], *, model: str, extra: dict[str, Any]) -> Any:
+        # The SDK walks every message against its typed schema (about 0.2 ms each); it sees only the
+        # last one, and the documented `extra_body` puts the whole list, already in wire format, into
+        # the body in its place.
+        return self._client.chat.completions.create(
+            model=model, messages=messages[-1:], extra_body={"messages": messages}, **extra
+        )
+
+    def _sends_schema(self, request: LLMRequest) -> bool:
+        if request.response_schema is None or self.structured == "off":
+            return False
+        return self.structured == "on" or structured_given_up(self.name, self.base_url) is None
+
+    def _give_up_structured(self, why: str) -> str:
+        """Stop sending `response_format` to this endpoint in this process; the note for the call (the
+        INFO line only the first time)."""
+        key = (self.name, self.base_url)
+        with _unstructured_lock:
+            first = key not in _unstructured
+            _unstructured.setdefault(key, why)
+        note = (
+            f"{self.name} {why}: answered through the prompt's format; this process no longer sends it "
+            f"response_format ({self.structured_variable}: on to insist, off to stop trying)"
+        )
+        if first:
+            logger.info("%s", note)
+        return note
 
     def _transcribe(self, request: LLMRequest, *, model: str, extra: dict[str, Any]) -> LLMReply:
         """`audio.transcriptions.create` (multipart `audio/transcriptions`) for the request's audio part.

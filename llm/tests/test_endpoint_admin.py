@@ -23,7 +23,14 @@ ADD = "/admin/llm/llmendpoint/add/"
 
 
 def _form(**values: str) -> dict[str, str]:
-    return {"name": "lan", "base_url": "http://127.0.0.1:1/v1", "api_key": "", "enabled": "on", **values}
+    return {
+        "name": "lan",
+        "base_url": "http://127.0.0.1:1/v1",
+        "api_key": "",
+        "enabled": "on",
+        "structured": "auto",
+        **values,
+    }
 
 
 @pytest.fixture
@@ -58,6 +65,7 @@ def test_an_endpoint_added_in_the_admin_serves_its_name(
     (request,) = lan.requests
     assert (request.path, request.model) == ("/v1/chat/completions", "llama3.1")
     assert request.headers["authorization"] == "Bearer s3cret-key"
+    assert request.json["response_format"]["type"] == "json_schema"  # structured output: auto
     assert result.answered_by == "lan/llama3.1"
     assert "s3cret-key" not in caplog.text
 

@@ -16,7 +16,8 @@ from llm.failover import call_llm_chain
 from llm.models import LLMCall, RouteBreaker
 from llm.planning import plan_turn
 from llm.providers import provider_for
-from llm.providers.anthropic import json_schema, reply_tool
+from llm.providers.anthropic import reply_tool
+from llm.providers.schema import json_schema
 from llm.request import LLMRequest, Part, Turn, Usage
 from llm.routing import Route
 from llm.task_schema import task_list_schema
