@@ -68,6 +68,7 @@ from engine.health import beat_interval, host_name, process_beat, processes_forg
 from engine.lifeline import die_with_parent_hook
 from engine.models import ProcessHeartbeat
 from engine.retention import HOUSEKEEPING_BUDGET_SECONDS, retention_run
+from engine.task_deaths import task_runs_release
 from llm.usage import brain_nodes_release_unstarted, llm_calls_interrupt, llm_calls_mark_interrupted
 
 logger = logging.getLogger("engine.workers")
@@ -179,6 +180,8 @@ class GuardedSentinel(Sentinel):
                 return f"the task {role} (pid {process.pid}) died"
         for process in self.pool:
             if not process.is_alive() and self._timer(process) not in (RECYCLED, TIMED_OUT):
+                if self.died_in_task(process):
+                    continue  # it held no queue lock: `tend_workers` respawns it alone
                 state = "idle" if self._timer(process) == IDLE else "busy"
                 return f"{state} task worker pid {process.pid} died (exit status {process.exitcode})"
         return ""
@@ -194,6 +197,8 @@ class GuardedSentinel(Sentinel):
             if not process.is_alive():
                 if timer in (RECYCLED, TIMED_OUT):
                     self.reincarnate(process)
+                elif self.died_in_task(process):
+                    self.task_death(process)
                 continue
             if timer == TIMED_OUT:
                 self.reincarnate(process)
@@ -205,6 +210,39 @@ class GuardedSentinel(Sentinel):
                         process.timer.get_obj().value -= cycle
                 finally:
                     lock.release()
+
+    @staticmethod
+    def died_in_task(process: Process) -> bool:
+        """A dead worker that was running its task's own code: busy (its timer counts down) and not
+        holding its timer's lock, which it takes only to put its result on the shared result queue. It
+        took its task off the task queue before, so it held none of the queues' locks: the pool is
+        sound and only this worker is replaced."""
+        if process.is_alive() or (process.timer.get_obj().value or 0) <= 0:
+            return False
+        lock = process.timer.get_lock()
+        if not lock.acquire(block=False):
+            return False
+        lock.release()
+        return True
+
+    def task_death(self, process: Process) -> None:
+        """Respawn a worker killed by its task, close its LLM calls and re-queue its planning at once
+        (its next run counts the death: engine/task_deaths.py). The rest of the pool runs on."""
+        logger.error(
+            "task worker pid %s died running a task (exit status %s); replacing that worker only",
+            process.pid,
+            process.exitcode,
+        )
+        try:
+            llm_calls_interrupt(pids=[process.pid])
+            released = task_runs_release(pid=process.pid)
+            if released:
+                logger.warning("%s planning node(s) of worker pid %s queued again", released, process.pid)
+        except Exception:  # the watchdog re-queues them once the database answers
+            logger.exception("could not re-queue the planning of task worker pid %s", process.pid)
+        finally:
+            db.connections.close_all()
+        self.reincarnate(process)
 
     def replace_pool(self, reason: str) -> None:
         """Kill every pool process, start a fresh pool on new queues, and re-plan what was lost."""

@@ -1,0 +1,106 @@
+"""Planning tasks that kill their worker: counted, and failed after CINDY_TASK_MAX_DEATHS.
+
+A task that crashes its worker process (a native crash in a decoder, SIGKILL by the OOM killer, a
+django-q2 timeout) never returns, so nothing in the task records it. Each run of `run_received`
+therefore writes a mark on its node before it does any work (`params["task_run"]`: the worker, when)
+and removes it when it returns, whatever the outcome. A run that finds a mark left by an earlier run
+counts a death (`params["task_deaths"]`). At CINDY_TASK_MAX_DEATHS deaths the node fails for good with
+a reason naming the conversation, the message and its media, shown once in the activity stream (a
+`node_failed` event) and as one ERROR log line; the graph closes and the next message is planned as
+usual. The sentinel (engine/cluster.py) respawns only the dead worker when it died inside its task.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+
+from cindy_site.clock import now
+from conversations.models import Message, NodeStatus, TaskNode
+from conversations.services.nodes import node_fail, node_release
+from llm.usage import worker_name
+
+logger = logging.getLogger("engine.workers")
+
+RUN_KEY = "task_run"
+DEATHS_KEY = "task_deaths"
+
+
+def task_run_start(*, node_id: int, owner: str) -> tuple[str, str]:
+    """Mark the node's task as started. Returns (run token, "") to go on, or ("", outcome) when the
+    node is no longer held or has now killed CINDY_TASK_MAX_DEATHS workers (then it failed)."""
+    with transaction.atomic():
+        node = (
+            TaskNode.objects.select_for_update()
+            .filter(pk=node_id, status=NodeStatus.RUNNING, lease_owner=owner)
+            .first()
+        )
+        if node is None:
+            return "", "lost"
+        params = dict(node.params or {})
+        previous = params.get(RUN_KEY)
+        deaths = int(params.get(DEATHS_KEY, 0)) + (1 if previous else 0)
+        token = uuid.uuid4().hex
+        params[DEATHS_KEY] = deaths
+        params[RUN_KEY] = {"token": token, "worker": worker_name(), "started": now().isoformat()}
+        if deaths >= settings.CINDY_TASK_MAX_DEATHS:
+            params.pop(RUN_KEY)
+        node.params = params
+        node.save(update_fields=["params"])
+    if deaths < settings.CINDY_TASK_MAX_DEATHS:
+        return token, ""
+    reason = death_reason(node=node, deaths=deaths, last_worker=(previous or {}).get("worker", "?"))
+    logger.error("node %s (%s) of agent %s: %s", node.pk, node.kind, node.agent_id, reason)
+    return "", node_fail(node_id=node_id, owner=owner, error=reason, permanent=True)
+
+
+def task_run_end(*, node_id: int, token: str) -> None:
+    """Remove this run's mark: the task returned, its worker did not die in it."""
+    with transaction.atomic():
+        node = TaskNode.objects.select_for_update().filter(pk=node_id).only("params").first()
+        if node is None or (node.params or {}).get(RUN_KEY, {}).get("token") != token:
+            return
+        params = dict(node.params)
+        params.pop(RUN_KEY)
+        node.params = params
+        node.save(update_fields=["params"])
+
+
+def death_reason(*, node: TaskNode, deaths: int, last_worker: str) -> str:
+    """The failure an operator reads: which chat, which message, which media killed the workers."""
+    conversation = node.conversation
+    chat = f"conversation {conversation.pk} ({conversation.title or conversation.peer_id})"
+    message_id = node.graph.target_message_id
+    what = f"{chat}, message {message_id}" if message_id is not None else chat
+    media = ""
+    if message_id is not None:
+        parts = (
+            Message.objects.filter(conversation_id=conversation.pk, message_id=message_id)
+            .values_list("media", flat=True)
+            .first()
+        )
+        named = [
+            f"{part.get('media_kind', 'media')} {part.get('unique_id', '?')}"
+            for part in parts or []
+            if isinstance(part, dict)
+        ]
+        if named:
+            media = f" with media {', '.join(named)}"
+    return (
+        f"planning for {what}{media} killed its task worker {deaths} times (last {last_worker}); "
+        f"not run again (CINDY_TASK_MAX_DEATHS={settings.CINDY_TASK_MAX_DEATHS}). The next message "
+        "in the chat is planned as usual; if the media crashes a decoder, report it with its id."
+    )
+
+
+def task_runs_release(*, pid: int) -> int:
+    """Return the planning nodes whose task worker `pid` (of this host) died in them to pending at once,
+    under a new claim: the gateway queues them again and their next run counts the death."""
+    running = TaskNode.objects.filter(
+        status=NodeStatus.RUNNING, **{f"params__{RUN_KEY}__worker": worker_name(pid)}
+    ).values_list("pk", "lease_owner")
+    reason = f"the task worker (pid {pid}) died running this planning; queued again"
+    return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner in list(running))
