@@ -234,10 +234,15 @@ class GuardedSentinel(Sentinel):
             process.exitcode,
         )
         try:
-            llm_calls_interrupt(pids=[process.pid])
-            released = task_runs_release(pid=process.pid)
-            if released:
-                logger.warning("%s planning node(s) of worker pid %s queued again", released, process.pid)
+            if process.pid is not None:
+                llm_calls_interrupt(pids=[process.pid])
+                released, failed = task_runs_release(pid=process.pid)
+                logger.warning(
+                    "planning of worker pid %s: %s node(s) queued again, %s failed (CINDY_TASK_MAX_DEATHS)",
+                    process.pid,
+                    released,
+                    failed,
+                )
         except Exception:  # the watchdog re-queues them once the database answers
             logger.exception("could not re-queue the planning of task worker pid %s", process.pid)
         finally:

@@ -3,11 +3,14 @@
 A task that crashes its worker process (a native crash in a decoder, SIGKILL by the OOM killer, a
 django-q2 timeout) never returns, so nothing in the task records it. Each run of `run_received`
 therefore writes a mark on its node before it does any work (`params["task_run"]`: the worker, when)
-and removes it when it returns, whatever the outcome. A run that finds a mark left by an earlier run
-counts a death (`params["task_deaths"]`). At CINDY_TASK_MAX_DEATHS deaths the node fails for good with
-a reason naming the conversation, the message and its media, shown once in the activity stream (a
-`node_failed` event) and as one ERROR log line; the graph closes and the next message is planned as
-usual. The sentinel (engine/cluster.py) respawns only the dead worker when it died inside its task.
+and removes it when it returns, whatever the outcome. When the sentinel (engine/cluster.py) sees a worker die
+alone inside its task (busy, holding none of the queues' locks), it respawns that worker only, closes
+its LLM calls and counts a death on the node its mark names (`params["task_deaths"]`): the node goes
+back to pending at once, to be queued again, and at CINDY_TASK_MAX_DEATHS deaths it fails for good
+with a reason naming the conversation, the message and its media, shown once in the activity stream
+(a `node_failed` event) and as one ERROR log line; the graph closes and the next message is planned as
+usual. Deaths of the whole pool (the gateway killed, a pool replaced) are not the task's doing and do
+not count: the next run overwrites their mark.
 """
 
 from __future__ import annotations
@@ -29,32 +32,24 @@ RUN_KEY = "task_run"
 DEATHS_KEY = "task_deaths"
 
 
-def task_run_start(*, node_id: int, owner: str) -> tuple[str, str]:
-    """Mark the node's task as started. Returns (run token, "") to go on, or ("", outcome) when the
-    node is no longer held or has now killed CINDY_TASK_MAX_DEATHS workers (then it failed)."""
+def task_run_start(*, node_id: int, owner: str) -> str:
+    """Mark the node's task as started by this worker. Returns the run's token, or "" when the node
+    is no longer held under `owner`. A mark left by a run whose whole pool was killed (the gateway died,
+    the pool was replaced) is overwritten: that death was not the task's doing."""
+    token = uuid.uuid4().hex
     with transaction.atomic():
         node = (
             TaskNode.objects.select_for_update()
             .filter(pk=node_id, status=NodeStatus.RUNNING, lease_owner=owner)
+            .only("params")
             .first()
         )
         if node is None:
-            return "", "lost"
-        params = dict(node.params or {})
-        previous = params.get(RUN_KEY)
-        deaths = int(params.get(DEATHS_KEY, 0)) + (1 if previous else 0)
-        token = uuid.uuid4().hex
-        params[DEATHS_KEY] = deaths
-        params[RUN_KEY] = {"token": token, "worker": worker_name(), "started": now().isoformat()}
-        if deaths >= settings.CINDY_TASK_MAX_DEATHS:
-            params.pop(RUN_KEY)
-        node.params = params
+            return ""
+        mark = {"token": token, "worker": worker_name(), "started": now().isoformat()}
+        node.params = {**(node.params or {}), RUN_KEY: mark}
         node.save(update_fields=["params"])
-    if deaths < settings.CINDY_TASK_MAX_DEATHS:
-        return token, ""
-    reason = death_reason(node=node, deaths=deaths, last_worker=(previous or {}).get("worker", "?"))
-    logger.error("node %s (%s) of agent %s: %s", node.pk, node.kind, node.agent_id, reason)
-    return "", node_fail(node_id=node_id, owner=owner, error=reason, permanent=True)
+    return token
 
 
 def task_run_end(*, node_id: int, token: str) -> None:
@@ -96,11 +91,35 @@ def death_reason(*, node: TaskNode, deaths: int, last_worker: str) -> str:
     )
 
 
-def task_runs_release(*, pid: int) -> int:
-    """Return the planning nodes whose task worker `pid` (of this host) died in them to pending at once,
-    under a new claim: the gateway queues them again and their next run counts the death."""
+def task_runs_release(*, pid: int) -> tuple[int, int]:
+    """The task worker `pid` of this host died alone inside its task: count a death on the planning
+    it was running, and return that planning to pending at once under a new claim (the gateway queues
+    it again), or fail it at CINDY_TASK_MAX_DEATHS. Returns (queued again, failed)."""
+    worker = worker_name(pid)
     running = TaskNode.objects.filter(
-        status=NodeStatus.RUNNING, **{f"params__{RUN_KEY}__worker": worker_name(pid)}
+        status=NodeStatus.RUNNING, **{f"params__{RUN_KEY}__worker": worker}
     ).values_list("pk", "lease_owner")
-    reason = f"the task worker (pid {pid}) died running this planning; queued again"
-    return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner in list(running))
+    released = failed = 0
+    for pk, owner in list(running):
+        with transaction.atomic():
+            node = (
+                TaskNode.objects.select_for_update()
+                .filter(pk=pk, status=NodeStatus.RUNNING, lease_owner=owner)
+                .first()
+            )
+            if node is None or (node.params or {}).get(RUN_KEY, {}).get("worker") != worker:
+                continue
+            params = dict(node.params)
+            params.pop(RUN_KEY)
+            deaths = params[DEATHS_KEY] = int(params.get(DEATHS_KEY, 0)) + 1
+            node.params = params
+            node.save(update_fields=["params"])
+        limit = settings.CINDY_TASK_MAX_DEATHS
+        if deaths >= limit:
+            reason = death_reason(node=node, deaths=deaths, last_worker=worker)
+            logger.error("node %s (%s) of agent %s: %s", node.pk, node.kind, node.agent_id, reason)
+            failed += node_fail(node_id=pk, owner=owner, error=reason, permanent=True) == "deleted"
+        else:
+            why = f"its task worker (pid {pid}) died running it (death {deaths} of {limit}); queued again"
+            released += node_release(node_id=pk, owner=owner, reason=why)
+    return released, failed

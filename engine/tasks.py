@@ -60,9 +60,9 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     braked = brake_hold(node=node, owner=owner)  # engine/brakes.py: caps and rate limits
     if braked:
         return f"node {node_id}: not planned: {braked}"
-    token, outcome = task_run_start(node_id=node_id, owner=owner)  # engine/task_deaths.py
+    token = task_run_start(node_id=node_id, owner=owner)  # engine/task_deaths.py: deaths are counted
     if not token:
-        return f"node {node_id}: {outcome}"
+        return f"node {node_id} is held by another claim now; this task is stale, nothing to do"
     try:
         return _plan_and_apply(node_id=node_id, owner=owner, node=node)
     finally:

@@ -10,7 +10,8 @@ asserts what an operator relies on:
 - no LLM call is repeated for a turn whose first call finished;
 - every LLM call is costed;
 - no process of a killed gateway's tree outlives it by more than the lease;
-- a wedged worker pool is detected and replaced within 60 s, and the agent's activity shows it;
+- a wedged worker pool (an idle worker killed) is detected and replaced within 60 s, and the agent's
+  activity shows it; a busy worker killed inside its task is respawned alone, the pool runs on;
 - events coming due while the gateway is SIGKILLed around their due time and their chat's partner
   writes each reach the LLM and are acted on by exactly one finished turn;
 - with the workers run apart from the gateway (`runagents --no-workers` + `runworkers`), a busy
@@ -156,8 +157,12 @@ class Chaos:
         killed_at = time.monotonic()
         os.kill(victim, signal.SIGKILL)
         self.model.release()
-        if not busy:
-            self.random_burst()
+        if busy:
+            # Killed inside its task it held no queue lock: that worker alone is respawned.
+            self.answered(f"answers after busy worker {victim} was killed")
+            assert self.replacements() == before, self.fail("a busy worker's death replaced the pool")
+            return
+        self.random_burst()
         wait_for(
             lambda: self.replacements() > before,
             self.fail(f"the pool to be replaced after worker {victim} was killed"),
