@@ -23,12 +23,30 @@ WORKERS = 2
 ROUNDS = 3
 RUNS = 3
 ANSWER_SECONDS = 60
+REDIS_DB = 14
 
 
+def redis_url() -> str:
+    """A Redis database of its own for this test (CINDY_TEST_REDIS_URL's server), emptied; skips
+    without a server."""
+    import redis
+
+    base = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15").rsplit("/", 1)[0]
+    url = f"{base}/{REDIS_DB}"
+    try:
+        redis.Redis.from_url(url).flushdb()
+    except redis.exceptions.ConnectionError:
+        pytest.skip(f"no Redis answers at {url} (./test.sh starts one)")
+    return url
+
+
+@pytest.mark.parametrize("broker", ["database", "redis"])
 @pytest.mark.parametrize("run", range(RUNS))
-def test_a_pool_whose_every_process_is_killed_answers_the_next_message_within_a_minute(child, run):
+def test_a_pool_whose_every_process_is_killed_answers_the_next_message_within_a_minute(child, run, broker):
     env, db, llm, tmp = child
     env = env | {"CINDY_Q_WORKERS": str(WORKERS)}
+    if broker == "redis":
+        env["REDIS_URL"] = redis_url()
     llm.set_responder(ChaosLLM())
     log, workers_log = tmp / "gateway.log", tmp / "workers.log"
     gateway = start_gateway(env, log, "runagents", "--no-workers")
@@ -65,7 +83,7 @@ def test_a_pool_whose_every_process_is_killed_answers_the_next_message_within_a_
                     f"{exc}\nopen nodes {nodes}\nqueue {queue}\ngateway log:\n{log.read_text()[-3000:]}"
                 ) from None
             took.append(round(time.monotonic() - killed_at, 1))
-        print(f"run {run}: answered {took} s after each kill")
+        print(f"{broker} run {run}: answered {took} s after each kill")
     finally:
         driver.close()
         for process in (gateway, workers):
