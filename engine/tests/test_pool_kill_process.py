@@ -1,8 +1,9 @@
 """Every process of the worker pool SIGKILLed, in the production layout, three rounds, several runs.
 
 `runagents --no-workers` and `runworkers`: each round SIGKILLs every child of the pool's sentinel
-(the workers, the pusher and the monitor) and then writes a new sandbox message, which must be
-answered within 60 s. Repeated (RUNS) so a pass is not luck. The waits poll the child database
+(the workers, the pusher and the monitor) and then writes a new sandbox message (or, "mid-call",
+writes it first and kills the pool while its planning call is in flight), which must be answered
+within 60 s. On the database broker and on Redis (skipped without a Redis server). Repeated (RUNS) so a pass is not luck. The waits poll the child database
 against a deadline.
 """
 
@@ -40,14 +41,19 @@ def redis_url() -> str:
     return url
 
 
-@pytest.mark.parametrize("broker", ["database", "redis"])
+@pytest.mark.parametrize(
+    ("broker", "moment"), [("database", "idle"), ("database", "mid-call"), ("redis", "idle")]
+)
 @pytest.mark.parametrize("run", range(RUNS))
-def test_a_pool_whose_every_process_is_killed_answers_the_next_message_within_a_minute(child, run, broker):
+def test_a_pool_whose_every_process_is_killed_answers_the_next_message_within_a_minute(
+    child, run, broker, moment
+):
     env, db, llm, tmp = child
     env = env | {"CINDY_Q_WORKERS": str(WORKERS)}
     if broker == "redis":
         env["REDIS_URL"] = redis_url()
-    llm.set_responder(ChaosLLM())
+    model = ChaosLLM()
+    llm.set_responder(model)
     log, workers_log = tmp / "gateway.log", tmp / "workers.log"
     gateway = start_gateway(env, log, "runagents", "--no-workers")
     workers = start_gateway(env, workers_log, "runworkers")
@@ -62,10 +68,16 @@ def test_a_pool_whose_every_process_is_killed_answers_the_next_message_within_a_
                 f"round {round_}: the task worker pool",
                 workers_log,
             )
+            if moment == "mid-call":  # the message first, the pool killed inside its planning call
+                model.hold()
+                driver.say(f"Person {round_ + 1}", f"round {round_}: anyone there?")
+                wait_for(model.held.is_set, f"round {round_}: a planning call to hold", workers_log)
             for pid in pool:
                 os.kill(pid, signal.SIGKILL)
             killed_at = time.monotonic()
-            driver.say(f"Person {round_ + 1}", f"round {round_}: anyone there?")
+            model.release()
+            if moment == "idle":
+                driver.say(f"Person {round_ + 1}", f"round {round_}: anyone there?")
             try:
                 wait_for(
                     lambda: not pending_chats(db),
@@ -83,8 +95,9 @@ def test_a_pool_whose_every_process_is_killed_answers_the_next_message_within_a_
                     f"{exc}\nopen nodes {nodes}\nqueue {queue}\ngateway log:\n{log.read_text()[-3000:]}"
                 ) from None
             took.append(round(time.monotonic() - killed_at, 1))
-        print(f"{broker} run {run}: answered {took} s after each kill")
+        print(f"{broker} {moment} run {run}: answered {took} s after each kill")
     finally:
+        model.release()
         driver.close()
         for process in (gateway, workers):
             if group_alive(process.pid):
