@@ -6,8 +6,9 @@ killer, an operator's `kill -9`) takes the lock with it, and the respawned and s
 block on it forever while the pusher keeps taking tasks off the broker. The pusher and the monitor hold
 the queues' other locks the same way.
 
-`GuardedSentinel` runs django-q2's pool but treats any sudden death of a pool process (a worker that
-neither finished, recycled nor timed out; the pusher; the monitor) as a broken cluster: it kills every
+`GuardedSentinel` runs django-q2's pool but treats any sudden death of a pool process that may have
+held a queue lock (an idle worker; a busy one holding its timer's lock, which it does only while
+putting its result on the result queue; the pusher; the monitor) as a broken cluster: it kills every
 process of the pool, builds fresh queues and starts a new pool, at once (it waits on the processes'
 sentinels, so a death wakes it). Tasks
 in the dead pool's queue are lost, so the planning nodes its gateway had dispatched go back to pending
@@ -17,6 +18,10 @@ closed as interrupted (`LLMCall.worker` names the process). A pool run apart fro
 (`runagents --no-workers` + `runworkers`) returns every running planning node with no call in flight
 to pending itself (the tasks of its lost queue), and the gateway's watchdog re-runs the interrupted
 ones at its next check: the work is planned again within seconds in that layout too.
+
+A busy worker that dies inside its task's own code held no queue lock: only that worker is respawned,
+and the planning it was running is counted a death and queued again, or failed at
+CINDY_TASK_MAX_DEATHS (engine/task_deaths.py).
 
 Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
 the planning modules, and the SDK and client of each provider in use), so a worker's first task does
