@@ -220,7 +220,8 @@ def test_chaos_kills_lose_no_message_send_nothing_twice_and_repeat_no_finished_c
     assert repeated == [], chaos.fail(f"LLM calls repeated after a finished call of their turn: {repeated}")
     assert all(cost > 0 for *_, cost in calls), chaos.fail(f"uncosted LLM calls: {calls}")
     assert len(chaos.llm.requests) <= len(calls), chaos.fail("LLM requests without an LLMCall row")
-    assert chaos.replacements() >= FAULTS.count("idle worker") + FAULTS.count("busy worker")
+    # Each idle worker killed replaces the pool; a busy one killed in its task is respawned alone.
+    assert chaos.replacements() >= FAULTS.count("idle worker")
 
 
 def test_a_pool_that_takes_no_task_is_restarted_by_the_gateway_watchdog(child):
