@@ -410,6 +410,9 @@ CINDY_LEASE_SECONDS = _positive_int("CINDY_LEASE_SECONDS", 30)
 CINDY_NODE_LEASE_SECONDS = _positive_int("CINDY_NODE_LEASE_SECONDS", 600)
 # The gateway's planning watchdog (engine/watchdog.py): how long claimed planning may wait for a worker.
 CINDY_PLANNING_STALL_SECONDS = _positive_int("CINDY_PLANNING_STALL_SECONDS", 45)
+# A planning task whose worker died this many times while running it fails instead of running again
+# (engine/task_deaths.py).
+CINDY_TASK_MAX_DEATHS = _positive_int("CINDY_TASK_MAX_DEATHS", 2)
 # Health (engine/health.py): a gateway whose loop has not finished a pass for this long has a stalled tick.
 CINDY_TICK_STALL_SECONDS = _positive_int("CINDY_TICK_STALL_SECONDS", 120)
 

@@ -6,8 +6,9 @@ killer, an operator's `kill -9`) takes the lock with it, and the respawned and s
 block on it forever while the pusher keeps taking tasks off the broker. The pusher and the monitor hold
 the queues' other locks the same way.
 
-`GuardedSentinel` runs django-q2's pool but treats any sudden death of a pool process (a worker that
-neither finished, recycled nor timed out; the pusher; the monitor) as a broken cluster: it kills every
+`GuardedSentinel` runs django-q2's pool but treats any sudden death of a pool process that may have
+held a queue lock (an idle worker; a busy one holding its timer's lock, which it does only while
+putting its result on the result queue; the pusher; the monitor) as a broken cluster: it kills every
 process of the pool, builds fresh queues and starts a new pool, at once (it waits on the processes'
 sentinels, so a death wakes it). Tasks
 in the dead pool's queue are lost, so the planning nodes its gateway had dispatched go back to pending
@@ -17,6 +18,10 @@ closed as interrupted (`LLMCall.worker` names the process). A pool run apart fro
 (`runagents --no-workers` + `runworkers`) returns every running planning node with no call in flight
 to pending itself (the tasks of its lost queue), and the gateway's watchdog re-runs the interrupted
 ones at its next check: the work is planned again within seconds in that layout too.
+
+A busy worker that dies inside its task's own code held no queue lock: only that worker is respawned,
+and the planning it was running is counted a death and queued again, or failed at
+CINDY_TASK_MAX_DEATHS (engine/task_deaths.py).
 
 Before forking its first workers the pool loads the LLM stack planning needs (`preload_task_modules`:
 the planning modules, and the SDK and client of each provider in use), so a worker's first task does
@@ -68,6 +73,7 @@ from engine.health import beat_interval, host_name, process_beat, processes_forg
 from engine.lifeline import die_with_parent_hook
 from engine.models import ProcessHeartbeat
 from engine.retention import HOUSEKEEPING_BUDGET_SECONDS, retention_run
+from engine.task_deaths import task_runs_release
 from llm.usage import brain_nodes_release_unstarted, llm_calls_interrupt, llm_calls_mark_interrupted
 
 logger = logging.getLogger("engine.workers")
@@ -179,6 +185,8 @@ class GuardedSentinel(Sentinel):
                 return f"the task {role} (pid {process.pid}) died"
         for process in self.pool:
             if not process.is_alive() and self._timer(process) not in (RECYCLED, TIMED_OUT):
+                if self.died_in_task(process):
+                    continue  # it held no queue lock: `tend_workers` respawns it alone
                 state = "idle" if self._timer(process) == IDLE else "busy"
                 return f"{state} task worker pid {process.pid} died (exit status {process.exitcode})"
         return ""
@@ -194,6 +202,8 @@ class GuardedSentinel(Sentinel):
             if not process.is_alive():
                 if timer in (RECYCLED, TIMED_OUT):
                     self.reincarnate(process)
+                elif self.died_in_task(process):
+                    self.task_death(process)
                 continue
             if timer == TIMED_OUT:
                 self.reincarnate(process)
@@ -205,6 +215,44 @@ class GuardedSentinel(Sentinel):
                         process.timer.get_obj().value -= cycle
                 finally:
                     lock.release()
+
+    @staticmethod
+    def died_in_task(process: Process) -> bool:
+        """A dead worker that was running its task's own code: busy (its timer counts down) and not
+        holding its timer's lock, which it takes only to put its result on the shared result queue. It
+        took its task off the task queue before, so it held none of the queues' locks: the pool is
+        sound and only this worker is replaced."""
+        if process.is_alive() or (process.timer.get_obj().value or 0) <= 0:
+            return False
+        lock = process.timer.get_lock()
+        if not lock.acquire(block=False):
+            return False
+        lock.release()
+        return True
+
+    def task_death(self, process: Process) -> None:
+        """Respawn a worker killed by its task, close its LLM calls and re-queue its planning at once
+        (its next run counts the death: engine/task_deaths.py). The rest of the pool runs on."""
+        logger.error(
+            "task worker pid %s died running a task (exit status %s); replacing that worker only",
+            process.pid,
+            process.exitcode,
+        )
+        try:
+            if process.pid is not None:
+                llm_calls_interrupt(pids=[process.pid])
+                released, failed = task_runs_release(pid=process.pid)
+                logger.warning(
+                    "planning of worker pid %s: %s node(s) queued again, %s failed (CINDY_TASK_MAX_DEATHS)",
+                    process.pid,
+                    released,
+                    failed,
+                )
+        except Exception:  # the watchdog re-queues them once the database answers
+            logger.exception("could not re-queue the planning of task worker pid %s", process.pid)
+        finally:
+            db.connections.close_all()
+        self.reincarnate(process)
 
     def replace_pool(self, reason: str) -> None:
         """Kill every pool process, start a fresh pool on new queues, and re-plan what was lost."""

@@ -22,6 +22,7 @@ from conversations.services.graphs import PlannedNode, graph_append_plan
 from conversations.services.nodes import node_defer, node_fail
 from engine.brakes import brake_hold
 from engine.schedule_planning import schedule_retry_after_config_error
+from engine.task_deaths import task_run_end, task_run_start
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMPermanentError, LLMTransientError
 from memory.services.stored import stored_entry_apply
 from memory.stored_kinds import StoreContext, is_stored_kind
@@ -59,6 +60,16 @@ def run_received(node_id: int, owner: str | None = None) -> str:
     braked = brake_hold(node=node, owner=owner)  # engine/brakes.py: caps and rate limits
     if braked:
         return f"node {node_id}: not planned: {braked}"
+    token = task_run_start(node_id=node_id, owner=owner)  # engine/task_deaths.py: deaths are counted
+    if not token:
+        return f"node {node_id} is held by another claim now; this task is stale, nothing to do"
+    try:
+        return _plan_and_apply(node_id=node_id, owner=owner, node=node)
+    finally:
+        task_run_end(node_id=node_id, token=token)
+
+
+def _plan_and_apply(*, node_id: int, owner: str, node: TaskNode) -> str:
     from engine.voice_render import voice_tasks_render  # imported here: the LLM stack loads only on workers
     from llm.planning import plan_turn, turn_budget_seconds
 

@@ -4,6 +4,7 @@ is due instead of every guard cycle, and writes django-q2's status only where an
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from multiprocessing import Value
 
@@ -92,17 +93,25 @@ class _Alive:
 def test_a_worker_that_died_between_the_death_check_and_the_tending_is_left_for_the_pool_replacement(
     sentinel,
 ):
-    """Only recycled and timed-out workers are respawned one by one; a worker that died otherwise (here
-    after the round's `sudden_death` look) is left to the next round's, which replaces the pool."""
-    _workers(sentinel, IDLE, RECYCLED, TIMED_OUT, 30.0)  # none started: each is a dead worker
-    idle, recycled, timed_out, busy = sentinel.pool
+    """Recycled and timed-out workers are respawned one by one, and so is a busy worker that died in
+    its task's code (it held no queue lock); a worker that died otherwise (here after the round's
+    `sudden_death` look) is left to the next round's, which replaces the pool."""
+    _workers(sentinel, IDLE, RECYCLED, TIMED_OUT, 30.0, 30.0)  # none started: each is a dead worker
+    idle, recycled, timed_out, busy, putting = sentinel.pool
     respawned = []
     sentinel.reincarnate = respawned.append
     sentinel.pusher = sentinel.monitor = _Alive()
+    # Died putting its result on the shared result queue, its timer's lock held (by another thread
+    # here: the lock is re-entrant for its holder, and another process in the pool).
+    holder = threading.Thread(target=putting.timer.get_lock().acquire)
+    holder.start()
+    holder.join()
 
     sentinel.tend_workers(Conf.GUARD_CYCLE)
 
-    assert respawned == [recycled, timed_out]
+    assert respawned == [recycled, timed_out, busy]
     assert "idle task worker" in sentinel.sudden_death()
     sentinel.pool = [busy]
+    assert sentinel.sudden_death() == ""  # died in its task: not a reason to replace the pool
+    sentinel.pool = [putting]
     assert "busy task worker" in sentinel.sudden_death()
