@@ -177,17 +177,27 @@ def recalled_hits(
         held = set(informative_words(hit.text))
         if not any(len(words & held) >= needed for words, needed in lines):
             continue
-        if hit.kind != "message" and _shown_already(hit.text, shown):
+        if hit.kind != "message" and _shown_already(hit.text, shown, document=hit.kind == "document"):
             continue
         kept.append(hit)
     return kept
 
 
-def _shown_already(text: str, shown: str) -> bool:
+def _shown_already(text: str, shown: str, *, document: bool = False) -> bool:
     """Whether the prompt shows `text` already: as it is (a retrieved page) or inside a JSON list (a
-    stored entry's content)."""
+    stored entry's content). A document's first section starts with its file name on a line of its
+    own (recall/sources.py), which the document retrieved as `file:NAME` does not show: the section
+    without that line counts."""
     text = text.strip()
-    return bool(text) and (text in shown or json.dumps(text, ensure_ascii=False)[1:-1] in shown)
+    if not text:
+        return False
+    if text in shown or json.dumps(text, ensure_ascii=False)[1:-1] in shown:
+        return True
+    if document:
+        _, _, body = text.partition("\n")
+        body = body.strip()
+        return bool(body) and body in shown
+    return False
 
 
 def recalled_section(
