@@ -28,6 +28,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
+from schemathesis.core.parameters import ParameterLocation
 
 from api.services.tokens import api_token_create
 from conversations.models import Conversation, Message, NodeStatus, TaskNode
@@ -102,7 +103,11 @@ def stage(django_user_model, clock, settings, tmp_path):
 
 
 def _on_stage(case, stage) -> None:
-    """Points the case at the staged agent and conversation (a generated id would only find 404)."""
+    """Points the case at the staged agent and conversation (a generated id would only find 404). A
+    path generated to be invalid (negative data: a boolean for an id) is left as it is, so that the
+    request stays as invalid as schemathesis expects."""
+    if case.meta is not None and case.meta.is_negative_at(ParameterLocation.PATH):
+        return
     for name in ("agent_id", "conversation_id"):
         if case.path_parameters and name in case.path_parameters:
             case.path_parameters[name] = stage[name]
