@@ -158,9 +158,11 @@ class Chaos:
         os.kill(victim, signal.SIGKILL)
         self.model.release()
         if busy:
-            # Killed inside its task it held no queue lock: that worker alone is respawned.
+            # Killed inside its task, it usually held no queue lock and that worker alone is respawned
+            # (engine/tests/test_task_deaths_process.py pins that); at a random moment it may also
+            # have been between its call and its result, where the whole pool is replaced. Either way
+            # the message is answered once.
             self.answered(f"answers after busy worker {victim} was killed")
-            assert self.replacements() == before, self.fail("a busy worker's death replaced the pool")
             return
         self.random_burst()
         wait_for(
