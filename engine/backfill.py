@@ -20,6 +20,7 @@ from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
 from agents.services.telegram_requests import gateway_request_create
 from cindy_site.clock import now
+from cindy_site.progress import ProgressPace
 from conversations.models import BackfillMark, Conversation
 from engine.backfill_requests import PAGE_LIMIT
 from engine.leases import leases_live
@@ -29,8 +30,6 @@ Status = GatewayRequest.Status
 CLAIM_TIMEOUT = 60.0
 #: Seconds between two looks at a page request the gateway has not answered yet.
 POLL_SECONDS = 0.2
-#: Seconds between two progress lines of one chat.
-PROGRESS_SECONDS = 3.0
 
 
 class BackfillError(Exception):
@@ -176,7 +175,7 @@ class Backfill:
             outcome.state = "already"
             self.out(f"{self.agent.name}: {outcome.line()}")
             return outcome
-        shown = time.monotonic()
+        pace = ProgressPace()
         while not outcome.state:
             if self.stopping():
                 outcome.state = "interrupted"
@@ -214,8 +213,7 @@ class Backfill:
             mark = BackfillMark.objects.get(agent=self.agent, peer_id=peer_id)
             outcome.oldest_date = mark.oldest_date
             outcome.state = _finished(mark, self.since)
-            if not outcome.state and time.monotonic() - shown >= PROGRESS_SECONDS:
-                shown = time.monotonic()
+            if not outcome.state and pace.due():
                 self.out(f"{self.agent.name}: {outcome.line()}")
         self.out(f"{self.agent.name}: {outcome.line()}")
         return outcome

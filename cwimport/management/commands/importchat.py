@@ -13,12 +13,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
 from cindy_site.clock import get_clock
+from cindy_site.progress import ProgressPace
 from cwimport.chatexport.chats import export_chats
 from cwimport.chatexport.importing import DEFAULT_BATCH, ChatImport
 from cwimport.chatexport.reading import ChatExportError, read_export
 
-#: Seconds between two progress lines when the output is not a terminal.
-PROGRESS_SECONDS = 3.0
 BAR_WIDTH = 30
 
 
@@ -87,7 +86,7 @@ class Command(BaseCommand):
         names = ", ".join(chat.where for chat in export.chats)
         self.stdout.write(f"{agent.name}: importing {run.total} messages of {names}")
         self.terminal = self.stdout.isatty()
-        self.shown = get_clock().monotonic()
+        self.pace = ProgressPace(monotonic=get_clock().monotonic)
         previous = signal.signal(signal.SIGINT, lambda signum, frame: run.stop())
         try:
             summary = run.run()
@@ -109,9 +108,7 @@ class Command(BaseCommand):
             self.stdout.write(f"\r[{bar}] {done:,}/{total:,} messages", ending="")
             self.stdout.flush()
             return
-        clock = get_clock().monotonic()
-        if clock - self.shown >= PROGRESS_SECONDS or done == total:
-            self.shown = clock
+        if self.pace.due() or done == total:
             self.stdout.write(f"{done:,}/{total:,} messages read")
 
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import signal
-import time
 
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
+from cindy_site.progress import ProgressPace
 from recall.build import BUILD_ORDER, DEFAULT_BATCH, build_batch, build_forget, vectors_batch
-
-#: Seconds between two progress lines.
-PROGRESS_SECONDS = 3.0
 
 
 class Command(BaseCommand):
@@ -73,7 +70,7 @@ class Command(BaseCommand):
     def _build(self, agent: Agent, *, batch: int) -> bool:
         """Index every kind of the agent; False when interrupted."""
         totals: dict[str, tuple[int, int]] = {}
-        shown = time.monotonic()
+        pace = ProgressPace()
         for kind in BUILD_ORDER:
             rows = entries = 0
             while not self.stopping:
@@ -81,8 +78,7 @@ class Command(BaseCommand):
                 if not outcome.rows:
                     break
                 rows, entries = rows + outcome.rows, entries + outcome.entries
-                if time.monotonic() - shown >= PROGRESS_SECONDS:
-                    shown = time.monotonic()
+                if pace.due():
                     self.stdout.write(
                         f"{agent.name}: {kind}: {rows} rows read, {entries} entries written so far"
                     )
