@@ -410,7 +410,11 @@ TELEGRAM_INBOUND_AGENTS = 100
 def _telegram_world():
     """The fake LLM server and the MTProto stand-in, running: (server, stand-in, env, gateway log)."""
     from cindy_site.testing.fake_llm import FakeLLMServer
-    from cindy_site.testing.mtproto import StandIn
+
+    try:
+        from cindy_site.testing.mtproto import StandIn
+    except ImportError:  # a checkout from before the stand-in moved out of `conversations` (--against)
+        from conversations.testing.mtproto import StandIn
 
     server = FakeLLMServer().start()
     standin = StandIn().start()
