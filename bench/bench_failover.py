@@ -21,12 +21,14 @@ Figures, each beside its goal:
 - the seconds from the route's recovery to its breaker closing: goal ≤ 60 s.
 
 Run: .venv/bin/python bench/bench_failover.py [--rounds N] [--outage SECONDS] [--rate PER_SECOND]
-Each round runs in its own process on its own temporary database; the figures printed are the medians
-of the rounds (2 by default). `--outage 20` is a quick run.
+[--agents N] (`--help` lists them). Each round runs in its own process on its own temporary database
+(the internal `--round` mode); the figures printed are the medians of the rounds (2 by default).
+`--outage 20` is a quick run.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
@@ -296,14 +298,14 @@ def _seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} s"
 
 
-def report(rounds: list[dict], outage: float, rate: float) -> None:
+def report(rounds: list[dict], outage: float, rate: float, agents: int = AGENTS) -> None:
     lost, twice = _median(rounds, "lost"), _median(rounds, "twice")
     delay, opened = _median(rounds, "p95_added_s"), _median(rounds, "failed_before_open")
     closed = _median(rounds, "closed_after_s")
     never_closed = sum(1 for r in rounds if r["closed_after_s"] is None)
     not_closed = f" ({never_closed} round(s) did not close within {CLOSE_DEADLINE_SECONDS:g} s)"
     print(
-        f"failover, {AGENTS} sandbox agents, primary {PRIMARY_MODEL} down (503) for {outage:g} s, fallback "
+        f"failover, {agents} sandbox agents, primary {PRIMARY_MODEL} down (503) for {outage:g} s, fallback "
         f"{FALLBACK}, {rate:g} messages/s; medians of {len(rounds)} round(s) "
         f"({', '.join(str(r['messages']) for r in rounds)} messages, "
         f"{', '.join(str(r['during']) for r in rounds)} during the outage):"
@@ -335,16 +337,75 @@ def report(rounds: list[dict], outage: float, rate: float) -> None:
     )
 
 
-def _option(name: str, default: str) -> str:
-    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else default
+def _positive(kind: type):
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: give more than 0")
+        return value
+
+    return parse
 
 
-def main() -> None:
-    rounds, outage = int(_option("--rounds", "2")), float(_option("--outage", "120"))
-    rate = float(_option("--rate", "2"))
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The bench's options; `--help` prints them and runs nothing."""
+    parser = argparse.ArgumentParser(
+        prog="bench_failover.py",
+        description="Failover benchmark: sandbox agents talking while their LLM route is down (a 503 "
+        "outage of the primary model, a fallback answering); prints figures beside their goals.",
+        epilog="Each round runs in its own process on its own temporary database; the figures are the "
+        "medians of the rounds. A quick run: --outage 20.",
+    )
+    parser.add_argument(
+        "--rounds", type=_positive(int), default=2, metavar="N", help="rounds to run (default: 2)"
+    )
+    parser.add_argument(
+        "--outage",
+        "--outage-seconds",
+        dest="outage",
+        type=_positive(float),
+        default=120.0,
+        metavar="SECONDS",
+        help="how long the primary model answers 503 (default: 120)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=_positive(float),
+        default=2.0,
+        metavar="PER_SECOND",
+        help="messages a second, all people together (default: 2)",
+    )
+    parser.add_argument(
+        "--agents",
+        type=_positive(int),
+        default=AGENTS,
+        metavar="N",
+        help=f"sandbox agents, one person each (default: {AGENTS}; the goals are stated for {AGENTS})",
+    )
+    return parser.parse_args(argv)
+
+
+def round_command(env: dict[str, str], outage: float, rate: float, agents: int) -> list[str]:
+    """The command of one round's process (the internal `--round` mode)."""
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--round",
+        json.dumps(env),
+        str(outage),
+        str(rate),
+        str(agents),
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for number in range(rounds):
+        for number in range(args.rounds):
             env = {
                 "SECRET_KEY": "bench-only",
                 "CINDY_ENV_FILE": os.devnull,
@@ -352,16 +413,7 @@ def main() -> None:
                 "CINDY_SQLITE_PATH": str(Path(tmp) / f"failover-{number}.sqlite3"),
             }
             done = subprocess.run(
-                [
-                    sys.executable,
-                    str(Path(__file__).resolve()),
-                    "--round",
-                    json.dumps(env),
-                    str(outage),
-                    str(rate),
-                ],
-                capture_output=True,
-                text=True,
+                round_command(env, args.outage, args.rate, args.agents), capture_output=True, text=True
             )
             line = next((x for x in done.stdout.splitlines() if x.startswith("ROUND ")), None)
             if line is None:
@@ -369,15 +421,22 @@ def main() -> None:
                 continue
             results.append(json.loads(line[len("ROUND ") :]))
     if results:
-        report(results, outage, rate)
+        report(results, args.outage, args.rate, args.agents)
+
+
+def run_round(args: list[str]) -> None:
+    """The internal `--round ENV OUTAGE RATE [AGENTS]` mode: one round in this process, its figures
+    printed as one `ROUND {...}` line for `main` to read."""
+    child_env, outage_s, rate_s, *rest = args
+    for key in ("DATABASE_URL", "REDIS_URL"):
+        os.environ.pop(key, None)
+    setup_django(json.loads(child_env))
+    count = int(rest[0]) if rest else AGENTS
+    print("ROUND " + json.dumps(one_round(float(outage_s), float(rate_s), count)), flush=True)
 
 
 if __name__ == "__main__":
     if "--round" in sys.argv:
-        child_env, outage_s, rate_s = sys.argv[sys.argv.index("--round") + 1 :][:3]
-        for key in ("DATABASE_URL", "REDIS_URL"):
-            os.environ.pop(key, None)
-        setup_django(json.loads(child_env))
-        print("ROUND " + json.dumps(one_round(float(outage_s), float(rate_s), AGENTS)), flush=True)
+        run_round(sys.argv[sys.argv.index("--round") + 1 :][:4])
     else:
         main()

@@ -199,6 +199,9 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             "stored": stored,
             "errors": errors,
             "notes": notes,
+            # What a provider worked around (not a task adjusted: no event of its own, the calls' own
+            # activity lines say it).
+            "call_notes": list(getattr(result, "call_notes", [])),
             "llm_call_ids": list(result.llm_call_ids),
             # For the operator's task log: what the agent thought and stored (remember, plan...).
             "think": list(result.thoughts),

@@ -15,6 +15,9 @@ class PlanResult:
     )  # LLM order; think dropped, retrieve resolved, refusals removed
     errors: list[str] = field(default_factory=list)  # invalid or unknown tasks, never executed
     notes: list[str] = field(default_factory=list)  # tasks dropped or bounded (empty send, long wait)
+    #: What a provider worked around on the turn's calls (an endpoint that refused `response_format`):
+    #: no task changed, and each call's row and `llm_call` activity line already say it.
+    call_notes: list[str] = field(default_factory=list)
     llm_call_ids: list[int] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)  # the final reply's think texts, for the task log
     refused: list[str] = field(default_factory=list)  # "kind: reason" of tasks the policy refused

@@ -268,7 +268,8 @@ def plan_turn(
     return PlanResult(
         tasks=allowed,
         errors=errors,
-        notes=[*provider_notes, *parsed.notes, *repeat_notes, *picture_notes],
+        notes=[*parsed.notes, *repeat_notes, *picture_notes],
+        call_notes=provider_notes,
         llm_call_ids=call_ids,
         thoughts=thoughts,
         refused=[f"{r.task.kind}: {r.reason}" for r in refused],

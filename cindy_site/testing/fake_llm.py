@@ -32,7 +32,9 @@ requests fail with that HTTP status, in the provider's error format. Every reque
 
 `refuse_response_format(status, message)` answers every chat completion that carries a
 `response_format` with that error, as a server without structured output does (llama.cpp's and older
-servers' 400); `refuse_response_format(None)` accepts it again. The refused requests are recorded.
+servers' 400); `refuse_response_format(None)` accepts it again. With `times=N` only the next N such
+requests are refused; `response_format_refusals_left()` says how many of them were never requested.
+The refused requests are recorded.
 
 `fail_model(model, status, times)` fails only the requests for one model (a route's outage while the
 other routes answer): the next `times` of them, or every one until `recover_model(model)` when
@@ -85,6 +87,8 @@ class _State:
     model_failures: dict[str, tuple[Failure, int | None]] = field(default_factory=dict)
     #: The error for a chat completion with a `response_format` (None: accepted, the reply as scripted).
     response_format_refusal: Failure | None = None
+    #: How many more such requests are refused (None: every one, until accepted again).
+    response_format_refusals: int | None = None
 
 
 class FakeLLMServer:
@@ -247,11 +251,23 @@ class FakeLLMServer:
         status: int | None = 400,
         *,
         message: str = "response_format of type json_schema is not supported",
+        times: int | None = None,
     ) -> None:
         """Answer every chat completion carrying a `response_format` with HTTP `status` (None: accept
-        it again); other requests are answered as usual."""
+        it again), or only the next `times` of them; other requests are answered as usual."""
+        if times is not None and times < 1:
+            raise ValueError(f"refuse_response_format times is {times!r}: give 1 or more, or None for all")
         with self._lock:
             self._state.response_format_refusal = None if status is None else Failure(status, message)
+            self._state.response_format_refusals = None if status is None else times
+
+    def response_format_refusals_left(self) -> int | None:
+        """How many counted refusals of `response_format` were never requested (None: refusing every
+        one; 0: none left)."""
+        with self._lock:
+            if self._state.response_format_refusal is None:
+                return 0
+            return self._state.response_format_refusals
 
     def fail_next_speech(self, status: int, times: int = 1, *, message: str = "") -> None:
         """Answer the next `times` speech requests with HTTP `status` (other requests are unaffected)."""
@@ -306,6 +322,12 @@ class FakeLLMServer:
             refusal = self._state.response_format_refusal
             if refusal is not None and isinstance(recorded.json, dict) and "response_format" in recorded.json:
                 if recorded.path.endswith("/chat/completions"):
+                    left = self._state.response_format_refusals
+                    if left is not None and left <= 1:
+                        self._state.response_format_refusal = None
+                        self._state.response_format_refusals = None
+                    elif left is not None:
+                        self._state.response_format_refusals = left - 1
                     return refusal
             outage = self._state.model_failures.get(recorded.model)
             if outage is not None:

@@ -179,3 +179,45 @@ def test_no_bench_prints_a_verdict_of_its_own_beyond_the_known_ones():
         "a bench prints a verdict of its own: declare the figure in bench/figures.py and print it through "
         "Declared.figure(...).line() (or, once one is gone, lower its count in OWN_VERDICTS)"
     )
+
+
+@pytest.fixture
+def failover_bench():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("bench_failover")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_the_failover_bench_s_help_lists_its_options_and_runs_nothing(failover_bench, capsys):
+    with pytest.raises(SystemExit) as exited:  # before any round: argparse answers --help and exits
+        failover_bench.main(["--help"])
+
+    assert exited.value.code == 0
+    usage = capsys.readouterr().out
+    for option in (
+        "--rounds N",
+        "--outage SECONDS",
+        "--outage-seconds SECONDS",
+        "--rate PER_SECOND",
+        "--agents N",
+    ):
+        assert option in usage
+
+
+def test_the_failover_bench_reads_its_options_and_hands_them_to_each_round(failover_bench):
+    args = failover_bench.parse_args(
+        ["--rounds", "3", "--outage-seconds", "20", "--rate", "1.5", "--agents", "10"]
+    )
+    assert (args.rounds, args.outage, args.rate, args.agents) == (3, 20.0, 1.5, 10)
+    defaults = failover_bench.parse_args([])
+    assert (defaults.rounds, defaults.outage, defaults.rate, defaults.agents) == (2, 120.0, 2.0, 100)
+    for bad in (["--rounds", "0"], ["--outage", "-5"], ["--rate", "fast"], ["--outage"]):
+        with pytest.raises(SystemExit) as refused:
+            failover_bench.parse_args(bad)
+        assert refused.value.code == 2
+
+    command = failover_bench.round_command({"SECRET_KEY": "x"}, args.outage, args.rate, args.agents)
+    mode = command[command.index("--round") + 1 :]
+    assert mode == ['{"SECRET_KEY": "x"}', "20.0", "1.5", "10"]  # ENV OUTAGE RATE AGENTS, run_round's order

@@ -95,7 +95,8 @@ def test_a_server_that_refuses_response_format_answers_the_same_turn_in_the_lega
     assert (call.input_tokens, call.output_tokens) == (1000, 100)
     event = ActivityEvent.objects.get(kind=ActivityEvent.Kind.LLM_CALL)
     assert "refused response_format" in event.summary and "refused response_format" in event.data["note"]
-    assert any("refused response_format" in note for note in first.notes)
+    assert any("refused response_format" in note for note in first.call_notes)
+    assert not first.notes  # no task was adjusted
     said = [r for r in caplog.records if "refused response_format" in r.getMessage()]
     assert [r.levelno for r in said] == [logging.INFO]
 
@@ -105,7 +106,7 @@ def test_a_server_that_refuses_response_format_answers_the_same_turn_in_the_lega
     assert len(ollama.requests) == 3 and "response_format" not in ollama.requests[2].json
     assert LLMCall.objects.filter(error="").count() == 1  # the second call has no note
     assert len([r for r in caplog.records if "response_format" in r.getMessage()]) == 1  # said once
-    assert not second.notes
+    assert not second.notes and not second.call_notes
 
 
 def test_a_server_that_ignores_response_format_is_read_and_not_sent_it_again(dm, ollama, make_node, clock):

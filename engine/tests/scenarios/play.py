@@ -68,6 +68,8 @@ class Player:
         stage.script(scenario)
         if scenario.backlog is not None:  # seeded before the stage started (Stage.world_setup)
             self.seen[scenario.people[0]] = scenario.backlog.count  # the backlog is not this run's sending
+        if scenario.llm:  # the operator puts the persona on this LLM first (its `# LLM`)
+            stage.set_llm(scenario.persona, scenario.llm)
         try:
             for turn in scenario.turns:
                 if not self.turn(turn):
@@ -75,6 +77,9 @@ class Player:
         except Exception:
             stage.close_active(scenario)
             raise
+        finally:
+            if scenario.llm:  # and back on the shipped one, for the next scenarios
+                stage.set_llm(scenario.persona, stage.shipped_llm[scenario.persona])
         if self.stopped:
             stage.close_active(scenario)
         stage.clear_present(scenario.persona)

@@ -1,5 +1,6 @@
-"""Playing a turn's `[turn.routes]` table (routes.py) on the stage: the outage and the cool-down
-before the turn's message, the checks after it, and the outages' leftovers at the scenario's end."""
+"""Playing a turn's `[turn.routes]` table (routes.py) on the stage: the outage, the endpoint's refusal
+of `response_format` and the cool-down before the turn's message, the checks after it, and the
+outages' and refusals' leftovers at the scenario's end."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class Mark:
 
     call_id: int
     event_id: int
+    requests: int  # how many requests the stand-in had recorded
 
 
 def prepare(stage: Stage, scenario: Scenario, turn: Turn) -> Mark:
@@ -26,6 +28,8 @@ def prepare(stage: Stage, scenario: Scenario, turn: Turn) -> Mark:
     checks = turn.routes
     if checks is not None and checks.fail is not None:
         stage.llm.fail_model(checks.fail.model, checks.fail.status, checks.fail.times)
+    if checks is not None and checks.refuse_response_format:
+        stage.llm.refuse_response_format(checks.refuse_response_format, times=1)
     if checks is not None and checks.cooled:
         state, open_until = breaker(stage, checks.cooled)
         assert state == "open" and open_until is not None, (
@@ -39,7 +43,7 @@ def prepare(stage: Stage, scenario: Scenario, turn: Turn) -> Mark:
         )
     calls = stage.db.query("SELECT COALESCE(MAX(id), 0) FROM llm_llmcall")[0][0]
     events = stage.db.query("SELECT COALESCE(MAX(id), 0) FROM conversations_activityevent")[0][0]
-    return Mark(call_id=calls, event_id=events)
+    return Mark(call_id=calls, event_id=events, requests=len(stage.llm.requests))
 
 
 def check(stage: Stage, scenario: Scenario, turn: Turn, mark: Mark) -> list[str]:
@@ -68,6 +72,25 @@ def check(stage: Stage, scenario: Scenario, turn: Turn, mark: Mark) -> list[str]
             problems.append(
                 f"{at}: the activity says the turn was answered by {said}, expected {[checks.answered_by]}"
             )
+    if checks.formats is not None:
+        formats = [
+            "response_format" if isinstance(r.json, dict) and "response_format" in r.json else "prompt"
+            for r in stage.endpoint_requests(mark.requests)
+        ]
+        if formats != list(checks.formats):
+            problems.append(
+                f"{at}: the endpoint's requests asked for the format by {formats}, expected {list(checks.formats)}"
+            )
+    if checks.note:
+        rows = stage.db.query(
+            "SELECT error FROM llm_llmcall WHERE purpose = 'plan' AND "
+            f"id > {mark.call_id} AND conversation_id IN ({ids}) AND status = 'ok' ORDER BY id"
+        )
+        notes = [error for (error,) in rows]
+        if len(rows) != 1 or checks.note not in notes[0]:
+            problems.append(
+                f"{at}: the answering LLM calls' notes are {notes}, expected one holding {checks.note!r}"
+            )
     for route, expected in checks.breakers:
         state, _open_until = breaker(stage, route)
         if state != expected:
@@ -76,10 +99,18 @@ def check(stage: Stage, scenario: Scenario, turn: Turn, mark: Mark) -> list[str]
 
 
 def leftover(llm: FakeLLMServer, scenario: Scenario) -> list[str]:
-    """At the end of the scenario: outages on the stand-in `llm` whose failures were not all requested
-    (ended here, so they do not reach the next scenario)."""
+    """At the end of the scenario: outages on the stand-in `llm` whose failures were not all requested,
+    and a refusal of `response_format` no request met (ended here, so they do not reach the next
+    scenario)."""
     models = {t.routes.fail.model for t in scenario.turns if t.routes is not None and t.routes.fail}
     problems = []
+    if any(t.routes is not None and t.routes.refuse_response_format for t in scenario.turns):
+        left = llm.response_format_refusals_left()
+        llm.refuse_response_format(None)
+        if left:
+            problems.append(
+                f"{left} refusal(s) of response_format were never requested: no request to the endpoint carried it"
+            )
     for model in sorted(models):
         left = llm.recover_model(model)
         if left:

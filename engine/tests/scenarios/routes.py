@@ -25,8 +25,27 @@ A turn's `[turn.routes]` sub-table (TOML: after the turn's own keys):
                              # each route's breaker after the turn: "closed" (also: no row yet),
                              #   "open" or "probing"
 
+The self-hosted endpoint's keys (the stage serves `ollama` on its own path of the stand-in,
+stage.ENDPOINT_PATH; a persona's `llm = "ollama:llama3.1"` routes there):
+
+    refuse_response_format = 400
+                             # optional: from before the message, the stand-in refuses the next chat
+                             #   completion carrying a `response_format` with HTTP 400 (or 422) and a
+                             #   message naming it, as a server without structured output does; it must
+                             #   be requested by the end of the scenario
+    formats = ["response_format", "prompt"]
+                             # each request the turn made to the endpoint, in order: whether it carried
+                             #   the reply schema as `response_format` or left the format to the prompt
+    markdown = true          # the endpoint answers a request without `response_format` in the original's
+                             #   Markdown task blocks (`# «send»`; send and think only), which the
+                             #   legacy parser reads; with it, as `{"tasks": [...]}` (a constrained server)
+    note = "ollama refused response_format (400"
+                             # text the note of the turn's answering LLM call holds (its `error`, while
+                             #   its status is ok); "" (the default when omitted: unchecked)
+
 A failing request is answered before the chat's script, so it takes none of the turn's replies: the
-turn's `reply` is what the route that answers receives.
+turn's `reply` is what the route that answers receives. A refused `response_format` is answered before
+the model's outage and the script alike.
 """
 
 from __future__ import annotations
@@ -35,8 +54,22 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-ROUTE_KEYS = ("fail", "cooled", "tried", "answered_by", "breakers")
+ROUTE_KEYS = (
+    "fail",
+    "cooled",
+    "tried",
+    "answered_by",
+    "breakers",
+    "refuse_response_format",
+    "formats",
+    "markdown",
+    "note",
+)
 BREAKER_STATES = ("closed", "open", "probing")
+#: How a request to an endpoint asked for the reply's format (`formats`).
+FORMATS = ("response_format", "prompt")
+#: The kinds an endpoint's `markdown` reply may hold: the blocks `markdown_reply` writes.
+MARKDOWN_KINDS = ("send", "think")
 _ROUTE = re.compile(r"^[a-z][a-z0-9_-]*/\S+$")
 #: A planning turn's activity line and the route it names (engine/tasks.py).
 ANSWERED = re.compile(r"^received #\d+: planned .* \(answered by (?P<route>.+)\)$", re.DOTALL)
@@ -65,6 +98,10 @@ class RouteChecks:
     tried: tuple[str, ...] | None = None
     answered_by: str = ""
     breakers: tuple[tuple[str, str], ...] = ()  # (route, state) after the turn
+    refuse_response_format: int = 0  # the status the endpoint refuses the next `response_format` with
+    formats: tuple[str, ...] | None = None  # per endpoint request: "response_format" or "prompt"
+    markdown: bool = False  # the endpoint answers without `response_format` in Markdown task blocks
+    note: str = ""  # text the answering call's note holds
 
 
 def parse_routes(at: str, value: Any) -> RouteChecks | None:
@@ -101,13 +138,51 @@ def parse_routes(at: str, value: Any) -> RouteChecks | None:
             f"{at}: routes breakers is {breakers!r}: map provider/model to one of "
             f'{", ".join(BREAKER_STATES)}, e.g. breakers = {{"gemini/gemini-2.5-flash" = "open"}}'
         )
+    refuse = value.get("refuse_response_format", 0)
+    if "refuse_response_format" in value and (isinstance(refuse, bool) or refuse not in (400, 422)):
+        raise RoutesError(
+            f"{at}: routes refuse_response_format is {refuse!r}: the status a server without structured "
+            "output refuses it with, 400 or 422, e.g. refuse_response_format = 400"
+        )
+    formats = value.get("formats")
+    if formats is not None and (not isinstance(formats, list) or not all(f in FORMATS for f in formats)):
+        raise RoutesError(
+            f"{at}: routes formats is {formats!r}: list the endpoint's requests in order, each "
+            f'{" or ".join(FORMATS)}, e.g. formats = ["response_format", "prompt"]'
+        )
+    markdown = value.get("markdown", False)
+    if not isinstance(markdown, bool):
+        raise RoutesError(f"{at}: routes markdown is {markdown!r}: true or false, e.g. markdown = true")
+    note = value.get("note", "")
+    if not isinstance(note, str) or ("note" in value and not note.strip()):
+        raise RoutesError(
+            f"{at}: routes note is {note!r}: text the answering call's note holds, e.g. "
+            'note = "ollama refused response_format (400"'
+        )
     return RouteChecks(
         fail=_outage(at, value.get("fail")),
         cooled=cooled,
         tried=None if tried is None else tuple(tried),
         answered_by=answered_by,
         breakers=tuple(breakers.items()),
+        refuse_response_format=refuse,
+        formats=None if formats is None else tuple(formats),
+        markdown=markdown,
+        note=note,
     )
+
+
+def markdown_reply(tasks: list[dict[str, Any]]) -> str:
+    """A scripted reply as the original's Markdown task blocks (`# «send»` and its text), as a model
+    that follows a prompt teaching them writes it."""
+    blocks = []
+    for task in tasks:
+        if task.get("kind") not in MARKDOWN_KINDS or set(task) - {"kind", "text"}:
+            raise RoutesError(
+                f"a markdown reply holds {task!r}: only {' and '.join(MARKDOWN_KINDS)} tasks with a text"
+            )
+        blocks.append(f"# «{task['kind']}»\n{task['text']}")
+    return "\n\n".join(blocks)
 
 
 def _is_route(value: Any) -> bool:

@@ -19,6 +19,10 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
     group = {title = "Allotment", forum = true}    # a group with topics; without other agents it may
                                      # also play on Telegram (a forum supergroup on the stand-in)
     through_api = true               # optional: the people speak through the REST API (sandbox only)
+    llm = "ollama:llama3.1"          # optional: the persona's LLM (its `# LLM`) for this scenario, saved
+                                     # as the agent's admin page does before the first turn and set
+                                     # back to the shipped one after the last; `ollama:MODEL` is the
+                                     # stage's self-hosted endpoint (stage.ENDPOINT)
 
     [backlog]                        # optional: a long earlier chat with the first person (sandbox only),
     count = 2000                     # that many messages, alternating person and persona, written through
@@ -113,6 +117,10 @@ has no `transcript`: the harness checks that it is not transcribed again.
     answered_by = "openai/gpt-5-mini (fallback after gemini/gemini-2.5-flash failed)"   # planning asked
     breakers = {"gemini/gemini-2.5-flash" = "open"}   # and the one that answered, the breakers after
     cooled = "gemini/gemini-2.5-flash"               # it, a cool-down waited out first (routes.py)
+    refuse_response_format = 400     # the endpoint refuses the next `response_format` (routes.py), and:
+    formats = ["response_format", "prompt"]   # how each endpoint request asked for the format,
+    markdown = true                  # its answer without one in the original's Markdown blocks,
+    note = "ollama refused response_format (400"   # the answering call's note
 
 Strings in a reply may be placeholders, resolved when the stand-in answers: `$peer:Ben` (the chat id
 of Ben's DM, an integer), `$last` (the id of the person's last message in this chat), `$in:SECONDS`
@@ -132,7 +140,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.tests.scenarios.routes import RouteChecks, RoutesError, parse_routes
+from engine.tests.scenarios.routes import RouteChecks, RoutesError, markdown_reply, parse_routes
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "files"
 PERSONAS = ("Wendy", "Bramble", "Orla")
@@ -166,6 +174,7 @@ _SCENARIO_KEYS = {
     "through_api",
     "turn",
     "backlog",
+    "llm",
 }
 _BACKLOG_KEYS = {"count", "lines", "planted"}
 #: The most messages a backlog may hold (seeding 2,000 takes a few seconds).
@@ -326,6 +335,7 @@ class Scenario:
     forum: bool = False  # the group has topics
     through_api: bool = False  # the people speak through POST /api/v1/agents/{id}/sandbox/messages
     backlog: Backlog | None = None  # an earlier chat with the first person, seeded before the first turn
+    llm: str = ""  # the persona's LLM for this scenario (its `# LLM`), e.g. "ollama:llama3.1"
 
     @property
     def group_title(self) -> str:
@@ -412,6 +422,12 @@ def load(path: Path) -> Scenario:
             f"{where}: a backlog is seeded in a sandbox DM: remove telegram, group and through_api, "
             "or the [backlog] table"
         )
+    llm = data.get("llm", "")
+    if not isinstance(llm, str) or ("llm" in data and (not llm.strip() or len(llm.split()) != 1)):
+        raise ScenarioError(
+            f"{where}: llm is {llm!r}: the LLM name the persona's `# LLM` would hold, one word, e.g. "
+            'llm = "ollama:llama3.1" (an endpoint of the stage) or llm = "gpt-5-mini"'
+        )
     return Scenario(
         path=path,
         persona=persona,
@@ -431,6 +447,7 @@ def load(path: Path) -> Scenario:
         forum=forum,
         through_api=through_api,
         backlog=backlog,
+        llm=llm.strip(),
     )
 
 
@@ -772,15 +789,19 @@ def _turn(
         online=raw.get("online"),
         online_before=raw.get("online_before"),
         rights=rights,
-        routes=_routes(at, raw.get("routes")),
+        routes=_routes(at, raw.get("routes"), replies),
     )
 
 
-def _routes(at: str, value: Any) -> RouteChecks | None:
+def _routes(at: str, value: Any, replies: list[list[dict[str, Any]]]) -> RouteChecks | None:
     try:
-        return parse_routes(at, value)
+        checks = parse_routes(at, value)
+        if checks is not None and checks.markdown:
+            for reply in replies:
+                markdown_reply(reply)
     except RoutesError as exc:
-        raise ScenarioError(str(exc)) from exc
+        raise ScenarioError(f"{at}: {exc}" if not str(exc).startswith(at) else str(exc)) from exc
+    return checks
 
 
 def _typing(at: str, value: Any, trigger: str) -> tuple[float, str]:

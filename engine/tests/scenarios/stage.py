@@ -26,6 +26,7 @@ from django.conf import settings
 from cindy_site.testing.fake_llm import FakeLLMServer, FakeReply, RecordedRequest
 from cindy_site.testing.mtproto.media import image_bytes
 from engine.tests.processes import MANAGE, ChildDatabase, child_settings, manage, start_gateway
+from engine.tests.scenarios.routes import markdown_reply
 from engine.tests.scenarios.spec import ANIMATED_SET, HARNESS_STICKER_SETS, Scenario, Turn
 from engine.tests.scenarios.voice import voice_part
 from sandbox.services.chats import PERSON_USER_ID_BASE
@@ -43,6 +44,10 @@ TRANSCRIPTION_TEXT_TOKENS = 60
 TRANSCRIPTION_OUTPUT_TOKENS = 12
 #: The output tokens of a picture the stand-in makes (Gemini's count for a 1024 px image).
 IMAGE_TOKENS = 1290
+#: The self-hosted endpoint the stage names in CINDY_LLM_ENDPOINTS (`ollama:MODEL` routes there) and
+#: the stand-in's path that answers as it: chat completions under a prefix of its own, apart from OpenAI's.
+ENDPOINT = "ollama"
+ENDPOINT_PATH = "/ollama/v1"
 _CHANNEL_ID = re.compile(r"# Channel Details\n\n(?:- .*\n)*?- ID: (?P<id>-?\d+)")
 
 #: Run in a child once the database is a copy of the template: import the samples as shipped, make
@@ -133,6 +138,11 @@ for persona, parts in json.loads({saved!r}).items():
 """
 
 
+def is_endpoint(request: RecordedRequest) -> bool:
+    """Whether the stand-in answered this request as the self-hosted endpoint (ENDPOINT_PATH)."""
+    return request.path.startswith(ENDPOINT_PATH + "/")
+
+
 def harness_sticker_id(set_name: str, position: int) -> str:
     """The sandbox's unique id of a harness sticker."""
     return f"{set_name}-{position}"
@@ -221,6 +231,9 @@ class Stage:
             # A persona's fallback route (gpt-5-mini) goes to the same stand-in.
             "OPENAI_BASE_URL": self.llm.url + "/v1",
             "OPENAI_API_KEY": "test",
+            # A self-hosted endpoint by name (a scenario's `llm = "ollama:llama3.1"`), on its own path of
+            # the same stand-in; no key, as a local server needs none.
+            "CINDY_LLM_ENDPOINTS": f"{ENDPOINT}={self.llm.url}{ENDPOINT_PATH}",
             # A failing route's breaker opens at the second failure and lets a turn probe it after 3 s,
             # so a scenario (`[turn.routes]`) sees it open, probed and closed within a few turns.
             "CINDY_LLM_BREAKER_FAILURES": "2",
@@ -265,6 +278,8 @@ class Stage:
         self.taught: dict[str, set[str]] = {name: set(kinds) for name, kinds in setup["taught"].items()}
         self.library: dict[str, tuple[str, str]] = {k: tuple(v) for k, v in setup["library"].items()}
         self.agent_ids = dict(self.db.query("SELECT name, id FROM agents_agent"))
+        #: Each persona's LLM as imported (its `# LLM`; "" for the default), restored after a scenario's `llm`.
+        self.shipped_llm: dict[str, str] = dict(self.db.query("SELECT name, llm FROM agents_agent"))
         self.world_setup(scenarios)
         operators = [s.user(p) for s in scenarios for p in s.operators]
         self.env["CINDY_OPERATOR_IDS"] = ",".join(str(self.operator_id(name)) for name in operators)
@@ -434,7 +449,7 @@ class Stage:
             script = self._scripts.get(chat)
             turn, tasks = script.queue.popleft() if script and script.queue else (None, [])
         if turn is not None:
-            reply = json.dumps(self.resolve(script.scenario, turn, tasks), ensure_ascii=False)
+            reply = self._written(request, turn, self.resolve(script.scenario, turn, tasks))
         elif match is None:  # not a turn of any chat: describing media (a sticker the catalog lacks)
             reply = DESCRIPTION
         else:
@@ -446,6 +461,34 @@ class Stage:
                 )
             )
         return FakeReply(text=reply, **dict(turn.usage if turn is not None else ()))
+
+    def _written(self, request: RecordedRequest, turn: Turn, tasks: list[dict[str, Any]]) -> str:
+        """A turn's scripted tasks as the model writes them: JSON as the prompt teaches; to a request
+        carrying the reply schema as `response_format` (only endpoints are sent one) the object a
+        constrained server returns (`{"tasks": [...]}`); to an endpoint's request without it, when the
+        turn says `markdown`, the original's Markdown task blocks."""
+        body = request.json if isinstance(request.json, dict) else {}
+        if "response_format" in body:
+            schema = body["response_format"].get("json_schema", {}).get("schema", {})
+            wrapped = set(schema.get("properties", {})) == {"tasks"}
+            return json.dumps({"tasks": tasks} if wrapped else tasks, ensure_ascii=False)
+        if turn.routes is not None and turn.routes.markdown and is_endpoint(request):
+            return markdown_reply(tasks)
+        return json.dumps(tasks, ensure_ascii=False)
+
+    def endpoint_requests(self, since: int) -> list[RecordedRequest]:
+        """The chat completions the self-hosted endpoint received after the first `since` requests."""
+        return [r for r in self.llm.requests[since:] if is_endpoint(r)]
+
+    def set_llm(self, persona: str, name: str) -> None:
+        """The persona's LLM (its `# LLM`; "" for the default), saved as the agent's admin page does."""
+        self.run(
+            "from agents.models import Agent\n"
+            "from agents.services.curation import agent_save\n"
+            f"agent = Agent.objects.get(name={persona!r})\n"
+            f"agent.llm = {name!r}\n"
+            "agent_save(agent=agent, by='scenario')",
+        )
 
     def _transcribe(self) -> FakeReply:
         """A voice note's transcription: the next scripted transcript, in the scenarios' turn order; with

@@ -588,3 +588,111 @@ def test_a_backlog_is_seeded_on_the_sandbox_only(tmp_path):
             'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\n[backlog]\ncount = 5\nlines = ["x"]\n'
             + GOOD_TURN,
         )
+
+
+ENDPOINT_SCENARIO = (
+    'persona = "Wendy"\nllm = "ollama:llama3.1"\npeople = ["Ada"]\n[[turn]]\nsay = "hi"\n'
+    'reply = [{kind = "think", text = "be kind"}, {kind = "send", text = "hello"}]\n'
+    '[turn.routes]\nrefuse_response_format = 400\nformats = ["response_format", "prompt"]\nmarkdown = true\n'
+    'note = "ollama refused response_format (400"\ntried = ["ollama/llama3.1"]\n'
+)
+
+
+def test_a_scenario_puts_its_persona_on_an_endpoint_and_a_turn_reads_the_endpoint_keys(tmp_path):
+    loaded = scenario(tmp_path, ENDPOINT_SCENARIO)
+    routes = loaded.turns[0].routes
+
+    assert loaded.llm == "ollama:llama3.1"
+    assert routes.refuse_response_format == 400
+    assert routes.formats == ("response_format", "prompt")
+    assert routes.markdown is True
+    assert routes.note == "ollama refused response_format (400"
+    assert routes.tried == ("ollama/llama3.1",)
+    assert scenario(tmp_path, 'persona = "Wendy"\npeople = ["Ada"]\n' + GOOD_TURN).llm == ""
+
+
+def test_a_markdown_reply_is_the_original_blocks_the_legacy_parser_reads_back():
+    from engine.tests.scenarios.routes import markdown_reply
+    from llm.parsing import parse_reply
+
+    tasks = [{"kind": "think", "text": "be kind"}, {"kind": "send", "text": "Hello there.\n\nTwo lines."}]
+    text = markdown_reply(tasks)
+    parsed = parse_reply(text)
+
+    assert text.startswith("# «think»\nbe kind\n\n# «send»\n")
+    assert [(t.kind, t.params["text"]) for t in parsed.tasks] == [
+        ("think", "be kind"),
+        ("send", "Hello there.\n\nTwo lines."),
+    ]
+    assert not parsed.errors
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('llm = ""\n' + GOOD_TURN, "llm is '': the LLM name the persona's `# LLM` would hold"),
+        ("llm = 3\n" + GOOD_TURN, "llm is 3: the LLM name"),
+        (
+            GOOD_TURN + "[turn.routes]\nrefuse_response_format = 503\n",
+            "turn 1: routes refuse_response_format is 503: the status a server without structured output",
+        ),
+        (
+            GOOD_TURN + '[turn.routes]\nformats = ["json"]\n',
+            "turn 1: routes formats is ['json']: list the endpoint's requests in order",
+        ),
+        (GOOD_TURN + '[turn.routes]\nmarkdown = "yes"\n', "turn 1: routes markdown is 'yes': true or false"),
+        (GOOD_TURN + '[turn.routes]\nnote = " "\n', "turn 1: routes note is ' ': text the answering call's"),
+        (
+            '[[turn]]\nsay = "hi"\nreply = [{kind = "react", emoji = "👍", message_id = "$last"}]\n'
+            "[turn.routes]\nmarkdown = true\n",
+            "turn 1: a markdown reply holds {'kind': 'react'",
+        ),
+    ],
+)
+def test_bad_endpoint_keys_are_refused_with_the_fix(tmp_path, text, message):
+    with pytest.raises(ScenarioError, match=re.escape(f"orla_x.toml: {message}")):
+        scenario(tmp_path, 'persona = "Wendy"\npeople = ["Ada"]\n' + text)
+
+
+def test_a_refusal_of_response_format_no_request_met_fails_the_scenario_and_ends_there(tmp_path):
+    from cindy_site.testing.fake_llm import FakeLLMServer
+    from engine.tests.scenarios.route_checks import leftover
+
+    loaded = scenario(tmp_path, ENDPOINT_SCENARIO)
+    with FakeLLMServer() as server:
+        server.refuse_response_format(400, times=1)
+
+        assert leftover(server, loaded) == [
+            "1 refusal(s) of response_format were never requested: no request to the endpoint carried it"
+        ]
+        assert server.response_format_refusals_left() == 0
+        assert leftover(server, loaded) == []
+
+
+def test_a_counted_refusal_of_response_format_refuses_that_many_requests_then_accepts_it():
+    import json
+    import urllib.error
+    import urllib.request
+
+    from cindy_site.testing.fake_llm import FakeLLMServer
+
+    body = {"model": "llama3.1", "messages": [{"role": "user", "content": "hi"}]}
+    structured = body | {"response_format": {"type": "json_schema", "json_schema": {"name": "reply"}}}
+
+    def post(server, payload) -> int:
+        request = urllib.request.Request(
+            server.url + "/ollama/v1/chat/completions",
+            data=json.dumps(payload).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    with FakeLLMServer() as server:
+        server.refuse_response_format(400, times=1)
+
+        assert [post(server, body), post(server, structured), post(server, structured)] == [200, 400, 200]
+        assert server.response_format_refusals_left() == 0
