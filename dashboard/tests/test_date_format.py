@@ -59,7 +59,10 @@ def test_the_dashboards_script_writes_times_as_the_admin_does_in_the_sites_zone(
         page = context.new_page()
         page.set_content('<!doctype html><html data-time-zone="Europe/Paris"><body></body></html>')
         page.add_script_tag(path=str(LIVE_JS))
-        written = page.evaluate("iso => [Cindy.formatDateTime(iso), Cindy.formatTime(iso)]", LAST.isoformat())
+        written = page.evaluate(
+            "iso => [Cindy.formatDateTime(iso), Cindy.formatTime(iso), Cindy.formatDateTime(iso, true)]",
+            LAST.isoformat(),
+        )
     finally:
         context.close()
-    assert written == ["2026-03-14 14:05", "14:05:42"]
+    assert written == ["2026-03-14 14:05", "14:05:42", "2026-03-14 14:05:42"]

@@ -45,11 +45,11 @@ window.Cindy = (function () {
     return p.hour + ":" + p.minute + ":" + p.second;
   }
 
-  /* A date and time: DATETIME_FORMAT, "Y-m-d H:i". */
-  function formatDateTime(iso) {
+  /* A date and time: DATETIME_FORMAT, "Y-m-d H:i" ("Y-m-d H:i:s" with `seconds`). */
+  function formatDateTime(iso, seconds) {
     const p = zonedParts(iso);
     if (!p) return iso ? String(iso) : "—";
-    return p.year + "-" + p.month + "-" + p.day + " " + p.hour + ":" + p.minute;
+    return p.year + "-" + p.month + "-" + p.day + " " + p.hour + ":" + p.minute + (seconds ? ":" + p.second : "");
   }
 
   const NODE_COLUMNS = ["#", "Kind", "Status", "Attempts", "Next run", "Details"];
@@ -62,7 +62,7 @@ window.Cindy = (function () {
       el("td", { className: "mono", text: node.kind }),
       el("td", {}, [el("span", { className: "badge status-" + node.status, text: node.status })]),
       el("td", { className: "num", text: node.attempts }),
-      el("td", { text: node.status === "pending" ? formatDateTime(node.not_before) : "—" }),
+      el("td", { text: node.status === "pending" ? formatDateTime(node.not_before, true) : "—" }),
       el("td", { className: "params", text: describeParams(node.params) }),
     ]);
     if (!node.error) return [row];
