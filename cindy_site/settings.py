@@ -291,11 +291,6 @@ USE_I18N = True
 USE_TZ = True
 # One date format in the admin and the dashboard (cindy_site/formats/en/formats.py): 2026-11-29 14:03.
 FORMAT_MODULE_PATH = ["cindy_site.formats"]
-DATETIME_FORMAT = "Y-m-d H:i"
-SHORT_DATETIME_FORMAT = "Y-m-d H:i"
-DATE_FORMAT = "Y-m-d"
-SHORT_DATE_FORMAT = "Y-m-d"
-TIME_FORMAT = "H:i"
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
