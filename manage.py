@@ -16,6 +16,9 @@ def main():
             "available on your PYTHONPATH environment variable? Did you "
             "forget to activate a virtual environment?"
         ) from exc
+    from cindy_site.startup import settings_or_exit
+
+    settings_or_exit()
     execute_from_command_line(sys.argv)
 
 

@@ -5,7 +5,8 @@ scheme, host and port, the Host being in ALLOWED_HOSTS, or is one of CSRF_TRUSTE
 the session user
 (AuthMiddlewareStack); each consumer then checks staff and OTP itself, at connect and while it runs.
 Every HTTP request goes through `BodySizeLimit` first: a body past CINDY_MAX_REQUEST_BODY_BYTES is
-answered 413 before anything reads it.
+answered 413 before anything reads it. A setting that stops startup is printed in one line
+(`cindy_site/startup.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from cindy_site.startup import settings_or_exit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cindy_site.settings")
+settings_or_exit()
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

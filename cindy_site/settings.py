@@ -289,6 +289,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
+# One date format in the admin and the dashboard (cindy_site/formats/en/formats.py): 2026-11-29 14:03.
+FORMAT_MODULE_PATH = ["cindy_site.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

@@ -11,6 +11,9 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from cindy_site.startup import settings_or_exit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cindy_site.settings")
+settings_or_exit()
 
 application = get_wsgi_application()

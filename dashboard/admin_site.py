@@ -2,8 +2,9 @@
 
 `CindyAdminSite` is installed as Django's default admin site (see `CindyAdminConfig` in
 `cindy_site/apps.py`), so every `@admin.register` in the project and in third-party apps lands on
-it, and only users verified by an OTP device get in. It adds the device enrollment pages, and
-narrows every agent-scoped model's pages to the agents the user may see (`agents.admin_scope`).
+it, and only users verified by an OTP device get in. It adds the device enrollment pages, narrows
+every agent-scoped model's pages to the agents the user may see (`agents.admin_scope`), and lists the
+models on its index in groups by task, the internal ones for owners only (`dashboard.admin_groups`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ class CindyAdminSite(OTPAdminSite):
         if settings.GOOGLE_SIGNIN_ENABLED:
             extra_context["google_signin_url"] = reverse("openid_connect_login", args=["google"])
         return super().login(request, extra_context)
+
+    def get_app_list(self, request, app_label=None):
+        """The index's models in groups by task, the engine's internals for owners only
+        (`dashboard/admin_groups.py`)."""
+        from agents.access import is_owner
+        from dashboard.admin_groups import admin_app_list
+
+        app_list = super().get_app_list(request, app_label)
+        return admin_app_list(app_list, owner=is_owner(request.user), app_label=app_label)
 
     def register(self, model_or_iterable, admin_class=None, **options):
         """Every agent-scoped model's admin shows only the agents the user may see (admin_scope)."""

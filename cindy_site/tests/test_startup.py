@@ -40,6 +40,37 @@ def test_startup_refuses_without_secret_key_when_debug_is_off(tmp_path):
     assert "SECRET_KEY is not set and DEBUG is off" in result.stderr
 
 
+def test_a_missing_secret_key_is_one_line_naming_it_and_the_fix(tmp_path):
+    result = run_manage(tmp_path, "check", DEBUG="false")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: SECRET_KEY is not set and DEBUG is off: set SECRET_KEY in the environment or in .env "
+        '(for example: python -c "import secrets; print(secrets.token_urlsafe(50))")'
+    ]
+
+
+@pytest.mark.parametrize("module", ["cindy_site.asgi", "cindy_site.wsgi"])
+def test_the_web_entry_points_say_a_missing_secret_key_in_one_line(tmp_path, module):
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "CINDY_ENV_FILE": os.devnull,
+        "CINDY_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
+        "DEBUG": "false",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", f"import {module}"],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: SECRET_KEY is not set and DEBUG is off: set SECRET_KEY")
+
+
 def test_startup_refuses_an_empty_secret_key_from_the_env_file(tmp_path):
     env_file = tmp_path / "prod.env"
     env_file.write_text("DEBUG=false\nSECRET_KEY=\n")

@@ -227,8 +227,8 @@ def test_the_admin_reads_in_words_not_raw_names_or_json(samples, site_db, page):
     for raw in ("OTP_STATIC", "OTP_TOTP", "Schedule refreshs"):
         assert raw not in index.upper() if raw.isupper() else raw not in index
     expect(page.locator("#content")).to_contain_text("Schedule planning times")
-    expect(page.locator("#content caption", has_text="Sign-in: backup codes")).to_have_count(1)
-    expect(page.locator("#content caption", has_text="Sign-in: authenticator apps")).to_have_count(1)
+    expect(page.locator("#content th", has_text="Sign-in: backup codes")).to_have_count(1)
+    expect(page.locator("#content th", has_text="Sign-in: authenticator apps")).to_have_count(1)
     _shot(page, "index")
 
     page.goto(f"/admin/agents/agent/{orla.pk}/change/")

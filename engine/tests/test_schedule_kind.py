@@ -241,3 +241,30 @@ def test_a_planning_turn_without_an_api_key_tries_again_soon_and_its_failure_cle
     assert all(not node["error"] for node in graph["nodes"])
     due = ScheduleRefresh.objects.get(agent=scheduled).due_at
     assert due - clock.now() > dt.timedelta(hours=23)  # back to once a day
+
+
+def test_in_the_planning_turn_user_means_the_people_who_write_to_the_agent(
+    scheduled, clock, harness, fake_llm
+):
+    scheduled.instructions = "You are a baker who helps {user} find good bread. Greet {user_name} warmly."
+    scheduled.save(update_fields=["instructions"])
+    fake_llm.reply_with(tasks())
+    assert harness.step("schedules") is True
+    harness.settle(until=clock.now() + dt.timedelta(minutes=3))
+
+    prompt = json.dumps(fake_llm.requests[-1].json, ensure_ascii=False)
+    assert "# Schedule Planning" in prompt
+    assert "a baker who helps the people who write to you find good bread" in prompt
+    assert "Greet the people who write to you warmly." in prompt
+    assert "helps Saved Messages" not in prompt
+
+
+def test_in_a_conversation_user_is_the_partners_name(agent, clock, harness, fake_llm):
+    agent.instructions = "You are a baker who helps {user} find good bread."
+    agent.save(update_fields=["instructions"])
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Rye today."}))
+    sandbox_say(agent=agent, text="what's fresh?", as_name="Ada")
+    harness.settle()
+
+    prompt = json.dumps(fake_llm.requests[-1].json, ensure_ascii=False)
+    assert "a baker who helps Ada find good bread" in prompt

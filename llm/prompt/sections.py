@@ -121,15 +121,24 @@ def substitute(text: str, values: dict[str, str]) -> str:
     return text
 
 
+#: What `{user}` reads in a turn with no partner: the agent's own Saved Messages, where its daily
+#: schedule-planning turn runs. Persona text is written about whoever the agent talks to.
+NO_PARTNER_USER = "the people who write to you"
+
+
 def template_values(agent: Agent, conversation: Conversation) -> dict[str, str]:
-    partner = conversation.title or conversation.username or str(conversation.peer_id)
+    """The placeholders' values: `{user}` is the partner's name, or NO_PARTNER_USER in the agent's
+    own Saved Messages; `{channel}` is the chat's title."""
+    chat = conversation.title or conversation.username or str(conversation.peer_id)
+    own_chat = agent.telegram_user_id is not None and conversation.peer_id == agent.telegram_user_id
+    partner = NO_PARTNER_USER if own_chat else chat
     return {
         "agent": agent.name,
         "agent_name": agent.name,
         "character": agent.name,
         "user": partner,
         "user_name": partner,
-        "channel": partner,
+        "channel": chat,
         "timezone": agent.timezone or "UTC",
     }
 

@@ -21,20 +21,35 @@ window.Cindy = (function () {
     return node;
   }
 
-  function formatTime(iso) {
-    if (!iso) return "—";
+  /* Times are written as the admin writes them (cindy_site/formats/en/formats.py): "2026-11-29 14:03",
+   * in the installation's TIME_ZONE (the page's data-time-zone), whatever the browser's own zone. */
+  const TIME_ZONE = document.documentElement.dataset.timeZone || "UTC";
+  const PARTS = new Intl.DateTimeFormat("en-US", {
+    timeZone: TIME_ZONE, hourCycle: "h23",
+    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
+  });
+
+  function zonedParts(iso) {
+    if (!iso) return null;
     const date = new Date(iso);
-    if (isNaN(date.getTime())) return String(iso);
-    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+    if (isNaN(date.getTime())) return null;
+    const parts = {};
+    for (const part of PARTS.formatToParts(date)) parts[part.type] = part.value;
+    return parts;
   }
 
-  function formatDateTime(iso) {
-    if (!iso) return "—";
-    const date = new Date(iso);
-    if (isNaN(date.getTime())) return String(iso);
-    const today = new Date();
-    if (date.toDateString() === today.toDateString()) return formatTime(iso);
-    return date.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hour12: false });
+  /* The time of day, with seconds: the activity stream's and the chat's lines. */
+  function formatTime(iso) {
+    const p = zonedParts(iso);
+    if (!p) return iso ? String(iso) : "—";
+    return p.hour + ":" + p.minute + ":" + p.second;
+  }
+
+  /* A date and time: DATETIME_FORMAT, "Y-m-d H:i" ("Y-m-d H:i:s" with `seconds`). */
+  function formatDateTime(iso, seconds) {
+    const p = zonedParts(iso);
+    if (!p) return iso ? String(iso) : "—";
+    return p.year + "-" + p.month + "-" + p.day + " " + p.hour + ":" + p.minute + (seconds ? ":" + p.second : "");
   }
 
   const NODE_COLUMNS = ["#", "Kind", "Status", "Attempts", "Next run", "Details"];
@@ -47,7 +62,7 @@ window.Cindy = (function () {
       el("td", { className: "mono", text: node.kind }),
       el("td", {}, [el("span", { className: "badge status-" + node.status, text: node.status })]),
       el("td", { className: "num", text: node.attempts }),
-      el("td", { text: node.status === "pending" ? formatDateTime(node.not_before) : "—" }),
+      el("td", { text: node.status === "pending" ? formatDateTime(node.not_before, true) : "—" }),
       el("td", { className: "params", text: describeParams(node.params) }),
     ]);
     if (!node.error) return [row];
