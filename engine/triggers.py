@@ -41,8 +41,7 @@ from conversations.selectors import (
 from conversations.services.activity import record_event
 from engine.loops import loop_guard_reason
 
-
-#: Why group chatter starts no turn, and what would (the sandbox's activity line, docs/engine.md).
+#: Why group chatter starts no turn, and what would (the sandbox group's activity line, docs/ingest.md "Attention").
 NOT_ADDRESSED = "group chatter without a callout"
 CALLOUTS = (
     "groups answer callouts only (an @mention of the agent, a reply to one of its messages, "
