@@ -20,6 +20,7 @@ from django.conf import settings
 from conversations.models import ActivityEvent, Conversation, Message, NodeKind, TaskGraph, TaskNode
 from llm.conversation import agent_timezone, descriptions_for, render_media
 from media_catalog.parts import StoredMedia, media_items
+from memory.services.stored import StoredOutcome, outcomes_summary
 
 #: How many of the newest messages the log page shows (downloads take the whole conversation).
 LOG_LIMIT = 500
@@ -172,10 +173,12 @@ def _node_entry(node: TaskNode, sources: dict[int, Conversation]) -> dict[str, A
             ("retrieve", page.get("url", "")) for page in (node.graph.context or {}).get("retrieved", [])
         ]
         lines += [(entry["kind"], entry["content"]) for entry in result.get("stored_entries", [])]
-        if result.get("tasks"):
-            lines.append(("planned", ", ".join(result["tasks"])))
-        elif node.status == "done":
-            lines.append(("planned", "no actions"))
+        planned = ", ".join(result.get("tasks", [])) or ("no actions" if node.status == "done" else "")
+        if planned and result.get("stored"):  # as the activity line counts them (memory.services.stored)
+            stored = outcomes_summary(StoredOutcome.from_text(text) for text in result["stored"])
+            planned += f"; stored {stored}"
+        if planned:
+            lines.append(("planned", planned))
         lines += [("problem", text) for text in result.get("errors", [])]
     return entry
 

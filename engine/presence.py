@@ -87,7 +87,7 @@ def presence_record(*, agent_id: int, online: bool, why: str) -> None:
     record_event(
         ActivityEvent.Kind.INFO,
         agent_id=agent_id,
-        summary=f"shown {'online' if online else 'offline'} ({why})",
+        summary=f"shown {'online' if online else 'offline'} on Telegram ({why})",
         data={"online": online},
     )
 

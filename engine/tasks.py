@@ -24,7 +24,7 @@ from engine.brakes import brake_hold
 from engine.schedule_planning import schedule_retry_after_config_error
 from engine.task_deaths import task_run_end, task_run_start
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMPermanentError, LLMTransientError
-from memory.services.stored import stored_entry_apply
+from memory.services.stored import StoredOutcome, outcomes_summary, stored_entry_apply
 from memory.stored_kinds import StoreContext, is_stored_kind
 
 logger = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
             topic_id=conversation.topic_id,
         )
         planned: list[PlannedNode] = []
-        stored: list[str] = []
+        stored: list[StoredOutcome] = []
         stored_entries: list[dict[str, str]] = []
         errors = list(result.errors)
         notes = list(getattr(result, "notes", []))
@@ -172,7 +172,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
                     created=params.pop("created", None),
                     params=params,
                 )
-                stored.append(outcome.describe())
+                stored.append(outcome)
                 if outcome.action == "absent":
                     notes.append(f"{task.kind} {outcome.entry_id}: nothing to delete, no entry has that id")
             elif task.kind in CHAIN_KINDS:
@@ -196,7 +196,7 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         node.error = _all_dropped_error(errors, refused) if all_dropped else ""
         node.result = {
             "tasks": [c.kind for c in children],
-            "stored": stored,
+            "stored": [outcome.describe() for outcome in stored],
             "errors": errors,
             "notes": notes,
             # What a provider worked around (not a task adjusted: no event of its own, the calls' own
@@ -210,8 +210,8 @@ def received_apply(*, node_id: int, owner: str, result) -> str:
         }
         node.save(update_fields=["status", "finished", "lease_owner", "lease_expires_at", "error", "result"])
         summary = ", ".join(c.kind for c in children) or "no actions"
-        if stored:  # what the turn wrote, in the line itself (a consolidation turn plans nothing else)
-            summary += "; stored " + ", ".join(stored)
+        if stored:  # what the turn wrote, counted per kind (a daily planning turn stores only schedule)
+            summary += "; stored " + outcomes_summary(stored)
         # Which route answered: with a fallback chain, the one line that shows a provider was away.
         answered_by = f" (answered by {result.answered_by})" if getattr(result, "answered_by", "") else ""
         if all_dropped:

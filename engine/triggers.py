@@ -1,7 +1,8 @@
 """Which ingested events start a new plan, following the design documents.
 
 - In a DM, every message from the other side triggers.
-- In a group, only callouts do: a mention of the agent, or a reply to one of its messages.
+- In a group, only callouts do: a mention of the agent, or a reply to one of its messages. In a
+  sandbox group, a message that is none writes an activity line saying so ("not addressed").
 - The first message of a DM the agent has never answered (nothing earlier in the mirror at all) triggers
   `new_conversation`, so the prompt tells the agent that someone new is writing to it. Groups always
   trigger `message`: the mirror of a group starts wherever the agent joined, not where the talk began.
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.models import Agent
+from agents.models import Agent, Transport
 from conversations.models import TELEGRAM_SERVICE_USER_ID, ActivityEvent, Conversation, Message, TaskGraph
 from conversations.selectors import (
     conversation_last_agent_message_id,
@@ -39,6 +40,13 @@ from conversations.selectors import (
 )
 from conversations.services.activity import record_event
 from engine.loops import loop_guard_reason
+
+#: Why group chatter starts no turn, and what would (the sandbox group's activity line, docs/ingest.md "Attention").
+NOT_ADDRESSED = "group chatter without a callout"
+CALLOUTS = (
+    "groups answer callouts only (an @mention of the agent, a reply to one of its messages, "
+    "a reaction on its last message, or the chat marked unread)"
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,8 @@ def message_decision(
     decision = _message_decision(
         agent=agent, conversation=conversation, message=message, reply_to_agent=reply_to_agent
     )
+    if decision.reason == NOT_ADDRESSED and agent.transport == Transport.SANDBOX:
+        _not_addressed(agent=agent, conversation=conversation, message=message)
     if decision:
         loop = loop_guard_reason(agent=agent, conversation=conversation, message=message)
         if loop:
@@ -124,7 +134,19 @@ def _callout_decision(
         return Decision(TaskGraph.Trigger.MESSAGE, "mention")
     if reply:
         return Decision(TaskGraph.Trigger.MESSAGE, "reply to the agent")
-    return Decision(None, "group chatter without a callout")
+    return Decision(None, NOT_ADDRESSED)
+
+
+def _not_addressed(*, agent: Agent, conversation: Conversation, message: Message) -> None:
+    """In a sandbox group, why a message gets no answer: the operator testing there reads it in the
+    chat's activity. (A Telegram group's chatter is not logged: busy groups would flood the stream.)"""
+    record_event(
+        ActivityEvent.Kind.INFO,
+        agent_id=agent.pk,
+        conversation_id=conversation.pk,
+        summary=f"{_named(message)} not addressed: {CALLOUTS}",
+        data={"message_id": message.message_id, "not_addressed": True},
+    )
 
 
 def _named(message: Message) -> str:

@@ -281,7 +281,13 @@ class MediaDescriptionAdmin(FileViewMixin, admin.ModelAdmin):
 
     @admin.display(description="Status", ordering="status")
     def state(self, description: MediaDescription) -> str:
-        return f"{description.get_status_display()} · {description.get_source_display()}"
+        """The status, then whose text it is: "Curated" once for an operator's own text, "OK · AI
+        description", "Timeout · AI description" for the describer's."""
+        status = description.get_status_display()
+        if description.status == MediaDescription.Status.CURATED:
+            return status
+        source = "curated text" if description.is_curated else "AI description"
+        return f"{status} · {source}"
 
     @admin.display(description="Preview")
     def large_preview(self, description: MediaDescription) -> str:

@@ -383,7 +383,8 @@ def _preview(message: Message, *, agent_id: int) -> str:
 
 def _media_preview(part: MediaItem, *, agent_id: int) -> str:
     """A media part as the activity stream names it: "sticker SET NAME", or the kind and what the
-    media shows (the catalog's description, the library's curated one) or else its file name or id."""
+    media shows (the catalog's description, the library's curated one) or else its file name; media
+    with a duration with it ("voice note, 0:07")."""
     kind = part.media_kind or "media"
     if kind == "sticker":
         return " ".join(p for p in (kind, part.sticker_set_name, part.sticker_name) if p)
@@ -403,5 +404,15 @@ def _media_preview(part: MediaItem, *, agent_id: int) -> str:
             or ""
         )
     transcript = part.transcript  # what an agent's voice note says
-    label = " ".join(described.split()) or " ".join(transcript.split()) or part.file_name or unique_id
-    return f"{kind} {label[:200]}".strip()
+    label = " ".join(described.split()) or " ".join(transcript.split()) or part.file_name
+    if part.duration:  # a voice note, a video: as a person reads it, "voice note, 0:07: what it says"
+        seconds = round(part.duration)
+        word = "round video" if part.is_round else _MEDIA_WORDS.get(kind, kind)
+        head = f"{word}, {seconds // 60}:{seconds % 60:02d}"
+        return f"{head}: {label[:200]}" if label else head
+    # Without a description yet (it is made after ingest), the kind alone: its id means nothing to a reader.
+    return f"{_MEDIA_WORDS.get(kind, kind)} {label[:200]}".strip()
+
+
+#: Media kinds as the activity stream writes them (others by their `MediaKind` value).
+_MEDIA_WORDS = {"voice": "voice note", "video_note": "video note", "custom_emoji": "custom emoji"}

@@ -7,6 +7,7 @@ dashboard and the sandbox chat are saved under artifacts/.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 import json
@@ -20,10 +21,11 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from django.utils import timezone
 from django_otp.oath import totp
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from agents.models import Agent
+from agents.models import Agent, AgentLease
 from cindy_site.testing.fake_llm import FakeLLMServer
 from conversations.services.activity import record_event
 from dashboard.tests.conftest import HOSTILE
@@ -207,7 +209,9 @@ def test_dashboard_updates_live_when_a_sandbox_message_is_processed(site_db, pag
 
     activity = page.locator("#activity")
     expect(activity).to_contain_text("Hello from the sandbox!", timeout=60_000)
-    expect(page.locator("#agents-table tr", has_text=agent.name)).to_contain_text("online", timeout=15_000)
+    expect(
+        page.locator("#agents-table tr", has_text=agent.name).locator("td.badges .badge").first
+    ).to_have_text("connected", timeout=15_000)
     card = page.locator("article.conversation", has_text=agent.name)
     expect(card.locator("tr.node.status-done")).to_have_count(2, timeout=15_000)
     expect(card).to_contain_text("received")
@@ -225,6 +229,29 @@ def test_an_agent_with_an_invalid_timezone_shows_its_notice_in_the_agents_table(
     expect(page.locator("#live-status")).to_have_text("live")
     row = page.locator("#agents-table tr", has_text=agent.name)
     expect(row.locator("td.error .notice")).to_contain_text('Agent Timezone "Mars/Base" is not an IANA zone')
+
+
+def test_the_agents_badge_says_whether_a_gateway_drives_it_not_its_telegram_status(site_db, page):
+    # A lease a gateway holds makes the agent "connected"; whether Telegram shows it online is the
+    # activity stream's "shown online on Telegram" line, so the two words never contradict each other.
+    held = _agent(f"Hal {secrets.token_hex(2)}")
+    idle = _agent(f"Ida {secrets.token_hex(2)}")
+    at = timezone.now()
+    AgentLease.objects.create(
+        agent=held,
+        holder="gw-host:1:ab",
+        acquired_at=at,
+        heartbeat_at=at,
+        expires_at=at + dt.timedelta(days=1),
+    )
+    _log_in(page, _staff("watcher"), next_url="/dashboard/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    badge = page.locator("#agents-table tr", has_text=held.name).locator("td.badges .badge").first
+    expect(badge).to_have_text("connected")
+    expect(badge).to_have_attribute("title", "A gateway drives it: gw-host:1:ab")
+    expect(
+        page.locator("#agents-table tr", has_text=idle.name).locator("td.badges .badge").first
+    ).to_have_text("not connected")
 
 
 def test_an_event_committed_after_a_newer_one_is_shown_in_id_order(site_db, page):

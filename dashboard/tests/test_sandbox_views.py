@@ -61,6 +61,16 @@ def test_sandbox_page_opens_a_group_by_title(verified, sandbox_agent):
     assert response.context["group_titles"] == ["Book club"]
 
 
+def test_a_group_page_says_the_agent_answers_callouts_only_and_a_dm_does_not(verified, sandbox_agent):
+    page = _open(verified, sandbox_agent, group="Book club").content.decode()
+    assert (
+        '<p class="muted" id="callouts">In a group Wendy answers callouts only: an @mention '
+        "(<code>@wendy</code>), a reply to one of its messages, a reaction on its last message, or "
+        '<strong>Mark unread</strong>. Any other message shows as "not addressed" in the activity.</p>'
+    ) in page
+    assert 'id="callouts"' not in _open(verified, sandbox_agent).content.decode()
+
+
 def test_a_get_of_a_chat_never_started_changes_nothing_and_offers_to_start_it(verified, sandbox_agent):
     before = _sandbox_rows()
     response = verified.client.get(

@@ -1,17 +1,19 @@
-"""The activity stream names what the agent sent when a message has no text: a sticker by its set
-and name, a photo by its curated description."""
+"""The activity stream names a message without text by its media: a sticker by its set and name, a
+photo by its curated description, a voice note by its length (never by its file id)."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from cindy_site.testing.audio import voice_note
 from conversations.models import ActivityEvent
 from engine.tests.cast import teach
 from engine.tests.harness import tasks
 from media_catalog.models import Sticker, StickerSet
 from media_catalog.services.library import library_item_upload
 from sandbox.services.chats import sandbox_say
+from sandbox.services.voice import sandbox_voice_part
 
 pytestmark = pytest.mark.django_db
 
@@ -48,3 +50,19 @@ def test_a_sent_photo_is_named_by_its_curated_description(agent, harness, fake_l
     harness.settle()
 
     assert _sent_summaries(agent) == [f"{agent.name}: photo A narrowboat by a lock"]
+
+
+def test_a_received_voice_note_reads_as_a_voice_note_and_its_length(
+    agent, harness, fake_llm, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path
+    part = sandbox_voice_part(voice_note(7.2), name="note.ogg")
+    fake_llm.reply_with(tasks())
+    sandbox_say(agent=agent, as_name="Ann", media=[part])
+    harness.settle()
+
+    [line] = ActivityEvent.objects.filter(agent=agent, kind=ActivityEvent.Kind.MESSAGE_IN).values_list(
+        "summary", flat=True
+    )
+    assert line == "Ann: voice note, 0:07"
+    assert part["unique_id"] not in line

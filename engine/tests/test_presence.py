@@ -86,9 +86,9 @@ def test_the_account_shows_online_while_active_and_offline_after_the_window(
         .values_list("summary", flat=True)
     )
     assert lines == [
-        "shown offline (nothing written for 2 min)",
-        "shown online (wrote within the last 2 min)",
-        "shown offline (nothing written for 2 min)",
+        "shown offline on Telegram (nothing written for 2 min)",
+        "shown online on Telegram (wrote within the last 2 min)",
+        "shown offline on Telegram (nothing written for 2 min)",
     ]
 
 

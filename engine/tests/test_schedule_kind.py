@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conversations.models import ActivityEvent, TaskNode
+from dashboard.transcript import conversation_transcript
 from engine.responsiveness import asleep_until, responsiveness_delay
 from engine.tests.cast import teach
 from engine.tests.harness import scripted_turn, tasks
@@ -268,3 +269,22 @@ def test_in_a_conversation_user_is_the_partners_name(agent, clock, harness, fake
 
     prompt = json.dumps(fake_llm.requests[-1].json, ensure_ascii=False)
     assert "a baker who helps Ada find good bread" in prompt
+
+
+def test_the_planning_turns_activity_line_counts_the_entries_it_stored(scheduled, clock, harness, fake_llm):
+    # The turn plans no action of its own: its line says so, and what it stored, counted per kind.
+    entries = [
+        _entry(clock, entry_id=f"act-{hour}", start=hour, end=hour + 1, activity=f"Hour {hour}")
+        for hour in range(1, 22)
+    ]
+    fake_llm.reply_with(tasks(*entries))
+    assert harness.step("schedules") is True
+    harness.settle(until=clock.now() + dt.timedelta(minutes=3))
+
+    assert ScheduleEntry.objects.count() == 21
+    [line] = ActivityEvent.objects.filter(kind=ActivityEvent.Kind.NODE_DONE, summary__startswith="received #")
+    assert ": planned no actions; stored 21 schedule entries (answered by " in line.summary, line.summary
+    assert len(line.data["stored"]) == 21  # each entry by its id stays in the event's data
+    # The conversation's task log says the same.
+    [turn] = [e for e in conversation_transcript(line.conversation) if e.get("node_id") == line.node_id]
+    assert ("planned", "no actions; stored 21 schedule entries") in turn["lines"]

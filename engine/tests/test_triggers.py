@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cindy_site.clock import now
-from conversations.models import Conversation, Message, TaskGraph
+from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from engine.tests.harness import Harness
 from engine.triggers import message_decision, unread_mark_decision
 from sandbox.services.chats import sandbox_say
@@ -143,3 +143,47 @@ def test_an_unread_mark_is_a_callout_even_when_muted_but_not_when_gagged(agent, 
     assert unread_mark_decision(agent=agent, conversation=chat).reason == "chat gagged"
     service = _chat(agent, peer_id=777000)
     assert unread_mark_decision(agent=agent, conversation=service).trigger is None
+
+
+NOT_ADDRESSED = (
+    "not addressed: groups answer callouts only (an @mention of the agent, a reply to one of its "
+    "messages, a reaction on its last message, or the chat marked unread)"
+)
+
+
+def _not_addressed_lines(agent) -> list[str]:
+    return list(
+        ActivityEvent.objects.filter(agent=agent, summary__contains="not addressed")
+        .order_by("id")
+        .values_list("summary", flat=True)
+    )
+
+
+def test_a_sandbox_group_message_without_a_callout_says_in_the_activity_why_it_is_not_answered(
+    agent, clock, fake_llm
+):
+    harness = Harness(clock)
+    harness.start()
+    fake_llm.set_default_reply(json.dumps([{"kind": "send", "text": "Hi Ann!"}]))
+
+    chatter = sandbox_say(agent=agent, text="anyone up for tea?", as_name="Ann", group="Club")
+    harness.settle()
+    assert not fake_llm.requests and not TaskGraph.objects.exists()
+    [line] = _not_addressed_lines(agent)
+    assert line == f"Ann #{chatter.message_id} {NOT_ADDRESSED}"
+    event = ActivityEvent.objects.get(summary=line)
+    assert event.conversation.kind == Conversation.Kind.GROUP  # shown in the sandbox chat's activity
+
+    sandbox_say(agent=agent, text=f"@{agent.name} tea?", as_name="Ann", group="Club")
+    harness.settle()
+    assert len(fake_llm.requests) == 1, "a mention is answered"
+    assert len(_not_addressed_lines(agent)) == 1, "and says nothing of the kind"
+
+
+def test_a_telegram_groups_chatter_writes_no_line(agent, clock):
+    agent.transport = "telegram"
+    group = _chat(agent, kind=Conversation.Kind.GROUP, peer_id=-2004)
+
+    decision = message_decision(agent=agent, conversation=group, message=_message(group, 1))
+    assert (decision.trigger, decision.reason) == (None, "group chatter without a callout")
+    assert _not_addressed_lines(agent) == []

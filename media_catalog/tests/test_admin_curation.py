@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 
 import pytest
 from django.core.files.base import ContentFile
@@ -269,3 +270,23 @@ def test_a_truncated_tgs_is_not_a_preview(verified_client):
     row.file.save("AgAcut.tgs", ContentFile(lottie_square((0, 1, 0))[:40]))
     url = reverse("admin:media_catalog_mediadescription_file", args=[row.pk])
     assert verified_client.get(url, {"frame": "png"}).status_code == 404
+
+
+def test_the_status_column_says_each_word_once_and_whose_text_it_is(verified_client):
+    ai_description("AgA1", "a cat")
+    MediaDescription.objects.create(unique_id="AgA2", kind="voice", status="timeout", source="ai")
+    MediaDescription.objects.create(unique_id="AgA3", description="x", status="curated", source="curated")
+
+    html = verified_client.get(CHANGELIST).content.decode()
+    cells = dict(
+        re.findall(
+            r'<a href="[^"]*/(\d+)/change/[^"]*">AgA\d</a>.*?<td class="field-state">([^<]*)</td>', html, re.S
+        )
+    )
+    by_id = {str(row.pk): row.unique_id for row in MediaDescription.objects.all()}
+    assert {by_id[pk]: text for pk, text in cells.items()} == {
+        "AgA1": "OK · AI description",
+        "AgA2": "Timeout · AI description",
+        "AgA3": "Curated",
+    }
+    assert "Curated · Curated" not in html

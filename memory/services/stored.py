@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,35 @@ class StoredOutcome:
 
     def describe(self) -> str:
         return f"{self.kind} {self.entry_id} {self.action}"
+
+    @classmethod
+    def from_text(cls, text: str) -> StoredOutcome:
+        """The outcome `describe()` wrote (a node's stored result keeps those lines)."""
+        kind, _, rest = text.partition(" ")
+        entry_id, _, action = rest.rpartition(" ")
+        return cls(kind=kind, entry_id=entry_id, action=action)
+
+
+def outcomes_summary(outcomes: Iterable[StoredOutcome]) -> str:
+    """What a turn stored, counted per kind for the activity line: one entry by its id
+    ("note note-1a2b created"), several by their number ("21 schedule entries", "3 remember entries
+    (2 created, 1 deleted)"), kinds in the order the turn gave them; "" for none."""
+    by_kind: dict[str, list[StoredOutcome]] = {}
+    for outcome in outcomes:
+        by_kind.setdefault(outcome.kind, []).append(outcome)
+    parts = []
+    for kind, items in by_kind.items():
+        if len(items) == 1:
+            parts.append(items[0].describe())
+            continue
+        actions: dict[str, int] = {}
+        for item in items:
+            actions[item.action] = actions.get(item.action, 0) + 1
+        counted = f"{len(items)} {kind} entries"
+        if set(actions) != {"created"}:
+            counted += " (" + ", ".join(f"{n} {action}" for action, n in actions.items()) + ")"
+        parts.append(counted)
+    return ", ".join(parts)
 
 
 def parse_created(raw: str) -> dt.datetime | None:

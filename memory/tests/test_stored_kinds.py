@@ -9,7 +9,13 @@ import pytest
 from agents.models import Agent
 from memory import stored_kinds
 from memory.models import Memory, Plan, Summary
-from memory.services.stored import parse_created, stored_entries, stored_entry_apply
+from memory.services.stored import (
+    StoredOutcome,
+    outcomes_summary,
+    parse_created,
+    stored_entries,
+    stored_entry_apply,
+)
 from memory.stored_kinds import StoreContext, StoredKind, StoredParam
 
 pytestmark = pytest.mark.django_db
@@ -105,3 +111,18 @@ def test_a_kind_plugs_in_by_declaration_alone(context, summary_kind):
     summary = Summary.objects.get()
     assert (outcome.action, summary.entry_id, summary.first_message_id) == ("created", "s1", 7)
     assert stored_entries(kind="summarize", context=context) == [{"id": "s1", "content": "They met"}]
+
+
+def test_the_activity_line_names_one_entry_by_id_and_counts_several_per_kind(context):
+    outcomes = [
+        stored_entry_apply(kind="plan", context=context, entry_id="p1", content="Bake bread"),
+        stored_entry_apply(kind="note", context=context, entry_id="n1", content="Likes rye"),
+        stored_entry_apply(kind="note", context=context, entry_id="n2", content="Moved to Leeds"),
+        stored_entry_apply(kind="note", context=context, entry_id="n1", content=""),
+        stored_entry_apply(kind="note", context=context, entry_id="n9", content=""),
+    ]
+    assert outcomes_summary(outcomes) == "plan p1 created, 4 note entries (2 created, 1 deleted, 1 absent)"
+    assert outcomes_summary(outcomes[1:3]) == "2 note entries"
+    # The node's result keeps each outcome as a line; read back, it counts the same.
+    lines = [outcome.describe() for outcome in outcomes]
+    assert outcomes_summary(StoredOutcome.from_text(line) for line in lines) == outcomes_summary(outcomes)

@@ -11,7 +11,13 @@
 
   function agentState(agent) {
     const badges = [];
-    badges.push(el("span", { className: "badge " + (agent.online ? "ok" : "off"), text: agent.online ? "online" : "offline" }));
+    // Whether a gateway drives the agent now (its lease), not the status Telegram shows its contacts:
+    // that one is the activity stream's "shown online on Telegram" / "shown offline on Telegram".
+    badges.push(el("span", {
+      className: "badge " + (agent.online ? "ok" : "off"),
+      text: agent.online ? "connected" : "not connected",
+      title: agent.online ? "A gateway drives it: " + agent.gateway : "No gateway drives it now: nothing is answered",
+    }));
     if (agent.stopped) badges.push(el("span", { className: "badge bad", text: "stopped" }));
     if (agent.disabled) badges.push(el("span", { className: "badge off", text: "disabled" }));
     if (agent.asleep_until) {
