@@ -213,6 +213,9 @@ class Player:
         for text in turn.retrieved_has:
             if text not in last:
                 self.failures.append(f"{at}: the prompt after the retrieve does not show {text!r}")
+        for text in turn.retrieved_lacks:
+            if text in last:
+                self.failures.append(f"{at}: the prompt after the retrieve shows {text!r}")
         made = stage.pictures_made(scenario) - pictures
         if turn.pictures is not None and made != turn.pictures:
             self.failures.append(f"{at}: {made} picture(s) made, expected {turn.pictures}")

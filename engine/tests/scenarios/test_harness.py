@@ -579,12 +579,14 @@ def test_a_bad_backlog_is_refused_with_the_fix(tmp_path, table, message):
         scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n[backlog]\n' + table + GOOD_TURN)
 
 
-def test_a_backlog_is_seeded_on_the_sandbox_only(tmp_path):
+def test_a_backlog_is_seeded_in_a_dm_on_either_transport(tmp_path):
+    backlog = '[backlog]\ncount = 5\nlines = ["x"]\n'
+    read = scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\n' + backlog + GOOD_TURN)
+    assert read.telegram and read.backlog.count == 5
     with pytest.raises(
-        ScenarioError, match=re.escape("a backlog is seeded in a sandbox DM: remove telegram")
+        ScenarioError, match=re.escape("a backlog is seeded in a DM with the first person: remove group")
     ):
         scenario(
             tmp_path,
-            'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\n[backlog]\ncount = 5\nlines = ["x"]\n'
-            + GOOD_TURN,
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club"}\n' + backlog + GOOD_TURN,
         )
