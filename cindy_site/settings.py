@@ -530,8 +530,10 @@ CINDY_IMAGES_PER_DAY = _positive_int("CINDY_IMAGES_PER_DAY", 10, minimum=0)
 CINDY_IMAGES_AFTER_UNTRUSTED = env.bool("CINDY_IMAGES_AFTER_UNTRUSTED", default=False)
 # Consolidation (engine/consolidation.py): a conversation quiet this many seconds since new messages gets
 # a turn that reviews them into notes and memories, at most this many such turns per agent a day
-# (midnight in TIME_ZONE; 0: none), for agents whose prompts include Task-Consolidate.
+# (midnight in TIME_ZONE; 0: none), for agents whose prompts include Task-Consolidate. While an agent
+# sleeps per its schedule, a chat quiet for the asleep time (when shorter) is reviewed then.
 CINDY_CONSOLIDATE_QUIET_SECONDS = _positive_int("CINDY_CONSOLIDATE_QUIET_SECONDS", 7200)
+CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS = _positive_int("CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS", 600)
 CINDY_CONSOLIDATE_PER_DAY = _positive_int("CINDY_CONSOLIDATE_PER_DAY", 4, minimum=0)
 # Gemini explicit context caching (llm/explicit_cache.py): a conversation with at least this many
 # planning turns in the last hour whose calls miss the implicit cache gets an explicit cache of its
