@@ -1,4 +1,5 @@
-"""Cindy settings: one module, every value read from the environment.
+"""Cindy settings: one module, every value read from the environment (through the readers in
+`cindy_site/setting_values.py`, which also reads the `.env` file).
 
 Every variable is listed with its default and meaning in `.env.example`. A `.env` file beside
 `manage.py` is read when present; real environment variables win over it.
@@ -7,44 +8,16 @@ Every variable is listed with its default and meaning in `.env.example`. A `.env
 from __future__ import annotations
 
 import sys
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from cindy_site.llm_endpoints import endpoint_variable, endpoints_setting, endpoints_structured_setting
-
-BASE_DIR = Path(__file__).resolve().parent.parent
-
-env = environ.Env()
-_env_file_setting = env.str("CINDY_ENV_FILE", default="")
-_env_file = Path(_env_file_setting) if _env_file_setting else BASE_DIR / ".env"
-if _env_file_setting and not _env_file.exists():
-    # The default .env may be absent; a file someone named must be there, or their settings are lost.
-    raise ImproperlyConfigured(
-        f"CINDY_ENV_FILE is {_env_file_setting!r}, but there is no such file "
-        f"(looked at {_env_file.resolve()}): fix the path, or unset CINDY_ENV_FILE to read .env"
-    )
-if _env_file.exists() and not _env_file.is_dir():
-    env.read_env(str(_env_file), overwrite=False)
-
-
-def _positive_int(name: str, default: int, *, minimum: int = 1) -> int:
-    value = env.int(name, default=default)
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} is {value}: it must be at least {minimum}")
-    return value
-
-
-def _positive_float(name: str, default: float) -> float:
-    value = env.float(name, default=default)
-    if value <= 0:
-        raise ImproperlyConfigured(
-            f"{name} is {value}: it must be a positive number of seconds, e.g. {default}"
-        )
-    return value
-
+from cindy_site.setting_values import BASE_DIR, env
+from cindy_site.setting_values import int_list as _int_list
+from cindy_site.setting_values import optional_usd as _optional_usd
+from cindy_site.setting_values import positive_float as _positive_float
+from cindy_site.setting_values import positive_int as _positive_int
 
 # --- Core -------------------------------------------------------------------------------------
 
@@ -419,21 +392,6 @@ CINDY_TASK_MAX_DEATHS = _positive_int("CINDY_TASK_MAX_DEATHS", 2)
 CINDY_TICK_STALL_SECONDS = _positive_int("CINDY_TICK_STALL_SECONDS", 120)
 
 
-def _optional_usd(name: str) -> Decimal | None:
-    raw = env.str(name, default="").strip()
-    if not raw:
-        return None
-    try:
-        value = Decimal(raw)
-    except InvalidOperation:
-        value = None
-    if value is None or not value.is_finite() or value < 0:
-        raise ImproperlyConfigured(
-            f"{name} is {raw!r}: write an amount of US dollars, e.g. 20 or 7.50 (empty: no cap)"
-        )
-    return value
-
-
 # Spend brakes (engine/brakes.py): the whole installation's LLM cost per day (TIME_ZONE); empty: no cap.
 CINDY_DAILY_SPEND_CAP_USD = _optional_usd("CINDY_DAILY_SPEND_CAP_USD")
 # Retention (engine/retention.py): days each kind of row is kept (0: for good), and rows per batch.
@@ -482,16 +440,6 @@ CINDY_UPKEEP_CONCURRENCY = _positive_int("CINDY_UPKEEP_CONCURRENCY", 8)
 CINDY_UNREAD_SCAN_SECONDS = max(env.float("CINDY_UNREAD_SCAN_SECONDS", default=30.0), 0.0)
 
 
-def _int_list(name: str) -> list[int]:
-    values = env.list(name, default=[])
-    try:
-        return [int(v) for v in values if v.strip()]
-    except ValueError:
-        raise ImproperlyConfigured(
-            f"{name} is {','.join(values)!r}: use comma-separated Telegram user ids, e.g. 12345,67890"
-        ) from None
-
-
 CINDY_OPERATOR_IDS = _int_list("CINDY_OPERATOR_IDS")
 # Bounded initiative (llm/policy_initiative.py): how many xsend hops a chain of turns may take (a turn
 # started by an xsend has depth 1; 1 means it may not xsend again), and how many xsends and event
@@ -532,8 +480,10 @@ CINDY_IMAGES_PER_DAY = _positive_int("CINDY_IMAGES_PER_DAY", 10, minimum=0)
 CINDY_IMAGES_AFTER_UNTRUSTED = env.bool("CINDY_IMAGES_AFTER_UNTRUSTED", default=False)
 # Consolidation (engine/consolidation.py): a conversation quiet this many seconds since new messages gets
 # a turn that reviews them into notes and memories, at most this many such turns per agent a day
-# (midnight in TIME_ZONE; 0: none), for agents whose prompts include Task-Consolidate.
+# (midnight in TIME_ZONE; 0: none), for agents whose prompts include Task-Consolidate. While an agent
+# sleeps per its schedule, a chat quiet for the asleep time (when shorter) is reviewed then.
 CINDY_CONSOLIDATE_QUIET_SECONDS = _positive_int("CINDY_CONSOLIDATE_QUIET_SECONDS", 7200)
+CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS = _positive_int("CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS", 600)
 CINDY_CONSOLIDATE_PER_DAY = _positive_int("CINDY_CONSOLIDATE_PER_DAY", 4, minimum=0)
 # Gemini explicit context caching (llm/explicit_cache.py): a conversation with at least this many
 # planning turns in the last hour whose calls miss the implicit cache gets an explicit cache of its

@@ -15,6 +15,11 @@ kind is refused with a `policy_refused` event. Its LLM call is an `LLMCall` like
   and limit as an `info` event naming the setting.
 - Chats that went quiet more than LOOKBACK ago are not looked at, so a gateway back after days does not
   review every old chat at once.
+- While the agent sleeps per its schedule (`engine.responsiveness.agents_asleep`), a chat quiet for
+  CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS (when shorter than the quiet time) is reviewed then (a chat
+  whose message waits for the wake-up has a turn under way, so it is not), within the same daily
+  limit, and the tick runs a sleeping agent's consolidation turns (engine/tick.py) while its other
+  turns wait for the wake-up.
 
 The step that calls this keeps a `ConsolidationMemo` so that a chat found reviewed (or started) is not
 read again until a new message arrives.
@@ -28,7 +33,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, Min
+from django.db.models import Count, Max, Min, Q
 
 from agents.models import Agent
 from cindy_site.clock import now
@@ -37,6 +42,7 @@ from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
 from conversations.services.activity import record_event
 from conversations.services.graphs import graph_active, graph_replan
 from engine.brakes import day_start
+from engine.responsiveness import agents_asleep
 
 #: The role prompt that teaches consolidation; agents without it have no consolidation turns.
 CONSOLIDATE_PROMPT = "Task-Consolidate"
@@ -102,16 +108,22 @@ def consolidations_start_due(
     if not agents:
         return 0
     quiet = dt.timedelta(seconds=parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"))
+    # While the agent sleeps, the asleep quiet time applies when it is the shorter one.
+    asleep_quiet = min(quiet, dt.timedelta(seconds=parameter("CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS")))
     limit = parameter("CINDY_CONSOLIDATE_PER_DAY")
     today = day_start(when).date()
     for agent_id, (day, capped_at) in list(memo.capped.items()):
         if day != today or capped_at != limit:
             del memo.capped[agent_id]
     cutoff = when - quiet
+    open_ids = [pk for pk in agents if pk not in memo.capped]
+    asleep = agents_asleep(agents=[agents[pk] for pk in open_ids], at=when) if open_ids else set()
     candidates = (
         Conversation.objects.filter(
-            agent_id__in=[pk for pk in agents if pk not in memo.capped],
-            last_message_at__lte=cutoff,
+            Q(agent_id__in=[pk for pk in open_ids if pk not in asleep], last_message_at__lte=cutoff)
+            | Q(
+                agent_id__in=[pk for pk in open_ids if pk in asleep], last_message_at__lte=when - asleep_quiet
+            ),
             last_message_at__gt=cutoff - LOOKBACK,
             muted=False,
             blocked=False,
@@ -133,7 +145,9 @@ def consolidations_start_due(
         if not news["count"]:
             memo.seen[conversation.pk] = conversation.last_message_at
             continue
-        if _start(conversation, news=news, at=when, quiet=when - conversation.last_message_at, limit=limit):
+        quiet_for = when - conversation.last_message_at
+        asleep_now = conversation.agent_id in asleep
+        if _start(conversation, news=news, at=when, quiet=quiet_for, limit=limit, asleep=asleep_now):
             memo.seen[conversation.pk] = conversation.last_message_at
             started += 1
         elif limit <= consolidations_today(conversation.agent_id, at=when):
@@ -142,10 +156,16 @@ def consolidations_start_due(
 
 
 def _start(
-    conversation: Conversation, *, news: dict, at: dt.datetime, quiet: dt.timedelta, limit: int
+    conversation: Conversation,
+    *,
+    news: dict,
+    at: dt.datetime,
+    quiet: dt.timedelta,
+    limit: int,
+    asleep: bool = False,
 ) -> TaskGraph | None:
     """Start the conversation's consolidation turn, unless a turn is under way or the agent reached its
-    daily limit (said once per agent, day and limit)."""
+    daily limit (said once per agent, day and limit). `asleep`: started because the agent sleeps."""
     agent = conversation.agent
     with transaction.atomic():
         # The agent's row orders two gateways' starts (and their count of today's turns).
@@ -157,7 +177,7 @@ def _start(
             _say_capped(conversation, limit=limit, done=done, at=at)
             return None
         minutes = int(quiet.total_seconds() // 60)
-        context = {"consolidate": {**news, "quiet_minutes": minutes}}
+        context = {"consolidate": {**news, "quiet_minutes": minutes, **({"asleep": True} if asleep else {})}}
         graph = graph_replan(
             conversation=conversation, trigger=Trigger.CONSOLIDATE, target_message_id=None, context=context
         )
@@ -167,7 +187,8 @@ def _start(
             conversation_id=conversation.pk,
             summary=(
                 f"consolidation started: {news['count']} new message(s) (#{news['first']} to "
-                f"#{news['last']}), quiet for {minutes} min; {done + 1} of {limit} today "
+                f"#{news['last']}), quiet for {minutes} min{' while asleep' if asleep else ''}; {done + 1} of "
+                f"{limit} today "
                 "(CINDY_CONSOLIDATE_PER_DAY)"
             ),
             data={"consolidate": context["consolidate"], "graph_id": graph.pk},

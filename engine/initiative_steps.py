@@ -48,7 +48,8 @@ class SchedulesStep:
 
 class ConsolidationStep:
     """Starts the consolidation turns of quiet chats (engine/consolidation.py). It looks every half of
-    CINDY_CONSOLIDATE_QUIET_SECONDS, at least every second and at most every CHECK_SECONDS."""
+    CINDY_CONSOLIDATE_QUIET_SECONDS (or of CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS, when shorter), at
+    least every second and at most every CHECK_SECONDS."""
 
     name = "consolidation"
     CHECK_SECONDS = 60.0
@@ -62,7 +63,12 @@ class ConsolidationStep:
         clock = get_clock()
         if self.next_check is not None and clock.monotonic() < self.next_check:
             return False
-        quiet = float(parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"))
+        quiet = float(
+            min(
+                parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"),
+                parameter("CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS"),
+            )
+        )
         self.next_check = clock.monotonic() + min(self.CHECK_SECONDS, max(1.0, quiet / 2))
         held = [agent_id for agent_id, client in self.context.clients.items() if client.connected]
         if not held:

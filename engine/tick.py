@@ -7,6 +7,8 @@ conversation. Only a conversation's next node is a candidate (one running node p
 never starves the rest. A pass reads at most `SCAN_LIMIT` conversations, carrying on from where the
 previous read stopped, so with more waiting conversations than that each still comes up within a round
 of ticks. Telegram kinds are limited to one per agent per tick: one account acts like one person.
+An agent asleep per its schedule starts only its consolidation turns' nodes (engine/consolidation.py);
+its other turns wait for its wake-up.
 """
 
 from __future__ import annotations
@@ -17,9 +19,15 @@ from collections.abc import Callable, Iterable
 from django.conf import settings
 
 from cindy_site.clock import now
-from conversations.models import TaskNode
+from conversations.models import TaskGraph, TaskNode
 from conversations.models.graph import BRAIN_KINDS
-from conversations.selectors import Candidate, candidates_in_turns, conversation_heads, pending_nodes_due
+from conversations.selectors import (
+    Candidate,
+    Head,
+    candidates_in_turns,
+    conversation_heads,
+    pending_nodes_due,
+)
 from conversations.services.nodes import new_claim_token, nodes_claim
 
 logger = logging.getLogger(__name__)
@@ -88,8 +96,10 @@ class Ticker:
         `asleep` (given agent ids, those asleep now) is asked only about the agents the read found a
         node of: an agent asleep is left out and the read made again without it, as if it had been
         left out from the start (a sleeping agent's turns wait for its wake-up, `reply_not_before`,
-        so this is rare, and most ticks ask about one agent or none instead of every one held)."""
+        so this is rare, and most ticks ask about one agent or none instead of every one held). A
+        sleeping agent's head that belongs to a consolidation turn is kept: those run while it sleeps."""
         start, sleeping, judged = self._after, set(), set()
+        resting: dict[int, Head] = {}  # conversation id -> a sleeping agent's consolidation head
         while True:
             self._after = start
             heads = self._read(agent_ids=[a for a in agent_ids if a not in sleeping], at=at)
@@ -97,7 +107,8 @@ class Ticker:
             newly = asleep(found) if asleep is not None and found else set()
             judged |= found
             if not newly:
-                return candidates_in_turns(heads=heads, limit=SCAN_LIMIT)
+                return candidates_in_turns(heads=heads + list(resting.values()), limit=SCAN_LIMIT)
+            resting |= {head.candidate.conversation_id: head for head in _consolidating(heads, newly)}
             sleeping |= newly
 
     def _read(self, *, agent_ids: list[int], at) -> list:
@@ -134,3 +145,14 @@ class Ticker:
             agents=agents,
         )
         return [(node, owner) for node in won]
+
+
+def _consolidating(heads: list[Head], agent_ids: set[int]) -> list[Head]:
+    """The heads of `agent_ids` (asleep) whose node belongs to a consolidation turn. One query."""
+    ids = [head.candidate.id for head in heads if head.candidate.agent_id in agent_ids]
+    keep = set(
+        TaskNode.objects.filter(pk__in=ids, graph__trigger=TaskGraph.Trigger.CONSOLIDATE).values_list(
+            "pk", flat=True
+        )
+    )
+    return [head for head in heads if head.candidate.id in keep]

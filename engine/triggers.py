@@ -24,7 +24,8 @@
   that would otherwise start a turn there writes an activity line naming why.
 
 An agent asleep per its Daily Schedule (`agents/schedule.py`) still replans, but the tick runs none of
-its nodes until it wakes: the night's messages are answered once, in the morning.
+its nodes until it wakes (its consolidation turns aside, engine/consolidation.py): the night's
+messages are answered once, in the morning.
 """
 
 from __future__ import annotations

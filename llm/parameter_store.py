@@ -145,6 +145,11 @@ PARAMETERS: dict[str, Parameter] = {
             "Seconds a conversation stays quiet after new messages before a consolidation turn reviews them.",
         ),
         Parameter(
+            "CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS",
+            _int(1),
+            "The same while the agent sleeps per its schedule (when shorter than the above).",
+        ),
+        Parameter(
             "CINDY_CONSOLIDATE_PER_DAY", _int(0), "Consolidation turns an agent may have per day (0: none)."
         ),
         Parameter(

@@ -17,18 +17,20 @@ from llm.kinds import Task
 from llm.models import LLMCall
 from llm.policy import refusal_reason
 from llm.policy_inputs import TurnInputs
-from memory.models import Memory, Note
+from memory.models import Memory, Note, ScheduleEntry
 from sandbox.services.chats import sandbox_say
 
 pytestmark = pytest.mark.django_db
 
 QUIET = 7200
+ASLEEP_QUIET = 300
 CONSOLIDATE = TaskGraph.Trigger.CONSOLIDATE
 
 
 @pytest.fixture
 def harness(agent, clock, fake_llm, settings):
     settings.CINDY_CONSOLIDATE_QUIET_SECONDS = QUIET
+    settings.CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS = ASLEEP_QUIET
     settings.CINDY_CONSOLIDATE_PER_DAY = 4
     clock.set(dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.UTC))
     teach(agent, "Task-Memory", "Task-Consolidate")
@@ -253,3 +255,88 @@ def test_a_consolidation_turn_may_only_write_notes_memories_plans_and_intentions
     assert (reason == "") is allowed, reason
     if not allowed:
         assert reason.startswith(f"{kind} is not allowed in a consolidation turn")
+
+
+def _asleep(agent, clock, *, hours: int = 8) -> ScheduleEntry:
+    """The agent's schedule says it sleeps from a minute ago for `hours`."""
+    at = clock.now()
+    return ScheduleEntry.objects.create(
+        agent=agent,
+        entry_id="night",
+        activity="Sleeping",
+        start=at - dt.timedelta(minutes=1),
+        end=at + dt.timedelta(hours=hours),
+        responsiveness=0,
+        created=at,
+    )
+
+
+def test_while_the_agent_sleeps_a_chat_with_new_messages_is_consolidated_at_once(
+    agent, harness, clock, fake_llm
+):
+    conversation = _chat(agent, harness, fake_llm)
+    clock.advance(minutes=2)
+    night = _asleep(agent, clock)
+    assert _start(agent, clock) == 0, "asleep, but not quiet for CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS yet"
+    night.delete()
+    clock.advance(minutes=8)
+    assert _start(agent, clock) == 0, "awake: not quiet for CINDY_CONSOLIDATE_QUIET_SECONDS yet"
+
+    night = _asleep(agent, clock)
+    fake_llm.reply_with(tasks({"kind": "note", "content": "Moving to Leeds in May."}))
+    assert harness.step("consolidation") is True
+    [graph] = _consolidations()
+    assert graph.conversation_id == conversation.pk
+    assert graph.context["consolidate"]["asleep"] is True and graph.context["consolidate"]["count"] == 2
+    started = ActivityEvent.objects.filter(summary__startswith="consolidation started").get().summary
+    assert "quiet for 10 min while asleep; 1 of 4 today" in started
+
+    # The turn runs while the agent sleeps (its wake-up is 8 hours away).
+    harness.settle(until=clock.now() + dt.timedelta(minutes=5))
+    graph.refresh_from_db()
+    assert graph.status == TaskGraph.Status.DONE
+    assert Note.objects.get().content == "Moving to Leeds in May."
+    assert clock.now() < night.end
+
+    # A message said meanwhile waits for the wake-up, and its chat is not consolidated before that.
+    requests = len(fake_llm.requests)
+    sandbox_say(agent=agent, text="Are you up?")
+    harness.settle(until=clock.now() + dt.timedelta(minutes=30))
+    assert len(fake_llm.requests) == requests, "no turn while asleep but the consolidation"
+    assert _start(agent, clock) == 0
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Morning!"}))
+    harness.settle(until=night.end + dt.timedelta(minutes=5))
+    assert Message.objects.filter(is_agent=True).latest("id").text == "Morning!"
+    assert len(_consolidations()) == 1
+
+
+def test_the_daily_limit_holds_while_the_agent_sleeps(agent, harness, clock, fake_llm, settings):
+    settings.CINDY_CONSOLIDATE_PER_DAY = 1
+    _chat(agent, harness, fake_llm, as_name="Ada")
+    _chat(agent, harness, fake_llm, text="I got the job!", as_name="Ben")
+    clock.advance(minutes=10)
+    _asleep(agent, clock)
+    fake_llm.reply_with(tasks())
+    assert _start(agent, clock) == 1
+    harness.settle(until=clock.now() + dt.timedelta(minutes=5))
+    assert _start(agent, clock) == 0
+    assert len(_consolidations()) == 1
+    assert ActivityEvent.objects.filter(summary__startswith="consolidation skipped").count() == 1
+
+
+def test_a_sleeping_agent_runs_its_consolidation_turns_only(agent, harness, clock, fake_llm):
+    """The tick leaves a sleeping agent's reply turns for its wake-up but runs its consolidation."""
+    quiet = _chat(agent, harness, fake_llm, as_name="Ada")
+    clock.advance(minutes=10)
+    night = _asleep(agent, clock)
+    sandbox_say(agent=agent, text="Still there?", as_name="Ben")
+    harness.ingest()
+    waiting = TaskGraph.objects.exclude(conversation=quiet).get(status=TaskGraph.Status.ACTIVE)
+    fake_llm.reply_with(tasks({"kind": "note", "content": "Ada moves to Leeds."}))
+    assert _start(agent, clock) == 1
+    harness.settle(until=clock.now() + dt.timedelta(minutes=5))
+    assert _consolidations()[0].status == TaskGraph.Status.DONE
+    waiting.refresh_from_db()
+    assert waiting.status == TaskGraph.Status.ACTIVE
+    assert not waiting.nodes.exclude(status="pending").exists(), "Ben's reply waits for the wake-up"
+    assert clock.now() < night.end

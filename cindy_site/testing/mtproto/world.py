@@ -472,6 +472,24 @@ class World:
                 mentioned.append(uid)
         return entities, tuple(mentioned)
 
+    def reserve_ids(self, count: int) -> list[int]:
+        """`count` new message ids for `add_history`, taken now (e.g. for an export written first)."""
+        return [next(self._common_msg_id) for _ in range(count)]
+
+    def add_history(
+        self, key: tuple, past: list[tuple[int, str, int]], ids: list[int] | None = None
+    ) -> list[int]:
+        """A DM's past, (sender, text, Unix date) oldest first, from before anyone's session: stored with
+        new ids (or `ids` from `reserve_ids`) and read by both sides, but logged as no update, so a
+        client learns of it only by reading the history. Returns the messages' ids."""
+        ids = ids or self.reserve_ids(len(past))
+        for msg_id, (sender, text, date) in zip(ids, past, strict=True):
+            self.messages.setdefault(key, []).append(Message(msg_id, key, sender, text, date))
+        self.messages[key].sort(key=lambda m: m.id)
+        for uid in self.members(key):
+            self.users[uid].read_max[key] = max(self.users[uid].read_max.get(key, 0), *ids)
+        return ids
+
     # --- attention: what messages.getDialogs counts as unread ---------------------------------------
 
     def mark_unread(self, user_id: int, key: tuple, unread: bool = True, *, push: bool = True) -> None:

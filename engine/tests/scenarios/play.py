@@ -66,8 +66,8 @@ class Player:
         start = stage.log_offset()
         unheard = stage.unscripted_transcriptions()
         stage.script(scenario)
-        if scenario.backlog is not None:  # seeded before the stage started (Stage.world_setup)
-            self.seen[scenario.people[0]] = scenario.backlog.count  # the backlog is not this run's sending
+        if scenario.backlog is not None:  # seeded before the stage started: not this run's sending
+            self._skip_past(scenario.people[0])
         if scenario.llm:  # the operator puts the persona on this LLM first (its `# LLM`)
             stage.set_llm(scenario.persona, scenario.llm)
         try:
@@ -138,6 +138,7 @@ class Player:
             stage.save_media(scenario, turn)
         if turn.history:
             stage.import_history(scenario, turn)
+            self._skip_past(turn.person)  # on the stand-in the past is the chat's history there too
         if turn.trigger == "message" and turn.voice:
             stage.say_voice(scenario, turn)
         elif turn.unseen:
@@ -218,6 +219,9 @@ class Player:
         for text in turn.retrieved_has:
             if text not in last:
                 self.failures.append(f"{at}: the prompt after the retrieve does not show {text!r}")
+        for text in turn.retrieved_lacks:
+            if text in last:
+                self.failures.append(f"{at}: the prompt after the retrieve shows {text!r}")
         made = stage.pictures_made(scenario) - pictures
         if turn.pictures is not None and made != turn.pictures:
             self.failures.append(f"{at}: {made} picture(s) made, expected {turn.pictures}")
@@ -353,6 +357,12 @@ class Player:
                 f"{repr(turn.topic) if turn.topic else 'General'}"
             )
         return [m for m in new if topics.get(m[0], "") == turn.topic]
+
+    def _skip_past(self, person: str) -> None:
+        """The agent's messages in the person's DM so far are its past (a backlog, an imported export),
+        not new lines of a turn: `sends` counts from after them."""
+        mine = [m[0] for m in self.stage.messages(self.scenario, person) if m[1]]
+        self.seen[person] = max([self.seen.get(person, 0), *mine])
 
     def _check_effects(self, turn: Turn, at: str) -> None:
         stage, scenario = self.stage, self.scenario

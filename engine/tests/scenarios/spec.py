@@ -24,7 +24,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
                                      # back to the shipped one after the last; `ollama:MODEL` is the
                                      # stage's self-hosted endpoint (stage.ENDPOINT)
 
-    [backlog]                        # optional: a long earlier chat with the first person (sandbox only),
+    [backlog]                        # optional: a long earlier DM with the first person,
     count = 2000                     # that many messages, alternating person and persona, written through
     lines = ["...", "..."]           # the ingest path before the first turn; `lines` cycle, `planted`
     planted = [{at = 3, text = "..."}]   # messages replace them at those positions (1 = the oldest);
@@ -54,6 +54,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
     prompt_has = ["..."]             # text this turn's prompt must show
     prompt_lacks = ["..."]           # text it must not show
     retrieved_has = ["..."]          # text the prompt after the retrieve must show
+    retrieved_lacks = ["..."]        # text it must not show (e.g. another chat's, after a recall)
     sends = ["Hi!"]                  # the agent's new lines in this chat, in order
     reaction = "👍"                  # the agent's reaction on the person's last message
     photo = "AgADCanalPhoto5.png"    # a library file the agent sent here, its description unchanged
@@ -89,7 +90,7 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
     history = [{text = "..."}, {text = "...", agent = true}]   # an operator first imports these past
                                      #   messages of the person's DM (the persona's with agent = true)
                                      #   from a Telegram Desktop export, `manage.py importchat`
-                                     #   (sandbox DMs only)
+                                     #   (DMs only; on the stand-in, exported from the persona's account)
 
 A `voice` turn says a voice note instead of text: an OGG/Opus tone `seconds` long (at most 60), made
 once per `name` in the scenario (default "voice"); the stand-in answers its transcription request with
@@ -190,6 +191,7 @@ _TURN_KEYS = {
     "prompt_has",
     "prompt_lacks",
     "retrieved_has",
+    "retrieved_lacks",
     "sends",
     "reaction",
     "photo",
@@ -249,6 +251,7 @@ class Turn:
     prompt_has: tuple[str, ...] = ()
     prompt_lacks: tuple[str, ...] = ()
     retrieved_has: tuple[str, ...] = ()
+    retrieved_lacks: tuple[str, ...] = ()
     sends: tuple[str, ...] | None = None
     reaction: str = ""
     photo: str = ""
@@ -403,10 +406,9 @@ def load(path: Path) -> Scenario:
                 f"{where}: turn {turn.number}: {turn.person} says a voice note as a person: a bot or a "
                 "fixed user id (bots, user_ids) sends text only"
             )
-    if any(turn.history for turn in parsed) and (group or data.get("telegram")):
+    if any(turn.history for turn in parsed) and group:
         raise ScenarioError(
-            f"{where}: a turn imports history: an imported export lands in a sandbox DM here; "
-            "remove group and telegram = true"
+            f"{where}: a turn imports history: an imported export lands in a DM here; remove group"
         )
     through_api = data.get("through_api", False)
     if not isinstance(through_api, bool):
@@ -417,9 +419,9 @@ def load(path: Path) -> Scenario:
             "remove telegram, bots and user_ids"
         )
     backlog = _backlog(where, data.get("backlog"))
-    if backlog is not None and (data.get("telegram") or group or through_api):
+    if backlog is not None and (group or through_api):
         raise ScenarioError(
-            f"{where}: a backlog is seeded in a sandbox DM: remove telegram, group and through_api, "
+            f"{where}: a backlog is seeded in a DM with the first person: remove group and through_api, "
             "or the [backlog] table"
         )
     llm = data.get("llm", "")
@@ -754,6 +756,7 @@ def _turn(
         prompt_has=tuple(_strings(at, "prompt_has", raw.get("prompt_has", []))),
         prompt_lacks=tuple(_strings(at, "prompt_lacks", raw.get("prompt_lacks", []))),
         retrieved_has=tuple(_strings(at, "retrieved_has", raw.get("retrieved_has", []))),
+        retrieved_lacks=tuple(_strings(at, "retrieved_lacks", raw.get("retrieved_lacks", []))),
         sends=None if sends is None else tuple(_strings(at, "sends", sends)),
         reaction=str(raw.get("reaction", "")),
         photo=str(raw.get("photo", "")),

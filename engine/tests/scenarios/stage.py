@@ -248,6 +248,7 @@ class Stage:
             # No chat is quiet this long on the stage: only a scenario that lowers it (`parameters`,
             # orla_consolidate) sees a consolidation turn.
             "CINDY_CONSOLIDATE_QUIET_SECONDS": "86400",
+            "CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS": "86400",  # orla_asleep's sleep reviews nothing
         }
         self.served: list[Served] = []
         #: The transcription requests answered (a voice note's), apart from the chats' turns.

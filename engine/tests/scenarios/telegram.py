@@ -6,8 +6,11 @@ through it. The gateway, its workers and the LLM stand-in are the same processes
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from telethon import utils
@@ -107,10 +110,86 @@ class TelegramStage(Stage):
                 start_new_session=True,
             )
             assert done.returncode == 0, f"telegram_login {persona} failed:\n{done.stdout}\n{done.stderr}"
+        for scenario in scenarios:
+            if scenario.backlog is not None:
+                self.seed_backlog(scenario)
 
     def stop(self) -> None:
         super().stop()
         self.standin.stop()
+
+    # --- the past -----------------------------------------------------------------------------------
+
+    def _past(
+        self, scenario: Scenario, person: str, past: list[tuple[bool, str, int]]
+    ) -> tuple[int, list[int], list[tuple[int, str, int]]]:
+        """Message ids for a DM's past with `person`, taken on the stand-in now, and the messages as
+        `World.add_history` writes them: (sender, text, Unix date) from (by the persona, text, date)."""
+        me, them = self.accounts[scenario.persona], self._person(scenario.user(person))
+        ids = self.standin.run(self.standin.world.reserve_ids, len(past))
+        return them, ids, [(me if own else them, text, date) for own, text, date in past]
+
+    def _write_past(self, scenario: Scenario, them: int, ids: list[int], past: list) -> None:
+        key = self.standin.world.dm_key(self.accounts[scenario.persona], them)
+        self.standin.run(self.standin.world.add_history, key, past, ids)
+
+    def seed_backlog(self, scenario: Scenario) -> None:
+        """The scenario's `[backlog]` on "Telegram": the DM's history on the stand-in, older than any
+        session and read by the persona's account, and Cindy's mirror of the same ids (backlog.py's
+        `mirror`), before the gateway starts, so its reconcile finds the chat caught up."""
+        backlog, person = scenario.backlog, scenario.people[0]
+        first = int(time.time()) - 7 * 86_400 - 60 * backlog.count
+        numbers = range(1, backlog.count + 1)
+        them, ids, past = self._past(
+            scenario, person, [(n % 2 == 0, backlog.text(n), first + 60 * n) for n in numbers]
+        )
+        rows = [[n, i, date, text] for n, i, (_who, text, date) in zip(numbers, ids, past, strict=True)]
+        path = self.tmp / f"{scenario.name}-backlog.json"
+        path.write_text(json.dumps(rows), encoding="utf-8")
+        name, me = scenario.user(person), self.accounts[scenario.persona]
+        manage(
+            self.env,
+            "shell",
+            "-c",
+            "import datetime as dt, json, pathlib\n"
+            "from engine.tests.scenarios.backlog import mirror\n"
+            f"rows = json.loads(pathlib.Path({str(path)!r}).read_text())\n"
+            f"mirror(persona={scenario.persona!r}, peer=({them}, {name!r}, ''), "
+            f"own=({me}, {scenario.persona!r}, {scenario.persona.lower()!r}), "
+            "messages=[(n, i, dt.datetime.fromtimestamp(d, dt.UTC), t) for n, i, d, t in rows])",
+        )
+        self._write_past(scenario, them, ids, past)
+
+    def import_history(self, scenario: Scenario, turn: Turn) -> None:
+        """An operator imports the person's past with the persona from a Telegram Desktop export made
+        on the persona's account (`manage.py importchat`, the peer being the export's `id`, the account's
+        own messages the agent's): the turn's `history`, a minute apart the day before, with ids the
+        stand-in gives them. Once imported, the same messages are the DM's history on the stand-in."""
+        start = int(time.time()) - 86_400
+        them, ids, past = self._past(
+            scenario,
+            turn.person,
+            [(own, text, start + 60 * n) for n, (text, own) in enumerate(turn.history, 1)],
+        )
+        me, person = self.accounts[scenario.persona], scenario.user(turn.person)
+        messages = [
+            {
+                "id": msg_id,
+                "type": "message",
+                "date": dt.datetime.fromtimestamp(date).isoformat(timespec="seconds"),
+                "date_unixtime": str(date),
+                "from": scenario.persona if sender == me else person,
+                "from_id": f"user{sender}",
+                "text": text,
+            }
+            for msg_id, (sender, text, date) in zip(ids, past, strict=True)
+        ]
+        path = self.tmp / f"{scenario.name}-turn{turn.number}-result.json"
+        export = {"name": person, "type": "personal_chat", "id": them, "messages": messages}
+        path.write_text(json.dumps(export, ensure_ascii=False), encoding="utf-8")
+        out = self.command("importchat", scenario.persona, str(path))
+        assert f"imported {len(messages)}, already there 0" in out, out
+        self._write_past(scenario, them, ids, past)
 
     def world_setup(self, scenarios: list[Scenario]) -> None:
         """Nothing in the database: Telegram has the sets and the Saved Messages (see __init__)."""

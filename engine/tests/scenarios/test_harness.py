@@ -579,14 +579,37 @@ def test_a_bad_backlog_is_refused_with_the_fix(tmp_path, table, message):
         scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\n[backlog]\n' + table + GOOD_TURN)
 
 
-def test_a_backlog_is_seeded_on_the_sandbox_only(tmp_path):
+def test_a_backlog_is_seeded_in_a_dm_on_either_transport(tmp_path):
+    backlog = '[backlog]\ncount = 5\nlines = ["x"]\n'
+    read = scenario(tmp_path, 'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\n' + backlog + GOOD_TURN)
+    assert read.telegram and read.backlog.count == 5
     with pytest.raises(
-        ScenarioError, match=re.escape("a backlog is seeded in a sandbox DM: remove telegram")
+        ScenarioError, match=re.escape("a backlog is seeded in a DM with the first person: remove group")
     ):
         scenario(
             tmp_path,
-            'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\n[backlog]\ncount = 5\nlines = ["x"]\n'
-            + GOOD_TURN,
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club"}\n' + backlog + GOOD_TURN,
+        )
+
+
+def test_a_recall_turn_reads_what_the_answer_after_it_must_lack_and_history_plays_on_telegram(tmp_path):
+    read = scenario(
+        tmp_path,
+        'persona = "Orla"\npeople = ["Ada"]\ntelegram = true\n[[turn]]\nsay = "hi"\n'
+        'history = [{text = "Remember the jam?"}, {text = "Of course", agent = true}]\n'
+        'reply = [{kind = "recall", query = "key"}]\nafter_retrieve = [{kind = "send", text = "No."}]\n'
+        'retrieved_lacks = ["brass otter"]\n',
+    )
+    [turn] = read.turns
+    assert read.telegram and turn.retrieved_lacks == ("brass otter",)
+    assert turn.history == (("Remember the jam?", False), ("Of course", True))
+    with pytest.raises(
+        ScenarioError, match=re.escape("a turn imports history: an imported export lands in a DM")
+    ):
+        scenario(
+            tmp_path,
+            'persona = "Orla"\npeople = ["Ada"]\ngroup = {title = "Club"}\n[[turn]]\nsay = "hi"\n'
+            'history = [{text = "Remember?"}]\nreply = [{kind = "send", text = "Yes."}]\n',
         )
 
 

@@ -1,6 +1,7 @@
 """The scenarios marked `telegram = true` on the MTProto stand-in: the kinds that reach Telegram (send,
 sticker, react, xsend between two DMs, block and unblock, a library photo uploaded with the send) through
-Telethon and the wire protocol."""
+Telethon and the wire protocol; recall of a long past (a `[backlog]` in the DM's history there), an
+imported export, a consolidation turn, and a chat that finds nothing of another's."""
 
 from __future__ import annotations
 
