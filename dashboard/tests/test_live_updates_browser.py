@@ -46,17 +46,18 @@ def llm() -> Iterator[FakeLLMServer]:
 @pytest.fixture(scope="module", params=["in-memory", "redis"])
 def site(request, llm, site_template, tmp_path_factory, django_db_blocker) -> Iterator[LiveSite]:
     """The web process, and the gateway with its task workers, on one channel layer."""
+    if request.param == "redis":
+        try:
+            redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping()
+        except redis.RedisError:
+            pytest.skip(f"no Redis answers at {REDIS_URL} (./test.sh starts one)")
+        redis.Redis.from_url(REDIS_URL).flushdb()
     with django_db_blocker.unblock():
         live = LiveSite(
             tmp_path_factory.mktemp(f"live-{request.param}"), llm_url=llm.url, template=site_template
         )
         live.env.pop("REDIS_URL", None)
         if request.param == "redis":
-            try:
-                redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping()
-            except redis.RedisError:
-                pytest.skip(f"no Redis answers at {REDIS_URL} (./test.sh starts one)")
-            redis.Redis.from_url(REDIS_URL).flushdb()
             live.env["REDIS_URL"] = REDIS_URL
         try:
             live.start()
@@ -64,6 +65,8 @@ def site(request, llm, site_template, tmp_path_factory, django_db_blocker) -> It
             yield live
         finally:
             live.stop()
+            if request.param == "redis":
+                redis.Redis.from_url(REDIS_URL).flushdb()  # the groups a stopped server leaves
 
 
 @pytest.fixture
