@@ -8,6 +8,8 @@ channel layer) and once with REDIS_URL (the Redis channel layer and broker).
 from __future__ import annotations
 
 import secrets
+import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -20,6 +22,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from agents.models import Agent
 from cindy_site.testing.fake_llm import FakeLLMServer
 from conversations.models import ActivityEvent, Conversation, TaskNode
+from conversations.services.activity import record_event
 from dashboard.tests.live_site import LiveSite
 from sandbox.models import SandboxMessage
 
@@ -89,14 +92,95 @@ def _until(predicate, what: str, site: LiveSite, seconds: float = TURN_SECONDS):
     raise AssertionError(f"timed out waiting for {what}; gateway log:\n{site.log('gateway')}")
 
 
-def _signed_in_context(chromium, site: LiveSite):
+class CuttableProxy:
+    """A TCP forwarder from a port of its own to the web server that the test cuts (every connection
+    closed, new ones refused) and restores at once: what a restart or a lost network does to an open
+    page, without the seconds a real restart takes."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.listener: socket.socket | None = None
+        self.connections: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.restore()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def restore(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen()
+        self.port = listener.getsockname()[1]
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() below
+            listener.close()
+        with self.lock:
+            connections, self.connections = self.connections, []
+        for connection in connections:
+            self._close(connection)
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.connections += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self._close(source)
+            self._close(sink)
+
+    @staticmethod
+    def _close(connection: socket.socket) -> None:
+        try:
+            connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        connection.close()
+
+
+#: Counts the page's socket attempts (the page's own WebSocket, wrapped before its scripts run).
+COUNT_SOCKETS = """
+window.socketAttempts = 0;
+const NativeWebSocket = window.WebSocket;
+window.WebSocket = function (url, protocols) {
+  window.socketAttempts += 1;
+  return protocols === undefined ? new NativeWebSocket(url) : new NativeWebSocket(url, protocols);
+};
+window.WebSocket.prototype = NativeWebSocket.prototype;
+"""
+
+
+def _signed_in_context(chromium, site: LiveSite, *, url: str | None = None):
     user = get_user_model().objects.create(
         username=f"watcher-{secrets.token_hex(3)}", is_staff=True, is_superuser=True
     )
     device = TOTPDevice.objects.create(user=user, name="authenticator", confirmed=True)
-    context = chromium.new_context(base_url=site.url, viewport={"width": 1400, "height": 1000})
+    url = url or site.url
+    context = chromium.new_context(base_url=url, viewport={"width": 1400, "height": 1000})
     context.add_cookies(
-        [{"name": settings.SESSION_COOKIE_NAME, "value": site.session_for(device), "url": site.url}]
+        [{"name": settings.SESSION_COOKIE_NAME, "value": site.session_for(device), "url": url}]
     )
     context.set_default_timeout(15_000)
     return context
@@ -185,3 +269,37 @@ def test_open_pages_show_what_other_processes_write_within_seconds(site_db, chro
         expect(dashboard.locator("#activity")).to_contain_text(second, timeout=LIVE_MS)
     finally:
         context.close()
+
+
+def test_a_page_that_lost_its_socket_is_live_again_within_seconds_of_the_server(site_db, chromium):
+    """A restart of the web process, or a network gone for a while: the page retries with a backoff.
+    Once the server answers again the page must be live within seconds, however long it waited
+    (the backoff once grew to 10 s between attempts, so a row written just after the server came
+    back showed up to 10 s late, and a hidden tab's throttled timers made that longer still)."""
+    agent = Agent.objects.create(name=f"Rex{secrets.token_hex(2)}", phone="+15550003333", instructions="x")
+    proxy = CuttableProxy(site_db.port)
+    context = _signed_in_context(chromium, site_db, url=proxy.url)
+    try:
+        context.add_init_script(COUNT_SOCKETS)
+        page = context.new_page()
+        page.goto("/dashboard/")
+        expect(page.locator("#live-status")).to_have_text("live")
+        record_event("info", agent_id=agent.pk, summary="before the outage")
+        expect(page.locator("#activity")).to_contain_text("before the outage", timeout=LIVE_MS)
+
+        proxy.cut()
+        expect(page.locator("#live-status")).to_have_text("reconnecting…")
+        # Four refused attempts (about 7.5 s with the old backoff, which then waited 8 s more).
+        page.wait_for_function(
+            "window.socketAttempts >= 5 && document.getElementById('live-status').dataset.state === 'offline'",
+            timeout=30_000,
+        )
+        proxy.restore()
+        record_event("info", agent_id=agent.pk, summary="written once the server answered again")
+        expect(page.locator("#activity")).to_contain_text(
+            "written once the server answered again", timeout=LIVE_MS
+        )
+        expect(page.locator("#live-status")).to_have_text("live")
+    finally:
+        context.close()
+        proxy.cut()
