@@ -106,8 +106,10 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
         self.agent_ids = await database_sync_to_async(_agent_ids_of)(self.user_pk)
         self.checked_at = get_clock().monotonic()
         await self.channel_layer.group_add(dashboard_group(), self.channel_name)
-        await relay_subscribe()
+        # Counted before the wait for the relay's start, so that a socket closed meanwhile is
+        # counted off again by `_leave`.
         self.subscribed = True
+        await relay_subscribe()
         await self.accept()
 
     async def disconnect(self, code: int) -> None:

@@ -78,6 +78,8 @@ class Relay:
         self._agents_sent: list[dict[str, Any]] | None = None
         self._agents_due = 0.0
         self._recheck_due = 0.0
+        #: Set once the cursors are at the tables' ends (`start_cursors`).
+        self.started = asyncio.Event()
 
     async def start_cursors(self) -> None:
         """Start at the tables' ends: sockets get what came before from their own hello. Ids
@@ -102,6 +104,7 @@ class Relay:
         now = asyncio.get_running_loop().time()
         self._agents_due = now + AGENTS_REFRESH_SECONDS
         self._recheck_due = now + RECHECK_TICK_SECONDS
+        self.started.set()
 
     async def step(self) -> bool:
         """Relay everything new once; return whether there was anything."""
@@ -224,15 +227,22 @@ _relay: Relay | None = None
 
 
 async def relay_subscribe() -> Relay:
-    """Count one more socket and make sure this process's relay runs on the current loop."""
+    """Count one more socket and make sure this process's relay runs on the current loop; return
+    once its cursors are set, so that what the socket's hello reads and what the relay sends meet.
+
+    The relay and its task are made before the first await: sockets that connect at the same moment
+    (two pages opened together, every page reconnecting after a restart) share one relay instead of
+    each starting one, of which all but the last would poll on unseen, delivering everything twice
+    and never stopping."""
     global _relay
     if _relay is None or not _relay.running_here():
         # Sockets of a loop that is gone (a restarted server, a finished test) no longer count.
         _relay = Relay()
-        await _relay.start_cursors()
         _relay.task = asyncio.get_running_loop().create_task(_relay.run(), name="dashboard-relay")
-    _relay.subscribers += 1
-    return _relay
+    relay = _relay
+    relay.subscribers += 1
+    await relay.started.wait()
+    return relay
 
 
 async def relay_unsubscribe() -> None:

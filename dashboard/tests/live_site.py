@@ -113,6 +113,15 @@ class LiveSite:
                     process.wait()
         self.database.drop()
 
+    def command(self, *args: str) -> str:
+        """Run `manage.py ARGS` as a process of its own on the site's database (and Redis, when the
+        site has one); return its output once it exited, i.e. once what it wrote is committed."""
+        result = subprocess.run(
+            [sys.executable, MANAGE, *args], env=self.env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
+
     def log(self, name: str) -> str:
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""

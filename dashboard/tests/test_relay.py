@@ -13,7 +13,7 @@ from channels.layers import get_channel_layer
 from cindy_site.clock import now
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
-from dashboard.relay import Relay, dashboard_group, sandbox_group
+from dashboard.relay import Relay, dashboard_group, relay_subscribe, relay_unsubscribe, sandbox_group
 from dashboard.tail import HOLE_SECONDS, MAX_HOLES, IdTail
 from sandbox.models import SandboxMessage, SandboxUpdate
 from sandbox.services.chats import sandbox_chat_for, sandbox_say
@@ -113,6 +113,31 @@ def test_a_sandbox_update_committed_out_of_order_is_relayed(clock, in_memory_lay
 
     assert async_to_sync(scenario)() == ("committed first", "committed late")
     assert SandboxMessage.objects.filter(chat=chat).count() == 3
+
+
+def _relay_tasks() -> list[asyncio.Task]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == "dashboard-relay" and not t.done()]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sockets_that_connect_together_share_one_relay_which_stops_with_the_last(clock, in_memory_layer):
+    """Two pages opened (or reconnecting) at once: one relay polls for both, and none is left polling
+    after both close (a second relay would deliver everything twice and outlive its sockets)."""
+
+    async def scenario():
+        first, second = await asyncio.gather(relay_subscribe(), relay_subscribe())
+        running = _relay_tasks()
+        await relay_unsubscribe()
+        still = _relay_tasks()
+        await relay_unsubscribe()
+        await asyncio.sleep(0)  # let the cancelled task finish
+        return first, second, running, still, _relay_tasks()
+
+    first, second, running, still, left = async_to_sync(scenario)()
+    assert first is second
+    assert len(running) == 1
+    assert still == running  # the other socket still has its relay
+    assert left == []
 
 
 # --- IdTail on its own ------------------------------------------------------------------------

@@ -174,12 +174,30 @@ window.Cindy = (function () {
     };
   }
 
+  /* The longest wait between two attempts to reconnect: once the server answers again (a restart,
+   * a network that came back), an open page is live again within this. */
+  const MAX_RECONNECT_DELAY = 2000;
+
   /* Connects to /ws/dashboard/, says hello with the last event id seen, and reconnects with
-   * backoff. `options.lastEventId()` is asked at every (re)connect so a reconnect catches up. */
+   * backoff (0.5 s, doubling, at most MAX_RECONNECT_DELAY), at once when the page is shown again or
+   * the browser is back online. `options.lastEventId()` is asked at every (re)connect so a
+   * reconnect catches up. */
   function connect(options) {
     const status = document.getElementById("live-status");
     let delay = 500;
     let socket = null;
+    let retry = null;
+
+    function retryNow() {
+      if (retry === null) return;
+      window.clearTimeout(retry);
+      retry = null;
+      open();
+    }
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "visible") retryNow();
+    });
+    window.addEventListener("online", retryNow);
 
     function setStatus(state, label) {
       if (!status) return;
@@ -211,8 +229,8 @@ window.Cindy = (function () {
           return;
         }
         setStatus("offline", "reconnecting…");
-        window.setTimeout(open, delay);
-        delay = Math.min(delay * 2, 10000);
+        retry = window.setTimeout(function () { retry = null; open(); }, delay);
+        delay = Math.min(delay * 2, MAX_RECONNECT_DELAY);
       });
     }
 
