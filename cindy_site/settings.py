@@ -487,8 +487,9 @@ CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS = _positive_int("CINDY_CONSOLIDATE_ASLEEP
 CINDY_CONSOLIDATE_PER_DAY = _positive_int("CINDY_CONSOLIDATE_PER_DAY", 4, minimum=0)
 # Gemini explicit context caching (llm/explicit_cache.py): a conversation with at least this many
 # planning turns in the last hour whose calls miss the implicit cache gets an explicit cache of its
-# stable prefix (0: never), kept this many seconds after it is made or last extended.
-CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR = _positive_int("CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR", 0, minimum=0)
+# stable prefix (0: never; 5, the default, is where a cache pays for itself within its first hour on
+# the Flash and Pro models: docs/llm.md), kept this many seconds after it is made or last extended.
+CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR = _positive_int("CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR", 5, minimum=0)
 CINDY_EXPLICIT_CACHE_TTL_SECONDS = _positive_int("CINDY_EXPLICIT_CACHE_TTL_SECONDS", 3600, minimum=60)
 TRANSLATION_MODEL = env.str("TRANSLATION_MODEL", default="")
 # Voice notes, audio and video notes (llm/transcription.py); empty: MEDIA_MODEL for a Gemini agent,

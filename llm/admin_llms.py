@@ -26,7 +26,7 @@ from agents.models import Agent
 from cindy_site.admin_utils import ReadOnlyAdmin, short
 from cindy_site.parameters import parameter
 from conversations.models import Conversation
-from llm.cache_share import cache_shares
+from llm.cache_share import cache_shares, explicit_cache_savings
 from llm.models import ModelPrice, OfferedModel, SiteParameter, Translation
 from llm.offered import openrouter_models_refresh_request, openrouter_models_stale
 from llm.parameter_store import (
@@ -54,6 +54,13 @@ _KEYS = {
 OFFERED_ROWS = 300
 #: The prompt caching table's days (today included).
 CACHE_DAYS = 7
+#: The periods the explicit caches' saving can be shown for (days, today included); the first is the default.
+SAVINGS_PERIODS = (30, 7, 90)
+
+
+def _savings_days(value: str) -> int:
+    """The period asked for, when it is one the page offers; else the default."""
+    return int(value) if value in {str(days) for days in SAVINGS_PERIODS} else SAVINGS_PERIODS[0]
 
 
 def _price(provider: str, model: str) -> dict[str, Any]:
@@ -113,9 +120,10 @@ def _speech_provider() -> str:
     return f"Gemini {settings.CINDY_SPEECH_MODEL} (CINDY_SPEECH_MODEL)"
 
 
-def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
+def llm_overview(*, search: str = "", agents=None, savings_days: int = SAVINGS_PERIODS[0]) -> dict[str, Any]:
     """Everything the page shows, in a fixed number of queries (prices are read once, then matched).
-    "Used by" names the agents of `agents` (a queryset: those the viewer may see; default all)."""
+    "Used by" names the agents of `agents` (a queryset: those the viewer may see; default all), whose
+    calls the caching tables sum; the explicit caches' saving covers the last `savings_days` days."""
     parameters_refresh()  # this process shows, and resolves with, the values stored now
     default_llm = parameter("DEFAULT_AGENT_LLM")
     used: dict[str, list[str]] = {}
@@ -149,6 +157,7 @@ def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
     if search:
         offered = offered.filter(Q(model__icontains=search) | Q(name__icontains=search))
     offered_rows = list(offered.order_by("model")[:OFFERED_ROWS])
+    agent_ids = list(agents.values_list("pk", flat=True))
     return {
         "editable": effective_parameters(),
         "parameters": {
@@ -169,11 +178,14 @@ def llm_overview(*, search: str = "", agents=None) -> dict[str, Any]:
         "offered_fetched": max((row.fetched for row in offered_rows if row.fetched), default=None),
         "search": search,
         "zero": Decimal("0"),
-        "cache_days": [
-            share.as_row()
-            for share in cache_shares(days=CACHE_DAYS, agent_ids=list(agents.values_list("pk", flat=True)))
-        ],
+        "cache_days": [share.as_row() for share in cache_shares(days=CACHE_DAYS, agent_ids=agent_ids)],
         "cache_days_count": CACHE_DAYS,
+        "explicit_savings": [
+            saving.as_row() for saving in explicit_cache_savings(days=savings_days, agent_ids=agent_ids)
+        ],
+        "savings_days": savings_days,
+        "savings_periods": SAVINGS_PERIODS,
+        "explicit_turns_per_hour": parameter("CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR"),
     }
 
 
@@ -320,7 +332,11 @@ class OfferedModelAdmin(admin.ModelAdmin):
             "opts": self.model._meta,
             "can_edit_parameters": request.user.has_perm("llm.change_siteparameter"),
             "can_add_model": self.has_add_permission(request),
-            **llm_overview(search=request.GET.get("q", "").strip(), agents=agents_for(request.user)),
+            **llm_overview(
+                search=request.GET.get("q", "").strip(),
+                agents=agents_for(request.user),
+                savings_days=_savings_days(request.GET.get("savings_days", "")),
+            ),
         }
         return TemplateResponse(request, "admin/llm/llms.html", context)
 

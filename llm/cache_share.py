@@ -11,6 +11,10 @@ totals (`LLMUsageDaily`): the two never hold the same call. For each agent (and 
   writing to a prompt cache cost beyond the input price (Anthropic's cache writes,
   `LLMCall.cache_write_tokens`); shown apart for the implicit and the explicit caches.
 
+`explicit_cache_savings` sums the explicit caches per model over a period: what the tokens read from
+them cost at the cached price, what they would have cost at the full input price, and what making and
+keeping the caches cost (their `LLMCall` rows of purpose `cache`).
+
 Prices are the price table's today (`ModelPrice`, longest model prefix), as for every cost Cindy
 shows; a model without a price saves nothing.
 """
@@ -108,6 +112,13 @@ class _Prices:
             self._memo[key] = best
         return self._memo[key]
 
+    def input_prices(self, provider: str, model: str) -> tuple[Decimal, Decimal]:
+        """USD per token: (the input price, the cached input price); (0, 0) for a model without a price."""
+        best = self._price(provider, model)
+        if best is None:
+            return Decimal("0"), Decimal("0")
+        return best.input_per_million / _MILLION, best.cached_input_per_million / _MILLION
+
     def cached_discount(self, provider: str, model: str) -> Decimal:
         """USD a cached token saves: the input price minus the cached input price, per token."""
         best = self._price(provider, model)
@@ -126,6 +137,14 @@ class _Prices:
         return (best.cache_write_per_million - best.input_per_million) / _MILLION
 
 
+def _period(days: int, at: dt.datetime | None) -> tuple[dt.date, dt.date, dt.datetime]:
+    """(today, the period's first day, the moment it starts) for the last `days` days of TIME_ZONE."""
+    tz = ZoneInfo(settings.TIME_ZONE)
+    today = (at or now()).astimezone(tz).date()
+    first = today - dt.timedelta(days=days - 1)
+    return today, first, dt.datetime.combine(first, dt.time(), tzinfo=tz)
+
+
 def cache_shares(
     *,
     days: int = 7,
@@ -138,9 +157,7 @@ def cache_shares(
     queries: the calls summed per hour in the database (UTC, as the cost chart does), the daily
     totals, the prices."""
     tz = ZoneInfo(settings.TIME_ZONE)
-    today = (at or now()).astimezone(tz).date()
-    first = today - dt.timedelta(days=days - 1)
-    start = dt.datetime.combine(first, dt.time(), tzinfo=tz)
+    today, first, start = _period(days, at)
     prices = _Prices()
     shares: dict[tuple[int | None, dt.date | None], CacheShare] = {}
 
@@ -197,3 +214,73 @@ def cache_shares(
         share.cache_cost += rollup.cache_cost
     by_agent = sorted(shares.values(), key=lambda s: s.agent)
     return sorted(by_agent, key=lambda s: s.day or today, reverse=True)
+
+
+@dataclass
+class ExplicitSaving:
+    """One model's explicit caches over a period."""
+
+    provider: str
+    model: str
+    #: Input tokens read from explicit caches, by the calls made through them.
+    tokens: int = 0
+    #: Those tokens at the cached input price (what they cost) and at the input price (without a cache).
+    cached_cost: Decimal = field(default_factory=Decimal)
+    uncached_cost: Decimal = field(default_factory=Decimal)
+    #: Making the caches (their tokens once at the input price) and keeping them (storage per hour).
+    cache_cost: Decimal = field(default_factory=Decimal)
+
+    @property
+    def saved(self) -> Decimal:
+        """Without the caches minus with them: negative when they cost more than they saved."""
+        return _usd(self.uncached_cost - self.cached_cost - self.cache_cost)
+
+    def as_row(self) -> dict:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "tokens": self.tokens,
+            "cached_cost": str(_usd(self.cached_cost)),
+            "uncached_cost": str(_usd(self.uncached_cost)),
+            "cache_cost": str(_usd(self.cache_cost)),
+            "saved": str(self.saved),
+        }
+
+
+def explicit_cache_savings(
+    *, days: int = 30, at: dt.datetime | None = None, agent_ids: Collection[int] | None = None
+) -> list[ExplicitSaving]:
+    """Per provider and model, over the last `days` days (today included, days of TIME_ZONE): the
+    explicit caches' tokens and what they cost against what they would have cost, from the calls made
+    through them, the rows of their making and storage, and the daily totals of pruned days. Models
+    without an explicit cache in the period are left out."""
+    _, first, start = _period(days, at)
+    prices = _Prices()
+    savings: dict[tuple[str, str], ExplicitSaving] = {}
+
+    def add(provider: str, model: str, *, tokens: int, cache_cost: Decimal) -> None:
+        saving = savings.setdefault((provider, model), ExplicitSaving(provider=provider, model=model))
+        full, cached = prices.input_prices(provider, model)
+        saving.tokens += tokens
+        saving.uncached_cost += tokens * full
+        saving.cached_cost += tokens * cached
+        saving.cache_cost += cache_cost
+
+    calls = LLMCall.objects.filter(created__gte=start, explicit_cache=True)
+    rollups = LLMUsageDaily.objects.filter(day__gte=first).exclude(explicit_cached_tokens=0, cache_cost=0)
+    if agent_ids is not None:
+        calls, rollups = calls.filter(agent_id__in=agent_ids), rollups.filter(agent_id__in=agent_ids)
+    rows = (
+        calls.values("provider", "model", "purpose")
+        .annotate(cached=Sum("cached_tokens"), cost=Sum("cost"))
+        .order_by()
+    )
+    for row in rows:
+        if row["purpose"] == LLMCall.Purpose.CACHE:
+            add(row["provider"], row["model"], tokens=0, cache_cost=row["cost"] or Decimal("0"))
+        else:
+            add(row["provider"], row["model"], tokens=row["cached"] or 0, cache_cost=Decimal("0"))
+    for rollup in rollups:
+        tokens = min(rollup.explicit_cached_tokens, rollup.cached_tokens)
+        add(rollup.provider, rollup.model, tokens=tokens, cache_cost=rollup.cache_cost)
+    return sorted(savings.values(), key=lambda s: (s.provider, s.model))

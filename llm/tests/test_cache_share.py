@@ -12,7 +12,7 @@ from agents.models import Agent
 from cindy_site.clock import now
 from dashboard import selectors
 from engine.retention import retention_run
-from llm.cache_share import CacheShare, cache_shares
+from llm.cache_share import CacheShare, cache_shares, explicit_cache_savings
 from llm.models import LLMCall
 from llm.usage import price_for
 
@@ -154,6 +154,109 @@ def test_the_dashboard_shows_each_agents_share_and_saving_today(agent, clock, ut
     assert row["cached_share"] == "75.0 %"
     explicit = (1500 * _discount(FLASH) - Decimal("0.000100")).quantize(Decimal("0.000001"))
     assert row["saved"] == row["explicit_saved"] == str(explicit)
+
+
+def test_the_explicit_caches_saving_per_model_is_what_their_input_would_have_cost_less_what_it_did(
+    agent, clock, utc
+):
+    other = Agent.objects.create(name="Heidi", phone="+15550000002")
+    _call(agent, input_tokens=900_000, cached=800_000, explicit=True)
+    _call(agent, input_tokens=0, cached=0, purpose="cache", explicit=True, cost="0.500000")
+    clock.advance(hours=24 * 40)
+    _call(agent, input_tokens=1_200_000, cached=1_000_000, explicit=True)
+    _call(agent, input_tokens=600_000, cached=500_000, explicit=True)
+    _call(agent, input_tokens=0, cached=0, purpose="cache", explicit=True, cost="0.300000")
+    _call(agent, input_tokens=0, cached=0, purpose="cache", explicit=True, cost="0.025000")
+    _call(agent, input_tokens=700_000, cached=600_000)  # the implicit cache's: not an explicit saving
+    _call(agent, input_tokens=250_000, cached=200_000, explicit=True, model="gemini-2.5-pro")
+    _call(
+        agent,
+        input_tokens=0,
+        cached=0,
+        purpose="cache",
+        explicit=True,
+        cost="1.150000",
+        model="gemini-2.5-pro",
+    )
+    _call(other, input_tokens=150_000, cached=100_000, explicit=True)
+
+    flash, pro = explicit_cache_savings(days=30, agent_ids=[agent.pk])
+
+    # 2.5 Flash: 1.5 M tokens at 0.03 instead of 0.30 USD per million, 0.325 USD of making and storage.
+    assert (flash.model, flash.tokens) == (FLASH, 1_500_000)
+    assert flash.as_row() == {
+        "provider": "gemini",
+        "model": FLASH,
+        "tokens": 1_500_000,
+        "cached_cost": "0.045000",
+        "uncached_cost": "0.450000",
+        "cache_cost": "0.325000",
+        "saved": "0.080000",
+    }
+    # 2.5 Pro: 0.2 M tokens at 0.125 instead of 1.25; a cache of 1.15 USD it did not earn back.
+    assert (pro.model, pro.tokens, pro.saved) == ("gemini-2.5-pro", 200_000, Decimal("-0.925000"))
+    assert (pro.cached_cost, pro.uncached_cost) == (Decimal("0.025"), Decimal("0.25"))
+
+    everyone = {s.model: s for s in explicit_cache_savings(days=30)}
+    assert everyone[FLASH].tokens == 1_600_000 and everyone[FLASH].saved == Decimal("0.107000")
+    longer = {s.model: s for s in explicit_cache_savings(days=90, agent_ids=[agent.pk])}
+    # A month earlier: 0.8 M more tokens (0.216 USD saved) and a 0.5 USD cache.
+    assert longer[FLASH].tokens == 2_300_000 and longer[FLASH].saved == Decimal("-0.204000")
+    assert explicit_cache_savings(days=30, agent_ids=[]) == []
+
+
+def test_the_explicit_caches_saving_outlives_the_calls_retention_prunes(agent, clock, utc, settings):
+    settings.CINDY_RETAIN_LLM_CALLS_DAYS = 3
+    _call(agent, input_tokens=1_200_000, cached=1_000_000, explicit=True)
+    _call(agent, input_tokens=0, cached=0, purpose="cache", explicit=True, cost="0.300000")
+    _call(agent, input_tokens=700_000, cached=600_000)
+    clock.advance(hours=24 * 5)
+    _call(agent, input_tokens=600_000, cached=500_000, explicit=True)
+    before = [s.as_row() for s in explicit_cache_savings(days=30)]
+
+    assert retention_run().deleted["llm_calls"] == 3
+    assert [s.as_row() for s in explicit_cache_savings(days=30)] == before
+    assert before[0]["tokens"] == 1_500_000 and before[0]["saved"] == "0.105000"
+
+
+def test_the_llm_page_shows_the_explicit_caches_saving_per_model_over_the_chosen_period(
+    verified_client, agent, clock, utc
+):
+    _call(agent, input_tokens=300_000, cached=200_000, explicit=True, model="gemini-2.5-pro")
+    _call(
+        agent,
+        input_tokens=0,
+        cached=0,
+        purpose="cache",
+        explicit=True,
+        cost="1.150000",
+        model="gemini-2.5-pro",
+    )
+    clock.advance(hours=24 * 40)
+    _call(agent, input_tokens=1_200_000, cached=1_000_000, explicit=True)
+    _call(agent, input_tokens=0, cached=0, purpose="cache", explicit=True, cost="0.200000")
+
+    def table(query: str) -> list[str]:
+        html = verified_client.get(f"/admin/llm/offeredmodel/{query}").content.decode()
+        body = html.split('id="explicit-cache-saving"')[1].split("</table>")[0]
+        return [row for row in body.split("<tbody>")[1].split("</tr>")[:-1]]
+
+    [flash] = table("")  # the last 30 days
+    cells = [c.split("<")[0] for c in flash.split("<td")[1:]]
+    assert cells == [
+        ">gemini",
+        ">gemini-2.5-flash",
+        ' class="num">1000000',
+        ' class="num">0.030000',
+        ' class="num">0.300000',
+        ' class="num">0.200000',
+        ' class="num">0.070000',
+    ]
+    [week] = table("?savings_days=7")
+    assert ">gemini-2.5-flash<" in week
+    flash, pro = table("?savings_days=90")
+    assert ">gemini-2.5-pro<" in pro and ">-0.925000<" in pro
+    assert table("?savings_days=5") == table("")  # a period the page does not offer: the default
 
 
 def test_a_negative_cache_storage_price_is_refused(db):

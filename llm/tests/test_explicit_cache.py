@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 
+from cindy_site.parameters import parameter
 from llm.calls import call_llm
 from llm.explicit_cache import min_cache_tokens
 from llm.models import ExplicitCache, LLMCall
@@ -57,6 +58,47 @@ def _turn(dm, messages: int, clock, **kwargs) -> LLMCall:
         sleep=lambda s: None,
     )
     return LLMCall.objects.get(pk=reply.llm_call_id)
+
+
+@pytest.fixture
+def by_default(fake_llm, dm, clock):
+    """The shipped setting (CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR unset); replies that miss the implicit
+    cache."""
+    assert parameter("CINDY_EXPLICIT_CACHE_TURNS_PER_HOUR") == 5
+    fake_llm.set_default_reply("[]", input_tokens=40, output_tokens=5)
+    return fake_llm
+
+
+def test_by_default_a_chat_with_five_turns_in_an_hour_gets_a_cache_from_its_fifth(by_default, dm, clock):
+    calls = [_turn(dm, n, clock) for n in range(4, 11)]  # a turn a minute
+
+    [row] = ExplicitCache.objects.all()
+    assert [c.explicit_cache for c in calls] == [False] * 4 + [True] * 3
+    assert row.prefix_turns == 8  # the fifth turn's history
+    assert {c.cached_tokens for c in calls[4:]} == {row.tokens}
+
+
+def test_by_default_a_chat_with_four_turns_an_hour_never_gets_a_cache(by_default, dm, clock):
+    for n in range(4, 16):  # three hours, a turn every 15 minutes and a second: at most four an hour
+        clock.advance(14 * 60 + 1)
+        _turn(dm, n, clock)
+
+    assert by_default.requests_to("cache-create") == []
+    assert len(by_default.requests_to("generate")) == 12
+    assert not ExplicitCache.objects.exists()
+    assert not LLMCall.objects.filter(explicit_cache=True).exists()
+
+
+def test_by_default_a_busy_chat_on_a_provider_without_explicit_caches_is_sent_as_usual(by_default, dm, clock):
+    route = Route("grok", "grok-4-fast")
+    for n in range(4, 12):
+        clock.advance(60)
+        call_llm(_request(n), route=route, agent_id=dm.agent_id, conversation_id=dm.pk, sleep=lambda s: None)
+
+    assert by_default.requests_to("cache-create") == []
+    assert not ExplicitCache.objects.exists()
+    calls = LLMCall.objects.filter(conversation_id=dm.pk)
+    assert calls.count() == 8 and not calls.filter(explicit_cache=True).exists()
 
 
 def test_below_the_turns_per_hour_no_cache_is_made(busy, dm, clock):
