@@ -69,12 +69,24 @@ from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release
 from engine.apps import preload_task_modules
-from engine.health import beat_interval, host_name, process_beat, processes_forget_gone, redis_problem
+from engine.health import (
+    beat_interval,
+    host_name,
+    pid_alive,
+    process_beat,
+    processes_forget_gone,
+    redis_problem,
+)
 from engine.lifeline import die_with_parent_hook
 from engine.models import ProcessHeartbeat
 from engine.retention import HOUSEKEEPING_BUDGET_SECONDS, retention_run
 from engine.task_deaths import task_runs_release
-from llm.usage import brain_nodes_release_unstarted, llm_calls_interrupt, llm_calls_mark_interrupted
+from llm.usage import (
+    brain_nodes_release_unstarted,
+    llm_calls_interrupt,
+    llm_calls_interrupt_gone,
+    llm_calls_mark_interrupted,
+)
 
 logger = logging.getLogger("engine.workers")
 Kind = ActivityEvent.Kind
@@ -314,6 +326,7 @@ class GuardedSentinel(Sentinel):
         try:
             cutoff = now() - dt.timedelta(seconds=settings.Q_CLUSTER["timeout"])
             llm_calls_mark_interrupted(started_before=cutoff)
+            llm_calls_interrupt_gone(alive=pid_alive)  # a pool before this one's, e.g. after our restart
         except Exception:
             logger.exception("could not close interrupted LLM calls")
         try:

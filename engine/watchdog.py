@@ -19,6 +19,9 @@ Planning whose LLM call was interrupted (its worker was killed: `runworkers` clo
 pool it replaces, `LLMCall.worker`) goes back to pending at the next check, in either layout, however
 busy the other workers are: the killed worker will not finish it, and a task of the old claim that
 still turns up does nothing, so it runs once in effect.
+A call still pending whose worker is a process of this host that no longer exists (the replacement
+could not close it, or `runworkers` itself was killed) is closed as interrupted at each check first:
+left pending, it counted as a busy pool, which hid the stall until CINDY_Q_TIMEOUT (300 s).
 
 Detection and repair take at most CINDY_PLANNING_STALL_SECONDS + CHECK_SECONDS. A busy pool (every
 worker waiting on a slow model) is not a stall: its calls are in flight.
@@ -29,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -39,7 +43,9 @@ from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release, node_release
 from engine.gateway_context import GatewayContext
+from engine.health import pid_alive
 from llm.models import LLMCall
+from llm.usage import llm_calls_interrupt_gone
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
@@ -112,8 +118,9 @@ def planning_moved(*, agent_ids: list[int], since: dt.datetime) -> bool:
 class Watchdog:
     """The check itself, run by the workers step (`WorkersStep`) every CHECK_SECONDS."""
 
-    def __init__(self, context: GatewayContext) -> None:
+    def __init__(self, context: GatewayContext, *, alive: Callable[[int], bool] = pid_alive) -> None:
         self.context = context
+        self.alive = alive  # whether a pid of this host runs (a test gives its own)
         self._checked_at: float | None = None  # monotonic
         #: The agents told "planning stalled", and since when (wall clock); empty once it resumed.
         self.stalled_agents: list[int] = []
@@ -136,6 +143,8 @@ class Watchdog:
         grace = limit * 2 ** max(self._restarts - 1, 0)
         if not held or (restarted is not None and clock.monotonic() - restarted < grace):
             return False
+        # A call its dead worker left pending would pass for a busy pool until CINDY_Q_TIMEOUT.
+        await sync_to_async(llm_calls_interrupt_gone)(alive=self.alive)
         interrupted = await sync_to_async(planning_interrupted)(gateway_id=ctx.gateway_id, agent_ids=held)
         if interrupted:
             await sync_to_async(stalled_release)(stalled=interrupted)

@@ -31,7 +31,7 @@ from llm.calls import MIN_ATTEMPT_SECONDS, call_llm
 from llm.conversation import ChatMessage
 from llm.errors import LLMConfigError, LLMDeadlineError, LLMError, LLMTransientError
 from llm.media_caps import video_too_long
-from llm.media_tgs import FRAME_MIME, TgsRenderError, TgsRenderTimedOut, is_tgs, tgs_frames
+from llm.media_tgs import FRAME_MIME, TgsRenderError, TgsRenderTimedOut, is_tgs, read_tgs, tgs_frames
 from llm.models import LLMCall
 from llm.operator_prompts import describe_instruction
 from llm.providers import provider_for
@@ -242,7 +242,7 @@ def _describe_tgs(part: MediaItem, path: Path, *, route: Route, **call: Any) -> 
     # Rendering gets no more than the turn has left, keeping the describe call's minimum for after it.
     seconds = None if deadline is None else int(deadline - get_clock().monotonic() - MIN_ATTEMPT_SECONDS)
     try:
-        frames = tgs_frames(path.read_bytes(), count=settings.MEDIA_TGS_FRAMES, seconds=seconds)
+        frames = tgs_frames(read_tgs(path), count=settings.MEDIA_TGS_FRAMES, seconds=seconds)
     except TgsRenderTimedOut as exc:
         if seconds is not None and seconds < settings.CINDY_TGS_RENDER_SECONDS:
             # Cut short by the turn, not by the sticker: nothing is stored, a later turn tries again.

@@ -15,11 +15,12 @@ limits (`media_catalog.lottie_render`); a refused or failed sticker is `TgsRende
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from media_catalog.lottie_child import frame_indices
 from media_catalog.lottie_render import RenderLimits, RenderTimedOut, render_tgs
 from media_catalog.parts import MediaItem
-from media_catalog.previews import PreviewError
+from media_catalog.previews import MAX_TGS_BYTES, PreviewError
 
 TGS_MIME = "application/x-tgsticker"
 FRAME_SIZE = 256
@@ -32,6 +33,7 @@ __all__ = [
     "TgsRenderTimedOut",
     "frame_indices",
     "is_tgs",
+    "read_tgs",
     "tgs_frames",
 ]
 
@@ -51,6 +53,17 @@ def is_tgs(item: MediaItem, head: bytes) -> bool:
     if item.mime.lower() == TGS_MIME or item.sticker_format == "animated":
         return True
     return item.media_kind == "sticker" and not item.mime and head[:2] == b"\x1f\x8b"
+
+
+def read_tgs(path: Path) -> bytes:
+    """A sticker file's bytes, refused unread (`TgsRenderError`) when it is larger than a TGS sticker
+    can be (`media_catalog.previews.MAX_TGS_BYTES`): a 100 MB "sticker" never reaches memory."""
+    size = path.stat().st_size
+    if size > MAX_TGS_BYTES:
+        raise TgsRenderError(
+            f"{size} bytes is too large for a TGS sticker (at most {MAX_TGS_BYTES}); not read"
+        )
+    return path.read_bytes()
 
 
 def tgs_frames(data: bytes, *, count: int, size: int = FRAME_SIZE, seconds: int | None = None) -> list[bytes]:

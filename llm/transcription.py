@@ -11,7 +11,10 @@ operator corrects it in the admin like any description, and curated always wins.
   (`gpt-4o-mini-transcribe`). A Gemini route sends the audio as inline data and asks for JSON
   (transcript, language); an OpenAI-compatible route calls `audio.transcriptions.create`.
 - Longer than MAX_AUDIO_SECONDS (5 minutes, the original's cap): no call; the history says it was
-  too long to transcribe.
+  too long to transcribe. The length is the part's (what Telegram states), or the file's own as PyAV
+  reads it when the part states none or less than the file holds.
+- Larger than MAX_AUDIO_BYTES: no call. Empty, or without an audio stream PyAV can read (a
+  mislabelled file, a picture): no call, `not_understood`.
 - Every call is an `LLMCall` of purpose `transcribe`, costed with the audio price of its model.
 """
 
@@ -116,8 +119,17 @@ def transcribe_file(
     """Ask the transcription route for one file's transcript. Raises LLMConfigError, UnknownModelError
     and LLMDeadlineError (nothing to store: the caller stops); any other failure is a status."""
     duration = part_duration(part)
-    if duration is None:
-        duration = media_duration(path)
+    if too_long(part, duration):
+        return Transcript(MediaDescription.Status.UNSUPPORTED, duration=duration)
+    size = path.stat().st_size
+    if size > MAX_AUDIO_BYTES:
+        return Transcript(MediaDescription.Status.UNSUPPORTED, duration=duration)
+    measured = media_duration(path, audio=True) if size else None
+    if measured is None:  # empty, or not audio nor video at all (a mislabelled file): nothing to hear
+        logger.info("%s %s is not audio that can be read; not transcribed", audio_kind(part), part.unique_id)
+        return Transcript(MediaDescription.Status.NOT_UNDERSTOOD, duration=duration)
+    if duration is None or measured > duration + 1:  # the file's own length when the part understates it
+        duration = measured
     if too_long(part, duration):
         return Transcript(MediaDescription.Status.UNSUPPORTED, duration=duration)
     route = transcription_route(agent_id=agent_id, conversation_id=conversation_id)
@@ -129,7 +141,7 @@ def transcribe_file(
         from llm.providers.openai_compat import TRANSCRIPTION_FORMATS
 
         supported = mime in TRANSCRIPTION_FORMATS
-    if not supported or path.stat().st_size > MAX_AUDIO_BYTES:
+    if not supported:
         return Transcript(MediaDescription.Status.UNSUPPORTED, duration=duration)
     request = LLMRequest(
         system=TRANSCRIBE_SYSTEM,
@@ -212,6 +224,15 @@ def transcribe_and_store(part: MediaItem, path: Path, **context: Any) -> MediaDe
     return store_transcript(part, transcript, mime=_mime(part, path))
 
 
+def _heard_duration(part: MediaItem, description: MediaDescription | None) -> float | None:
+    """The part's stated length, or the file's measured one (kept on the description) when longer."""
+    duration = part_duration(part)
+    measured = description.duration if description is not None else None
+    if measured is not None and (duration is None or measured > duration + 1):
+        return measured
+    return duration
+
+
 def _duration_text(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f} s"
@@ -225,9 +246,7 @@ def render_audio(part: MediaItem, description: MediaDescription | None, *, speak
     text = _LABELS.get(audio_kind(part), "an audio clip")
     if speaker:
         text += f" from {speaker}"
-    duration = part_duration(part)
-    if duration is None and description is not None:
-        duration = description.duration
+    duration = _heard_duration(part, description)
     if duration is not None:
         text += f", {_duration_text(duration)}"
     usable = description is not None and description.status in _USABLE and (description.description or "")
@@ -246,9 +265,7 @@ def transcript_fields(
 ) -> dict[str, Any]:
     """The transcript's facts for a message's rendered part (the prompt and the dashboard)."""
     usable = description is not None and description.status in _USABLE
-    duration = part_duration(part)
-    if duration is None and description is not None:
-        duration = description.duration
+    duration = _heard_duration(part, description)
     return {
         "speaker": speaker,
         "duration": duration,

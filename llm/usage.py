@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 
 from cindy_site.clock import now
@@ -129,6 +130,22 @@ def llm_calls_interrupt(*, pids: list[int]) -> int:
     return _interrupt(
         LLMCall.objects.filter(status=LLMCall.Status.PENDING, worker__in=[worker_name(p) for p in pids])
     )
+
+
+def llm_calls_interrupt_gone(*, alive: Callable[[int], bool]) -> int:
+    """Close the pending calls of processes of this host that no longer exist (`alive(pid)` says
+    which do). `runworkers` closes the calls of a pool it replaces itself; this catches the ones it
+    could not: the database refused that write, or `runworkers` itself was killed and its successor
+    never knew the dead pool's pids. Left pending, such a call made the planning watchdog take the
+    pool for busy until CINDY_Q_TIMEOUT (engine/watchdog.py)."""
+    host = f"{socket.gethostname()[:100]}:"
+    pending = LLMCall.objects.filter(status=LLMCall.Status.PENDING, worker__startswith=host)
+    gone = []
+    for pk, worker in pending.values_list("pk", "worker")[:500]:
+        pid = worker[len(host) :]
+        if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
+            gone.append(pk)
+    return _interrupt(LLMCall.objects.filter(pk__in=gone, status=LLMCall.Status.PENDING)) if gone else 0
 
 
 def llm_call_finish(

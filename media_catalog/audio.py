@@ -18,8 +18,9 @@ def is_ogg(head: bytes) -> bool:
     return head.startswith(OGG_MAGIC)
 
 
-def media_duration(path: Path | str) -> float | None:
-    """The length in seconds of an audio or video file, or None when it cannot be read.
+def media_duration(path: Path | str, *, audio: bool = False) -> float | None:
+    """The length in seconds of an audio or video file, or None when it cannot be read (with
+    `audio`, also when it has no audio stream: a picture or a silent clip has nothing to hear).
 
     The container's duration when it states one, else the last packet's end on the first audio or
     video stream (an Ogg file written without a duration in its header).
@@ -28,6 +29,8 @@ def media_duration(path: Path | str) -> float | None:
 
     try:
         with av.open(str(path)) as container:
+            if audio and not container.streams.audio:
+                return None
             if container.duration:
                 return container.duration / av.time_base
             stream = next(iter(container.streams.audio), None) or next(iter(container.streams.video), None)

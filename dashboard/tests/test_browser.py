@@ -440,3 +440,84 @@ def _png(size: int = 96) -> bytes:
 
 
 _PNG = _png()
+
+
+#: Each runs code that counts in `window.__ran` if the browser ever parses it as markup.
+EVIL = (
+    '<img src=x onerror="window.__ran=(window.__ran||0)+1">'
+    "<script>window.__ran=(window.__ran||0)+1</script>"
+    '<svg onload="window.__ran=(window.__ran||0)+1"></svg>'
+)
+
+
+def _inert(page) -> None:
+    assert page.evaluate("window.__ran") is None
+    assert page.dialogs == []
+    assert page.locator("img[src=x]").count() == 0
+    assert page.locator("#transcript svg, #activity svg, #agents-table svg, #conversations svg").count() == 0
+    assert page.evaluate("document.querySelectorAll('script:not([src]):not([type])').length") == 0
+
+
+def test_hostile_data_arriving_live_runs_no_script_on_any_live_path(site_db, page, llm):
+    """Hostile names and texts that arrive through the socket after the pages loaded, on every path
+    the dashboard's JavaScript renders live: the agents table, the activity stream, a conversation's
+    card with its task graph, the sandbox transcript (another person's message, the agent's reply, a
+    quote, a sticker's names), the typing line and the "Replying to" line. Nothing of it runs."""
+    device = _staff("sentry")
+    _log_in(page, device, next_url="/dashboard/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    agent = _agent(f"Eve {secrets.token_hex(2)} {EVIL}")  # not in the page: it comes live
+
+    chat = page.context.new_page()
+    chat.set_default_timeout(15_000)
+    chat.dialogs = []
+    chat.on("dialog", lambda dialog: (chat.dialogs.append(dialog.message), dialog.dismiss()))
+    chat.goto("/dashboard/sandbox/")
+    chat.select_option("#id_agent", label=agent.name)
+    chat.fill("#id_as_name", f"Mallory {EVIL}")
+    chat.fill("#id_group", f"Club {EVIL}")
+    chat.click("text=Open chat")
+    expect(chat.locator("#live-status")).to_have_text("live")
+    chat.evaluate(
+        """window.typingSeen = [];
+        new MutationObserver(() => window.typingSeen.push(document.getElementById("typing").textContent))
+            .observe(document.getElementById("typing"), {childList: true, characterData: true, subtree: true});"""
+    )
+
+    llm.reply_with(tasks({"kind": "send", "text": f"Agent says {EVIL}"}))
+    site_db.start_gateway()
+    chat.click("#mention")
+    chat.type("#message-text", "what do you think?")
+    chat.click("#send")
+    transcript = chat.locator("#transcript")
+    expect(transcript.locator(".bubble.agent")).to_contain_text(f"Agent says {EVIL}", timeout=60_000)
+    assert any(f"{EVIL} is typing…" in seen for seen in chat.evaluate("window.typingSeen"))
+    expect(chat.locator("#graph")).to_contain_text(f"Agent says {EVIL}", timeout=15_000)
+
+    # Another person writes in the group while the page is open: a text quoting the agent, a sticker.
+    said = sandbox_say(agent=agent, text=f"Trudy says {EVIL}", as_name=f"Trudy {EVIL}", group=f"Club {EVIL}")
+    sandbox_say(
+        agent=agent,
+        as_name=f"Trudy {EVIL}",
+        group=f"Club {EVIL}",
+        reply_to=said.message_id,
+        media=[
+            {"media_kind": "sticker", "unique_id": "AgADevil", "sticker_name": EVIL, "sticker_set_name": EVIL}
+        ],
+    )
+    reply = transcript.locator(".bubble", has=chat.locator(".quote"))
+    expect(reply.locator(".quote")).to_have_text(f"Trudy {EVIL}: Trudy says {EVIL}")
+    expect(reply.locator(".media")).to_have_text(f"sticker {EVIL} · {EVIL}")
+    record_event("node_failed", agent_id=agent.pk, summary=f"error: {EVIL}")
+    transcript.locator(".bubble", has_text=f"Trudy says {EVIL}").locator("text=Reply").first.click()
+    expect(chat.locator("#replying-text")).to_contain_text(f"Replying to Trudy {EVIL}: Trudy says <img")
+
+    # The dashboard got all of it live.
+    expect(page.locator("#agents-table")).to_contain_text(agent.name)
+    expect(page.locator("#activity")).to_contain_text(f"error: {EVIL}")
+    card = page.locator("article.conversation", has_text=f"Club {EVIL}")
+    expect(card).to_contain_text(f"Agent says {EVIL}")
+    expect(card.locator(".title")).to_contain_text(f"Club {EVIL}")
+
+    _inert(page)
+    _inert(chat)

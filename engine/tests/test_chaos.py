@@ -2,8 +2,10 @@
 
 One seeded run (CINDY_CHAOS_SEED repeats one; the seed is printed and named in every failure) kills
 the gateway twice, an idle task worker twice and a busy one once, in a random order and at
-random moments, on the database the suite runs on (SQLite, or MariaDB in `./test.sh --mariadb`). It
-asserts what an operator relies on:
+random moments, on the database the suite runs on (SQLite, or MariaDB in `./test.sh --mariadb`). On
+SQLite the processes share one database file named by CINDY_SQLITE_PATH, as in production, opened in
+WAL mode with a busy timeout and IMMEDIATE transactions (checked after the run). It asserts what an
+operator relies on:
 
 - every message from a person is answered;
 - no reply is sent twice;
@@ -203,6 +205,8 @@ def test_chaos_kills_lose_no_message_send_nothing_twice_and_repeat_no_finished_c
     finally:
         chaos.stop()
     db = chaos.db
+    if not db.mysql:  # the production layout's SQLite: one file the processes share, in WAL mode
+        assert db.path.is_file() and db.query("PRAGMA journal_mode") == [("wal",)], chaos.fail("not WAL")
 
     assert pending_chats(db) == [], chaos.fail("unanswered chats")
     assert len(db.query("SELECT id FROM sandbox_sandboxchat")) >= len(PEOPLE)

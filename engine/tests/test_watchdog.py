@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from conversations.models import ActivityEvent, NodeStatus, TaskNode
@@ -150,7 +153,7 @@ def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_ot
         node_id=None,
     )
     LLMCall.objects.filter(pk=killed.pk).update(worker=worker_name(4242))
-    LLMCall.objects.filter(pk=busy.pk).update(worker=worker_name(4343))  # another pool, still busy
+    LLMCall.objects.filter(pk=busy.pk).update(worker=worker_name(os.getppid()))  # another pool, still busy
     assert llm_calls_interrupt(pids=[4242]) == 1
 
     clock.advance(6)  # one watchdog check later, far below CINDY_Q_TIMEOUT
@@ -211,3 +214,41 @@ def test_planning_whose_call_finished_before_its_pool_was_replaced_runs_again_on
     harness.settle()
     assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.DONE
     assert len(fake_llm.requests) == 1
+
+
+def _gone_pid() -> int:
+    """The pid of a process of this host that ran and was reaped: it no longer exists."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def test_a_call_left_pending_by_a_worker_that_no_longer_exists_does_not_pass_for_a_busy_pool(
+    agent, clock, settings
+):
+    """The slow path of a killed pool: a planning call its worker left pending (the replacement could
+    not close it, or `runworkers` itself was killed and its successor never knew that pid) counted as
+    a busy pool, so the stall stayed hidden and the planning waited for CINDY_Q_TIMEOUT (300 s). The
+    next check (5 s) closes such a call and queues the planning again; a live worker's call stays."""
+    from llm.models import LLMCall
+    from llm.usage import worker_name
+
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    harness, node = claimed_planning(agent, clock)
+    assert harness.gateway.context.workers is None  # the production layout: workers run apart
+    start = {"provider": "gemini", "model": "gemini-3-flash-preview", "purpose": "plan", "agent_id": agent.pk}
+    lost = llm_call_start(**start, conversation_id=node.conversation_id, node_id=node.pk)
+    busy = llm_call_start(**start, conversation_id=None, node_id=None)
+    elsewhere = llm_call_start(**start, conversation_id=None, node_id=None)
+    dead = _gone_pid()
+    LLMCall.objects.filter(pk=lost.pk).update(worker=worker_name(dead))
+    LLMCall.objects.filter(pk=busy.pk).update(worker=worker_name(os.getppid()))  # a live worker
+    LLMCall.objects.filter(pk=elsewhere.pk).update(worker=f"another-host:{dead}")  # not ours to judge
+
+    clock.advance(6)  # one check, far below CINDY_Q_TIMEOUT
+    harness.step("workers")
+    assert LLMCall.objects.get(pk=lost.pk).status == LLMCall.Status.INTERRUPTED
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING
+    assert any("task worker of 1 planning task(s) was killed" in s for s in stalled_events())
+    assert LLMCall.objects.get(pk=busy.pk).status == LLMCall.Status.PENDING
+    assert LLMCall.objects.get(pk=elsewhere.pk).status == LLMCall.Status.PENDING
