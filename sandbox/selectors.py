@@ -14,8 +14,9 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from agents.models import Agent
+from cindy_site import rows
 from media_catalog.models import MediaDescription, Sticker
-from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate
+from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -200,3 +201,18 @@ def sandbox_poll_update_ids(*, user_id: int, floor: int, recent: dt.datetime, li
             ],
         )
         return [row[0] for row in cursor.fetchall()]
+
+
+def sandbox_dm_partner(*, chat_id: int, me_id: int) -> SandboxUser | None:
+    """The other member of a sandbox DM (by name, then id), or None: the sender of every inbound
+    message the transport hands the gateway (`SandboxTransport._partner_of`), read for each batch.
+    Measured: the ORM query (`chats=` with an `exclude`, ordered) 0.9 ms CPU, this 0.05 to 0.09 ms."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(SandboxUser, 'u')} FROM {rows.table(SandboxUser)} u "  # noqa: S608
+            f"INNER JOIN {rows.table(SandboxMember)} m ON m.user_id = u.id WHERE m.chat_id = %s AND u.id <> %s "
+            "ORDER BY u.name, u.id LIMIT 1",
+            [chat_id, me_id],
+        )
+        row = cursor.fetchone()
+    return rows.from_row(SandboxUser, row) if row else None
