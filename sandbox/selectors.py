@@ -249,3 +249,46 @@ def sandbox_members_to_read(*, chat_ids: Sequence[int], user_ids: Sequence[int])
             [*chat_ids, *user_ids],
         )
         return [(pk, chat, user, read, bool(marked)) for pk, chat, user, read, marked in cursor.fetchall()]
+
+
+def sandbox_updates_with_chats(*, update_ids: Sequence[int]) -> list[SandboxUpdate]:
+    """The updates `update_ids`, oldest first, each with its chat (as `select_related("chat")`): the
+    rows of every poll that found something new (`sandbox.transport.updates`). Measured (3 updates): the
+    ORM query 0.64 ms CPU, this 0.11 to 0.17 ms."""
+    if not update_ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(SandboxUpdate, 'u')}, {rows.columns(SandboxChat, 'c')} "  # noqa: S608
+            f"FROM {rows.table(SandboxUpdate)} u INNER JOIN {rows.table(SandboxChat)} c ON c.id = u.chat_id "
+            f"WHERE u.id IN ({_in(update_ids)}) ORDER BY u.id",
+            list(update_ids),
+        )
+        found = cursor.fetchall()
+    split = rows.width(SandboxUpdate)
+    updates = []
+    for row in found:
+        update = rows.from_row(SandboxUpdate, row[:split])
+        update.chat = rows.from_row(SandboxChat, row[split:])
+        updates.append(update)
+    return updates
+
+
+def sandbox_message_with_sender(*, chat_id: int, message_id: int) -> SandboxMessage | None:
+    """The chat's message `message_id` with its sender (as `select_related("sender")`), or None: read
+    for each new, edited or deleted message a poll hands over (`sandbox.transport.updates`).
+    Measured: the ORM query 0.85 ms CPU, this 0.08 ms."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(SandboxMessage, 'm')}, {rows.columns(SandboxUser, 's')} "  # noqa: S608
+            f"FROM {rows.table(SandboxMessage)} m INNER JOIN {rows.table(SandboxUser)} s ON s.id = m.sender_id "
+            "WHERE m.chat_id = %s AND m.message_id = %s ORDER BY m.id LIMIT 1",
+            [chat_id, message_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    split = rows.width(SandboxMessage)
+    message = rows.from_row(SandboxMessage, row[:split])
+    message.sender = rows.from_row(SandboxUser, row[split:])
+    return message
