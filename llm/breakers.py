@@ -22,11 +22,11 @@ import logging
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 
 from cindy_site.clock import now
 from llm.models import RouteBreaker
 from llm.routing import Route
+from llm.selectors import route_breakers
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +35,8 @@ State = RouteBreaker.State
 
 def breakers_of(routes: list[Route]) -> dict[Route, RouteBreaker]:
     """The breaker rows of `routes` (a route without one is closed), in one query."""
-    query = Q(pk__in=[])
-    for route in routes:
-        query |= Q(provider=route.provider, model=route.model)
-    return {Route(b.provider, b.model): b for b in RouteBreaker.objects.filter(query)}
+    found = route_breakers(routes=[(route.provider, route.model) for route in routes])  # plain SQL
+    return {Route(b.provider, b.model): b for b in found}
 
 
 def breaker_admits(route: Route, breaker: RouteBreaker | None, *, at: dt.datetime | None = None) -> bool:

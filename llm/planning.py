@@ -150,6 +150,7 @@ def plan_turn(
     recall_query = turn_query(history, turn)  # the turn's new messages: llm/recalled.py
     recall_answers: list[str] = []  # the `recall` tasks' hits, shown from the next round on
     searched: set[str] = set()
+    recall_memo: dict = {}  # the `# Recalled` search, once per turn whatever its rounds
     while True:
         request = build_plan_request(
             conversation,
@@ -161,6 +162,7 @@ def plan_turn(
             prompts=prompts,
             recall_query=recall_query,
             recall_answers=recall_answers,
+            recall_memo=recall_memo,
         )
         answered = call_llm_chain(
             request,

@@ -149,10 +149,15 @@ def recalled_hits(
     history: Sequence[ChatMessage],
     shown: str,
     limits: RecallLimits,
+    memo: dict | None = None,
 ) -> list[Hit]:
     """The hits the `# Recalled` section shows, best first: in the conversation's scope, older than
     the history, not in `shown` (the prompt's other text), past the relevance line of one of the
-    query's texts (each message is judged alone, so a second message does not raise the first's bar)."""
+    query's texts (each message is judged alone, so a second message does not raise the first's bar).
+
+    `memo` (a dict the caller keeps for one turn): the search's candidates are kept there and reused
+    by the turn's later rounds (a `retrieve` or `recall` round builds the request again with the same
+    query and history; only `shown` changes)."""
     lines = [
         (set(found), words_needed(len(found), limits.share))
         for found in map(informative_words, query)
@@ -162,16 +167,21 @@ def recalled_hits(
     if not wanted:
         return []
     first = min((m.message_id for m in history), default=None)
-    found = recall_search(
-        agent_id=conversation.agent_id,
-        query=" ".join(wanted),
-        conversation=conversation,
-        limit=CANDIDATES,
-        messages_before=first,
-        # Words only: the relevance line below counts the query's words in each hit, which a hit found
-        # by meaning alone may not hold. A `recall` task (below) searches by meaning as well.
-        mode="fulltext",
-    )
+    key = (conversation.pk, tuple(wanted), first)
+    found = memo.get(key) if memo is not None else None
+    if found is None:
+        found = recall_search(
+            agent_id=conversation.agent_id,
+            query=" ".join(wanted),
+            conversation=conversation,
+            limit=CANDIDATES,
+            messages_before=first,
+            # Words only: the relevance line below counts the query's words in each hit, which a hit
+            # found by meaning alone may not hold. A `recall` task (below) searches by meaning as well.
+            mode="fulltext",
+        )
+        if memo is not None:
+            memo[key] = found
     kept = []
     for hit in found:
         held = set(informative_words(hit.text))
@@ -206,13 +216,14 @@ def recalled_section(
     query: Sequence[str],
     history: Sequence[ChatMessage],
     shown: str,
+    memo: dict | None = None,
 ) -> str:
     """`# Recalled` with one line per hit (date, what it is, its text) under the budget, or "" when
-    nothing passes (or automatic recall is off)."""
+    nothing passes (or automatic recall is off). `memo`: as `recalled_hits`'."""
     limits = RecallLimits.from_settings()
     if limits is None or not query:
         return ""
-    hits = recalled_hits(conversation, query=query, history=history, shown=shown, limits=limits)
+    hits = recalled_hits(conversation, query=query, history=history, shown=shown, limits=limits, memo=memo)
     if not hits:
         return ""
     speakers = _speakers(conversation, [h.message_id for h in hits if h.kind == "message"])

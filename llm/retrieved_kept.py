@@ -15,9 +15,9 @@ import datetime as dt
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
 
 from conversations.models import TaskGraph
+from llm.selectors import graph_contexts_since
 
 #: The original's FETCHED_RESOURCE_LIFETIME_SECONDS.
 DEFAULT_LIFETIME_SECONDS = 300
@@ -42,12 +42,8 @@ def pages_kept(graph: TaskGraph, *, at: dt.datetime) -> list[dict[str, Any]]:
     if lifetime <= 0:
         return []
     cutoff = at - dt.timedelta(seconds=lifetime)
-    contexts = (
-        TaskGraph.objects.filter(conversation_id=graph.conversation_id, created__lte=at)
-        .filter(Q(finished__isnull=True) | Q(finished__gte=cutoff))
-        .exclude(pk=graph.pk)
-        .order_by("-created")
-        .values_list("context", flat=True)[:MAX_GRAPHS]
+    contexts = graph_contexts_since(  # plain SQL: llm/selectors.py
+        conversation_id=graph.conversation_id, graph_id=graph.pk, at=at, cutoff=cutoff, limit=MAX_GRAPHS
     )
     newest: dict[str, tuple[dt.datetime, dict[str, Any]]] = {}
     for context in contexts:

@@ -1,16 +1,21 @@
 """Reads of LLM accounting rows that every planned turn runs before its request, in plain SQL.
 
-Built through the ORM such a read costs about 0.2 ms of CPU (building and compiling the queryset),
+Built through the ORM such a read costs about 0.2 to 0.8 ms of CPU (building and compiling the queryset),
 through the cursor about 0.02 ms (measured as cindy_site/rows.py
 says); each is asked once per planning call.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
 from django.db import connection
 
 from cindy_site import rows
-from llm.models import LLMCall, ModelPrice
+from conversations.models import TaskGraph
+from llm.models import LLMCall, ModelPrice, RouteBreaker
 
 
 def finished_call(*, node_id: int, fingerprint: str) -> LLMCall | None:
@@ -36,3 +41,35 @@ def prices_of_provider(*, provider: str) -> list[ModelPrice]:
             [provider],
         )
         return [rows.from_row(ModelPrice, row) for row in cursor.fetchall()]
+
+
+def route_breakers(*, routes: Sequence[tuple[str, str]]) -> list[RouteBreaker]:
+    """The breaker rows of these (provider, model) routes: read before every planning call
+    (`llm.breakers.breakers_of`). Measured: the ORM query (an OR of `Q`s) 0.63 ms CPU, this 0.03 ms."""
+    if not routes:
+        return []
+    match = " OR ".join(["(b.provider = %s AND b.model = %s)"] * len(routes))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(RouteBreaker, 'b')} FROM {rows.table(RouteBreaker)} b WHERE {match}",  # noqa: S608
+            [value for route in routes for value in route],
+        )
+        return [rows.from_row(RouteBreaker, row) for row in cursor.fetchall()]
+
+
+def graph_contexts_since(
+    *, conversation_id: int, graph_id: int, at: dt.datetime, cutoff: dt.datetime, limit: int
+) -> list[dict[str, Any] | None]:
+    """The contexts of the conversation's other graphs created by `at` and open or finished since
+    `cutoff`, newest first, at most `limit`: read by every planning turn for the pages kept from
+    earlier turns (`llm.retrieved_kept.pages_kept`). Measured: the ORM query 0.80 ms CPU, this 0.04 ms."""
+    field = TaskGraph._meta.get_field("context")
+    stamp, since = (connection.ops.adapt_datetimefield_value(value) for value in (at, cutoff))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT g.{rows.quote(field.column)} FROM {rows.table(TaskGraph)} g "  # noqa: S608
+            "WHERE g.conversation_id = %s AND g.created <= %s AND (g.finished IS NULL OR g.finished >= %s) "
+            "AND g.id <> %s ORDER BY g.created DESC LIMIT %s",
+            [conversation_id, stamp, since, graph_id, limit],
+        )
+        return [rows.convert(TaskGraph, row, names=("context",))[0] for row in cursor.fetchall()]

@@ -71,14 +71,17 @@ def _upsert_sql(alias: str, vendor: str, count: int) -> str:
     )
 
 
-def entries_write(entries: Sequence[EntryValues]) -> int:
+def entries_write(entries: Sequence[EntryValues], *, vectors: bool = True) -> int:
     """Create or replace `entries` (matched on kind, source and part) in one statement, with their
-    vectors (embedded together); returns how many were given."""
+    vectors (embedded together) when `vectors`; returns how many were given.
+
+    Without `vectors` (a message at ingest) the entries are written vectorless, and a rewritten
+    entry loses its old vector: the search that scans it first gives it one (`vectors_fill`)."""
     if not entries:
         return 0
     connection = connections[router.db_for_write(RecallEntry)]
     stemmed = connection.vendor == "mysql"
-    if vectors_enabled():
+    if vectors and vectors_enabled():
         vectors = [to_blob(v) for v in embed([e.text for e in entries])]
     else:
         vectors = [None] * len(entries)
@@ -103,6 +106,34 @@ def entries_write(entries: Sequence[EntryValues]) -> int:
     with connection.cursor() as cursor:
         cursor.execute(_upsert_sql(connection.alias, connection.vendor, len(entries)), params)
     return len(entries)
+
+
+def vectors_fill(entry_ids: Sequence[int]) -> dict[int, bytes]:
+    """Embed the entries `entry_ids` (those a search found without a vector) and store their
+    vectors; returns the stored vectors by entry id. Two statements: the texts, then one UPDATE per
+    entry in one `executemany` (on SQLite the full-text trigger ignores a vector-only update,
+    migration 0006). An entry deleted meanwhile is skipped; one rewritten meanwhile keeps no vector
+    of its old text (the UPDATE matches the text read)."""
+    ids = sorted(set(entry_ids))
+    if not ids or not vectors_enabled():
+        return {}
+    connection = connections[router.db_for_write(RecallEntry)]
+    table = rows.table(RecallEntry, using=connection.alias)
+    q = connection.ops.quote_name
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {q('id')}, {q('text')} FROM {table} WHERE {q('id')} IN ({marks})", ids)  # noqa: S608
+        found = cursor.fetchall()
+        if not found:
+            return {}
+        blobs = {
+            entry_id: to_blob(v) for (entry_id, _), v in zip(found, embed([t for _, t in found]), strict=True)
+        }
+        cursor.executemany(
+            f"UPDATE {table} SET {q('vector')} = %s WHERE {q('id')} = %s AND {q('text')} = %s",  # noqa: S608
+            [(blobs[entry_id], entry_id, text) for entry_id, text in found],
+        )
+    return blobs
 
 
 def entries_delete(*, kind: str, source_ids: Iterable[int], keep_parts: int | None = None) -> int:
@@ -136,7 +167,9 @@ def message_index(*, conversation: Conversation, message: Message) -> bool:
             _wait_for_descriptions(message, set(unique_ids) - set(descriptions))
         entry = message_entry(conversation, message, descriptions)
         if entry.text:
-            entries_write([entry])
+            # No vector here: this runs in the gateway's ingest, which then needs neither the model
+            # nor its CPU; the first search that scans the entry embeds it (`vectors_fill`).
+            entries_write([entry], vectors=False)
             return True
     entries_delete(kind=EntryKind.MESSAGE, source_ids=[message.pk])
     return False

@@ -21,6 +21,7 @@ from cindy_site import rows
 from conversations.models import Conversation
 from recall.embedding import embed, from_blobs
 from recall.models import EntryKind, RecallEntry
+from recall.services import vectors_fill
 
 #: The vectors give the fusion their best this many entries (or the search's limit, if higher).
 FUSION_DEPTH = 50
@@ -73,15 +74,16 @@ def _scan(
     kinds: Collection[str] | None,
     messages_before: int | None = None,
 ) -> list[tuple[int, bytes]]:
-    """The vectors a search scores: the scope's most recent entries that have one (with
-    `messages_before`, messages only below that Telegram id: those the prompt's history does not show).
-    Plain SQL (the ORM's rows cost more than the scoring): each part is read newest first along the
-    scope index."""
+    """The vectors a search scores: the scope's most recent entries (with `messages_before`, messages
+    only below that Telegram id: those the prompt's history does not show). Plain SQL (the ORM's rows
+    cost more than the scoring): each part is read newest first along the scope index. Entries
+    written without a vector (messages, at ingest) get theirs here, embedded and stored
+    (`vectors_fill`), so each is embedded once, by the first search that reaches it."""
     bound = settings.CINDY_RECALL_VECTOR_SCAN
     connection = connections[router.db_for_read(RecallEntry)]
     table = rows.table(RecallEntry)
     q = connection.ops.quote_name
-    base, params = f"{q('agent_id')} = %s AND {q('vector')} IS NOT NULL", [agent_id]
+    base, params = f"{q('agent_id')} = %s", [agent_id]
     if kinds is not None:
         base += f" AND {q('kind')} IN ({', '.join(['%s'] * len(kinds))})"
         params += sorted(kinds)
@@ -107,7 +109,15 @@ def _scan(
                 [*values, bound],
             )
             found.extend(cursor.fetchall())
-    return found
+    missing = [entry_id for entry_id, blob in found if blob is None]
+    if not missing:
+        return found
+    filled = vectors_fill(missing)
+    return [
+        (entry_id, blob if blob is not None else filled[entry_id])
+        for entry_id, blob in found
+        if blob is not None or entry_id in filled
+    ]
 
 
 def fuse(rankings: Sequence[Sequence[int]]) -> list[tuple[int, float]]:

@@ -14,8 +14,9 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from agents.models import Agent
+from cindy_site import rows
 from media_catalog.models import MediaDescription, Sticker
-from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate
+from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -200,3 +201,94 @@ def sandbox_poll_update_ids(*, user_id: int, floor: int, recent: dt.datetime, li
             ],
         )
         return [row[0] for row in cursor.fetchall()]
+
+
+def sandbox_dm_partner(*, chat_id: int, me_id: int) -> SandboxUser | None:
+    """The other member of a sandbox DM (by name, then id), or None: the sender of every inbound
+    message the transport hands the gateway (`SandboxTransport._partner_of`), read for each batch.
+    Measured: the ORM query (`chats=` with an `exclude`, ordered) 0.9 ms CPU, this 0.05 to 0.09 ms."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(SandboxUser, 'u')} FROM {rows.table(SandboxUser)} u "  # noqa: S608
+            f"INNER JOIN {rows.table(SandboxMember)} m ON m.user_id = u.id WHERE m.chat_id = %s AND u.id <> %s "
+            "ORDER BY u.name, u.id LIMIT 1",
+            [chat_id, me_id],
+        )
+        row = cursor.fetchone()
+    return rows.from_row(SandboxUser, row) if row else None
+
+
+def sandbox_newest_message_ids(*, chat_ids: Sequence[int]) -> dict[int, int]:
+    """Each chat's newest message id that is not deleted (chats without one are left out): read for
+    every history batch the gateway asks after an inbound message (`sandbox.transport.batch`).
+    Measured: the ORM query (`values().annotate(Max)`) 0.7 ms CPU, this 0.03 ms."""
+    if not chat_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.chat_id, MAX(m.message_id) FROM {rows.table(SandboxMessage)} m "  # noqa: S608
+            f"WHERE m.chat_id IN ({_in(chat_ids)}) AND m.deleted = %s GROUP BY m.chat_id",
+            [*chat_ids, False],
+        )
+        return {chat_id: newest for chat_id, newest in cursor.fetchall()}
+
+
+def sandbox_members_to_read(*, chat_ids: Sequence[int], user_ids: Sequence[int]) -> list[tuple]:
+    """(pk, chat id, user id, read up to, unread mark) of the members among `user_ids` of the chats
+    `chat_ids`, by pk, locked for update where the database can (inside the caller's transaction):
+    the first read of every batch of read marks (`sandbox.transport.batch`). Measured: the ORM query
+    (`select_for_update().values_list`) 0.7 ms CPU, this 0.03 ms."""
+    if not chat_ids or not user_ids:
+        return []
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.id, s.chat_id, s.user_id, s.read_up_to, s.unread_mark "  # noqa: S608
+            f"FROM {rows.table(SandboxMember)} s WHERE s.chat_id IN ({_in(chat_ids)}) "
+            f"AND s.user_id IN ({_in(user_ids)}) ORDER BY s.id{lock}",
+            [*chat_ids, *user_ids],
+        )
+        return [(pk, chat, user, read, bool(marked)) for pk, chat, user, read, marked in cursor.fetchall()]
+
+
+def sandbox_updates_with_chats(*, update_ids: Sequence[int]) -> list[SandboxUpdate]:
+    """The updates `update_ids`, oldest first, each with its chat (as `select_related("chat")`): the
+    rows of every poll that found something new (`sandbox.transport.updates`). Measured (3 updates): the
+    ORM query 0.64 ms CPU, this 0.11 to 0.17 ms."""
+    if not update_ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(SandboxUpdate, 'u')}, {rows.columns(SandboxChat, 'c')} "  # noqa: S608
+            f"FROM {rows.table(SandboxUpdate)} u INNER JOIN {rows.table(SandboxChat)} c ON c.id = u.chat_id "
+            f"WHERE u.id IN ({_in(update_ids)}) ORDER BY u.id",
+            list(update_ids),
+        )
+        found = cursor.fetchall()
+    split = rows.width(SandboxUpdate)
+    updates = []
+    for row in found:
+        update = rows.from_row(SandboxUpdate, row[:split])
+        update.chat = rows.from_row(SandboxChat, row[split:])
+        updates.append(update)
+    return updates
+
+
+def sandbox_message_with_sender(*, chat_id: int, message_id: int) -> SandboxMessage | None:
+    """The chat's message `message_id` with its sender (as `select_related("sender")`), or None: read
+    for each new, edited or deleted message a poll hands over (`sandbox.transport.updates`).
+    Measured: the ORM query 0.85 ms CPU, this 0.08 ms."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(SandboxMessage, 'm')}, {rows.columns(SandboxUser, 's')} "  # noqa: S608
+            f"FROM {rows.table(SandboxMessage)} m INNER JOIN {rows.table(SandboxUser)} s ON s.id = m.sender_id "
+            "WHERE m.chat_id = %s AND m.message_id = %s ORDER BY m.id LIMIT 1",
+            [chat_id, message_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    split = rows.width(SandboxMessage)
+    message = rows.from_row(SandboxMessage, row[:split])
+    message.sender = rows.from_row(SandboxUser, row[split:])
+    return message

@@ -138,12 +138,17 @@ def recent_entries_turn(stored: StoredSections) -> list[Turn]:
 
 
 def recalled_turn(
-    conversation: Conversation, *, query: Sequence[str], history: Sequence[ChatMessage], shown: str
+    conversation: Conversation,
+    *,
+    query: Sequence[str],
+    history: Sequence[ChatMessage],
+    shown: str,
+    memo: dict | None = None,
 ) -> list[Turn]:
     """The `# Recalled` section for `query` (none without a query or a hit past the relevance line)."""
     if not query:
         return []
-    text = recalled_section(conversation, query=query, history=history, shown=shown)
+    text = recalled_section(conversation, query=query, history=history, shown=shown, memo=memo)
     return [Turn(role="user", parts=(Part(text=text),))] if text else []
 
 
@@ -258,12 +263,15 @@ def build_plan_request(
     prompts: Sequence[tuple[str, str]] | None = None,
     recall_query: Sequence[str] = (),
     recall_answers: Sequence[str] = (),
+    recall_memo: dict | None = None,
 ) -> LLMRequest:
     """The request for one planning turn. Reads descriptions from the catalog only; no media work.
 
     `recall_query` (planning's `llm.recalled.turn_query`): the turn's new messages, whose recall hits
     (`# Recalled`) follow the stored entries written since the history began; () recalls nothing.
     `recall_answers`: the `# Recall: "..."` sections of this turn's `recall` tasks, after the pages.
+    `recall_memo`: a dict kept for the whole turn, so that its rounds search the index once
+    (`llm.recalled.recalled_hits`).
 
     `prompts` are `included_prompts(agent, include_retrieve=include_retrieve)` when the caller has
     read them already (planning does, to know whether the agent may retrieve).
@@ -289,6 +297,7 @@ def build_plan_request(
         query=recall_query,
         history=history,
         shown="\n".join([system, stored.late, *(page.content for page in retrieved)]),
+        memo=recall_memo,
     )
     answers = [Turn(role="user", parts=(Part(text=text),)) for text in recall_answers]
     turns = stable + recent_entries_turn(stored) + recalled + retrieved_turns(retrieved) + answers

@@ -157,3 +157,30 @@ def test_only_three_recalls_are_searched_per_round_and_the_model_is_told(
     second = _texts(fake_llm.requests[1])
     assert [f'# Recall: "{word}"' in second for word in words] == [True, True, True, False]
     assert "Only 3 recall queries are searched per round; these were skipped: 'lock'" in second
+
+
+def test_a_two_round_turn_searches_for_its_recalled_section_once(
+    agent, dm, settings, fake_llm, make_node, clock
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.CINDY_HISTORY_SIZE = 4
+    RolePrompt.objects.create(name="Task-Recall", text="<!-- SCHEMA_TASKS: recall -->\nSearch with recall.")
+    agent.role_prompt_names = ["Task-Recall"]
+    agent.save()
+    add_message(dm, 1, FACT)
+    for number in range(2, 21):
+        add_message(dm, number, "fine weather", is_agent=number % 2 == 0)
+    add_message(dm, 21, "Which narrowboat did my great-grandfather work on?")
+    fake_llm.reply_with(_reply({"kind": "recall", "query": "Kestrel"}))
+    fake_llm.reply_with(_reply({"kind": "send", "text": "The Kestrel."}))
+
+    with CaptureQueriesContext(connection) as queries:
+        _plan(make_node(dm, target=21))
+
+    first, second = map(_texts, fake_llm.requests)
+    assert f"(message 1, Alice wrote): {FACT}" in first  # `# Recalled`, in both rounds
+    assert "# Recalled" in second and '# Recall: "Kestrel"' in second
+    searches = [q["sql"] for q in queries.captured_queries if "MATCH" in q["sql"].upper()]
+    assert len(searches) == 2  # the turn's `# Recalled` once, the `recall` task's words once

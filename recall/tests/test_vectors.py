@@ -75,13 +75,39 @@ def test_a_process_that_neither_indexes_nor_searches_loads_no_model():
     assert done.stdout.strip() == "[]"
 
 
-def test_every_entry_is_stored_with_its_vector(wendy, say):
+def test_ingest_writes_a_message_without_its_vector_and_never_loads_the_model(wendy, say, monkeypatch):
+    """The gateway's ingest (`message_upsert`) pays neither the model's memory nor its CPU."""
+
+    def refuse():
+        raise AssertionError("ingest loaded the embedding model")
+
+    monkeypatch.setattr(embedding, "model", refuse)
     say(ALICE, "the ferry leaves at noon")
+    say(ALICE, "the ferry leaves at one", message_id=1, edited=True)
 
     entry = RecallEntry.objects.get()
-    assert len(bytes(entry.vector)) == embedding.DIM * 2
+    assert entry.text == "the ferry leaves at one" and entry.vector is None
+
+
+def test_the_first_search_that_scans_an_entry_gives_it_its_vector_once(wendy, say):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    chat, _ = say(ALICE, "the ferry leaves at noon")
+    question = {"agent_id": wendy.pk, "query": "when does the boat depart?", "conversation": chat}
+
+    assert recall_search(**question, mode="vectors")[0].text == "the ferry leaves at noon"
+    entry = RecallEntry.objects.get()
     again = embedding.embed(["the ferry leaves at noon"])[0]
     assert float(embedding.from_blobs([bytes(entry.vector)])[0] @ again) > 0.999
+    with CaptureQueriesContext(connection) as queries:
+        assert recall_search(**question, mode="fused")[0].text == "the ferry leaves at noon"
+    assert not [q for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("UPDATE")]
+
+    say(ALICE, "the ferry leaves at one", message_id=1, edited=True)  # an edit: the old vector goes
+    assert RecallEntry.objects.get().vector is None
+    assert recall_search(**question, mode="vectors")[0].text == "the ferry leaves at one"
+    assert RecallEntry.objects.get().vector is not None
 
 
 def _ingest(agent, peer: int, messages: list[dict]):
@@ -174,7 +200,7 @@ def test_the_build_gives_vectors_to_entries_written_without_them(wendy, say, set
     call_command("recall_index", "Wendy", stdout=StringIO())  # built before vectors were on
     settings.CINDY_RECALL_VECTORS = True
     question = {"agent_id": wendy.pk, "query": "how did my mobile get damaged?", "conversation": chat}
-    assert recall_search(**question, mode="vectors") == []
+    assert RecallEntry.objects.filter(vector__isnull=True).count() == 2
 
     out = StringIO()
     call_command("recall_index", "Wendy", stdout=out)

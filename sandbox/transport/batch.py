@@ -15,10 +15,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from django.db.models import Max
 
 from conversations.transport.base import InboundMessage
 from sandbox.models import SandboxMember, SandboxMessage
+from sandbox.selectors import sandbox_members_to_read, sandbox_newest_message_ids
 
 
 def _plain(kind: type, name: str) -> bool:
@@ -97,12 +97,9 @@ class SandboxBatch:
             return answers
         chats, users = {c for c, _ in wanted}, {u for _, u in wanted}
         with transaction.atomic():
-            members = [
+            members = [  # plain SQL: sandbox/selectors.py
                 row
-                for row in SandboxMember.objects.select_for_update()
-                .filter(chat_id__in=sorted(chats), user_id__in=sorted(users))
-                .order_by("pk")
-                .values_list("pk", "chat_id", "user_id", "read_up_to", "unread_mark")
+                for row in sandbox_members_to_read(chat_ids=sorted(chats), user_ids=sorted(users))
                 if (row[1], row[2]) in wanted
             ]
             behind = {
@@ -140,10 +137,4 @@ class SandboxBatch:
 
 def _newest_ids(chat_ids: list[int]) -> dict[int, int]:
     """Each chat's newest message id (chats without messages are left out)."""
-    return dict(
-        SandboxMessage.objects.filter(chat_id__in=chat_ids, deleted=False)
-        .order_by()
-        .values("chat_id")
-        .annotate(m=Max("message_id"))
-        .values_list("chat_id", "m")
-    )
+    return sandbox_newest_message_ids(chat_ids=chat_ids)  # plain SQL: sandbox/selectors.py

@@ -38,6 +38,7 @@ from sandbox.models import (
     SandboxUpdate,
     SandboxUser,
 )
+from sandbox.selectors import sandbox_dm_partner
 from sandbox.services import chats as sandbox_services
 from sandbox.services.library import sandbox_library_part
 from sandbox.transport.account import SandboxAccount
@@ -121,12 +122,7 @@ class SandboxTransport(
         """The other side of a DM (None in a group, or in the agent's chat with itself)."""
         if chat.kind == SandboxChat.Kind.GROUP:
             return None
-        return (
-            SandboxUser.objects.filter(chats=chat.pk)
-            .exclude(pk=self._require_me().pk)
-            .order_by("name", "pk")
-            .first()
-        )
+        return sandbox_dm_partner(chat_id=chat.pk, me_id=self._require_me().pk)  # plain SQL
 
     def _peer_of(self, chat: SandboxChat) -> int:
         return self._peer_given(chat, self._partner_of(chat))

@@ -21,12 +21,14 @@ from conversations.transport.base import (
     ReactionsChanged,
     Update,
 )
-from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
+from sandbox.models import SandboxChat, SandboxMember, SandboxUpdate, SandboxUser
 from sandbox.selectors import (
     sandbox_members_among,
+    sandbox_message_with_sender,
     sandbox_poll_update_ids,
     sandbox_update_window,
     sandbox_update_window_stamp,
+    sandbox_updates_with_chats,
 )
 from sandbox.transport.records import reactions_info
 
@@ -143,7 +145,7 @@ class SandboxUpdates:
         fresh = [i for i in ids if i not in self.seen][:POLL_BATCH]
         if not fresh:
             return []
-        rows = list(SandboxUpdate.objects.filter(id__in=fresh).select_related("chat").order_by("id"))
+        rows = sandbox_updates_with_chats(update_ids=fresh)  # plain SQL: sandbox/selectors.py
         if not rows:  # removed meanwhile (retention)
             return []
         self.cursor = max(self.cursor, rows[-1].id)
@@ -165,9 +167,7 @@ class SandboxUpdates:
                 updates.append(DialogUnreadMark(peer_id=self._peer_of(row.chat), unread=marked))
                 continue
             message = (
-                SandboxMessage.objects.filter(chat_id=row.chat_id, message_id=row.message_id)
-                .select_related("sender")
-                .first()
+                sandbox_message_with_sender(chat_id=row.chat_id, message_id=row.message_id)
                 if row.message_id is not None
                 else None
             )
