@@ -133,6 +133,7 @@ class AgentAdmin(AgentRestartMixin, TelegramPagesMixin, admin.ModelAdmin):
                     "reset_context_on_first_message",
                     "clear_summaries_on_first_message",
                     "answer_bots",
+                    "recall_across_chats",
                     "flag_notes",
                     "hop_limit",
                     "hop_cooldown_seconds",

@@ -24,6 +24,9 @@ The reading follows the original where it matters to an operator:
 - `# Voice` (Cindy's own too) holds `Voice: Kore` and `Language: en-GB` (`agents/persona_voice.py`);
 - `# LLM Fallback` (Cindy's own too) lists LLM names, one per line, tried in order when the agent's
   LLM fails (`llm/failover.py`); a name `llm.routing` does not know is skipped with a warning.
+- `# Recall Across Chats` (Cindy's own too) is `off` (the default) or `DMs`: with `DMs`, recall in a
+  direct chat also finds the agent's other direct chats (docs/recall.md). Any other value is an error,
+  not a warning: a misspelt privacy setting must not import as something else.
 
 This module knows nothing about the database: `parse_persona` returns a `Persona`, `write_persona`
 turns anything with the same attributes (a `Persona` or an `Agent`) back into text, and
@@ -75,6 +78,9 @@ SPEND_KEYS = {
     "Turns Per Partner Per Minute": "partner_turns_per_minute",
     "Turns Per Partner Per Day": "partner_turns_per_day",
 }
+#: Cross-chat recall (docs/recall.md, Scopes): the value as written -> the stored value.
+RECALL_HEADING = "Recall Across Chats"
+RECALL_VALUES = {"off": "off", "DMs": "dms"}
 SPEND_EXAMPLE = "Daily Cap USD: 5, Turns Per Partner Per Minute: 3 or Turns Per Partner Per Day: 200"
 REQUIRED = ("Agent Name", "Agent Phone", "Agent Instructions")
 LIST_HEADINGS = ("LLM Fallback", "Role Prompt", "Agent Sticker Sets", "Agent Stickers")
@@ -88,6 +94,7 @@ PERSONA_FIELDS = (
     *SPEND_KEYS.values(),
     *VOICE_KEYS.values(),
     *FLAG_FIELDS.values(),
+    "recall_across_chats",
     "extra_sections",
     "flag_notes",
 )
@@ -98,7 +105,7 @@ MAX_SECTION_CHARS = 100_000
 
 # Column sizes of the Agent model, checked here so that a long value is a clear message, not a DB error.
 _MAX_LENGTH = {"Agent Name": 100, "Agent Phone": 32, "Agent Timezone": 64, "LLM": 100}
-_KNOWN = (*TEXT_FIELDS, SPEND_HEADING, VOICE_HEADING, *FLAG_FIELDS)
+_KNOWN = (*TEXT_FIELDS, SPEND_HEADING, VOICE_HEADING, RECALL_HEADING, *FLAG_FIELDS)
 _HEADING = re.compile(r"^# +(.+?)$", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _PHONE = re.compile(r"^\+?[0-9][0-9 ()\-.]{3,30}$")
@@ -138,6 +145,7 @@ class Persona:
     reset_context_on_first_message: bool = False
     clear_summaries_on_first_message: bool = False
     answer_bots: bool = False
+    recall_across_chats: str = "off"
     extra_sections: list[list[str]] = field(default_factory=list)
     flag_notes: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, compare=False)
@@ -223,6 +231,10 @@ def parse_persona(text: str, *, source: str = "persona") -> Persona:
             _set_spend_limits(persona, body, source)
         elif heading == VOICE_HEADING:
             set_voice(persona, body, source)
+        elif heading == RECALL_HEADING:
+            error = _set_recall_across_chats(persona, body, source)
+            if error:
+                errors.append(error)
         elif heading in TEXT_FIELDS:
             error = _set_field(persona, heading, body, source)
             if error:
@@ -303,6 +315,19 @@ def _set_spend_limits(persona: Persona, body: str, source: str) -> None:
             )
             continue
         setattr(persona, attr, int(raw))
+
+
+def _set_recall_across_chats(persona: Persona, body: str, source: str) -> str | None:
+    """Store "# Recall Across Chats" (case and spacing of the value do not count), or return the error."""
+    by_lower = {written.lower(): stored for written, stored in RECALL_VALUES.items()}
+    stored = by_lower.get(" ".join(body.split()).lower())
+    if stored is None:
+        return (
+            f'{source}: "{RECALL_HEADING}" is "{_short(body)}", which is not an allowed value: '
+            f"write {' or '.join(RECALL_VALUES)} (or leave the heading out: off)"
+        )
+    persona.recall_across_chats = stored
+    return None
 
 
 def _spend_limits_text(persona) -> str:
@@ -510,6 +535,9 @@ def write_persona(persona) -> str:
     voice = voice_text(persona)
     if voice:
         sections.append((VOICE_HEADING, voice))
+    across = getattr(persona, "recall_across_chats", "off") or "off"
+    if across != "off":
+        sections.append((RECALL_HEADING, next(w for w, v in RECALL_VALUES.items() if v == across)))
     notes = getattr(persona, "flag_notes", None) or {}
     sections += [
         (heading, notes.get(heading, "")) for heading, attr in FLAG_FIELDS.items() if getattr(persona, attr)

@@ -9,6 +9,10 @@ retrieved this turn) are dropped too. What is left must pass the relevance line,
 character budget: a short `# Recalled` section in the volatile end of the request, after the
 cacheable prefix.
 
+When the persona's "Recall Across Chats" is `DMs`, a direct chat's recall (automatic and `recall`
+tasks) also searches the agent's other direct chats (`recall.selectors.reaches_other_dms`); each of
+their hits names the chat it came from, so the agent knows it is another conversation's content.
+
 The relevance line is counted in words, so it means the same on SQLite (bm25) and MariaDB (InnoDB's
 relevance), whose scores have different scales: a query's informative words are its stems of three
 letters or more that are neither stopwords nor chat filler ("ok", "lol", "thanks"); a hit must hold at
@@ -30,7 +34,7 @@ from django.conf import settings
 
 from conversations.models import Conversation, Message
 from llm.conversation import ChatMessage, agent_timezone
-from recall.selectors import MAX_QUERY_WORDS, Hit, recall_search
+from recall.selectors import MAX_QUERY_WORDS, Hit, reaches_other_dms, recall_search
 from recall.stemming import stem, words
 
 if TYPE_CHECKING:
@@ -40,6 +44,11 @@ RECALLED_TITLE = "# Recalled"
 RECALLED_NOTE = (
     "Older things you remember that may bear on this turn: messages from before the history shown "
     "above, and your stored records and documents. Use them only where they help."
+)
+#: Added to the note when a line comes from another chat.
+OTHER_CHATS_NOTE = (
+    'A line marked "from your chat with ..." was said in another conversation, not this one: '
+    "the person here may not know it."
 )
 #: Hits read from the index before the relevance line and the budget choose among them.
 CANDIDATES = 40
@@ -179,6 +188,7 @@ def recalled_hits(
             # Words only: the relevance line below counts the query's words in each hit, which a hit
             # found by meaning alone may not hold. A `recall` task (below) searches by meaning as well.
             mode="fulltext",
+            other_dms=reaches_other_dms(conversation),
         )
         if memo is not None:
             memo[key] = found
@@ -226,32 +236,51 @@ def recalled_section(
     hits = recalled_hits(conversation, query=query, history=history, shown=shown, limits=limits, memo=memo)
     if not hits:
         return ""
-    speakers = _speakers(conversation, [h.message_id for h in hits if h.kind == "message"])
+    speakers, chats = _sources(conversation, hits)
     tz = agent_timezone(conversation.agent)
     lines: list[str] = []
     used = 0
     for hit in hits:
         if len(lines) >= limits.hits:
             break
-        line = _line(hit, speakers, tz)
+        line = _line(hit, speakers, tz, chats)
         if used + len(line) + 1 > limits.chars:
             continue
         lines.append(line)
         used += len(line) + 1
     if not lines:
         return ""
-    return f"{RECALLED_TITLE}\n\n{RECALLED_NOTE}\n\n" + "\n".join(lines)
+    note = RECALLED_NOTE
+    if any(_OTHER_CHAT in line for line in lines):
+        note += " " + OTHER_CHATS_NOTE
+    return f"{RECALLED_TITLE}\n\n{note}\n\n" + "\n".join(lines)
 
 
-def _speakers(conversation: Conversation, message_ids: Iterable[int | None]) -> dict[int, str]:
-    """Who wrote each of these messages of the conversation: "you" for the agent, else the sender."""
-    ids = [i for i in message_ids if i is not None]
-    if not ids:
-        return {}
-    rows = Message.objects.filter(conversation=conversation, message_id__in=ids).values_list(
-        "message_id", "is_agent", "sender_name"
-    )
-    return {mid: "you" if is_agent else (name or "they") for mid, is_agent, name in rows}
+_OTHER_CHAT = "from your chat with "
+
+
+def _sources(
+    conversation: Conversation, hits: Iterable[Hit]
+) -> tuple[dict[tuple[int | None, int], str], dict[tuple[int, int], str]]:
+    """Who wrote each message hit, by (conversation id, message id): "you" for the agent, else the
+    sender; and the names of the other chats hits come from, by (peer id, topic id)."""
+    hits = list(hits)
+    messages = [(h.conversation_id, h.message_id) for h in hits if h.kind == "message" and h.message_id]
+    speakers: dict[tuple[int | None, int], str] = {}
+    if messages:
+        rows = Message.objects.filter(
+            conversation_id__in={c for c, _ in messages}, message_id__in={m for _, m in messages}
+        ).values_list("conversation_id", "message_id", "is_agent", "sender_name")
+        speakers = {(c, m): "you" if is_agent else (name or "they") for c, m, is_agent, name in rows}
+    own = (conversation.peer_id, conversation.topic_id)
+    others = {(h.peer_id, h.topic_id) for h in hits if h.peer_id is not None} - {own}
+    chats: dict[tuple[int, int], str] = {scope: "someone" for scope in others}
+    if others:
+        for chat in Conversation.objects.filter(
+            agent_id=conversation.agent_id, peer_id__in={p for p, _ in others}, topic_id=0
+        ).select_related("agent"):
+            chats[(chat.peer_id, chat.topic_id)] = chat.display_title
+    return speakers, chats
 
 
 _KIND_LABELS = {
@@ -264,12 +293,18 @@ _KIND_LABELS = {
 }
 
 
-def _line(hit: Hit, speakers: dict[int, str], tz: dt.tzinfo) -> str:
+def _line(
+    hit: Hit, speakers: dict[tuple[int | None, int], str], tz: dt.tzinfo, chats: dict[tuple[int, int], str]
+) -> str:
     when = hit.date.astimezone(tz).strftime("%Y-%m-%d %H:%M")
     if hit.kind == "message":
-        what = f"message {hit.message_id}, {speakers.get(hit.message_id or 0, 'someone')} wrote"
+        who = speakers.get((hit.conversation_id, hit.message_id or 0), "someone")
+        what = f"message {hit.message_id}, {who} wrote"
     else:
         what = _KIND_LABELS.get(hit.kind, hit.kind)
+    chat = chats.get((hit.peer_id, hit.topic_id)) if hit.peer_id is not None else None
+    if chat is not None:
+        what += f", {_OTHER_CHAT}{chat}"
     text = " ".join(hit.text.split())
     if len(text) > HIT_CHARS:
         text = text[: HIT_CHARS - 1].rstrip() + "…"
@@ -292,16 +327,19 @@ def recall_results(conversation: Conversation, *, query: str, history: Sequence[
         conversation=conversation,
         limit=TASK_HITS,
         messages_before=first,
+        other_dms=(across := reaches_other_dms(conversation)),
     )
-    speakers = _speakers(conversation, [h.message_id for h in hits if h.kind == "message"])
+    speakers, chats = _sources(conversation, hits)
     tz = agent_timezone(conversation.agent)
     lines: list[str] = []
     used = 0
     for hit in hits:
-        line = _line(hit, speakers, tz)
+        line = _line(hit, speakers, tz, chats)
         if used + len(line) + 1 <= TASK_CHARS:
             lines.append(line)
             used += len(line) + 1
     found = "\n".join(lines) if lines else "Nothing found: nothing you have seen here matches these words."
     title = f"# Recall: {json.dumps(query, ensure_ascii=False)}"
-    return f"{title}\n\nWhat you searched for in your memory of this conversation, best first.\n\n{found}"
+    where = "this conversation and your other direct chats" if across else "this conversation"
+    note = f" {OTHER_CHATS_NOTE}" if any(_OTHER_CHAT in line for line in lines) else ""
+    return f"{title}\n\nWhat you searched for in your memory of {where}, best first.{note}\n\n{found}"

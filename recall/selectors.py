@@ -94,6 +94,7 @@ def recall_search(
     kinds: Collection[str] | None = None,
     mode: str | None = None,
     messages_before: int | None = None,
+    other_dms: bool = False,
 ) -> list[Hit]:
     """The entries of the agent that best match `query`, best first.
 
@@ -102,7 +103,10 @@ def recall_search(
     documents), never another chat's. Without: every entry of the agent (an operator's search).
     `kinds` limits the hits to those kinds of entry (None: every kind). `messages_before`: message
     entries only with a Telegram message id below it (a turn's recall leaves out the messages its
-    history shows); the other kinds are not affected.
+    history shows); the other kinds are not affected. `other_dms` (with a DM `conversation`, when
+    the persona's "Recall Across Chats" is `DMs`: `reaches_other_dms`): the agent's other direct
+    chats' entries too (peer ids above 0, whole chats), never a group's or a channel's;
+    `messages_before` then limits only the conversation's own messages.
 
     `mode`: "fused" (the default with CINDY_RECALL_VECTORS on) ranks by reciprocal rank fusion of
     the full-text ranking and the vectors' (`recall.similar`); "fulltext" (the default with it off)
@@ -121,7 +125,7 @@ def recall_search(
         return []
     if mode == "fulltext":
         return _with_conversations(
-            agent_id, _fulltext(agent_id, found, conversation, kinds, limit, messages_before)
+            agent_id, _fulltext(agent_id, found, conversation, kinds, limit, messages_before, other_dms)
         )
     depth = max(limit, FUSION_DEPTH)
     nearest = nearest_entries(
@@ -131,10 +135,11 @@ def recall_search(
         kinds=kinds,
         depth=depth,
         messages_before=messages_before,
+        other_dms=other_dms,
     )
     if mode == "vectors":
         return _with_conversations(agent_id, _entries_as_hits(nearest[:limit]))
-    by_text = _fulltext(agent_id, found, conversation, kinds, limit, messages_before)
+    by_text = _fulltext(agent_id, found, conversation, kinds, limit, messages_before, other_dms)
     share = max(1, round(limit * FULLTEXT_SHARE))
     ranked = fuse([[h.entry_id for h in by_text[:share]], [entry_id for entry_id, _ in nearest]])[:limit]
     # Too few to fill the limit (few entries have vectors): the rest of the full-text hits follow.
@@ -148,6 +153,12 @@ def recall_search(
     return _with_conversations(agent_id, hits)
 
 
+def reaches_other_dms(conversation: Conversation) -> bool:
+    """Whether a turn's recall in `conversation` also searches the agent's other direct chats: the
+    persona's "Recall Across Chats" is `DMs` and this is a direct chat (a group's never does)."""
+    return conversation.kind == Conversation.Kind.DM and conversation.agent.recall_across_chats == "dms"
+
+
 def _fulltext(
     agent_id: int,
     found: list[str],
@@ -155,20 +166,29 @@ def _fulltext(
     kinds: Collection[str] | None,
     limit: int,
     messages_before: int | None = None,
+    other_dms: bool = False,
 ) -> list[Hit]:
     connection = connections[router.db_for_read(RecallEntry)]
     table = rows.table(RecallEntry)
     cols = ", ".join(f"e.{connection.ops.quote_name(RecallEntry._meta.get_field(n).column)}" for n in _NAMES)
     scope, scope_params = "e.agent_id = %s", [agent_id]
+    other_dms = other_dms and conversation is not None
     if conversation is not None:
-        scope += " AND (e.peer_id IS NULL OR (e.peer_id = %s AND e.topic_id = %s))"
+        # Another DM: a user's peer id (above 0; groups' and channels' are below), a whole chat.
+        wider = " OR (e.peer_id > 0 AND e.topic_id = 0)" if other_dms else ""
+        scope += f" AND (e.peer_id IS NULL OR (e.peer_id = %s AND e.topic_id = %s){wider})"
         scope_params += [conversation.peer_id, conversation.topic_id]
     if kinds is not None:
         scope += f" AND e.kind IN ({', '.join(['%s'] * len(kinds))})"
         scope_params += sorted(kinds)
     if messages_before is not None:
-        scope += " AND (e.kind <> %s OR e.message_id < %s)"
+        scope += " AND (e.kind <> %s OR e.message_id < %s"
         scope_params += [EntryKind.MESSAGE.value, int(messages_before)]
+        if other_dms:
+            # Other chats' message ids count on their own: the history bounds only this chat's.
+            scope += " OR e.peer_id <> %s OR e.topic_id <> %s"
+            scope_params += [conversation.peer_id, conversation.topic_id]
+        scope += ")"
     if connection.vendor == "mysql":
         against = " ".join(stem(word) for word in found)
         sql = (
@@ -184,7 +204,7 @@ def _fulltext(
             "text : ("
             + " OR ".join(f'"{word}"' for word in found)
             + ") AND "
-            + _fts_scope(agent_id, conversation)
+            + _fts_scope(agent_id, None if other_dms else conversation)
         )
         sql = (
             f"SELECT {cols}, -bm25({FTS_TABLE}, 1.0, 0.0) AS score FROM {FTS_TABLE} "  # noqa: S608
@@ -210,7 +230,8 @@ def _entries_as_hits(scored: list[tuple[int, float]]) -> list[Hit]:
 
 
 def _fts_scope(agent_id: int, conversation: Conversation | None) -> str:
-    """The FTS5 condition on the scope column that the triggers of migration 0002 fill."""
+    """The FTS5 condition on the scope column that the triggers of migration 0002 fill (None: the
+    agent's every entry, which the SQL condition narrows, as for a search across DMs)."""
     if conversation is None:
         return f'scope : "a{agent_id}"'
     peer = str(conversation.peer_id).replace("-", "n")

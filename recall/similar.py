@@ -44,6 +44,7 @@ def nearest_entries(
     kinds: Collection[str] | None,
     depth: int,
     messages_before: int | None = None,
+    other_dms: bool = False,
 ) -> list[tuple[int, float]]:
     """(entry id, cosine similarity) of the `depth` scanned entries nearest `query`, nearest first."""
     import numpy as np  # on first use: recall.embedding
@@ -52,7 +53,11 @@ def nearest_entries(
     if not wanted.any():
         return []
     scanned = _scan(
-        agent_id=agent_id, conversation=conversation, kinds=kinds, messages_before=messages_before
+        agent_id=agent_id,
+        conversation=conversation,
+        kinds=kinds,
+        messages_before=messages_before,
+        other_dms=other_dms,
     )
     if not scanned:
         return []
@@ -73,12 +78,14 @@ def _scan(
     conversation: Conversation | None,
     kinds: Collection[str] | None,
     messages_before: int | None = None,
+    other_dms: bool = False,
 ) -> list[tuple[int, bytes]]:
     """The vectors a search scores: the scope's most recent entries (with `messages_before`, messages
     only below that Telegram id: those the prompt's history does not show). Plain SQL (the ORM's rows
     cost more than the scoring): each part is read newest first along the scope index. Entries
     written without a vector (messages, at ingest) get theirs here, embedded and stored
-    (`vectors_fill`), so each is embedded once, by the first search that reaches it."""
+    (`vectors_fill`), so each is embedded once, by the first search that reaches it. `other_dms`:
+    as many of the agent's other direct chats' most recent entries too (`recall_search`)."""
     bound = settings.CINDY_RECALL_VECTOR_SCAN
     connection = connections[router.db_for_read(RecallEntry)]
     table = rows.table(RecallEntry)
@@ -87,20 +94,29 @@ def _scan(
     if kinds is not None:
         base += f" AND {q('kind')} IN ({', '.join(['%s'] * len(kinds))})"
         params += sorted(kinds)
+    own, own_params = base, params
     if messages_before is not None:
-        base += f" AND ({q('kind')} <> %s OR {q('message_id')} < %s)"
-        params += [EntryKind.MESSAGE.value, int(messages_before)]
+        # Only the conversation's own messages (or every message, without one) count from the history.
+        own += f" AND ({q('kind')} <> %s OR {q('message_id')} < %s)"
+        own_params = [*params, EntryKind.MESSAGE.value, int(messages_before)]
     if conversation is None:
-        parts = [(base, params)]
+        parts = [(own, own_params)]
     else:
         parts = [
             (
-                base + f" AND {q('peer_id')} = %s AND {q('topic_id')} = %s",
-                [*params, conversation.peer_id, conversation.topic_id],
+                own + f" AND {q('peer_id')} = %s AND {q('topic_id')} = %s",
+                [*own_params, conversation.peer_id, conversation.topic_id],
             ),
             # Global entries have topic 0; naming it keeps the read on the scope index, in order.
             (base + f" AND {q('peer_id')} IS NULL AND {q('topic_id')} = 0", params),
         ]
+        if other_dms:
+            parts.append(
+                (
+                    base + f" AND {q('peer_id')} > 0 AND {q('peer_id')} <> %s AND {q('topic_id')} = 0",
+                    [*params, conversation.peer_id],
+                )
+            )
     found: list[tuple[int, bytes]] = []
     with connection.cursor() as cursor:
         for where, values in parts:

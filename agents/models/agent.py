@@ -79,6 +79,14 @@ class Agent(models.Model):
     answer_bots = models.BooleanField(
         default=False, help_text="Bots' messages start turns (otherwise they are recorded, never answered)"
     )
+    # The persona's optional "# Recall Across Chats" section (docs/recall.md, Scopes).
+    recall_across_chats = models.CharField(
+        max_length=8,
+        choices=[("off", "Off"), ("dms", "DMs")],
+        default="off",
+        help_text="Off: a chat recalls only its own history and the agent's global records. "
+        "DMs: a direct chat's recall also finds the agent's other direct chats (never groups)",
+    )
     hop_limit = models.PositiveSmallIntegerField(
         null=True,
         blank=True,

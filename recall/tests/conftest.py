@@ -32,7 +32,7 @@ def say(wendy):
         number = message_id or next(numbers)
         record = InboundMessage(
             peer_id=peer,
-            chat_kind="dm",
+            chat_kind=fields.pop("chat_kind", "dm"),
             message_id=number,
             date=START + dt.timedelta(minutes=number),
             sender_id=fields.pop("sender_id", peer),
