@@ -1,10 +1,16 @@
-"""Pytest fixtures for the LLM seam: a FakeLLMServer with every provider pointed at it."""
+"""Pytest fixtures shared by the apps: the LLM seam (a FakeLLMServer with every provider pointed at
+it), and a SQLite file migrated once per run for tests that start Cindy's processes on one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 
 from cindy_site.testing.fake_llm import FakeLLMServer
 
@@ -29,3 +35,30 @@ def fake_llm(settings) -> Iterator[FakeLLMServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """A SQLite file with every migration applied, made once per run (per test process): a test copies
+    it where a child process expects its database instead of migrating from scratch (seconds of CPU
+    each time). Nothing else is in it; copy it, never write to it."""
+    database = tmp_path_factory.mktemp("migrated-sqlite") / "cindy.sqlite3"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_CURRENT_TEST")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="cindy_site.settings",
+        CINDY_ENV_FILE=os.devnull,
+        CINDY_SQLITE_PATH=str(database),
+        SECRET_KEY="test-only",
+        CINDY_SESSION_KEY="test-only",
+        LOG_LEVEL="ERROR",
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=django_settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"migrate failed:\n{done.stdout}\n{done.stderr[-3000:]}"
+    return database

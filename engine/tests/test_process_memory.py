@@ -39,28 +39,11 @@ def _child_env(database: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory) -> Path:
-    """A SQLite file migrated once for the module: each probe runs on a copy (a migration from
-    scratch takes seconds of CPU; the probe's own `migrate` on the copy has nothing left to do)."""
-    database = tmp_path_factory.mktemp("migrated") / "cindy.sqlite3"
-    done = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=settings.BASE_DIR,
-        env=_child_env(database),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return database
-
-
-def run_fresh(tmp_path: Path, migrated: Path, command: str, body: str, **env: str) -> dict:
+def run_fresh(tmp_path: Path, migrated_sqlite: Path, command: str, body: str, **env: str) -> dict:
     """Run `body` in a new Python set up as `manage.py <command>` on a migrated SQLite file (a copy of
-    `migrated`); the body sets `result`, which is returned."""
+    `migrated_sqlite`); the body sets `result`, which is returned."""
     database = tmp_path / "cindy.sqlite3"
-    shutil.copyfile(migrated, database)
+    shutil.copyfile(migrated_sqlite, database)
     script = tmp_path / "probe.py"
     script.write_text(
         "import json, sys\n"
@@ -92,10 +75,12 @@ def loaded(names) -> str:
     return f"result.update({{m: m in sys.modules for m in {tuple(names)!r}}})"
 
 
-def test_the_gateway_loads_no_web_module_no_llm_sdk_and_no_telethon_for_sandbox_agents(tmp_path, migrated):
+def test_the_gateway_loads_no_web_module_no_llm_sdk_and_no_telethon_for_sandbox_agents(
+    tmp_path, migrated_sqlite
+):
     result = run_fresh(
         tmp_path,
-        migrated,
+        migrated_sqlite,
         "runagents",
         "import engine.management.commands.runagents\n"
         "call_command('check')\n"  # the system checks every command runs first
@@ -104,7 +89,7 @@ def test_the_gateway_loads_no_web_module_no_llm_sdk_and_no_telethon_for_sandbox_
     assert [name for name, present in result.items() if present] == []
 
 
-def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other(tmp_path, migrated):
+def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other(tmp_path, migrated_sqlite):
     """Default route Gemini; the only agent on OpenAI is disabled, so openai stays out."""
     body = (
         "from agents.models import Agent\n"
@@ -124,7 +109,7 @@ def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other
     )
     result = run_fresh(
         tmp_path,
-        migrated,
+        migrated_sqlite,
         "runworkers",
         body,
         DEFAULT_AGENT_LLM="gemini",
@@ -140,7 +125,7 @@ def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other
     }
 
 
-def test_without_preload_the_pool_forks_its_workers_before_loading_the_llm_stack(tmp_path, migrated):
+def test_without_preload_the_pool_forks_its_workers_before_loading_the_llm_stack(tmp_path, migrated_sqlite):
     body = (
         "import engine.management.commands.runworkers\n"
         "from engine.cluster import GuardedSentinel\n"
@@ -152,7 +137,12 @@ def test_without_preload_the_pool_forks_its_workers_before_loading_the_llm_stack
         "Probe().start()\n"
     )
     result = run_fresh(
-        tmp_path, migrated, "runworkers", body, CINDY_PRELOAD_TASK_MODULES="false", GOOGLE_GEMINI_API_KEY="t"
+        tmp_path,
+        migrated_sqlite,
+        "runworkers",
+        body,
+        CINDY_PRELOAD_TASK_MODULES="false",
+        GOOGLE_GEMINI_API_KEY="t",
     )
     assert result == {"llm.planning": False, "google.genai": False, "openai": False}
 
