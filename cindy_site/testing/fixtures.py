@@ -1,9 +1,11 @@
 """Pytest fixtures shared by the apps: the LLM seam (a FakeLLMServer with every provider pointed at
-it), and a SQLite file migrated once per run for tests that start Cindy's processes on one."""
+it), and the databases migrated once per run (per test process) that the tests starting Cindy's
+processes copy: `migrated_database` on the database the suite runs on, `migrated_sqlite` a SQLite file."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -38,10 +40,26 @@ def fake_llm(settings) -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture(scope="session")
-def migrated_sqlite(tmp_path_factory) -> Path:
-    """A SQLite file with every migration applied, made once per run (per test process): a test copies
-    it where a child process expects its database instead of migrating from scratch (seconds of CPU
-    each time). Nothing else is in it; copy it, never write to it."""
+def migrated_database(tmp_path_factory) -> Iterator[object]:
+    """An empty database with every migration applied, on the database the suite runs on (a SQLite
+    file, or a MariaDB database of its own): the process tests' and the live sites' databases are
+    copies of it (`ChildDatabase.copy_from`, engine/tests/processes.py). Copy it, never write to it."""
+    from engine.tests.processes import migrated
+
+    database = migrated(tmp_path_factory.mktemp("migrated"), suffix=f"_migrated_{secrets.token_hex(3)}")
+    try:
+        yield database
+    finally:
+        database.drop()
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(request, tmp_path_factory) -> Path:
+    """A SQLite file with every migration applied, whatever database the suite runs on: a test copies
+    it where a child process expects its SQLite database instead of migrating from scratch (seconds of
+    CPU each time). On a SQLite run it is `migrated_database`'s file. Copy it, never write to it."""
+    if not os.environ.get("DATABASE_URL", "").startswith("mysql"):
+        return request.getfixturevalue("migrated_database").path
     database = tmp_path_factory.mktemp("migrated-sqlite") / "cindy.sqlite3"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_CURRENT_TEST")}
     env.update(

@@ -122,22 +122,32 @@ def child_settings(db: ChildDatabase) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
-def child_template(tmp_path_factory):
-    """Migrated once per run, with the sandbox agent Wendy: each test's child database is a copy
-    (a migration takes seconds; a copy, a fraction of one)."""
-    db = ChildDatabase(tmp_path_factory.mktemp("child-template"), suffix=f"_template_{secrets.token_hex(3)}")
-    env = child_settings(db)
-    manage(env, "migrate", "--noinput", "-v", "0")
-    manage(
-        env,
-        "shell",
-        "-c",
-        "from agents.models import Agent; Agent.objects.create(name='Wendy', phone='+1555', "
-        "instructions='You are Wendy.', transport='sandbox', llm='gemini', start_typing_delay=1, "
-        "typing_speed=1000)",
-    )
+def migrated(workdir: Path, *, suffix: str) -> ChildDatabase:
+    """An empty database with every migration applied (the caller drops it)."""
+    db = ChildDatabase(workdir, suffix=suffix)
     try:
+        manage(child_settings(db), "migrate", "--noinput", "-v", "0")
+    except BaseException:
+        db.drop()
+        raise
+    return db
+
+
+@pytest.fixture(scope="session")
+def child_template(tmp_path_factory, migrated_database):
+    """A copy of the run's migrated database (`migrated_database`) with the sandbox agent Wendy: each
+    test's child database is a copy of this one (a migration takes seconds; a copy, a fraction of one)."""
+    db = ChildDatabase(tmp_path_factory.mktemp("child-template"), suffix=f"_template_{secrets.token_hex(3)}")
+    try:
+        db.copy_from(migrated_database)
+        manage(
+            child_settings(db),
+            "shell",
+            "-c",
+            "from agents.models import Agent; Agent.objects.create(name='Wendy', phone='+1555', "
+            "instructions='You are Wendy.', transport='sandbox', llm='gemini', start_typing_delay=1, "
+            "typing_speed=1000)",
+        )
         yield db
     finally:
         db.drop()
