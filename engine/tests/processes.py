@@ -17,6 +17,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -153,12 +155,13 @@ def child_template(tmp_path_factory, migrated_database):
         db.drop()
 
 
-@pytest.fixture
-def child(tmp_path, child_template):
-    """A migrated database with one sandbox agent (a copy of the template), and an LLM server for
-    the children."""
+@contextmanager
+def child_on(
+    tmp_path: Path, template: ChildDatabase
+) -> Iterator[tuple[dict[str, str], ChildDatabase, FakeLLMServer, Path]]:
+    """A copy of `template` for the children, and an LLM server for them: (env, db, llm, tmp_path)."""
     db = ChildDatabase(tmp_path)
-    db.copy_from(child_template)
+    db.copy_from(template)
     llm = FakeLLMServer().start()
     env = child_settings(db) | {
         "SECRET_KEY": "test-only",
@@ -172,6 +175,14 @@ def child(tmp_path, child_template):
     finally:
         llm.stop()
         db.drop()
+
+
+@pytest.fixture
+def child(tmp_path, child_template):
+    """A migrated database with one sandbox agent (a copy of the template), and an LLM server for
+    the children."""
+    with child_on(tmp_path, child_template) as parts:
+        yield parts
 
 
 def manage(env: dict[str, str], *args: str) -> str:
