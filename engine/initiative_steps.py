@@ -49,7 +49,9 @@ class SchedulesStep:
 class ConsolidationStep:
     """Starts the consolidation turns of quiet chats (engine/consolidation.py). It looks every half of
     CINDY_CONSOLIDATE_QUIET_SECONDS (or of CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS, when shorter), at
-    least every second and at most every CHECK_SECONDS."""
+    least every second and at most every CHECK_SECONDS. The interval follows the parameters in effect
+    at each pass: a quiet time lowered in the admin counts from the last look, not after the interval
+    the old one set."""
 
     name = "consolidation"
     CHECK_SECONDS = 60.0
@@ -57,19 +59,20 @@ class ConsolidationStep:
     def __init__(self, context: GatewayContext) -> None:
         self.context = context
         self.memo = ConsolidationMemo()
-        self.next_check: float | None = None  # monotonic; None: at the next pass
+        self.last_check: float | None = None  # monotonic; None: at the next pass
 
     async def run(self) -> bool:
         clock = get_clock()
-        if self.next_check is not None and clock.monotonic() < self.next_check:
-            return False
         quiet = float(
             min(
                 parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"),
                 parameter("CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS"),
             )
         )
-        self.next_check = clock.monotonic() + min(self.CHECK_SECONDS, max(1.0, quiet / 2))
+        interval = min(self.CHECK_SECONDS, max(1.0, quiet / 2))
+        if self.last_check is not None and clock.monotonic() < self.last_check + interval:
+            return False
+        self.last_check = clock.monotonic()
         held = [agent_id for agent_id, client in self.context.clients.items() if client.connected]
         if not held:
             return False

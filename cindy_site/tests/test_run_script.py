@@ -4,7 +4,9 @@ Each run gets a directory that looks like a checkout (symlinks to the sources, a
 an `.env` of its own, a fresh SQLite file and a free port. Its `.venv` is a stand-in whose python
 runs this test's interpreter, with the requirements stamp already written, so nothing is installed.
 Every process the run starts carries a marker in its environment; the test finds them by it and
-kills any left over at the end (by pid).
+kills any left over at the end (by pid). The tests about stopping start on a copy of the run's
+migrated database (`migrated_sqlite`: run.sh's migrate then has nothing to do); the first start on a
+fresh database is the sign-in hint test's.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -175,7 +178,8 @@ def run(tmp_path) -> Iterator[Run]:
         run.cleanup()
 
 
-def test_ctrl_c_stops_web_and_gateway_even_when_tee_dies_first(run):
+def test_ctrl_c_stops_web_and_gateway_even_when_tee_dies_first(run, migrated_sqlite):
+    shutil.copyfile(migrated_sqlite, run.root / "cindy.sqlite3")
     run.start()
     assert "First time? In another terminal" in run.output()
 
@@ -193,7 +197,8 @@ def test_ctrl_c_stops_web_and_gateway_even_when_tee_dies_first(run):
     assert stopped, f"still running after Ctrl-C: {left}; port {run.port} open: {listening(run.port)}"
 
 
-def test_killing_the_script_outright_still_stops_its_services(run):
+def test_killing_the_script_outright_still_stops_its_services(run, migrated_sqlite):
+    shutil.copyfile(migrated_sqlite, run.root / "cindy.sqlite3")
     run.start()
     os.kill(run.script_pid(), signal.SIGKILL)  # no trap can run: the watchdog must stop the services
 
@@ -203,7 +208,7 @@ def test_killing_the_script_outright_still_stops_its_services(run):
 
 
 def test_the_sign_in_hint_is_shown_only_until_a_superuser_exists(run):
-    run.start()
+    run.start()  # on a fresh database: migrated from scratch, the samples imported
     assert "createsuperuser" in run.output()
     os.killpg(run.shell.pid, signal.SIGINT)
     assert _wait_until(run.all_stopped, STOP_TIMEOUT)

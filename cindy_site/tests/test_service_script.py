@@ -143,13 +143,19 @@ def checkout(tmp_path) -> Iterator[Checkout]:
 
 
 @pytest.mark.slow
-def test_it_starts_answers_refuses_a_second_copy_and_stops_leaving_nothing(checkout):
+def test_it_starts_answers_refuses_a_second_copy_and_stops_leaving_nothing(checkout, migrated_sqlite):
     refused = checkout.cindy("start")
     assert refused.returncode == 1
     assert "unapplied migrations" in refused.stderr and "manage.py migrate" in refused.stderr
     assert checkout.cindy("status").returncode == 3
 
-    checkout.manage("migrate", "--noinput", "-v", "0")
+    # What `manage.py migrate` makes of the file, as a copy of the run's migrated one (seconds saved).
+    for stale in (
+        checkout.db.with_name(checkout.db.name + "-wal"),
+        checkout.db.with_name(checkout.db.name + "-shm"),
+    ):
+        stale.unlink(missing_ok=True)
+    shutil.copyfile(migrated_sqlite, checkout.db)
     checkout.manage(
         "shell",
         "-c",

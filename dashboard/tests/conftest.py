@@ -94,16 +94,10 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 @pytest.fixture(scope="session")
-def site_template(tmp_path_factory) -> Iterator[object]:
-    """The database every live site starts from: migrated once per run (seconds), copied per site
-    (a fraction of a second)."""
-    from dashboard.tests.live_site import migrated_template
-
-    template = migrated_template(tmp_path_factory.mktemp("site-template"))
-    try:
-        yield template
-    finally:
-        template.drop()
+def site_template(migrated_database) -> object:
+    """The database every live site starts from: the run's migrated database (`migrated_database`,
+    migrated once per run, seconds), copied per site (a fraction of a second)."""
+    return migrated_database
 
 
 @dataclass

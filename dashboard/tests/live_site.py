@@ -4,9 +4,9 @@ in its own process, sharing a database that the test process also writes to.
 pytest-django's SQLite test database lives in memory and cannot be shared with another process, so
 the site gets its own database: a temporary SQLite file, or (when the suite runs on MariaDB) a
 temporary MariaDB database, each a copy of one database migrated per run (the `site_template`
-fixture; the copy is engine/tests/processes.py's, as for the process tests). While a browser test
-runs, the test process's default connection points at it (`LiveSite.connected`), so factories and
-services write where the server reads.
+fixture: the run's `migrated_database`; the copy is engine/tests/processes.py's, as for the process
+tests). While a browser test runs, the test process's default connection points at it
+(`LiveSite.connected`), so factories and services write where the server reads.
 """
 
 from __future__ import annotations
@@ -28,21 +28,10 @@ from django.db import connections
 from django.test import Client, override_settings
 from django_otp import DEVICE_ID_SESSION_KEY
 
-from engine.tests.processes import ChildDatabase, child_settings, manage
+from engine.tests.processes import ChildDatabase
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 START_TIMEOUT = 60
-
-
-def migrated_template(workdir: Path) -> ChildDatabase:
-    """An empty database migrated once, for `LiveSite` to copy (the caller drops it)."""
-    template = ChildDatabase(workdir, suffix=f"_site_template_{secrets.token_hex(3)}")
-    try:
-        manage(child_settings(template), "migrate", "--noinput", "-v", "0")
-    except BaseException:
-        template.drop()
-        raise
-    return template
 
 
 def _free_port() -> int:

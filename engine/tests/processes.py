@@ -17,6 +17,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -122,33 +124,44 @@ def child_settings(db: ChildDatabase) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
-def child_template(tmp_path_factory):
-    """Migrated once per run, with the sandbox agent Wendy: each test's child database is a copy
-    (a migration takes seconds; a copy, a fraction of one)."""
-    db = ChildDatabase(tmp_path_factory.mktemp("child-template"), suffix=f"_template_{secrets.token_hex(3)}")
-    env = child_settings(db)
-    manage(env, "migrate", "--noinput", "-v", "0")
-    manage(
-        env,
-        "shell",
-        "-c",
-        "from agents.models import Agent; Agent.objects.create(name='Wendy', phone='+1555', "
-        "instructions='You are Wendy.', transport='sandbox', llm='gemini', start_typing_delay=1, "
-        "typing_speed=1000)",
-    )
+def migrated(workdir: Path, *, suffix: str) -> ChildDatabase:
+    """An empty database with every migration applied (the caller drops it)."""
+    db = ChildDatabase(workdir, suffix=suffix)
     try:
+        manage(child_settings(db), "migrate", "--noinput", "-v", "0")
+    except BaseException:
+        db.drop()
+        raise
+    return db
+
+
+@pytest.fixture(scope="session")
+def child_template(tmp_path_factory, migrated_database):
+    """A copy of the run's migrated database (`migrated_database`) with the sandbox agent Wendy: each
+    test's child database is a copy of this one (a migration takes seconds; a copy, a fraction of one)."""
+    db = ChildDatabase(tmp_path_factory.mktemp("child-template"), suffix=f"_template_{secrets.token_hex(3)}")
+    try:
+        db.copy_from(migrated_database)
+        manage(
+            child_settings(db),
+            "shell",
+            "-c",
+            "from agents.models import Agent; Agent.objects.create(name='Wendy', phone='+1555', "
+            "instructions='You are Wendy.', transport='sandbox', llm='gemini', start_typing_delay=1, "
+            "typing_speed=1000)",
+        )
         yield db
     finally:
         db.drop()
 
 
-@pytest.fixture
-def child(tmp_path, child_template):
-    """A migrated database with one sandbox agent (a copy of the template), and an LLM server for
-    the children."""
+@contextmanager
+def child_on(
+    tmp_path: Path, template: ChildDatabase
+) -> Iterator[tuple[dict[str, str], ChildDatabase, FakeLLMServer, Path]]:
+    """A copy of `template` for the children, and an LLM server for them: (env, db, llm, tmp_path)."""
     db = ChildDatabase(tmp_path)
-    db.copy_from(child_template)
+    db.copy_from(template)
     llm = FakeLLMServer().start()
     env = child_settings(db) | {
         "SECRET_KEY": "test-only",
@@ -162,6 +175,14 @@ def child(tmp_path, child_template):
     finally:
         llm.stop()
         db.drop()
+
+
+@pytest.fixture
+def child(tmp_path, child_template):
+    """A migrated database with one sandbox agent (a copy of the template), and an LLM server for
+    the children."""
+    with child_on(tmp_path, child_template) as parts:
+        yield parts
 
 
 def manage(env: dict[str, str], *args: str) -> str:

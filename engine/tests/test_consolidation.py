@@ -104,6 +104,18 @@ def test_a_chat_quiet_for_the_set_time_gets_a_consolidation_turn_that_writes_a_n
     assert "Moving to Leeds in May." in stored_entries_text(fake_llm.requests[-1])
 
 
+def test_a_quiet_time_lowered_at_run_time_is_looked_at_from_the_next_pass(
+    agent, harness, clock, fake_llm, settings
+):
+    _chat(agent, harness, fake_llm)
+    assert harness.step("consolidation") is False  # quiet for minutes, not two hours: next look in 60 s
+    settings.CINDY_CONSOLIDATE_QUIET_SECONDS = 2  # what an operator's override in the admin reads as
+    clock.advance(seconds=3)
+    fake_llm.reply_with(tasks({"kind": "note", "content": "Moving to Leeds in May."}))
+    assert harness.step("consolidation") is True, "the lowered quiet time waited out the old interval"
+    assert len(_consolidations()) == 1
+
+
 def test_no_consolidation_without_new_messages_since_the_last_one(agent, harness, clock, fake_llm):
     _chat(agent, harness, fake_llm)
     clock.advance(seconds=QUIET + 1)

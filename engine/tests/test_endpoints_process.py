@@ -18,7 +18,11 @@ _OLGA = (
     "from agents.models import Agent\n"
     "Agent.objects.filter(name='Wendy').update(llm='ollama:llama3.1')\n"
     "Agent.objects.create(name='Olga', phone='+1556', instructions='You are Olga.', transport='sandbox', "
-    "llm='gpt-5-mini', start_typing_delay=1, typing_speed=1000)"
+    "llm='gpt-5-mini', start_typing_delay=1, typing_speed=1000)\n"
+    # Each person writes first, as `manage.py sandbox say` does (one process start, not three).
+    "from django.core.management import call_command\n"
+    "call_command('sandbox', 'say', 'Wendy', 'hi Wendy')\n"
+    "call_command('sandbox', 'say', 'Olga', 'hi Olga')"
 )
 
 
@@ -42,11 +46,9 @@ def test_a_self_hosted_endpoint_and_openai_serve_two_agents_in_one_run(child):
             "OPENAI_BASE_URL": cloud.url + "/v1",
             "OPENAI_API_KEY": "test",
         }
-        manage(env, "shell", "-c", _OLGA)
         ollama.set_default_reply(plan("Hello from the oven"))
         cloud.set_default_reply(plan("Hello from the cloud"))
-        manage(env, "sandbox", "say", "Wendy", "hi Wendy")
-        manage(env, "sandbox", "say", "Olga", "hi Olga")
+        manage(env, "shell", "-c", _OLGA)
         process = start_gateway(env, log)
         try:
             wait_for(lambda: len(_replies(db)) == 2, "both agents' replies", log)

@@ -39,14 +39,14 @@ def test_a_due_event_fires_exactly_once_across_a_sigkill_and_a_takeover(child, k
         )
     )
     llm.set_default_reply(json.dumps([{"kind": "send", "text": "Event fired"}]))
-    manage(  # the shipped prompt that teaches `event`
+    manage(  # the shipped prompt that teaches `event`; then a person writes, as `manage.py sandbox say`
         env,
         "shell",
         "-c",
         "from agents.models import Agent; from engine.tests.cast import teach; "
-        "teach(Agent.objects.get(name='Wendy'), 'Task-Event')",
+        "from django.core.management import call_command; "
+        "teach(Agent.objects.get(name='Wendy'), 'Task-Event'); call_command('sandbox', 'say', 'Wendy', 'hello')",
     )
-    manage(env, "sandbox", "say", "Wendy", "hello")
     process = start_gateway(env, log)
     try:
         wait_for(lambda: agent_texts(db) == ["Hi"], "the first answer", log)

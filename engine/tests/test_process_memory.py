@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,24 @@ WEB_ONLY = ("daphne", "twisted", "OpenSSL", "llm.admin_llms", "agents.admin")
 SDKS = ("google.genai", "openai")
 
 
-def run_fresh(tmp_path: Path, command: str, body: str, **env: str) -> dict:
-    """Run `body` in a new Python set up as `manage.py <command>` on a migrated SQLite file; the body
-    sets `result`, which is returned."""
+def _child_env(database: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_CURRENT_TEST")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="cindy_site.settings",
+        PYTHONPATH=str(settings.BASE_DIR),
+        CINDY_ENV_FILE=os.devnull,
+        CINDY_SQLITE_PATH=str(database),
+        SECRET_KEY="test-only",
+        LOG_LEVEL="ERROR",
+    )
+    return env
+
+
+def run_fresh(tmp_path: Path, migrated_sqlite: Path, command: str, body: str, **env: str) -> dict:
+    """Run `body` in a new Python set up as `manage.py <command>` on a migrated SQLite file (a copy of
+    `migrated_sqlite`); the body sets `result`, which is returned."""
+    database = tmp_path / "cindy.sqlite3"
+    shutil.copyfile(migrated_sqlite, database)
     script = tmp_path / "probe.py"
     script.write_text(
         "import json, sys\n"
@@ -40,17 +56,8 @@ def run_fresh(tmp_path: Path, command: str, body: str, **env: str) -> dict:
         f"{body}\n"
         "print(json.dumps(result))\n"
     )
-    child_env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_CURRENT_TEST")}
-    child_env.update(
-        DJANGO_SETTINGS_MODULE="cindy_site.settings",
-        PYTHONPATH=str(settings.BASE_DIR),
-        CINDY_ENV_FILE=os.devnull,
-        CINDY_SQLITE_PATH=str(tmp_path / "cindy.sqlite3"),
-        SECRET_KEY="test-only",
-        LOG_LEVEL="ERROR",
-        CINDY_LEAN_ENGINE="true",
-        CINDY_PRELOAD_TASK_MODULES="true",
-    )
+    child_env = _child_env(database)
+    child_env.update(CINDY_LEAN_ENGINE="true", CINDY_PRELOAD_TASK_MODULES="true")
     child_env.update(env)
     done = subprocess.run(
         [sys.executable, str(script)],
@@ -68,9 +75,12 @@ def loaded(names) -> str:
     return f"result.update({{m: m in sys.modules for m in {tuple(names)!r}}})"
 
 
-def test_the_gateway_loads_no_web_module_no_llm_sdk_and_no_telethon_for_sandbox_agents(tmp_path):
+def test_the_gateway_loads_no_web_module_no_llm_sdk_and_no_telethon_for_sandbox_agents(
+    tmp_path, migrated_sqlite
+):
     result = run_fresh(
         tmp_path,
+        migrated_sqlite,
         "runagents",
         "import engine.management.commands.runagents\n"
         "call_command('check')\n"  # the system checks every command runs first
@@ -79,7 +89,7 @@ def test_the_gateway_loads_no_web_module_no_llm_sdk_and_no_telethon_for_sandbox_
     assert [name for name, present in result.items() if present] == []
 
 
-def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other(tmp_path):
+def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other(tmp_path, migrated_sqlite):
     """Default route Gemini; the only agent on OpenAI is disabled, so openai stays out."""
     body = (
         "from agents.models import Agent\n"
@@ -99,6 +109,7 @@ def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other
     )
     result = run_fresh(
         tmp_path,
+        migrated_sqlite,
         "runworkers",
         body,
         DEFAULT_AGENT_LLM="gemini",
@@ -114,7 +125,7 @@ def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other
     }
 
 
-def test_without_preload_the_pool_forks_its_workers_before_loading_the_llm_stack(tmp_path):
+def test_without_preload_the_pool_forks_its_workers_before_loading_the_llm_stack(tmp_path, migrated_sqlite):
     body = (
         "import engine.management.commands.runworkers\n"
         "from engine.cluster import GuardedSentinel\n"
@@ -126,7 +137,12 @@ def test_without_preload_the_pool_forks_its_workers_before_loading_the_llm_stack
         "Probe().start()\n"
     )
     result = run_fresh(
-        tmp_path, "runworkers", body, CINDY_PRELOAD_TASK_MODULES="false", GOOGLE_GEMINI_API_KEY="t"
+        tmp_path,
+        migrated_sqlite,
+        "runworkers",
+        body,
+        CINDY_PRELOAD_TASK_MODULES="false",
+        GOOGLE_GEMINI_API_KEY="t",
     )
     assert result == {"llm.planning": False, "google.genai": False, "openai": False}
 

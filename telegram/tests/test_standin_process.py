@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -20,8 +21,10 @@ from telethon.tl import types
 from cindy_site.testing.mtproto import StandIn
 from engine.tests.processes import (
     MANAGE,
-    child,  # noqa: F401 - the fixture this one extends
-    child_template,  # noqa: F401 - the migrated database it copies
+    ChildDatabase,
+    child_on,
+    child_settings,
+    child_template,  # noqa: F401 - the migrated database Tess's template copies
     manage,
     plan,
     start_gateway,
@@ -34,36 +37,51 @@ PHONE = "+9996621234"  # test number: the login code is 22222
 PASSWORD = "correct horse"
 
 
-@pytest.fixture
-def telegram(child):  # noqa: F811 - the fixture imported above
-    """The gateway test's child database and fake LLM, plus a telegram agent and the stand-in."""
-    base_env, db, llm, tmp_path = child
-    standin = StandIn().start()
-    key_path = tmp_path / "standin.pub.pem"
-    key_path.write_bytes(standin.key.public_pem)
-    env = base_env | {
-        "TELEGRAM_API_ID": "1",
-        "TELEGRAM_API_HASH": "standin",
-        "CINDY_TELEGRAM_SERVER": standin.address,
-        "CINDY_TELEGRAM_SERVER_KEY": str(key_path),
-        "CINDY_MEDIA_ROOT": str(tmp_path / "media"),
-    }
-    manage(
-        env,
-        "shell",
-        "-c",
-        f"from agents.models import Agent; Agent.objects.create(name='Tess', phone='{PHONE}', "
-        "instructions='You are Tess.', transport='telegram', llm='gemini', start_typing_delay=1, "
-        "typing_speed=1000)",
-    )
-    agent = standin.run(
-        standin.world.create_user, phone=PHONE, first_name="Tess", username="tess", password=PASSWORD
-    )
-    bob = standin.run(standin.world.create_user, phone="+9996631111", first_name="Bob", username="bob")
+#: The Telegram agent, as an operator adds it before `telegram_login`.
+CREATE_TESS = (
+    f"from agents.models import Agent; Agent.objects.create(name='Tess', phone='{PHONE}', "
+    "instructions='You are Tess.', transport='telegram', llm='gemini', start_typing_delay=1, "
+    "typing_speed=1000)"
+)
+
+
+@pytest.fixture(scope="session")
+def tess_template(tmp_path_factory, child_template):  # noqa: F811 - the fixture imported above
+    """The child template with the Telegram agent Tess added, once: each test's database is a copy."""
+    db = ChildDatabase(tmp_path_factory.mktemp("tess-template"), suffix=f"_tess_{secrets.token_hex(3)}")
     try:
-        yield env, db, llm, standin, agent, bob, tmp_path
+        db.copy_from(child_template)
+        manage(child_settings(db), "shell", "-c", CREATE_TESS)
+        yield db
     finally:
-        standin.stop()
+        db.drop()
+
+
+@pytest.fixture
+def telegram(tmp_path, tess_template):
+    """The gateway test's child database (with the Telegram agent Tess) and fake LLM, plus the
+    stand-in."""
+    with child_on(tmp_path, tess_template) as (base_env, db, llm, _tmp):
+        standin = StandIn().start()
+        key_path = tmp_path / "standin.pub.pem"
+        key_path.write_bytes(standin.key.public_pem)
+        env = base_env | {
+            "TELEGRAM_API_ID": "1",
+            "TELEGRAM_API_HASH": "standin",
+            "CINDY_TELEGRAM_SERVER": standin.address,
+            "CINDY_TELEGRAM_SERVER_KEY": str(key_path),
+            "CINDY_MEDIA_ROOT": str(tmp_path / "media"),
+        }
+        try:
+            agent = standin.run(
+                standin.world.create_user, phone=PHONE, first_name="Tess", username="tess", password=PASSWORD
+            )
+            bob = standin.run(
+                standin.world.create_user, phone="+9996631111", first_name="Bob", username="bob"
+            )
+            yield env, db, llm, standin, agent, bob, tmp_path
+        finally:
+            standin.stop()
 
 
 def login(env: dict[str, str], answers: str) -> subprocess.CompletedProcess:

@@ -13,8 +13,8 @@ from .test_standin_process import logged_in_gateway, stop, texts_from
 pytestmark = pytest.mark.slow
 
 # The gateway test's child database, a Telegram agent (Tess) and the stand-in (pytest fixtures).
-child = base.child
 child_template = base.child_template
+tess_template = base.tess_template
 telegram = base.telegram
 
 MUTED_FOR_EVER = 2**31 - 1

@@ -14,7 +14,6 @@ from telethon.tl import types
 from cindy_site.testing.fake_llm import speech_seconds
 from conversations.voice_encoding import decode_voice_note, unpack_waveform
 from engine.tests.processes import (  # noqa: F401 - the fixtures `telegram` extends
-    child,
     child_template,
     manage,
     start_gateway,
@@ -24,6 +23,7 @@ from telegram.tests.test_standin_process import (  # noqa: F401 - fixtures used 
     logged_in_gateway,
     stop,
     telegram,
+    tess_template,
 )
 
 pytestmark = pytest.mark.slow
