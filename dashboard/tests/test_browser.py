@@ -448,6 +448,8 @@ EVIL = (
     "<script>window.__ran=(window.__ran||0)+1</script>"
     '<svg onload="window.__ran=(window.__ran||0)+1"></svg>'
 )
+#: The same for an agent's name, which must fit its 100 characters (MariaDB refuses a longer one).
+EVIL_NAME = '<img src=x onerror="window.__ran=(window.__ran||0)+1">'
 
 
 def _inert(page) -> None:
@@ -466,7 +468,7 @@ def test_hostile_data_arriving_live_runs_no_script_on_any_live_path(site_db, pag
     device = _staff("sentry")
     _log_in(page, device, next_url="/dashboard/")
     expect(page.locator("#live-status")).to_have_text("live")
-    agent = _agent(f"Eve {secrets.token_hex(2)} {EVIL}")  # not in the page: it comes live
+    agent = _agent(f"Eve {secrets.token_hex(2)} {EVIL_NAME}")  # not in the page: it comes live
 
     chat = page.context.new_page()
     chat.set_default_timeout(15_000)
@@ -491,7 +493,7 @@ def test_hostile_data_arriving_live_runs_no_script_on_any_live_path(site_db, pag
     chat.click("#send")
     transcript = chat.locator("#transcript")
     expect(transcript.locator(".bubble.agent")).to_contain_text(f"Agent says {EVIL}", timeout=60_000)
-    assert any(f"{EVIL} is typing…" in seen for seen in chat.evaluate("window.typingSeen"))
+    assert any(f"{EVIL_NAME} is typing…" in seen for seen in chat.evaluate("window.typingSeen"))
     expect(chat.locator("#graph")).to_contain_text(f"Agent says {EVIL}", timeout=15_000)
 
     # Another person writes in the group while the page is open: a text quoting the agent, a sticker.
