@@ -117,9 +117,14 @@ def llm_call_start(
     return call
 
 
+def _this_host() -> str:
+    """The "<host>:" every LLMCall.worker of this host starts with."""
+    return f"{socket.gethostname()[:100]}:"
+
+
 def worker_name(pid: int | None = None) -> str:
     """This process (or `pid` on this host) as LLMCall.worker names it: "<host>:<pid>"."""
-    return f"{socket.gethostname()[:100]}:{pid or os.getpid()}"
+    return f"{_this_host()}{pid or os.getpid()}"
 
 
 def llm_calls_interrupt(*, pids: list[int]) -> int:
@@ -138,7 +143,7 @@ def llm_calls_interrupt_gone(*, alive: Callable[[int], bool]) -> int:
     could not: the database refused that write, or `runworkers` itself was killed and its successor
     never knew the dead pool's pids. Left pending, such a call made the planning watchdog take the
     pool for busy until CINDY_Q_TIMEOUT (engine/watchdog.py)."""
-    host = f"{socket.gethostname()[:100]}:"
+    host = _this_host()
     pending = LLMCall.objects.filter(status=LLMCall.Status.PENDING, worker__startswith=host)
     gone = []
     for pk, worker in pending.values_list("pk", "worker")[:500]:
