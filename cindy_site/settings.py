@@ -207,6 +207,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # time; the scan of one search is bounded to the scope's most recent CINDY_RECALL_VECTOR_SCAN entries.
 CINDY_RECALL_VECTORS = env.bool("CINDY_RECALL_VECTORS", default=True)
 CINDY_RECALL_VECTOR_SCAN = _positive_int("CINDY_RECALL_VECTOR_SCAN", 5000)
+# A provider's embedding model (gemini-embedding-001, text-embedding-3-small, ...) for a third ranking,
+# its calls costed as LLM calls; empty (the default): off.
+CINDY_RECALL_EMBEDDINGS = env.str("CINDY_RECALL_EMBEDDINGS", default="").strip()
 
 # django_q ships a conditional index that MariaDB ignores; ours have no conditions.
 SILENCED_SYSTEM_CHECKS = ["models.W037"]

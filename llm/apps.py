@@ -28,5 +28,10 @@ class LlmConfig(AppConfig):
         # A process that has not reloaded yet still finds an endpoint stored in the admin.
         stored_endpoints_loader(endpoints_refresh)
 
+        # Recall's provider embeddings are llm's calls (llm/embeddings.py); recall sits below llm.
+        from llm import embeddings
+
+        embeddings.install()
+
         # A django-q2 worker's task starts with the global parameters stored now (cindy_site/parameters.py).
         pre_execute.connect(refresh_before_task, dispatch_uid="llm.parameters_refresh")

@@ -68,6 +68,10 @@ DEFAULT_PRICES: tuple[DefaultPrice, ...] = (
     DefaultPrice("openai", "gpt-4o-mini-transcribe", "1.25", "0", "5.00", "3.00"),
     DefaultPrice("openai", "gpt-4o-transcribe", "2.50", "0", "10.00", "6.00"),
     DefaultPrice("openai", "whisper-1", "0", "0", "0", audio_per_minute="0.006"),
+    # Embeddings (recall, CINDY_RECALL_EMBEDDINGS): input tokens only.
+    DefaultPrice("gemini", "gemini-embedding", "0.15", "0.15", "0"),
+    DefaultPrice("openai", "text-embedding-3-small", "0.02", "0.02", "0"),
+    DefaultPrice("openai", "text-embedding-3-large", "0.13", "0.13", "0"),
     # ElevenLabs bills characters: USD per million characters of text (the input).
     DefaultPrice("elevenlabs", "eleven_multilingual", "100.00", "100.00", "0"),
     DefaultPrice("elevenlabs", "eleven_v3", "100.00", "100.00", "0"),

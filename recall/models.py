@@ -109,3 +109,44 @@ class RecallMediaWait(models.Model):
 
     def __str__(self) -> str:
         return f"message {self.message_id} waits for {self.unique_id}"
+
+
+class RecallProviderVector(models.Model):
+    """An entry's meaning as a provider's embedding model gives it (CINDY_RECALL_EMBEDDINGS), beside
+    the local vector (`RecallEntry.vector`). One row per entry and model, so a new model never mixes
+    its vectors with another's: a search reads only the rows of the model set now.
+
+    `digest` is a hash of the text the vector was made from: a search drops a vector whose entry's
+    text has changed since (an edited message), and the next fill embeds the new text
+    (`recall.provider_vectors`)."""
+
+    entry = models.ForeignKey(RecallEntry, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(
+        max_length=100, help_text="The embedding model, as CINDY_RECALL_EMBEDDINGS names it"
+    )
+    digest = models.CharField(
+        max_length=16, help_text="A hash of the text embedded (recall.provider_vectors)"
+    )
+    vector = models.BinaryField(help_text="A unit vector of little-endian float16 values")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["entry", "model"], name="recall_provider_vector_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} vector of entry {self.entry_id}"
+
+
+class RecallEmbeddingFill(models.Model):
+    """Where the fill of one embedding model's vectors stands (`recall.provider_vectors`): how many
+    entries its runs have embedded, and, while a run is under way, until when that run holds the
+    claim, so that two workers never pay for the same entries."""
+
+    model = models.CharField(max_length=100, unique=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    embedded = models.PositiveIntegerField(default=0, help_text="Entries embedded by the runs so far")
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.model} fill: {self.embedded} embedded"

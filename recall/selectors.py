@@ -19,6 +19,7 @@ from cindy_site import rows
 from conversations.models import Conversation
 from recall.embedding import vectors_enabled
 from recall.models import EntryKind, RecallEntry
+from recall.provider_vectors import embeddings_model, nearest_provider_entries
 from recall.similar import FULLTEXT_SHARE, FUSION_DEPTH, fuse, nearest_entries
 from recall.stemming import stem, words
 
@@ -29,8 +30,9 @@ MAX_QUERY_CHARS = 1000
 #: Words of a query beyond this many are ignored (bounds the work of one search).
 MAX_QUERY_WORDS = 32
 FTS_TABLE = "recall_recallentry_fts"
-#: How a search ranks: both rankings fused, words only, meaning only.
-SEARCH_MODES = ("fused", "fulltext", "vectors")
+#: How a search ranks: the rankings fused, words only, meaning only (the local vectors), meaning by
+#: the provider's embeddings only (with CINDY_RECALL_EMBEDDINGS set).
+SEARCH_MODES = ("fused", "fulltext", "vectors", "provider")
 
 _NAMES = ("id", "kind", "conversation", "peer_id", "topic_id", "source_id", "message_id", "date", "text")
 
@@ -109,9 +111,11 @@ def recall_search(
     `messages_before` then limits only the conversation's own messages.
 
     `mode`: "fused" (the default with CINDY_RECALL_VECTORS on) ranks by reciprocal rank fusion of
-    the full-text ranking and the vectors' (`recall.similar`); "fulltext" (the default with it off)
-    by words only; "vectors" by meaning only. The score is the database's relevance in "fulltext",
-    the fusion's sum in "fused", the cosine similarity in "vectors"; higher is better.
+    the full-text ranking and the vectors' (`recall.similar`), and, with CINDY_RECALL_EMBEDDINGS set,
+    the provider's vectors' (`recall.provider_vectors`; a provider that fails leaves the other two);
+    "fulltext" (the default with it off) by words only; "vectors" by the local vectors only;
+    "provider" by the provider's only. The score is the database's relevance in "fulltext", the
+    fusion's sum in "fused", the cosine similarity in "vectors" and "provider"; higher is better.
     """
     found = query_words(query)
     check_limit(limit)
@@ -121,6 +125,10 @@ def recall_search(
         raise RecallQueryError(
             "mode", f"search mode {mode!r} is unknown: use one of {', '.join(SEARCH_MODES)}"
         )
+    if mode == "provider" and not embeddings_model():
+        raise RecallQueryError(
+            "mode", 'search mode "provider" needs CINDY_RECALL_EMBEDDINGS set to an embedding model'
+        )
     if kinds is not None and not kinds:
         return []
     if mode == "fulltext":
@@ -128,6 +136,18 @@ def recall_search(
             agent_id, _fulltext(agent_id, found, conversation, kinds, limit, messages_before, other_dms)
         )
     depth = max(limit, FUSION_DEPTH)
+    scope = {
+        "agent_id": agent_id,
+        "conversation": conversation,
+        "kinds": kinds,
+        "depth": depth,
+        "messages_before": messages_before,
+        "other_dms": other_dms,
+    }
+    if mode == "provider":
+        return _with_conversations(
+            agent_id, _entries_as_hits((nearest_provider_entries(query=query, **scope) or [])[:limit])
+        )
     nearest = nearest_entries(
         agent_id=agent_id,
         query=query,
@@ -141,7 +161,11 @@ def recall_search(
         return _with_conversations(agent_id, _entries_as_hits(nearest[:limit]))
     by_text = _fulltext(agent_id, found, conversation, kinds, limit, messages_before, other_dms)
     share = max(1, round(limit * FULLTEXT_SHARE))
-    ranked = fuse([[h.entry_id for h in by_text[:share]], [entry_id for entry_id, _ in nearest]])[:limit]
+    rankings = [[h.entry_id for h in by_text[:share]], [entry_id for entry_id, _ in nearest]]
+    provider = nearest_provider_entries(query=query, **scope) if embeddings_model() else None
+    if provider:
+        rankings.append([entry_id for entry_id, _ in provider])
+    ranked = fuse(rankings)[:limit]
     # Too few to fill the limit (few entries have vectors): the rest of the full-text hits follow.
     ranked += [(h.entry_id, 0.0) for h in by_text[share:] if h.entry_id not in dict(ranked)][
         : limit - len(ranked)

@@ -90,6 +90,46 @@ def _scan(
     connection = connections[router.db_for_read(RecallEntry)]
     table = rows.table(RecallEntry)
     q = connection.ops.quote_name
+    parts = scope_parts(
+        agent_id=agent_id,
+        conversation=conversation,
+        kinds=kinds,
+        messages_before=messages_before,
+        other_dms=other_dms,
+    )
+    found: list[tuple[int, bytes]] = []
+    with connection.cursor() as cursor:
+        for where, values in parts:
+            cursor.execute(
+                f"SELECT {q('id')}, {q('vector')} FROM {table} WHERE {where} ORDER BY {q('id')} DESC LIMIT %s",  # noqa: S608
+                [*values, bound],
+            )
+            found.extend(cursor.fetchall())
+    missing = [entry_id for entry_id, blob in found if blob is None]
+    if not missing:
+        return found
+    filled = vectors_fill(missing)
+    return [
+        (entry_id, blob if blob is not None else filled[entry_id])
+        for entry_id, blob in found
+        if blob is not None or entry_id in filled
+    ]
+
+
+def scope_parts(
+    *,
+    agent_id: int,
+    conversation: Conversation | None,
+    kinds: Collection[str] | None,
+    messages_before: int | None = None,
+    other_dms: bool = False,
+) -> list[tuple[str, list]]:
+    """The parts of a search's scope, each a condition on the entry table's own columns (unqualified)
+    and its parameters: the conversation's own entries, the agent's global ones and, across chats,
+    the other DMs' (without a conversation: every entry of the agent). Each part's most recent
+    entries are what a vector scan reads (here and in `recall.provider_vectors`)."""
+    connection = connections[router.db_for_read(RecallEntry)]
+    q = connection.ops.quote_name
     base, params = f"{q('agent_id')} = %s", [agent_id]
     if kinds is not None:
         base += f" AND {q('kind')} IN ({', '.join(['%s'] * len(kinds))})"
@@ -117,23 +157,7 @@ def _scan(
                     [*params, conversation.peer_id],
                 )
             )
-    found: list[tuple[int, bytes]] = []
-    with connection.cursor() as cursor:
-        for where, values in parts:
-            cursor.execute(
-                f"SELECT {q('id')}, {q('vector')} FROM {table} WHERE {where} ORDER BY {q('id')} DESC LIMIT %s",  # noqa: S608
-                [*values, bound],
-            )
-            found.extend(cursor.fetchall())
-    missing = [entry_id for entry_id, blob in found if blob is None]
-    if not missing:
-        return found
-    filled = vectors_fill(missing)
-    return [
-        (entry_id, blob if blob is not None else filled[entry_id])
-        for entry_id, blob in found
-        if blob is not None or entry_id in filled
-    ]
+    return parts
 
 
 def fuse(rankings: Sequence[Sequence[int]]) -> list[tuple[int, float]]:

@@ -28,6 +28,8 @@ class LLMCall(models.Model):
         TRANSCRIBE = "transcribe", "Transcribe a voice note"
         IMAGE = "image", "Make a picture"
         SPEECH = "speech", "Speak a voice note"
+        #: Embedding recall entries or a recall search's query (recall/provider_vectors.py).
+        EMBED = "embed", "Embed for recall"
         #: Not a request: making or extending a Gemini explicit cache (its tokens and storage time).
         CACHE = "cache", "Keep an explicit cache"
 

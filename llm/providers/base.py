@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 from llm.request import LLMReply, LLMRequest
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """What an embedding call returned: one vector per text, in order, and the input tokens the
+    provider counted (None: it did not say)."""
+
+    vectors: list[list[float]]
+    input_tokens: int | None
 
 
 class Provider(Protocol):

@@ -15,7 +15,7 @@ from google.genai import models as genai_models
 from google.genai import types
 
 from llm.errors import CacheGone, LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
-from llm.providers.base import retry_after_seconds, transport_errors
+from llm.providers.base import Embedded, retry_after_seconds, transport_errors
 from llm.request import LLMReply, LLMRequest, Part, Turn, Usage
 
 #: The harm categories the Gemini API accepts; each is set to BLOCK_NONE (personas decide tone).
@@ -298,6 +298,28 @@ class GeminiProvider:
         except genai_errors.APIError as exc:
             if not _cache_missing(exc):
                 raise self._translate(exc) from exc
+
+    def embed(
+        self, texts: list[str], *, model: str, dimensions: int, query: bool, timeout: float | None = None
+    ) -> Embedded:
+        """Embed `texts` with `model` (`embed_content`: one `batchEmbedContents` request), as a search's
+        query or as stored documents (the API's task types), at `dimensions`."""
+        config = types.EmbedContentConfig(
+            output_dimensionality=dimensions,
+            task_type="RETRIEVAL_QUERY" if query else "RETRIEVAL_DOCUMENT",
+            http_options=types.HttpOptions(timeout=int(timeout * 1000)) if timeout else None,
+        )
+        try:
+            response = self._client.models.embed_content(model=model, contents=list(texts), config=config)
+        except genai_errors.APIError as exc:
+            raise self._translate(exc) from exc
+        except transport_errors() as exc:
+            raise ProviderRetryable(f"Gemini request failed: {type(exc).__name__}: {exc}") from exc
+        meta = response.usage_metadata
+        return Embedded(
+            vectors=[list(e.values or []) for e in response.embeddings or []],
+            input_tokens=meta.prompt_token_count if meta and meta.prompt_token_count is not None else None,
+        )
 
     def _translate(self, exc: genai_errors.APIError) -> Exception:
         code = exc.code or 0

@@ -26,7 +26,7 @@ import openai
 
 from llm.errors import LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
 from llm.legacy_headings import has_task_heading
-from llm.providers.base import retry_after_seconds
+from llm.providers.base import Embedded, retry_after_seconds
 from llm.providers.schema import is_wrapped, object_schema, unwrapped_text
 from llm.request import LLMReply, LLMRequest, Turn, Usage
 
@@ -291,6 +291,23 @@ class OpenAICompatibleProvider:
             if exc.status_code == 404:
                 raise ModelNotFound(f"{self.name} answered 404, no such model: {exc.message}") from exc
             raise LLMError(f"{self.name} answered {exc.status_code}: {exc.message}") from exc
+
+    def embed(
+        self, texts: list[str], *, model: str, dimensions: int, query: bool, timeout: float | None = None
+    ) -> Embedded:
+        """Embed `texts` with `model` (`embeddings.create`: one `/embeddings` request) at `dimensions`;
+        `query` makes no difference on this API."""
+        extra = {"timeout": timeout} if timeout else {}
+        with self._errors():
+            response = self._client.embeddings.create(
+                model=model, input=list(texts), dimensions=dimensions, encoding_format="float", **extra
+            )
+        ordered = sorted(response.data, key=lambda item: item.index)
+        usage = response.usage
+        return Embedded(
+            vectors=[list(item.embedding) for item in ordered],
+            input_tokens=usage.prompt_tokens if usage is not None else None,
+        )
 
     def _reply(self, response: Any, model: str) -> LLMReply:
         usage = Usage()

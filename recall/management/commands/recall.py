@@ -27,7 +27,7 @@ class Command(BaseCommand):
             "--mode",
             choices=SEARCH_MODES,
             help="rank by words and meaning fused (the default with CINDY_RECALL_VECTORS on), "
-            "by words only, or by meaning only",
+            "by words only, by meaning only, or by the provider's embeddings only (CINDY_RECALL_EMBEDDINGS)",
         )
         parser.add_argument("--json", action="store_true", help="one JSON object per hit, one a line")
 
