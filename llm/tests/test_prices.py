@@ -21,6 +21,7 @@ SEEDING = [
     ("conversations.migrations.0018_voice_notes", "seed_speech_prices"),
     ("conversations.migrations.0023_explicit_cache", "seed_storage_prices"),
     ("llm.migrations.0003_anthropic_prompt_cache", "seed_anthropic_prices"),
+    ("llm.migrations.0007_embedding_purpose", "seed_embedding_prices"),
 ]
 
 
