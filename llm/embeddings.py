@@ -165,13 +165,16 @@ class FillOutcome:
         if self.error:
             text += f"; stopped: {self.error}"
         elif self.more:
-            text += "; more remain, the next run is queued"
+            text += "; more remain"
         return text
 
 
-def recall_embeddings_fill(*, batches: int = BATCHES_PER_RUN, batch: int = BATCH) -> FillOutcome:
-    """Embed the newest entries without a vector of the model set, `batch` a call, at most `batches`
-    calls; stops at the first failed call (its entries are asked again by the next run)."""
+def recall_embeddings_fill(*, batches: int | None = None, batch: int | None = None) -> FillOutcome:
+    """Embed the newest entries without a vector of the model set, `batch` (BATCH) a call, at most
+    `batches` (BATCHES_PER_RUN) calls; stops at the first failed call (its entries are asked again
+    by the next run)."""
+    batches = BATCHES_PER_RUN if batches is None else batches
+    batch = BATCH if batch is None else batch
     outcome = FillOutcome(model=embeddings_model())
     if not outcome.model:
         return outcome
@@ -203,7 +206,7 @@ def recall_embeddings_fill(*, batches: int = BATCHES_PER_RUN, batch: int = BATCH
 def recall_embeddings_fill_task() -> str:
     """Worker entry point: one run of the fill; queues the next while entries remain."""
     outcome = recall_embeddings_fill()
-    summary = outcome.summary()
+    summary = outcome.summary() + ("; the next run is queued" if outcome.more else "")
     if outcome.error:
         logger.warning("%s", summary)
     else:

@@ -203,6 +203,10 @@ def nearest_provider_entries(
     close = similarity >= MIN_SIMILARITY
     ids, similarity = ids[close], similarity[close]
     digests = {entry_id: digest for entry_id, _, digest in scanned}
+    # The candidates: a few times `depth`, so that stale vectors dropped below still leave `depth`.
+    if len(ids) > 4 * depth:
+        best = np.argpartition(-similarity, 4 * depth - 1)[: 4 * depth]
+        ids, similarity = ids[best], similarity[best]
     order = np.lexsort((-ids, -similarity))
     ranked = [(int(ids[i]), float(similarity[i])) for i in order]
     # The best, checked against their entries' texts now: a vector of an older text is dropped.

@@ -278,3 +278,43 @@ def test_a_search_queues_the_fill_when_its_scope_lacks_vectors(settings, server,
 
     assert OrmQ.objects.count() == queued + 1
     assert OrmQ.objects.order_by("-pk").first().func() == embeddings.TASK
+
+
+def test_the_command_embeds_every_entry_in_the_foreground(settings, server, chat, monkeypatch):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="CINDY_RECALL_EMBEDDINGS is not set"):
+        call_command("recall_embed")
+    settings.CINDY_RECALL_EMBEDDINGS = OPENAI
+    monkeypatch.setattr(embeddings, "BATCHES_PER_RUN", 1)
+    monkeypatch.setattr(embeddings, "BATCH", 2)
+    out = StringIO()
+
+    call_command("recall_embed", stdout=out)
+
+    assert out.getvalue().splitlines() == [
+        f"recall embeddings ({OPENAI}): 2 entries embedded in 1 calls; more remain",
+        f"recall embeddings ({OPENAI}): 2 entries embedded in 1 calls; more remain",
+        f"recall embeddings ({OPENAI}): 1 entries embedded in 1 calls",
+    ]
+    assert entries_missing(OPENAI, limit=10) == []
+
+
+def test_the_worker_job_queues_its_next_run_while_entries_remain(settings, server, chat, monkeypatch):
+    from django_q.models import OrmQ
+
+    settings.CINDY_RECALL_EMBEDDINGS = GEMINI
+    monkeypatch.setattr(embeddings, "BATCHES_PER_RUN", 2)
+    monkeypatch.setattr(embeddings, "BATCH", 2)
+    queued = OrmQ.objects.count()
+
+    first = embeddings.recall_embeddings_fill_task()
+    assert first.endswith("4 entries embedded in 2 calls; more remain; the next run is queued")
+    assert OrmQ.objects.count() == queued + 1
+    assert OrmQ.objects.order_by("-pk").first().func() == embeddings.TASK
+
+    last = embeddings.recall_embeddings_fill_task()
+    assert last.endswith("1 entries embedded in 1 calls")
+    assert OrmQ.objects.count() == queued + 1
