@@ -14,9 +14,13 @@
    conversations with planted facts and questions in other words, docs/recall.md), for plain BM25
    over the same messages, Cindy's full-text search, the vectors alone and the fused search. Goal:
    the fused search above plain BM25. With each mode's search latency on that set (medians of RUNS).
+   With `--embeddings MODEL` (a provider's embedding model, as CINDY_RECALL_EMBEDDINGS names it; its
+   key in the environment, GOOGLE_GEMINI_API_KEY or OPENAI_API_KEY), the set's entries are embedded
+   by that model first (the worker's fill, run here; the calls are paid) and two more rankings are
+   measured: the provider's vectors alone and the fusion of all three.
 
 Run: .venv/bin/python bench/bench_recall.py [--sizes 10000,100000] [--mysql mysql://root@127.0.0.1:3306/NAME]
-     [--eval PATH] [--only latency|quality]
+     [--eval PATH] [--only latency|quality] [--embeddings MODEL]
 Without --mysql it builds its own SQLite database in a temporary directory; with it, it uses (and
 first empties of recall entries) the named MariaDB/MySQL database, which it creates when missing.
 """
@@ -153,6 +157,12 @@ def main() -> None:
     parser.add_argument("--mysql", metavar="URL", help="benchmark this MariaDB/MySQL database instead")
     parser.add_argument("--eval", metavar="PATH", type=Path, default=EVAL, help="evaluation file or folder")
     parser.add_argument("--only", choices=("latency", "quality"), help="run one part")
+    parser.add_argument(
+        "--embeddings",
+        metavar="MODEL",
+        default="",
+        help="also measure this provider embedding model (paid calls)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.only != "latency":
@@ -173,10 +183,10 @@ def main() -> None:
         if args.only != "quality":
             latency_and_ingest(sizes)
         if args.only != "latency":
-            quality(sets, args.eval)
+            quality(sets, args.eval, embeddings=args.embeddings)
 
 
-def quality(sets: list[dict], path: Path) -> None:
+def quality(sets: list[dict], path: Path, *, embeddings: str = "") -> None:
     from recall_quality import K, evaluate, ingest
 
     from agents.models import Agent
@@ -205,6 +215,41 @@ def quality(sets: list[dict], path: Path) -> None:
         print(f"  {label:<22} {recall[mode]:.3f}   search p50 {p50:.2f} ms, p95 {p95:.2f} ms")
     verdict = "ok" if recall["fused"] > recall["bm25"] else "missed"
     print(f"  goal: fused above plain BM25 ({recall['fused']:.3f} vs {recall['bm25']:.3f}): {verdict}")
+    if embeddings:
+        provider_quality(agent, sets, chats, embeddings)
+
+
+def provider_quality(agent, sets: list[dict], chats: list, model: str) -> None:
+    """The provider's ranking alone and the three fused, after the set's entries are embedded."""
+    from django.conf import settings
+    from django.db.models import Sum
+    from recall_quality import K, evaluate
+
+    from llm.embeddings import recall_embeddings_fill
+    from llm.models import LLMCall
+
+    settings.CINDY_RECALL_EMBEDDINGS = model
+    while True:
+        outcome = recall_embeddings_fill()
+        if outcome.error:
+            print(f"  the provider's rankings were not measured: {outcome.error}")
+            return
+        print(f"  {outcome.summary()}")
+        if not outcome.more:
+            break
+    found = evaluate(agent, sets, chats, RUNS, modes=("provider", "fused"))
+    recall, took = found["recall"], found["latency"]
+    for mode, label in (("provider", f"{model} alone"), ("fused", "fused, three rankings")):
+        p50, p95 = took[mode]
+        print(
+            f"  {label:<22} {recall[mode]:.3f}   search p50 {p50:.2f} ms, p95 {p95:.2f} ms (query cached after run 1)"
+        )
+    paid = LLMCall.objects.filter(purpose=LLMCall.Purpose.EMBED).aggregate(
+        cost=Sum("cost"), tokens=Sum("input_tokens")
+    )
+    print(
+        f"  embedding calls: {paid['tokens'] or 0:,} input tokens, ${(paid['cost'] or 0):.6f} (recall@{K} above)"
+    )
 
 
 def latency_and_ingest(sizes: list[int]) -> None:

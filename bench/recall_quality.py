@@ -138,21 +138,21 @@ def ingest(agent, sets: list[dict], start: dt.datetime) -> list:
     return chats
 
 
-def evaluate(agent, sets: list[dict], chats: list, runs: int) -> dict:
+def evaluate(agent, sets: list[dict], chats: list, runs: int, modes: tuple[str, ...] = MODES) -> dict:
     """Mean recall@K per ranking, and each mode's search latency (p50, p95 in ms; medians of runs)."""
     from recall.selectors import recall_search
 
-    scores: dict[str, list[float]] = {name: [] for name in ("bm25", *MODES)}
-    times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
+    scores: dict[str, list[float]] = {name: [] for name in ("bm25", *modes)}
+    times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
     for run in range(runs):
-        took: dict[str, list[float]] = {mode: [] for mode in MODES}
+        took: dict[str, list[float]] = {mode: [] for mode in modes}
         for data, chat in zip(sets, chats, strict=True):
             for q in data["questions"]:
                 if run == 0:
                     scores["bm25"].append(
                         recall_at(bm25_ranking(data["messages"], q["question"]), q["answers"])
                     )
-                for mode in MODES:
+                for mode in modes:
                     started = time.perf_counter()
                     hits = recall_search(
                         agent_id=agent.pk, query=q["question"], conversation=chat, limit=K, mode=mode
@@ -160,7 +160,7 @@ def evaluate(agent, sets: list[dict], chats: list, runs: int) -> dict:
                     took[mode].append((time.perf_counter() - started) * 1000)
                     if run == 0:
                         scores[mode].append(recall_at([h.message_id for h in hits], q["answers"]))
-        for mode in MODES:
+        for mode in modes:
             ordered = sorted(took[mode])
             times[mode].append(
                 (ordered[len(ordered) // 2], ordered[max(0, math.ceil(len(ordered) * 0.95) - 1)])
