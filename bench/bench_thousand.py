@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -166,7 +167,12 @@ def _probe_figures(out: Path, begun: float, ended: float) -> dict[str, object]:
         if begun <= end - seconds and end <= ended
     ]
     stalls = [late * 1000 for at, late in record["stalls"] if begun <= at <= ended]
-    stacks = sorted(record["stacks"].items(), key=lambda item: -item[1])[:5]
+    stacks = Counter(stack for at, stack in record["stacks"] if begun <= at <= ended).most_common(5)
+    steps = {
+        name: (len(inside), sum(inside), max(inside))
+        for name, times in record.get("steps", {}).items()
+        if (inside := [seconds * 1000 for end, seconds in times if begun <= end - seconds and end <= ended])
+    }
     return {
         "passes": len(passes),
         "pass_worst": max(passes, default=0.0),
@@ -176,6 +182,7 @@ def _probe_figures(out: Path, begun: float, ended: float) -> dict[str, object]:
         "stalls_over": sum(s > OVER_MS for s in stalls),
         "probes": record["probes"],
         "stacks": stacks,
+        "steps": sorted(steps.items(), key=lambda item: -item[1][1]),
     }
 
 
@@ -341,7 +348,12 @@ def _run(count: int, env: dict[str, str], roots: list[tuple[str, str]]) -> list[
 
 
 def _stacks(label: str, figures: dict) -> None:
-    print(f"what the loop ran during its stalls, {label} (samples every 20 ms while a probe was overdue):")
+    print(f"the passes' steps, {label}, over the measured span (ms): count, total, worst")
+    for name, (count, total, worst) in figures["steps"]:
+        print(f"  {name}: {count}, {total:,.0f}, {worst:,.0f}")
+    print(
+        f"what the loop ran during its stalls, {label}, over the measured span (samples every 20 ms while a probe was overdue):"
+    )
     for stack, count in figures["stacks"]:
         print(f"  {count} samples:\n    " + stack.replace("\n", "\n    "))
 

@@ -12,7 +12,8 @@ measured the same way (bench/bench_thousand.py, `--against`):
   time from start to end, awaits included (a pass waiting for the database thread is a slow pass).
 Every second, and at exit, OUT.json is replaced with what was recorded, in CLOCK_MONOTONIC seconds
 (the bench's `time.monotonic()` on the same machine): {"passes": [[end, seconds, follow_up], ...],
-"stalls": [[at, seconds], ...] (every probe later than NOTE_SECONDS), "probes": N, "stacks": {...}}.
+"stalls": [[at, seconds], ...] (every probe later than NOTE_SECONDS), "probes": N, "stacks": [[at, stack],
+...], "steps": {name: [[end, seconds], ...]}} (each step of the passes timed the same way).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import sys
 import threading
 import time
 import traceback
-from collections import Counter
 
 PROBE_SECONDS = 0.01
 STALL_SECONDS = 0.05
@@ -43,7 +43,8 @@ class Record:
         self.passes: list[list] = []
         self.stalls: list[list] = []
         self.probes = 0
-        self.stacks: Counter[str] = Counter()
+        self.stacks: list[list] = []  # [at, stack]
+        self.steps: dict[str, list] = {}  # step name -> [[end, seconds], ...]
 
     def write(self) -> None:
         with self.lock:
@@ -51,7 +52,8 @@ class Record:
                 "passes": list(self.passes),
                 "stalls": list(self.stalls),
                 "probes": self.probes,
-                "stacks": dict(self.stacks.most_common(60)),
+                "stacks": list(self.stacks),
+                "steps": {name: list(times) for name, times in self.steps.items()},
             }
         tmp = f"{self.path}.tmp"
         with open(tmp, "w") as out:
@@ -80,7 +82,7 @@ def probe(loop: asyncio.AbstractEventLoop, loop_thread: int, record: Record) -> 
                 frame = sys._current_frames().get(loop_thread)
                 if frame is not None:
                     with record.lock:
-                        record.stacks[_stack(frame)] += 1
+                        record.stacks.append([round(time.monotonic(), 4), _stack(frame)])
                 if loop.is_closed():
                     return
         late = time.monotonic() - sent
@@ -114,13 +116,35 @@ class ProbedPolicy(asyncio.DefaultEventLoopPolicy):
         return loop
 
 
+def _time_steps(gateway, record: Record) -> None:
+    """Time each step of the gateway's passes (its `run`), by the step's name."""
+    for name, step in gateway.steps.items():
+        run = step.run
+        times = record.steps.setdefault(name, [])
+
+        async def timed(run=run, times=times):
+            begun = time.monotonic()
+            try:
+                return await run()
+            finally:
+                end = time.monotonic()
+                with record.lock:
+                    times.append([round(end, 4), round(end - begun, 4)])
+
+        step.run = timed
+
+
 def time_passes(record: Record) -> None:
     from engine.gateway import Gateway
 
     run_once = Gateway.run_once
+    wrapped: set[int] = set()
 
     @functools.wraps(run_once)
     async def timed(self, *args, **kwargs):
+        if id(self) not in wrapped:
+            wrapped.add(id(self))
+            _time_steps(self, record)
         begun = time.monotonic()
         try:
             return await run_once(self, *args, **kwargs)
