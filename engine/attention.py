@@ -23,7 +23,12 @@ each (re)connect) each held agent reads its dialog list once (`transport.dialogs
 Cheap and bounded: one dialog list request per agent and scan, and a history request only for a
 dialog whose marks changed since the agent's previous scan (`ScanState.marks`). The scan runs as an
 asyncio task of its own per agent (`AttentionStep.run` only starts them), so the gateway's
-pass and its tick never wait on it; the agents' scans are spread over the interval by agent id. A
+pass and its tick never wait on it. The agents' scans are spread over the interval by agent id, each
+on a phase of its own that a late pass does not move (`engine.refresh.refresh_offset`): scheduled as
+"the pass's time + the interval", every scan a pass started came due again together, and at 1,000
+agents they gathered onto a few passes' beats (bursts of hundreds of dialog lists at once). At most
+CINDY_UPKEEP_CONCURRENCY scans talk to Telegram and the database at once; the rest wait their turn, so
+the gateway's own database work never queues behind hundreds of scans. A
 flood wait (or the account's flood pause) ends that agent's scan and moves its next one to after the
 wait; other errors are logged and the next scan comes at the usual interval.
 """
@@ -57,6 +62,7 @@ from conversations.transport.base import (
 from engine.clients import AgentClient
 from engine.gateway_context import GatewayContext
 from engine.ingest import RECONCILE_LIMIT, _history_after, ingest_history, ingest_updates
+from engine.refresh import refresh_offset
 
 logger = logging.getLogger("engine.gateway")
 
@@ -274,6 +280,13 @@ def first_scan_delay(agent_id: int) -> float:
     return (agent_id * 7919 % 1000) / 1000 * spread
 
 
+def next_scan_due(agent_id: int, clock: float, interval: float) -> float:
+    """The agent's next scan after one started at `clock`: its next beat (its phase plus a whole
+    number of intervals) at least half an interval on, so a late pass does not move its phase."""
+    phase = refresh_offset(agent_id, interval)
+    return phase + ((clock + interval / 2 - phase) // interval + 1) * interval
+
+
 class AttentionStep:
     """Starts the due unread scans, each as a task of its own; keeps each held agent's `ScanState`."""
 
@@ -282,6 +295,15 @@ class AttentionStep:
     def __init__(self, context: GatewayContext) -> None:
         self.context = context
         self.scans: dict[int, ScanState] = {}
+        self.running = 0  # scans past the cap now (tests and benches read it)
+        self.most_running = 0
+        self._semaphore: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def _limit(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore[0] is not loop:
+            self._semaphore = (loop, asyncio.Semaphore(settings.CINDY_UPKEEP_CONCURRENCY))
+        return self._semaphore[1]
 
     async def run(self) -> bool:
         """Start the unread scans that are due (each in a task of its own); never waits for one."""
@@ -307,7 +329,7 @@ class AttentionStep:
                 state.marks.clear()
             if clock < state.due or (state.task is not None and not state.task.done()):
                 continue
-            state.due = clock + interval
+            state.due = next_scan_due(agent_id, clock, interval)
             state.task = asyncio.create_task(
                 self._scan(agent_id, client, state), name=f"unread scan {agent_id}"
             )
@@ -315,6 +337,15 @@ class AttentionStep:
         return started
 
     async def _scan(self, agent_id: int, client: AgentClient, state: ScanState) -> None:
+        async with self._limit():
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+            try:
+                await self._scan_now(agent_id, client, state)
+            finally:
+                self.running -= 1
+
+    async def _scan_now(self, agent_id: int, client: AgentClient, state: ScanState) -> None:
         try:
             report = await unread_scan(agent_id=agent_id, transport=client.transport, marks=state.marks)
         except asyncio.CancelledError:

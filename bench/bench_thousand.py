@@ -1,0 +1,405 @@
+"""1,000 Telegram agents on one gateway: the table of issue 39, measured from outside the product.
+
+A real `runagents` holding CINDY_BENCH_AGENTS (1,000) Telegram agents, each a Telethon client signed in to
+the MTProto stand-in (cindy_site/testing/mtproto, in this script's process), with its task pool. The
+gateway runs under bench/gateway_probe.py, which times its passes and its event loop's stalls without
+changing the product (public APIs only), so a checkout of an earlier commit is measured the same way.
+Once every account is connected and SETTLE_SECONDS have passed, the bench measures, in this order:
+- idle CPU of the whole tree (every thread of every process, from /proc schedstat) over IDLE_WINDOWS
+  consecutive windows of IDLE_SECONDS: the time average of the span beside the goal, the worst window;
+- inbound CPU per message of the whole tree, from a person's message in the stand-in to the agent's
+  reply in the chat and its graph done (less the tree's time-averaged idle CPU), in new chats (a person
+  who never wrote to that agent) and in warm chats (one who has, with a turn done): the mean over every
+  message beside the goal, the costliest message, the mean of each kind;
+- over that whole measured span (idle and inbound): every gateway pass (wall, awaits included) and every
+  stall of the event loop (how late a callback handed to it every 10 ms ran): the worst of each beside
+  the goal, and how many were over 50 ms; what the loop thread was running during the stalls, by stack;
+- the gateway's RSS, read after connecting, after the idle span and at the end: the largest beside the goal.
+
+Run: .venv/bin/python bench/bench_thousand.py [--against REF] [--agents N]
+With `--against REF` the same part runs first on a checkout of REF (a git worktree in a temporary
+directory, this script and its probe measuring it), then on this tree: each row shows both. Every figure
+beside a goal is declared with its statistic and printed through `figures.py`.
+Leaves out: the stand-in and the fake LLM server (this script's process; their CPU is not counted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+# bench_scale puts the measured tree's bench/ first (bench_engine's helpers) and reads CINDY_BENCH_ROOT.
+from bench_scale import (  # noqa: E402
+    ROOT,
+    _finished,
+    _PerMessage,
+    _telegram_world,
+    _wait,
+    cpu_between,
+    tree_cpu,
+)
+from figures import Declared, Goal, Statistic, Windows, samples  # noqa: E402
+from processes import stop_process  # noqa: E402
+
+AGENTS = 1000
+SETTLE_SECONDS = 15.0
+#: 12 × 10 s: two minutes of idle (CINDY_BENCH_IDLE_WINDOWS for a shorter trial of the bench itself).
+IDLE_WINDOWS = int(os.environ.get("CINDY_BENCH_IDLE_WINDOWS", "12"))
+IDLE_SECONDS = 10.0
+NEW_CHATS = int(os.environ.get("CINDY_BENCH_CHATS", "8"))
+WARM_CHATS = NEW_CHATS
+OVER_MS = 50.0
+LOGINS = 4
+
+PASS = Declared("gateway pass, wall", Statistic.WORST, "ms", Goal(50, "≤ 50 ms, every pass", Statistic.WORST))
+STALL = Declared("event-loop stall", Statistic.WORST, "ms", Goal(50, "≤ 50 ms, every stall", Statistic.WORST))
+INBOUND = Declared(
+    "inbound CPU per message, whole tree",
+    Statistic.MEAN,
+    "ms",
+    Goal(20, "≤ 20 ms per message, mean", Statistic.MEAN),
+)
+INBOUND_WORST = Declared("inbound CPU, the costliest message", Statistic.WORST, "ms")
+INBOUND_NEW = Declared("inbound CPU per message, new chats", Statistic.MEAN, "ms")
+INBOUND_WARM = Declared("inbound CPU per message, warm chats", Statistic.MEAN, "ms")
+IDLE = Declared(
+    "idle CPU, whole tree",
+    Statistic.TIME_AVERAGE,
+    "% of a core",
+    Goal(0.02, "≤ 2% of a core, time-averaged", Statistic.TIME_AVERAGE),
+)
+IDLE_WORST = Declared("idle CPU, worst window", Statistic.WORST, "% of a core")
+RSS = Declared("gateway RSS", Statistic.WORST, "MiB", Goal(160, "≤ 160 MiB, every reading", Statistic.WORST))
+
+
+def _rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+
+
+def _start(env: dict[str, str], count: int, log: Path, out: Path, root: Path) -> subprocess.Popen:
+    """`runagents` under the probe, once `count` Telegram accounts are connected (each writes its
+    sticker access)."""
+    from media_catalog.models import StickerAccess
+
+    StickerAccess.objects.all().delete()
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "gateway_probe.py"), str(out), str(root / "manage.py"), "runagents"],
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait(lambda: StickerAccess.objects.count() >= count, f"{count} connected accounts", log, 1800)
+    except BaseException:
+        stop_process(process)
+        raise
+    return process
+
+
+def _accounts(standin, env: dict[str, str], count: int) -> None:
+    """`count` Telegram agents, each a stand-in account signed in with `telegram_login`, LOGINS at a time
+    (each login mostly waits on its round trips; one after another, 1,000 took half an hour)."""
+    from agents.models import Agent
+
+    for i in range(count):
+        phone = f"+999661{i:04d}"  # a test number: its login code is 11111
+        standin.run(standin.world.create_user, phone=phone, first_name=f"Tg{i:04d}", username=f"tg{i:04d}")
+    Agent.objects.bulk_create(
+        Agent(
+            name=f"Tg{i:04d}",
+            phone=f"+999661{i:04d}",
+            instructions="You are a bench agent.",
+            transport="telegram",
+            llm="gemini",
+        )
+        for i in range(count)
+    )
+    names = list(Agent.objects.filter(transport="telegram").order_by("pk").values_list("name", flat=True))
+    logins = [
+        subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "telegram_login", *chunk],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for chunk in (names[i::LOGINS] for i in range(LOGINS))
+        if chunk
+    ]
+    failed = []
+    for login, chunk in zip(logins, (names[i::LOGINS] for i in range(LOGINS)), strict=False):
+        out, err = login.communicate("11111\n" * len(chunk), timeout=3600)
+        if login.returncode != 0:
+            failed.append(f"{out[-1000:]}\n{err[-2000:]}")
+    if failed:
+        raise RuntimeError("telegram_login failed:\n" + "\n".join(failed))
+
+
+def _idle(pid: int) -> Windows:
+    reading, at = tree_cpu(pid), time.monotonic()
+    windows = []
+    for _ in range(IDLE_WINDOWS):
+        time.sleep(IDLE_SECONDS)
+        after, end = tree_cpu(pid), time.monotonic()
+        windows.append((cpu_between(reading, after), end - at))
+        reading, at = after, end
+    return Windows(tuple(windows))
+
+
+def _probe_figures(out: Path, begun: float, ended: float) -> dict[str, object]:
+    record = json.loads(out.read_text())
+    passes = [
+        seconds * 1000
+        for end, seconds, _follow in record["passes"]
+        if begun <= end - seconds and end <= ended
+    ]
+    stalls = [late * 1000 for at, late in record["stalls"] if begun <= at <= ended]
+    stacks = Counter(stack for at, stack in record["stacks"] if begun <= at <= ended).most_common(5)
+    steps = {
+        name: (len(inside), sum(inside), max(inside))
+        for name, times in record.get("steps", {}).items()
+        if (inside := [seconds * 1000 for end, seconds in times if begun <= end - seconds and end <= ended])
+    }
+    return {
+        "passes": len(passes),
+        "pass_worst": max(passes, default=0.0),
+        "passes_over": sum(p > OVER_MS for p in passes),
+        "pass_median": statistics.median(passes) if passes else 0.0,
+        "stall_worst": max(stalls, default=0.0),
+        "stalls_over": sum(s > OVER_MS for s in stalls),
+        "probes": record["probes"],
+        "stacks": stacks,
+        "steps": sorted(steps.items(), key=lambda item: -item[1][1]),
+    }
+
+
+def part(count: int, roots: list[tuple[str, str]]) -> list[dict[str, object]]:
+    """Sign `count` accounts in once, then measure a gateway of each tree in `roots` in turn, on the same
+    database and stand-in (the trees share the schema: `--against` a commit with the same migrations)."""
+    from agents.models import Agent
+
+    with _telegram_world() as (server, standin, env, log):
+        started = time.monotonic()
+        _accounts(standin, env, count)
+        signed = time.monotonic() - started
+        Agent.objects.update(start_typing_delay=1, typing_speed=1000)
+        found = []
+        for turn, (_label, root) in enumerate(roots):
+            found.append({"signed_seconds": signed, **_measure(server, standin, env, log, Path(root), turn)})
+        return found
+
+
+def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: int) -> dict[str, object]:
+    from agents.models import Agent
+
+    world = standin.world
+    agents = list(Agent.objects.filter(transport="telegram", disabled=False).order_by("pk"))
+    accounts = {a.pk: world.user_by_phone(a.phone).id for a in agents}
+    people = [
+        standin.run(world.create_user, phone=f"+9996{turn}{9000 + i:05d}", first_name=f"Pat{turn}{i}").id
+        for i in range(NEW_CHATS + 1)
+    ]
+    out = Path(tempfile.mkdtemp()) / "probe.json"
+    started = time.monotonic()
+    process = _start(env, len(agents), log, out, root)
+    connected = time.monotonic() - started
+    per = _PerMessage(process.pid)
+
+    def say_and_wait(agent, person: int, text: str) -> None:
+        account = accounts[agent.pk]
+        key = world.dm_key(account, person)
+        sent = standin.run(world.send, person, key, text)[0]
+        _wait(
+            lambda: any(m.sender == account and m.id > sent.id for m in standin.run(world.history, key)),
+            f"{agent.name}'s reply",
+            log,
+        )
+        _finished(agent, log)
+
+    try:
+        rss = [_rss_mib(process.pid)]
+        time.sleep(SETTLE_SECONDS)
+        warm = [agents[(i * 37) % len(agents)] for i in range(WARM_CHATS)]
+        server.set_responder(per)
+        for agent in warm:  # each warm chat exists and has had a turn
+            say_and_wait(agent, people[-1], "warm-up")
+        begun = time.monotonic()
+        idle = _idle(process.pid)
+        rss.append(_rss_mib(process.pid))
+        per.idle_rate = idle.time_average
+        fresh = [agents[(i * 53 + 11 + turn * 7) % len(agents)] for i in range(NEW_CHATS)]
+        new_cpu = [
+            per.measure(lambda a=agent, i=i: say_and_wait(a, people[i], f"hello {i}"))[1]
+            for i, agent in enumerate(fresh)
+        ]
+        warm_cpu = [
+            per.measure(lambda a=agent, i=i: say_and_wait(a, people[-1], f"again {i}"))[1]
+            for i, agent in enumerate(warm)
+        ]
+        rss.append(_rss_mib(process.pid))
+        ended = time.monotonic()
+        time.sleep(1.5)  # the probe's file is rewritten every second
+    finally:
+        server.set_responder(None)
+        stop_process(process)
+    return {
+        "agents": len(agents),
+        "connect_seconds": connected,
+        "idle": idle.windows,
+        "new": [v * 1000 for v in new_cpu],
+        "warm": [v * 1000 for v in warm_cpu],
+        "rss": rss,
+        "span_seconds": ended - begun,
+        **_probe_figures(out, begun, ended),
+    }
+
+
+# --- the table ---------------------------------------------------------------------------------------------
+
+
+def _row(declared: Declared, now: float, before: float | None, extra: str = "") -> str:
+    was = f" (before: {declared.figure(before, goal=False).text})" if before is not None else ""
+    return f"- {declared.name}: {declared.figure(now).line()}{was}{extra}"
+
+
+def table(now: dict, before: dict | None) -> list[str]:
+    """Every row of issue 39's table beside its goal, with the before figures of the same run."""
+
+    def b(key: str):
+        return before[key] if before else None
+
+    def also(declared: Declared, key: str, values) -> str:
+        was = f" (before: {declared.figure(values(before)).text})" if before else ""
+        return f"{declared.figure(values(now)).text}{was}"
+
+    idle_now = Windows(tuple(map(tuple, now["idle"])))
+    idle_was = Windows(tuple(map(tuple, before["idle"]))) if before else None
+    inbound = samples(INBOUND, now["new"] + now["warm"])
+    inbound_was = samples(INBOUND, before["new"] + before["warm"]) if before else None
+    over = f"{now['passes_over']} of {now['passes']} over {OVER_MS:g} ms" + (
+        f" (before: {before['passes_over']} of {before['passes']})" if before else ""
+    )
+    stalls = f"{now['stalls_over']} stalls over {OVER_MS:g} ms of {now['probes']} probes" + (
+        f" (before: {before['stalls_over']})" if before else ""
+    )
+    return [
+        f"{now['agents']} Telegram agents on the MTProto stand-in, one gateway with its task pool; measured "
+        f"over {now['span_seconds']:.0f} s after connecting (sign-in {now['signed_seconds']:.0f} s, connect "
+        f"{now['connect_seconds']:.0f} s):",
+        _row(
+            PASS,
+            now["pass_worst"],
+            b("pass_worst"),
+            f"; {over}; median {now['pass_median']:.1f} ms, not compared",
+        ),
+        _row(STALL, now["stall_worst"], b("stall_worst"), f"; {stalls}"),
+        _row(
+            INBOUND,
+            statistics.fmean(inbound),
+            statistics.fmean(inbound_was) if before else None,
+            f"; {also(INBOUND_WORST, 'x', lambda d: max(d['new'] + d['warm']))}; "
+            f"{also(INBOUND_NEW, 'x', lambda d: statistics.fmean(d['new']))}; "
+            f"{also(INBOUND_WARM, 'x', lambda d: statistics.fmean(d['warm']))}; less the idle CPU",
+        ),
+        _row(
+            IDLE,
+            idle_now.time_average,
+            idle_was.time_average if idle_was else None,
+            f"; {IDLE_WORST.figure(idle_now.worst).text} of {len(idle_now.windows)} × {IDLE_SECONDS:g} s"
+            + (f" (before: {IDLE_WORST.figure(idle_was.worst).text})" if idle_was else ""),
+        ),
+        _row(RSS, max(now["rss"]), max(before["rss"]) if before else None),
+    ]
+
+
+def _run(count: int, env: dict[str, str], roots: list[tuple[str, str]]) -> list[dict] | None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--part",
+            str(count),
+            "--env",
+            json.dumps(env),
+            "--roots",
+            json.dumps(roots),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("[")]
+    if not lines:
+        print(f"failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}", flush=True)
+        return None
+    return json.loads(lines[-1])
+
+
+def _stacks(label: str, figures: dict) -> None:
+    print(f"the passes' steps, {label}, over the measured span (ms): count, total, worst")
+    for name, (count, total, worst) in figures["steps"]:
+        print(f"  {name}: {count}, {total:,.0f}, {worst:,.0f}")
+    print(
+        f"what the loop ran during its stalls, {label}, over the measured span (samples every 20 ms while a probe was overdue):"
+    )
+    for stack, count in figures["stacks"]:
+        print(f"  {count} samples:\n    " + stack.replace("\n", "\n    "))
+
+
+def main() -> None:
+    """Both trees are checkouts in a temporary directory (this one: its HEAD, as committed when the
+    bench starts), measured in turn by one process of this script: the accounts sign in once."""
+    args = sys.argv[1:]
+    against = args[args.index("--against") + 1] if "--against" in args else None
+    count = int(args[args.index("--agents") + 1]) if "--agents" in args else AGENTS
+    base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
+    with tempfile.TemporaryDirectory() as tmp:
+        roots = [(f"before: {against}", against)] if against else []
+        roots.append(("this tree", "HEAD"))
+        trees = []
+        try:
+            for index, (label, ref) in enumerate(roots):
+                tree = Path(tmp) / f"tree{index}"
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref],
+                    check=True,
+                    capture_output=True,
+                )
+                trees.append((label, str(tree)))
+            found = _run(count, {**base, "CINDY_SQLITE_PATH": f"{tmp}/bench.sqlite3"}, trees)
+        finally:
+            for _label, tree in trees:
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", tree], capture_output=True
+                )
+    if found:
+        for (label, _tree), figures in zip(trees, found, strict=True):
+            _stacks(label, figures)
+        print("\n".join(table(found[-1], found[0] if against else None)))
+
+
+if __name__ == "__main__":
+    if "--part" in sys.argv:
+        from bench_engine import setup_django
+
+        options = dict(zip(sys.argv[1::2], sys.argv[2::2], strict=False))
+        child_env = json.loads(options["--env"])
+        for key in ("DATABASE_URL", "REDIS_URL"):
+            if key not in child_env:
+                os.environ.pop(key, None)
+        setup_django(child_env)
+        print(json.dumps(part(int(options["--part"]), json.loads(options["--roots"]))))
+    else:
+        main()
