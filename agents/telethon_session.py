@@ -27,9 +27,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from cryptography.fernet import Fernet, InvalidToken
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
@@ -39,6 +36,7 @@ from telethon.sessions import MemorySession
 from telethon.tl import types
 
 from agents.models import Agent, AgentLease, TelegramEntity, TelegramSession, TelegramUpdateState
+from agents.session_cipher import InvalidToken, SessionCipher, hkdf_sha256
 from cindy_site import clock
 
 logger = logging.getLogger(__name__)
@@ -59,7 +57,7 @@ class SessionKeyError(ImproperlyConfigured):
     """CINDY_SESSION_KEY is missing or cannot decrypt the stored key."""
 
 
-def session_cipher() -> Fernet:
+def session_cipher() -> SessionCipher:
     secret = settings.CINDY_SESSION_KEY
     if not secret:
         raise SessionKeyError(
@@ -68,10 +66,8 @@ def session_cipher() -> Fernet:
             "CINDY_SESSION_KEY=<value> in .env, and keep it: a different key cannot read stored sessions."
         )
     # HKDF turns any operator-chosen secret into the 32 bytes Fernet needs.
-    derived = HKDF(
-        algorithm=hashes.SHA256(), length=32, salt=b"cindy-telegram-session", info=b"auth-key"
-    ).derive(secret.encode())
-    return Fernet(base64.urlsafe_b64encode(derived))
+    derived = hkdf_sha256(secret.encode(), salt=b"cindy-telegram-session", info=b"auth-key")
+    return SessionCipher(base64.urlsafe_b64encode(derived))
 
 
 def encrypt_auth_key(raw: bytes) -> bytes:

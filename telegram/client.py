@@ -48,7 +48,7 @@ from conversations.transport.base import (
     Update,
 )
 
-from .caches import TTLCache
+from .caches import LRUCache, TTLCache
 from .errors import is_slow_mode, translate
 from .normalize import (
     EDIT_UPDATES,
@@ -68,6 +68,14 @@ ENTITY_TTL = 300.0
 MUTE_TTL = 60.0
 BLOCKLIST_TTL = 60.0
 OWN_IDS_PER_PEER = 500
+#: Users, chats and channels kept whole per agent, for names and chat kinds (docs/performance.md,
+#: "Memory"): the least recently used beyond it are dropped. Updates and history pages carry their
+#: own senders and chats, and access hashes stay in the session, so a dropped one costs nothing.
+ENTITY_NAMES = 1000
+#: Telethon's own in-memory entity cache per client (`entity_cache_limit`, 5,000 by default): past it,
+#: Telethon writes the entities to the session (ours keeps them in the database) and keeps only those
+#: its update handling needs (the channels it follows).
+TELETHON_ENTITY_CACHE_LIMIT = 1000
 
 
 class LeaseNotHeld(TransportError):
@@ -94,6 +102,7 @@ def default_client_factory(session: DatabaseSession, api_id: str, api_hash: str)
         # the earlier message; the engine retries what is really transient.
         request_retries=0,
         raise_last_call_error=True,
+        entity_cache_limit=TELETHON_ENTITY_CACHE_LIMIT,
     )
 
 
@@ -113,7 +122,7 @@ class TelethonConnection:
         self.client: Any = None
         self.session: DatabaseSession | None = None
         self.me: AccountInfo | None = None
-        self._queue: collections.deque[Update] = collections.deque()
+        self._queue: list[Update] = []  # a list: one per agent, and an empty deque takes 760 bytes
         self._paused_until: float | None = None
         self._peer_paused_until: dict[int, float] = {}
         self._input_peers: TTLCache[int, Any] = TTLCache(ENTITY_TTL)
@@ -122,7 +131,7 @@ class TelethonConnection:
         self._sticker_sets: TTLCache[str, Any] = TTLCache(None)  # for the session's lifetime
         self._sticker_set_names: dict[int, tuple[str, str]] = {}
         self._topic_titles: dict[tuple[int, int], str] = {}  # (peer, forum topic id) -> title
-        self._entities: dict[int, Any] = {}
+        self._entities: LRUCache[int, Any] = LRUCache(ENTITY_NAMES)
         self._own_ids: dict[int, collections.deque[int]] = {}
         #: Peers whose dialog is marked unread, or has unread mentions, as far as the account has seen
         #: (dialog lists, updates): `mark_read` clears those too (engine/attention.py).
@@ -293,8 +302,6 @@ class TelethonConnection:
         )
 
     def _remember_entities(self, entities: Iterable[Any]) -> None:
-        if len(self._entities) > 20000:
-            self._entities.clear()  # a bounded name cache; Telethon's session keeps the access hashes
         for entity in entities:
             if isinstance(entity, (types.User, types.Chat, types.Channel)):
                 self._entities[utils.get_peer_id(entity)] = entity

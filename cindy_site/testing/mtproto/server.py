@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from telethon.crypto import AuthKey
 from telethon.errors import TypeNotFoundError
 from telethon.extensions import BinaryReader
 from telethon.tl import functions, types
@@ -201,6 +202,13 @@ class StandIn:
     def hold_answer(self, method: str, seconds: float) -> None:
         """The next call of `method` takes effect at once but is answered only after `seconds`."""
         self.hold[method] = seconds
+
+    def authorize(self, user_id: int) -> AuthKey:
+        """A new auth key already signed in as `user_id`, as if the account had logged in with it (run
+        it on the loop). Benches store it in a session instead of a key exchange and a login per account."""
+        auth_key = AuthKey(os.urandom(256))
+        self.keys[auth_key.key_id] = KeyState(auth_key, salt=self._new_salt(), user_id=user_id)
+        return auth_key
 
     def drop_connections(self) -> int:
         """Close every client connection, as a network failure would (run it on the loop)."""
