@@ -8,7 +8,8 @@ The first form runs the engine of one tree (this checkout, or `--tree`: another 
 `git worktree add --detach /tmp/old fdbe3ba` with this `.venv` linked into it; this file is copied into
 its `bench/`) in-process, as the tests drive it (`engine/tests/harness.py`: the gateway's steps one by
 one, the planning task run where a worker would run it, an injected clock, the fake LLM server), on its
-test database (SQLite unless DATABASE_URL names a server). `--agents` sandbox agents are started; each
+test database (SQLite unless DATABASE_URL names a server), each round of it the steps of the gateway's
+follow-up pass (ingest, media, tick, presence) and then the queued planning. `--agents` sandbox agents are started; each
 chat the messages go to gets a warm-up turn first; then `--messages` messages ("message N") are said to
 the agents in the order `bench_scale.py` uses, each settled (reply sent, graph done) before the next.
 
@@ -139,10 +140,23 @@ def test_inbound_profile(db, settings, fake_llm, clock) -> None:  # pragma: no c
             spent[side]["statements"] += counts["statements"] - statements
             spent[side]["orm"] += counts["orm"] - orm
 
+    from asgiref.sync import async_to_sync
+
+    def gateway_step(name):
+        """A step of the gateway's follow-up pass that the harness has no method for (media, presence)."""
+        steps = getattr(harness.gateway, "steps", None)
+        run = steps[name].run if isinstance(steps, dict) else getattr(harness.gateway, f"step_{name}")
+        return lambda: async_to_sync(run)()
+
+    media, presence = gateway_step("media"), gateway_step("presence")
+
     def settle(until) -> None:
+        # The steps of the gateway's follow-up pass (engine/gateway.py), then the queued planning.
         for _ in range(200):
             did = phase("gateway", harness.ingest)
+            did = phase("gateway", media) or did
             did = phase("gateway", harness.tick) or did
+            did = phase("gateway", presence) or did
             did = phase("worker", harness.work) or did
             if did:
                 continue
