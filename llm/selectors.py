@@ -84,8 +84,8 @@ def graph_contexts_since(
 def explicit_caches_of(*, conversation_id: int, model: str) -> list[ExplicitCache]:
     """The conversation's explicit caches of `model`, expired ones included, the longest prefix first:
     read before every Gemini planning call (`llm.explicit_cache.cache_for_request`), which finds none
-    in most chats. Measured with `bench/bench_inbound_profile.py` (100 sandbox agents, cProfile): the
-    ORM's delete of expired rows and read of live ones, two compiled statements, this one."""
+    in most chats. It replaces the ORM's delete of the expired rows and read of the live ones, two
+    compiled statements (bench/bench_inbound_profile.py found them in every turn)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {rows.columns(ExplicitCache, 'c')} FROM {rows.table(ExplicitCache)} c "  # noqa: S608
