@@ -23,14 +23,14 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
 
 from cindy_site.clock import now
 from cindy_site.parameters import parameter
 from llm.errors import CacheGone
-from llm.models import ExplicitCache, LLMCall
+from llm.models import ExplicitCache
 from llm.request import LLMRequest
 from llm.routing import Route
+from llm.selectors import explicit_caches_of, planning_calls_since
 from llm.usage import estimate_input_tokens, llm_cache_cost_record, price_for
 
 if TYPE_CHECKING:  # the SDK is loaded with the provider, on first use
@@ -85,16 +85,10 @@ def conversation_misses_implicit_cache(conversation_id: int, *, at: dt.datetime)
     They miss it when the calls made without an explicit cache read less than MISS_SHARE of their
     input from the cache. When every recent call used an explicit cache there is nothing to judge
     the implicit cache by, and the conversation keeps its explicit one."""
-    recent = LLMCall.objects.filter(
-        conversation_id=conversation_id, purpose=LLMCall.Purpose.PLAN, created__gte=at - WINDOW
-    )
-    turns = recent.count()
-    implicit = recent.filter(status=LLMCall.Status.OK, explicit_cache=False).aggregate(
-        input=Sum("input_tokens"), cached=Sum("cached_tokens")
-    )
-    if not implicit["input"]:
+    turns, tokens, cached = planning_calls_since(conversation_id=conversation_id, since=at - WINDOW)
+    if not tokens:
         return turns, True
-    return turns, (implicit["cached"] or 0) / implicit["input"] < MISS_SHARE
+    return turns, cached / tokens < MISS_SHARE
 
 
 def cache_for_request(
@@ -128,9 +122,13 @@ def cache_for_request(
         return None
     at = now()
     ttl = int(parameter("CINDY_EXPLICIT_CACHE_TTL_SECONDS"))
-    rows = ExplicitCache.objects.filter(conversation_id=conversation_id, model=route.model)
-    rows.filter(expires_at__lte=at + MARGIN).delete()
-    for row in rows.filter(prefix_turns__lte=stable).order_by("-prefix_turns"):
+    rows = explicit_caches_of(conversation_id=conversation_id, model=route.model)
+    expired = [row.pk for row in rows if row.expires_at <= at + MARGIN]
+    if expired:
+        ExplicitCache.objects.filter(pk__in=expired).delete()
+    for row in rows:
+        if row.pk in expired or row.prefix_turns > stable:
+            continue
         if row.prefix_hash != prefix_hash(request, model=route.model, turns=row.prefix_turns):
             continue
         if row.expires_at - at < dt.timedelta(seconds=ttl / 2) and not _extend(

@@ -15,7 +15,7 @@ from django.db import connection
 
 from cindy_site import rows
 from conversations.models import TaskGraph
-from llm.models import LLMCall, ModelPrice, RouteBreaker
+from llm.models import ExplicitCache, LLMCall, ModelPrice, RouteBreaker
 
 
 def finished_call(*, node_id: int, fingerprint: str) -> LLMCall | None:
@@ -32,13 +32,19 @@ def finished_call(*, node_id: int, fingerprint: str) -> LLMCall | None:
     return rows.from_row(LLMCall, row) if row else None
 
 
-def prices_of_provider(*, provider: str) -> list[ModelPrice]:
-    """The provider's price rows, oldest first: read by every call (`llm.usage.price_for`)."""
+def prices_matching(*, provider: str, model: str) -> list[ModelPrice]:
+    """The provider's price rows whose `model_prefix` the database finds at the start of `model`,
+    the longest prefix first (then the oldest): read by every call (`llm.usage.price_for`, which
+    takes the first whose prefix `model` really starts with: MariaDB's comparison ignores case).
+    Reading every price row of the provider converted about ten rows of seven decimals each, per
+    call, for the one it used."""
+    length = "CHAR_LENGTH" if connection.vendor == "mysql" else "LENGTH"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {rows.columns(ModelPrice, 'p')} FROM {rows.table(ModelPrice)} p "  # noqa: S608
-            "WHERE p.provider = %s ORDER BY p.id",
-            [provider],
+            f"WHERE p.provider = %s AND SUBSTR(%s, 1, {length}(p.model_prefix)) = p.model_prefix "
+            f"ORDER BY {length}(p.model_prefix) DESC, p.id",
+            [provider, model],
         )
         return [rows.from_row(ModelPrice, row) for row in cursor.fetchall()]
 
@@ -73,3 +79,43 @@ def graph_contexts_since(
             [conversation_id, stamp, since, graph_id, limit],
         )
         return [rows.convert(TaskGraph, row, names=("context",))[0] for row in cursor.fetchall()]
+
+
+def explicit_caches_of(*, conversation_id: int, model: str) -> list[ExplicitCache]:
+    """The conversation's explicit caches of `model`, expired ones included, the longest prefix first:
+    read before every Gemini planning call (`llm.explicit_cache.cache_for_request`), which finds none
+    in most chats. It replaces the ORM's delete of the expired rows and read of the live ones, two
+    compiled statements (bench/bench_inbound_profile.py found them in every turn)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(ExplicitCache, 'c')} FROM {rows.table(ExplicitCache)} c "  # noqa: S608
+            "WHERE c.conversation_id = %s AND c.model = %s "
+            "ORDER BY c.prefix_turns DESC, c.created DESC, c.id DESC",
+            [conversation_id, model],
+        )
+        return [rows.from_row(ExplicitCache, row) for row in cursor.fetchall()]
+
+
+def planning_calls_since(*, conversation_id: int, since: dt.datetime) -> tuple[int, int, int]:
+    """(planning calls of the conversation created at `since` or later, the input tokens and the
+    cached tokens of those among them that succeeded without an explicit cache), in one statement:
+    read before every Gemini planning call that uses no explicit cache
+    (`llm.explicit_cache.conversation_misses_implicit_cache`); the ORM's count and aggregate were two
+    compiled statements."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*), "  # noqa: S608
+            "SUM(CASE WHEN l.status = %s AND NOT l.explicit_cache THEN l.input_tokens ELSE 0 END), "
+            "SUM(CASE WHEN l.status = %s AND NOT l.explicit_cache THEN l.cached_tokens ELSE 0 END) "
+            f"FROM {rows.table(LLMCall)} l "
+            "WHERE l.conversation_id = %s AND l.purpose = %s AND l.created >= %s",
+            [
+                LLMCall.Status.OK.value,
+                LLMCall.Status.OK.value,
+                conversation_id,
+                LLMCall.Purpose.PLAN.value,
+                connection.ops.adapt_datetimefield_value(since),
+            ],
+        )
+        turns, tokens, cached = cursor.fetchone()
+    return int(turns or 0), int(tokens or 0), int(cached or 0)

@@ -16,7 +16,7 @@ from conversations.services.activity import record_event
 from conversations.services.nodes import node_release
 from llm.models import LLMCall, ModelPrice
 from llm.request import LLMRequest, Usage
-from llm.selectors import prices_of_provider
+from llm.selectors import prices_matching
 
 _MILLION = Decimal(1_000_000)
 _MINUTE = Decimal(60)
@@ -24,13 +24,8 @@ _MINUTE = Decimal(60)
 
 def price_for(provider: str, model: str) -> ModelPrice | None:
     """The price row whose model_prefix is the longest prefix of `model` for this provider."""
-    best: ModelPrice | None = None
-    for price in prices_of_provider(provider=str(provider)):  # plain SQL: llm/selectors.py
-        if model.startswith(price.model_prefix) and (
-            best is None or len(price.model_prefix) > len(best.model_prefix)
-        ):
-            best = price
-    return best
+    found = prices_matching(provider=str(provider), model=model)  # plain SQL: llm/selectors.py
+    return next((price for price in found if model.startswith(price.model_prefix)), None)
 
 
 def estimate_cost(

@@ -9,6 +9,7 @@ in their prompt order.
 
 from __future__ import annotations
 
+import operator
 from importlib import import_module
 
 from llm.kinds.base import TaskKind
@@ -45,19 +46,31 @@ _RANK = {name: index for index, name in enumerate(BUILT_IN)}
 _KINDS: dict[str, TaskKind] = {}
 _STORED: dict[str, TaskKind] = {}  # the shared rule's declaration of each stored kind, made once
 _loaded = False
+#: The last answer of `task_kinds`, its names and aliases, with what it was made from: the kinds
+#: registered here (`_version`) and the stored kinds' declarations. A planning turn asks about 14
+#: times (the schema, validation, policy); building the answer each time was about 0.1 ms of CPU a
+#: question (bench/bench_inbound_profile.py).
+_version = 0
+_memo: (
+    tuple[int, tuple[StoredKind, ...], tuple[TaskKind, ...], dict[str, str], dict[str, TaskKind]] | None
+) = None
 
 
 def register(kind: TaskKind) -> TaskKind:
     """Declare a task kind; a second declaration of the same name is a mistake and fails loudly."""
     if kind.name in _KINDS:
         raise RuntimeError(f"task kind {kind.name!r} is registered twice")
+    global _version
     _KINDS[kind.name] = kind
+    _version += 1
     return kind
 
 
 def unregister(name: str) -> None:
     """Forget a kind registered by `register` (a test's own kind, once the test is done)."""
+    global _version
     _KINDS.pop(name, None)
+    _version += 1
 
 
 def _load_built_ins() -> None:
@@ -80,16 +93,36 @@ def _stored(spec: StoredKind) -> TaskKind:
     )
 
 
-def task_kinds() -> tuple[TaskKind, ...]:
-    """Every kind a reply may use, in the canonical order."""
+def _known() -> tuple[tuple[TaskKind, ...], dict[str, str], dict[str, TaskKind]]:
+    """(every kind in the canonical order, aliases -> names, every kind by name), made again only
+    when a kind is registered or unregistered here or the stored kinds' declarations change."""
+    global _memo
     _load_built_ins()
     stored = stored_kinds()
+    if (
+        _memo is not None
+        and _memo[0] == _version
+        and len(_memo[1]) == len(stored)
+        and all(map(operator.is_, _memo[1], stored))
+    ):
+        return _memo[2:]
     names = {spec.kind for spec in stored}
     acting = sorted(
         (kind for kind in _KINDS.values() if kind.name not in names),
         key=lambda kind: _RANK.get(kind.name, len(_RANK)),
     )
-    return tuple(acting) + tuple(map(_stored, stored))
+    kinds = tuple(acting) + tuple(map(_stored, stored))
+    aliased = {alias: kind.name for kind in kinds for alias in kind.aliases}
+    by_name: dict[str, TaskKind] = {}
+    for kind in kinds:
+        by_name.setdefault(kind.name, kind)
+    _memo = (_version, stored, kinds, aliased, by_name)
+    return kinds, aliased, by_name
+
+
+def task_kinds() -> tuple[TaskKind, ...]:
+    """Every kind a reply may use, in the canonical order."""
+    return _known()[0]
 
 
 def kind_names() -> tuple[str, ...]:
@@ -97,11 +130,11 @@ def kind_names() -> tuple[str, ...]:
 
 
 def aliases() -> dict[str, str]:
-    """Older names -> the kind's name."""
-    return {alias: kind.name for kind in task_kinds() for alias in kind.aliases}
+    """Older names -> the kind's name (a copy: the caller may change it)."""
+    return dict(_known()[1])
 
 
 def task_kind(name: str) -> TaskKind | None:
     """The kind called `name` (or one of its aliases), None when there is none."""
-    name = aliases().get(name, name)
-    return next((kind for kind in task_kinds() if kind.name == name), None)
+    _, aliased, by_name = _known()
+    return by_name.get(aliased.get(name, name))

@@ -268,3 +268,75 @@ def test_a_refused_extension_keeps_using_the_cache_until_it_expires(busy, dm, cl
     assert len(busy.requests_to("cache-update")) == 1
     assert call.explicit_cache and busy.requests_to("generate")[-1].json["cachedContent"] == row.name
     assert ExplicitCache.objects.get().expires_at == row.expires_at
+
+
+def test_the_lookup_of_a_chat_without_a_cache_is_two_plain_statements(busy, dm, clock):
+    """Every Gemini planning call asks; most chats have no cache: the caches read, then the hour's
+    planning calls counted and summed, each one statement the ORM does not build (bench/RESULTS.md)."""
+    from django.db import connection
+    from django.db.models.sql.compiler import SQLCompiler
+    from django.test.utils import CaptureQueriesContext
+
+    from llm.explicit_cache import cache_for_request
+    from llm.providers import provider_for
+
+    _turn(dm, 4, clock)
+    compiled = []
+    original = SQLCompiler.execute_sql
+
+    def counting(self, *args, **kwargs):
+        compiled.append(self.query.model)
+        return original(self, *args, **kwargs)
+
+    SQLCompiler.execute_sql = counting
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            found = cache_for_request(
+                _request(5),
+                provider=provider_for(ROUTE.provider),
+                route=ROUTE,
+                agent_id=dm.agent_id,
+                conversation_id=dm.pk,
+            )
+    finally:
+        SQLCompiler.execute_sql = original
+
+    assert found is None
+    assert len(queries.captured_queries) == 2 and compiled == []
+
+
+def test_only_the_chats_expired_caches_of_the_model_are_dropped(busy, dm, clock):
+    from llm.explicit_cache import cache_for_request
+    from llm.providers import provider_for
+
+    at = clock.now()
+    expired = ExplicitCache.objects.create(
+        conversation=dm,
+        model=ROUTE.model,
+        prefix_hash="a" * 64,
+        prefix_turns=2,
+        name="cachedContents/old",
+        created=at - dt.timedelta(hours=2),
+        expires_at=at - dt.timedelta(minutes=1),
+    )
+    other_model = ExplicitCache.objects.create(
+        conversation=dm,
+        model="gemini-2.5-pro",
+        prefix_hash="b" * 64,
+        prefix_turns=2,
+        name="cachedContents/pro",
+        created=at - dt.timedelta(hours=2),
+        expires_at=at - dt.timedelta(minutes=1),
+    )
+
+    found = cache_for_request(
+        _request(5),
+        provider=provider_for(ROUTE.provider),
+        route=ROUTE,
+        agent_id=dm.agent_id,
+        conversation_id=dm.pk,
+    )
+
+    assert found is None
+    assert list(ExplicitCache.objects.values_list("pk", flat=True)) == [other_model.pk]
+    assert not ExplicitCache.objects.filter(pk=expired.pk).exists()

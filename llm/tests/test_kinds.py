@@ -128,3 +128,15 @@ def test_the_built_in_response_format_teaches_only_kinds_it_describes():
     taught = kinds_from_prompt(DEFAULT_INSTRUCTIONS)
     assert taught <= set(kind_names())
     assert [name for name in sorted(taught) if f'{{"kind": "{name}"' not in DEFAULT_INSTRUCTIONS] == []
+
+
+def test_the_kinds_are_made_once_and_again_when_a_kind_comes_or_goes():
+    """A planning turn asks the registry about 14 times: the same answer, made again only on a change."""
+    first = task_kinds()
+    assert task_kinds() is first
+    register(WAVE)
+    try:
+        assert task_kinds() is not first and task_kind("wave") is WAVE and "wave" in kind_names()
+    finally:
+        unregister(WAVE.name)
+    assert task_kinds() == first and task_kind("wave") is None

@@ -9,7 +9,7 @@ import pytest
 
 from engine.tests.cast import make_agent
 from llm.models import LLMCall, ModelPrice
-from llm.selectors import finished_call, prices_of_provider
+from llm.selectors import finished_call, prices_matching
 
 pytestmark = pytest.mark.django_db
 
@@ -43,20 +43,35 @@ def test_a_finished_call_is_the_newest_ok_one_with_a_reply():
     )
 
 
-def test_a_providers_prices_are_its_rows_oldest_first_with_their_decimals():
+def test_the_prices_matching_a_model_are_the_providers_rows_whose_prefix_it_starts_with_longest_first():
     ModelPrice.objects.all().delete()
-    rows = [
-        ModelPrice.objects.create(
+    rows = {
+        prefix: ModelPrice.objects.create(
             provider="p",
             model_prefix=prefix,
             input_per_million=Decimal("0.15"),
             output_per_million=Decimal("2.5"),
         )
-        for prefix in ("m-", "m-pro")
-    ]
-    ModelPrice.objects.create(provider="q", model_prefix="x", input_per_million=1, output_per_million=1)
-    found = prices_of_provider(provider="p")
-    assert [p.pk for p in found] == [r.pk for r in rows]
-    expected = [_values(p) for p in ModelPrice.objects.filter(provider="p").order_by("pk")]
-    assert [_values(p) for p in found] == expected
-    assert [str(p.input_per_million) for p in found] == [str(e["input_per_million"]) for e in expected]
+        for prefix in ("m-", "m-pro", "m-pro-2", "m_", "")
+    }
+    ModelPrice.objects.create(provider="q", model_prefix="m-pro", input_per_million=1, output_per_million=1)
+    found = prices_matching(provider="p", model="m-pro-1")
+    by_pk = {p.pk: p for p in ModelPrice.objects.filter(provider="p")}
+    assert [p.model_prefix for p in found] == ["m-pro", "m-", ""]
+    assert [_values(p) for p in found] == [_values(by_pk[p.pk]) for p in found]
+    assert str(found[0].input_per_million) == str(by_pk[found[0].pk].input_per_million) == "0.1500"
+    assert rows["m-pro-2"].pk not in {p.pk for p in found}
+
+
+def test_the_price_of_a_model_is_its_longest_prefix_case_and_wildcards_included():
+    from llm.usage import price_for
+
+    ModelPrice.objects.all().delete()
+    for prefix in ("gemini-", "Gemini-3", "gemini_3", "gemini-3%"):
+        ModelPrice.objects.create(
+            provider="gemini", model_prefix=prefix, input_per_million=1, output_per_million=1
+        )
+    assert price_for("gemini", "gemini-3-flash").model_prefix == "gemini-"
+    assert price_for("gemini", "Gemini-3-flash").model_prefix == "Gemini-3"
+    assert price_for("gemini", "gemini-3%x").model_prefix == "gemini-3%"
+    assert price_for("gemini", "other") is None
