@@ -65,7 +65,7 @@ TO_REQUEST = Declared(
     "inbound message → planning request, CPU of the tree per message",
     Statistic.MEAN,
     "ms",
-    Goal(25, "≤ 25 ms per message, mean", Statistic.MEAN),
+    Goal(15, "≤ 15 ms per message, mean", Statistic.MEAN),
 )
 TO_REQUEST_WORST = Declared("the same, the costliest message", Statistic.WORST, "ms")
 TO_REPLY = Declared("inbound message → reply, CPU of the tree per message", Statistic.MEAN, "ms")
