@@ -22,6 +22,7 @@ from conversations.models import Conversation, Message
 from media_catalog.models import MediaDescription
 from memory.models import Intention, Memory, Note, Plan, Summary
 from recall.embedding import embed, to_blob, vectors_enabled
+from recall.fulltext import entry_terms
 from recall.models import EntryKind, RecallEntry, RecallMediaWait
 from recall.sources import (
     EntryValues,
@@ -72,7 +73,8 @@ def _upsert_sql(alias: str, vendor: str, count: int) -> str:
 
 
 def entry_row(connection, e: EntryValues, vector: bytes | None) -> tuple:
-    """The values of `e`'s row, in the order of `COLUMNS` (`terms` filled on MariaDB/MySQL only)."""
+    """The values of `e`'s row, in the order of `COLUMNS` (`terms`, its words plain and scoped,
+    `recall.fulltext`: filled on MariaDB/MySQL only)."""
     return (
         e.agent_id,
         e.conversation_id,
@@ -84,7 +86,9 @@ def entry_row(connection, e: EntryValues, vector: bytes | None) -> tuple:
         e.message_id,
         connection.ops.adapt_datetimefield_value(e.date),
         e.text,
-        terms(e.text) if connection.vendor == "mysql" else "",
+        entry_terms(terms(e.text).split(), agent_id=e.agent_id, peer_id=e.peer_id, topic_id=e.topic_id)
+        if connection.vendor == "mysql"
+        else "",
         vector,
     )
 
