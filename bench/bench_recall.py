@@ -4,7 +4,11 @@
    from the words of docs/, so that some words are common and most are rare), it prints the p50 and
    p95 wall time of QUERIES searches of two or three words as one conversation recalls (its own
    entries and the agent's global ones), over RUNS runs (the median of each), by words alone and
-   fused with the vectors (Cindy's default). Goal: p95 at most LATENCY_GOAL_MS.
+   fused with the vectors (Cindy's default), with the CPU of this process a search and the load
+   average. Goal: p95 at most LATENCY_GOAL_MS. The index is written by bulk SQL (`fill`) and grows
+   from one size to the next; with --copy-above N, sizes above N are copies of the first N made in
+   the database (`copy_fill`). On MariaDB/MySQL, `--modes previous,...` also times the search by
+   plain words (before `recall/fulltext.py`'s scoped words) on the same table.
 2. The CPU time of this process to index one new message (`recall.services.message_index`, the
    upkeep ingest runs, its vector included), as the median over RUNS runs of INGEST messages. Goal: at most
    INGEST_GOAL_MS. On SQLite the FTS5 work runs in this process and is counted; MariaDB's own work is
@@ -15,8 +19,9 @@
    over the same messages, Cindy's full-text search, the vectors alone and the fused search. Goal:
    the fused search above plain BM25. With each mode's search latency on that set (medians of RUNS).
 
-Run: .venv/bin/python bench/bench_recall.py [--sizes 10000,100000] [--mysql mysql://root@127.0.0.1:3306/NAME]
-     [--eval PATH] [--only latency|quality]
+Run: .venv/bin/python bench/bench_recall.py [--sizes 10000,100000,1000000] [--copy-above 100000]
+     [--mysql mysql://root@127.0.0.1:3306/NAME] [--eval PATH] [--only latency|quality]
+     [--chats N] [--queries N] [--runs N] [--modes fulltext,fused]
 Without --mysql it builds its own SQLite database in a temporary directory; with it, it uses (and
 first empties of recall entries) the named MariaDB/MySQL database, which it creates when missing.
 """
