@@ -2,7 +2,8 @@
 
 One `RecallEntry` per message, summary, memory, note, intention, plan and document section. The
 full-text index over it is made per database by migration 0002: an FTS5 table kept in step by
-triggers on SQLite, an InnoDB FULLTEXT index on `terms` on MariaDB/MySQL (`recall/fulltext.py`).
+triggers on SQLite, an InnoDB FULLTEXT index on `terms` (each word plain and prefixed with its
+scope, `recall/fulltext.py`) on MariaDB/MySQL.
 """
 
 from __future__ import annotations

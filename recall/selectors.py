@@ -2,7 +2,8 @@
 
 One plain statement per database (the full-text syntax has no ORM form): SQLite's FTS5 table
 ranked by its `bm25()`, MariaDB/MySQL's `MATCH ... AGAINST` in natural language mode over the
-stemmed `terms`. Scores are each database's own relevance (higher is better), comparable within one
+stemmed `terms` (a conversation's search asks for its scopes' words, `recall.fulltext`, so that
+InnoDB scores only those scopes' rows). Scores are each database's own relevance (higher is better), comparable within one
 answer, not across databases.
 """
 
@@ -18,6 +19,7 @@ from django.db import connections, router
 from cindy_site import rows
 from conversations.models import Conversation
 from recall.embedding import vectors_enabled
+from recall.fulltext import scope_key, scoped
 from recall.models import EntryKind, RecallEntry
 from recall.provider_vectors import embeddings_model, nearest_provider_entries
 from recall.similar import FULLTEXT_SHARE, FUSION_DEPTH, fuse, nearest_entries
@@ -214,7 +216,17 @@ def _fulltext(
             scope_params += [conversation.peer_id, conversation.topic_id]
         scope += ")"
     if connection.vendor == "mysql":
-        against = " ".join(stem(word) for word in found)
+        stems = [stem(word) for word in found]
+        if conversation is not None and not other_dms:
+            # The chat's and the agent's global scoped words: InnoDB reads only these scopes' rows.
+            against = " ".join(
+                scoped(scope_key(agent_id, conversation.peer_id, conversation.topic_id), stems)
+                + scoped(scope_key(agent_id, None, 0), stems)
+            )
+            if not against:  # only words InnoDB ignores (stopwords, under 3 letters): no hits
+                return []
+        else:
+            against = " ".join(stems)
         sql = (
             f"SELECT {cols}, MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score "  # noqa: S608
             f"FROM {table} e WHERE MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) AND {scope} "

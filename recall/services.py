@@ -22,6 +22,7 @@ from conversations.models import Conversation, Message
 from media_catalog.models import MediaDescription
 from memory.models import Intention, Memory, Note, Plan, Summary
 from recall.embedding import embed, to_blob, vectors_enabled
+from recall.fulltext import entry_terms
 from recall.models import EntryKind, RecallEntry, RecallMediaWait
 from recall.sources import (
     EntryValues,
@@ -35,7 +36,7 @@ from recall.stemming import terms
 
 #: The columns an upsert writes, in order (`terms`: filled on MariaDB/MySQL only; `vector`: with
 #: CINDY_RECALL_VECTORS on).
-_COLUMNS = (
+COLUMNS = (
     "agent_id",
     "conversation_id",
     "peer_id",
@@ -57,9 +58,9 @@ StoredRow = Memory | Note | Summary | Plan | Intention
 @functools.lru_cache(maxsize=64)
 def _upsert_sql(alias: str, vendor: str, count: int) -> str:
     q = connections[alias].ops.quote_name
-    names = ", ".join(q(c) for c in _COLUMNS)
-    values = ", ".join(["(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"] * count)
-    updated = [c for c in _COLUMNS if c not in _KEY]
+    names = ", ".join(q(c) for c in COLUMNS)
+    values = ", ".join(["(" + ", ".join(["%s"] * len(COLUMNS)) + ")"] * count)
+    updated = [c for c in COLUMNS if c not in _KEY]
     head = f"INSERT INTO {rows.table(RecallEntry, using=alias)} ({names}) VALUES {values}"  # noqa: S608
     if vendor == "mysql":
         return head + " ON DUPLICATE KEY UPDATE " + ", ".join(f"{q(c)} = VALUES({q(c)})" for c in updated)
@@ -68,6 +69,27 @@ def _upsert_sql(alias: str, vendor: str, count: int) -> str:
         head
         + f" ON CONFLICT ({key}) DO UPDATE SET "
         + ", ".join(f"{q(c)} = excluded.{q(c)}" for c in updated)
+    )
+
+
+def entry_row(connection, e: EntryValues, vector: bytes | None) -> tuple:
+    """The values of `e`'s row, in the order of `COLUMNS` (`terms`, its words plain and scoped,
+    `recall.fulltext`: filled on MariaDB/MySQL only)."""
+    return (
+        e.agent_id,
+        e.conversation_id,
+        e.peer_id,
+        e.topic_id,
+        e.kind,
+        e.source_id,
+        e.part,
+        e.message_id,
+        connection.ops.adapt_datetimefield_value(e.date),
+        e.text,
+        entry_terms(terms(e.text).split(), agent_id=e.agent_id, peer_id=e.peer_id, topic_id=e.topic_id)
+        if connection.vendor == "mysql"
+        else "",
+        vector,
     )
 
 
@@ -80,29 +102,13 @@ def entries_write(entries: Sequence[EntryValues], *, vectors: bool = True) -> in
     if not entries:
         return 0
     connection = connections[router.db_for_write(RecallEntry)]
-    stemmed = connection.vendor == "mysql"
     if vectors and vectors_enabled():
         vectors = [to_blob(v) for v in embed([e.text for e in entries])]
     else:
         vectors = [None] * len(entries)
     params: list = []
     for e, vector in zip(entries, vectors, strict=True):
-        params.extend(
-            (
-                e.agent_id,
-                e.conversation_id,
-                e.peer_id,
-                e.topic_id,
-                e.kind,
-                e.source_id,
-                e.part,
-                e.message_id,
-                connection.ops.adapt_datetimefield_value(e.date),
-                e.text,
-                terms(e.text) if stemmed else "",
-                vector,
-            )
-        )
+        params.extend(entry_row(connection, e, vector))
     with connection.cursor() as cursor:
         cursor.execute(_upsert_sql(connection.alias, connection.vendor, len(entries)), params)
     return len(entries)

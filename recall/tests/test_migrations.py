@@ -45,3 +45,29 @@ def test_the_fulltext_index_is_dropped_and_made_again_with_its_migration():
     finally:
         _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
     assert _fulltext_present()
+
+
+def test_scoped_words_are_written_for_existing_entries_and_dropped_going_back(wendy, say):
+    from recall.fulltext import entry_terms
+    from recall.models import RecallEntry
+    from recall.selectors import recall_search
+    from recall.stemming import terms
+    from recall.tests.conftest import ALICE
+
+    chat, _ = say(ALICE, "the lighthouse keeper's weddings")
+    expected = (
+        entry_terms(
+            terms("the lighthouse keeper's weddings").split(), agent_id=wendy.pk, peer_id=ALICE, topic_id=0
+        )
+        if connection.vendor == "mysql"
+        else ""
+    )
+    assert RecallEntry.objects.get().terms == expected
+    try:
+        _migrate([("recall", "0006_vector_update_trigger")])
+        before = RecallEntry.objects.get().terms
+        assert before == ("the lighthous keeper s wed" if connection.vendor == "mysql" else "")
+    finally:
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    assert RecallEntry.objects.get().terms == expected
+    assert len(recall_search(agent_id=wendy.pk, query="wedding", conversation=chat, mode="fulltext")) == 1

@@ -164,3 +164,13 @@ def test_a_group_with_a_negative_peer_id_recalls_its_own_messages(wendy, say):
     assert _texts(recall_search(agent_id=wendy.pk, query="picnics", conversation=other)) == [
         "the picnic was cancelled"
     ]
+
+
+def test_a_text_that_spells_another_chat_s_scoped_word_is_not_found_there(wendy, say):
+    # MariaDB indexes each word also prefixed with its chat (recall/fulltext.py); a text cannot
+    # write another chat's prefixed word, since an underscore splits words.
+    say(ALICE, f"c{wendy.pk}p{BOB}t0_secret and g{wendy.pk}_secret")
+    bob, _ = say(BOB, "hello")
+
+    assert recall_search(agent_id=wendy.pk, query="secret", conversation=bob, mode="fulltext") == []
+    assert len(recall_search(agent_id=wendy.pk, query="secret", mode="fulltext")) == 1
