@@ -11,14 +11,11 @@ answered 413 before anything reads it. A setting that stops startup is printed i
 
 from __future__ import annotations
 
-import os
-
 from django.core.asgi import get_asgi_application
 
 from cindy_site.startup import settings_or_exit
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cindy_site.settings")
-settings_or_exit()
+settings_or_exit()  # sets DJANGO_SETTINGS_MODULE when unset, then loads the settings
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

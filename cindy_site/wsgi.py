@@ -7,13 +7,10 @@ For more information on this file, see
 https://docs.djangoproject.com/en/5.2/howto/deployment/wsgi/
 """
 
-import os
-
 from django.core.wsgi import get_wsgi_application
 
 from cindy_site.startup import settings_or_exit
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cindy_site.settings")
-settings_or_exit()
+settings_or_exit()  # sets DJANGO_SETTINGS_MODULE when unset, then loads the settings
 
 application = get_wsgi_application()

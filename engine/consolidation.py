@@ -21,6 +21,11 @@ kind is refused with a `policy_refused` event. Its LLM call is an `LLMCall` like
   limit, and the tick runs a sleeping agent's consolidation turns (engine/tick.py) while its other
   turns wait for the wake-up.
 
+A consolidation turn reads nothing: its `received` node carries `UNREAD_PARAM`, and the planning
+dispatch (engine/dispatch.py) syncs its chat without marking it read, on the transport or in the
+mirror. A group's chatter the agent looked back on stays unread, as it would for a person who reviewed
+the day in their head, or slept; the next reply turn marks it read as usual.
+
 The step that calls this keeps a `ConsolidationMemo` so that a chat found reviewed (or started) is not
 read again until a new message arrives.
 """
@@ -38,7 +43,7 @@ from django.db.models import Count, Max, Min, Q
 from agents.models import Agent
 from cindy_site.clock import now
 from cindy_site.parameters import parameter
-from conversations.models import ActivityEvent, Conversation, Message, TaskGraph
+from conversations.models import ActivityEvent, Conversation, Message, NodeKind, TaskGraph, TaskNode
 from conversations.services.activity import record_event
 from conversations.services.graphs import graph_active, graph_replan
 from engine.brakes import day_start
@@ -50,6 +55,8 @@ CONSOLIDATE_PROMPT = "Task-Consolidate"
 LOOKBACK = dt.timedelta(days=2)
 #: Chats looked at per pass, the most recently quiet first.
 BATCH = 50
+#: The `received` node param of a consolidation turn: its chat is not marked read (engine/dispatch.py).
+UNREAD_PARAM = "leave_unread"
 
 Trigger = TaskGraph.Trigger
 
@@ -92,6 +99,13 @@ def unreviewed(conversation: Conversation) -> dict:
     return rows.aggregate(first=Min("message_id"), last=Max("message_id"), count=Count("pk"))
 
 
+def quiet_times() -> tuple[dt.timedelta, dt.timedelta]:
+    """(quiet, asleep quiet): how long a chat is quiet before its consolidation, awake and while the
+    agent sleeps. The asleep quiet time applies only when it is the shorter one."""
+    quiet = dt.timedelta(seconds=parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"))
+    return quiet, min(quiet, dt.timedelta(seconds=parameter("CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS")))
+
+
 def consolidations_today(agent_id: int, *, at: dt.datetime) -> int:
     return TaskGraph.objects.filter(
         conversation__agent_id=agent_id, trigger=Trigger.CONSOLIDATE, created__gte=day_start(at)
@@ -107,9 +121,7 @@ def consolidations_start_due(
     agents = {agent.pk: agent for agent in consolidating_agents(agent_ids)}
     if not agents:
         return 0
-    quiet = dt.timedelta(seconds=parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"))
-    # While the agent sleeps, the asleep quiet time applies when it is the shorter one.
-    asleep_quiet = min(quiet, dt.timedelta(seconds=parameter("CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS")))
+    quiet, asleep_quiet = quiet_times()
     limit = parameter("CINDY_CONSOLIDATE_PER_DAY")
     today = day_start(when).date()
     for agent_id, (day, capped_at) in list(memo.capped.items()):
@@ -181,6 +193,8 @@ def _start(
         graph = graph_replan(
             conversation=conversation, trigger=Trigger.CONSOLIDATE, target_message_id=None, context=context
         )
+        # Committed with the node, before a tick can claim it: the dispatch leaves the chat unread.
+        TaskNode.objects.filter(graph=graph, kind=NodeKind.RECEIVED).update(params={UNREAD_PARAM: True})
         record_event(
             ActivityEvent.Kind.INFO,
             agent_id=agent.pk,

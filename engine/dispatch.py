@@ -3,7 +3,9 @@
 Run by the gateway's tick step (engine/tick_step.py), with the gateway's context (its held clients
 and its `enqueue`). For each node, in this
 order: fetch the chat's history newer than the mirror and ingest it; mark the chat read up to the
-newest message, on the transport and then in the mirror; queue planning (`run_received` with the
+newest message, on the transport and then in the mirror (not for a consolidation turn's node, which
+carries `UNREAD_PARAM`: the agent looks back on a quiet chat, or while it sleeps, and reads nothing
+new, so the chat stays unread on Telegram and in the sandbox); queue planning (`run_received` with the
 node's claim token) once that is committed. A chat whose sync or mark fails is logged and planned on
 what the mirror has; the other chats go ahead as usual. A tick's nodes go together:
 
@@ -34,6 +36,7 @@ from conversations.services.ingest import conversations_mark_read
 from conversations.services.nodes import node_release
 from conversations.transport.base import Transport
 from engine.clients import AgentClient
+from engine.consolidation import UNREAD_PARAM
 from engine.contacts import partners_add_to_contacts
 from engine.ingest import RECONCILE_LIMIT, ingest_history
 
@@ -248,7 +251,8 @@ class PlanningDispatch:
         else:  # nothing came (the usual case): the newest messages read before the sync stand
             for chat in chats:
                 chat.last = newest.get(chat.conversation_id)
-        marking = [c for c in chats if c.synced and c.last]
+        # A consolidation turn's chat is synced but left unread (the module docstring).
+        marking = [c for c in chats if c.synced and c.last and not (c.node.params or {}).get(UNREAD_PARAM)]
         answers = await _chats_call(
             marking,
             lambda c: (c.client.transport, c.node.conversation.peer_id, c.last),

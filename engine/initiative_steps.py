@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 from asgiref.sync import sync_to_async
 
 from cindy_site.clock import get_clock, now
-from cindy_site.parameters import parameter
-from engine.consolidation import ConsolidationMemo, consolidations_start_due
+from engine.consolidation import ConsolidationMemo, consolidations_start_due, quiet_times
 from engine.events import event_next_due_at, events_fire_due
 from engine.schedule_planning import schedule_next_due_at, schedule_refresh_due
 
@@ -63,12 +62,7 @@ class ConsolidationStep:
 
     async def run(self) -> bool:
         clock = get_clock()
-        quiet = float(
-            min(
-                parameter("CINDY_CONSOLIDATE_QUIET_SECONDS"),
-                parameter("CINDY_CONSOLIDATE_ASLEEP_QUIET_SECONDS"),
-            )
-        )
+        quiet = quiet_times()[1].total_seconds()
         interval = min(self.CHECK_SECONDS, max(1.0, quiet / 2))
         if self.last_check is not None and clock.monotonic() < self.last_check + interval:
             return False

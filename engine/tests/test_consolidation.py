@@ -18,7 +18,8 @@ from llm.models import LLMCall
 from llm.policy import refusal_reason
 from llm.policy_inputs import TurnInputs
 from memory.models import Memory, Note, ScheduleEntry
-from sandbox.services.chats import sandbox_say
+from sandbox.models import SandboxMember
+from sandbox.services.chats import sandbox_group, sandbox_person, sandbox_say, sandbox_user_for_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -352,3 +353,46 @@ def test_a_sleeping_agent_runs_its_consolidation_turns_only(agent, harness, cloc
     assert waiting.status == TaskGraph.Status.ACTIVE
     assert not waiting.nodes.exclude(status="pending").exists(), "Ben's reply waits for the wake-up"
     assert clock.now() < night.end
+
+
+def test_a_consolidation_turn_leaves_the_groups_chatter_unread_and_a_reply_turn_reads_it(
+    agent, harness, clock, fake_llm
+):
+    """A person who looks back on a chat (or sleeps) reads nothing new: the consolidation turn's chat is
+    synced but not marked read, on the sandbox or in the mirror; the next reply turn reads it as usual."""
+    me = sandbox_user_for_agent(agent=agent)
+    sandbox_group(title="Allotment", members=[me, sandbox_person(name="Ann"), sandbox_person(name="Ben")])
+    _chat(
+        agent, harness, fake_llm, text=f"@{me.username} the leeks are up!", as_name="Ann", group="Allotment"
+    )
+    chatter = sandbox_say(
+        agent=agent, text="Ben, I'm moving to Leeds in May.", as_name="Ann", group="Allotment"
+    )
+    harness.settle(until=clock.now() + dt.timedelta(minutes=5))
+    conversation = Conversation.objects.get(kind=Conversation.Kind.GROUP)
+    member = SandboxMember.objects.get(chat=chatter.chat, user=me)
+    read_before = member.read_up_to
+    assert read_before < chatter.message_id, "group chatter starts no turn: it is unread"
+    assert conversation.last_read_message_id < chatter.message_id
+
+    clock.advance(seconds=QUIET + 60)
+    fake_llm.reply_with(tasks({"kind": "note", "content": "Ann moves to Leeds in May."}))
+    assert _start(agent, clock) == 1
+    harness.settle(until=clock.now() + dt.timedelta(minutes=5))
+    [graph] = _consolidations()
+    assert (
+        graph.status == TaskGraph.Status.DONE and Note.objects.get().content == "Ann moves to Leeds in May."
+    )
+    assert "Ben, I'm moving to Leeds in May." in _request_text(fake_llm.requests[-1]), "it looked back on it"
+    member.refresh_from_db()
+    conversation.refresh_from_db()
+    assert member.read_up_to == read_before, "the consolidation turn marked the chatter read"
+    assert conversation.last_read_message_id < chatter.message_id
+
+    fake_llm.reply_with(tasks({"kind": "send", "text": "Leeds! Lovely."}))
+    callout = sandbox_say(agent=agent, text=f"@{me.username} did you hear?", as_name="Ann", group="Allotment")
+    harness.settle(until=clock.now() + dt.timedelta(minutes=5))
+    member.refresh_from_db()
+    conversation.refresh_from_db()
+    assert member.read_up_to >= callout.message_id, "a reply turn reads the chat as before"
+    assert conversation.last_read_message_id >= callout.message_id

@@ -125,6 +125,7 @@ class Player:
         caches = stage.explicit_caches(scenario)
         self.delays_seen = len(stage.start_delays(scenario, turn.person))
         mark = route_checks.prepare(stage, scenario, turn)
+        read_before = stage.read_mark(scenario, turn.person) if turn.reads is not None else None
         started = time.time()
         if turn.operator:
             stage.operate(scenario, turn)
@@ -228,6 +229,11 @@ class Player:
         if turn.explicit_cache:
             self._check_explicit_cache(turn, at, caches, stage.explicit_caches(scenario))
         self._check_effects(turn, at)
+        if turn.reads is not None and (stage.read_mark(scenario, turn.person) != read_before) != turn.reads:
+            self.failures.append(
+                f"{at}: the agent's read mark of the chat {'stayed at' if turn.reads else 'moved from'} "
+                f"#{read_before}, expected it {'to move' if turn.reads else 'to stay'}"
+            )
         self.failures += route_checks.check(stage, scenario, turn, mark)
         if turn.describe:
             self._check_describes(turn, at, stage.describes(started, time.time()))

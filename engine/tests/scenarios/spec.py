@@ -71,6 +71,8 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
     stored_has = ["..."]             # text the person's last message shows in Cindy's mirror
     stored_lacks = ["..."]           # text it must not show there
     loop_guard = true                # whether a loop_guard event stands in the person's chat
+    reads = false                    # whether the agent's read mark of the chat moved in this turn
+                                     #   (false: it read nothing, e.g. a consolidation turn)
     chain = [{agent = "Wendy", reply = [...]}]   # in a group: the further LLM requests the turn
                                      # makes, in order, each by the named persona
     activity = ["spend cap reached"] # texts each in exactly one activity line of the scenario's chats
@@ -207,6 +209,7 @@ _TURN_KEYS = {
     "stored_has",
     "stored_lacks",
     "loop_guard",
+    "reads",
     "chain",
     "operator",
     "parameters",
@@ -268,6 +271,7 @@ class Turn:
     stored_has: tuple[str, ...] = ()
     stored_lacks: tuple[str, ...] = ()
     loop_guard: bool | None = None
+    reads: bool | None = None  # whether the agent's read mark of the chat moves during the turn
     chain: tuple[str, ...] = ()  # the personas making the requests after the first, in order
     operator: tuple[tuple[str, str], ...] = ()  # (field, value) an operator saves before the turn
     parameters: tuple[tuple[str, str], ...] = ()  # (name, value) global parameters saved before the turn
@@ -640,6 +644,7 @@ def _turn(
         "answered",
         "answer_bots",
         "loop_guard",
+        "reads",
         "braked",
         "mute",
         "unseen",
@@ -773,6 +778,7 @@ def _turn(
         stored_has=tuple(_strings(at, "stored_has", raw.get("stored_has", []))),
         stored_lacks=tuple(_strings(at, "stored_lacks", raw.get("stored_lacks", []))),
         loop_guard=raw.get("loop_guard"),
+        reads=raw.get("reads"),
         chain=tuple(chain),
         operator=operator,
         parameters=_parameters(at, raw.get("parameters", {})),

@@ -972,6 +972,22 @@ class Stage:
         )
         return rows[0][0] if rows else None
 
+    def read_mark(self, scenario: Scenario, person: str) -> int:
+        """The message id up to which the persona's account has read the person's DM (in a group
+        scenario, the group): the sandbox member's `read_up_to`; 0 before any read."""
+        if scenario.group:
+            rows = self.db.query(f"SELECT id FROM sandbox_sandboxchat WHERE title = '{scenario.group_title}'")
+            chat = rows[0][0] if rows else None
+        else:
+            chat = self._dm_chat(scenario, person)
+        if chat is None:
+            return 0
+        rows = self.db.query(
+            "SELECT m.read_up_to FROM sandbox_sandboxmember m JOIN sandbox_sandboxuser u ON m.user_id = u.id "
+            f"WHERE m.chat_id = {chat} AND u.agent_id = {self.agent_ids[scenario.persona]}"
+        )
+        return int(rows[0][0] or 0) if rows else 0
+
     def messages(self, scenario: Scenario, person: str) -> list[tuple[int, bool, str, list, list]]:
         """(message id, from the agent, text, media, reactions) of the person's DM with the agent; in a
         group scenario, of the group, where any agent's text reads `Name: text`."""

@@ -394,6 +394,20 @@ class TelegramStage(Stage):
 
         return self.standin.run(read)
 
+    def read_mark(self, scenario: Scenario, person: str) -> int:
+        """As on the sandbox: the account's `read_inbox_max_id` of the person's DM (or the group) on the
+        stand-in, which its read requests (messages.readHistory, channels.readHistory) move."""
+        me = self.accounts[scenario.persona]
+        if scenario.group:
+            if scenario.group_title not in self.group_ids:
+                return 0
+            key = ("channel", self.group_ids[scenario.group_title])
+        elif scenario.user(person) not in self.people:
+            return 0
+        else:
+            key = self.standin.world.dm_key(me, self.people[scenario.user(person)])
+        return self.standin.run(lambda: self.standin.world.users[me].read_max.get(key, 0))
+
     def message_topics(self, scenario: Scenario) -> dict[int, str]:
         """Message id -> the title of the topic Telegram has it in (the topic its `reply_to_top_id`
         / `top_msg_id` named), for the scenario's forum ("": General)."""
