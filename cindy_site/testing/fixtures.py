@@ -76,7 +76,7 @@ def migrated_sqlite(request, tmp_path_factory) -> Path:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,  # a bound, not an expected time (a loaded machine)
     )
     assert done.returncode == 0, f"migrate failed:\n{done.stdout}\n{done.stderr[-3000:]}"
     return database

@@ -185,9 +185,18 @@ def child(tmp_path, child_template):
         yield parts
 
 
+#: A bound on one `manage.py` child, not an expected time: a migration takes about 20 s of CPU, which
+#: on two cores shared with other runs (load 10 and more) is minutes of wall time.
+MANAGE_TIMEOUT_SECONDS = 600
+
+
 def manage(env: dict[str, str], *args: str) -> str:
     result = subprocess.run(
-        [sys.executable, MANAGE, *args], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, MANAGE, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=MANAGE_TIMEOUT_SECONDS,
     )
     assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
