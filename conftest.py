@@ -9,6 +9,20 @@ from cindy_site.clock import FakeClock, set_clock
 pytest_plugins = ["cindy_site.testing.fixtures", "cindy_site.testing.staff"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Passwords are hashed at one PBKDF2 iteration in the test process (cindy_site/testing/hashers.py):
+    the default's million cost about 0.6 s of CPU per hash or check, on every test with staff."""
+    from django.conf import settings
+    from django.contrib.auth import hashers
+
+    settings.PASSWORD_HASHERS = [
+        "cindy_site.testing.hashers.FastPBKDF2PasswordHasher",
+        *settings.PASSWORD_HASHERS,
+    ]
+    hashers.get_hashers.cache_clear()
+    hashers.get_hashers_by_algorithm.cache_clear()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On a run against a database server (`./test.sh --mariadb`), the tests marked `any_database` are
     skipped with their reason: they touch no test database, or start Cindy on its own embedded SQLite

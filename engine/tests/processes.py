@@ -49,9 +49,15 @@ class ChildDatabase:
             self.url = f"{parts.scheme}://{parts.netloc}/{self.name}"
             import MySQLdb
 
+            # The collation of the suite's own test database (settings' TEST), so that a copy of the
+            # run's migrated database can be the test database too (cindy_site/testing/fixtures.py).
+            collation = settings.DATABASES["default"].get("TEST", {}).get("COLLATION")
             with MySQLdb.connect(**self.conn_args) as conn:
                 conn.cursor().execute(f"DROP DATABASE IF EXISTS {self.name}")
-                conn.cursor().execute(f"CREATE DATABASE {self.name} CHARACTER SET utf8mb4")
+                conn.cursor().execute(
+                    f"CREATE DATABASE {self.name} CHARACTER SET utf8mb4"
+                    + (f" COLLATE {collation}" if collation else "")
+                )
         else:
             self.path = tmp_path / "cindy.sqlite3"
 
@@ -88,27 +94,42 @@ class ChildDatabase:
         if not self.mysql:
             shutil.copyfile(template.path, self.path)
             return
-        import MySQLdb
+        mysql_copy(self.conn_args, template.name, self.name)
 
-        with MySQLdb.connect(**self.conn_args) as conn:
-            cursor = conn.cursor()
-            cursor.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
-                "AND table_type = 'BASE TABLE'",
-                [template.name],
-            )
-            tables = [row[0] for row in cursor.fetchall()]
-            cursor.execute("SET FOREIGN_KEY_CHECKS = 0")
-            for table in tables:
-                cursor.execute(f"SHOW CREATE TABLE `{template.name}`.`{table}`")
-                create = cursor.fetchone()[1]
-                cursor.execute(f"USE `{self.name}`")
-                cursor.execute(create)
-                cursor.execute(
-                    f"INSERT INTO `{self.name}`.`{table}` SELECT * FROM `{template.name}`.`{table}`"
-                )
-            cursor.execute("SET FOREIGN_KEY_CHECKS = 1")
-            conn.commit()
+
+def mysql_copy(conn_args: dict, source: str, target: str) -> None:
+    """Copy every table of MySQL/MariaDB database `source` into the empty database `target` on the
+    same server: definitions (indexes, foreign keys, auto-increment counters, collations) and rows."""
+    import MySQLdb
+
+    with MySQLdb.connect(**conn_args) as conn:
+        cursor = conn.cursor()
+        cursor.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_type = 'BASE TABLE'",
+            [source],
+        )
+        tables = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            "SELECT CONCAT('view ', table_name) FROM information_schema.views WHERE table_schema = %s "
+            "UNION ALL SELECT CONCAT('trigger ', trigger_name) FROM information_schema.triggers "
+            "WHERE trigger_schema = %s",
+            [source, source],
+        )
+        others = [row[0] for row in cursor.fetchall()]
+        assert not others, (
+            f"database {source} holds {', '.join(others)}, which mysql_copy (engine/tests/processes.py) "
+            "does not copy: copy them there too"
+        )
+        cursor.execute("SET FOREIGN_KEY_CHECKS = 0")
+        for table in tables:
+            cursor.execute(f"SHOW CREATE TABLE `{source}`.`{table}`")
+            create = cursor.fetchone()[1]
+            cursor.execute(f"USE `{target}`")
+            cursor.execute(create)
+            cursor.execute(f"INSERT INTO `{target}`.`{table}` SELECT * FROM `{source}`.`{table}`")
+        cursor.execute("SET FOREIGN_KEY_CHECKS = 1")
+        conn.commit()
 
 
 def child_settings(db: ChildDatabase) -> dict[str, str]:
@@ -185,9 +206,18 @@ def child(tmp_path, child_template):
         yield parts
 
 
+#: A bound on one `manage.py` child, not an expected time: a migration takes about 20 s of CPU, which
+#: on two cores shared with other runs (load 10 and more) is minutes of wall time.
+MANAGE_TIMEOUT_SECONDS = 600
+
+
 def manage(env: dict[str, str], *args: str) -> str:
     result = subprocess.run(
-        [sys.executable, MANAGE, *args], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, MANAGE, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=MANAGE_TIMEOUT_SECONDS,
     )
     assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
