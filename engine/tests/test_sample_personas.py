@@ -44,7 +44,7 @@ def harness(samples, clock, fake_llm):
     ("persona", "expected"),
     [
         ("Wendy", INSTRUCTIONS_KINDS),
-        ("Bramble", INSTRUCTIONS_KINDS),
+        ("Bramble", INSTRUCTIONS_KINDS | {"recall"}),  # and Task-Recall
         ("Orla", set(known_kinds())),  # her role prompts teach every other kind
     ],
 )
