@@ -51,6 +51,19 @@ def render(message: tuple[int, bool, str, list, list]) -> str:
     return " ".join(pieces)
 
 
+def play_on(stage: Stage, scenario: Scenario, scenarios: list[Scenario]) -> None:
+    """Play `scenario` on `stage`; first the scenario it builds on (`after`), when this stage has not
+    played it (the scenario run alone, or in another order). A scenario played already, as another's
+    past, is not played twice: its assertions held then."""
+    if scenario.name in stage.played:
+        return
+    if scenario.after:
+        prior = next(s for s in scenarios if s.name == scenario.after)
+        play_on(stage, prior, scenarios)
+    Player(stage, scenario).play()
+    stage.played.add(scenario.name)
+
+
 class Player:
     def __init__(self, stage: Stage, scenario: Scenario) -> None:
         self.stage = stage

@@ -12,6 +12,8 @@ A scenario drives one shipped persona through scripted turns. Its format (docs/s
     telegram = true                  # optional: also run on the MTProto stand-in (Telegram kinds only)
     bots = ["Beep"]                  # optional: people who are bot accounts
     user_ids = {Tg = 777000}         # optional: people with a fixed user id (777000: Telegram's service)
+    after = "bramble_across"         # optional: a scenario this one builds on; played first on the same
+                                     # stage when the stage has not played it yet (e.g. run alone)
     group = {title = "Club", agents = ["Wendy"]}   # optional: the people speak in this group, which
                                      # these other personas are in too (with agents: sandbox only)
     saved_stickers = ["KeptSet::🦔"]  # optional: stickers the persona's account keeps in its Saved
@@ -178,6 +180,7 @@ _SCENARIO_KEYS = {
     "turn",
     "backlog",
     "llm",
+    "after",
 }
 _BACKLOG_KEYS = {"count", "lines", "planted"}
 #: The most messages a backlog may hold (seeding 2,000 takes a few seconds).
@@ -343,6 +346,7 @@ class Scenario:
     through_api: bool = False  # the people speak through POST /api/v1/agents/{id}/sandbox/messages
     backlog: Backlog | None = None  # an earlier chat with the first person, seeded before the first turn
     llm: str = ""  # the persona's LLM for this scenario (its `# LLM`), e.g. "ollama:llama3.1"
+    after: str = ""  # the scenario this one builds on (what it said is this one's past)
 
     @property
     def group_title(self) -> str:
@@ -434,6 +438,7 @@ def load(path: Path) -> Scenario:
             f"{where}: llm is {llm!r}: the LLM name the persona's `# LLM` would hold, one word, e.g. "
             'llm = "ollama:llama3.1" (an endpoint of the stage) or llm = "gpt-5-mini"'
         )
+    after = _after(where, path, data.get("after", ""), telegram=bool(data.get("telegram", False)))
     return Scenario(
         path=path,
         persona=persona,
@@ -454,7 +459,34 @@ def load(path: Path) -> Scenario:
         through_api=through_api,
         backlog=backlog,
         llm=llm.strip(),
+        after=after,
     )
+
+
+def _after(where: str, path: Path, value: Any, *, telegram: bool) -> str:
+    """The name of the scenario this one builds on: another file of the same folder, on the same
+    transports (a Telegram scenario's past must be played on the stand-in too)."""
+    if value == "":
+        return ""
+    if not isinstance(value, str) or value == path.stem or not (path.parent / f"{value}.toml").is_file():
+        others = sorted(p.stem for p in path.parent.glob("*.toml") if p != path)
+        raise ScenarioError(
+            f"{where}: after is {value!r}: name another scenario file of {path.parent.name}/ without "
+            f"its .toml, e.g. after = {others[0]!r}"
+            if others
+            else f"{where}: after is {value!r}: no other scenario"
+        )
+    if telegram:
+        try:
+            prior = tomllib.loads((path.parent / f"{value}.toml").read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError(f"{where}: after = {value!r}: that file is not valid TOML: {exc}") from exc
+        if not prior.get("telegram"):
+            raise ScenarioError(
+                f"{where}: after = {value!r}: this scenario plays on Telegram, that one does not: "
+                f"add telegram = true to {value}.toml or remove telegram = true here"
+            )
+    return value
 
 
 def _backlog(where: str, value: Any) -> Backlog | None:

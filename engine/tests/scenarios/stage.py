@@ -218,6 +218,7 @@ class Stage:
 
     def __init__(self, tmp: Path, template: ChildDatabase, scenarios: list[Scenario]) -> None:
         self.tmp = tmp
+        self.played: set[str] = set()  # the scenarios played on this stage (`play.play_on`)
         self._api_token = ""  # an operator's REST API token, made at the first `through_api` say
         self.db = ChildDatabase(tmp, suffix=f"_{type(self).__name__.lower()}")
         self.db.copy_from(template)

@@ -719,3 +719,33 @@ def test_a_counted_refusal_of_response_format_refuses_that_many_requests_then_ac
 
         assert [post(server, body), post(server, structured), post(server, structured)] == [200, 400, 200]
         assert server.response_format_refusals_left() == 0
+
+
+def test_a_scenario_names_the_scenario_it_builds_on(tmp_path):
+    (tmp_path / "earlier.toml").write_text('persona = "Orla"\npeople = ["Ada"]\n' + GOOD_TURN)
+    later = tmp_path / "later.toml"
+    later.write_text('persona = "Orla"\npeople = ["Ben"]\nafter = "earlier"\n' + GOOD_TURN)
+    assert load(later).after == "earlier"
+    later.write_text('persona = "Orla"\npeople = ["Ben"]\nafter = "earliest"\n' + GOOD_TURN)
+    with pytest.raises(ScenarioError, match=re.escape("after is 'earliest': name another scenario file")):
+        load(later)
+    later.write_text('persona = "Orla"\npeople = ["Ben"]\ntelegram = true\nafter = "earlier"\n' + GOOD_TURN)
+    with pytest.raises(ScenarioError, match="this scenario plays on Telegram, that one does not"):
+        load(later)
+
+
+def test_a_scenario_run_alone_plays_the_one_it_builds_on_first_and_none_twice(monkeypatch):
+    from engine.tests.scenarios import play
+
+    shipped = {s.name: s for s in all_scenarios()}
+    played = []
+    monkeypatch.setattr(play.Player, "play", lambda self: played.append(self.scenario.name))
+
+    class Played:
+        played: set[str] = set()
+
+    stage = Played()
+    play.play_on(stage, shipped["bramble_across_group"], list(shipped.values()))
+    assert played == ["bramble_across", "bramble_across_group"]
+    play.play_on(stage, shipped["bramble_across"], list(shipped.values()))
+    assert played == ["bramble_across", "bramble_across_group"]

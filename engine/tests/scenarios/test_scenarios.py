@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.tests.scenarios.play import Player
+from engine.tests.scenarios.play import play_on
 from engine.tests.scenarios.spec import PERSONAS, all_scenarios
 from engine.tests.scenarios.stage import Stage
 
@@ -27,7 +27,7 @@ def stage(tmp_path_factory, child_template):
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_scenario(stage, scenario):
-    Player(stage, scenario).play()
+    play_on(stage, scenario, SCENARIOS)
 
 
 @pytest.mark.parametrize("persona", PERSONAS)

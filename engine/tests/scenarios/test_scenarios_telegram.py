@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.tests.scenarios.play import Player
+from engine.tests.scenarios.play import play_on
 from engine.tests.scenarios.spec import all_scenarios
 from engine.tests.scenarios.telegram import TelegramStage
 
@@ -28,4 +28,4 @@ def telegram_stage(tmp_path_factory, child_template):
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_scenario_on_telegram(telegram_stage, scenario):
-    Player(telegram_stage, scenario).play()
+    play_on(telegram_stage, scenario, SCENARIOS)
