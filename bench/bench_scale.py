@@ -555,6 +555,20 @@ def part_telegram() -> None:
             )
 
 
+def telegram_say_and_wait(standin, account: int, agent, person: int, text: str, log: Path) -> None:
+    """`person` writes `text` to the agent's account through the stand-in; returns once the agent's
+    reply is in that chat and its graph is done."""
+    world = standin.world
+    key = world.dm_key(account, person)
+    sent = standin.run(world.send, person, key, text)[0]
+    _wait(
+        lambda: any(m.sender == account and m.id > sent.id for m in standin.run(world.history, key)),
+        f"{agent.name}'s reply",
+        log,
+    )
+    _finished(agent, log)
+
+
 def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Path) -> dict[str, object]:
     """A runagents holding TELEGRAM_INBOUND_AGENTS connected Telegram agents: the tree's idle CPU, then
     CPU per message a person sends to one of them through the stand-in, up to the planning request
@@ -568,15 +582,7 @@ def _telegram_inbound(env: dict[str, str], server, standin, person: int, log: Pa
     per = _PerMessage(process.pid)
 
     def say_and_wait(agent, text: str) -> None:
-        account = accounts[agent.pk]
-        key = world.dm_key(account, person)
-        sent = standin.run(world.send, person, key, text)[0]
-        _wait(
-            lambda: any(m.sender == account and m.id > sent.id for m in standin.run(world.history, key)),
-            f"{agent.name}'s reply",
-            log,
-        )
-        _finished(agent, log)
+        telegram_say_and_wait(standin, accounts[agent.pk], agent, person, text, log)
 
     try:
         server.set_responder(per)

@@ -40,11 +40,11 @@ sys.path.insert(0, str(HERE))
 # bench_scale puts the measured tree's bench/ first (bench_engine's helpers) and reads CINDY_BENCH_ROOT.
 from bench_scale import (  # noqa: E402
     ROOT,
-    _finished,
     _PerMessage,
     _telegram_world,
     _wait,
     cpu_between,
+    telegram_say_and_wait,
     tree_cpu,
 )
 from figures import Declared, Goal, Statistic, Windows, samples  # noqa: E402
@@ -219,15 +219,7 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
     per = _PerMessage(process.pid)
 
     def say_and_wait(agent, person: int, text: str) -> None:
-        account = accounts[agent.pk]
-        key = world.dm_key(account, person)
-        sent = standin.run(world.send, person, key, text)[0]
-        _wait(
-            lambda: any(m.sender == account and m.id > sent.id for m in standin.run(world.history, key)),
-            f"{agent.name}'s reply",
-            log,
-        )
-        _finished(agent, log)
+        telegram_say_and_wait(standin, accounts[agent.pk], agent, person, text, log)
 
     try:
         rss = [_rss_mib(process.pid)]
