@@ -393,7 +393,7 @@ def part_refresh() -> None:
         f"dialog refresh, {REFRESH_AGENTS} agents, {REFRESH_ROUND_TRIP * 1000:.0f} ms round trip, slowest "
         f"pass: {REFRESH_PASS.figure(worst).line()}; median {statistics.median(passes) * 1000:.1f} ms over "
         f"{len(passes)} passes, not compared (serially in the pass as before: {serial:.0f} s once a minute); at most "
-        f"{gateway.steps['dialogs'].refreshes.most_running} refreshes at once "
+        f"{gateway.steps['dialogs'].refreshes.cap.most_running} refreshes at once "
         f"(CINDY_UPKEEP_CONCURRENCY={settings.CINDY_UPKEEP_CONCURRENCY}). Leaves out: Telegram itself "
         "(the sandbox transport with the round trip added)."
     )

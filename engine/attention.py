@@ -62,7 +62,7 @@ from conversations.transport.base import (
 from engine.clients import AgentClient
 from engine.gateway_context import GatewayContext
 from engine.ingest import RECONCILE_LIMIT, _history_after, ingest_history, ingest_updates
-from engine.refresh import refresh_offset
+from engine.refresh import UpkeepCap, refresh_offset
 
 logger = logging.getLogger("engine.gateway")
 
@@ -295,15 +295,7 @@ class AttentionStep:
     def __init__(self, context: GatewayContext) -> None:
         self.context = context
         self.scans: dict[int, ScanState] = {}
-        self.running = 0  # scans past the cap now (tests and benches read it)
-        self.most_running = 0
-        self._semaphore: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
-
-    def _limit(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._semaphore[0] is not loop:
-            self._semaphore = (loop, asyncio.Semaphore(settings.CINDY_UPKEEP_CONCURRENCY))
-        return self._semaphore[1]
+        self.cap = UpkeepCap()
 
     async def run(self) -> bool:
         """Start the unread scans that are due (each in a task of its own); never waits for one."""
@@ -337,13 +329,8 @@ class AttentionStep:
         return started
 
     async def _scan(self, agent_id: int, client: AgentClient, state: ScanState) -> None:
-        async with self._limit():
-            self.running += 1
-            self.most_running = max(self.most_running, self.running)
-            try:
-                await self._scan_now(agent_id, client, state)
-            finally:
-                self.running -= 1
+        async with self.cap.held():
+            await self._scan_now(agent_id, client, state)
 
     async def _scan_now(self, agent_id: int, client: AgentClient, state: ScanState) -> None:
         try:

@@ -15,8 +15,9 @@ next refresh comes at the usual period. A finished refresh that changed somethin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -33,6 +34,31 @@ Job = Callable[[int, AgentClient], Awaitable[bool]]
 #: How far before its beat a clock still counts as on it: the monotonic clock is a float sum of
 #: steps (an injected clock's too), so a step taken on the beat may read a hair before it.
 BEAT_TOLERANCE = 1e-6
+
+
+class UpkeepCap:
+    """At most CINDY_UPKEEP_CONCURRENCY of one step's Telegram jobs at a time (the refreshes of one
+    kind, the unread scans), and how many ran at once (tests and benches read `most_running`). The
+    semaphore belongs to the loop it was made on: a gateway started again in the same process makes
+    a new one."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most_running = 0
+        self._semaphore: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore[0] is not loop:
+            self._semaphore = (loop, asyncio.Semaphore(settings.CINDY_UPKEEP_CONCURRENCY))
+        async with self._semaphore[1]:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+            try:
+                yield
+            finally:
+                self.running -= 1
 
 
 def refresh_offset(agent_id: int, period: float) -> float:
@@ -59,15 +85,7 @@ class Refreshes:
         self.at_connect = at_connect  # the first refresh at once, not at the agent's phase
         self.job = job
         self.states: dict[int, RefreshState] = {}
-        self.running = 0  # refreshes past the semaphore now (tests and benches read it)
-        self.most_running = 0
-        self._semaphore: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
-
-    def _limit(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._semaphore[0] is not loop:
-            self._semaphore = (loop, asyncio.Semaphore(settings.CINDY_UPKEEP_CONCURRENCY))
-        return self._semaphore[1]
+        self.cap = UpkeepCap()
 
     def step(self, clients: dict[int, AgentClient], wakeup: asyncio.Event | None = None) -> bool:
         """Start the refreshes that are due (never waits for one); returns whether refreshes finished
@@ -107,9 +125,7 @@ class Refreshes:
     async def _run(
         self, agent_id: int, client: AgentClient, state: RefreshState, wakeup: asyncio.Event | None
     ) -> None:
-        async with self._limit():
-            self.running += 1
-            self.most_running = max(self.most_running, self.running)
+        async with self.cap.held():
             try:
                 changed = await self.job(agent_id, client)
             except asyncio.CancelledError:
@@ -129,8 +145,6 @@ class Refreshes:
                     "agent %s: %s refresh failed: %r", client.agent.name, self.name, exc
                 )
                 return
-            finally:
-                self.running -= 1
         if changed:
             state.changed = True
             if wakeup is not None:

@@ -64,7 +64,7 @@ def test_a_thousand_agents_scans_keep_their_phases_and_a_few_run_at_once(clock, 
     calls = [c.transport.calls for c in gateway.clients.values()]
     assert min(calls) >= 3 and max(calls) <= 4  # one scan per agent and interval, and the first
     assert _Telegram.most <= CAP  # the rest waited their turn
-    assert step.most_running <= CAP
+    assert step.cap.most_running <= CAP
     # Each agent's next scan is on its own phase, not on the beat of the pass that started its last
     # one (scheduled as "that pass + the interval", they all fell on the passes' six beats).
     phases = {round(state.due % INTERVAL, 3) for state in step.scans.values()}

@@ -86,7 +86,7 @@ def test_a_thousand_slow_accounts_never_hold_up_a_pass(clock, settings):
     assert calls == [1] * AGENTS  # every account once in its period
     # Spread over the minute: about AGENTS / 60 a second, never everyone on the same beat.
     assert max(started) <= 3 * AGENTS / DIALOG_REFRESH_SECONDS
-    assert refreshes.most_running <= 100
+    assert refreshes.cap.most_running <= 100
 
 
 @pytest.mark.django_db
