@@ -230,31 +230,13 @@ def gateway(count: int, traced: bool, env: dict[str, str], root: Path | None, tm
 
 def _accounts(standin, count: int) -> None:
     """`count` Telegram agents, each signed in to the stand-in with a session in the database."""
+    from bench_scale import standin_agent
+
     from agents.models import Agent, AgentLease
-    from agents.telegram_server import STANDIN_DC_ID
-    from agents.telethon_session import DatabaseSession
 
     far = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
     for i in range(Agent.objects.filter(transport="telegram").count(), count + 1):  # one warm-up agent
-        phone = f"+999662{i:04d}"
-        user = standin.run(
-            standin.world.create_user, phone=phone, first_name=f"Mem{i:04d}", username=f"m{i:04d}"
-        )
-        agent = Agent.objects.create(
-            name=f"Mem{i:04d}",
-            phone=phone,
-            instructions="You are a bench agent.",
-            transport="telegram",
-            llm="gemini",
-            telegram_user_id=user.id,
-        )
-        AgentLease.objects.create(
-            agent=agent, holder=GATEWAY, acquired_at=far, heartbeat_at=far, expires_at=far
-        )
-        session = DatabaseSession(agent, gateway_id=GATEWAY)
-        session.set_dc(STANDIN_DC_ID, standin.host, standin.port)
-        session.auth_key = standin.run(standin.authorize, user.id)
-        session.flush()
+        standin_agent(standin, name=f"Mem{i:04d}", phone=f"+999662{i:04d}", holder=GATEWAY, until=far)
     AgentLease.objects.filter(holder=GATEWAY).delete()  # each measurement takes the leases it needs
 
 

@@ -449,32 +449,39 @@ def _telegram_accounts(standin, env: dict[str, str], count: int) -> None:
     from django.conf import settings
 
     from agents.models import Agent, AgentLease
-    from agents.telegram_server import STANDIN_DC_ID
-    from agents.telethon_session import DatabaseSession
 
     settings.CINDY_SESSION_KEY = env["CINDY_SESSION_KEY"]  # the gateway's, to encrypt the keys for it
     holder, far = "bench-signin:1", dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
     for i in range(Agent.objects.filter(transport="telegram").count(), count):
-        phone = f"+999661{i:04d}"  # a test number: its login code is 11111
-        user = standin.run(
-            standin.world.create_user, phone=phone, first_name=f"Tg{i:04d}", username=f"tg{i:04d}"
-        )
-        agent = Agent.objects.create(
-            name=f"Tg{i:04d}",
-            phone=phone,
-            instructions="You are a bench agent.",
-            transport="telegram",
-            llm="gemini",
-            telegram_user_id=user.id,
-        )
-        AgentLease.objects.create(
-            agent=agent, holder=holder, acquired_at=far, heartbeat_at=far, expires_at=far
-        )
-        session = DatabaseSession(agent, gateway_id=holder)
-        session.set_dc(STANDIN_DC_ID, standin.host, standin.port)
-        session.auth_key = standin.run(_signed_in_key, standin, user.id)
-        session.flush()
+        # A test number: its login code is 11111.
+        standin_agent(standin, name=f"Tg{i:04d}", phone=f"+999661{i:04d}", holder=holder, until=far)
     AgentLease.objects.filter(holder=holder).delete()  # the gateway takes its own
+
+
+def standin_agent(standin, *, name: str, phone: str, holder: str, until) -> None:
+    """One Telegram agent signed in to the stand-in: its account (username `name` in lower case),
+    the agent, a lease `holder` keeps until `until` (the session is stored under a held lease), and
+    its database session with a key the stand-in registered for the account."""
+    from agents.models import Agent, AgentLease
+    from agents.telegram_server import STANDIN_DC_ID
+    from agents.telethon_session import DatabaseSession
+
+    user = standin.run(standin.world.create_user, phone=phone, first_name=name, username=name.lower())
+    agent = Agent.objects.create(
+        name=name,
+        phone=phone,
+        instructions="You are a bench agent.",
+        transport="telegram",
+        llm="gemini",
+        telegram_user_id=user.id,
+    )
+    AgentLease.objects.create(
+        agent=agent, holder=holder, acquired_at=until, heartbeat_at=until, expires_at=until
+    )
+    session = DatabaseSession(agent, gateway_id=holder)
+    session.set_dc(STANDIN_DC_ID, standin.host, standin.port)
+    session.auth_key = standin.run(_signed_in_key, standin, user.id)
+    session.flush()
 
 
 def _signed_in_key(standin, user_id: int):
