@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cindy_site.testing.fake_llm import FakeLLMServer
+from engine.lifeline import die_with_parent_hook
 from engine.tests.chaos import ChaosLLM
 from engine.tests.processes import MANAGE, ChildDatabase, child_settings, manage
 
@@ -119,6 +120,7 @@ class Fleet:
             stdout=self.log(name).open("a"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent_hook(),  # a killed test run leaves no gateway behind
         )
 
     def gateway(self, name: str, *, prefix: tuple[str, ...] = (), env: dict | None = None) -> None:

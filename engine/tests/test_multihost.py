@@ -15,18 +15,20 @@ Needs root and `ip netns`; skipped otherwise, saying why. It runs alone, when CI
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
-import secrets
 import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from engine.lifeline import die_with_parent_hook
 from engine.tests.fleet import MARIADB_URL, REDIS_URL, Fleet, mariadb_or_skip, redis_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.multihost]
@@ -41,11 +43,61 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(list(args), capture_output=True, text=True, timeout=30)
 
 
+#: What a run names after itself: namespaces `cindy-<pid>-<n>`, host ends `cv<pid>x<n>h`, and the
+#: variable its forwarders carry, so that a later run knows a killed run's leftovers by the dead pid.
+OWNER_VARIABLE = "CINDY_TEST_NETNS_OWNER"
+NAMESPACE = re.compile(r"cindy-(?:(\d+)-)?[\w-]+")
+HOST_END = re.compile(r"cv(?:(\d+)x)?\w+h")
+
+
+def alive(pid: str | None) -> bool:
+    return bool(pid) and Path(f"/proc/{pid}").exists()
+
+
+def clear_leftovers() -> list[str]:
+    """Remove what a killed run left behind (its namespaces with their processes, its veth ends, its
+    forwarders): left in place, its addresses shadow this run's and a link brought back up routes to
+    the dead run's ends. A run whose test process is alive keeps its own. Returns what was removed."""
+    removed = []
+    for line in run("ip", "netns", "list").stdout.splitlines():
+        ns = line.split()[0] if line.split() else ""
+        match = NAMESPACE.fullmatch(ns)
+        if match is None or alive(match.group(1)):
+            continue
+        for pid in run("ip", "netns", "pids", ns).stdout.split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        run("ip", "netns", "del", ns)
+        removed.append(f"namespace {ns}")
+    for line in run("ip", "-o", "link", "show").stdout.splitlines():
+        dev = line.split(":")[1].strip().split("@")[0]
+        match = HOST_END.fullmatch(dev)
+        if (
+            match is not None
+            and not alive(match.group(1))
+            and SUBNET in run("ip", "-o", "addr", "show", dev).stdout
+        ):
+            run("ip", "link", "del", dev)
+            removed.append(f"link {dev}")
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+            if not command[0].endswith(b"socat") or not any(f"bind={SUBNET}.".encode() in a for a in command):
+                continue
+            owner = re.search(
+                rb"(?:^|\0)" + OWNER_VARIABLE.encode() + rb"=(\d+)", (proc / "environ").read_bytes()
+            )
+            if not alive(owner.group(1).decode() if owner else None):
+                os.kill(int(proc.name), signal.SIGKILL)
+                removed.append(f"forwarder {proc.name}")
+    return removed
+
+
 class Links:
     """One namespace and veth pair per role; socat on each host end forwards to 127.0.0.1."""
 
     def __init__(self) -> None:
-        self.tag = secrets.token_hex(2)
+        self.tag = str(os.getpid())
         self.namespaces: dict[str, str] = {}
         self.host_dev: dict[str, str] = {}
         self.host_ip: dict[str, str] = {}
@@ -55,8 +107,8 @@ class Links:
         for index, role in enumerate(ROLES):
             ns, host_dev, ns_dev = (
                 f"cindy-{self.tag}-{index}",
-                f"cv{self.tag}{index}h",
-                f"cv{self.tag}{index}n",
+                f"cv{self.tag}x{index}h",
+                f"cv{self.tag}x{index}n",
             )
             host_ip, ns_ip = f"{SUBNET}.{4 * index + 1}", f"{SUBNET}.{4 * index + 2}"
             steps = [
@@ -89,7 +141,9 @@ class Links:
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                env=os.environ | {OWNER_VARIABLE: self.tag},
                 start_new_session=True,  # with the children it forks per connection
+                preexec_fn=die_with_parent_hook(),
             )
         )
 
@@ -129,6 +183,13 @@ def links():
         pytest.skip("the multi-host test creates network namespaces (`ip netns add`): it needs root")
     if shutil.which("ip") is None or shutil.which("socat") is None:
         pytest.skip("the multi-host test needs `ip` (iproute2) and `socat` installed")
+    clear_leftovers()
+    in_use = [line for line in run("ip", "-o", "addr").stdout.splitlines() if f" {SUBNET}." in line]
+    if in_use:
+        pytest.fail(
+            f"the addresses {SUBNET}.0/24 are in use on this machine (another multi-host run, or the "
+            f"network's own): {in_use[0].split()[1]}; set CINDY_TEST_NETNS_SUBNET to a free private /24"
+        )
     links = Links()
     try:
         links.create()
