@@ -47,6 +47,23 @@ from bench_engine import _say_and_wait, _wait, make_agent, setup_django  # noqa:
 from figures import Declared, Goal, Statistic, Windows, samples  # noqa: E402
 from processes import stop_process  # noqa: E402
 
+
+def die_with_parent_hook():
+    """Run between fork and exec: the child gets SIGKILL when this process dies (Linux's
+    PR_SET_PDEATHSIG), so a bench stopped with Ctrl-C or killed leaves no gateway or part behind."""
+    import ctypes
+    import signal
+
+    prctl, parent = ctypes.CDLL(None, use_errno=True).prctl, os.getpid()
+
+    def hook() -> None:
+        prctl(1, signal.SIGKILL)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
 AGENTS = 100
 IDLE_SAMPLES = 5
 IDLE_SECONDS = 10.0
@@ -162,6 +179,7 @@ def _start(env: dict[str, str], log: Path) -> subprocess.Popen:
         stdout=log.open("a"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=die_with_parent_hook(),  # a killed bench leaves no gateway behind
     )
     _wait(lambda: AgentLease.objects.count() >= AGENTS, "every lease", log)
     _wait(
@@ -510,6 +528,7 @@ def _start_telegram(env: dict[str, str], count: int, log: Path) -> subprocess.Po
         stdout=log.open("a"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=die_with_parent_hook(),  # a killed bench leaves no gateway behind
     )
     try:
         # 1,000 accounts connect in minutes on two busy cores.
@@ -651,6 +670,7 @@ def run_part(part: str, env: dict[str, str], root: Path | None = None) -> None:
         capture_output=True,
         text=True,
         env=environ,
+        preexec_fn=die_with_parent_hook(),
     )
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     print("\n".join(lines) if lines else f"{part}: failed\n{result.stderr[-2000:]}", flush=True)
@@ -664,6 +684,12 @@ def main() -> None:
     """`bench_scale.py [PART ...] [--against REF [--rounds N]]`: with `--against`, each part runs on a
     checkout of REF (a git worktree in a temporary directory, the same Python environment) and on
     this tree, in turns, N rounds (1 by default): the before and after figures of one run."""
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return
+    unknown = [a for a in sys.argv[1:] if a.startswith("-") and a not in ("--against", "--rounds")]
+    if unknown:
+        sys.exit(f"bench_scale.py: unknown option {unknown[0]} (see --help)")
     wanted = [a for a in sys.argv[1:] if a in PARTS] or list(PARTS)
     against, rounds = _option("--against"), int(_option("--rounds", "1"))
     base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
