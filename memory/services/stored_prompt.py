@@ -4,8 +4,16 @@ Without a budget every entry of a kind goes into every prompt, as in the origina
 with 10,000 memories sends 1.4 million characters per turn and spends most of its CPU building a model
 object per row. With `CINDY_STORED_ENTRIES_BUDGET_CHARS` set (the default), each budgeted kind shows
 the entries the agent used most recently (by `StoredKind.recency_field`: created or last changed) up
-to that many characters, and a line saying how many more are stored. Only rows that can fit are read
-(ORDER BY + LIMIT, `values()` rows), so a turn costs the same at 100 and at 10,000 entries.
+to that many characters, and a line saying how many more are stored.
+
+What a turn reads: rows in the ranking's order (ORDER BY + LIMIT, `values()` rows, never model
+objects), about as many as the budget holds. The first query reads one row more than the budget holds
+of typical entries (ENTRY_GUESS characters, at least BATCH rows), so a kind with no more rows is read
+in that one statement; the fill (`_fill`) stops once MISSES rows in a row do not fit, so the rows past
+the full point cost MISSES entries, not a batch. An agent with 10,000 memories makes three statements
+(those rows, the few written since the history began, the scope's count from an index) and builds
+about 112 entries per turn; one with 100 makes one statement and builds 100 (bench/RESULTS.md,
+"Stored entries under the prompt budget").
 
 The kept set depends only on the stored rows and the history's first message, never on the current
 message, so consecutive turns keep the same prefix: it changes when an entry in it is written or when
