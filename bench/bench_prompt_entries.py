@@ -3,34 +3,40 @@ the prompt budget for stored entries (CINDY_STORED_ENTRIES_BUDGET_CHARS), beside
 it, measured in the same run.
 
 1. For agents with 100, 1,000 and 10,000 memories (each with a 500-message conversation, the default
-   window), it prints the median CPU time of this process to build one planning request (over RUNS runs, the agents taking
-   turns within a run, so a busy machine slows them all alike), the request's size and the size of its
-   `# Global Memories` entries, in three modes:
+   window), it prints the median CPU time of this process to build one planning request (over RUNS
+   runs, the agents and the modes taking turns within a run, so a busy machine slows them all alike),
+   the request's size and the size of its `# Global Memories` entries, in three modes:
    - budget: the default budget;
    - no budget: CINDY_STORED_ENTRIES_BUDGET_CHARS=0, every memory in every prompt, as the original;
    - before: every memory read as a model object (`memory.services.stored.stored_entries_split`), the
-     code this budget replaced.
+     code this budget replaced;
+   - with `--compare REV`, also "budget @REV": the default budget, filled by `memory/services/
+     stored_prompt.py` as it was at git revision REV (loaded from git beside the current one), so a
+     change to how the budget is filled is measured before and after in the same run.
    Goals: with the budget, CPU at 10,000 memories at most FLAT_GOAL times that at 100, and the memories
    within the budget.
 2. Over TURNS consecutive turns of the 10,000-memory agent (a partner message per turn, and a new memory
    stored through the real path every REMEMBER_EVERY turns), the mean and lowest share of each request
    that is a prefix of the previous one. Goal: at least PREFIX_GOAL.
 
-Run: .venv/bin/python bench/bench_prompt_entries.py
+Run: .venv/bin/python bench/bench_prompt_entries.py [--runs N] [--compare REV]
 It builds its own SQLite database in a temporary directory and touches nothing else.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_prompt import setup_django  # noqa: E402
+from bench_prompt import ROOT, setup_django  # noqa: E402
 
 COUNTS = (100, 1_000, 10_000)
 RUNS = 11
@@ -104,14 +110,35 @@ def previous_entries(*, kind, context, boundary, hide_foreign_ids=False, budget=
     return PromptEntries(older, newer)
 
 
+#: "budget @REV" modes: the revision's `stored_prompt_entries` (see `load_revision`).
+REVISIONS: dict[str, object] = {}
+
+
+def load_revision(revision: str):
+    """`memory/services/stored_prompt.py` as it was at git revision `revision`, as a module of its own
+    (the current one stays loaded): its `stored_prompt_entries`."""
+    path = "memory/services/stored_prompt.py"
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{revision}:{path}"], capture_output=True, text=True, check=True
+    ).stdout
+    name = f"stored_prompt_at_{revision}".replace("-", "_").replace("~", "_").replace("^", "_")
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(source, f"{revision}:{path}", "exec"), module.__dict__)
+    return module.stored_prompt_entries
+
+
 def use_mode(mode: str, budget: int) -> None:
     from django.conf import settings
 
     import llm.prompt.sections as sections
     from memory.services.stored_prompt import stored_prompt_entries
 
-    settings.CINDY_STORED_ENTRIES_BUDGET_CHARS = budget if mode == "budget" else 0
-    sections.stored_prompt_entries = previous_entries if mode == "before" else stored_prompt_entries
+    settings.CINDY_STORED_ENTRIES_BUDGET_CHARS = budget if mode.startswith("budget") else 0
+    if mode == "before":
+        sections.stored_prompt_entries = previous_entries
+    else:
+        sections.stored_prompt_entries = REVISIONS.get(mode, stored_prompt_entries)
 
 
 def memories_chars(request) -> int:
@@ -126,20 +153,29 @@ def memories_chars(request) -> int:
     return closing - opening - len("```json\n[\n") - len("\n]") if opening >= 0 else 0
 
 
-def measure(conversations: dict[int, object], mode: str, budget: int) -> dict[int, tuple[float, int, int]]:
+def measure(
+    conversations: dict[int, object], modes: tuple[str, ...], budget: int, runs: int
+) -> dict[str, dict[int, tuple[float, int, int]]]:
+    """Per mode and count: the median CPU, the request's size and its memories' size. The modes take
+    turns within a run, as the agents do, so a change in the machine's load falls on all of them
+    (only modes of like cost: one that builds 10,000 model objects leaves the heap to the next)."""
     from llm.prompt import TurnContext, build_plan_request
     from llm.prompt.metrics import serialize_request
 
-    use_mode(mode, budget)
-    cpu: dict[int, list[float]] = {count: [] for count in conversations}
-    sizes: dict[int, tuple[int, int]] = {}
-    for _ in range(RUNS):
-        for count, conversation in conversations.items():
-            started = time.process_time()
-            request = build_plan_request(conversation, TurnContext(target_message_id=HISTORY - 1))
-            cpu[count].append(time.process_time() - started)
-            sizes[count] = (len(serialize_request(request)), memories_chars(request))
-    return {count: (statistics.median(cpu[count]), *sizes[count]) for count in conversations}
+    cpu: dict[str, dict[int, list[float]]] = {mode: {count: [] for count in conversations} for mode in modes}
+    sizes: dict[str, dict[int, tuple[int, int]]] = {mode: {} for mode in modes}
+    for _ in range(runs):
+        for mode in modes:
+            use_mode(mode, budget)
+            for count, conversation in conversations.items():
+                started = time.process_time()
+                request = build_plan_request(conversation, TurnContext(target_message_id=HISTORY - 1))
+                cpu[mode][count].append(time.process_time() - started)
+                sizes[mode][count] = (len(serialize_request(request)), memories_chars(request))
+    return {
+        mode: {count: (statistics.median(cpu[mode][count]), *sizes[mode][count]) for count in conversations}
+        for mode in modes
+    }
 
 
 def prefix_share(conversation, budget: int) -> tuple[float, float]:
@@ -178,8 +214,16 @@ def prefix_share(conversation, budget: int) -> tuple[float, float]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per figure (default {RUNS})")
+    parser.add_argument("--compare", metavar="REV", help="also fill the budget as git revision REV did")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cindy-bench-") as tmp:
         setup_django(Path(tmp))
+        modes = MODES
+        if args.compare:
+            REVISIONS[f"budget @{args.compare}"] = load_revision(args.compare)
+            modes = (MODES[0], *REVISIONS, *MODES[1:])
         from django.conf import settings
 
         from cindy_site.clock import FakeClock, set_clock
@@ -187,21 +231,25 @@ def main() -> None:
         budget = settings.CINDY_STORED_ENTRIES_BUDGET_CHARS
         set_clock(FakeClock(START + dt.timedelta(days=40)))
         conversations = {count: make_agent(count) for count in COUNTS}
-        print(f"CINDY_STORED_ENTRIES_BUDGET_CHARS={budget:,}; median CPU of {RUNS} runs per figure")
-        figures = {mode: measure(conversations, mode, budget) for mode in MODES}
+        print(f"CINDY_STORED_ENTRIES_BUDGET_CHARS={budget:,}; median CPU of {args.runs} runs per figure")
+        budgeted = tuple(mode for mode in modes if mode.startswith("budget"))
+        figures = measure(conversations, budgeted, budget, args.runs)
+        for mode in modes[len(budgeted) :]:
+            figures |= measure(conversations, (mode,), budget, args.runs)
+        width = max(len(mode) for mode in modes)
         for count in COUNTS:
-            for mode in MODES:
+            for mode in modes:
                 seconds, size, memories = figures[mode][count]
                 print(
-                    f"{count:>6,} memories, {mode:<9}: {seconds * 1000:7.1f} ms CPU per turn, "
+                    f"{count:>6,} memories, {mode:<{width}}: {seconds * 1000:7.1f} ms CPU per turn, "
                     f"prompt {size:>9,} characters, memories {memories:>9,}"
                 )
-        low, high = figures["budget"][COUNTS[0]], figures["budget"][COUNTS[-1]]
-        ratio = high[0] / low[0]
-        print(
-            f"budget: CPU at {COUNTS[-1]:,} memories is {ratio:.2f}x that at {COUNTS[0]:,} "
-            f"(goal: at most {FLAT_GOAL}x; {'met' if ratio <= FLAT_GOAL else 'NOT met'})"
-        )
+        for mode in (MODES[0], *REVISIONS):
+            ratio = figures[mode][COUNTS[-1]][0] / figures[mode][COUNTS[0]][0]
+            print(
+                f"{mode}: CPU at {COUNTS[-1]:,} memories is {ratio:.2f}x that at {COUNTS[0]:,} "
+                f"(goal: at most {FLAT_GOAL}x; {'met' if ratio <= FLAT_GOAL else 'NOT met'})"
+            )
         largest = max(memories for _, _, memories in figures["budget"].values())
         print(
             f"budget: largest memories section {largest:,} characters "

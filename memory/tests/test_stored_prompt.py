@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import pytest
 from django.db import connection
@@ -12,8 +13,9 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent
 from memory.models import Memory, Plan
+from memory.services import stored_prompt
 from memory.services.stored import stored_entries_split
-from memory.services.stored_prompt import BATCH, PREFIX_SHARE, entry_chars, stored_prompt_entries
+from memory.services.stored_prompt import BATCH, MISSES, PREFIX_SHARE, entry_chars, stored_prompt_entries
 from memory.stored_kinds import StoreContext
 
 pytestmark = pytest.mark.django_db
@@ -153,3 +155,97 @@ def test_a_turn_reads_as_many_rows_at_10_000_memories_as_at_300(agent, context):
 
     assert len(few) == len(many)
     assert all("LIMIT" in sql or "COUNT" in sql for sql in many)
+
+
+def the_rule(agent, context, budget: int) -> tuple[list[str], int]:
+    """What `_fill` documents, over every row at once: going down the recency ranking, keep each entry
+    that fits in what is left, until the budget is full or MISSES rows in a row did not fit."""
+    every = stored_prompt_entries(kind="remember", context=context, boundary=None, budget=0).older
+    sizes = {entry["id"]: entry_chars(entry) for entry in every}
+    kept, used, misses = [], 0, 0
+    for memory in Memory.objects.filter(agent=agent).order_by("-updated", "-pk"):
+        if used >= budget or misses >= MISSES:
+            break
+        cost = sizes[memory.entry_id]
+        if used + cost <= budget:
+            kept.append(memory.entry_id)
+            used, misses = used + cost, 0
+        else:
+            misses += 1
+    return sorted(kept), Memory.objects.filter(agent=agent).count() - len(kept)
+
+
+def test_the_choice_is_the_rule_s_however_the_rows_are_read(agent, context, monkeypatch):
+    memories(agent, 60)
+    # Every fifth memory is too long for the budget's last part: a miss, and shorter ones still fit.
+    for i in range(0, 60, 5):
+        Memory.objects.filter(entry_id=f"memory-{i:05d}").update(content="y" * 300)
+    # Far down the ranking, past the misses that end the search, one that would still fit.
+    Memory.objects.filter(entry_id="memory-00002").update(content="ok")
+    budget = 3_000
+
+    shown = stored_prompt_entries(kind="remember", context=context, boundary=None, budget=budget)
+    monkeypatch.setattr(stored_prompt, "BATCH", 3)  # the first query 10 rows, then 3 at a time
+    monkeypatch.setattr(stored_prompt, "ENTRY_GUESS", 10**9)
+    with CaptureQueriesContext(connection) as captured:
+        small = stored_prompt_entries(kind="remember", context=context, boundary=None, budget=budget)
+
+    assert len(captured.captured_queries) > 3
+    assert shown == small
+    every = stored_prompt_entries(kind="remember", context=context, boundary=None, budget=0).older
+    left = int(budget * PREFIX_SHARE) - sum(entry_chars(entry) for entry in shown.older)
+    assert entry_chars(next(e for e in every if e["id"] == "memory-00002")) <= left
+    assert "memory-00002" not in ids(shown.older)
+    assert (sorted(ids(shown.older)), shown.older_left_out) == the_rule(
+        agent, context, int(budget * PREFIX_SHARE)
+    )
+
+
+@pytest.mark.parametrize("long_ones", [MISSES - 1, MISSES])
+def test_it_stops_looking_after_misses_rows_in_a_row_that_do_not_fit(agent, context, long_ones):
+    memories(agent, 1, text="short")
+    # The most recent ones, each too long for the whole budget.
+    memories(agent, long_ones, first=1, text="z" * 2_000)
+
+    shown = stored_prompt_entries(kind="remember", context=context, boundary=None, budget=1_000)
+
+    assert ids(shown.older) == (["memory-00000"] if long_ones < MISSES else [])
+    assert shown.older_left_out == long_ones + 1 - len(shown.older)
+
+
+def test_a_full_budget_reads_misses_rows_past_it_not_a_batch(agent, context):
+    memories(agent, 1_000)
+
+    with CaptureQueriesContext(connection) as captured:
+        shown = stored_prompt_entries(kind="remember", context=context, boundary=None, budget=30_000)
+
+    ranked = [q["sql"] for q in captured.captured_queries if "ORDER BY" in q["sql"]]
+    read = sum(int(re.search(r"LIMIT (\d+)", sql).group(1)) for sql in ranked)
+    assert BATCH < len(shown.older) <= read <= len(shown.older) + 2 * MISSES
+    assert shown.older_left_out == 1_000 - len(shown.older)
+
+
+def test_a_kind_of_batch_rows_is_read_in_one_query(agent, context):
+    memories(agent, BATCH)
+
+    with CaptureQueriesContext(connection) as captured:
+        shown = stored_prompt_entries(
+            kind="remember", context=context, boundary=START + dt.timedelta(days=30), budget=30_000
+        )
+
+    assert len(captured.captured_queries) == 1
+    assert (len(shown.older), shown.older_left_out) == (BATCH, 0)
+
+
+@pytest.mark.parametrize("count", [20, BATCH * 3])  # every row in one query, and the newer ones queried
+def test_entries_written_since_the_boundary_are_kept_newest_written_first(agent, context, count):
+    memories(agent, count)
+    memories(agent, 3, first=10_000, text="Bubbles the starter is fine, " * 4)
+    # Changed last, but written before the other two: the newest written are kept.
+    Memory.objects.filter(entry_id="memory-10000").update(updated=START + dt.timedelta(days=60))
+    boundary = START + dt.timedelta(days=2)
+
+    shown = stored_prompt_entries(kind="remember", context=context, boundary=boundary, budget=2_000)
+
+    assert ids(shown.newer) == ["memory-10001", "memory-10002"]
+    assert shown.newer_left_out == 1
