@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from engine.tests.fleet import REDIS_URL, Fleet, mariadb_or_skip, redis_or_skip
+from engine.tests.fleet import REDIS_URL, Fleet, mariadb_or_skip, mariadb_template, redis_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -24,10 +24,13 @@ LEASE_SECONDS = 6
 
 
 @pytest.fixture
-def fleet(tmp_path, monkeypatch):
+def fleet(request, tmp_path, monkeypatch):
+    template = mariadb_template(request)  # before mariadb_or_skip points DATABASE_URL at MariaDB
     mariadb_or_skip(monkeypatch)
     redis_or_skip()
-    fleet = Fleet(tmp_path, agents=AGENTS, lease_seconds=LEASE_SECONDS, suffix="_placement")
+    fleet = Fleet(
+        tmp_path, agents=AGENTS, lease_seconds=LEASE_SECONDS, suffix="_placement", template=template
+    )
     try:
         yield fleet
     finally:
