@@ -11,14 +11,16 @@ process that has not reloaded yet reads the table when it meets a name its copy 
 from __future__ import annotations
 
 from cindy_site.llm_endpoints import Endpoint, configured_endpoints, stored_endpoints_install
-from llm.models import LLMEndpoint
+from llm.selectors import enabled_endpoints
 
 
 def endpoints_refresh() -> None:
-    """Read the enabled rows again (one query over a handful of rows)."""
-    rows = LLMEndpoint.objects.filter(enabled=True).order_by("name")
+    """Read the enabled rows again (one plain query over a handful of rows: `llm.selectors`)."""
     stored_endpoints_install(
-        [Endpoint(row.name, row.base_url, row.api_key, "admin", row.structured) for row in rows]
+        [
+            Endpoint(name, base_url, api_key, "admin", structured)
+            for name, base_url, api_key, structured in enabled_endpoints()
+        ]
     )
 
 

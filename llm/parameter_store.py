@@ -38,6 +38,7 @@ from conversations.services.activity import record_event
 from llm.endpoint_store import endpoints_refresh
 from llm.models import SiteParameter
 from llm.routing import UnknownModelError, is_default_name, resolve
+from llm.selectors import stored_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -199,9 +200,9 @@ def _load(rows: dict[str, str]) -> None:
 def parameters_refresh() -> None:
     """Read the admin's LLM endpoints (llm/endpoint_store.py: first, since a stored LLM name may route
     to one) and the stored overrides again: a query over a dozen rows each, before every task a worker
-    runs and at every full gateway pass (plain ORM: a fraction of a millisecond at that rate)."""
+    runs and at every full gateway pass (plain SQL: `llm.selectors`)."""
     endpoints_refresh()
-    _load(dict(SiteParameter.objects.order_by("name").values_list("name", "value")))
+    _load(stored_parameters())
 
 
 def refresh_before_task(sender: object = None, **kwargs: Any) -> None:

@@ -15,7 +15,7 @@ from django.db import connection
 
 from cindy_site import rows
 from conversations.models import TaskGraph
-from llm.models import ExplicitCache, LLMCall, ModelPrice, RouteBreaker
+from llm.models import ExplicitCache, LLMCall, LLMEndpoint, ModelPrice, RouteBreaker, SiteParameter
 
 
 def finished_call(*, node_id: int, fingerprint: str) -> LLMCall | None:
@@ -119,3 +119,26 @@ def planning_calls_since(*, conversation_id: int, since: dt.datetime) -> tuple[i
         )
         turns, tokens, cached = cursor.fetchone()
     return int(turns or 0), int(tokens or 0), int(cached or 0)
+
+
+def enabled_endpoints() -> list[tuple[str, str, str, str]]:
+    """(name, base URL, API key, structured) of the enabled `LLMEndpoint` rows, by name: read before
+    every task a worker runs and at every full gateway pass (`llm.endpoint_store.endpoints_refresh`).
+    Measured (one row): the ORM query (`filter(enabled=True).order_by("name")`, model instances)
+    0.16 ms CPU, this 0.014 ms."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT e.name, e.base_url, e.api_key, e.structured "  # noqa: S608
+            f"FROM {rows.table(LLMEndpoint)} e WHERE e.enabled = %s ORDER BY e.name",
+            [True],
+        )
+        return [tuple(row) for row in cursor.fetchall()]
+
+
+def stored_parameters() -> dict[str, str]:
+    """The stored overrides of the global parameters, name → value: read with `enabled_endpoints`
+    (`llm.parameter_store.parameters_refresh`). Measured (no row): the ORM query (`values_list`)
+    0.09 ms CPU, this 0.009 ms."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT p.name, p.value FROM {rows.table(SiteParameter)} p ORDER BY p.name")  # noqa: S608
+        return dict(cursor.fetchall())

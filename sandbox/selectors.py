@@ -251,6 +251,27 @@ def sandbox_members_to_read(*, chat_ids: Sequence[int], user_ids: Sequence[int])
         return [(pk, chat, user, read, bool(marked)) for pk, chat, user, read, marked in cursor.fetchall()]
 
 
+def sandbox_own_reactions(*, chat_ids: Sequence[int], sender_ids: Sequence[int], up_to: int) -> list[tuple]:
+    """(pk, chat id, sender id, message id, reactions) of the messages that `sender_ids` sent in the
+    chats `chat_ids` up to message id `up_to` and that carry reactions, by pk: read with every batch
+    of read marks (`sandbox.transport.batch`: reading a chat reads the reactions on the account's own
+    messages). A message without reactions stores `[]` (the field's default, as `json.dumps` writes
+    it); the caller looks at each reaction, so a row this read keeps needlessly costs nothing.
+    Measured: the ORM query (`exclude(reactions=[]).values_list`) 0.6 ms CPU, this 0.05 ms."""
+    if not chat_ids or not sender_ids:
+        return []
+    names = ("id", "chat_id", "sender_id", "message_id", "reactions")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.id, m.chat_id, m.sender_id, m.message_id, m.reactions "  # noqa: S608
+            f"FROM {rows.table(SandboxMessage)} m WHERE m.chat_id IN ({_in(chat_ids)}) "
+            f"AND m.sender_id IN ({_in(sender_ids)}) AND m.message_id <= %s AND m.reactions <> %s ORDER BY m.id",
+            [*chat_ids, *sender_ids, up_to, "[]"],
+        )
+        found = cursor.fetchall()
+    return [tuple(rows.convert(SandboxMessage, row, names=names)) for row in found]
+
+
 def sandbox_updates_with_chats(*, update_ids: Sequence[int]) -> list[SandboxUpdate]:
     """The updates `update_ids`, oldest first, each with its chat (as `select_related("chat")`): the
     rows of every poll that found something new (`sandbox.transport.updates`). Measured (3 updates): the

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 
 from engine.tests.cast import make_agent
-from llm.models import LLMCall, ModelPrice
-from llm.selectors import finished_call, prices_matching
+from llm.models import LLMCall, LLMEndpoint, ModelPrice, SiteParameter
+from llm.selectors import enabled_endpoints, finished_call, prices_matching, stored_parameters
 
 pytestmark = pytest.mark.django_db
 
@@ -75,3 +75,20 @@ def test_the_price_of_a_model_is_its_longest_prefix_case_and_wildcards_included(
     assert price_for("gemini", "Gemini-3-flash").model_prefix == "Gemini-3"
     assert price_for("gemini", "gemini-3%x").model_prefix == "gemini-3%"
     assert price_for("gemini", "other") is None
+
+
+def test_the_enabled_endpoints_are_read_by_name_and_a_disabled_one_is_left_out():
+    LLMEndpoint.objects.create(name="zeta", base_url="http://z.example/v1", api_key="kz", structured="off")
+    LLMEndpoint.objects.create(name="alpha", base_url="http://a.example/v1")
+    LLMEndpoint.objects.create(name="off", base_url="http://o.example/v1", enabled=False)
+    assert enabled_endpoints() == [
+        ("alpha", "http://a.example/v1", "", "auto"),
+        ("zeta", "http://z.example/v1", "kz", "off"),
+    ]
+
+
+def test_the_stored_parameters_are_each_name_with_its_text():
+    assert stored_parameters() == {}
+    SiteParameter.objects.create(name="CINDY_HISTORY_SIZE", value="80", updated=AT)
+    SiteParameter.objects.create(name="MEDIA_MODEL", value="gemini", updated=AT)
+    assert stored_parameters() == {"CINDY_HISTORY_SIZE": "80", "MEDIA_MODEL": "gemini"}

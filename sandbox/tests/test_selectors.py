@@ -7,11 +7,12 @@ import datetime as dt
 import pytest
 
 from engine.tests.cast import make_agent
-from sandbox.models import SandboxChat, SandboxMember, SandboxUpdate, SandboxUser
+from sandbox.models import SandboxChat, SandboxMember, SandboxMessage, SandboxUpdate, SandboxUser
 from sandbox.selectors import (
     sandbox_chat_messages,
     sandbox_members_among,
     sandbox_message_row,
+    sandbox_own_reactions,
     sandbox_poll_update_ids,
     sandbox_update_window,
     sandbox_update_window_stamp,
@@ -101,6 +102,25 @@ def test_the_members_read_pairs_only_the_asked_accounts_with_the_asked_chats(log
     pairs = sandbox_members_among(chat_ids=[log["dm"].pk, log["group"].pk], user_ids=[me.pk, bob.pk])
     assert sorted(pairs) == sorted([(log["dm"].pk, me.pk), (log["group"].pk, me.pk)])
     assert sandbox_members_among(chat_ids=[], user_ids=[ann.pk]) == []
+
+
+def test_the_own_reactions_read_keeps_the_senders_messages_with_reactions_up_to_the_mark(log):
+    me, ann, dm, group = log["me"], log["ann"], log["dm"], log["group"]
+    thumbs = [{"emoji": "👍", "user_ids": [ann.user_id], "unread": True}]
+
+    def message(chat: SandboxChat, sender: SandboxUser, message_id: int, reactions: list) -> int:
+        return SandboxMessage.objects.create(
+            chat=chat, sender=sender, message_id=message_id, date=NOW, text="hi", reactions=reactions
+        ).pk
+
+    mine = message(dm, me, 1, thumbs)
+    message(dm, me, 2, [])  # no reactions
+    message(dm, ann, 3, thumbs)  # not the account's own
+    message(dm, me, 9, thumbs)  # above the mark
+    in_group = message(group, me, 4, thumbs)
+    found = sandbox_own_reactions(chat_ids=[dm.pk, group.pk], sender_ids=[me.pk], up_to=5)
+    assert found == [(mine, dm.pk, me.pk, 1, thumbs), (in_group, group.pk, me.pk, 4, thumbs)]
+    assert sandbox_own_reactions(chat_ids=[dm.pk], sender_ids=[], up_to=5) == []
 
 
 def test_the_api_and_the_page_show_a_chats_messages_oldest_first_without_media():

@@ -16,9 +16,10 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
+from cindy_site.bulk import update_by_pk
 from conversations.transport.base import InboundMessage
 from sandbox.models import SandboxMember, SandboxMessage
-from sandbox.selectors import sandbox_members_to_read, sandbox_newest_message_ids
+from sandbox.selectors import sandbox_members_to_read, sandbox_newest_message_ids, sandbox_own_reactions
 
 
 def _plain(kind: type, name: str) -> bool:
@@ -107,23 +108,17 @@ class SandboxBatch:
                 for pk, chat_id, user_id, read_up_to, _marked in members
                 if read_up_to < wanted[(chat_id, user_id)]
             }
-            # One UPDATE per mark: a tick's chats are mostly read up to a handful of distinct ids.
-            by_mark: dict[int, list[int]] = {}
-            for pk, mark in behind.items():
-                by_mark.setdefault(mark, []).append(pk)
-            for mark, pks in by_mark.items():
-                SandboxMember.objects.filter(pk__in=pks).update(read_up_to=mark)
+            # One plain UPDATE for every member behind (cindy_site/bulk.py): one ORM `update()` per
+            # distinct mark cost about 0.25 ms of CPU each, in every planning dispatch.
+            update_by_pk(SandboxMember, "read_up_to", behind)
             # Reading a chat clears its unread mark.
             marked = [pk for pk, _chat, _user, _read, unread_mark in members if unread_mark]
             if marked:
                 SandboxMember.objects.filter(pk__in=marked).update(unread_mark=False)
-            # Reading a chat also reads the reactions on the account's own messages.
-            own = (
-                SandboxMessage.objects.filter(
-                    chat_id__in=chats, sender_id__in=users, message_id__lte=max(wanted.values())
-                )
-                .exclude(reactions=[])
-                .values_list("pk", "chat_id", "sender_id", "message_id", "reactions")
+            # Reading a chat also reads the reactions on the account's own messages (plain SQL:
+            # sandbox/selectors.py).
+            own = sandbox_own_reactions(
+                chat_ids=sorted(chats), sender_ids=sorted(users), up_to=max(wanted.values())
             )
             for pk, chat_id, sender_id, message_id, reactions in own:
                 if message_id <= wanted.get((chat_id, sender_id), -1) and any(
