@@ -50,7 +50,11 @@ from processes import stop_process  # noqa: E402
 
 def die_with_parent_hook():
     """Run between fork and exec: the child gets SIGKILL when this process dies (Linux's
-    PR_SET_PDEATHSIG), so a bench stopped with Ctrl-C or killed leaves no gateway or part behind."""
+    PR_SET_PDEATHSIG), so a bench stopped with Ctrl-C or killed leaves no gateway or part behind.
+
+    `engine.lifeline.die_with_parent_hook` does the same for the product, but this script must not
+    import the product: its parts import the measured checkout's packages (`--against`), and an
+    `engine` imported from this tree first would be the one they got."""
     import ctypes
     import signal
 
@@ -693,30 +697,21 @@ def main() -> None:
     wanted = [a for a in sys.argv[1:] if a in PARTS] or list(PARTS)
     against, rounds = _option("--against"), int(_option("--rounds", "1"))
     base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
-    with tempfile.TemporaryDirectory() as tmp:
+    from processes import checkout
+
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         trees: list[tuple[str, Path | None]] = [("this tree", None)]
         if against:
-            before = Path(tmp) / "before"
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(before), against],
-                check=True,
-                capture_output=True,
+            trees.insert(
+                0, (f"before: {against}", stack.enter_context(checkout(ROOT, against, Path(tmp) / "before")))
             )
-            trees.insert(0, (f"before: {against}", before))
-        try:
-            for part in wanted:
-                for turn in range(rounds if against else 1):
-                    for index, (label, root) in enumerate(trees):
-                        if against:
-                            print(f"[{part}, {label}, round {turn + 1} of {rounds}]", flush=True)
-                        path = Path(tmp) / f"{part}-{index}-{turn}.sqlite3"
-                        run_part(part, {**base, "CINDY_SQLITE_PATH": str(path)}, root)
-        finally:
-            if against:
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
-                    capture_output=True,
-                )
+        for part in wanted:
+            for turn in range(rounds if against else 1):
+                for index, (label, root) in enumerate(trees):
+                    if against:
+                        print(f"[{part}, {label}, round {turn + 1} of {rounds}]", flush=True)
+                    path = Path(tmp) / f"{part}-{index}-{turn}.sqlite3"
+                    run_part(part, {**base, "CINDY_SQLITE_PATH": str(path)}, root)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ Leaves out: the stand-in and the fake LLM server (this script's process; their C
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -357,25 +358,16 @@ def main() -> None:
     against = args[args.index("--against") + 1] if "--against" in args else None
     count = int(args[args.index("--agents") + 1]) if "--agents" in args else AGENTS
     base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
-    with tempfile.TemporaryDirectory() as tmp:
+    from processes import checkout
+
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         roots = [(f"before: {against}", against)] if against else []
         roots.append(("this tree", "HEAD"))
-        trees = []
-        try:
-            for index, (label, ref) in enumerate(roots):
-                tree = Path(tmp) / f"tree{index}"
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref],
-                    check=True,
-                    capture_output=True,
-                )
-                trees.append((label, str(tree)))
-            found = _run(count, {**base, "CINDY_SQLITE_PATH": f"{tmp}/bench.sqlite3"}, trees)
-        finally:
-            for _label, tree in trees:
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", tree], capture_output=True
-                )
+        trees = [
+            (label, str(stack.enter_context(checkout(ROOT, ref, Path(tmp) / f"tree{index}"))))
+            for index, (label, ref) in enumerate(roots)
+        ]
+        found = _run(count, {**base, "CINDY_SQLITE_PATH": f"{tmp}/bench.sqlite3"}, trees)
     if found:
         for (label, _tree), figures in zip(trees, found, strict=True):
             _stacks(label, figures)

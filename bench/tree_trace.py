@@ -18,6 +18,7 @@ Run: .venv/bin/python bench/tree_trace.py [--against REF] [--messages N]
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import signal
@@ -205,32 +206,22 @@ def main() -> None:
         return
     against, messages = _option("--against"), int(_option("--messages", str(MESSAGES)))
     root = HERE.parent
-    with tempfile.TemporaryDirectory() as tmp:
+    from processes import checkout
+
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         trees = [("this tree", root, Path(tmp) / "this")]
         if against:
-            checkout = Path(tmp) / "before-tree"
-            subprocess.run(
-                ["git", "-C", str(root), "worktree", "add", "--detach", str(checkout), against],
-                check=True,
-                capture_output=True,
-            )
-            trees.insert(0, (f"before: {against}", checkout, Path(tmp) / "before"))
-        try:
-            for label, tree, out in trees:
-                out.mkdir()
-                env = {**os.environ, "CINDY_BENCH_ROOT": str(tree)}
-                command = [sys.executable, __file__, "--tree", str(out), "--messages", str(messages)]
-                subprocess.run(command, env=env, check=True)
-                summary(label, out)
-            if against:
-                compare(trees[0][2], trees[1][2], "runagents", "ThreadPool")
-                compare(trees[0][2], trees[1][2], "runworkers", "MainThread")
-        finally:
-            if against:
-                subprocess.run(
-                    ["git", "-C", str(root), "worktree", "remove", "--force", str(trees[0][1])],
-                    capture_output=True,
-                )
+            before = stack.enter_context(checkout(root, against, Path(tmp) / "before-tree"))
+            trees.insert(0, (f"before: {against}", before, Path(tmp) / "before"))
+        for label, tree, out in trees:
+            out.mkdir()
+            env = {**os.environ, "CINDY_BENCH_ROOT": str(tree)}
+            command = [sys.executable, __file__, "--tree", str(out), "--messages", str(messages)]
+            subprocess.run(command, env=env, check=True)
+            summary(label, out)
+        if against:
+            compare(trees[0][2], trees[1][2], "runagents", "ThreadPool")
+            compare(trees[0][2], trees[1][2], "runworkers", "MainThread")
 
 
 if __name__ == "__main__":
