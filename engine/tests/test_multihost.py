@@ -54,13 +54,12 @@ def alive(pid: str | None) -> bool:
     return bool(pid) and Path(f"/proc/{pid}").exists()
 
 
-def clear_leftovers() -> list[str]:
+def clear_leftovers() -> None:
     """Remove what a killed run left behind (its namespaces with their processes, its veth ends, its
     forwarders): left in place, its addresses shadow this run's and a link brought back up routes to
-    the dead run's ends. A run whose test process is alive keeps its own. Returns what was removed."""
-    removed = []
+    the dead run's ends. A run whose test process is alive keeps its own."""
     for line in run("ip", "netns", "list").stdout.splitlines():
-        ns = line.split()[0] if line.split() else ""
+        ns = (line.split() or [""])[0]
         match = NAMESPACE.fullmatch(ns)
         if match is None or alive(match.group(1)):
             continue
@@ -68,7 +67,6 @@ def clear_leftovers() -> list[str]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
         run("ip", "netns", "del", ns)
-        removed.append(f"namespace {ns}")
     for line in run("ip", "-o", "link", "show").stdout.splitlines():
         dev = line.split(":")[1].strip().split("@")[0]
         match = HOST_END.fullmatch(dev)
@@ -78,7 +76,6 @@ def clear_leftovers() -> list[str]:
             and SUBNET in run("ip", "-o", "addr", "show", dev).stdout
         ):
             run("ip", "link", "del", dev)
-            removed.append(f"link {dev}")
     for proc in Path("/proc").glob("[0-9]*"):
         with contextlib.suppress(OSError):
             command = (proc / "cmdline").read_bytes().split(b"\0")
@@ -89,8 +86,6 @@ def clear_leftovers() -> list[str]:
             )
             if not alive(owner.group(1).decode() if owner else None):
                 os.kill(int(proc.name), signal.SIGKILL)
-                removed.append(f"forwarder {proc.name}")
-    return removed
 
 
 class Links:
