@@ -19,7 +19,7 @@ import time
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.core.management import call_command
-from django.db import connections
+from django.db import OperationalError, connections
 
 from agents.models import GatewayRequest
 from conversations.models import ActivityEvent, BackfillMark, Conversation, Message, TaskGraph
@@ -227,6 +227,24 @@ def test_a_page_the_gateway_cannot_fetch_fails_the_chat_with_telegram_s_reason(w
     assert not BackfillMark.objects.filter(agent=agent).exists()
 
 
+def _shared_cache_retry(write):
+    """`write`, tried again while SQLite says "database table is locked". On a SQLite run the test
+    database lives in memory with a shared cache, where a connection that meets another's lock
+    fails at once instead of waiting out the busy timeout as a file database's does; this thread
+    and the command's polls meet so now and then. A file database (or MariaDB) never gets here."""
+
+    def tried(**kwargs):
+        for attempt in range(50):
+            try:
+                return write(**kwargs)
+            except OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 49:
+                    raise
+                time.sleep(0.02)  # the other connection's statement ends within milliseconds
+
+    return tried
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_command_backfills_through_a_running_gateway_and_says_what_it_did(chat):
     """`manage.py backfill` as an operator runs it: the command here, and the gateway's request step
@@ -239,10 +257,14 @@ def test_the_command_backfills_through_a_running_gateway_and_says_what_it_did(ch
         await transport.dialogs()
         ready.set()
         while not stop.is_set():
-            claimed = await sync_to_async(requests_claim)(agent_id=agent.pk, holder=GATEWAY)
+            claimed = await sync_to_async(_shared_cache_retry(requests_claim))(
+                agent_id=agent.pk, holder=GATEWAY
+            )
             for request in claimed:
                 result, error = await execute_request(request, transport)
-                await sync_to_async(request_finish)(request_id=request.pk, result=result, error=error)
+                await sync_to_async(_shared_cache_retry(request_finish))(
+                    request_id=request.pk, result=result, error=error
+                )
             if not claimed:
                 await asyncio.sleep(0.05)  # the gateway's idle tick
         await transport.disconnect()
@@ -261,8 +283,12 @@ def test_the_command_backfills_through_a_running_gateway_and_says_what_it_did(ch
     try:
         assert ready.wait(60) and not errors, errors
         out = io.StringIO()
-        call_command("backfill", agent.name, "--days", "120", stdout=out)
-        call_command("backfill", agent.name, "--days", "120", stdout=out)
+        try:
+            call_command("backfill", agent.name, "--days", "120", stdout=out)
+            call_command("backfill", agent.name, "--days", "120", stdout=out)
+        except Exception as exc:
+            # A gateway thread that died leaves the command waiting: its error is the cause.
+            raise AssertionError(f"the gateway thread's errors: {errors!r}") from exc
     finally:
         stop.set()
         thread.join(60)
