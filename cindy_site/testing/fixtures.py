@@ -1,5 +1,5 @@
 """Pytest fixtures shared by the apps: the LLM seam (a FakeLLMServer with every provider pointed at
-it), and the databases migrated once per run (per test process) that the tests starting Cindy's
+it), and the databases migrated once per run (shared by the run's test processes) that the tests starting Cindy's
 processes copy: `migrated_database` on the database the suite runs on, `migrated_sqlite` a SQLite file."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 from django.conf import settings as django_settings
 
 from cindy_site.testing.fake_llm import FakeLLMServer
+from cindy_site.testing.once_per_run import once_per_run
 
 
 @pytest.fixture
@@ -48,21 +49,29 @@ def migrated_database(tmp_path_factory) -> Iterator[object]:
     copies of it (`ChildDatabase.copy_from`, engine/tests/processes.py). Copy it, never write to it."""
     from engine.tests.processes import migrated
 
-    database = migrated(tmp_path_factory.mktemp("migrated"), suffix=f"_migrated_{secrets.token_hex(3)}")
-    try:
+    def make(directory: Path):
+        return migrated(directory, suffix=f"_migrated_{secrets.token_hex(3)}")
+
+    # One migration for the whole run, whatever the number of test processes.
+    with once_per_run(tmp_path_factory, "migrated", make, lambda database: database.drop()) as database:
         yield database
-    finally:
-        database.drop()
 
 
 @pytest.fixture(scope="session")
-def migrated_sqlite(request, tmp_path_factory) -> Path:
+def migrated_sqlite(request, tmp_path_factory) -> Iterator[Path]:
     """A SQLite file with every migration applied, whatever database the suite runs on: a test copies
     it where a child process expects its SQLite database instead of migrating from scratch (seconds of
     CPU each time). On a SQLite run it is `migrated_database`'s file. Copy it, never write to it."""
     if not os.environ.get("DATABASE_URL", "").startswith("mysql"):
-        return request.getfixturevalue("migrated_database").path
-    database = tmp_path_factory.mktemp("migrated-sqlite") / "cindy.sqlite3"
+        yield request.getfixturevalue("migrated_database").path
+        return
+    with once_per_run(tmp_path_factory, "migrated-sqlite", _migrate_sqlite, lambda path: None) as path:
+        yield path
+
+
+def _migrate_sqlite(directory: Path) -> Path:
+    """A SQLite file in `directory` with every migration applied."""
+    database = directory / "cindy.sqlite3"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_CURRENT_TEST")}
     env.update(
         DJANGO_SETTINGS_MODULE="cindy_site.settings",
