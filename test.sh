@@ -115,6 +115,11 @@ case " ${PYTEST_ARGS[*]-} " in
 *) [ "${CINDY_TEST_WORKERS:-2}" = 0 ] || XDIST=(-n "${CINDY_TEST_WORKERS:-2}" --dist loadfile) ;;
 esac
 
+# Bytecode is written and reused: with PYTHONDONTWRITEBYTECODE set (some machines set it), every
+# process the tests start (hundreds of gateways, workers, sites and shells) compiled Cindy's modules
+# afresh, and every test process rewrote and compiled every test module (about 10 s of CPU each).
+unset PYTHONDONTWRITEBYTECODE
+
 set +e
 .venv/bin/python -m pytest ${XDIST[@]+"${XDIST[@]}"} ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"}
 status=$?

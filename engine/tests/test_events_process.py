@@ -61,7 +61,12 @@ def test_a_due_event_fires_exactly_once_across_a_sigkill_and_a_takeover(child, k
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
 
+        held = log.read_text().count("holding agent Wendy")
         process = start_gateway(env, log)  # takes the agent over once the dead one's lease expires
+        # Killed just after firing, the first gateway may have finished the event's turn already:
+        # the waits below then pass at once, and the SIGTERM at the end could reach this gateway
+        # before it set its handler (while Django starts). It has taken over once it holds the agent.
+        wait_for(lambda: log.read_text().count("holding agent Wendy") > held, "the takeover", log)
         wait_for(lambda: "Event fired" in agent_texts(db), "the event's turn", log)
         wait_for(
             lambda: db.query("SELECT status FROM conversations_taskgraph WHERE `trigger` = 'event'")
