@@ -69,8 +69,10 @@ class LiveSite:
             "GEMINI_BASE_URL": llm_url,
             "GOOGLE_GEMINI_API_KEY": "test",
             "DEFAULT_AGENT_LLM": "gemini",
-            "CINDY_TICK_SECONDS": "0.1",
-            "CINDY_IDLE_PASS_SECONDS": "0.1",
+            # Wake-ups bring the gateway at once; the idle pass is only the backstop
+            # (engine/tests/processes.py, child_settings).
+            "CINDY_TICK_SECONDS": "0.2",
+            "CINDY_IDLE_PASS_SECONDS": "0.5",
             # A turn starts this long after the message (3 s by default): still a wait, but short.
             "CINDY_READ_DELAY_SECONDS": "0.5",
             "CINDY_Q_WORKERS": "1",
