@@ -26,10 +26,18 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On a run against a database server (`./test.sh --mariadb`), the tests marked `any_database` are
     skipped with their reason: they touch no test database, or start Cindy on its own embedded SQLite
-    whatever the suite uses, so the SQLite run has already run them as they are."""
+    whatever the suite uses, so the SQLite run has already run them as they are. On the SQLite run,
+    the tests marked `mariadb_run` are, the other way round: their processes use MariaDB either way."""
     from django.conf import settings
 
     if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        on_mariadb = pytest.mark.skip(
+            reason="starts its processes on MariaDB whatever database the suite uses: the MariaDB run "
+            "(./test.sh --mariadb) covers it"
+        )
+        for item in items:
+            if item.get_closest_marker("mariadb_run") is not None:
+                item.add_marker(on_mariadb)
         return
     skip = pytest.mark.skip(
         reason="does the same on any database (no test database, or Cindy on its embedded SQLite): the SQLite run covers it"

@@ -17,7 +17,9 @@ import pytest
 
 from engine.tests.fleet import REDIS_URL, Fleet, mariadb_or_skip, mariadb_template, redis_or_skip
 
-pytestmark = pytest.mark.slow
+# Its fleet is on MariaDB whatever the suite runs on: the MariaDB run, where the fleet copies the
+# run's migrated database, covers it (on the SQLite run it would migrate a MariaDB database of its own).
+pytestmark = [pytest.mark.slow, pytest.mark.mariadb_run]
 
 AGENTS = 30
 LEASE_SECONDS = 6
