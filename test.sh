@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up and run Cindy's test suite.
 #   ./test.sh [--mariadb] [PYTEST ARGS...]
-# The tests run on two processes (pytest-xdist); CINDY_TEST_WORKERS=N changes that, 0 means one.
+# The tests run on four processes (pytest-xdist); CINDY_TEST_WORKERS=N changes that, 0 means one.
 # SQLite by default; --mariadb (or CINDY_TEST_DB=mariadb) runs the same suite on MariaDB at
 # 127.0.0.1:3306 as root without a password, starting the server if it is installed but not running.
 # As root, missing Debian packages (chromium for the browser tests; promtool, from prometheus, to check
@@ -106,13 +106,13 @@ else
     echo "Testing on SQLite"
 fi
 
-# Tests run on CINDY_TEST_WORKERS processes (pytest-xdist; 2 by default, 0 for one process), a test
+# Tests run on CINDY_TEST_WORKERS processes (pytest-xdist; 4 by default, 0 for one process), a test
 # file to a process, unless the arguments choose (-n, -p no:xdist). The files that start real
-# processes are handed out first (cindy_site/testing/longest_first.py), so both processes end together.
+# processes are handed out first (cindy_site/testing/longest_first.py), so the processes end close together.
 XDIST=()
 case " ${PYTEST_ARGS[*]-} " in
 *" -n"* | *"no:xdist"* | *"--numprocesses"*) ;;
-*) [ "${CINDY_TEST_WORKERS:-2}" = 0 ] || XDIST=(-n "${CINDY_TEST_WORKERS:-2}" --dist loadfile) ;;
+*) [ "${CINDY_TEST_WORKERS:-4}" = 0 ] || XDIST=(-n "${CINDY_TEST_WORKERS:-4}" --dist loadfile) ;;
 esac
 
 # Bytecode is written and reused: with PYTHONDONTWRITEBYTECODE set (some machines set it), every
