@@ -71,7 +71,7 @@ class Checkout:
             "DEBUG=true\nSECRET_KEY=service-script-test\nCINDY_SESSION_KEY=service-script-test\n"
             f"CINDY_SQLITE_PATH={self.db}\nCINDY_MEDIA_ROOT={root / 'media'}\n"
             f"GEMINI_BASE_URL={llm_url}\nGOOGLE_GEMINI_API_KEY=test\nDEFAULT_AGENT_LLM=gemini\n"
-            "LLM_MAX_RETRIES=0\nCINDY_TICK_SECONDS=0.05\nCINDY_IDLE_PASS_SECONDS=0.05\n"
+            "LLM_MAX_RETRIES=0\nCINDY_TICK_SECONDS=0.2\nCINDY_IDLE_PASS_SECONDS=0.5\n"
             "CINDY_Q_WORKERS=1\n"
         )
         self.env = {
