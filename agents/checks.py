@@ -5,8 +5,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
+from cindy_site.checks import CINDY
 
-@register()
+
+@register(CINDY)
 def check_telegram_settings(app_configs, **kwargs):
     messages = []
     api_id, api_hash = settings.TELEGRAM_API_ID, settings.TELEGRAM_API_HASH

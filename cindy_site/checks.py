@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, Warning, register
+from django.core.checks import Error, Tags, Warning, register
+
+#: The tag of Cindy's own checks (every app's), so that a command that runs a chosen set of tags
+#: (ENGINE_CHECK_TAGS) still runs them: a check with no tag runs only when all checks do.
+CINDY = "cindy"
+
+#: The checks the gateway and the task workers run as they start: every tag but `urls`. Those load
+#: the URL configuration (the API, the admin and the dashboard's views), which the engine processes
+#: serve none of and, with CINDY_LEAN_ENGINE, otherwise never import: 0.36 s of CPU and 24 MiB of
+#: each process's memory (a gateway started in 79 MiB with them, 54 without). `manage.py check`
+#: and the web process still run them.
+ENGINE_CHECK_TAGS = [
+    value for name, value in vars(Tags).items() if not name.startswith("_") and value != Tags.urls
+] + [CINDY]
 
 
-@register()
+@register(CINDY)
 def check_q_cluster(app_configs, **kwargs):
     errors = []
     q = settings.Q_CLUSTER
@@ -23,7 +36,7 @@ def check_q_cluster(app_configs, **kwargs):
     return errors
 
 
-@register()
+@register(CINDY)
 def check_engine_settings(app_configs, **kwargs):
     messages = []
     if settings.CINDY_TICK_SECONDS <= 0:

@@ -7,10 +7,11 @@ from django.conf import settings
 from django.core.checks import Error, Warning, register
 from django.db import DatabaseError
 
+from cindy_site.checks import CINDY
 from llm.routing import UnknownModelError, fallback_names, resolve
 
 
-@register()
+@register(CINDY)
 def check_llm_names(app_configs, **kwargs):
     """DEFAULT_AGENT_LLM, MEDIA_MODEL, TRANSCRIPTION_MODEL (when set), each CINDY_LLM_FALLBACK name
     and each agent's LLM (and conversation overrides) must be known."""
@@ -64,7 +65,7 @@ def check_llm_names(app_configs, **kwargs):
     return errors
 
 
-@register()
+@register(CINDY)
 def check_llm_call_fits_worker_timeout(app_configs, **kwargs):
     """LLM_TIMEOUT_SECONDS × (LLM_MAX_RETRIES + 1) should not exceed CINDY_Q_TIMEOUT.
 
@@ -89,7 +90,7 @@ def check_llm_call_fits_worker_timeout(app_configs, **kwargs):
     ]
 
 
-@register()
+@register(CINDY)
 def check_image_model(app_configs, **kwargs):
     """CINDY_IMAGE_MODEL (the `image` task's pictures, llm/images.py) must be a Gemini model."""
     hint = "Set CINDY_IMAGE_MODEL to a Gemini image model, e.g. gemini-2.5-flash-image."

@@ -13,6 +13,7 @@ import asyncio
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
+from cindy_site.checks import ENGINE_CHECK_TAGS
 from engine.gateway import Gateway, default_gateway_id
 from engine.placement import fence_database_sessions
 from engine.workers import WorkerProcess
@@ -22,6 +23,8 @@ DEFAULT_CAPACITY = 100
 
 
 class Command(BaseCommand):
+    # Every check but the URL configuration's, which would import what this process never serves.
+    requires_system_checks = ENGINE_CHECK_TAGS
     help = (
         "Drive the agents' Telegram (or sandbox) accounts: ingest messages, run the tick and act. "
         "Also runs the django-q2 task workers unless --no-workers is given."

@@ -7,11 +7,14 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from cindy_site.checks import ENGINE_CHECK_TAGS
 from engine.cluster import GuardedSentinel
 from engine.workers import GATEWAY_ENV
 
 
 class Command(BaseCommand):
+    # Every check but the URL configuration's, which would import what this process never serves.
+    requires_system_checks = ENGINE_CHECK_TAGS
     help = (
         "Run the task workers (django-q2) for LLM planning and media descriptions. Use it instead of "
         "`qcluster`: a worker killed at any point is detected and the pool replaced within a second."
