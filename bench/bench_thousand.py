@@ -355,6 +355,15 @@ def main() -> None:
     """Both trees are checkouts in a temporary directory (this one: its HEAD, as committed when the
     bench starts), measured in turn by one process of this script: the accounts sign in once."""
     args = sys.argv[1:]
+    if "-h" in args or "--help" in args:
+        print(__doc__)
+        return
+    known = {"--against", "--agents"}
+    unknown = [a for a in args[::2] if a not in known] + [a for a in args[1::2] if a.startswith("-")]
+    if unknown or len(args) % 2:
+        sys.exit(
+            f"bench_thousand.py: cannot read {' '.join(args)!r}: use [--against REF] [--agents N] (--help)"
+        )
     against = args[args.index("--against") + 1] if "--against" in args else None
     count = int(args[args.index("--agents") + 1]) if "--agents" in args else AGENTS
     base = {"SECRET_KEY": "bench-only", "CINDY_ENV_FILE": os.devnull, "LOG_LEVEL": "ERROR"}
