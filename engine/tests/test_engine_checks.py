@@ -13,11 +13,12 @@ from django.conf import settings
 from django.core.checks.registry import registry
 
 from cindy_site.checks import CINDY, ENGINE_CHECK_TAGS
+from cindy_site.testing.layering import LAYERS
 
 pytestmark = pytest.mark.any_database
 
-CINDY_APPS = ("agents", "api", "cindy_site", "conversations", "dashboard", "engine", "llm", "media_catalog")
-CINDY_APPS += ("memory", "recall", "sandbox", "telegram", "cwimport")
+#: Cindy's apps, as the layering test places them.
+CINDY_APPS = frozenset(app for layer in LAYERS for app in layer)
 
 
 def _child_env(tmp_path, **extra: str) -> dict[str, str]:
