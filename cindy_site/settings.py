@@ -51,19 +51,22 @@ CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 
 # --- Process role -----------------------------------------------------------------------------
 # The gateway (`runagents`) and the task workers (`runworkers`, or django-q2's `qcluster`) serve no
-# HTTP. With CINDY_LEAN_ENGINE on (the default) they load only what they use: no daphne (its app
-# imports Twisted and OpenSSL, about 24 MiB of each process) and no admin modules (the admin app does
-# not autodiscover them). docs/performance.md, "Memory", lists what these processes must not import.
+# HTTP. With CINDY_LEAN_ENGINE on (the default) they load only what they use: no admin modules (the
+# admin app does not autodiscover them) and no allauth. No process but `runserver` loads daphne's
+# app. docs/performance.md, "Memory", lists what these processes must not import.
 ENGINE_COMMANDS = ("runagents", "runworkers", "qcluster")
 ENGINE_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ENGINE_COMMANDS
+RUNSERVER_PROCESS = len(sys.argv) > 1 and sys.argv[1] == "runserver"
 CINDY_LEAN_ENGINE = env.bool("CINDY_LEAN_ENGINE", default=True)
 LEAN_PROCESS = ENGINE_PROCESS and CINDY_LEAN_ENGINE
 # `runworkers` imports the LLM stack before forking its workers, so their first task is not slowed by it.
 CINDY_PRELOAD_TASK_MODULES = env.bool("CINDY_PRELOAD_TASK_MODULES", default=True)
 
 INSTALLED_APPS = [
-    # daphne's `runserver` for the web process; before staticfiles, whose `runserver` it replaces.
-    *([] if LEAN_PROCESS else ["daphne"]),
+    # daphne's `runserver` (the development web process); before staticfiles, whose `runserver` it
+    # replaces. Only there: its app imports Twisted and pyOpenSSL (about 0.35 s of CPU and 24 MiB), which
+    # no other command uses, and the production web process is daphne itself (`python -m daphne`).
+    *(["daphne"] if RUNSERVER_PROCESS else []),
     "cindy_site",
     "cindy_site.apps.CindyAdminConfig",  # django.contrib.admin on the OTP site
     "django.contrib.auth",

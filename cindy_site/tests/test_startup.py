@@ -204,3 +204,16 @@ def test_each_log_line_is_printed_once_with_its_timestamp(tmp_path):
     lines = [line for line in result.stderr.splitlines() if "probe" in line]
     assert len(lines) == 4, result.stderr
     assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (INFO|WARNING) ", line) for line in lines), lines
+
+
+def test_only_runserver_loads_daphnes_app(tmp_path):
+    """daphne's app (Twisted, pyOpenSSL: about 0.35 s of CPU per start) is there for its `runserver`
+    alone; an operator's other commands start without it."""
+    probe = "import sys; print('daphne.server' in sys.modules, 'twisted' in sys.modules)"
+    shell = run_manage(tmp_path, "shell", "--no-imports", "-c", probe, DEBUG="true")
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.split() == ["False", "False"], shell.stdout
+    runserver = run_manage(tmp_path, "runserver", "--help", DEBUG="true")
+    assert runserver.returncode == 0, runserver.stderr
+    # daphne's runserver, not staticfiles': it serves the dashboard's WebSockets in development.
+    assert "--websocket_handshake_timeout" in runserver.stdout
