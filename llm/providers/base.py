@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import ssl
+import threading
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
@@ -17,6 +19,28 @@ class Embedded:
 
     vectors: list[list[float]]
     input_tokens: int | None
+
+
+_tls_lock = threading.Lock()
+_tls: ssl.SSLContext | None = None
+
+
+def tls_context() -> ssl.SSLContext:
+    """The process's one TLS context, shared by every SDK client it builds (each provider's `_client`).
+
+    Left to themselves, the SDKs build a context for every client and load the CA bundle into it:
+    about 45 ms of CPU each, twice for a google-genai client (its HTTP and its WebSocket transports).
+    A process builds a client per endpoint and key, so a worker whose agents carry keys of their own
+    paid that for each. httpx's defaults, as the SDKs use them: certifi's bundle, or SSL_CERT_FILE or
+    SSL_CERT_DIR when set. A context is safe to share between threads and clients.
+    """
+    global _tls
+    with _tls_lock:
+        if _tls is None:
+            import httpx
+
+            _tls = httpx.create_ssl_context()
+        return _tls
 
 
 class Provider(Protocol):

@@ -15,7 +15,7 @@ from google.genai import models as genai_models
 from google.genai import types
 
 from llm.errors import CacheGone, LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
-from llm.providers.base import Embedded, retry_after_seconds, transport_errors
+from llm.providers.base import Embedded, retry_after_seconds, tls_context, transport_errors
 from llm.request import LLMReply, LLMRequest, Part, Turn, Usage
 
 #: The harm categories the Gemini API accepts; each is set to BLOCK_NONE (personas decide tone).
@@ -45,6 +45,10 @@ def _client(api_key: str, base_url: str, timeout: float) -> genai.Client:
                 timeout=int(timeout * 1000),
                 # Retries are ours (llm.calls), with backoff the tests can observe.
                 retry_options=types.HttpRetryOptions(attempts=1),
+                # The process's shared TLS context (its HTTP clients take `verify`, its WebSocket
+                # transport `ssl`): the SDK would load the CA bundle twice for each client.
+                client_args={"verify": tls_context()},
+                async_client_args={"verify": tls_context(), "ssl": tls_context()},
             )
             client = genai.Client(api_key=api_key, http_options=options)
             _clients[key] = client
