@@ -26,7 +26,7 @@ from typing import Any
 import anthropic
 
 from llm.errors import LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
-from llm.providers.base import retry_after_seconds, tls_context
+from llm.providers.base import retry_after_seconds, sdk_client_options
 from llm.providers.schema import WRAPPED_FIELD, is_wrapped, object_schema
 from llm.request import LLMReply, LLMRequest, Part, Usage
 
@@ -52,14 +52,10 @@ def _client(api_key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            # max_retries=0: retries are ours (llm.calls), with backoff the tests can observe.
             client = anthropic.Anthropic(
-                api_key=api_key,
-                base_url=base_url or None,
-                timeout=timeout,
-                max_retries=0,
-                # The SDK's own HTTP client but with the process's TLS context (llm/providers/base.py).
-                http_client=anthropic.DefaultHttpxClient(verify=tls_context()),
+                **sdk_client_options(
+                    anthropic.DefaultHttpxClient, api_key=api_key, base_url=base_url, timeout=timeout
+                )
             )
             _clients[key] = client
         return client

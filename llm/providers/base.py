@@ -43,6 +43,21 @@ def tls_context() -> ssl.SSLContext:
         return _tls
 
 
+def sdk_client_options(
+    http_client_class: type, *, api_key: str, base_url: str, timeout: float
+) -> dict[str, Any]:
+    """What the OpenAI and the Anthropic SDK clients are built with (their constructors take the same):
+    no retries of the SDK's (retries are ours, `llm.calls`, with backoff the tests can observe), and
+    the SDK's own HTTP client (`http_client_class`, its `DefaultHttpxClient`) on the shared TLS context."""
+    return {
+        "api_key": api_key,
+        "base_url": base_url or None,
+        "timeout": timeout,
+        "max_retries": 0,
+        "http_client": http_client_class(verify=tls_context()),
+    }
+
+
 class Provider(Protocol):
     name: str
 

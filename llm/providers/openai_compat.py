@@ -26,7 +26,7 @@ import openai
 
 from llm.errors import LLMConfigError, LLMError, ModelNotFound, ProviderRetryable
 from llm.legacy_headings import has_task_heading
-from llm.providers.base import Embedded, retry_after_seconds, tls_context
+from llm.providers.base import Embedded, retry_after_seconds, sdk_client_options
 from llm.providers.schema import is_wrapped, object_schema, unwrapped_text
 from llm.request import LLMReply, LLMRequest, Turn, Usage
 
@@ -57,14 +57,10 @@ def _client(api_key: str, base_url: str, timeout: float) -> openai.OpenAI:
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            # max_retries=0: retries are ours (llm.calls), with backoff the tests can observe.
             client = openai.OpenAI(
-                api_key=api_key,
-                base_url=base_url or None,
-                timeout=timeout,
-                max_retries=0,
-                # The SDK's own HTTP client but with the process's TLS context (llm/providers/base.py).
-                http_client=openai.DefaultHttpxClient(verify=tls_context()),
+                **sdk_client_options(
+                    openai.DefaultHttpxClient, api_key=api_key, base_url=base_url, timeout=timeout
+                )
             )
             _clients[key] = client
         return client
