@@ -55,8 +55,10 @@ CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 # admin app does not autodiscover them) and no allauth. No process but `runserver` loads daphne's
 # app. docs/performance.md, "Memory", lists what these processes must not import.
 ENGINE_COMMANDS = ("runagents", "runworkers", "qcluster")
-ENGINE_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ENGINE_COMMANDS
-RUNSERVER_PROCESS = len(sys.argv) > 1 and sys.argv[1] == "runserver"
+#: The management command this process runs ("" for anything else: the ASGI server, a script).
+COMMAND = sys.argv[1] if len(sys.argv) > 1 else ""
+ENGINE_PROCESS = COMMAND in ENGINE_COMMANDS
+RUNSERVER_PROCESS = COMMAND == "runserver"
 CINDY_LEAN_ENGINE = env.bool("CINDY_LEAN_ENGINE", default=True)
 LEAN_PROCESS = ENGINE_PROCESS and CINDY_LEAN_ENGINE
 # `runworkers` imports the LLM stack before forking its workers, so their first task is not slowed by it.
