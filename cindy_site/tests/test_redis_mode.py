@@ -21,10 +21,14 @@ from django_q.brokers import get_broker
 from channels.layers import get_channel_layer
 from asgiref.sync import async_to_sync
 
-broker = get_broker()
+# A queue of its own: gateways and workers that other tests start on this Redis database use the
+# cluster's queue, and a task one of them left there must not be taken for the probe's.
+broker = get_broker(list_key='redis-mode-probe-%d' % os.getpid())
 broker.ping()
+broker.purge_queue()
 broker.enqueue('signed-task-payload')
 task = broker.dequeue()
+broker.delete_queue()
 
 layer = get_channel_layer()
 channel = async_to_sync(layer.new_channel)()

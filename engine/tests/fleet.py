@@ -91,6 +91,13 @@ def redis_or_skip() -> None:
         pytest.skip(f"the placement process tests need Redis at {REDIS_URL} (CINDY_TEST_REDIS_URL): {exc}")
 
 
+def empty_redis() -> None:
+    """Empty the Redis database of this test process (CINDY_TEST_REDIS_URL gives each its own)."""
+    import redis
+
+    redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).flushdb()
+
+
 class Fleet:
     """A migrated MariaDB database with `agents` sandbox agents, an LLM server, and the processes."""
 
@@ -120,6 +127,7 @@ class Fleet:
             "REDIS_URL": REDIS_URL,
         }
         self.processes: dict[str, subprocess.Popen] = {}
+        empty_redis()  # no task a killed fleet left queued reaches this one's workers
         self.names = [f"A{n:03d}" for n in range(agents)]
         if template is not None:
             self.db.copy_from(template)  # a copy of a migrated database: a fraction of a second
@@ -173,6 +181,7 @@ class Fleet:
                 process.wait(10)
         self.llm.stop()
         self.db.drop()
+        empty_redis()  # nor a later test's probe of the queue (cindy_site/tests/test_redis_mode.py)
 
     def logs(self) -> str:
         return "\n".join(
