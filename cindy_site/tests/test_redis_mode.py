@@ -13,9 +13,11 @@ import redis
 REDIS_URL = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 PROBE = """
-import django, os, json
+import django, os, json, sys
 os.environ['DJANGO_SETTINGS_MODULE'] = 'cindy_site.settings'
 django.setup()
+# Loaded by the start itself, on this one thread (conversations/apps.py), not first by some thread later.
+loaded_at_setup = 'redis' in sys.modules and 'redis.asyncio' in sys.modules
 from django.conf import settings
 from django_q.brokers import get_broker
 from channels.layers import get_channel_layer
@@ -35,6 +37,7 @@ channel = async_to_sync(layer.new_channel)()
 async_to_sync(layer.send)(channel, {'type': 'probe', 'n': 1})
 received = async_to_sync(layer.receive)(channel)
 print(json.dumps({
+    'loaded_at_setup': loaded_at_setup,
     'broker': type(broker).__name__,
     'task': task[0][1].decode() if isinstance(task[0][1], bytes) else task[0][1],
     'layer': type(layer).__name__,
@@ -54,6 +57,7 @@ def test_redis_url_moves_the_task_broker_and_the_channel_layer_to_redis():
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+        "loaded_at_setup": True,
         "broker": "Redis",
         "task": "signed-task-payload",
         "layer": "RedisChannelLayer",
