@@ -42,6 +42,22 @@ def fake_llm(settings) -> Iterator[FakeLLMServer]:
         server.stop()
 
 
+def sqlite_child_env(database: Path, **extra: str) -> dict[str, str]:
+    """The environment of a Cindy process a test starts on a SQLite file of its own: this process's
+    environment without the suite's database choice (DATABASE_URL) or pytest's marker, no `.env`
+    file, test keys, then `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_CURRENT_TEST")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="cindy_site.settings",
+        CINDY_ENV_FILE=os.devnull,
+        CINDY_SQLITE_PATH=str(database),
+        SECRET_KEY="test-only",
+        CINDY_SESSION_KEY="test-only",
+    )
+    env.update(extra)
+    return env
+
+
 @pytest.fixture(scope="session")
 def migrated_database(tmp_path_factory) -> Iterator[object]:
     """An empty database with every migration applied, on the database the suite runs on (a SQLite
@@ -72,15 +88,7 @@ def migrated_sqlite(request, tmp_path_factory) -> Iterator[Path]:
 def _migrate_sqlite(directory: Path) -> Path:
     """A SQLite file in `directory` with every migration applied."""
     database = directory / "cindy.sqlite3"
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_CURRENT_TEST")}
-    env.update(
-        DJANGO_SETTINGS_MODULE="cindy_site.settings",
-        CINDY_ENV_FILE=os.devnull,
-        CINDY_SQLITE_PATH=str(database),
-        SECRET_KEY="test-only",
-        CINDY_SESSION_KEY="test-only",
-        LOG_LEVEL="ERROR",
-    )
+    env = sqlite_child_env(database, LOG_LEVEL="ERROR")
     done = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
         cwd=django_settings.BASE_DIR,

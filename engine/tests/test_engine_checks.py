@@ -4,7 +4,6 @@ processes that serve none of them (cindy_site/checks.py, ENGINE_CHECK_TAGS)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -13,23 +12,13 @@ from django.conf import settings
 from django.core.checks.registry import registry
 
 from cindy_site.checks import CINDY, ENGINE_CHECK_TAGS
+from cindy_site.testing.fixtures import sqlite_child_env
 from cindy_site.testing.layering import LAYERS
 
 pytestmark = pytest.mark.any_database
 
 #: Cindy's apps, as the layering test places them.
 CINDY_APPS = frozenset(app for layer in LAYERS for app in layer)
-
-
-def _child_env(tmp_path, **extra: str) -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
-        "CINDY_ENV_FILE": os.devnull,
-        "CINDY_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
-        "SECRET_KEY": "test-only",
-        "CINDY_SESSION_KEY": "test-only",
-        **extra,
-    }
 
 
 def test_every_check_of_cindy_carries_its_tag_so_the_engine_runs_it_too():
@@ -46,7 +35,7 @@ def test_the_gateway_refuses_to_start_on_a_failing_check_of_cindy(tmp_path):
     done = subprocess.run(
         [sys.executable, "manage.py", "runagents"],
         cwd=settings.BASE_DIR,
-        env=_child_env(tmp_path, CINDY_TICK_SECONDS="0"),
+        env=sqlite_child_env(tmp_path / "db.sqlite3", CINDY_TICK_SECONDS="0"),
         capture_output=True,
         text=True,
         timeout=120,
@@ -70,7 +59,7 @@ def test_the_engine_s_checks_leave_the_url_configuration_unloaded(tmp_path, comm
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=settings.BASE_DIR,
-        env=_child_env(tmp_path, DJANGO_SETTINGS_MODULE="cindy_site.settings"),
+        env=sqlite_child_env(tmp_path / "db.sqlite3"),
         capture_output=True,
         text=True,
         timeout=120,

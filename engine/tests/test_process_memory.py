@@ -7,7 +7,6 @@ imported says nothing about a gateway's or a worker's memory.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 from django.conf import settings
 
 from agents.models import Agent
+from cindy_site.testing.fixtures import sqlite_child_env
 from engine.apps import task_providers
 
 #: Modules a gateway or task worker must never import: the web server (daphne, Twisted, pyOpenSSL) and
@@ -24,19 +24,6 @@ from engine.apps import task_providers
 #: for a Telegram agent.
 WEB_ONLY = ("daphne", "twisted", "OpenSSL", "llm.admin_llms", "agents.admin")
 SDKS = ("google.genai", "openai")
-
-
-def _child_env(database: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_CURRENT_TEST")}
-    env.update(
-        DJANGO_SETTINGS_MODULE="cindy_site.settings",
-        PYTHONPATH=str(settings.BASE_DIR),
-        CINDY_ENV_FILE=os.devnull,
-        CINDY_SQLITE_PATH=str(database),
-        SECRET_KEY="test-only",
-        LOG_LEVEL="ERROR",
-    )
-    return env
 
 
 def run_fresh(tmp_path: Path, migrated_sqlite: Path, command: str, body: str, **env: str) -> dict:
@@ -56,7 +43,7 @@ def run_fresh(tmp_path: Path, migrated_sqlite: Path, command: str, body: str, **
         f"{body}\n"
         "print(json.dumps(result))\n"
     )
-    child_env = _child_env(database)
+    child_env = sqlite_child_env(database, PYTHONPATH=str(settings.BASE_DIR), LOG_LEVEL="ERROR")
     child_env.update(CINDY_LEAN_ENGINE="true", CINDY_PRELOAD_TASK_MODULES="true")
     child_env.update(env)
     done = subprocess.run(
