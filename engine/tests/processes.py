@@ -8,6 +8,7 @@ process. Waiting for a child is bounded polling with deadlines, the only way to 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,6 +62,17 @@ class ChildDatabase:
                 )
         else:
             self.path = tmp_path / "cindy.sqlite3"
+        #: The test's one connection for `query` (MariaDB/MySQL): the tests poll with it every 0.1 s
+        #: while they wait for the processes, and a connection each time cost more than the read.
+        self._reader = None
+        self._reader_lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        # Shared between the run's test processes by pickle (once_per_run): without the connection.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_reader", "_reader_lock")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _reader=None, _reader_lock=threading.Lock())
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
@@ -71,19 +84,37 @@ class ChildDatabase:
         return env
 
     def query(self, sql: str) -> list[tuple]:
+        """The rows of `sql`, as committed now (autocommit: each read sees the latest commits)."""
         if self.mysql:
             import MySQLdb
 
-            with MySQLdb.connect(db=self.name, charset="utf8mb4", **self.conn_args) as conn:
-                cursor = conn.cursor()
-                cursor.execute(sql)
-                return list(cursor.fetchall())
+            with self._reader_lock:
+                if self._reader is None:
+                    self._reader = MySQLdb.connect(
+                        db=self.name, charset="utf8mb4", autocommit=True, **self.conn_args
+                    )
+                try:
+                    with self._reader.cursor() as cursor:
+                        cursor.execute(sql)
+                        return list(cursor.fetchall())
+                except MySQLdb.OperationalError:
+                    self._close_reader()  # the next read connects again
+                    raise
         with sqlite3.connect(self.path, timeout=30) as conn:
             return conn.execute(sql).fetchall()
+
+    def _close_reader(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            with contextlib.suppress(Exception):
+                reader.close()
 
     def drop(self) -> None:
         if self.mysql:
             import MySQLdb
+
+            with self._reader_lock:
+                self._close_reader()
 
             with MySQLdb.connect(**self.conn_args) as conn:
                 conn.cursor().execute(f"DROP DATABASE IF EXISTS {self.name}")
