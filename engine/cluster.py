@@ -131,6 +131,7 @@ class GuardedSentinel(Sentinel):
         self.replacements = 0
         self._housekeeping_at: float | None = None  # monotonic; None: run it on the first guard cycle
         self._beat_at: float | None = None  # monotonic; None: write the health row on the first cycle
+        self._counted_at: float | None = None  # monotonic: when busy workers' timeouts were last counted
         self.health_name = f"workers:{host_name()}:{os.getpid()}"
         super().__init__(Event(), Event(), uuid.uuid4(), start=False)
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -227,6 +228,15 @@ class GuardedSentinel(Sentinel):
                         process.timer.get_obj().value -= cycle
                 finally:
                     lock.release()
+
+    def countdown(self, at: float, cycle: float) -> float:
+        """How much to count busy workers' timeouts down by in the round at `at` (monotonic): the time
+        since the last round's count, at most one cycle. A round comes sooner than a cycle when a pool
+        process dies (its sentinel wakes the guard at once); counting a whole cycle each round, as
+        django-q2 does, would then time a busy worker out long before its timeout (a few hundred
+        quick rounds eat CINDY_Q_TIMEOUT), and the guard would kill it as timed out."""
+        last, self._counted_at = self._counted_at, at
+        return cycle if last is None else max(0.0, min(cycle, at - last))
 
     @staticmethod
     def died_in_task(process: Process) -> bool:
@@ -387,7 +397,7 @@ class GuardedSentinel(Sentinel):
             if reason:
                 self.replace_pool(reason)
             else:
-                self.tend_workers(cycle)
+                self.tend_workers(self.countdown(time.monotonic(), cycle))
             if (
                 self._housekeeping_at is None
                 or time.monotonic() - self._housekeeping_at >= HOUSEKEEPING_SECONDS

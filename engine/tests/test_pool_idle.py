@@ -68,6 +68,35 @@ def test_a_busy_worker_s_timeout_is_counted_down_every_cycle(sentinel):
     assert sentinel.guard_pause(Conf.GUARD_CYCLE) == Conf.GUARD_CYCLE
 
 
+class _BusyWorker:
+    """A live pool entry in the middle of a task (its timer counting down)."""
+
+    def __init__(self, timer: float) -> None:
+        self.timer = Value("f", timer)
+
+    def is_alive(self) -> bool:
+        return True
+
+
+def test_a_busy_worker_s_timeout_runs_in_real_time_however_often_the_guard_wakes(sentinel):
+    """Rounds a few milliseconds apart (pool processes dying wake the guard at once) count only the
+    time that passed, never a whole cycle each: the busy worker is not timed out early."""
+    busy = _BusyWorker(306.0)  # CINDY_Q_TIMEOUT 300 and django-q2's 3 s buffer, 3 s of it gone
+    sentinel.pool = [busy]
+    timed_out = []
+    sentinel.reincarnate = timed_out.append
+    at = 1000.0
+    assert sentinel.countdown(at, Conf.GUARD_CYCLE) == Conf.GUARD_CYCLE  # the first round: one cycle
+    for _ in range(1000):  # one second of rounds 1 ms apart: at a cycle each they would eat 500 s
+        at += 0.001
+        sentinel.tend_workers(sentinel.countdown(at, Conf.GUARD_CYCLE))
+    assert timed_out == []
+    assert busy.timer.value == pytest.approx(305.0, abs=0.01)
+    # A long wait (an idle pool's pause) counts as one cycle: a task started meanwhile is counted
+    # from the round after it started, as before.
+    assert sentinel.countdown(at + 30.0, Conf.GUARD_CYCLE) == Conf.GUARD_CYCLE
+
+
 def test_with_a_shared_status_the_guard_writes_it_before_its_entry_expires(sentinel):
     _workers(sentinel, IDLE)
     sentinel._status_shared = True
