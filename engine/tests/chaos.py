@@ -5,12 +5,11 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 from cindy_site.testing.fake_llm import FakeReply, RecordedRequest
-from engine.tests.processes import MANAGE, ChildDatabase, wait_for
+from engine.tests.processes import ChildDatabase, shell_child, wait_for
 
 #: Runs in a `manage.py shell` child: each stdin line "NAME<TAB>TEXT" becomes a sandbox message.
 DRIVER = """
@@ -29,13 +28,7 @@ class Driver:
     """A long-lived child that sends sandbox messages, so a burst costs no process start per message."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, MANAGE, "shell", "--no-imports", "-c", DRIVER],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        self.process = shell_child(env, DRIVER)
 
     def say(self, name: str, text: str) -> None:
         assert self.process.stdin is not None and self.process.stdout is not None

@@ -257,6 +257,18 @@ def manage(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
+def shell_child(env: dict[str, str], code: str) -> subprocess.Popen:
+    """A long-lived `manage.py shell` child running `code`, which serves requests read from its stdin
+    and answers on its stdout: repeated work costs no Python start and Django set-up each time."""
+    return subprocess.Popen(
+        [sys.executable, MANAGE, "shell", "--no-imports", "-c", code],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
 def start_gateway(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen:
     # Its own session, so the SIGKILL below reaches the gateway and its worker child together.
     return subprocess.Popen(

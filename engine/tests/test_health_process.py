@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from engine.tests.processes import MANAGE, group_alive, start_gateway, wait_for, workers_pid
+from engine.tests.processes import MANAGE, group_alive, shell_child, start_gateway, wait_for, workers_pid
 
 pytestmark = pytest.mark.slow
 
@@ -48,13 +48,7 @@ class HealthConsole:
     the states they assert."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, MANAGE, "shell", "--no-imports", "-c", _CONSOLE],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        self.process = shell_child(env, _CONSOLE)
 
     def __call__(self) -> tuple[int, str]:
         assert self.process.stdin and self.process.stdout
