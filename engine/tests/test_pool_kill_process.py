@@ -29,16 +29,14 @@ pytestmark = pytest.mark.slow
 WORKERS = 2
 ROUNDS = 9
 ANSWER_SECONDS = 60
-REDIS_DB = 14
 
 
 def redis_url() -> str:
-    """A Redis database of its own for this test (CINDY_TEST_REDIS_URL's server), emptied; skips
-    without a server."""
+    """This test process's Redis database (CINDY_TEST_REDIS_URL: each xdist process has its own, so
+    no test in another process shares it), emptied; skips without a server."""
     import redis
 
-    base = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15").rsplit("/", 1)[0]
-    url = f"{base}/{REDIS_DB}"
+    url = os.environ.get("CINDY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
     try:
         redis.Redis.from_url(url).flushdb()
     except redis.exceptions.ConnectionError:
