@@ -70,9 +70,12 @@ _CHROMIUM = _SharedChromium()
 
 
 @pytest.fixture(scope="session")
-def _shared_chromium() -> Iterator[_SharedChromium]:
-    # Closed at the latest when the session's fixtures are torn down, before those set up earlier
-    # (the test databases): their teardown must not run beside Playwright's loop.
+def _shared_chromium(django_db_setup) -> Iterator[_SharedChromium]:
+    # Closed at the latest when the session's fixtures are torn down, before the test database's
+    # (set up first, so torn down after, whatever test of the run first asked for either): its
+    # teardown must not run beside Playwright's loop. Without that order a run whose first browser
+    # test came before its first database test, and whose last test used the browser, tore the
+    # database down with Chromium open (SynchronousOnlyOperation).
     try:
         yield _CHROMIUM
     finally:
