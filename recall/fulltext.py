@@ -1,4 +1,6 @@
-"""MariaDB/MySQL: what the FULLTEXT index of `RecallEntry.terms` holds, and what a search asks it.
+"""What the full-text indexes hold of `RecallEntry.terms`, and what a conversation's search asks them.
+
+MariaDB/MySQL (the FULLTEXT index of `terms`):
 
 InnoDB's `MATCH ... AGAINST` reads, for every word of the query, the list of every row of the table
 that holds it and scores them all before any other condition of the statement applies: a search
@@ -18,6 +20,14 @@ Scoped words leave out what InnoDB would ignore as plain words (its default stop
 `innodb_ft_min_token_size`, 3), so a scoped search finds what a plain one would; a word's scoped form
 keeps its first SCOPED_STEM characters, the same in the index and the query, within InnoDB's
 84-character limit.
+
+SQLite (the FTS5 table of migration 0002, whose scope column migration 0009 fills with `terms`): an
+FTS5 match also reads each query word's list over the whole table (70 ms of CPU a search by words at
+1M entries; bench/RESULTS.md), so `terms` holds each word of the text scoped the same way
+(`sqlite_terms`), every word (FTS5 indexes every word), with the scope and the stem joined by an
+`x` (FTS5's unicode61 tokenizer splits at an underscore; a scope key ends in a digit, so the first `x`
+after it ends the key). The text column keeps the plain words, which searches of every entry of an
+agent match.
 """
 
 from __future__ import annotations
@@ -54,3 +64,18 @@ def scoped(key: str, stems: list[str]) -> list[str]:
 def entry_terms(stems: list[str], *, agent_id: int, peer_id: int | None, topic_id: int) -> str:
     """`RecallEntry.terms` of an entry whose text has `stems`: each word plainly, then scoped."""
     return " ".join([*stems, *scoped(scope_key(agent_id, peer_id, topic_id), stems)])
+
+
+#: SQLite: the letter between a scoped word's scope key and its stem (see the module's docstring).
+SQLITE_JOIN = "x"
+
+
+def sqlite_scoped(key: str, stems: list[str]) -> list[str]:
+    """SQLite: the scoped words of `stems` under the scope `key`, every one of them."""
+    return [f"{key}{SQLITE_JOIN}{stem}" for stem in stems]
+
+
+def sqlite_terms(stems: list[str], *, agent_id: int, peer_id: int | None, topic_id: int) -> str:
+    """SQLite: `RecallEntry.terms` of an entry whose text has `stems`: its scoped words only (the
+    FTS5 table indexes the plain words from the text itself)."""
+    return " ".join(sqlite_scoped(scope_key(agent_id, peer_id, topic_id), stems))

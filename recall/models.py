@@ -49,8 +49,8 @@ class RecallEntry(models.Model):
     text = models.TextField()
     terms = models.TextField(
         blank=True,
-        help_text="MariaDB/MySQL: the text's stemmed words, which the FULLTEXT index searches "
-        "(recall.stemming); empty on SQLite, whose FTS5 index stems the text itself",
+        help_text="The text's stemmed words for the full-text index (recall.fulltext): plain "
+        "and prefixed with the entry's scope on MariaDB/MySQL, prefixed on SQLite",
     )
     vector = models.BinaryField(
         null=True,

@@ -2,9 +2,9 @@
 
 One plain statement per database (the full-text syntax has no ORM form): SQLite's FTS5 table
 ranked by its `bm25()`, MariaDB/MySQL's `MATCH ... AGAINST` in natural language mode over the
-stemmed `terms` (a conversation's search asks for its scopes' words, `recall.fulltext`, so that
-InnoDB scores only those scopes' rows). Scores are each database's own relevance (higher is better), comparable within one
-answer, not across databases.
+stemmed `terms`. On both, a conversation's search asks for its scopes' scoped words
+(`recall.fulltext`), so that the index reads only those scopes' rows. Scores are each database's
+own relevance (higher is better), comparable within one answer, not across databases.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.db import connections, router
 from cindy_site import rows
 from conversations.models import Conversation
 from recall.embedding import vectors_enabled
-from recall.fulltext import scope_key, scoped
+from recall.fulltext import scope_key, scoped, sqlite_scoped
 from recall.models import EntryKind, RecallEntry
 from recall.provider_vectors import embeddings_model, nearest_provider_entries
 from recall.similar import FULLTEXT_SHARE, FUSION_DEPTH, fuse, nearest_entries
@@ -234,16 +234,13 @@ def _fulltext(
         )
         params = [against, against, *scope_params, limit]
     else:
-        # Words hold no quotes. The scope words (migration 0002) narrow the match inside the index;
-        # bm25 weighs only the text column.
-        match = (
-            "text : ("
-            + " OR ".join(f'"{word}"' for word in found)
-            + ") AND "
-            + _fts_scope(agent_id, None if other_dms else conversation)
-        )
+        # Words hold no quotes. A conversation's search matches its scopes' scoped words in the
+        # scope column alone (migration 0009, `recall.fulltext`), which the index keeps apart from
+        # every other chat's, and bm25 weighs that column; any other search matches the plain words
+        # of the text column AND the agent's scope word (migration 0002), and bm25 weighs the text.
+        match, weights = _fts_match(agent_id, found, None if other_dms else conversation)
         sql = (
-            f"SELECT {cols}, -bm25({FTS_TABLE}, 1.0, 0.0) AS score FROM {FTS_TABLE} "  # noqa: S608
+            f"SELECT {cols}, -bm25({FTS_TABLE}, {weights}) AS score FROM {FTS_TABLE} "  # noqa: S608
             f"JOIN {table} e ON e.id = {FTS_TABLE}.rowid WHERE {FTS_TABLE} MATCH %s AND {scope} "
             "ORDER BY score DESC, e.id DESC LIMIT %s"
         )
@@ -265,13 +262,19 @@ def _entries_as_hits(scored: list[tuple[int, float]]) -> list[Hit]:
     return [Hit(*by_id[entry_id], score=round(score, 6)) for entry_id, score in scored if entry_id in by_id]
 
 
-def _fts_scope(agent_id: int, conversation: Conversation | None) -> str:
-    """The FTS5 condition on the scope column that the triggers of migration 0002 fill (None: the
-    agent's every entry, which the SQL condition narrows, as for a search across DMs)."""
+def _fts_match(agent_id: int, found: list[str], conversation: Conversation | None) -> tuple[str, str]:
+    """(FTS5 query, bm25 column weights) of a search for the words `found`: with `conversation`,
+    the scoped words of its chat and of the agent's global entries in the scope column; without
+    (None: the agent's every entry, which the SQL condition narrows, as for a search across DMs),
+    the plain words in the text column and the agent's scope word (`a<agent>`, migration 0002)."""
     if conversation is None:
-        return f'scope : "a{agent_id}"'
-    peer = str(conversation.peer_id).replace("-", "n")
-    return f'scope : ("g{agent_id}" OR "c{agent_id}p{peer}t{conversation.topic_id}")'
+        return "text : (" + " OR ".join(
+            f'"{word}"' for word in found
+        ) + f') AND scope : "a{agent_id}"', "1.0, 0.0"
+    stems = list(dict.fromkeys(stem(word) for word in found))
+    wanted = sqlite_scoped(scope_key(agent_id, conversation.peer_id, conversation.topic_id), stems)
+    wanted += sqlite_scoped(scope_key(agent_id, None, 0), stems)
+    return "scope : (" + " OR ".join(f'"{word}"' for word in wanted) + ")", "0.0, 1.0"
 
 
 def _with_conversations(agent_id: int, hits: list[Hit]) -> list[Hit]:

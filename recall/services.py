@@ -22,7 +22,7 @@ from conversations.models import Conversation, Message
 from media_catalog.models import MediaDescription
 from memory.models import Intention, Memory, Note, Plan, Summary
 from recall.embedding import embed, to_blob, vectors_enabled
-from recall.fulltext import entry_terms
+from recall.fulltext import entry_terms, sqlite_terms
 from recall.models import EntryKind, RecallEntry, RecallMediaWait
 from recall.sources import (
     EntryValues,
@@ -34,8 +34,8 @@ from recall.sources import (
 )
 from recall.stemming import terms
 
-#: The columns an upsert writes, in order (`terms`: filled on MariaDB/MySQL only; `vector`: with
-#: CINDY_RECALL_VECTORS on).
+#: The columns an upsert writes, in order (`terms`: the words the full-text index reads besides the
+#: text, `recall.fulltext`; `vector`: with CINDY_RECALL_VECTORS on).
 COLUMNS = (
     "agent_id",
     "conversation_id",
@@ -73,8 +73,10 @@ def _upsert_sql(alias: str, vendor: str, count: int) -> str:
 
 
 def entry_row(connection, e: EntryValues, vector: bytes | None) -> tuple:
-    """The values of `e`'s row, in the order of `COLUMNS` (`terms`, its words plain and scoped,
-    `recall.fulltext`: filled on MariaDB/MySQL only)."""
+    """The values of `e`'s row, in the order of `COLUMNS` (`terms`, `recall.fulltext`: its words plain
+    and scoped on MariaDB/MySQL, scoped on SQLite)."""
+    stems = terms(e.text).split()
+    scope = {"agent_id": e.agent_id, "peer_id": e.peer_id, "topic_id": e.topic_id}
     return (
         e.agent_id,
         e.conversation_id,
@@ -86,9 +88,7 @@ def entry_row(connection, e: EntryValues, vector: bytes | None) -> tuple:
         e.message_id,
         connection.ops.adapt_datetimefield_value(e.date),
         e.text,
-        entry_terms(terms(e.text).split(), agent_id=e.agent_id, peer_id=e.peer_id, topic_id=e.topic_id)
-        if connection.vendor == "mysql"
-        else "",
+        entry_terms(stems, **scope) if connection.vendor == "mysql" else sqlite_terms(stems, **scope),
         vector,
     )
 

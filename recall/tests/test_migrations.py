@@ -48,19 +48,19 @@ def test_the_fulltext_index_is_dropped_and_made_again_with_its_migration():
 
 
 def test_scoped_words_are_written_for_existing_entries_and_dropped_going_back(wendy, say):
-    from recall.fulltext import entry_terms
+    from recall.fulltext import entry_terms, sqlite_terms
     from recall.models import RecallEntry
     from recall.selectors import recall_search
     from recall.stemming import terms
     from recall.tests.conftest import ALICE
 
     chat, _ = say(ALICE, "the lighthouse keeper's weddings")
-    expected = (
-        entry_terms(
-            terms("the lighthouse keeper's weddings").split(), agent_id=wendy.pk, peer_id=ALICE, topic_id=0
-        )
-        if connection.vendor == "mysql"
-        else ""
+    written = entry_terms if connection.vendor == "mysql" else sqlite_terms
+    expected = written(
+        terms("the lighthouse keeper's weddings").split(), agent_id=wendy.pk, peer_id=ALICE, topic_id=0
+    )
+    assert expected.split()[-1] == (
+        f"c{wendy.pk}p{ALICE}t0" + ("_" if connection.vendor == "mysql" else "x") + "wed"
     )
     assert RecallEntry.objects.get().terms == expected
     try:
