@@ -7,8 +7,8 @@
    fused with the vectors (Cindy's default), with the CPU of this process a search and the load
    average. Goal: p95 at most LATENCY_GOAL_MS. The index is written by bulk SQL (`fill`) and grows
    from one size to the next; with --copy-above N, sizes above N are copies of the first N made in
-   the database (`copy_fill`). On MariaDB/MySQL, `--modes previous,...` also times the search by
-   plain words (before `recall/fulltext.py`'s scoped words) on the same table. Then the same
+   the database (`copy_fill`). `--modes previous,...` also times a chat's search by words as it was
+   before `recall/fulltext.py`'s scoped words (plain words, `previous_fulltext`) on the same table. Then the same
    searches across the DMs (`other_dms`: a persona whose "Recall Across Chats" is `DMs`, in one of
    the direct chats, so all of them are in scope): what recall across chats costs a turn
    (`--no-across` leaves it out).
@@ -263,23 +263,40 @@ def latency(
 
 
 def previous_fulltext(agent, chat, query: str) -> list:
-    """MariaDB/MySQL: a conversation's search by words as it was before scoped words
-    (`recall/fulltext.py`): the plain words, which the index still holds, with the scope a
-    condition of the SQL only; timed beside today's search on the same table."""
+    """A conversation's search by words as it was before scoped words (`recall/fulltext.py`;
+    MariaDB/MySQL migration 0008, SQLite 0009), on the same table, timed beside today's: on
+    MariaDB/MySQL the plain words, which the index still holds, with the scope a condition of the
+    SQL only; on SQLite the plain words of the text column AND the chat's scope words in the scope
+    column (migration 0002's), ranked by the text column."""
     from django.db import connection
 
     from recall.selectors import query_words
     from recall.stemming import stem
 
-    against = " ".join(stem(w) for w in query_words(query))
+    found = query_words(query)
+    scope = "e.agent_id = %s AND (e.peer_id IS NULL OR (e.peer_id = %s AND e.topic_id = %s))"
+    params = [agent.pk, chat.peer_id, chat.topic_id]
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT e.id, MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score "
-            "FROM recall_recallentry e WHERE MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) "
-            "AND e.agent_id = %s AND (e.peer_id IS NULL OR (e.peer_id = %s AND e.topic_id = %s)) "
-            "ORDER BY score DESC, e.id DESC LIMIT 10",
-            [against, against, agent.pk, chat.peer_id, chat.topic_id],
-        )
+        if connection.vendor == "mysql":
+            against = " ".join(stem(w) for w in found)
+            cursor.execute(
+                "SELECT e.id, MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score "
+                "FROM recall_recallentry e WHERE MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) "
+                f"AND {scope} ORDER BY score DESC, e.id DESC LIMIT 10",
+                [against, against, *params],
+            )
+        else:
+            peer = str(chat.peer_id).replace("-", "n")
+            match = (
+                "text : (" + " OR ".join(f'"{w}"' for w in found) + ") AND "
+                f'scope : ("g{agent.pk}" OR "c{agent.pk}p{peer}t{chat.topic_id}")'
+            )
+            cursor.execute(
+                "SELECT e.id, -bm25(recall_recallentry_fts, 1.0, 0.0) AS score FROM recall_recallentry_fts "
+                "JOIN recall_recallentry e ON e.id = recall_recallentry_fts.rowid "
+                f"WHERE recall_recallentry_fts MATCH %s AND {scope} ORDER BY score DESC, e.id DESC LIMIT 10",
+                [match, *params],
+            )
         return cursor.fetchall()
 
 
@@ -332,8 +349,8 @@ def main() -> None:
     parser.add_argument(
         "--modes",
         default="fulltext,fused",
-        help="search modes timed, comma separated (MariaDB/MySQL: also 'previous', the search by words "
-        "before scoped words)",
+        help="search modes timed, comma separated (also 'previous', a chat's search by words before "
+        "scoped words)",
     )
     parser.add_argument(
         "--no-across", action="store_true", help="leave out the searches across the agent's DMs"
