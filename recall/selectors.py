@@ -32,6 +32,9 @@ MAX_QUERY_CHARS = 1000
 #: Words of a query beyond this many are ignored (bounds the work of one search).
 MAX_QUERY_WORDS = 32
 FTS_TABLE = "recall_recallentry_fts"
+#: SQLite: how many of the best full-text matches a search reads from the entry table before its
+#: scope's SQL conditions (kinds, the history's bound) apply (`_fts_ranked`).
+FTS_DEPTH = 100
 #: How a search ranks: the rankings fused, words only, meaning only (the local vectors), meaning by
 #: the provider's embeddings only (with CINDY_RECALL_EMBEDDINGS set).
 SEARCH_MODES = ("fused", "fulltext", "vectors", "provider")
@@ -232,27 +235,55 @@ def _fulltext(
             f"FROM {table} e WHERE MATCH(e.terms) AGAINST (%s IN NATURAL LANGUAGE MODE) AND {scope} "
             "ORDER BY score DESC, e.id DESC LIMIT %s"
         )
-        params = [against, against, *scope_params, limit]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [against, against, *scope_params, limit])
+            fetched = cursor.fetchall()
     else:
         # Words hold no quotes. A conversation's search matches its scopes' scoped words in the
         # scope column alone (migration 0009, `recall.fulltext`), which the index keeps apart from
         # every other chat's, and bm25 weighs that column; any other search matches the plain words
         # of the text column AND the agent's scope word (migration 0002), and bm25 weighs the text.
         match, weights = _fts_match(agent_id, found, None if other_dms else conversation)
-        sql = (
-            f"SELECT {cols}, -bm25({FTS_TABLE}, {weights}) AS score FROM {FTS_TABLE} "  # noqa: S608
-            f"JOIN {table} e ON e.id = {FTS_TABLE}.rowid WHERE {FTS_TABLE} MATCH %s AND {scope} "
-            "ORDER BY score DESC, e.id DESC LIMIT %s"
-        )
-        params = [match, *scope_params, limit]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        fetched = cursor.fetchall()
+        fetched = _fts_ranked(connection, cols, match, weights, scope, scope_params, limit)
     hits = []
     for row in fetched:
         values = rows.convert(RecallEntry, row[:-1], names=_NAMES, using=connection.alias)
         hits.append(Hit(*values, score=round(float(row[-1]), 6)))
     return hits
+
+
+def _fts_ranked(connection, cols: str, match: str, weights: str, scope: str, scope_params: list, limit: int):
+    """SQLite: the rows (`cols`, then the score) of the `limit` best FTS5 matches of `match` that
+    meet the SQL condition `scope`, best first.
+
+    FTS5 ranks its matches alone first, and the entry table is read for its FTS_DEPTH best only
+    (or `limit`, if more), which are then held to `scope`: joined and filtered before the ranking,
+    every match cost a read of the entry table (at 1M entries, a chat's search for common words
+    matches up to 16,000 rows: 48 ms of CPU a search, 26 ranked first; bench/RESULTS.md). The
+    answer is the same: when fewer than `limit` of the best meet `scope` while there were more
+    matches, every match is joined and filtered, as before."""
+    table = rows.table(RecallEntry, using=connection.alias)
+    ranked = (
+        f"SELECT rowid, -bm25({FTS_TABLE}, {weights}) AS score FROM {FTS_TABLE} "  # noqa: S608
+        f"WHERE {FTS_TABLE} MATCH %s ORDER BY score DESC, rowid DESC"
+    )
+    depth = max(limit, FTS_DEPTH)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {cols}, f.score, ({scope}) FROM ({ranked} LIMIT %s) f "  # noqa: S608
+            f"JOIN {table} e ON e.id = f.rowid ORDER BY f.score DESC, e.id DESC",
+            [*scope_params, match, depth],
+        )
+        fetched = cursor.fetchall()
+        kept = [row[:-1] for row in fetched if row[-1]]
+        if len(kept) >= limit or len(fetched) < depth:
+            return kept[:limit]
+        cursor.execute(
+            f"SELECT {cols}, f.score FROM ({ranked}) f JOIN {table} e ON e.id = f.rowid "  # noqa: S608
+            f"WHERE {scope} ORDER BY f.score DESC, e.id DESC LIMIT %s",
+            [match, *scope_params, limit],
+        )
+        return cursor.fetchall()
 
 
 def _entries_as_hits(scored: list[tuple[int, float]]) -> list[Hit]:

@@ -167,10 +167,36 @@ def test_a_group_with_a_negative_peer_id_recalls_its_own_messages(wendy, say):
 
 
 def test_a_text_that_spells_another_chat_s_scoped_word_is_not_found_there(wendy, say):
-    # MariaDB indexes each word also prefixed with its chat (recall/fulltext.py); a text cannot
-    # write another chat's prefixed word, since an underscore splits words.
+    # Each word is indexed also prefixed with its chat (recall/fulltext.py). On MariaDB a text cannot
+    # write another chat's prefixed word, since an underscore splits words; on SQLite the prefix
+    # joins with an `x`, and a text's word that spells another chat's is prefixed with its own chat.
     say(ALICE, f"c{wendy.pk}p{BOB}t0_secret and g{wendy.pk}_secret")
+    say(ALICE, f"c{wendy.pk}p{BOB}t0xsecret and g{wendy.pk}xsecret c{wendy.pk}p{BOB}t0xhidden")
     bob, _ = say(BOB, "hello")
 
-    assert recall_search(agent_id=wendy.pk, query="secret", conversation=bob, mode="fulltext") == []
+    for query in ("secret", "hidden", f"c{wendy.pk}p{BOB}t0xsecret", f"g{wendy.pk}xsecret"):
+        assert recall_search(agent_id=wendy.pk, query=query, conversation=bob, mode="fulltext") == []
     assert len(recall_search(agent_id=wendy.pk, query="secret", mode="fulltext")) == 1
+
+
+def test_the_best_matches_outside_a_turn_s_history_are_found_however_many_newer_ones_rank_first(
+    wendy, say, monkeypatch
+):
+    # SQLite ranks the full-text matches before it reads the entry table for the best FTS_DEPTH of
+    # them; when the history's bound leaves out all of those, every match is ranked again.
+    from recall import selectors
+
+    monkeypatch.setattr(selectors, "FTS_DEPTH", 3)
+    chat, _ = say(ALICE, "the lighthouse keeper retired")
+    for _ in range(5):
+        say(ALICE, "lighthouse")
+
+    found = recall_search(
+        agent_id=wendy.pk, query="lighthouse", conversation=chat, mode="fulltext", limit=1, messages_before=2
+    )
+    everything = recall_search(
+        agent_id=wendy.pk, query="lighthouse", conversation=chat, mode="fulltext", limit=4
+    )
+
+    assert _texts(found) == ["the lighthouse keeper retired"]
+    assert [h.message_id for h in everything] == [6, 5, 4, 3]
