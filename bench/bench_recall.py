@@ -225,14 +225,21 @@ def fulltext_create() -> None:
 
 def empty_index() -> None:
     """Forget every recall entry (TRUNCATE on MariaDB/MySQL: a DELETE of a million rows with a
-    FULLTEXT index takes minutes)."""
+    FULLTEXT index takes minutes). InnoDB refuses to truncate a table that a foreign key names
+    (the provider vectors' table names the entries'), even an empty one: both are truncated with
+    the checks off."""
     from django.db import connection
 
-    from recall.models import RecallEntry
+    from recall.models import RecallEntry, RecallProviderVector
 
     if connection.vendor == "mysql":
         with connection.cursor() as cursor:
-            cursor.execute("TRUNCATE TABLE recall_recallentry")
+            cursor.execute("SET FOREIGN_KEY_CHECKS = 0")
+            try:
+                cursor.execute(f"TRUNCATE TABLE {RecallProviderVector._meta.db_table}")
+                cursor.execute("TRUNCATE TABLE recall_recallentry")
+            finally:
+                cursor.execute("SET FOREIGN_KEY_CHECKS = 1")
     else:
         RecallEntry.objects.all().delete()
 
@@ -372,6 +379,13 @@ def main() -> None:
         from django.db import connection
 
         print(f"database: {connection.vendor}", flush=True)
+        if connection.vendor == "mysql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT @@innodb_buffer_pool_size")
+                (pool,) = cursor.fetchone()
+            # At 1M entries the table and its FULLTEXT index are over 1 GB: the search's cost
+            # depends on how much of them the server holds in memory.
+            print(f"InnoDB buffer pool: {int(pool) // 2**20:,} MiB", flush=True)
         if args.only != "quality":
             latency_and_ingest(
                 sizes,
