@@ -27,18 +27,25 @@ def _scope(row: str) -> str:
     )
 
 
-SQLITE_CREATE = [
-    f"CREATE VIRTUAL TABLE {FTS} USING fts5(text, scope, content='', "
-    "tokenize='porter unicode61 remove_diacritics 2')",
-    f"CREATE TRIGGER {TABLE}_ai AFTER INSERT ON {TABLE} BEGIN "
-    f"INSERT INTO {FTS}(rowid, text, scope) VALUES (new.id, new.text, {_scope('new')}); END",
-    f"CREATE TRIGGER {TABLE}_ad AFTER DELETE ON {TABLE} BEGIN "
-    f"INSERT INTO {FTS}({FTS}, rowid, text, scope) VALUES ('delete', old.id, old.text, {_scope('old')}); END",
-    f"CREATE TRIGGER {TABLE}_au AFTER UPDATE ON {TABLE} BEGIN "
-    f"INSERT INTO {FTS}({FTS}, rowid, text, scope) VALUES ('delete', old.id, old.text, {_scope('old')}); "
-    f"INSERT INTO {FTS}(rowid, text, scope) VALUES (new.id, new.text, {_scope('new')}); END",
-    f"INSERT INTO {FTS}(rowid, text, scope) SELECT id, text, {_scope(TABLE)} FROM {TABLE}",
-]
+def sqlite_create(scope=_scope, update_of: str = "") -> list[str]:
+    """The FTS table and its triggers, filled from the entry table: the scope column made by
+    `scope(row)`; the update trigger fires on updates of the columns `update_of` names (" OF a, b"),
+    or on every update (migration 0009 makes them again with its own scope column)."""
+    return [
+        f"CREATE VIRTUAL TABLE {FTS} USING fts5(text, scope, content='', "
+        "tokenize='porter unicode61 remove_diacritics 2')",
+        f"CREATE TRIGGER {TABLE}_ai AFTER INSERT ON {TABLE} BEGIN "
+        f"INSERT INTO {FTS}(rowid, text, scope) VALUES (new.id, new.text, {scope('new')}); END",
+        f"CREATE TRIGGER {TABLE}_ad AFTER DELETE ON {TABLE} BEGIN "
+        f"INSERT INTO {FTS}({FTS}, rowid, text, scope) VALUES ('delete', old.id, old.text, {scope('old')}); END",
+        f"CREATE TRIGGER {TABLE}_au AFTER UPDATE{update_of} ON {TABLE} BEGIN "
+        f"INSERT INTO {FTS}({FTS}, rowid, text, scope) VALUES ('delete', old.id, old.text, {scope('old')}); "
+        f"INSERT INTO {FTS}(rowid, text, scope) VALUES (new.id, new.text, {scope('new')}); END",
+        f"INSERT INTO {FTS}(rowid, text, scope) SELECT id, text, {scope(TABLE)} FROM {TABLE}",
+    ]
+
+
+SQLITE_CREATE = sqlite_create()
 SQLITE_DROP = [
     f"DROP TRIGGER IF EXISTS {TABLE}_ai",
     f"DROP TRIGGER IF EXISTS {TABLE}_ad",

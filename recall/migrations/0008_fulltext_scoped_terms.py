@@ -14,15 +14,18 @@ BATCH = 2000
 TABLE = "recall_recallentry"
 
 
-def _rewrite(schema_editor, terms_of) -> None:
+def rewrite(schema_editor, terms_of, *, vendor: str = "mysql", column: str = "terms") -> None:
+    """Write every entry's `terms` as `terms_of(id, agent_id, peer_id, topic_id, <column>)` gives
+    them, BATCH rows a transaction, on the database `vendor` only (migration 0009 does SQLite's
+    from the text)."""
     connection = schema_editor.connection
-    if connection.vendor != "mysql":
+    if connection.vendor != vendor:
         return
     last = 0
     while True:
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT id, agent_id, peer_id, topic_id, terms FROM {TABLE} WHERE id > %s ORDER BY id LIMIT %s",  # noqa: S608
+                f"SELECT id, agent_id, peer_id, topic_id, {column} FROM {TABLE} WHERE id > %s ORDER BY id LIMIT %s",  # noqa: S608
                 [last, BATCH],
             )
             found = cursor.fetchall()
@@ -46,11 +49,11 @@ def _plain(row) -> str:
 
 
 def forward(apps, schema_editor) -> None:
-    _rewrite(schema_editor, _scoped)
+    rewrite(schema_editor, _scoped)
 
 
 def backward(apps, schema_editor) -> None:
-    _rewrite(schema_editor, _plain)
+    rewrite(schema_editor, _plain)
 
 
 class Migration(migrations.Migration):

@@ -3,12 +3,12 @@
 conversation's search matches only its own chat's and the agent's global rows in the index instead
 of reading each word's list over the whole table.
 
-Forward: the triggers and the FTS table go, every entry's `terms` is written (BATCH rows a
-statement, without triggers), then the table and its triggers are made again (the update trigger
-also fires when `terms` changes) and filled. Backward: the same with empty `terms` and the
-triggers of migrations 0002 and 0006. MariaDB/MySQL, whose `terms` migration 0008 wrote, has
-nothing to do. A later migration that makes SQLite rebuild `recall_recallentry` must make these
-triggers again (`SQLITE_CREATE`).
+Forward: the triggers and the FTS table go, every entry's `terms` is written from its text
+(2,000 rows at a time, as migration 0008 wrote MariaDB's, without triggers), then the table and its
+triggers are made again (the update trigger also fires when `terms` changes) and filled. Backward:
+the same with empty `terms` and the triggers of migrations 0002 and 0006. MariaDB/MySQL, whose
+`terms` migration 0008 wrote, has nothing to do. A later migration that makes SQLite rebuild
+`recall_recallentry` must make these triggers again (`SQLITE_CREATE`).
 """
 
 import importlib
@@ -20,9 +20,9 @@ from recall.stemming import terms
 
 first = importlib.import_module("recall.migrations.0002_fulltext")
 narrowed = importlib.import_module("recall.migrations.0006_vector_update_trigger")
+scoped_words = importlib.import_module("recall.migrations.0008_fulltext_scoped_terms")
 
 FTS, TABLE = first.FTS, first.TABLE
-BATCH = 2000
 
 
 def _scope(row: str) -> str:
@@ -31,36 +31,7 @@ def _scope(row: str) -> str:
     return f"{first._scope(row)} || ' ' || {row}.terms"
 
 
-SQLITE_CREATE = [
-    f"CREATE VIRTUAL TABLE {FTS} USING fts5(text, scope, content='', "
-    "tokenize='porter unicode61 remove_diacritics 2')",
-    f"CREATE TRIGGER {TABLE}_ai AFTER INSERT ON {TABLE} BEGIN "
-    f"INSERT INTO {FTS}(rowid, text, scope) VALUES (new.id, new.text, {_scope('new')}); END",
-    f"CREATE TRIGGER {TABLE}_ad AFTER DELETE ON {TABLE} BEGIN "
-    f"INSERT INTO {FTS}({FTS}, rowid, text, scope) VALUES ('delete', old.id, old.text, {_scope('old')}); END",
-    f"CREATE TRIGGER {TABLE}_au AFTER UPDATE OF text, terms, agent_id, peer_id, topic_id ON {TABLE} BEGIN "
-    f"INSERT INTO {FTS}({FTS}, rowid, text, scope) VALUES ('delete', old.id, old.text, {_scope('old')}); "
-    f"INSERT INTO {FTS}(rowid, text, scope) VALUES (new.id, new.text, {_scope('new')}); END",
-    f"INSERT INTO {FTS}(rowid, text, scope) SELECT id, text, {_scope(TABLE)} FROM {TABLE}",
-]
-
-
-def _rewrite(connection, terms_of) -> None:
-    last = 0
-    with connection.cursor() as cursor:
-        while True:
-            cursor.execute(
-                f"SELECT id, agent_id, peer_id, topic_id, text FROM {TABLE} WHERE id > %s ORDER BY id LIMIT %s",  # noqa: S608
-                [last, BATCH],
-            )
-            found = cursor.fetchall()
-            if not found:
-                return
-            cursor.executemany(
-                f"UPDATE {TABLE} SET terms = %s WHERE id = %s",  # noqa: S608
-                [(terms_of(row), row[0]) for row in found],
-            )
-            last = found[-1][0]
+SQLITE_CREATE = first.sqlite_create(_scope, " OF text, terms, agent_id, peer_id, topic_id")
 
 
 def _scoped(row) -> str:
@@ -73,7 +44,7 @@ def forward(apps, schema_editor) -> None:
         return
     for statement in first.SQLITE_DROP:
         schema_editor.execute(statement)
-    _rewrite(schema_editor.connection, _scoped)
+    scoped_words.rewrite(schema_editor, _scoped, vendor="sqlite", column="text")
     for statement in SQLITE_CREATE:
         schema_editor.execute(statement)
 
