@@ -2,8 +2,9 @@
 
 One `RecallEntry` per message, summary, memory, note, intention, plan and document section. The
 full-text index over it is made per database by migration 0002: an FTS5 table kept in step by
-triggers on SQLite, an InnoDB FULLTEXT index on `terms` (each word plain and prefixed with its
-scope, `recall/fulltext.py`) on MariaDB/MySQL.
+triggers on SQLite (the text, and `terms`, each word prefixed with its scope, in its scope column:
+migration 0009), an InnoDB FULLTEXT index on `terms` (each word plain and prefixed with its scope)
+on MariaDB/MySQL; `recall/fulltext.py` says why.
 """
 
 from __future__ import annotations
