@@ -277,6 +277,7 @@ def previous_fulltext(agent, chat, query: str) -> list:
     column (migration 0002's), ranked by the text column."""
     from django.db import connection
 
+    from recall.fulltext import scope_key
     from recall.selectors import query_words
     from recall.stemming import stem
 
@@ -293,10 +294,10 @@ def previous_fulltext(agent, chat, query: str) -> list:
                 [against, against, *params],
             )
         else:
-            peer = str(chat.peer_id).replace("-", "n")
+            scopes = (scope_key(agent.pk, None, 0), scope_key(agent.pk, chat.peer_id, chat.topic_id))
             match = (
                 "text : (" + " OR ".join(f'"{w}"' for w in found) + ") AND "
-                f'scope : ("g{agent.pk}" OR "c{agent.pk}p{peer}t{chat.topic_id}")'
+                "scope : (" + " OR ".join(f'"{key}"' for key in scopes) + ")"
             )
             cursor.execute(
                 "SELECT e.id, -bm25(recall_recallentry_fts, 1.0, 0.0) AS score FROM recall_recallentry_fts "

@@ -198,7 +198,7 @@ def _fulltext(
     other_dms: bool = False,
 ) -> list[Hit]:
     connection = connections[router.db_for_read(RecallEntry)]
-    table = rows.table(RecallEntry)
+    table = rows.table(RecallEntry, using=connection.alias)
     cols = ", ".join(f"e.{connection.ops.quote_name(RecallEntry._meta.get_field(n).column)}" for n in _NAMES)
     scope, scope_params = "e.agent_id = %s", [agent_id]
     other_dms = other_dms and conversation is not None
@@ -244,7 +244,7 @@ def _fulltext(
         # every other chat's, and bm25 weighs that column; any other search matches the plain words
         # of the text column AND the agent's scope word (migration 0002), and bm25 weighs the text.
         match, weights = _fts_match(agent_id, found, None if other_dms else conversation)
-        fetched = _fts_ranked(connection, cols, match, weights, scope, scope_params, limit)
+        fetched = _fts_ranked(connection, table, cols, match, weights, scope, scope_params, limit)
     hits = []
     for row in fetched:
         values = rows.convert(RecallEntry, row[:-1], names=_NAMES, using=connection.alias)
@@ -252,9 +252,11 @@ def _fulltext(
     return hits
 
 
-def _fts_ranked(connection, cols: str, match: str, weights: str, scope: str, scope_params: list, limit: int):
-    """SQLite: the rows (`cols`, then the score) of the `limit` best FTS5 matches of `match` that
-    meet the SQL condition `scope`, best first.
+def _fts_ranked(
+    connection, table: str, cols: str, match: str, weights: str, scope: str, scope_params: list, limit: int
+):
+    """SQLite: the rows (`cols` of the entry table `table`, then the score) of the `limit` best FTS5
+    matches of `match` that meet the SQL condition `scope`, best first.
 
     FTS5 ranks its matches alone first, and the entry table is read for its FTS_DEPTH best only
     (or `limit`, if more), which are then held to `scope`: joined and filtered before the ranking,
@@ -262,7 +264,6 @@ def _fts_ranked(connection, cols: str, match: str, weights: str, scope: str, sco
     matches up to 16,000 rows: 48 ms of CPU a search, 26 ranked first; bench/RESULTS.md). The
     answer is the same: when fewer than `limit` of the best meet `scope` while there were more
     matches, every match is joined and filtered, as before."""
-    table = rows.table(RecallEntry, using=connection.alias)
     ranked = (
         f"SELECT rowid, -bm25({FTS_TABLE}, {weights}) AS score FROM {FTS_TABLE} "  # noqa: S608
         f"WHERE {FTS_TABLE} MATCH %s ORDER BY score DESC, rowid DESC"
