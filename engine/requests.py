@@ -165,12 +165,18 @@ def request_forget_secrets(*, request_id: int) -> None:
         GatewayRequest.objects.filter(pk=request_id).update(params=_without_secrets(request.params))
 
 
-def mute_requests_pending(*, agent_id: int) -> list[int]:
-    """Peers whose mute change waits for (or runs in) the gateway."""
+def mute_requests_pending(*, agent_id: int, since: dt.datetime | None = None) -> list[int]:
+    """Peers whose mute change waits for (or runs in) the gateway, or finished at or after `since`.
+
+    A dialog list read before a mute change reached Telegram shows the old state; `since` (when the
+    list's read began) names the changes it may not show."""
+    unfinished = Q(status__in=[Status.PENDING, Status.RUNNING])
     return [
         int(params.get("peer_id", 0))
         for params in GatewayRequest.objects.filter(
-            agent_id=agent_id, kind=GatewayRequest.Kind.SET_MUTED, status__in=[Status.PENDING, Status.RUNNING]
+            unfinished if since is None else unfinished | Q(finished__gte=since),
+            agent_id=agent_id,
+            kind=GatewayRequest.Kind.SET_MUTED,
         ).values_list("params", flat=True)
     ]
 

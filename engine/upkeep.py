@@ -8,6 +8,7 @@ everything once.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 
 from asgiref.sync import sync_to_async
@@ -48,9 +49,16 @@ REQUEST_REAP_SECONDS = 30.0
 
 
 def conversations_refresh_flags(
-    *, agent_id: int, dialogs: list[ChatDetails], blocked: dict[int, bool]
+    *,
+    agent_id: int,
+    dialogs: list[ChatDetails],
+    blocked: dict[int, bool],
+    read_since: dt.datetime | None = None,
 ) -> int:
     """Apply the dialog list's mute state and titles, and the block state, to known conversations.
+
+    `read_since` is when the list's read began: a mute change that reached Telegram since may be
+    missing from it, so the list's mute state of that chat is not applied (the next list has it).
 
     Conversations are not created here (the reconciler does that, with their history). Returns how
     many conversations changed; each change is logged in the activity stream.
@@ -72,9 +80,9 @@ def conversations_refresh_flags(
         fields = {}
         if muted != details.muted:
             if muting is None:
-                # A mute an operator asked for and the gateway has not yet sent: Telegram's old
-                # state must not undo it.
-                muting = set(mute_requests_pending(agent_id=agent_id))
+                # A mute an operator asked for and the gateway has not yet sent, or sent while the
+                # list was read: Telegram's old state must not undo it.
+                muting = set(mute_requests_pending(agent_id=agent_id, since=read_since))
             if details.peer_id not in muting:
                 fields["muted"] = details.muted
         is_blocked = blocked.get(details.peer_id, details.blocked)
@@ -292,8 +300,10 @@ async def apply_dialog_flags(
         changed = 0
     else:
         blocked = await _block_states(client.transport, dialogs)
+        clock = get_clock()
+        read_since = clock.now() - dt.timedelta(seconds=clock.monotonic() - read_at)
         changed = await sync_to_async(conversations_refresh_flags)(
-            agent_id=agent_id, dialogs=dialogs, blocked=blocked
+            agent_id=agent_id, dialogs=dialogs, blocked=blocked, read_since=read_since
         )
         client.flags_seen, client.flags_compared_at = seen, read_at
     if client.flags_read_at is None or read_at > client.flags_read_at:

@@ -368,3 +368,49 @@ def test_an_unchanged_dialog_list_is_compared_with_the_mirror_once_a_period(
         harness.refresh("dialogs")
     assert len(compared) - first <= 2  # about once a period, not at every scan
     assert not Conversation.objects.get(peer_id=alice.user_id).muted  # Telegram's state won
+
+
+class MutedWhileRead(SandboxTransport):
+    """The sandbox, where an operator's mute reaches Telegram and its request finishes while a dialog
+    list is on its way back: the list shows the chat unmuted, and is applied after the request."""
+
+    during_read = None  # a coroutine function run once, after the list is read
+
+    async def dialogs(self, *, limit: int = 100):
+        listed = await super().dialogs(limit=limit)
+        during, MutedWhileRead.during_read = MutedWhileRead.during_read, None
+        if during is not None:
+            await during()
+        return listed
+
+
+def test_a_list_read_before_a_mute_request_finished_does_not_undo_the_mute(agent, clock):
+    """An operator mutes a chat while the gateway reads its dialog list: the gateway sends the mute
+    and finishes the request before the list, read earlier, is applied. The mute stays, and the next
+    list (read after it) agrees."""
+    from asgiref.sync import sync_to_async
+
+    from conversations.services.curation import conversations_set_muted
+
+    harness = Harness(clock, transport_factory=lambda agent, **kw: MutedWhileRead(agent, **kw))
+    alice, _me = _chat_with_alice(harness, agent)
+    conversation = Conversation.objects.get(peer_id=alice.user_id)
+
+    async def mute_and_send():
+        await sync_to_async(conversations_set_muted)(conversations=[conversation], muted=True)
+        clock.advance(1)
+        await harness.gateway.steps["requests"].run()
+        clock.advance(1)
+
+    harness.refresh("dialogs")  # places the agent on its phase of the minute
+    clock.advance(DIALOG_REFRESH_SECONDS + 1)
+    MutedWhileRead.during_read = mute_and_send
+    harness.refresh("dialogs")
+    assert MutedWhileRead.during_read is None  # the refresh read a list
+    request = GatewayRequest.objects.get(kind=GatewayRequest.Kind.SET_MUTED)
+    assert request.status == GatewayRequest.Status.DONE and request.finished is not None
+    assert Conversation.objects.get(pk=conversation.pk).muted
+
+    clock.advance(DIALOG_REFRESH_SECONDS + 1)
+    harness.refresh("dialogs")  # read after the mute reached Telegram: it says muted too
+    assert Conversation.objects.get(pk=conversation.pk).muted
