@@ -16,7 +16,9 @@
    upkeep ingest runs), as the mean over RUNS runs of INGEST messages (their total CPU over their
    number: what ingest pays per message), with the median of the runs' means beside it, not
    compared. Goal: at most INGEST_GOAL_MS on average. On SQLite the FTS5 work runs in this process
-   and is counted; MariaDB's own work is not.
+   and is counted; MariaDB's own work is not. On SQLite the bulk-filled index is merged first, as
+   the migrations merge one they fill (`fulltext_merge`); the searches are timed on it merged too
+   (an index grown a message at a time is in a few segments per level of FTS5's merging, not one).
 
 3. Quality (`bench/recall_quality.py`): recall@10 on the evaluation set EVAL (a file or a folder of
    conversations with planted facts and questions in other words, docs/recall.md), for plain BM25
@@ -221,6 +223,27 @@ def fulltext_create() -> None:
 
     with connection.cursor() as cursor:
         cursor.execute("CREATE FULLTEXT INDEX recall_entry_terms_ft ON recall_recallentry (terms)")
+
+
+def fulltext_merge() -> float | None:
+    """SQLite: merge the FTS5 index into one segment, as migrations 0002, 0009 and 0010 leave an
+    index they filled in one statement (`SQLITE_MERGE`); returns the seconds it took (None on
+    MariaDB/MySQL). `copy_fill`'s statements of 100,000 entries leave merging behind that the next
+    messages indexed pay a share of (at 1M, 0.8 to 1.5 ms a message instead of 0.5): an index
+    written in transactions of 5,000 entries (`fill` alone, to 1M) showed none (0.27 to 0.37 ms a
+    message, the same merged), nor does one grown a message at a time or by `recall_index`'s
+    batches of 500."""
+    import importlib
+
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        return None
+    first = importlib.import_module("recall.migrations.0002_fulltext")
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(first.SQLITE_MERGE)
+    return time.perf_counter() - started
 
 
 def empty_index() -> None:
@@ -501,6 +524,9 @@ def latency_and_ingest(
         else:
             fill(agent, chats, held, size, pool, rng)
         built, held = time.perf_counter() - started, size
+        merged = fulltext_merge()
+        if merged is not None:
+            print(f"{size:>9,} entries: the FTS5 index merged in {merged:.1f} s", flush=True)
         # Runs of the modes (one chat's scope, then across the DMs) interleaved, so that the
         # machine's load weighs on each alike.
         scopes = [(mode, False) for mode in modes]

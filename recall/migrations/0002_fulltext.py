@@ -27,10 +27,17 @@ def _scope(row: str) -> str:
     )
 
 
+#: Merge the FTS5 index into one segment. A fill in one large statement leaves merging behind that
+#: each later write pays a share of (at 1M entries, ingest's index cost 0.8 to 1.5 ms a message
+#: until merged, 0.5 after; one written in transactions of 5,000 entries showed none: bench/RESULTS.md).
+SQLITE_MERGE = f"INSERT INTO {FTS}({FTS}) VALUES ('optimize')"
+
+
 def sqlite_create(scope=_scope, update_of: str = "") -> list[str]:
     """The FTS table and its triggers, filled from the entry table: the scope column made by
     `scope(row)`; the update trigger fires on updates of the columns `update_of` names (" OF a, b"),
-    or on every update (migration 0009 makes them again with its own scope column)."""
+    or on every update (migration 0009 makes them again with its own scope column). The index is
+    merged after the fill (`SQLITE_MERGE`)."""
     return [
         f"CREATE VIRTUAL TABLE {FTS} USING fts5(text, scope, content='', "
         "tokenize='porter unicode61 remove_diacritics 2')",
@@ -42,6 +49,7 @@ def sqlite_create(scope=_scope, update_of: str = "") -> list[str]:
         f"INSERT INTO {FTS}({FTS}, rowid, text, scope) VALUES ('delete', old.id, old.text, {scope('old')}); "
         f"INSERT INTO {FTS}(rowid, text, scope) VALUES (new.id, new.text, {scope('new')}); END",
         f"INSERT INTO {FTS}(rowid, text, scope) SELECT id, text, {scope(TABLE)} FROM {TABLE}",
+        SQLITE_MERGE,
     ]
 
 

@@ -71,3 +71,45 @@ def test_scoped_words_are_written_for_existing_entries_and_dropped_going_back(we
         _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
     assert RecallEntry.objects.get().terms == expected
     assert len(recall_search(agent_id=wendy.pk, query="wedding", conversation=chat, mode="fulltext")) == 1
+
+
+def _segments() -> int:
+    """SQLite: how many segments the FTS5 index is in (the structure record: a 4-byte cookie, then
+    varints for the levels and the segments)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT block FROM {FTS_TABLE}_data WHERE id = 10")
+        (structure,) = cursor.fetchone()
+    values, value = [], 0
+    for byte in structure[4:]:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            values.append(value)
+            value = 0
+            if len(values) == 2:
+                return values[1]
+    raise AssertionError(f"an FTS5 structure record too short to read: {structure!r}")
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="the FTS5 index is SQLite's")
+def test_the_fulltext_index_is_merged_into_one_segment(wendy, say):
+    """Written a transaction at a time with merging off, the index is in as many segments as it had
+    writes; migration 0010 merges them (and a search finds the same)."""
+    from recall.selectors import recall_search
+    from recall.tests.conftest import ALICE
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('automerge', 0)")
+    try:
+        for word in ("lighthouse", "harbour", "ferry", "lantern", "tide"):
+            chat, _ = say(ALICE, f"the {word} at dawn")
+        assert _segments() >= 5
+        _migrate([("recall", "0009_sqlite_scoped_terms")])
+        _migrate([("recall", "0010_fulltext_merged")])
+        assert _segments() == 1
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('automerge', 4)")
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    assert [
+        h.text for h in recall_search(agent_id=wendy.pk, query="ferry", conversation=chat, mode="fulltext")
+    ] == ["the ferry at dawn"]
