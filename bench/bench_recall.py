@@ -386,6 +386,12 @@ def main() -> None:
     parser.add_argument(
         "--no-across", action="store_true", help="leave out the searches across the agent's DMs"
     )
+    parser.add_argument(
+        "--no-merge",
+        action="store_true",
+        help="SQLite: leave the FTS5 index as the fill wrote it (in transactions of 5,000 entries "
+        "without --copy-above, an index in the segments FTS5's own merging leaves)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.only != "latency":
@@ -419,6 +425,7 @@ def main() -> None:
                 modes=args.modes.split(","),
                 copy_above=args.copy_above,
                 across=not args.no_across,
+                merge=not args.no_merge,
             )
         if args.only != "latency":
             quality(sets, args.eval, embeddings=args.embeddings)
@@ -498,6 +505,7 @@ def latency_and_ingest(
     modes: list[str],
     copy_above: int = 0,
     across: bool = True,
+    merge: bool = True,
 ) -> None:
     """The index grows from one size to the next (the rows of a smaller size stay, the rest are
     added), so each size is the same kind of history, only longer."""
@@ -524,7 +532,7 @@ def latency_and_ingest(
         else:
             fill(agent, chats, held, size, pool, rng)
         built, held = time.perf_counter() - started, size
-        merged = fulltext_merge()
+        merged = fulltext_merge() if merge else None
         if merged is not None:
             print(f"{size:>9,} entries: the FTS5 index merged in {merged:.1f} s", flush=True)
         # Runs of the modes (one chat's scope, then across the DMs) interleaved, so that the

@@ -35,7 +35,7 @@ from django.conf import settings
 from conversations.models import Conversation, Message
 from llm.conversation import ChatMessage, agent_timezone
 from recall.selectors import MAX_QUERY_WORDS, Hit, reaches_other_dms, recall_search
-from recall.stemming import stem, words
+from recall.stemming import STOPWORDS, stem, words
 
 if TYPE_CHECKING:
     from llm.prompt.instructions import TurnContext
@@ -59,18 +59,6 @@ HIT_CHARS = 600
 #: The most partner messages of the turn read for the query (a busy group's newest).
 QUERY_MESSAGES = 8
 
-#: InnoDB's default FULLTEXT stopwords (MariaDB never finds them) and common English function words.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all also am an and any are as at be because been before being
-    below between both but by can com could de did do does doing down during each en few for from
-    further had has have having he her here hers herself him himself his how i if in into is it its
-    itself just la let me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them themselves
-    then there these they this those through to too under und until up very was we were what when
-    where which while who whom why will with would www you your yours yourself yourselves
-    """.split()
-)
 #: Chat filler and talk about talking: words that carry no subject ("do you remember what I told
 #: you?"), so a message of only these recalls nothing.
 FILLER = frozenset(

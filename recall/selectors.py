@@ -23,7 +23,7 @@ from recall.fulltext import scope_key, scoped, sqlite_scoped
 from recall.models import EntryKind, RecallEntry
 from recall.provider_vectors import embeddings_model, nearest_provider_entries
 from recall.similar import FULLTEXT_SHARE, FUSION_DEPTH, fuse, nearest_entries
-from recall.stemming import stem, words
+from recall.stemming import STOPWORDS, stem, words
 
 #: The most hits one search returns.
 MAX_LIMIT = 100
@@ -84,6 +84,14 @@ def query_words(query: str) -> list[str]:
             "q", f"the query {query!r} has no words to search for: send at least one word (letters or digits)"
         )
     return found
+
+
+def subject_words(found: list[str]) -> list[str]:
+    """The words of a query that a fused search ranks by words: its stopwords left out, unless it
+    has only those. The word ranking gives the fusion its few best hits for what vectors blur (a
+    name, a number, a rare word); a stopword adds nothing there, and on SQLite it was the costliest
+    part of a search (at 1M entries its list in a chat holds most of the chat's entries)."""
+    return [word for word in found if word not in STOPWORDS] or found
 
 
 def check_limit(limit: int) -> int:
@@ -164,7 +172,9 @@ def recall_search(
     )
     if mode == "vectors":
         return _with_conversations(agent_id, _entries_as_hits(nearest[:limit]))
-    by_text = _fulltext(agent_id, found, conversation, kinds, limit, messages_before, other_dms)
+    by_text = _fulltext(
+        agent_id, subject_words(found), conversation, kinds, limit, messages_before, other_dms
+    )
     share = max(1, round(limit * FULLTEXT_SHARE))
     rankings = [[h.entry_id for h in by_text[:share]], [entry_id for entry_id, _ in nearest]]
     provider = nearest_provider_entries(query=query, **scope) if embeddings_model() else None

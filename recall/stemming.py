@@ -19,6 +19,20 @@ import unicodedata
 _WORD = re.compile(r"[^\W_]+")
 #: Words longer than this many bytes are kept whole (FTS5's porter tokenizer passes them through too).
 MAX_STEMMED = 64
+#: InnoDB's default FULLTEXT stopwords (MariaDB never finds them) and common English function words:
+#: words that say nothing of a subject. A turn's automatic recall never asks for them
+#: (`llm.recalled`), nor does the word ranking of a fused search (`recall.selectors`).
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can com could de did do does doing down during each en few for from
+    further had has have having he her here hers herself him himself his how i if in into is it its
+    itself just la let me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them themselves
+    then there these they this those through to too under und until up very was we were what when
+    where which while who whom why will with would www you your yours yourself yourselves
+    """.split()
+)
 
 
 def words(text: str) -> list[str]:

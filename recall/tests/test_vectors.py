@@ -212,3 +212,27 @@ def test_the_build_gives_vectors_to_entries_written_without_them(wendy, say, set
     assert not RecallEntry.objects.filter(vector__isnull=True).exists()
     hits = recall_search(**question, mode="vectors")
     assert hits[0].text == "dropped my phone in the car park and the screen shattered"
+
+
+def test_a_fused_search_ranks_by_its_subject_words_and_by_stopwords_only_when_it_has_no_others(
+    wendy, say, monkeypatch
+):
+    from recall import selectors
+
+    asked = []
+    real = selectors._fulltext
+
+    def fulltext(agent_id, found, *args, **kwargs):
+        asked.append(list(found))
+        return real(agent_id, found, *args, **kwargs)
+
+    monkeypatch.setattr(selectors, "_fulltext", fulltext)
+    chat, _ = say(ALICE, "the ferry leaves at noon")
+    say(ALICE, "to be or not to be")
+
+    ferry = recall_search(agent_id=wendy.pk, query="when is the ferry", conversation=chat, mode="fused")
+    hamlet = recall_search(agent_id=wendy.pk, query="to be or not", conversation=chat, mode="fused")
+
+    assert asked == [["ferry"], ["to", "be", "or", "not"]]
+    assert ferry[0].text == "the ferry leaves at noon"
+    assert "to be or not to be" in [h.text for h in hamlet]
