@@ -5,7 +5,10 @@
    p95 wall time of QUERIES searches of two or three words as one conversation recalls (its own
    entries and the agent's global ones), over RUNS runs (the median of each), by words alone and
    fused with the vectors (Cindy's default), with the CPU of this process a search and the load
-   average. Goal: p95 at most LATENCY_GOAL_MS. The index is written by bulk SQL (`fill`) and grows
+   average. Each search is made as a turn makes it: without the chat's newest CINDY_HISTORY_SIZE
+   messages (the history its prompt shows: `messages_before`, `history_bounds`), by words for the
+   automatic `# Recalled` section's CANDIDATES hits, fused for a `recall` task's TASK_HITS
+   (`llm/recalled.py`). Goal: p95 at most LATENCY_GOAL_MS. The index is written by bulk SQL (`fill`) and grows
    from one size to the next; with --copy-above N, sizes above N are copies of the first N made in
    the database (`copy_fill`). `--modes previous,...` also times a chat's search by words as it was
    before `recall/fulltext.py`'s scoped words (plain words, `previous_fulltext`) on the same table. Then the same
@@ -267,11 +270,40 @@ def empty_index() -> None:
         RecallEntry.objects.all().delete()
 
 
+def history_bounds(agent, chats) -> dict[int, int | None]:
+    """Conversation id → the message id a turn's recall searches below: the chat's messages before
+    its newest CINDY_HISTORY_SIZE, which the prompt's history shows (None: the chat has no more)."""
+    from django.conf import settings
+    from django.db import connection
+
+    bounds = {}
+    with connection.cursor() as cursor:
+        for chat in chats:
+            cursor.execute(
+                "SELECT message_id FROM recall_recallentry WHERE agent_id = %s AND peer_id = %s "
+                "AND topic_id = 0 AND kind = 'message' ORDER BY message_id DESC LIMIT 1 OFFSET %s",
+                [agent.pk, chat.peer_id, settings.CINDY_HISTORY_SIZE - 1],
+            )
+            row = cursor.fetchone()
+            bounds[chat.pk] = row[0] if row else None
+    return bounds
+
+
 def latency(
-    agent, chats, pool: list[str], rng: random.Random, mode: str, queries: int, *, across: bool = False
+    agent,
+    chats,
+    pool: list[str],
+    rng: random.Random,
+    mode: str,
+    queries: int,
+    *,
+    across: bool = False,
+    bounds: dict[int, int | None] | None = None,
 ) -> tuple[float, float, float]:
     """(p50, p95 of wall time, mean CPU time of this process), ms a search, as a chat recalls;
-    `across`: with the agent's other DMs in scope."""
+    `across`: with the agent's other DMs in scope. `bounds` (`history_bounds`): each chat's history
+    left out, as a turn leaves it out."""
+    from llm.recalled import CANDIDATES, TASK_HITS
     from recall.selectors import recall_search
 
     times = []
@@ -284,7 +316,13 @@ def latency(
             previous_fulltext(agent, chat, query)
         else:
             recall_search(
-                agent_id=agent.pk, query=query, conversation=chat, limit=10, mode=mode, other_dms=across
+                agent_id=agent.pk,
+                query=query,
+                conversation=chat,
+                limit=CANDIDATES if mode == "fulltext" else TASK_HITS,
+                mode=mode,
+                other_dms=across,
+                messages_before=(bounds or {}).get(chat.pk),
             )
         times.append((time.perf_counter() - started) * 1000)
     cpu = (time.process_time() - cpu) * 1000 / queries
@@ -540,9 +578,12 @@ def latency_and_ingest(
         scopes = [(mode, False) for mode in modes]
         scopes += [(mode, True) for mode in modes if across and mode != "previous"]
         by_mode = {scope: [] for scope in scopes}
+        bounds = history_bounds(agent, chats)
         for _ in range(runs):
             for mode, wide in scopes:
-                by_mode[mode, wide].append(latency(agent, chats, pool, rng, mode, queries, across=wide))
+                by_mode[mode, wide].append(
+                    latency(agent, chats, pool, rng, mode, queries, across=wide, bounds=bounds)
+                )
         for (mode, wide), measured in by_mode.items():
             p50 = statistics.median(r[0] for r in measured)
             p95 = statistics.median(r[1] for r in measured)
