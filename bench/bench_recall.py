@@ -7,7 +7,8 @@
    fused with the vectors (Cindy's default), with the CPU of this process a search and the load
    average. Each search is made as a turn makes it: without the chat's newest CINDY_HISTORY_SIZE
    messages (the history its prompt shows: `messages_before`, `history_bounds`), by words for the
-   automatic `# Recalled` section's CANDIDATES hits, fused for a `recall` task's TASK_HITS
+   automatic `# Recalled` section's CANDIDATES hits with the query's informative words only (as
+   that section asks), fused for a `recall` task's TASK_HITS with the words as drawn
    (`llm/recalled.py`). Goal: p95 at most LATENCY_GOAL_MS. The index is written by bulk SQL (`fill`) and grows
    from one size to the next; with --copy-above N, sizes above N are copies of the first N made in
    the database (`copy_fill`). `--modes previous,...` also times a chat's search by words as it was
@@ -303,13 +304,18 @@ def latency(
     """(p50, p95 of wall time, mean CPU time of this process), ms a search, as a chat recalls;
     `across`: with the agent's other DMs in scope. `bounds` (`history_bounds`): each chat's history
     left out, as a turn leaves it out."""
-    from llm.recalled import CANDIDATES, TASK_HITS
+    from llm.recalled import CANDIDATES, TASK_HITS, informative_words
     from recall.selectors import recall_search
 
     times = []
     cpu = time.process_time()
     for _ in range(queries):
         query = " ".join(rng.sample(pool, rng.choice((2, 3))))
+        if mode == "fulltext" and bounds is not None:
+            # The automatic section asks for a message's informative words only.
+            while not informative_words(query):
+                query = " ".join(rng.sample(pool, rng.choice((2, 3))))
+            query = " ".join(informative_words(query))
         chat = rng.choice(chats)
         started = time.perf_counter()
         if mode == "previous":

@@ -32,6 +32,8 @@ FULLTEXT_SHARE = 0.5
 #: Entries less similar than this to the query are not the vectors' candidates: unrelated texts
 #: score about 0 to 0.15 with WordLlama's vectors, a paraphrase of the query 0.2 and up.
 MIN_SIMILARITY = 0.15
+#: The vector scan's covering index (recall/migrations/0011_vector_scan_covers_bounds.py).
+VECTOR_SCAN_INDEX = "recall_entry_vector_scan_idx"
 #: The constant of reciprocal rank fusion (the usual 60): with both rankings weighed alike, the first hits interleave the two.
 RRF_K = 60
 
@@ -82,7 +84,7 @@ def _scan(
 ) -> list[tuple[int, bytes]]:
     """The vectors a search scores: the scope's most recent entries (with `messages_before`, messages
     only below that Telegram id: those the prompt's history does not show). Plain SQL (the ORM's rows
-    cost more than the scoring): each part is read newest first along the scope index. Entries
+    cost more than the scoring): each part is read newest first along the covering index. Entries
     written without a vector (messages, at ingest) get theirs here, embedded and stored
     (`vectors_fill`), so each is embedded once, by the first search that reaches it. `other_dms`:
     as many of the agent's other direct chats' most recent entries too (`recall_search`)."""
@@ -97,11 +99,15 @@ def _scan(
         messages_before=messages_before,
         other_dms=other_dms,
     )
+    # The covering index of migration 0011 holds every column a part's condition names: the scan
+    # reads no table row. Named, so that the planner never prefers the narrower scope index.
+    hint = {"sqlite": f"INDEXED BY {VECTOR_SCAN_INDEX}", "mysql": f"FORCE INDEX ({VECTOR_SCAN_INDEX})"}
     found: list[tuple[int, bytes]] = []
     with connection.cursor() as cursor:
         for where, values in parts:
             cursor.execute(
-                f"SELECT {q('id')}, {q('vector')} FROM {table} WHERE {where} ORDER BY {q('id')} DESC LIMIT %s",  # noqa: S608
+                f"SELECT {q('id')}, {q('vector')} FROM {table} {hint.get(connection.vendor, '')} "  # noqa: S608
+                f"WHERE {where} ORDER BY {q('id')} DESC LIMIT %s",
                 [*values, bound],
             )
             found.extend(cursor.fetchall())
