@@ -12,7 +12,9 @@
    (`llm/recalled.py`). Goal: p95 at most LATENCY_GOAL_MS. The index is written by bulk SQL (`fill`) and grows
    from one size to the next; with --copy-above N, sizes above N are copies of the first N made in
    the database (`copy_fill`). `--modes previous,...` also times a chat's search by words as it was
-   before `recall/fulltext.py`'s scoped words (plain words, `previous_fulltext`) on the same table. Then the same
+   before `recall/fulltext.py`'s scoped words (plain words, `previous_fulltext`) on the same table
+   (the whole history, the words as drawn, 10 hits: compare it with the bench's earlier runs, not
+   with today's `fulltext`). Then the same
    searches across the DMs (`other_dms`: a persona whose "Recall Across Chats" is `DMs`, in one of
    the direct chats, so all of them are in scope): what recall across chats costs a turn
    (`--no-across` leaves it out).

@@ -31,7 +31,8 @@ from django.conf import settings
 if TYPE_CHECKING:
     import numpy as np
 
-#: Dimensions of a vector (the model's full size).
+#: Dimensions of a vector (the model's full size). A stored vector is DIM * 2 bytes, which MariaDB's
+#: column holds at most 512 of (migration 0011): a larger model needs that column and index made again.
 DIM = 256
 #: How a vector is stored: little-endian float16. numpy and the tokenizer are imported on first use
 #: (about 25 MB of a process's memory), so a process that never indexes nor searches pays nothing.

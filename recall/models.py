@@ -53,6 +53,8 @@ class RecallEntry(models.Model):
         help_text="The text's stemmed words for the full-text index (recall.fulltext): plain "
         "and prefixed with the entry's scope on MariaDB/MySQL, prefixed on SQLite",
     )
+    # On MariaDB/MySQL a VARBINARY(512) in the vector scan's covering index (migration 0011): a
+    # migration that alters this field there must drop that index first and make both again.
     vector = models.BinaryField(
         null=True,
         blank=True,

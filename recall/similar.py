@@ -2,7 +2,7 @@
 
 A search scans the vectors of its scope's most recent entries (CINDY_RECALL_VECTOR_SCAN of the
 chat's own, and as many of the agent's global ones, newest first, each read in the order of the
-scope index), scores them by cosine similarity with the query's vector (`recall.embedding`) and
+covering index of migration 0011), scores them by cosine similarity with the query's vector (`recall.embedding`) and
 keeps the best. The fused search (`recall.selectors.recall_search`) adds these to the full-text
 ranking by reciprocal rank fusion: an entry scores 1 / (RRF_K + rank) in each ranking it is in, the
 sum ranks it. The scan is bounded so that a search costs the same however long the history is; what
@@ -100,13 +100,17 @@ def _scan(
         other_dms=other_dms,
     )
     # The covering index of migration 0011 holds every column a part's condition names: the scan
-    # reads no table row. Named, so that the planner never prefers the narrower scope index.
+    # reads no table row. A chat's part and the globals' fix its first three columns, so it gives
+    # them in id order as well; those two name it, so that the planner never prefers the narrower
+    # scope index. The other DMs' part and an agent-wide one (a range of peers) are left to it.
     hint = {"sqlite": f"INDEXED BY {VECTOR_SCAN_INDEX}", "mysql": f"FORCE INDEX ({VECTOR_SCAN_INDEX})"}
+    in_order = 2 if conversation is not None else 0
     found: list[tuple[int, bytes]] = []
     with connection.cursor() as cursor:
-        for where, values in parts:
+        for number, (where, values) in enumerate(parts):
+            named = hint.get(connection.vendor, "") if number < in_order else ""
             cursor.execute(
-                f"SELECT {q('id')}, {q('vector')} FROM {table} {hint.get(connection.vendor, '')} "  # noqa: S608
+                f"SELECT {q('id')}, {q('vector')} FROM {table} {named} "  # noqa: S608
                 f"WHERE {where} ORDER BY {q('id')} DESC LIMIT %s",
                 [*values, bound],
             )
@@ -153,7 +157,7 @@ def scope_parts(
                 own + f" AND {q('peer_id')} = %s AND {q('topic_id')} = %s",
                 [*own_params, conversation.peer_id, conversation.topic_id],
             ),
-            # Global entries have topic 0; naming it keeps the read on the scope index, in order.
+            # Global entries have topic 0; naming it keeps the read on the indexes, in id order.
             (base + f" AND {q('peer_id')} IS NULL AND {q('topic_id')} = 0", params),
         ]
         if other_dms:

@@ -2,8 +2,9 @@
 
 Migrations 0002 and 0009 filled the index in one statement each, which leaves merging behind
 (segments flushed from FTS5's buffer within the one transaction); each message indexed afterwards
-paid a share of it (ingest's index cost at 1M entries 0.8 to 1.5 ms a message, 0.5 ms once merged). They merge it now after their fill; this merges the index of a database that
-ran them before. About 3 s of CPU at a million entries. MariaDB/MySQL has nothing to do, and going
+paid a share of it (ingest's index cost at 1M entries 0.8 to 1.5 ms a message, 0.5 ms once
+merged). They merge it now after their fill; this merges the index of a database that ran them
+before. About 3 s of CPU at a million entries. MariaDB/MySQL has nothing to do, and going
 back leaves the index as it is.
 """
 
