@@ -21,24 +21,33 @@ COLUMNS = "agent_id, peer_id, topic_id, id, kind, message_id, vector"
 OLD_COLUMNS = "agent_id, peer_id, topic_id, id, vector"
 
 
+#: The statements of each direction, per database.
+FORWARD = {
+    "sqlite": [f"DROP INDEX IF EXISTS {INDEX}", f"CREATE INDEX {INDEX} ON recall_recallentry ({COLUMNS})"],
+    "mysql": [
+        f"ALTER TABLE recall_recallentry MODIFY vector VARBINARY(512) NULL, ADD INDEX {INDEX} ({COLUMNS})"
+    ],
+}
+BACKWARD = {
+    "sqlite": [
+        f"DROP INDEX IF EXISTS {INDEX}",
+        f"CREATE INDEX {INDEX} ON recall_recallentry ({OLD_COLUMNS})",
+    ],
+    "mysql": [f"ALTER TABLE recall_recallentry DROP INDEX {INDEX}, MODIFY vector LONGBLOB NULL"],
+}
+
+
+def _run(schema_editor, statements: dict[str, list[str]]) -> None:
+    for statement in statements.get(schema_editor.connection.vendor, []):
+        schema_editor.execute(statement)
+
+
 def forward(apps, schema_editor) -> None:
-    vendor = schema_editor.connection.vendor
-    if vendor == "sqlite":
-        schema_editor.execute(f"DROP INDEX IF EXISTS {INDEX}")
-        schema_editor.execute(f"CREATE INDEX {INDEX} ON recall_recallentry ({COLUMNS})")
-    elif vendor == "mysql":
-        schema_editor.execute(
-            f"ALTER TABLE recall_recallentry MODIFY vector VARBINARY(512) NULL, ADD INDEX {INDEX} ({COLUMNS})"
-        )
+    _run(schema_editor, FORWARD)
 
 
 def backward(apps, schema_editor) -> None:
-    vendor = schema_editor.connection.vendor
-    if vendor == "sqlite":
-        schema_editor.execute(f"DROP INDEX IF EXISTS {INDEX}")
-        schema_editor.execute(f"CREATE INDEX {INDEX} ON recall_recallentry ({OLD_COLUMNS})")
-    elif vendor == "mysql":
-        schema_editor.execute(f"ALTER TABLE recall_recallentry DROP INDEX {INDEX}, MODIFY vector LONGBLOB NULL")
+    _run(schema_editor, BACKWARD)
 
 
 class Migration(migrations.Migration):
