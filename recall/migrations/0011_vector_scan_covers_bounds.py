@@ -14,7 +14,11 @@ drop the index first and make both again as below; one that makes SQLite rebuild
 make the index again.
 """
 
+import importlib
+
 from django.db import migrations
+
+first = importlib.import_module("recall.migrations.0002_fulltext")
 
 INDEX = "recall_entry_vector_scan_idx"
 COLUMNS = "agent_id, peer_id, topic_id, id, kind, message_id, vector"
@@ -37,17 +41,12 @@ BACKWARD = {
 }
 
 
-def _run(schema_editor, statements: dict[str, list[str]]) -> None:
-    for statement in statements.get(schema_editor.connection.vendor, []):
-        schema_editor.execute(statement)
-
-
 def forward(apps, schema_editor) -> None:
-    _run(schema_editor, FORWARD)
+    first._run(schema_editor, FORWARD)
 
 
 def backward(apps, schema_editor) -> None:
-    _run(schema_editor, BACKWARD)
+    first._run(schema_editor, BACKWARD)
 
 
 class Migration(migrations.Migration):
