@@ -16,8 +16,9 @@ def main():
             "available on your PYTHONPATH environment variable? Did you "
             "forget to activate a virtual environment?"
         ) from exc
-    from cindy_site.startup import settings_or_exit
+    from cindy_site.startup import dump_stacks_on_signal, settings_or_exit
 
+    dump_stacks_on_signal()  # `kill -USR1 PID`: the process's thread stacks on its stderr
     settings_or_exit()
     execute_from_command_line(sys.argv)
 

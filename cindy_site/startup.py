@@ -9,9 +9,14 @@ instead of ending a long traceback with it.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 from django.core.exceptions import ImproperlyConfigured
+
+#: The signal that makes a Cindy process (any `manage.py` command: the gateway, the workers and their
+#: pool, the web server) write every thread's stack to its stderr.
+STACKS_SIGNAL = signal.SIGUSR1
 
 
 def settings_or_exit() -> None:
@@ -25,3 +30,14 @@ def settings_or_exit() -> None:
         sys.stderr.write(f"error: {exc}\n")
         sys.stderr.flush()
         raise SystemExit(1) from None
+
+
+def dump_stacks_on_signal(file=None) -> None:
+    """On SIGUSR1, write every thread's Python stack to `file` (stderr: the process's log) and go on.
+
+    For a process that seems stuck: `kill -USR1 PID` shows where each of its threads waits, without
+    stopping it. The handler is faulthandler's, in C: it runs even while the main thread is blocked
+    in a call that holds the GIL. Processes forked afterwards (the worker pool) inherit it."""
+    import faulthandler
+
+    faulthandler.register(STACKS_SIGNAL, file=file or sys.stderr, all_threads=True, chain=False)

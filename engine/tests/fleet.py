@@ -4,6 +4,7 @@ driver, and reads of who holds what and whether every message was answered exact
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from cindy_site.startup import STACKS_SIGNAL
 from cindy_site.testing.fake_llm import FakeLLMServer
 from engine.lifeline import die_with_parent_hook
 from engine.tests.chaos import ChaosLLM
@@ -198,8 +200,42 @@ class Fleet:
                 return time.monotonic() - started
             time.sleep(0.1)
         raise AssertionError(
-            f"timed out after {deadline:g} s waiting for {what}; holdings {self.holdings()}\n{self.logs()}"
+            f"timed out after {deadline:g} s waiting for {what}; holdings {self.holdings()}\n"
+            f"{self.stuck()}\n{self.logs()}"
         )
+
+    def stuck(self) -> str:
+        """What a stalled fleet waits on: the database's sessions and open transactions, and every
+        thread's stack of each live process (SIGUSR1: engine.lifeline), read from their logs."""
+        sizes = {name: self.log(name).stat().st_size for name in self.processes if self.log(name).exists()}
+        for process in self.processes.values():
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, STACKS_SIGNAL)
+        parts = [
+            "--- database sessions (id, command, seconds, state, statement)",
+            *(
+                repr(row)
+                for row in self.db.query(
+                    "SELECT id, command, time, state, LEFT(info, 200) FROM information_schema.processlist "
+                    "WHERE db = DATABASE() AND (command <> 'Sleep' OR time > 5)"
+                )
+            ),
+            "--- open transactions (session, started, state, rows locked, statement)",
+            *(
+                repr(row)
+                for row in self.db.query(
+                    "SELECT trx_mysql_thread_id, trx_started, trx_state, trx_rows_locked, "
+                    "LEFT(trx_query, 200) FROM information_schema.innodb_trx"
+                )
+            ),
+        ]
+        time.sleep(1)  # the handlers write at once; the logs are files
+        for name, size in sizes.items():
+            with self.log(name).open("rb") as log:
+                log.seek(size)
+                parts.append(f"--- {name}: stacks\n{log.read()[-20000:].decode(errors='replace')}")
+        return "\n".join(parts)
 
     # --- messages -------------------------------------------------------------------------------
 

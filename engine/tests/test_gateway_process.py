@@ -28,6 +28,12 @@ from engine.tests.processes import (
 pytestmark = pytest.mark.slow
 
 
+def stacks(log) -> str:
+    """The thread stacks faulthandler wrote to the log: each frame line names its file."""
+    text = log.read_text(errors="replace")
+    return "".join(part for part in text.split("(most recent call first):")[1:])
+
+
 def test_sigterm_stops_the_gateway_within_seconds_and_releases_its_leases(child):
     env, db, _llm, tmp = child
     log = tmp / "gateway.log"
@@ -35,6 +41,12 @@ def test_sigterm_stops_the_gateway_within_seconds_and_releases_its_leases(child)
     try:
         wait_for(lambda: db.query("SELECT holder FROM agents_agentlease"), "the agent lease", log)
         workers = wait_for(lambda: workers_pid(log), "the task workers", log)
+        wait_for(lambda: "task workers running" in log.read_text(), "the pool started", log)
+        # SIGUSR1 writes every thread's stack to the log and stops nothing (manage.py: cindy_site.startup).
+        for pid, name in ((process.pid, "runagents.py"), (workers, "runworkers.py")):
+            os.kill(pid, signal.SIGUSR1)
+            wait_for(lambda name=name: name in stacks(log), f"{name}'s stacks in the log", log)
+        assert process.poll() is None and alive(workers)
         process.send_signal(signal.SIGTERM)
         started = time.monotonic()
         assert process.wait(timeout=15) == 0
