@@ -55,6 +55,8 @@ logger = logging.getLogger("engine.gateway")
 #: Backoff bounds of the Redis subscription (the first also the database poll's pause) after a failure.
 REDIS_RETRY_FIRST_SECONDS = 1.0
 REDIS_RETRY_MAX_SECONDS = 30.0
+#: How long one read of the Redis subscription waits; a quiet one sends a PING, answered by the next.
+READ_SECONDS = 15.0
 
 
 class Wakeup(asyncio.Event):
@@ -180,10 +182,19 @@ class RedisWake:
 
     A lost connection is logged and retried with backoff (1 s doubling to 30 s); meanwhile the gateway
     wakes at each tick. Every (re)subscription also sets the event once, for what it may have missed.
+
+    The subscription is read `read_seconds` at a time, never with redis-py's blocking `listen()`:
+    once the socket has failed with ETIMEDOUT (a link that stayed down), redis-py 8 answers every
+    read of that connection at once with "no message" (Python's TimeoutError is both the socket's
+    error and the read timeout it maps to None), and `listen()` loops on that without ever
+    yielding, which froze the gateway's whole event loop. Here a read that comes back empty before
+    its time, or a quiet window whose PING gets no answer by the end of the next one (a link that
+    drops everything silently), ends the subscription as lost.
     """
 
-    def __init__(self, url: str, *, gateway_id: str = "") -> None:
+    def __init__(self, url: str, *, gateway_id: str = "", read_seconds: float = READ_SECONDS) -> None:
         self.url = url
+        self.read_seconds = read_seconds
         #: Given, the gateway's own channel is subscribed too (wake-ups for the agents it holds).
         self.gateway_id = gateway_id
         self.channel = ""
@@ -220,13 +231,7 @@ class RedisWake:
                     self.subscribed.set()
                     event.set()
                     backoff = REDIS_RETRY_FIRST_SECONDS
-                    async for message in pubsub.listen():
-                        if message.get("type") != "message":
-                            continue
-                        if message.get("data") == WAKE_TURN:
-                            event.set_turn()
-                        else:
-                            event.set()
+                    await self._read(pubsub, event)
             except Exception as exc:
                 self.subscribed.clear()
                 logger.warning(
@@ -238,6 +243,31 @@ class RedisWake:
                 backoff = min(backoff * 2, REDIS_RETRY_MAX_SECONDS)
             finally:
                 await client.aclose()
+
+    async def _read(self, pubsub, event: Wakeup) -> None:
+        """Set `event` for each message until the subscription is lost (raises ConnectionError)."""
+        loop = asyncio.get_running_loop()
+        pinged = False
+        while True:
+            started = loop.time()
+            message = await pubsub.get_message(timeout=self.read_seconds)
+            if message is None:
+                if loop.time() - started < self.read_seconds / 2:
+                    raise ConnectionError(
+                        "a read of the subscription returned at once with nothing: its socket failed"
+                    )
+                if pinged:
+                    raise ConnectionError(f"no answer to a PING within {self.read_seconds:g} s")
+                await pubsub.ping()
+                pinged = True
+                continue
+            pinged = False
+            if message.get("type") != "message":
+                continue
+            if message.get("data") == WAKE_TURN:
+                event.set_turn()
+            else:
+                event.set()
 
 
 def wake_listener(gateway_id: str = "") -> WakeListener | None:

@@ -22,7 +22,7 @@ from cindy_site.clock import FakeClock
 from conversations.models import Conversation, GatewayWake, Message, NodeStatus, TaskNode
 from conversations.selectors import node_next_due_at
 from conversations.services.graphs import graph_replan
-from conversations.services.wake import wake_counter, wake_gateway, wake_gateways, wake_not_needed
+from conversations.services.wake import WAKE_TURN, wake_counter, wake_gateway, wake_gateways, wake_not_needed
 from engine.gateway import Gateway
 from engine.idle_wait import IdleWait
 from engine.tests.harness import Harness
@@ -206,6 +206,104 @@ def test_the_redis_round_trip_of_a_turn_wake_up(redis_wake):
             await listener.stop()
 
     assert asyncio.run(scenario()) == (True, True)
+
+
+@pytest.mark.django_db
+def test_a_redis_subscription_whose_socket_failed_is_taken_again_without_freezing_the_loop(
+    redis_wake, monkeypatch
+):
+    """A socket failed with ETIMEDOUT (a link down for long): redis-py 8 then answers every read of
+    it at once with "no message", and its `listen()` spun on that without yielding, freezing the
+    gateway's event loop. The listener must notice, subscribe again, and the loop must go on."""
+    import errno
+    import threading
+
+    from redis.asyncio.client import PubSub
+
+    subscriptions: list[PubSub] = []
+    subscribe = PubSub.subscribe
+
+    async def recorded(self, *args, **kwargs):
+        subscriptions.append(self)
+        return await subscribe(self, *args, **kwargs)
+
+    monkeypatch.setattr(PubSub, "subscribe", recorded)
+    listener = RedisWake(REDIS_URL, read_seconds=5)
+    done = threading.Event()
+    outcome: list[object] = []
+
+    async def scenario() -> None:
+        event = Wakeup()
+        await listener.start(event)
+        try:
+            await asyncio.wait_for(listener.subscribed.wait(), 30)
+            # What asyncio's transport does when the kernel fails the socket: the stream keeps the
+            # error and raises it on every read (redis-py keeps the reader privately).
+            subscriptions[0].connection._reader.set_exception(
+                TimeoutError(errno.ETIMEDOUT, os.strerror(errno.ETIMEDOUT))
+            )
+            while len(subscriptions) < 2 or not listener.subscribed.is_set():
+                await asyncio.sleep(0.05)  # the loop runs: the listener let go of the dead socket
+            event.clear()
+            await asyncio.get_running_loop().run_in_executor(None, wake_gateways)
+            await asyncio.wait_for(event.wait(), 30)
+            outcome.append("woken")
+        except BaseException as exc:  # reported to the test's thread
+            outcome.append(exc)
+        finally:
+            await listener.stop()
+            done.set()
+
+    # On a thread of its own: a frozen loop then fails this test instead of hanging the run.
+    threading.Thread(target=asyncio.run, args=(scenario(),), daemon=True).start()
+    assert done.wait(30), "the subscription's event loop froze on the failed socket"
+    assert outcome == ["woken"]
+
+
+class QuietPubSub:
+    """A subscription whose reads bring `replies` in turn (None: a window that passes with nothing),
+    then only quiet windows; with `at_once`, an empty read returns without waiting."""
+
+    def __init__(self, replies=(), *, at_once: bool = False) -> None:
+        self.replies = list(replies)
+        self.at_once = at_once
+        self.pings = 0
+
+    async def get_message(self, timeout: float):
+        reply = self.replies.pop(0) if self.replies else None
+        if reply is None and not self.at_once:
+            await asyncio.sleep(timeout)
+        return reply
+
+    async def ping(self) -> None:
+        self.pings += 1
+
+
+def test_a_quiet_subscription_is_pinged_and_lost_when_the_ping_goes_unanswered():
+    listener = RedisWake(REDIS_URL, read_seconds=0.01)
+    pubsub = QuietPubSub()
+    with pytest.raises(ConnectionError, match="no answer to a PING"):
+        asyncio.run(listener._read(pubsub, Wakeup()))
+    assert pubsub.pings == 1
+
+
+def test_an_answered_ping_or_a_message_keeps_the_subscription():
+    listener = RedisWake(REDIS_URL, read_seconds=0.01)
+    pong, turn = {"type": "pong", "data": b""}, {"type": "message", "data": WAKE_TURN}
+    pubsub = QuietPubSub([None, pong, None, turn])
+    event = Wakeup()
+    with pytest.raises(ConnectionError, match="no answer to a PING"):
+        asyncio.run(listener._read(pubsub, event))
+    assert pubsub.pings == 3  # each quiet window after an answer pings again; the third goes unanswered
+    assert event.is_set() and not event.full  # the message came through, as a turn's wake-up
+
+
+def test_a_read_that_returns_nothing_at_once_ends_the_subscription():
+    listener = RedisWake(REDIS_URL, read_seconds=5)
+    pubsub = QuietPubSub(at_once=True)
+    with pytest.raises(ConnectionError, match="returned at once"):
+        asyncio.run(listener._read(pubsub, Wakeup()))
+    assert pubsub.pings == 0
 
 
 # --- writers bump after their commit ------------------------------------------------------------------
