@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import zoneinfo
 from collections.abc import Collection
 
@@ -9,7 +10,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
-from agents.models import Agent, AgentDocument, RolePrompt
+from agents.models import Agent, AgentDocument, GatewayRequest, RolePrompt
 from cindy_site import rows
 
 
@@ -230,3 +231,19 @@ def agents_wanted_rows(*, names: Collection[str] | None = None) -> list[tuple]:
             [False, False, *names],
         )
         return [tuple(row) for row in cursor.fetchall()]
+
+
+def mute_requests_pending(*, agent_id: int, since: dt.datetime | None = None) -> list[int]:
+    """Peers whose mute change waits for (or runs in) the gateway, or finished at or after `since`.
+
+    A dialog list read before a mute change reached Telegram shows the old state; `since` (when the
+    list's read began) names the changes it may not show."""
+    unfinished = Q(status__in=[GatewayRequest.Status.PENDING, GatewayRequest.Status.RUNNING])
+    return [
+        int(params.get("peer_id", 0))
+        for params in GatewayRequest.objects.filter(
+            unfinished if since is None else unfinished | Q(finished__gte=since),
+            agent_id=agent_id,
+            kind=GatewayRequest.Kind.SET_MUTED,
+        ).values_list("params", flat=True)
+    ]

@@ -31,7 +31,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from agents.models import Agent
-from agents.selectors import agent_by_pk
+from agents.selectors import agent_by_pk, mute_requests_pending
 from cindy_site.clock import now
 from cindy_site.parameters import parameter
 from conversations.models import Conversation, Message, TaskGraph
@@ -241,8 +241,12 @@ def _known_conversations(agent_id: int) -> list[tuple[int, int | None]]:
     return list(newest.items())
 
 
-def _apply_dialogs(agent_id: int, dialogs) -> list[tuple[int, int | None]]:
-    """Refresh conversations from the dialog list; returns (peer, read_inbox_max_id) of new ones.
+def _apply_dialogs(agent_id: int, dialogs, read_since: dt.datetime) -> list[tuple[int, int | None]]:
+    """Refresh conversations from the dialog list, read from `read_since` on; returns (peer,
+    read_inbox_max_id) of new ones.
+
+    A chat with a mute change waiting for the gateway, or sent since the list's read began, keeps its
+    stored mute state: the list may show Telegram's state from before the change.
 
     A conversation the mirror has no message of counts as new even if its row exists: a reconcile cut
     off (a killed gateway) after creating the row and before reading its history must not leave its
@@ -250,9 +254,10 @@ def _apply_dialogs(agent_id: int, dialogs) -> list[tuple[int, int | None]]:
     """
     agent = Agent.objects.get(pk=agent_id)
     known = {c.peer_id for c in conversations_with_messages(agent_id=agent_id)}
+    muting = set(mute_requests_pending(agent_id=agent_id, since=read_since))
     fresh = []
     for details in dialogs:
-        conversation_apply_details(agent=agent, details=details)
+        conversation_apply_details(agent=agent, details=details, keep_muted=details.peer_id in muting)
         if details.peer_id not in known:
             fresh.append((details.peer_id, details.extra.get("read_inbox_max_id")))
     return fresh
@@ -305,8 +310,9 @@ async def reconcile(*, agent_id: int, transport: Transport) -> int:
        start does not answer a whole backlog.
     """
     fetched = 0
+    read_since = now()
     dialogs = await transport.dialogs()
-    fresh = await sync_to_async(_apply_dialogs)(agent_id, dialogs)
+    fresh = await sync_to_async(_apply_dialogs)(agent_id, dialogs, read_since)
     # A chat whose newest message (as the dialog list reports it) is already stored needs no request,
     # which keeps a reconnect cheap; chats the list does not cover are always read.
     top = {d.peer_id: d.extra.get("top_message") for d in dialogs}

@@ -165,22 +165,6 @@ def request_forget_secrets(*, request_id: int) -> None:
         GatewayRequest.objects.filter(pk=request_id).update(params=_without_secrets(request.params))
 
 
-def mute_requests_pending(*, agent_id: int, since: dt.datetime | None = None) -> list[int]:
-    """Peers whose mute change waits for (or runs in) the gateway, or finished at or after `since`.
-
-    A dialog list read before a mute change reached Telegram shows the old state; `since` (when the
-    list's read began) names the changes it may not show."""
-    unfinished = Q(status__in=[Status.PENDING, Status.RUNNING])
-    return [
-        int(params.get("peer_id", 0))
-        for params in GatewayRequest.objects.filter(
-            unfinished if since is None else unfinished | Q(finished__gte=since),
-            agent_id=agent_id,
-            kind=GatewayRequest.Kind.SET_MUTED,
-        ).values_list("params", flat=True)
-    ]
-
-
 def otp_random_id(request: GatewayRequest) -> int:
     # Fixed per request, so a send retried after a crash is deduplicated by Telegram; in the range
     # whose messages the mirror always stores redacted.

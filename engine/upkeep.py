@@ -13,6 +13,7 @@ import logging
 
 from asgiref.sync import sync_to_async
 
+from agents.selectors import mute_requests_pending
 from cindy_site.clock import get_clock
 from cindy_site.parameters import parameter
 from conversations.models import ActivityEvent, Conversation
@@ -22,7 +23,7 @@ from engine.clients import AgentClient
 from engine.gateway_context import GatewayContext
 from engine.media import download_new_media, media_agents_with_news, media_cursor_start
 from engine.refresh import Refreshes
-from engine.requests import mute_requests_pending, requests_reap_expired, signin_requests_reap_expired
+from engine.requests import requests_reap_expired, signin_requests_reap_expired
 from engine.stickers import (
     RETRY_AFTER_SECONDS,
     sticker_access_record_saved,

@@ -129,8 +129,13 @@ def _group_settings(*, agent: Agent, peer_id: int) -> dict:
     return group or {}
 
 
-def conversation_apply_details(*, agent: Agent, details: ChatDetails) -> Conversation:
-    """Refresh a conversation from the transport's details: title, mute and block state, prompt details."""
+def conversation_apply_details(
+    *, agent: Agent, details: ChatDetails, keep_muted: bool = False
+) -> Conversation:
+    """Refresh a conversation from the transport's details: title, mute and block state, prompt details.
+
+    `keep_muted` leaves the stored mute state as it is: the caller knows of a mute change the details
+    may not show yet (asked by an operator, not yet sent or sent while they were read)."""
     conversation = conversation_upsert(
         agent=agent,
         peer_id=details.peer_id,
@@ -147,6 +152,8 @@ def conversation_apply_details(*, agent: Agent, details: ChatDetails) -> Convers
             "participants": list(details.participants),
         },
     }
+    if keep_muted:
+        del fields["muted"]
     # A dialog list does not always say whether a user is blocked (Telegram's does not), so only a
     # positive report is applied here; unblocking goes through the unblock handler.
     if details.blocked:

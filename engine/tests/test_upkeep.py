@@ -414,3 +414,41 @@ def test_a_list_read_before_a_mute_request_finished_does_not_undo_the_mute(agent
     clock.advance(DIALOG_REFRESH_SECONDS + 1)
     harness.refresh("dialogs")  # read after the mute reached Telegram: it says muted too
     assert Conversation.objects.get(pk=conversation.pk).muted
+
+
+@pytest.mark.parametrize("sent_during_read", [False, True], ids=["not sent yet", "sent during the read"])
+def test_a_reconcile_at_connect_does_not_undo_a_mute_telegram_has_not_shown_yet(
+    agent, clock, sent_during_read
+):
+    """The reconcile at (re)connect applies the dialog list's flags too: a mute an operator asked for
+    while the gateway was away (its request still waiting), or one sent while the list was read,
+    stays; the next refresh, reading Telegram's state after the mute, agrees."""
+    from asgiref.sync import sync_to_async
+
+    from conversations.services.curation import conversations_set_muted
+    from engine.ingest import reconcile
+
+    harness = Harness(clock, transport_factory=lambda agent, **kw: MutedWhileRead(agent, **kw))
+    alice, _me = _chat_with_alice(harness, agent)
+    conversation = Conversation.objects.get(peer_id=alice.user_id)
+
+    async def mute_and_send():
+        await sync_to_async(conversations_set_muted)(conversations=[conversation], muted=True)
+        clock.advance(1)
+        await harness.gateway.steps["requests"].run()
+        clock.advance(1)
+
+    if sent_during_read:
+        MutedWhileRead.during_read = mute_and_send
+    else:
+        conversations_set_muted(conversations=[conversation], muted=True)
+    transport = harness.gateway.clients[agent.pk].transport
+    async_to_sync(reconcile)(agent_id=agent.pk, transport=transport)
+    assert Conversation.objects.get(pk=conversation.pk).muted
+    status = GatewayRequest.objects.get(kind=GatewayRequest.Kind.SET_MUTED).status
+    assert status == (GatewayRequest.Status.DONE if sent_during_read else GatewayRequest.Status.PENDING)
+
+    harness.step("requests")
+    clock.advance(DIALOG_REFRESH_SECONDS + 1)
+    harness.refresh("dialogs")
+    assert Conversation.objects.get(pk=conversation.pk).muted
