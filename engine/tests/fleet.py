@@ -230,6 +230,7 @@ class Fleet:
                 )
             ),
         ]
+        parts += self.unanswered_state()
         time.sleep(1)  # the handlers write at once; the logs are files
         for name, size in sizes.items():
             with self.log(name).open("rb") as log:
@@ -265,6 +266,37 @@ class Fleet:
                 "GROUP BY m.chat_id"
             )
         ]
+
+    def unanswered_state(self, limit: int = 5) -> list[str]:
+        """Where the first unanswered chats stand: their agent, its lease, the mirror's newest
+        message against the sandbox's, and the agent's newest graphs with their nodes."""
+        chats = [chat for chat, inbound, outbound in self.chat_counts() if outbound < inbound][:limit]
+        if not chats:
+            return []
+        ids = ", ".join(str(int(c)) for c in chats)
+        rows = self.db.query(
+            "SELECT m.chat_id, a.id, a.name, l.holder, l.expires_at, "
+            "(SELECT MAX(message_id) FROM sandbox_sandboxmessage WHERE chat_id = m.chat_id) "
+            "FROM sandbox_sandboxmember m JOIN sandbox_sandboxuser u ON u.id = m.user_id "
+            "JOIN agents_agent a ON a.id = u.agent_id LEFT JOIN agents_agentlease l ON l.agent_id = a.id "
+            f"WHERE m.chat_id IN ({ids})"  # noqa: S608  (ids from the database, as ints)
+        )
+        parts = ["--- unanswered chats (chat, agent, holder, lease ends, newest sandbox message)"]
+        for chat, agent_id, *rest in rows:
+            parts.append(repr((chat, *rest)))
+            graphs = self.db.query(
+                "SELECT g.id, g.status, g.trigger, g.target_message_id, g.created, g.finished, "
+                "(SELECT MAX(message_id) FROM conversations_message WHERE conversation_id = c.id) "
+                "FROM conversations_taskgraph g JOIN conversations_conversation c ON c.id = g.conversation_id "
+                f"WHERE c.agent_id = {int(agent_id)} ORDER BY g.id DESC LIMIT 3"  # noqa: S608
+            )
+            for graph in graphs:
+                nodes = self.db.query(
+                    "SELECT kind, status, attempts, lease_owner FROM conversations_tasknode "
+                    f"WHERE graph_id = {int(graph[0])} ORDER BY sequence"  # noqa: S608
+                )
+                parts.append(f"    graph {graph!r} nodes {nodes!r}")
+        return parts
 
     def unanswered(self) -> int:
         return sum(1 for _, inbound, outbound in self.chat_counts() if outbound < inbound)
