@@ -23,6 +23,12 @@ A call still pending whose worker is a process of this host that no longer exist
 could not close it, or `runworkers` itself was killed) is closed as interrupted at each check first:
 left pending, it counted as a busy pool, which hid the stall until CINDY_Q_TIMEOUT (300 s).
 
+Planning of the agents this gateway holds that another gateway claimed (the agent's previous holder,
+killed or cut off between the claim and the enqueue, whose watchdog is gone with it) and no worker has
+started for CINDY_PLANNING_STALL_SECONDS goes back to pending as well (`planning_left_behind`): the
+node's own lease would hold the turn for CINDY_NODE_LEASE_SECONDS. That is not a stall and restarts
+nothing.
+
 Detection and repair take at most CINDY_PLANNING_STALL_SECONDS + CHECK_SECONDS. A busy pool (every
 worker waiting on a slow model) is not a stall: its calls are in flight.
 """
@@ -103,6 +109,37 @@ def planning_interrupted(*, gateway_id: str, agent_ids: list[int]) -> list[tuple
     return found
 
 
+def planning_left_behind(
+    *, gateway_id: str, agent_ids: list[int], claimed_before: dt.datetime
+) -> list[tuple[int, str, int]]:
+    """(node id, claim token, agent id) of running planning nodes of agents this gateway holds that
+    another gateway claimed before `claimed_before` and no worker has started an LLM call for since.
+
+    The gateway that held the agent before (killed, or cut off and self-fenced) claimed them, and
+    their task may never have reached the queue (the enqueue was cut off with it); that gateway's
+    watchdog will not queue them again, and their node lease (CINDY_NODE_LEASE_SECONDS, 10 minutes)
+    would hold the turn until it ran out."""
+    running = TaskNode.objects.filter(
+        status=NodeStatus.RUNNING,
+        kind__in=BRAIN_KINDS,
+        agent_id__in=agent_ids,
+        started__lt=claimed_before,
+    ).values_list("pk", "lease_owner", "started", "agent_id")
+    return [
+        (pk, owner, agent_id)
+        for pk, owner, started, agent_id in running
+        if not owner.startswith(f"{gateway_id}#")
+        and not LLMCall.objects.filter(node_id=pk, created__gte=started).exists()
+    ]
+
+
+def left_behind_release(*, left: list[tuple[int, str, int]]) -> int:
+    """Return another gateway's unstarted planning nodes to pending under a new claim (this
+    gateway's tick queues them); a task of the old claim that still turns up does nothing."""
+    reason = "planning claimed by the agent's previous gateway had not started; queued again"
+    return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner, _agent in left)
+
+
 def stalled_release(*, stalled: list[tuple[int, str]]) -> int:
     """Return stalled planning nodes to pending under a new claim: the tick queues them again, and a
     task of the old claim that still turns up does nothing."""
@@ -154,8 +191,20 @@ class Watchdog:
                 f"planning queued again: the task worker of {len(interrupted)} planning task(s) was killed",
             )
             return True
+        claimed_before = now() - dt.timedelta(seconds=limit)
+        left = await sync_to_async(planning_left_behind)(
+            gateway_id=ctx.gateway_id, agent_ids=held, claimed_before=claimed_before
+        )
+        if left:
+            await sync_to_async(left_behind_release)(left=left)
+            await self._announce(
+                sorted({agent for _pk, _owner, agent in left}),
+                Kind.INFO,
+                "planning queued again: the gateway that held this agent before claimed it and its "
+                f"task had not started in {limit} s",
+            )
         stalled = await sync_to_async(planning_stalled)(
-            gateway_id=ctx.gateway_id, agent_ids=held, claimed_before=now() - dt.timedelta(seconds=limit)
+            gateway_id=ctx.gateway_id, agent_ids=held, claimed_before=claimed_before
         )
         if not stalled:
             if self.stalled_agents and await sync_to_async(planning_moved)(

@@ -252,3 +252,51 @@ def test_a_call_left_pending_by_a_worker_that_no_longer_exists_does_not_pass_for
     assert any("task worker of 1 planning task(s) was killed" in s for s in stalled_events())
     assert LLMCall.objects.get(pk=busy.pk).status == LLMCall.Status.PENDING
     assert LLMCall.objects.get(pk=elsewhere.pk).status == LLMCall.Status.PENDING
+
+
+@pytest.mark.parametrize("call_started", [False, True], ids=["never started", "its call in flight"])
+def test_planning_the_previous_holder_claimed_and_never_queued_is_queued_again_by_the_new_one(
+    agent, clock, settings, call_started
+):
+    """A gateway claimed a chat's planning and was cut off before its task reached the queue; the
+    agent's next gateway queues it again once it has waited the stall limit, without calling it a
+    stall. Planning whose LLM call a worker has started is left to that worker."""
+    from conversations.services.nodes import nodes_claim
+
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    conversation = conversation_with(agent, "Pat")
+    graph_replan(conversation=conversation, trigger="message", target_message_id=None)
+    node = TaskNode.objects.get(kind="received")
+    old_claim = "gw-gone:4242:0ff1ce#1"
+    assert nodes_claim(node_ids=[node.pk], owner=old_claim, lease_seconds=600)
+    if call_started:
+        llm_call_start(
+            provider="gemini",
+            model="gemini-3-flash-preview",
+            purpose="plan",
+            agent_id=agent.pk,
+            conversation_id=conversation.pk,
+            node_id=node.pk,
+        )
+    harness = Harness(clock)  # the gateway that holds the agent now
+    harness.start()
+    clock.advance(40)
+    harness.step("workers")
+    assert TaskNode.objects.get(pk=node.pk).lease_owner == old_claim
+
+    clock.advance(10)
+    harness.step("workers")
+    node.refresh_from_db()
+    if call_started:
+        assert (node.status, node.lease_owner) == (NodeStatus.RUNNING, old_claim)
+        assert stalled_events() == []
+        return
+    assert node.status == NodeStatus.PENDING
+    assert stalled_events() == [
+        "planning queued again: the gateway that held this agent before claimed it and its task had "
+        "not started in 45 s"
+    ]
+    harness.tick()  # the new holder claims it and queues it
+    node.refresh_from_db()
+    assert node.status == NodeStatus.RUNNING and node.lease_owner.startswith(harness.gateway.gateway_id)
+    assert harness.queued
