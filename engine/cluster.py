@@ -262,8 +262,10 @@ class GuardedSentinel(Sentinel):
         )
         try:
             if process.pid is not None:
-                llm_calls_interrupt(pids=[process.pid])
+                # The death is counted before the calls are closed: a closed (interrupted) call is
+                # what the gateway's watchdog re-queues on, and its release would lose the count.
                 released, failed = task_runs_release(pid=process.pid)
+                llm_calls_interrupt(pids=[process.pid])
                 logger.warning(
                     "planning of worker pid %s: %s node(s) queued again, %s failed (CINDY_TASK_MAX_DEATHS)",
                     process.pid,

@@ -126,12 +126,14 @@ def task_runs_release(*, pid: int) -> tuple[int, int]:
             deaths = params[DEATHS_KEY] = int(params.get(DEATHS_KEY, 0)) + 1
             node.params = params
             node.save(update_fields=["params"])
-        limit = settings.CINDY_TASK_MAX_DEATHS
-        if deaths >= limit:
-            reason = death_reason(node=node, deaths=deaths, last_worker=worker)
-            logger.error("node %s (%s) of agent %s: %s", node.pk, node.kind, node.agent_id, reason)
-            failed += node_fail(node_id=pk, owner=owner, error=reason, permanent=True) == "deleted"
-        else:
-            why = f"its task worker (pid {pid}) died running it (death {deaths} of {limit}); queued again"
-            released += node_release(node_id=pk, owner=owner, reason=why)
+            # Still under the row's lock: the gateway's watchdog, which returns planning whose call
+            # was interrupted to pending, cannot take the node in between and lose the count.
+            limit = settings.CINDY_TASK_MAX_DEATHS
+            if deaths >= limit:
+                reason = death_reason(node=node, deaths=deaths, last_worker=worker)
+                logger.error("node %s (%s) of agent %s: %s", node.pk, node.kind, node.agent_id, reason)
+                failed += node_fail(node_id=pk, owner=owner, error=reason, permanent=True) == "deleted"
+            else:
+                why = f"its task worker (pid {pid}) died running it (death {deaths} of {limit}); queued again"
+                released += node_release(node_id=pk, owner=owner, reason=why)
     return released, failed
