@@ -25,7 +25,8 @@ left pending, it counted as a busy pool, which hid the stall until CINDY_Q_TIMEO
 
 Planning of the agents this gateway holds that another gateway claimed (the agent's previous holder,
 killed or cut off between the claim and the enqueue, whose watchdog is gone with it) and no worker has
-started for CINDY_PLANNING_STALL_SECONDS goes back to pending as well (`planning_left_behind`): the
+started (no run mark of a live worker, no LLM call but an interrupted one) for
+CINDY_PLANNING_STALL_SECONDS goes back to pending as well (`planning_left_behind`): the
 node's own lease would hold the turn for CINDY_NODE_LEASE_SECONDS. That is not a stall and restarts
 nothing.
 
@@ -50,8 +51,9 @@ from conversations.services.activity import record_event
 from conversations.services.nodes import brain_nodes_release, node_release
 from engine.gateway_context import GatewayContext
 from engine.health import pid_alive
+from engine.task_deaths import RUN_KEY
 from llm.models import LLMCall
-from llm.usage import llm_calls_interrupt_gone
+from llm.usage import llm_calls_interrupt_gone, worker_pid_on_this_host
 
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
@@ -110,10 +112,12 @@ def planning_interrupted(*, gateway_id: str, agent_ids: list[int]) -> list[tuple
 
 
 def planning_left_behind(
-    *, gateway_id: str, agent_ids: list[int], claimed_before: dt.datetime
+    *, gateway_id: str, agent_ids: list[int], claimed_before: dt.datetime, alive: Callable[[int], bool]
 ) -> list[tuple[int, str, int]]:
     """(node id, claim token, agent id) of running planning nodes of agents this gateway holds that
-    another gateway claimed before `claimed_before` and no worker has started an LLM call for since.
+    another gateway claimed before `claimed_before` and no worker has: no task run mark of a worker
+    that still runs (`engine.task_deaths`; a worker of another host counts as running), and no LLM
+    call since the claim, unless the latest was interrupted (its worker was killed).
 
     The gateway that held the agent before (killed, or cut off and self-fenced) claimed them, and
     their task may never have reached the queue (the enqueue was cut off with it); that gateway's
@@ -124,13 +128,25 @@ def planning_left_behind(
         kind__in=BRAIN_KINDS,
         agent_id__in=agent_ids,
         started__lt=claimed_before,
-    ).values_list("pk", "lease_owner", "started", "agent_id")
-    return [
-        (pk, owner, agent_id)
-        for pk, owner, started, agent_id in running
-        if not owner.startswith(f"{gateway_id}#")
-        and not LLMCall.objects.filter(node_id=pk, created__gte=started).exists()
-    ]
+    ).values_list("pk", "lease_owner", "started", "agent_id", "params")
+    found = []
+    for pk, owner, started, agent_id, params in running:
+        if owner.startswith(f"{gateway_id}#"):
+            continue
+        mark = (params or {}).get(RUN_KEY)
+        if mark:
+            pid = worker_pid_on_this_host(str(mark.get("worker", "")))
+            if pid is None or alive(pid):
+                continue  # a worker has its task
+        latest = (
+            LLMCall.objects.filter(node_id=pk, created__gte=started)
+            .order_by("-pk")
+            .values_list("status", flat=True)
+            .first()
+        )
+        if latest is None or latest == LLMCall.Status.INTERRUPTED:
+            found.append((pk, owner, agent_id))
+    return found
 
 
 def left_behind_release(*, left: list[tuple[int, str, int]]) -> int:
@@ -193,7 +209,7 @@ class Watchdog:
             return True
         claimed_before = now() - dt.timedelta(seconds=limit)
         left = await sync_to_async(planning_left_behind)(
-            gateway_id=ctx.gateway_id, agent_ids=held, claimed_before=claimed_before
+            gateway_id=ctx.gateway_id, agent_ids=held, claimed_before=claimed_before, alive=self.alive
         )
         if left:
             await sync_to_async(left_behind_release)(left=left)

@@ -122,6 +122,13 @@ def worker_name(pid: int | None = None) -> str:
     return f"{_this_host()}{pid or os.getpid()}"
 
 
+def worker_pid_on_this_host(worker: str) -> int | None:
+    """The pid a worker name ("<host>:<pid>", `worker_name`) gives, if the worker is of this host."""
+    host = _this_host()
+    pid = worker[len(host) :] if worker.startswith(host) else ""
+    return int(pid) if pid.isdigit() else None
+
+
 def llm_calls_interrupt(*, pids: list[int]) -> int:
     """Close the pending calls of these processes of this host, which were killed: their planning
     nodes are then re-run at once (engine.watchdog), not after CINDY_Q_TIMEOUT."""

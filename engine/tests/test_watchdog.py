@@ -254,14 +254,27 @@ def test_a_call_left_pending_by_a_worker_that_no_longer_exists_does_not_pass_for
     assert LLMCall.objects.get(pk=elsewhere.pk).status == LLMCall.Status.PENDING
 
 
-@pytest.mark.parametrize("call_started", [False, True], ids=["never started", "its call in flight"])
+@pytest.mark.parametrize(
+    "worker",
+    [
+        "never started",
+        "its call in flight",
+        "its task run by a live worker",
+        "its worker gone",
+        "its call interrupted",
+    ],
+)
 def test_planning_the_previous_holder_claimed_and_never_queued_is_queued_again_by_the_new_one(
-    agent, clock, settings, call_started
+    agent, clock, settings, worker
 ):
     """A gateway claimed a chat's planning and was cut off before its task reached the queue; the
     agent's next gateway queues it again once it has waited the stall limit, without calling it a
-    stall. Planning whose LLM call a worker has started is left to that worker."""
+    stall. Planning a live worker has (its run mark, or an LLM call in flight) is left to it; a
+    worker that died with it (a mark of a gone process, an interrupted call) counts as none."""
     from conversations.services.nodes import nodes_claim
+    from engine.task_deaths import task_run_start
+    from llm.models import LLMCall
+    from llm.usage import worker_name
 
     settings.CINDY_PLANNING_STALL_SECONDS = 45
     conversation = conversation_with(agent, "Pat")
@@ -269,8 +282,14 @@ def test_planning_the_previous_holder_claimed_and_never_queued_is_queued_again_b
     node = TaskNode.objects.get(kind="received")
     old_claim = "gw-gone:4242:0ff1ce#1"
     assert nodes_claim(node_ids=[node.pk], owner=old_claim, lease_seconds=600)
-    if call_started:
-        llm_call_start(
+    if worker in ("its task run by a live worker", "its worker gone"):
+        assert task_run_start(node_id=node.pk, owner=old_claim)  # marked by this (live) process
+        if worker == "its worker gone":
+            node.refresh_from_db()
+            node.params["task_run"]["worker"] = worker_name(_gone_pid())
+            TaskNode.objects.filter(pk=node.pk).update(params=node.params)
+    if worker in ("its call in flight", "its call interrupted"):
+        call = llm_call_start(
             provider="gemini",
             model="gemini-3-flash-preview",
             purpose="plan",
@@ -278,6 +297,9 @@ def test_planning_the_previous_holder_claimed_and_never_queued_is_queued_again_b
             conversation_id=conversation.pk,
             node_id=node.pk,
         )
+        if worker == "its call interrupted":
+            LLMCall.objects.filter(pk=call.pk).update(status=LLMCall.Status.INTERRUPTED)
+    call_started = worker in ("its call in flight", "its task run by a live worker")
     harness = Harness(clock)  # the gateway that holds the agent now
     harness.start()
     clock.advance(40)
