@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from django.core.asgi import get_asgi_application
 
-from cindy_site.startup import settings_or_exit
+from cindy_site.startup import dump_stacks_on_signal, settings_or_exit
 
+dump_stacks_on_signal()  # under daphne too: `kill -USR1 PID` writes the web process's thread stacks
 settings_or_exit()  # sets DJANGO_SETTINGS_MODULE when unset, then loads the settings
 django_asgi_app = get_asgi_application()
 

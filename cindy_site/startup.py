@@ -15,7 +15,8 @@ import sys
 from django.core.exceptions import ImproperlyConfigured
 
 #: The signal that makes a Cindy process (any `manage.py` command: the gateway, the workers and their
-#: pool, the web server) write every thread's stack to its stderr.
+#: pool, `runserver`; and the web server under daphne, `cindy_site/asgi.py`) write every thread's
+#: stack to its stderr.
 STACKS_SIGNAL = signal.SIGUSR1
 
 
@@ -40,4 +41,6 @@ def dump_stacks_on_signal(file=None) -> None:
     in a call that holds the GIL. Processes forked afterwards (the worker pool) inherit it."""
     import faulthandler
 
+    if signal.getsignal(STACKS_SIGNAL) not in (signal.SIG_DFL, None):
+        return  # the server running us handles it itself (gunicorn reopens its logs on SIGUSR1)
     faulthandler.register(STACKS_SIGNAL, file=file or sys.stderr, all_threads=True, chain=False)

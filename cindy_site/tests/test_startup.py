@@ -217,3 +217,44 @@ def test_only_runserver_loads_daphnes_app(tmp_path):
     assert runserver.returncode == 0, runserver.stderr
     # daphne's runserver, not staticfiles': it serves the dashboard's WebSockets in development.
     assert "--websocket_handshake_timeout" in runserver.stdout
+
+
+def test_sigusr1_writes_every_threads_stack_and_the_process_goes_on(tmp_path):
+    import faulthandler
+    import signal
+    import threading
+
+    from cindy_site.startup import STACKS_SIGNAL, dump_stacks_on_signal
+
+    previous = signal.getsignal(STACKS_SIGNAL)
+    waiting = threading.Event()
+    helper = threading.Thread(target=waiting.wait, name="a waiting helper", daemon=True)
+    helper.start()
+    with (tmp_path / "stacks.txt").open("w+") as out:
+        dump_stacks_on_signal(out)
+        try:
+            os.kill(os.getpid(), STACKS_SIGNAL)  # handled in C before os.kill returns
+        finally:
+            faulthandler.unregister(STACKS_SIGNAL)
+            waiting.set()
+        out.seek(0)
+        stacks = out.read()
+    assert stacks.count("(most recent call first):") >= 2  # this thread and the helper at least
+    assert "test_startup.py" in stacks and "threading.py" in stacks
+    assert signal.getsignal(STACKS_SIGNAL) == previous
+
+
+def test_a_server_that_handles_sigusr1_itself_keeps_its_handler(tmp_path):
+    import signal
+
+    from cindy_site.startup import STACKS_SIGNAL, dump_stacks_on_signal
+
+    seen: list[int] = []
+    previous = signal.signal(STACKS_SIGNAL, lambda signum, frame: seen.append(signum))
+    try:
+        dump_stacks_on_signal((tmp_path / "stacks.txt").open("w"))
+        os.kill(os.getpid(), STACKS_SIGNAL)
+        assert seen == [STACKS_SIGNAL]  # gunicorn's log reopening, say, still happens
+        assert (tmp_path / "stacks.txt").read_text() == ""
+    finally:
+        signal.signal(STACKS_SIGNAL, previous)

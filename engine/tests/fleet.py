@@ -199,14 +199,17 @@ class Fleet:
             if predicate():
                 return time.monotonic() - started
             time.sleep(0.1)
+        try:
+            stuck = self.stuck()
+        except Exception as exc:  # the database may be what is stuck: the logs still come
+            stuck = f"--- (reading where it stands failed: {exc!r})"
         raise AssertionError(
-            f"timed out after {deadline:g} s waiting for {what}; holdings {self.holdings()}\n"
-            f"{self.stuck()}\n{self.logs()}"
+            f"timed out after {deadline:g} s waiting for {what}; holdings {self.holdings()}\n{stuck}\n{self.logs()}"
         )
 
     def stuck(self) -> str:
         """What a stalled fleet waits on: the database's sessions and open transactions, and every
-        thread's stack of each live process (SIGUSR1: engine.lifeline), read from their logs."""
+        thread's stack of each live process (SIGUSR1: cindy_site.startup), read from their logs."""
         sizes = {name: self.log(name).stat().st_size for name in self.processes if self.log(name).exists()}
         for process in self.processes.values():
             if process.poll() is None:
