@@ -370,6 +370,22 @@ def test_an_unchanged_dialog_list_is_compared_with_the_mirror_once_a_period(
     assert not Conversation.objects.get(peer_id=alice.user_id).muted  # Telegram's state won
 
 
+def muted_and_sent(harness: Harness, clock, conversation):
+    """A coroutine function: an operator mutes `conversation`, and the gateway sends the mute and
+    finishes its request (a second passes before and after)."""
+    from asgiref.sync import sync_to_async
+
+    from conversations.services.curation import conversations_set_muted
+
+    async def mute_and_send():
+        await sync_to_async(conversations_set_muted)(conversations=[conversation], muted=True)
+        clock.advance(1)
+        await harness.gateway.steps["requests"].run()
+        clock.advance(1)
+
+    return mute_and_send
+
+
 class MutedWhileRead(SandboxTransport):
     """The sandbox, where an operator's mute reaches Telegram and its request finishes while a dialog
     list is on its way back: the list shows the chat unmuted, and is applied after the request."""
@@ -388,19 +404,12 @@ def test_a_list_read_before_a_mute_request_finished_does_not_undo_the_mute(agent
     """An operator mutes a chat while the gateway reads its dialog list: the gateway sends the mute
     and finishes the request before the list, read earlier, is applied. The mute stays, and the next
     list (read after it) agrees."""
-    from asgiref.sync import sync_to_async
-
-    from conversations.services.curation import conversations_set_muted
 
     harness = Harness(clock, transport_factory=lambda agent, **kw: MutedWhileRead(agent, **kw))
     alice, _me = _chat_with_alice(harness, agent)
     conversation = Conversation.objects.get(peer_id=alice.user_id)
 
-    async def mute_and_send():
-        await sync_to_async(conversations_set_muted)(conversations=[conversation], muted=True)
-        clock.advance(1)
-        await harness.gateway.steps["requests"].run()
-        clock.advance(1)
+    mute_and_send = muted_and_sent(harness, clock, conversation)
 
     harness.refresh("dialogs")  # places the agent on its phase of the minute
     clock.advance(DIALOG_REFRESH_SECONDS + 1)
@@ -423,7 +432,6 @@ def test_a_reconcile_at_connect_does_not_undo_a_mute_telegram_has_not_shown_yet(
     """The reconcile at (re)connect applies the dialog list's flags too: a mute an operator asked for
     while the gateway was away (its request still waiting), or one sent while the list was read,
     stays; the next refresh, reading Telegram's state after the mute, agrees."""
-    from asgiref.sync import sync_to_async
 
     from conversations.services.curation import conversations_set_muted
     from engine.ingest import reconcile
@@ -432,11 +440,7 @@ def test_a_reconcile_at_connect_does_not_undo_a_mute_telegram_has_not_shown_yet(
     alice, _me = _chat_with_alice(harness, agent)
     conversation = Conversation.objects.get(peer_id=alice.user_id)
 
-    async def mute_and_send():
-        await sync_to_async(conversations_set_muted)(conversations=[conversation], muted=True)
-        clock.advance(1)
-        await harness.gateway.steps["requests"].run()
-        clock.advance(1)
+    mute_and_send = muted_and_sent(harness, clock, conversation)
 
     if sent_during_read:
         MutedWhileRead.during_read = mute_and_send
