@@ -98,17 +98,21 @@ def planning_interrupted(*, gateway_id: str, agent_ids: list[int]) -> list[tuple
         agent_id__in=agent_ids,
         lease_owner__startswith=f"{gateway_id}#",
     ).values_list("pk", "lease_owner", "started")
-    found = []
-    for pk, owner, started in running:
-        latest = (
-            LLMCall.objects.filter(node_id=pk, created__gte=started)
-            .order_by("-pk")
-            .values_list("status", flat=True)
-            .first()
-        )
-        if latest == LLMCall.Status.INTERRUPTED:
-            found.append((pk, owner))
-    return found
+    return [
+        (pk, owner)
+        for pk, owner, started in running
+        if _latest_call_status(node_id=pk, since=started) == LLMCall.Status.INTERRUPTED
+    ]
+
+
+def _latest_call_status(*, node_id: int, since: dt.datetime) -> str | None:
+    """The status of the node's latest LLM call made since `since` (its claim), if any."""
+    return (
+        LLMCall.objects.filter(node_id=node_id, created__gte=since)
+        .order_by("-pk")
+        .values_list("status", flat=True)
+        .first()
+    )
 
 
 def planning_left_behind(
@@ -138,28 +142,16 @@ def planning_left_behind(
             pid = worker_pid_on_this_host(str(mark.get("worker", "")))
             if pid is None or alive(pid):
                 continue  # a worker has its task
-        latest = (
-            LLMCall.objects.filter(node_id=pk, created__gte=started)
-            .order_by("-pk")
-            .values_list("status", flat=True)
-            .first()
-        )
-        if latest is None or latest == LLMCall.Status.INTERRUPTED:
+        if _latest_call_status(node_id=pk, since=started) in (None, LLMCall.Status.INTERRUPTED):
             found.append((pk, owner, agent_id))
     return found
 
 
-def left_behind_release(*, left: list[tuple[int, str, int]]) -> int:
-    """Return another gateway's unstarted planning nodes to pending under a new claim (this
-    gateway's tick queues them); a task of the old claim that still turns up does nothing."""
-    reason = "planning claimed by the agent's previous gateway had not started; queued again"
-    return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner, _agent in left)
-
-
-def stalled_release(*, stalled: list[tuple[int, str]]) -> int:
+def stalled_release(
+    *, stalled: list[tuple[int, str]], reason: str = "planning not started by any task worker; queued again"
+) -> int:
     """Return stalled planning nodes to pending under a new claim: the tick queues them again, and a
     task of the old claim that still turns up does nothing."""
-    reason = "planning not started by any task worker; queued again"
     return sum(node_release(node_id=pk, owner=owner, reason=reason) for pk, owner in stalled)
 
 
@@ -212,7 +204,10 @@ class Watchdog:
             gateway_id=ctx.gateway_id, agent_ids=held, claimed_before=claimed_before, alive=self.alive
         )
         if left:
-            await sync_to_async(left_behind_release)(left=left)
+            await sync_to_async(stalled_release)(
+                stalled=[(pk, owner) for pk, owner, _agent in left],
+                reason="planning claimed by the agent's previous gateway had not started; queued again",
+            )
             await self._announce(
                 sorted({agent for _pk, _owner, agent in left}),
                 Kind.INFO,

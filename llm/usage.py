@@ -145,12 +145,11 @@ def llm_calls_interrupt_gone(*, alive: Callable[[int], bool]) -> int:
     could not: the database refused that write, or `runworkers` itself was killed and its successor
     never knew the dead pool's pids. Left pending, such a call made the planning watchdog take the
     pool for busy until CINDY_Q_TIMEOUT (engine/watchdog.py)."""
-    host = _this_host()
-    pending = LLMCall.objects.filter(status=LLMCall.Status.PENDING, worker__startswith=host)
+    pending = LLMCall.objects.filter(status=LLMCall.Status.PENDING, worker__startswith=_this_host())
     gone = []
     for pk, worker in pending.values_list("pk", "worker")[:500]:
-        pid = worker[len(host) :]
-        if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
+        pid = worker_pid_on_this_host(worker)
+        if pid is not None and pid != os.getpid() and not alive(pid):
             gone.append(pk)
     return _interrupt(LLMCall.objects.filter(pk__in=gone, status=LLMCall.Status.PENDING)) if gone else 0
 
