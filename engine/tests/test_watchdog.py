@@ -28,6 +28,18 @@ def claimed_planning(agent, clock) -> tuple[Harness, TaskNode]:
     return harness, node
 
 
+def planning_call(agent, *, conversation_id: int | None = None, node_id: int | None = None):
+    """An LLM planning call of `agent` started now (pending: in flight on some worker)."""
+    return llm_call_start(
+        provider="gemini",
+        model="gemini-3-flash-preview",
+        purpose="plan",
+        agent_id=agent.pk,
+        conversation_id=conversation_id,
+        node_id=node_id,
+    )
+
+
 def stalled_events() -> list[str]:
     return list(
         ActivityEvent.objects.filter(summary__startswith="planning").values_list("summary", flat=True)
@@ -69,14 +81,7 @@ def test_planning_no_worker_starts_is_reported_once_queued_again_and_its_end_rep
 def test_a_pool_busy_with_slow_llm_calls_is_not_a_stall(agent, clock, settings):
     settings.CINDY_PLANNING_STALL_SECONDS = 45
     harness, node = claimed_planning(agent, clock)
-    llm_call_start(
-        provider="gemini",
-        model="gemini-3-flash-preview",
-        purpose="plan",
-        agent_id=agent.pk,
-        conversation_id=None,
-        node_id=None,  # another chat's planning, in flight on the only worker
-    )
+    planning_call(agent)  # another chat's planning, in flight on the only worker
     clock.advance(120)
     harness.step("workers")
     assert stalled_events() == []
@@ -136,22 +141,8 @@ def test_planning_whose_worker_was_killed_runs_again_at_once_however_busy_the_ot
     harness, node = claimed_planning(agent, clock)
     assert harness.gateway.context.workers is None
     killed_task = harness.queued.pop()
-    killed = llm_call_start(
-        provider="gemini",
-        model="gemini-3-flash-preview",
-        purpose="plan",
-        agent_id=agent.pk,
-        conversation_id=node.conversation_id,
-        node_id=node.pk,
-    )
-    busy = llm_call_start(
-        provider="gemini",
-        model="gemini-3-flash-preview",
-        purpose="plan",
-        agent_id=agent.pk,
-        conversation_id=None,
-        node_id=None,
-    )
+    killed = planning_call(agent, conversation_id=node.conversation_id, node_id=node.pk)
+    busy = planning_call(agent)
     LLMCall.objects.filter(pk=killed.pk).update(worker=worker_name(4242))
     LLMCall.objects.filter(pk=busy.pk).update(worker=worker_name(os.getppid()))  # another pool, still busy
     assert llm_calls_interrupt(pids=[4242]) == 1
@@ -182,14 +173,7 @@ def test_a_shared_pool_replaced_returns_the_planning_it_lost_and_leaves_calls_in
     replan(conversation=busy_chat, trigger="message", target_message_id=None)
     harness.tick()
     busy = TaskNode.objects.get(kind="received", conversation=busy_chat)
-    llm_call_start(
-        provider="gemini",
-        model="gemini-3-flash-preview",
-        purpose="plan",
-        agent_id=agent.pk,
-        conversation_id=busy_chat.pk,
-        node_id=busy.pk,
-    )
+    planning_call(agent, conversation_id=busy_chat.pk, node_id=busy.pk)
 
     assert brain_nodes_release_unstarted(reason="task workers replaced") == 1
     assert TaskNode.objects.get(pk=lost.pk).status == NodeStatus.PENDING
@@ -236,10 +220,9 @@ def test_a_call_left_pending_by_a_worker_that_no_longer_exists_does_not_pass_for
     settings.CINDY_PLANNING_STALL_SECONDS = 45
     harness, node = claimed_planning(agent, clock)
     assert harness.gateway.context.workers is None  # the production layout: workers run apart
-    start = {"provider": "gemini", "model": "gemini-3-flash-preview", "purpose": "plan", "agent_id": agent.pk}
-    lost = llm_call_start(**start, conversation_id=node.conversation_id, node_id=node.pk)
-    busy = llm_call_start(**start, conversation_id=None, node_id=None)
-    elsewhere = llm_call_start(**start, conversation_id=None, node_id=None)
+    lost = planning_call(agent, conversation_id=node.conversation_id, node_id=node.pk)
+    busy = planning_call(agent)
+    elsewhere = planning_call(agent)
     dead = _gone_pid()
     LLMCall.objects.filter(pk=lost.pk).update(worker=worker_name(dead))
     LLMCall.objects.filter(pk=busy.pk).update(worker=worker_name(os.getppid()))  # a live worker
@@ -289,14 +272,7 @@ def test_planning_the_previous_holder_claimed_and_never_queued_is_queued_again_b
             node.params["task_run"]["worker"] = worker_name(_gone_pid())
             TaskNode.objects.filter(pk=node.pk).update(params=node.params)
     if worker in ("its call in flight", "its call interrupted"):
-        call = llm_call_start(
-            provider="gemini",
-            model="gemini-3-flash-preview",
-            purpose="plan",
-            agent_id=agent.pk,
-            conversation_id=conversation.pk,
-            node_id=node.pk,
-        )
+        call = planning_call(agent, conversation_id=conversation.pk, node_id=node.pk)
         if worker == "its call interrupted":
             LLMCall.objects.filter(pk=call.pk).update(status=LLMCall.Status.INTERRUPTED)
     call_started = worker in ("its call in flight", "its task run by a live worker")
