@@ -123,6 +123,9 @@ agent_account_permission = permission_by_method(read="agents.view_agent", write=
 @agent_account_permission
 def account_page(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(visible_to(request.user, Agent.objects.select_related("lease")), pk=agent_id)
+    # Asked before the snapshot is read: a request that finishes in between then still reloads the
+    # page, which shows its result (read the other way round, the page showed neither, for good).
+    waiting = selectors.telegram_request_waiting(agent=agent, kinds=ACCOUNT_PAGE_KINDS)
     snapshot = selectors.account_snapshot(agent=agent)
     data = (snapshot.result or {}) if snapshot else {}
     profile = data.get("profile") or {}
@@ -195,7 +198,6 @@ def account_page(request: HttpRequest, agent_id: int) -> HttpResponse:
         for p in profile.get("photos", [])
         if p.get("file")
     ]
-    waiting = selectors.telegram_request_waiting(agent=agent, kinds=ACCOUNT_PAGE_KINDS)
     context = {
         **admin.site.each_context(request),
         "title": f"Telegram account of {agent.name}",
@@ -263,6 +265,7 @@ def signin_page(request: HttpRequest, agent_id: int) -> HttpResponse:
             )
         if queued:
             return redirect(request.path)
+    waiting = selectors.telegram_request_waiting(agent=agent, kinds=requests.SIGN_IN_KINDS)  # first: as above
     latest = requests.signin_latest(agent=agent)
     state = (latest.result or {}).get("state", "") if latest else ""
     context = {
@@ -277,7 +280,7 @@ def signin_page(request: HttpRequest, agent_id: int) -> HttpResponse:
         "via": (latest.result or {}).get("via", "") if latest else "",
         "code_form": code_form,
         "password_form": password_form,
-        "waiting": selectors.telegram_request_waiting(agent=agent, kinds=requests.SIGN_IN_KINDS),
+        "waiting": waiting,
         "rows": _request_rows(agent, requests.SIGN_IN_KINDS),
     }
     return TemplateResponse(request, "admin/agents/telegram_signin.html", context)

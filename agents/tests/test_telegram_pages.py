@@ -96,6 +96,48 @@ def test_a_profile_change_becomes_a_request_and_a_long_bio_is_refused(verified_c
     assert "Waiting for the gateway" in page and 'http-equiv="refresh"' in page
 
 
+def _finished_right_after(read, request: GatewayRequest, result: dict):
+    """`read`, after which the gateway finishes `request`: the moment a page's reads straddle."""
+
+    def wrapped(**kwargs):
+        value = read(**kwargs)
+        GatewayRequest.objects.filter(pk=request.pk).update(
+            status=GatewayRequest.Status.DONE, result=result, finished=now()
+        )
+        return value
+
+    return wrapped
+
+
+def test_a_request_that_finishes_while_the_page_renders_still_reaches_the_page(
+    verified_client, wendy, heidi, monkeypatch
+):
+    """The page either shows the result or reloads itself until it does, never neither."""
+    from agents import selectors
+    from agents.services import telegram_requests
+
+    read = GatewayRequest.objects.create(agent=wendy, kind=Kind.READ_ACCOUNT, created=now())
+    profile = {"user_id": 9, "first_name": "Wendy", "about": "Reads maps", "about_limit": 70}
+    monkeypatch.setattr(
+        selectors,
+        "account_snapshot",
+        _finished_right_after(selectors.account_snapshot, read, {"profile": profile, "contacts": []}),
+    )
+    page = verified_client.get(account_url(wendy)).content.decode()
+    assert 'http-equiv="refresh"' in page
+    assert "Reads maps" in verified_client.get(account_url(wendy)).content.decode()
+
+    start = GatewayRequest.objects.create(agent=heidi, kind=Kind.SIGN_IN_START, created=now())
+    monkeypatch.setattr(
+        telegram_requests,
+        "signin_latest",
+        _finished_right_after(telegram_requests.signin_latest, start, {"state": "code_sent", "via": "App"}),
+    )
+    page = verified_client.get(signin_url(heidi)).content.decode()
+    assert 'http-equiv="refresh"' in page
+    assert "Telegram sent a code (App)" in verified_client.get(signin_url(heidi)).content.decode()
+
+
 def test_a_failed_request_shows_its_reason(verified_client, wendy):
     GatewayRequest.objects.create(
         agent=wendy,
