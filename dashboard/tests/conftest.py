@@ -96,6 +96,18 @@ def pytest_runtest_teardown(item, nextitem):
         _CHROMIUM.close()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test's report ends with what the live site's processes logged: a page that
+    waited in vain for the gateway says why only there."""
+    outcome = yield
+    report = outcome.get_result()
+    site = getattr(item, "funcargs", {}).get("site")
+    if report.when == "call" and report.failed and site is not None:
+        for name in site.processes:
+            report.sections.append((f"live site: {name}.log (its end)", site.log(name)))
+
+
 @pytest.fixture(scope="session")
 def site_template(migrated_database) -> object:
     """The database every live site starts from: the run's migrated database (`migrated_database`,

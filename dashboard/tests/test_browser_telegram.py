@@ -262,9 +262,15 @@ def test_a_mute_set_in_the_admin_sticks_and_a_group_is_left(site_db, watched):
     me = sandbox_user_for_agent(agent=agent)
     ann = SandboxUser.objects.get(name="Ann")
 
+    # The list is read once: the gateway (a process starting now) must have mirrored both chats.
+    wait_for(
+        lambda: Conversation.objects.filter(agent=agent, title__in=["Ann", circle]).count() == 2,
+        "the gateway to mirror the chat with Ann and the group",
+        site_db.logs / "gateway.log",
+    )
     _log_in(page, _staff("muter"), next_url="/admin/")
     page.goto(f"/admin/conversations/conversation/?agent__id__exact={agent.pk}")
-    expect(page.locator("#result_list")).to_contain_text("Ann", timeout=30_000)
+    expect(page.locator("#result_list")).to_contain_text("Ann")
     dm = Conversation.objects.get(agent=agent, peer_id=ann.user_id)
     page.goto(f"/admin/conversations/conversation/{dm.pk}/change/")
     page.check("#id_muted")
@@ -287,7 +293,7 @@ def test_a_mute_set_in_the_admin_sticks_and_a_group_is_left(site_db, watched):
 
     page.goto(f"/admin/conversations/conversation/?agent__id__exact={agent.pk}")
     row = page.locator("#result_list tr", has_text=circle)
-    expect(row).to_have_count(1, timeout=30_000)
+    expect(row).to_have_count(1)
     row.locator("input.action-select").check()
     page.select_option("select[name=action]", "leave_in_telegram")
     page.get_by_role("button", name="Go").click()
