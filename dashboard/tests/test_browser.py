@@ -21,6 +21,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from django.db import transaction
 from django.utils import timezone
 from django_otp.oath import totp
 from django_otp.plugins.otp_totp.models import TOTPDevice
@@ -234,17 +235,19 @@ def test_an_agent_with_an_invalid_timezone_shows_its_notice_in_the_agents_table(
 def test_the_agents_badge_says_whether_a_gateway_drives_it_not_its_telegram_status(site_db, page):
     # A lease a gateway holds makes the agent "connected"; whether Telegram shows it online is the
     # activity stream's "shown online on Telegram" line, so the two words never contradict each other.
-    held = _agent(f"Hal {secrets.token_hex(2)}")
-    # Disabled, so that the gateway an earlier test of this module left running does not take it.
-    idle = _agent(f"Ida {secrets.token_hex(2)}", disabled=True)
+    # The gateway an earlier test of this module left running takes any agent it sees without a
+    # lease: the held one comes with its lease (one commit), the idle one is disabled.
     at = timezone.now()
-    AgentLease.objects.create(
-        agent=held,
-        holder="gw-host:1:ab",
-        acquired_at=at,
-        heartbeat_at=at,
-        expires_at=at + dt.timedelta(days=1),
-    )
+    with transaction.atomic():
+        held = _agent(f"Hal {secrets.token_hex(2)}")
+        AgentLease.objects.create(
+            agent=held,
+            holder="gw-host:1:ab",
+            acquired_at=at,
+            heartbeat_at=at,
+            expires_at=at + dt.timedelta(days=1),
+        )
+    idle = _agent(f"Ida {secrets.token_hex(2)}", disabled=True)
     _log_in(page, _staff("watcher"), next_url="/dashboard/")
     expect(page.locator("#live-status")).to_have_text("live")
     badge = page.locator("#agents-table tr", has_text=held.name).locator("td.badges .badge").first
