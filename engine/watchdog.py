@@ -28,7 +28,9 @@ killed or cut off between the claim and the enqueue, whose watchdog is gone with
 started (no run mark of a live worker, no LLM call but an interrupted one) for
 CINDY_PLANNING_STALL_SECONDS goes back to pending as well (`planning_left_behind`): the
 node's own lease would hold the turn for CINDY_NODE_LEASE_SECONDS. That is not a stall and restarts
-nothing.
+nothing. It waits while the task queue holds tasks no worker has taken (`tasks_waiting`): behind such
+a backlog their own task may still be queued, and a second one would go to the back of it, making the
+chat wait the backlog twice; once the queue is empty, a task of theirs can no longer be in it.
 
 Detection and repair take at most CINDY_PLANNING_STALL_SECONDS + CHECK_SECONDS. A busy pool (every
 worker waiting on a slow model) is not a stall: its calls are in flight.
@@ -147,6 +149,19 @@ def planning_left_behind(
     return found
 
 
+def tasks_waiting() -> int:
+    """How many queued tasks no worker has taken yet (the broker's `queue_size`, public django-q2
+    broker API; tasks a pool already fetched are not counted). 0 when the broker cannot be read: a
+    backlog that cannot be seen holds nothing back."""
+    from engine.dispatch import task_broker
+
+    try:
+        return int(task_broker().queue_size() or 0)
+    except Exception:  # the broker unreachable: the watchdog's other checks go on
+        logger.debug("the task queue's size could not be read", exc_info=True)
+        return 0
+
+
 def stalled_release(
     *, stalled: list[tuple[int, str]], reason: str = "planning not started by any task worker; queued again"
 ) -> int:
@@ -163,9 +178,16 @@ def planning_moved(*, agent_ids: list[int], since: dt.datetime) -> bool:
 class Watchdog:
     """The check itself, run by the workers step (`WorkersStep`) every CHECK_SECONDS."""
 
-    def __init__(self, context: GatewayContext, *, alive: Callable[[int], bool] = pid_alive) -> None:
+    def __init__(
+        self,
+        context: GatewayContext,
+        *,
+        alive: Callable[[int], bool] = pid_alive,
+        waiting: Callable[[], int] = tasks_waiting,
+    ) -> None:
         self.context = context
         self.alive = alive  # whether a pid of this host runs (a test gives its own)
+        self.waiting = waiting  # how many queued tasks no worker has taken
         self._checked_at: float | None = None  # monotonic
         #: The agents told "planning stalled", and since when (wall clock); empty once it resumed.
         self.stalled_agents: list[int] = []
@@ -203,6 +225,8 @@ class Watchdog:
         left = await sync_to_async(planning_left_behind)(
             gateway_id=ctx.gateway_id, agent_ids=held, claimed_before=claimed_before, alive=self.alive
         )
+        if left and await sync_to_async(self.waiting)():
+            left = []  # their task may wait in that backlog: queued again, it would wait it twice
         if left:
             await sync_to_async(stalled_release)(
                 stalled=[(pk, owner) for pk, owner, _agent in left],

@@ -298,3 +298,67 @@ def test_planning_the_previous_holder_claimed_and_never_queued_is_queued_again_b
     node.refresh_from_db()
     assert node.status == NodeStatus.RUNNING and node.lease_owner.startswith(harness.gateway.gateway_id)
     assert harness.queued
+
+
+def test_planning_the_previous_holder_claimed_waits_while_the_task_queue_has_a_backlog(
+    agent, clock, settings
+):
+    """Behind a backlog its own task may still be queued: queued again, the chat would wait the backlog
+    twice. Once no task waits in the queue, a task of its own can no longer be there."""
+    from conversations.services.nodes import nodes_claim
+
+    settings.CINDY_PLANNING_STALL_SECONDS = 45
+    conversation = conversation_with(agent, "Pat")
+    graph_replan(conversation=conversation, trigger="message", target_message_id=None)
+    node = TaskNode.objects.get(kind="received")
+    old_claim = "gw-gone:4242:0ff1ce#1"
+    assert nodes_claim(node_ids=[node.pk], owner=old_claim, lease_seconds=600)
+    harness = Harness(clock)
+    harness.start()
+    backlog = [12]
+    harness.gateway.watchdog.waiting = lambda: backlog[0]
+
+    for step in (50, 5, 5):  # 50 to 60 s after the claim, the queue still busy
+        clock.advance(step)
+        harness.step("workers")
+        assert TaskNode.objects.get(pk=node.pk).lease_owner == old_claim
+    assert stalled_events() == []
+
+    backlog[0] = 0
+    clock.advance(5)
+    harness.step("workers")
+    assert TaskNode.objects.get(pk=node.pk).status == NodeStatus.PENDING
+    assert len(stalled_events()) == 1
+
+
+def test_the_task_queue_s_backlog_counts_the_tasks_no_worker_has_taken(db):
+    """What the watchdog reads (`tasks_waiting`): the database broker's queued rows whose lock has
+    not been taken; a task a worker took (its lock in the future) is not waiting."""
+    import datetime as dt
+
+    from django.utils import timezone
+    from django_q.models import OrmQ
+
+    from engine import dispatch
+    from engine.taskwake import TaskBroker
+    from engine.watchdog import tasks_waiting
+
+    broker = TaskBroker(list_key="cindy")
+    dispatch.task_broker.cache_clear()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(dispatch, "task_broker", lambda: broker)
+            assert tasks_waiting() == 0
+            broker.enqueue("a signed package")
+            broker.enqueue("another")
+            assert tasks_waiting() == 2
+            OrmQ.objects.filter(payload="another").update(lock=timezone.now() + dt.timedelta(seconds=360))
+            assert tasks_waiting() == 1
+
+            def unreachable():
+                raise ConnectionError("the broker is down")
+
+            patch.setattr(dispatch, "task_broker", unreachable)
+            assert tasks_waiting() == 0
+    finally:
+        dispatch.task_broker.cache_clear()
