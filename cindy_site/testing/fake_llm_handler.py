@@ -3,6 +3,7 @@ transcription, speech, explicit-cache or model-list answer, as `cindy_site.testi
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
@@ -102,7 +103,9 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
         if isinstance(outcome, Stall):
             # Wait on the stop event rather than sleeping, so stop() is never held up.
             self.owner._stopping.wait(outcome.seconds)
-            self._send(504, error_body(api, Failure(504, "fake stall ended")))
+            # A client that gave up meanwhile (what a stall is for) has closed the connection.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._send(504, error_body(api, Failure(504, "fake stall ended")))
         elif isinstance(outcome, Failure):
             extra = {} if outcome.retry_after is None else {"Retry-After": str(outcome.retry_after)}
             self._send(outcome.status, error_body(api, outcome), headers=extra)
