@@ -237,6 +237,17 @@ def test_a_call_left_pending_by_a_worker_that_no_longer_exists_does_not_pass_for
     assert LLMCall.objects.get(pk=elsewhere.pk).status == LLMCall.Status.PENDING
 
 
+def claimed_by_another_gateway(agent) -> tuple[TaskNode, str]:
+    """A chat's planning claimed by a gateway that is gone (the agent's previous holder)."""
+    from conversations.services.nodes import nodes_claim
+
+    graph_replan(conversation=conversation_with(agent, "Pat"), trigger="message", target_message_id=None)
+    node = TaskNode.objects.get(kind="received")
+    old_claim = "gw-gone:4242:0ff1ce#1"
+    assert nodes_claim(node_ids=[node.pk], owner=old_claim, lease_seconds=600)
+    return node, old_claim
+
+
 @pytest.mark.parametrize(
     "worker",
     [
@@ -254,17 +265,12 @@ def test_planning_the_previous_holder_claimed_and_never_queued_is_queued_again_b
     agent's next gateway queues it again once it has waited the stall limit, without calling it a
     stall. Planning a live worker has (its run mark, or an LLM call in flight) is left to it; a
     worker that died with it (a mark of a gone process, an interrupted call) counts as none."""
-    from conversations.services.nodes import nodes_claim
     from engine.task_deaths import task_run_start
     from llm.models import LLMCall
     from llm.usage import worker_name
 
     settings.CINDY_PLANNING_STALL_SECONDS = 45
-    conversation = conversation_with(agent, "Pat")
-    graph_replan(conversation=conversation, trigger="message", target_message_id=None)
-    node = TaskNode.objects.get(kind="received")
-    old_claim = "gw-gone:4242:0ff1ce#1"
-    assert nodes_claim(node_ids=[node.pk], owner=old_claim, lease_seconds=600)
+    node, old_claim = claimed_by_another_gateway(agent)
     if worker in ("its task run by a live worker", "its worker gone"):
         assert task_run_start(node_id=node.pk, owner=old_claim)  # marked by this (live) process
         if worker == "its worker gone":
@@ -272,7 +278,7 @@ def test_planning_the_previous_holder_claimed_and_never_queued_is_queued_again_b
             node.params["task_run"]["worker"] = worker_name(_gone_pid())
             TaskNode.objects.filter(pk=node.pk).update(params=node.params)
     if worker in ("its call in flight", "its call interrupted"):
-        call = planning_call(agent, conversation_id=conversation.pk, node_id=node.pk)
+        call = planning_call(agent, conversation_id=node.conversation_id, node_id=node.pk)
         if worker == "its call interrupted":
             LLMCall.objects.filter(pk=call.pk).update(status=LLMCall.Status.INTERRUPTED)
     call_started = worker in ("its call in flight", "its task run by a live worker")
@@ -305,14 +311,8 @@ def test_planning_the_previous_holder_claimed_waits_while_the_task_queue_has_a_b
 ):
     """Behind a backlog its own task may still be queued: queued again, the chat would wait the backlog
     twice. Once no task waits in the queue, a task of its own can no longer be there."""
-    from conversations.services.nodes import nodes_claim
-
     settings.CINDY_PLANNING_STALL_SECONDS = 45
-    conversation = conversation_with(agent, "Pat")
-    graph_replan(conversation=conversation, trigger="message", target_message_id=None)
-    node = TaskNode.objects.get(kind="received")
-    old_claim = "gw-gone:4242:0ff1ce#1"
-    assert nodes_claim(node_ids=[node.pk], owner=old_claim, lease_seconds=600)
+    node, old_claim = claimed_by_another_gateway(agent)
     harness = Harness(clock)
     harness.start()
     backlog = [12]
