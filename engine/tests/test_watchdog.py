@@ -331,7 +331,7 @@ def test_planning_the_previous_holder_claimed_waits_while_the_task_queue_has_a_b
     assert len(stalled_events()) == 1
 
 
-def test_the_task_queue_s_backlog_counts_the_tasks_no_worker_has_taken(db):
+def test_the_task_queue_s_backlog_counts_the_tasks_no_worker_has_taken(db, monkeypatch):
     """What the watchdog reads (`tasks_waiting`): the database broker's queued rows whose lock has
     not been taken; a task a worker took (its lock in the future) is not waiting."""
     import datetime as dt
@@ -344,21 +344,16 @@ def test_the_task_queue_s_backlog_counts_the_tasks_no_worker_has_taken(db):
     from engine.watchdog import tasks_waiting
 
     broker = TaskBroker(list_key="cindy")
-    dispatch.task_broker.cache_clear()
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(dispatch, "task_broker", lambda: broker)
-            assert tasks_waiting() == 0
-            broker.enqueue("a signed package")
-            broker.enqueue("another")
-            assert tasks_waiting() == 2
-            OrmQ.objects.filter(payload="another").update(lock=timezone.now() + dt.timedelta(seconds=360))
-            assert tasks_waiting() == 1
+    monkeypatch.setattr(dispatch, "task_broker", lambda: broker)
+    assert tasks_waiting() == 0
+    broker.enqueue("a signed package")
+    broker.enqueue("another")
+    assert tasks_waiting() == 2
+    OrmQ.objects.filter(payload="another").update(lock=timezone.now() + dt.timedelta(seconds=360))
+    assert tasks_waiting() == 1
 
-            def unreachable():
-                raise ConnectionError("the broker is down")
+    def unreachable():
+        raise ConnectionError("the broker is down")
 
-            patch.setattr(dispatch, "task_broker", unreachable)
-            assert tasks_waiting() == 0
-    finally:
-        dispatch.task_broker.cache_clear()
+    monkeypatch.setattr(dispatch, "task_broker", unreachable)
+    assert tasks_waiting() == 0
