@@ -106,6 +106,14 @@ def check_lease(agent: Agent, gateway_id: str) -> None:
         )
 
 
+def _state_key(entity_id: int, state: types.updates.State) -> tuple:
+    """What of an update state is worth writing: its counters, and for the account's own state
+    (entity 0) its date; Telethon stamps a channel's state with the time it hands it over, which
+    carries nothing (channels are caught up by pts alone)."""
+    date = _aware(state.date) if entity_id == 0 and state.date is not None else None
+    return (state.pts, state.qts, state.seq, date)
+
+
 def _aware(value: dt.datetime | None) -> dt.datetime:
     if value is None:
         return clock.now()
@@ -126,6 +134,9 @@ class DatabaseSession(MemorySession):
         self.gateway_id = gateway_id
         self._rows: dict[int, EntityRow] = {}
         self._dirty_session = False
+        #: Each update state as stored (`_state_key`): Telethon hands its state over about once a
+        #: minute per client, changed or not, and only a changed one is written.
+        self._stored_states: dict[int, tuple] = {}
         self._dirty_states: set[int] = set()
         self._dirty_entities: set[int] = set()
         self._load()
@@ -150,9 +161,10 @@ class DatabaseSession(MemorySession):
                 raw = decrypt_auth_key(row.auth_key_encrypted, agent_name=self.agent_name)
                 self._auth_key = AuthKey(data=raw)
         for state in TelegramUpdateState.objects.filter(agent_id=self.agent_id):
-            self._update_states[state.entity_id] = types.updates.State(
+            self._update_states[state.entity_id] = loaded = types.updates.State(
                 pts=state.pts, qts=state.qts, date=state.date, seq=state.seq, unread_count=0
             )
+            self._stored_states[state.entity_id] = _state_key(state.entity_id, loaded)
         for ent in TelegramEntity.objects.filter(agent_id=self.agent_id):
             self._rows[ent.entity_id] = (ent.entity_id, ent.access_hash, ent.username, ent.phone, ent.name)
 
@@ -174,7 +186,8 @@ class DatabaseSession(MemorySession):
 
     def set_update_state(self, entity_id, state):
         super().set_update_state(entity_id, state)
-        self._dirty_states.add(entity_id)
+        if self._stored_states.get(entity_id) != _state_key(entity_id, state):
+            self._dirty_states.add(entity_id)
 
     def process_entities(self, tlo):
         for row in self._entities_to_rows(tlo):
@@ -274,6 +287,7 @@ class DatabaseSession(MemorySession):
             state = self._update_states.get(entity_id)
             if state is None:
                 continue
+            self._stored_states[entity_id] = _state_key(entity_id, state)
             objs.append(
                 TelegramUpdateState(
                     agent_id=self.agent_id,

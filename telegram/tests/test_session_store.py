@@ -62,6 +62,42 @@ def test_changed_entities_and_states_are_updated_not_duplicated(logged_in):
     assert list(TelegramUpdateState.objects.filter(agent=logged_in).values_list("pts", flat=True)) == [2]
 
 
+def test_a_state_handed_over_again_unchanged_is_not_written_again(logged_in):
+    """Telethon hands its update states to the session about once a minute per client, changed or
+    not (a channel's stamped with the time of handing over): only a change makes a write."""
+    session = open_session_for(logged_in, GATEWAY)
+    session.set_update_state(0, types.updates.State(pts=5, qts=0, date=DATE, seq=3, unread_count=0))
+    session.set_update_state(
+        901, types.updates.State(pts=55, qts=0, date=dt.datetime(2026, 1, 5), seq=0, unread_count=0)
+    )
+    session.flush()
+    assert not session.has_changes
+
+    session.set_update_state(0, types.updates.State(pts=5, qts=0, date=DATE, seq=3, unread_count=0))
+    session.set_update_state(
+        901, types.updates.State(pts=55, qts=0, date=dt.datetime(2026, 1, 6), seq=0, unread_count=0)
+    )
+    assert not session.has_changes
+
+    session.set_update_state(
+        901, types.updates.State(pts=56, qts=0, date=dt.datetime(2026, 1, 6), seq=0, unread_count=0)
+    )
+    session.set_update_state(
+        0, types.updates.State(pts=5, qts=0, date=DATE + dt.timedelta(seconds=1), seq=3, unread_count=0)
+    )
+    assert session.has_changes
+    session.flush()
+    states = dict(DatabaseSession(logged_in, gateway_id=GATEWAY).get_update_states())
+    assert (states[0].date, states[901].pts) == (DATE + dt.timedelta(seconds=1), 56)
+
+    # A state read back from the store is the stored one: handing it over again writes nothing.
+    again = DatabaseSession(logged_in, gateway_id=GATEWAY)
+    again.set_update_state(
+        0, types.updates.State(pts=5, qts=0, date=DATE + dt.timedelta(seconds=1), seq=3, unread_count=0)
+    )
+    assert not again.has_changes
+
+
 def test_auth_key_is_encrypted_at_rest_and_never_shown(logged_in):
     raw = bytes(TelegramSession.objects.get(agent=logged_in).auth_key_encrypted)
     assert AUTH_KEY not in raw and AUTH_KEY[:32] not in raw
