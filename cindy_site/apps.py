@@ -6,11 +6,16 @@ from django.contrib.admin import apps as admin_apps
 
 
 class CindySiteConfig(AppConfig):
+    # This module holds several configs: without `default`, "cindy_site" in INSTALLED_APPS would get
+    # a plain AppConfig and `ready()` would never run.
+    default = True
     name = "cindy_site"
     verbose_name = "Cindy"
 
     def ready(self) -> None:
-        from cindy_site import checks  # noqa: F401  (registers the system checks)
+        from cindy_site import checks, lookups  # noqa: F401  (checks: registers the system checks)
+
+        lookups.register()
 
 
 class CindyAdminConfig(admin_apps.AdminConfig):

@@ -72,7 +72,7 @@ class ConsolidationMemo:
 
 def consolidating_agents(agent_ids: Iterable[int]) -> list[Agent]:
     """The agents among `agent_ids` that consolidate: active, with `Task-Consolidate` in their prompts."""
-    rows = Agent.objects.filter(pk__in=list(agent_ids), disabled=False, stopped=False)
+    rows = Agent.objects.filter(pk__in_ids=agent_ids, disabled=False, stopped=False)
     return [agent for agent in rows if CONSOLIDATE_PROMPT in (agent.role_prompt_names or [])]
 
 
@@ -132,9 +132,10 @@ def consolidations_start_due(
     asleep = agents_asleep(agents=[agents[pk] for pk in open_ids], at=when) if open_ids else set()
     candidates = (
         Conversation.objects.filter(
-            Q(agent_id__in=[pk for pk in open_ids if pk not in asleep], last_message_at__lte=cutoff)
+            Q(agent_id__in_ids=[pk for pk in open_ids if pk not in asleep], last_message_at__lte=cutoff)
             | Q(
-                agent_id__in=[pk for pk in open_ids if pk in asleep], last_message_at__lte=when - asleep_quiet
+                agent_id__in_ids=[pk for pk in open_ids if pk in asleep],
+                last_message_at__lte=when - asleep_quiet,
             ),
             last_message_at__gt=cutoff - LOOKBACK,
             muted=False,

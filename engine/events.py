@@ -41,7 +41,7 @@ def events_fire_due(*, agent_ids: Iterable[int], at: dt.datetime | None = None) 
     if not ids:
         return 0
     due = list(
-        ScheduledEvent.objects.filter(agent_id__in=ids, due_at__lte=when)
+        ScheduledEvent.objects.filter(agent_id__in_ids=ids, due_at__lte=when)
         .order_by("due_at", "pk")
         .values_list("pk", flat=True)[:MAX_EVENTS_PER_STEP]
     )

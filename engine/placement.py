@@ -110,7 +110,9 @@ def placement_plan(
     if not draining:
         sharing.append((gateway_id, capacity))
     leases = dict(
-        AgentLease.objects.filter(agent_id__in=wanted, expires_at__gte=at).values_list("agent_id", "holder")
+        AgentLease.objects.filter(agent_id__in_ids=wanted, expires_at__gte=at).values_list(
+            "agent_id", "holder"
+        )
     )
     # Agents a gateway without --auto holds (it was given names, or takes all) are not ours to share.
     others = sum(1 for holder in leases.values() if holder not in placing)
@@ -122,7 +124,7 @@ def placement_plan(
     if len(held) > share:
         surplus = len(held) - share
         busy = set(
-            TaskNode.objects.filter(agent_id__in=held, status=NodeStatus.RUNNING).values_list(
+            TaskNode.objects.filter(agent_id__in_ids=held, status=NodeStatus.RUNNING).values_list(
                 "agent_id", flat=True
             )
         )

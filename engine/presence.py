@@ -53,7 +53,7 @@ def agents_active(*, agent_ids: Iterable[int], at: dt.datetime) -> set[int]:
     Two indexed queries: the conversations with a message in the window (conversation_recent_idx),
     then the agent's own messages among them (message_history_idx)."""
     since = at - online_window()
-    recent = Conversation.objects.filter(agent_id__in=list(agent_ids), last_message_at__gt=since)
+    recent = Conversation.objects.filter(agent_id__in_ids=agent_ids, last_message_at__gt=since)
     conversation_agents = dict(recent.values_list("pk", "agent_id"))
     if not conversation_agents:
         return set()

@@ -61,7 +61,7 @@ def requests_pending_agents(*, agent_ids: list[int]) -> set[int]:
     if not agent_ids:
         return set()
     return set(
-        GatewayRequest.objects.filter(agent_id__in=agent_ids, status=Status.PENDING)
+        GatewayRequest.objects.filter(agent_id__in_ids=agent_ids, status=Status.PENDING)
         .values_list("agent_id", flat=True)
         .distinct()
     )
@@ -91,7 +91,7 @@ def requests_reap_expired(*, agent_ids: list[int]) -> int:
     Sign-in requests are left to `signin_requests_reap_expired`."""
     when = now()
     stale = Q(claim_expires__lt=when) | Q(claim_expires__isnull=True)
-    expired = GatewayRequest.objects.filter(stale, agent_id__in=agent_ids, status=Status.RUNNING).exclude(
+    expired = GatewayRequest.objects.filter(stale, agent_id__in_ids=agent_ids, status=Status.RUNNING).exclude(
         kind__in=SIGN_IN_KINDS
     )
     changed = 0

@@ -48,7 +48,9 @@ def agents_asleep(*, agents: Iterable[Agent], at: dt.datetime) -> set[int]:
         asleep = _asleep_given(agents[0], current_entry(agent_id=agents[0].pk, at=at), at=at) is not None
         return {agents[0].pk} if asleep else set()
     entries: dict[int, ScheduleEntry] = {}
-    covering = ScheduleEntry.objects.filter(agent_id__in=[a.pk for a in agents], start__lte=at, end__gt=at)
+    covering = ScheduleEntry.objects.filter(
+        agent_id__in_ids=[a.pk for a in agents], start__lte=at, end__gt=at
+    )
     for entry in covering.order_by("start"):
         entries.setdefault(entry.agent_id, entry)  # the earliest start, as `current_entry` picks
     return {agent.pk for agent in agents if _asleep_given(agent, entries.get(agent.pk), at=at) is not None}

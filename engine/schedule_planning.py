@@ -47,17 +47,17 @@ def schedule_refresh_due(*, agent_ids: Iterable[int], at: dt.datetime | None = N
     when = at or now()
     agents = {
         a.pk: a
-        for a in Agent.objects.filter(pk__in=list(agent_ids), telegram_user_id__isnull=False).exclude(
+        for a in Agent.objects.filter(pk__in_ids=agent_ids, telegram_user_id__isnull=False).exclude(
             daily_schedule=""
         )
     }
     if not agents:
         return 0
-    have = set(ScheduleRefresh.objects.filter(agent_id__in=agents).values_list("agent_id", flat=True))
+    have = set(ScheduleRefresh.objects.filter(agent_id__in_ids=agents).values_list("agent_id", flat=True))
     for agent_id in agents.keys() - have:
         ScheduleRefresh.objects.get_or_create(agent_id=agent_id, defaults={"due_at": when})
     started = 0
-    for row in ScheduleRefresh.objects.filter(agent_id__in=agents, due_at__lte=when):
+    for row in ScheduleRefresh.objects.filter(agent_id__in_ids=agents, due_at__lte=when):
         with transaction.atomic():
             won = ScheduleRefresh.objects.filter(pk=row.pk, due_at=row.due_at).update(
                 due_at=when + REFRESH_INTERVAL, last_run=when

@@ -72,7 +72,7 @@ def planning_stalled(
     pool is busy, not stuck)."""
     in_flight = LLMCall.objects.filter(
         status=LLMCall.Status.PENDING,
-        agent_id__in=agent_ids,
+        agent_id__in_ids=agent_ids,
         created__gte=now() - dt.timedelta(seconds=settings.Q_CLUSTER["timeout"]),
     )
     if in_flight.exists():
@@ -97,7 +97,7 @@ def planning_interrupted(*, gateway_id: str, agent_ids: list[int]) -> list[tuple
     running = TaskNode.objects.filter(
         status=NodeStatus.RUNNING,
         kind__in=BRAIN_KINDS,
-        agent_id__in=agent_ids,
+        agent_id__in_ids=agent_ids,
         lease_owner__startswith=f"{gateway_id}#",
     ).values_list("pk", "lease_owner", "started")
     return [
@@ -132,7 +132,7 @@ def planning_left_behind(
     running = TaskNode.objects.filter(
         status=NodeStatus.RUNNING,
         kind__in=BRAIN_KINDS,
-        agent_id__in=agent_ids,
+        agent_id__in_ids=agent_ids,
         started__lt=claimed_before,
     ).values_list("pk", "lease_owner", "started", "agent_id", "params")
     found = []
@@ -172,7 +172,7 @@ def stalled_release(
 
 def planning_moved(*, agent_ids: list[int], since: dt.datetime) -> bool:
     """Whether a worker started an LLM call for these agents since `since`."""
-    return LLMCall.objects.filter(agent_id__in=agent_ids, created__gte=since).exists()
+    return LLMCall.objects.filter(agent_id__in_ids=agent_ids, created__gte=since).exists()
 
 
 class Watchdog:

@@ -288,7 +288,7 @@ def nodes_reap_expired(*, agent_ids: list[int]) -> int:
     when = now()
     expired = list(
         TaskNode.objects.filter(
-            agent_id__in=agent_ids, status=NodeStatus.RUNNING, lease_expires_at__lt=when
+            agent_id__in_ids=agent_ids, status=NodeStatus.RUNNING, lease_expires_at__lt=when
         ).values_list("pk", "lease_owner")
     )
     reaped = 0
