@@ -7,10 +7,13 @@ changing the product (public APIs only), so a checkout of an earlier commit is m
 Once every account is connected and SETTLE_SECONDS have passed, the bench measures, in this order:
 - idle CPU of the whole tree (every thread of every process, from /proc schedstat) over IDLE_WINDOWS
   consecutive windows of IDLE_SECONDS: the time average of the span beside the goal, the worst window;
-- inbound CPU per message of the whole tree, from a person's message in the stand-in to the agent's
-  reply in the chat and its graph done (less the tree's time-averaged idle CPU), in new chats (a person
-  who never wrote to that agent) and in warm chats (one who has, with a turn done): the mean over every
-  message beside the goal, the costliest message, the mean of each kind;
+- inbound CPU per message of the whole tree, from a person's message in the stand-in to the planning
+  request reaching the LLM (less the tree's time-averaged idle CPU over that span, as `bench_scale.py`
+  measures 100 agents), in new chats (a person who never wrote to that agent) and in warm chats (one
+  who has, with a turn done): the mean over every message beside the goal, the costliest message, the
+  mean of each kind; and, with no goal, the tree's CPU over the whole span of those messages up to each
+  reply sent and graph done, idle included (a reply waits a second of typing, so idle would be most of
+  what is subtracted: a per-message figure less idle would be noise, and could come out negative);
 - over that whole measured span (idle and inbound): every gateway pass (wall, awaits included) and every
   stall of the event loop (how late a callback handed to it every 10 ms ran): the worst of each beside
   the goal, and how many were over 50 ms; what the loop thread was running during the stalls, by stack;
@@ -234,14 +237,17 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
         rss.append(_rss_mib(process.pid))
         per.idle_rate = idle.time_average
         fresh = [agents[(i * 53 + 11 + turn * 7) % len(agents)] for i in range(NEW_CHATS)]
+        reply_from = tree_cpu(process.pid), time.monotonic()
         new_cpu = [
-            per.measure(lambda a=agent, i=i: say_and_wait(a, people[i], f"hello {i}"))[1]
+            per.measure(lambda a=agent, i=i: say_and_wait(a, people[i], f"hello {i}"))[0]
             for i, agent in enumerate(fresh)
         ]
         warm_cpu = [
-            per.measure(lambda a=agent, i=i: say_and_wait(a, people[-1], f"again {i}"))[1]
+            per.measure(lambda a=agent, i=i: say_and_wait(a, people[-1], f"again {i}"))[0]
             for i, agent in enumerate(warm)
         ]
+        reply_cpu = cpu_between(reply_from[0], tree_cpu(process.pid))
+        reply_wall = time.monotonic() - reply_from[1]
         rss.append(_rss_mib(process.pid))
         ended = time.monotonic()
         time.sleep(1.5)  # the probe's file is rewritten every second
@@ -254,6 +260,7 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
         "idle": idle.windows,
         "new": [v * 1000 for v in new_cpu],
         "warm": [v * 1000 for v in warm_cpu],
+        "replies": [reply_cpu * 1000, reply_wall, len(new_cpu) + len(warm_cpu)],
         "rss": rss,
         "span_seconds": ended - begun,
         **_probe_figures(out, begun, ended),
@@ -266,6 +273,22 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
 def _row(declared: Declared, now: float, before: float | None, extra: str = "") -> str:
     was = f" (before: {declared.figure(before, goal=False).text})" if before is not None else ""
     return f"- {declared.name}: {declared.figure(now).line()}{was}{extra}"
+
+
+def _replies(now: dict, before: dict | None) -> str:
+    """The whole span of the inbound messages, each up to its reply sent and its graph done: the tree's
+    CPU over it, idle included (the typing delay of a second per reply makes idle a large share, so
+    it is shown as measured, not less an average), and how much of it the idle rate accounts for."""
+
+    def text(d: dict) -> str:
+        cpu, wall, count = d["replies"]
+        idle = Windows(tuple(map(tuple, d["idle"]))).time_average * wall * 1000
+        return (
+            f"{cpu / count:.1f} ms per message over {wall:.0f} s ({idle / count:.1f} of it at the idle rate)"
+        )
+
+    was = f" (before: {text(before)})" if before and "replies" in before else ""
+    return f"- inbound messages up to the reply sent, tree CPU idle included, no goal: {text(now)}{was}"
 
 
 def table(now: dict, before: dict | None) -> list[str]:
@@ -305,8 +328,10 @@ def table(now: dict, before: dict | None) -> list[str]:
             statistics.fmean(inbound_was) if before else None,
             f"; {also(INBOUND_WORST, 'x', lambda d: max(d['new'] + d['warm']))}; "
             f"{also(INBOUND_NEW, 'x', lambda d: statistics.fmean(d['new']))}; "
-            f"{also(INBOUND_WARM, 'x', lambda d: statistics.fmean(d['warm']))}; less the idle CPU",
+            f"{also(INBOUND_WARM, 'x', lambda d: statistics.fmean(d['warm']))}; from the person's message "
+            "to the planning request at the LLM, less the idle CPU (as `bench_scale.py` at 100 agents)",
         ),
+        _replies(now, before),
         _row(
             IDLE,
             idle_now.time_average,
