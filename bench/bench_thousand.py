@@ -326,9 +326,9 @@ def table(now: dict, before: dict | None) -> list[str]:
             INBOUND,
             statistics.fmean(inbound),
             statistics.fmean(inbound_was) if before else None,
-            f"; {also(INBOUND_WORST, 'x', lambda d: max(d['new'] + d['warm']))}; "
-            f"{also(INBOUND_NEW, 'x', lambda d: statistics.fmean(d['new']))}; "
-            f"{also(INBOUND_WARM, 'x', lambda d: statistics.fmean(d['warm']))}; from the person's message "
+            f"; the costliest message {also(INBOUND_WORST, 'x', lambda d: max(d['new'] + d['warm']))}; "
+            f"new chats {also(INBOUND_NEW, 'x', lambda d: statistics.fmean(d['new']))}; "
+            f"warm chats {also(INBOUND_WARM, 'x', lambda d: statistics.fmean(d['warm']))}; from the person's message "
             "to the planning request at the LLM, less the idle CPU (as `bench_scale.py` at 100 agents)",
         ),
         _replies(now, before),
