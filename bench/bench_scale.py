@@ -135,13 +135,21 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+#: The kernel name of a thread the bench put in a measured process (bench/gateway_probe.py): not counted.
+BENCH_THREAD = "bench-"
+
+
 def _thread_cpu(pid: int) -> dict[tuple[int, int], float]:
     """Each thread's CPU seconds, in nanoseconds from /proc/PID/task/TID/schedstat (the scheduler's
     run time). A message costs tens of milliseconds, which the 10 ms ticks of /proc/PID/stat round
-    per process; the process's figure stands in where schedstat cannot be read."""
+    per process; the process's figure stands in where schedstat cannot be read. A thread the bench
+    named `bench-...` (its probe in the gateway) is left out."""
     found: dict[tuple[int, int], float] = {}
     try:
         for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                if (task / "comm").read_text().startswith(BENCH_THREAD):
+                    continue  # the bench's own instrument in the process (bench/gateway_probe.py)
             found[(pid, int(task.name))] = int((task / "schedstat").read_text().split()[0]) / 1e9
     except (OSError, ValueError, IndexError):
         return {(pid, 0): _cpu(pid)}

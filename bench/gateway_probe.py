@@ -10,7 +10,9 @@ measured the same way (bench/bench_thousand.py, `--against`):
   every SAMPLE_SECONDS: what blocked the loop, counted by its innermost frames;
 - the gateway's pass (`engine.gateway.Gateway.run_once`, full or follow-up) timed by wrapping it: its wall
   time from start to end, awaits included (a pass waiting for the database thread is a slow pass).
-Every second, and at exit, OUT.json is replaced with what was recorded, in CLOCK_MONOTONIC seconds
+Both threads name themselves `bench-...` for the kernel, and the bench leaves their CPU out of the tree's
+(the loop's own part of each probe, a wake-up every PROBE_SECONDS, stays in). Every second, and at exit,
+OUT.json is replaced with what was recorded, in CLOCK_MONOTONIC seconds
 (the bench's `time.monotonic()` on the same machine): {"passes": [[end, seconds, follow_up], ...],
 "stalls": [[at, seconds], ...] (every probe later than NOTE_SECONDS), "probes": N, "stacks": [[at, stack],
 ...], "steps": {name: [[end, seconds], ...]}} (each step of the passes timed the same way).
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import ctypes
 import functools
 import json
 import os
@@ -33,6 +37,8 @@ PROBE_SECONDS = 0.01
 STALL_SECONDS = 0.05
 SAMPLE_SECONDS = 0.02
 NOTE_SECONDS = 0.005
+#: prctl(2): set the calling thread's name.
+PR_SET_NAME = 15
 STACK_DEPTH = 14
 
 
@@ -67,9 +73,17 @@ def _stack(frame) -> str:
     return "\n".join(f"{f.filename.rsplit('/', 3)[-3:]!s}:{f.lineno} {f.name}" for f in frames)
 
 
+def bench_thread(name: str) -> None:
+    """Name the calling thread `bench-...` for the kernel (/proc/PID/task/TID/comm), so that the bench
+    leaves this instrument's own CPU out of the tree's (bench_scale.py, `_thread_cpu`)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, f"bench-{name}"[:15].encode(), 0, 0, 0)
+
+
 def probe(loop: asyncio.AbstractEventLoop, loop_thread: int, record: Record) -> None:
     """Hand the loop a callback every PROBE_SECONDS and record its lateness; sample the loop thread's
     stack while one is overdue."""
+    bench_thread("probe")
     while not loop.is_closed():
         ran = threading.Event()
         sent = time.monotonic()
@@ -165,6 +179,7 @@ def main() -> None:
     sys.argv = [script, *args]
 
     def writer() -> None:
+        bench_thread("writer")
         while True:
             time.sleep(1.0)
             record.write()

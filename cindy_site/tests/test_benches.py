@@ -221,3 +221,42 @@ def test_the_failover_bench_reads_its_options_and_hands_them_to_each_round(failo
     command = failover_bench.round_command({"SECRET_KEY": "x"}, args.outage, args.rate, args.agents)
     mode = command[command.index("--round") + 1 :]
     assert mode == ['{"SECRET_KEY": "x"}', "20.0", "1.5", "10"]  # ENV OUTAGE RATE AGENTS, run_round's order
+
+
+def test_the_probe_s_own_threads_are_left_out_of_the_tree_s_cpu(bench):
+    """The gateway probe's threads (bench/gateway_probe.py) name themselves `bench-...`; the tree's CPU
+    (bench_scale.py) counts every other thread of the process, and not them."""
+    import os
+    import threading
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        probe, scale = importlib.import_module("gateway_probe"), importlib.import_module("bench_scale")
+    finally:
+        sys.path.remove(str(BENCH))
+    named, plain, done = threading.Event(), threading.Event(), threading.Event()
+    ids = {}
+
+    def run(name: str | None, ready: threading.Event) -> None:
+        if name:
+            probe.bench_thread(name)
+        ids[name] = threading.get_native_id()
+        ready.set()
+        done.wait()
+
+    threads = [
+        threading.Thread(target=run, args=("probe", named)),
+        threading.Thread(target=run, args=(None, plain)),
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        assert named.wait(10) and plain.wait(10)
+        counted = {tid for _pid, tid in scale._thread_cpu(os.getpid())}
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    assert ids[None] in counted
+    assert ids["probe"] not in counted
+    assert threading.get_native_id() in counted
