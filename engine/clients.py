@@ -39,6 +39,9 @@ class AgentClient:
     #: DIALOG_REFRESH_SECONDS (engine/upkeep.py, `apply_dialog_flags`).
     flags_seen: tuple = ()
     flags_compared_at: float | None = None
+    #: Set by the library refresh when the account's Saved Messages stickers changed: the sticker step
+    #: looks at this agent at its next pass instead of its next sweep (engine/upkeep.py).
+    stickers_changed: bool = False
 
     def fail(self, exc: BaseException) -> float:
         self.connected = False

@@ -13,6 +13,7 @@ import logging
 
 from asgiref.sync import sync_to_async
 
+from agents.models import Agent
 from agents.selectors import mute_requests_pending
 from cindy_site.clock import get_clock
 from cindy_site.parameters import parameter
@@ -43,6 +44,8 @@ DIALOG_REFRESH_SECONDS = 60.0
 FLAGS_FRESH_SECONDS = DIALOG_REFRESH_SECONDS / 2
 #: Besides on connect and on changes, each agent's sets are checked for staleness this often.
 STICKER_RECHECK_SECONDS = 3600.0
+#: How often the sticker step looks at every agent, not only those whose wanted sets may have changed.
+STICKER_SWEEP_SECONDS = 60.0
 #: How often each agent's media library is re-read from its Saved Messages.
 LIBRARY_REFRESH_SECONDS = 600.0
 #: How often the request reaper looks for requests left running by a stopped gateway.
@@ -157,18 +160,34 @@ class StickersStep:
 
     def __init__(self, context: GatewayContext) -> None:
         self.context = context
-        #: Agent id → (the client, the set names, monotonic time) of its last check.
-        self.checked: dict[int, tuple[AgentClient, list[str], float]] = {}
+        #: Agent id → (the client, the set names, monotonic time) of its last check, and the agent
+        #: (the lease step's `Agent`, rebuilt only when its row changed) it last looked at.
+        self.checked: dict[int, tuple[AgentClient, list[str], float, Agent]] = {}
+        self._swept_at = float("-inf")  # monotonic time of the last look at every agent
         #: Set short name → monotonic time before which a failed import is not tried again.
         self.failed: dict[str, float] = {}
 
     async def run(self) -> bool:
+        """Look at the agents whose wanted sets may have changed: a client new since the last look, an
+        agent row the lease step rebuilt (an admin edit), Saved Messages stickers the library refresh
+        found changed; and every agent once per STICKER_SWEEP_SECONDS (an edit of the sticker access
+        from elsewhere, the hourly recheck). Reading every agent's saved stickers at every pass cost
+        25 ms a pass at 1,000 agents."""
         did = False
         connected = self.context.connected()
         if not connected:
             return False
-        saved = await sync_to_async(saved_stickers_by_agent)(agent_ids=[a for a, _ in connected])
-        for agent_id, client in connected:
+        at = get_clock().monotonic()
+        if at - self._swept_at >= STICKER_SWEEP_SECONDS:
+            self._swept_at = at
+            due = connected
+        else:
+            due = [(agent_id, client) for agent_id, client in connected if self._changed(agent_id, client)]
+            if not due:
+                return False
+        saved = await sync_to_async(saved_stickers_by_agent)(agent_ids=[a for a, _ in due])
+        for agent_id, client in due:
+            client.stickers_changed = False
             names = wanted_sticker_sets(client.agent, saved=saved[agent_id])
             seen = self.checked.get(agent_id)
             clock_now = get_clock().monotonic()
@@ -178,11 +197,16 @@ class StickersStep:
                 and seen[1] == names
                 and clock_now - seen[2] < STICKER_RECHECK_SECONDS
             ):
+                self.checked[agent_id] = (*seen[:3], client.agent)
                 continue
-            self.checked[agent_id] = (client, names, clock_now)
+            self.checked[agent_id] = (client, names, clock_now, client.agent)
             if names:
                 did = await self._import_sticker_sets(client, names) or did
         return did
+
+    def _changed(self, agent_id: int, client: AgentClient) -> bool:
+        seen = self.checked.get(agent_id)
+        return seen is None or seen[0] is not client or seen[3] is not client.agent or client.stickers_changed
 
     async def _import_sticker_sets(self, client: AgentClient, names: list[str]) -> bool:
         clock = get_clock()
@@ -316,6 +340,8 @@ async def _refresh_library(agent_id: int, client: AgentClient) -> bool:
     saved = await client.transport.saved_media()
     added, removed = await sync_to_async(library_sync_saved)(agent_id=agent_id, saved=saved)
     stickers = await sync_to_async(sticker_access_record_saved)(agent_id=agent_id, saved=saved)
+    if stickers:
+        client.stickers_changed = True
     return bool(added or removed or stickers)
 
 

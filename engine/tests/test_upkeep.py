@@ -12,9 +12,9 @@ from conversations.models import Conversation
 from conversations.transport.base import PermanentError, StickerRef, StickerSetInfo
 from engine.requests import MAX_REQUEST_ATTEMPTS
 from engine.tests.harness import Harness
-from engine.upkeep import DIALOG_REFRESH_SECONDS
+from engine.upkeep import DIALOG_REFRESH_SECONDS, STICKER_SWEEP_SECONDS
 from llm.prompt.sections import sticker_section
-from media_catalog.models import Sticker, StickerSet
+from media_catalog.models import Sticker, StickerAccess, StickerSet
 from sandbox.models import SandboxMember, SandboxUser
 from sandbox.services.chats import sandbox_person, sandbox_say, sandbox_user_for_agent
 from sandbox.transport.transport import SandboxTransport
@@ -115,6 +115,31 @@ def test_a_stale_set_is_refetched_and_a_new_set_is_imported_when_the_agent_chang
     assert not Sticker.objects.filter(unique_id="gone").exists()
     stickers_harness.step("stickers")
     assert TelegramLikeStickers.resolved.count("Missing") == 1  # a failure is not retried every pass
+
+
+def test_a_pass_with_nothing_changed_reads_no_sticker_access_until_the_sweep(
+    agent, stickers_harness, clock, django_assert_num_queries
+):
+    """The step looks at an agent when it may want other sets (new client, edited agent, changed
+    Saved Messages stickers); every agent's sticker access is read again only at the sweep."""
+    stickers_harness.start()
+    stickers_harness.step("stickers")
+    with django_assert_num_queries(0):
+        assert stickers_harness.step("stickers") is False
+
+    # Saved Messages stickers recorded from elsewhere (not this gateway's library refresh): the sweep.
+    TelegramLikeStickers.sets["Kept"] = ("Kept", [("🦔", "K1", "image/webp")])
+    StickerAccess.objects.update_or_create(
+        agent=agent, defaults={"saved_stickers": [{"set": "Kept", "name": "🦔", "unique_id": "K1"}]}
+    )
+    try:
+        with django_assert_num_queries(0):
+            stickers_harness.step("stickers")
+        clock.advance(STICKER_SWEEP_SECONDS)
+        assert stickers_harness.step("stickers") is True
+    finally:
+        del TelegramLikeStickers.sets["Kept"]
+    assert TelegramLikeStickers.resolved == ["WendyDancer", "Other", "Kept"]
 
 
 def test_an_import_sticker_set_request_uses_the_same_import(agent, stickers_harness, clock):
