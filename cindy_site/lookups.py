@@ -36,5 +36,6 @@ class InIds(Lookup):
 
 
 def register() -> None:
+    # A relation keeps lookups of its own (`agent__in_ids` goes through ForeignKey's, not Field's).
     for field in (Field, ForeignKey):
         field.register_lookup(InIds)
