@@ -15,8 +15,11 @@ Once every account is connected and SETTLE_SECONDS have passed, the bench measur
   reply sent and graph done, idle included (a reply waits a second of typing, so idle would be most of
   what is subtracted: a per-message figure less idle would be noise, and could come out negative);
 - over that whole measured span (idle and inbound): every gateway pass (wall, awaits included) and every
-  stall of the event loop (how late a callback handed to it every 10 ms ran): the worst of each beside
+  stall of the event loop (how late a callback handed to it every 10 ms ran, and every garbage collection
+  of the gateway, which holds the loop whether or not a callback was waiting): the worst of each beside
   the goal, and how many were over 50 ms; what the loop thread was running during the stalls, by stack;
+  for the slowest passes, the time of each step and outside them; the gateway's database statements
+  over 20 ms; what its other threads ran while a pass was over 50 ms;
 - the gateway's RSS, read after connecting, after the idle span and at the end: the largest beside the goal.
 
 Run: .venv/bin/python bench/bench_thousand.py [--against REF] [--agents N]
@@ -63,6 +66,8 @@ NEW_CHATS = int(os.environ.get("CINDY_BENCH_CHATS", "8"))
 WARM_CHATS = NEW_CHATS
 OVER_MS = 50.0
 LOGINS = 4
+SLOW_SHOWN = 3
+BUSY_SHOWN = 8
 
 PASS = Declared("gateway pass, wall", Statistic.WORST, "ms", Goal(50, "≤ 50 ms, every pass", Statistic.WORST))
 STALL = Declared("event-loop stall", Statistic.WORST, "ms", Goal(50, "≤ 50 ms, every stall", Statistic.WORST))
@@ -177,13 +182,39 @@ def _probe_figures(out: Path, begun: float, ended: float) -> dict[str, object]:
         for name, times in record.get("steps", {}).items()
         if (inside := [seconds * 1000 for end, seconds in times if begun <= end - seconds and end <= ended])
     }
+    slow = sorted(
+        (
+            [seconds * 1000, steps]
+            for end, seconds, steps in record.get("slow", [])
+            if begun <= end - seconds and end <= ended
+        ),
+        key=lambda item: -item[0],
+    )[:SLOW_SHOWN]
+    busy = Counter(
+        f"{thread}\n{stack}" for at, thread, stack in record.get("busy", []) if begun <= at <= ended
+    ).most_common(BUSY_SHOWN)
+    statements = sorted(
+        (item for item in record.get("statements", []) if begun <= item[0] - item[1] and item[0] <= ended),
+        key=lambda item: -item[1],
+    )[:BUSY_SHOWN]
+    collections = [
+        item for item in record.get("collections", []) if begun <= item[0] - item[1] and item[0] <= ended
+    ]
     return {
+        "collections": collections,
+        "statements": statements,
+        "slow": slow,
+        "busy": busy,
         "passes": len(passes),
         "pass_worst": max(passes, default=0.0),
         "passes_over": sum(p > OVER_MS for p in passes),
         "pass_median": statistics.median(passes) if passes else 0.0,
-        "stall_worst": max(stalls, default=0.0),
+        # A collection holds the interpreter: the loop cannot run, whether or not a probe was waiting.
+        "stall_worst": max(
+            [*stalls, *(seconds * 1000 for _end, seconds, _gen, _n in collections)], default=0.0
+        ),
         "stalls_over": sum(s > OVER_MS for s in stalls),
+        "collections_over": sum(seconds * 1000 > OVER_MS for _end, seconds, _gen, _n in collections),
         "probes": record["probes"],
         "stacks": stacks,
         "steps": sorted(steps.items(), key=lambda item: -item[1][1]),
@@ -308,9 +339,10 @@ def table(now: dict, before: dict | None) -> list[str]:
     over = f"{now['passes_over']} of {now['passes']} over {OVER_MS:g} ms" + (
         f" (before: {before['passes_over']} of {before['passes']})" if before else ""
     )
-    stalls = f"{now['stalls_over']} stalls over {OVER_MS:g} ms of {now['probes']} probes" + (
-        f" (before: {before['stalls_over']})" if before else ""
-    )
+    stalls = (
+        f"{now['stalls_over']} stalls over {OVER_MS:g} ms of {now['probes']} probes, and "
+        f"{now.get('collections_over', 0)} garbage collections over {OVER_MS:g} ms (each holds the loop)"
+    ) + (f" (before: {before['stalls_over']} and {before.get('collections_over', 0)})" if before else "")
     return [
         f"{now['agents']} Telegram agents on the MTProto stand-in, one gateway with its task pool; measured "
         f"over {now['span_seconds']:.0f} s after connecting (sign-in {now['signed_seconds']:.0f} s, connect "
@@ -369,6 +401,26 @@ def _stacks(label: str, figures: dict) -> None:
     print(f"the passes' steps, {label}, over the measured span (ms): count, total, worst")
     for name, (count, total, worst) in figures["steps"]:
         print(f"  {name}: {count}, {total:,.0f}, {worst:,.0f}")
+    for wall, steps in figures.get("slow", []):
+        inside = sum(seconds for _name, seconds in steps) * 1000
+        parts = ", ".join(f"{name} {seconds * 1000:.0f}" for name, seconds in steps if seconds >= 0.005)
+        print(
+            f"a slow pass, {label}: {wall:.0f} ms, of it {wall - inside:.0f} outside the steps; steps over 5 ms: {parts or 'none'}"
+        )
+    collections = figures.get("collections", [])
+    print(
+        f"the gateway's garbage collections over 5 ms, {label}: {len(collections)}"
+        + "".join(
+            f"; {seconds * 1000:.0f} ms (generation {gen})"
+            for _end, seconds, gen, _n in sorted(collections, key=lambda c: -c[1])[:SLOW_SHOWN]
+        )
+    )
+    print(f"the gateway's slowest database statements, {label} (over 20 ms):")
+    for _end, seconds, thread, sql in figures.get("statements", []):
+        print(f"  {seconds * 1000:.0f} ms, {thread}: {sql}")
+    print(f"what the other threads ran while a pass was over {OVER_MS:g} ms, {label} (samples every 20 ms):")
+    for stack, count in figures.get("busy", []):
+        print(f"  {count} samples:\n    " + stack.replace("\n", "\n    "))
     print(
         f"what the loop ran during its stalls, {label}, over the measured span (samples every 20 ms while a probe was overdue):"
     )

@@ -15,7 +15,11 @@ Both threads name themselves `bench-...` for the kernel, and the bench leaves th
 OUT.json is replaced with what was recorded, in CLOCK_MONOTONIC seconds
 (the bench's `time.monotonic()` on the same machine): {"passes": [[end, seconds, follow_up], ...],
 "stalls": [[at, seconds], ...] (every probe later than NOTE_SECONDS), "probes": N, "stacks": [[at, stack],
-...], "steps": {name: [[end, seconds], ...]}} (each step of the passes timed the same way).
+...], "steps": {name: [[end, seconds], ...]} (each step of the passes timed the same way), "slow": [[end,
+seconds, [[step, seconds], ...]], ...] (each pass over STALL_SECONDS, with its steps' times: the rest of
+its wall time is outside the steps, in the pass's own reads and its waits for the database thread),
+"busy": [[at, thread, stack], ...] (the other threads' stacks, sampled every SAMPLE_SECONDS while a pass
+has run for over STALL_SECONDS: what the pass was waiting for)}.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import atexit
 import contextlib
 import ctypes
 import functools
+import gc
 import json
 import os
 import runpy
@@ -40,17 +45,32 @@ NOTE_SECONDS = 0.005
 #: prctl(2): set the calling thread's name.
 PR_SET_NAME = 15
 STACK_DEPTH = 14
+#: A busy thread's sample: its innermost BUSY_DEPTH frames of the measured tree's code, then its innermost frame.
+BUSY_DEPTH = 6
+#: A database statement of the gateway's that took longer is recorded with its SQL.
+SLOW_STATEMENT_SECONDS = 0.02
+#: Innermost frames of a thread that is waiting for work, not working.
+IDLE_FRAMES = frozenset({"_worker", "wait", "get", "select", "_wait_for_tstate_lock"})
 
 
 class Record:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, root: str = "") -> None:
         self.path = path
+        self.root = root  # the measured tree's directory: its frames name what a busy thread was doing
         self.lock = threading.Lock()
         self.passes: list[list] = []
         self.stalls: list[list] = []
         self.probes = 0
         self.stacks: list[list] = []  # [at, stack]
         self.steps: dict[str, list] = {}  # step name -> [[end, seconds], ...]
+        self.slow: list[list] = []  # [end, seconds, [[step, seconds], ...]]
+        self.busy: list[list] = []  # [at, thread name, stack]
+        self.collections: list[
+            list
+        ] = []  # [end, seconds, generation, objects collected]: each over NOTE_SECONDS
+        self.statements: list[list] = []  # [end, seconds, thread name, SQL]: each over SLOW_STATEMENT_SECONDS
+        self.pass_begun: float | None = None  # the running pass's start, for the probe's sampling
+        self.pass_steps: list[list] = []  # the running pass's steps so far
 
     def write(self) -> None:
         with self.lock:
@@ -60,6 +80,10 @@ class Record:
                 "probes": self.probes,
                 "stacks": list(self.stacks),
                 "steps": {name: list(times) for name, times in self.steps.items()},
+                "slow": list(self.slow),
+                "busy": list(self.busy),
+                "statements": list(self.statements),
+                "collections": list(self.collections),
             }
         tmp = f"{self.path}.tmp"
         with open(tmp, "w") as out:
@@ -93,18 +117,47 @@ def probe(loop: asyncio.AbstractEventLoop, loop_thread: int, record: Record) -> 
             return
         if not ran.wait(STALL_SECONDS):
             while not ran.wait(SAMPLE_SECONDS):
+                _sample_busy(loop_thread, record)
                 frame = sys._current_frames().get(loop_thread)
                 if frame is not None:
                     with record.lock:
                         record.stacks.append([round(time.monotonic(), 4), _stack(frame)])
                 if loop.is_closed():
                     return
+        else:
+            _sample_busy(loop_thread, record)
         late = time.monotonic() - sent
         with record.lock:
             record.probes += 1
             if late > NOTE_SECONDS:
                 record.stalls.append([round(sent, 4), round(late, 4)])
         time.sleep(PROBE_SECONDS)
+
+
+def _sample_busy(loop_thread: int, record: Record) -> None:
+    """While a pass has run for over STALL_SECONDS, the stacks of the threads other than the loop's and
+    the bench's own (the database thread, the task pool's): what the pass is waiting for."""
+    begun = record.pass_begun
+    if begun is None or time.monotonic() - begun < STALL_SECONDS:
+        return
+    names = {t.ident: t.name for t in threading.enumerate()}
+    at = round(time.monotonic(), 4)
+    mine = threading.get_ident()
+    for ident, frame in sys._current_frames().items():
+        name = names.get(ident, "?")
+        if ident in (loop_thread, mine) or name.startswith("probe"):
+            continue
+        frames = traceback.extract_stack(frame)
+        if frames[-1].name in IDLE_FRAMES:
+            continue  # a pool thread waiting for work, a thread waiting on its event
+        product = [
+            f"{f.filename[len(record.root) + 1 :]}:{f.lineno} {f.name}"
+            for f in frames
+            if f.filename.startswith(record.root)
+        ]
+        innermost = f"{frames[-1].filename.rsplit('/', 3)[-3:]!s}:{frames[-1].lineno} {frames[-1].name}"
+        with record.lock:
+            record.busy.append([at, name, "\n".join([*product[-BUSY_DEPTH:], innermost])])
 
 
 class ProbedPolicy(asyncio.DefaultEventLoopPolicy):
@@ -136,7 +189,7 @@ def _time_steps(gateway, record: Record) -> None:
         run = step.run
         times = record.steps.setdefault(name, [])
 
-        async def timed(run=run, times=times):
+        async def timed(run=run, times=times, name=name):
             begun = time.monotonic()
             try:
                 return await run()
@@ -144,12 +197,88 @@ def _time_steps(gateway, record: Record) -> None:
                 end = time.monotonic()
                 with record.lock:
                     times.append([round(end, 4), round(end - begun, 4)])
+                    record.pass_steps.append([name, round(end - begun, 4)])
 
         step.run = timed
 
 
+def _time_call(owner, attribute: str, name: str, record: Record) -> None:
+    """Time a synchronous function of a pass outside its steps (run on the database thread), where the
+    measured tree has it, as a step named `name`."""
+    function = getattr(owner, attribute, None)
+    if function is None:
+        return
+    times = record.steps.setdefault(name, [])
+
+    @functools.wraps(function)
+    def timed(*args, **kwargs):
+        begun = time.monotonic()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            end = time.monotonic()
+            with record.lock:
+                times.append([round(end, 4), round(end - begun, 4)])
+                record.pass_steps.append([name, round(end - begun, 4)])
+
+    setattr(owner, attribute, timed)
+
+
+def time_statements(record: Record) -> None:
+    """Record each database statement of the gateway's that takes over SLOW_STATEMENT_SECONDS (Django's
+    execute wrappers, on every connection the process opens)."""
+    from django.db.backends.signals import connection_created
+
+    def wrapper(execute, sql, params, many, context):
+        begun = time.monotonic()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            end = time.monotonic()
+            if end - begun > SLOW_STATEMENT_SECONDS:
+                with record.lock:
+                    record.statements.append(
+                        [
+                            round(end, 4),
+                            round(end - begun, 4),
+                            threading.current_thread().name,
+                            str(sql)[:160],
+                        ]
+                    )
+
+    def created(sender, connection, **kwargs):
+        if wrapper not in connection.execute_wrappers:
+            connection.execute_wrappers.append(wrapper)
+
+    connection_created.connect(created, weak=False)
+
+
+def time_collections(record: Record) -> None:
+    """Record each garbage collection of the process that takes over NOTE_SECONDS (`gc.callbacks`): it
+    holds the interpreter, so every thread waits for it, and the stall probe sees it only when a probe
+    callback was already waiting."""
+    started: list[float] = []
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start":
+            started[:] = [time.monotonic()]
+        elif started:
+            end = time.monotonic()
+            if end - started[0] > NOTE_SECONDS:
+                with record.lock:
+                    record.collections.append(
+                        [round(end, 4), round(end - started[0], 4), info["generation"], info["collected"]]
+                    )
+
+    gc.callbacks.append(callback)
+
+
 def time_passes(record: Record) -> None:
+    import engine.gateway
     from engine.gateway import Gateway
+
+    _time_call(engine.gateway, "parameters_refresh", "(parameters)", record)
+    _time_call(Gateway, "_close_old_connections", "(connections)", record)
 
     run_once = Gateway.run_once
     wrapped: set[int] = set()
@@ -160,21 +289,26 @@ def time_passes(record: Record) -> None:
             wrapped.add(id(self))
             _time_steps(self, record)
         begun = time.monotonic()
+        with record.lock:
+            record.pass_begun, record.pass_steps = begun, []
         try:
             return await run_once(self, *args, **kwargs)
         finally:
             end = time.monotonic()
             with record.lock:
                 record.passes.append([round(end, 4), round(end - begun, 4), bool(kwargs.get("follow_up"))])
+                if end - begun > STALL_SECONDS:
+                    record.slow.append([round(end, 4), round(end - begun, 4), record.pass_steps])
+                record.pass_begun = None
 
     Gateway.run_once = timed
 
 
 def main() -> None:
     out, script, *args = sys.argv[1:]
-    record = Record(out)
-    asyncio.set_event_loop_policy(ProbedPolicy(record))
     root = os.path.dirname(os.path.abspath(script))
+    record = Record(out, root)
+    asyncio.set_event_loop_policy(ProbedPolicy(record))
     sys.path.insert(0, root)
     sys.argv = [script, *args]
 
@@ -193,6 +327,8 @@ def main() -> None:
     def setup_then_wrap(*a, **kw):
         setup(*a, **kw)
         time_passes(record)
+        time_statements(record)
+        time_collections(record)
 
     django.setup = setup_then_wrap
     runpy.run_path(script, run_name="__main__")
