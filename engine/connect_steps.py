@@ -9,8 +9,6 @@ client off (`AgentClient.fail`) and the connect step tries it again later.
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import logging
 
 from asgiref.sync import sync_to_async
@@ -30,30 +28,6 @@ logger = logging.getLogger("engine.gateway")
 
 #: How long one pass may spend connecting clients (the rest connect in the passes that follow).
 CONNECT_BUDGET_SECONDS = 2.0
-
-
-def _malloc_trim():
-    """glibc's `malloc_trim`, or None where the C library has none (musl, macOS)."""
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
-MALLOC_TRIM = _malloc_trim()
-
-
-def return_freed_memory() -> bool:
-    """Hand the C heap's free pages back to the system; False where there is no `malloc_trim`.
-
-    Connecting clients makes a burst of short-lived objects (history pages, dialog lists, query rows,
-    Telethon's TL objects). Python frees them, but glibc keeps the freed pages of its heaps, so the
-    gateway's resident memory stays at the burst's peak; `malloc_trim(0)` returns them (docs/
-    performance.md, "Memory"). It walks the heaps under their locks: run it off the event loop."""
-    if MALLOC_TRIM is None:
-        return False
-    MALLOC_TRIM(0)
-    return True
 
 
 async def stop_agent(context: GatewayContext, agent_id: int, exc: AuthError) -> None:
@@ -78,8 +52,9 @@ class ConnectStep:
 
     def __init__(self, context: GatewayContext) -> None:
         self.context = context
-        #: Clients connected since the heap was last trimmed; the first pass with nothing left to
-        #: connect trims it (in a thread), so a burst of connections does not leave its peak behind.
+        #: Clients connected since the heap was last settled; the first pass with nothing left to
+        #: connect settles it (engine/heap.py, in a thread): the burst's garbage collected, the
+        #: survivors frozen out of later collections, the freed pages returned.
         self.connected_since_trim = 0
         self._trim: asyncio.Future | None = None
 
@@ -87,7 +62,8 @@ class ConnectStep:
         if not self.connected_since_trim or (self._trim is not None and not self._trim.done()):
             return
         self.connected_since_trim = 0
-        self._trim = asyncio.get_running_loop().run_in_executor(None, return_freed_memory)
+        held = len(self.context.clients)
+        self._trim = asyncio.get_running_loop().run_in_executor(None, self.context.heap.settle, held)
 
     async def run(self) -> bool:
         """Connect (or reconnect, after backoff) each held client, then fill gaps from history.

@@ -35,6 +35,7 @@ from engine.connect_steps import ConnectStep, IngestStep
 from engine.dispatch import enqueue_received
 from engine.gateway_context import GatewayContext, Step
 from engine.health import gateway_forget, processes_forget_gone
+from engine.heap import Heap
 from engine.heartbeat import Heartbeat
 from engine.idle_wait import IdleWait
 from engine.initiative_steps import ConsolidationStep, EventsStep, SchedulesStep
@@ -79,6 +80,7 @@ class Gateway:
         tick_seconds: float | None = None,
         isolated_heartbeat: bool = True,
         capacity: int | None = None,
+        freeze_heap: bool = False,
     ) -> None:
         self.gateway_id = gateway_id or default_gateway_id()
         self.context = ctx = GatewayContext(
@@ -92,6 +94,7 @@ class Gateway:
             workers=workers,
             isolated_heartbeat=isolated_heartbeat,
             wake=wake_listener(self.gateway_id),
+            heap=Heap(freeze=freeze_heap),  # runagents only: a test process's objects stay unfrozen
         )
         self.idle = IdleWait(ctx)
         self.heartbeat = Heartbeat(ctx, health_state=self.health_state)

@@ -23,6 +23,7 @@ from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.transport.base import Transport
 from engine.clients import AgentClient
+from engine.heap import Heap
 from engine.ingest import ingest_updates
 from engine.leases import agent_offline_unless_held, lease_release
 from engine.wake import Wakeup
@@ -75,6 +76,8 @@ class GatewayContext:
     standing_by: str = ""
     #: --auto: set by the lease step while this gateway hands all its agents back.
     draining: bool = False
+    #: The process's heap, settled after each burst of connections (engine/heap.py); `drop` counts.
+    heap: Heap = field(default_factory=Heap)
 
     def connected(self) -> list[tuple[int, AgentClient]]:
         """The held clients that are connected now, as (agent id, client)."""
@@ -118,6 +121,7 @@ class GatewayContext:
         if client is None:
             return
         client.dropped = True
+        self.heap.client_dropped()
         if flush and client.connected:
             await flush_updates(client)
         await quiet_disconnect(client)

@@ -1,17 +1,36 @@
-"""After a burst of connections the connect step hands the heap's freed pages back (engine/connect_steps.py)."""
+"""After a burst of connections the connect step settles the heap (engine/heap.py): the garbage collected,
+the survivors frozen out of later collections (runagents only), the freed pages handed back."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from pathlib import Path
 
 import pytest
 
-from engine import connect_steps
-from engine.connect_steps import ConnectStep, return_freed_memory
+from engine import heap
+from engine.connect_steps import ConnectStep
 from engine.gateway_context import GatewayContext
+from engine.heap import THAW_MIN, Heap, return_freed_memory
 
-glibc = pytest.mark.skipif(connect_steps.MALLOC_TRIM is None, reason="needs glibc's malloc_trim")
+glibc = pytest.mark.skipif(heap.MALLOC_TRIM is None, reason="needs glibc's malloc_trim")
+
+
+class Cycle:
+    """An object in a reference cycle: only a collection frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.fixture
+def thawed():
+    """The test process's heap unfrozen before and after: a freeze must not outlive its test."""
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
 
 
 def _rss_kib() -> int:
@@ -19,7 +38,7 @@ def _rss_kib() -> int:
     return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
 
 
-def _context() -> GatewayContext:
+def _context(**kwargs) -> GatewayContext:
     return GatewayContext(
         gateway_id="gw-memory:1",
         names=[],
@@ -27,6 +46,7 @@ def _context() -> GatewayContext:
         enqueue=lambda node_id, token: None,
         tick_seconds=1.0,
         idle_pass_seconds=1.0,
+        **kwargs,
     )
 
 
@@ -56,5 +76,52 @@ def test_the_first_pass_with_nothing_to_connect_after_a_burst_trims_once():
         assert await trim is True
         await step.run()
         assert step._trim is trim  # no new burst: no second trim
+
+    asyncio.run(passes())
+
+
+def test_settling_collects_the_garbage_and_freezes_the_survivors(thawed):
+    garbage, kept = Cycle(), Cycle()
+    gone = weakref.ref(garbage)
+    del garbage
+    settling = Heap(freeze=True)
+    settling.settle(held=1)
+    assert gone() is None
+    assert gc.get_freeze_count() > 0
+    assert kept.me is kept
+
+
+def test_a_frozen_cycle_dropped_stays_until_enough_clients_were_dropped(thawed):
+    settling = Heap(freeze=True)
+    client = Cycle()  # a client's sender and the client refer to each other
+    gone = weakref.ref(client)
+    settling.settle(held=20)  # frozen with the first burst
+    del client
+    for _ in range(THAW_MIN):
+        settling.client_dropped()
+    settling.settle(held=20)  # THAW_MIN dropped of 20 held: not past the share, stays frozen
+    gc.collect()
+    assert gone() is not None
+    settling.client_dropped()
+    settling.settle(held=20)  # one more: thawed, collected whole, frozen again
+    assert gone() is None
+    assert settling.dropped == 0
+    assert gc.get_freeze_count() > 0
+
+
+def test_a_gateway_outside_runagents_freezes_nothing(thawed):
+    kept = Cycle()
+    assert Heap().settle(held=5) is (heap.MALLOC_TRIM is not None)  # the pages are returned all the same
+    assert gc.get_freeze_count() == 0
+    assert kept.me is kept
+
+
+def test_the_first_pass_after_a_burst_settles_the_gateway_s_heap(thawed):
+    async def passes():
+        step = ConnectStep(_context(heap=Heap(freeze=True)))
+        step.connected_since_trim = 2
+        await step.run()
+        await step._trim
+        assert gc.get_freeze_count() > 0
 
     asyncio.run(passes())

@@ -77,6 +77,8 @@ class Command(BaseCommand):
         fence_database_sessions()  # MariaDB: a cut-off gateway's locks go before its leases do
         gateway_id = default_gateway_id()
         workers = None if options["no_workers"] else WorkerProcess(gateway_id=gateway_id)
-        gateway = Gateway(names=names, capacity=capacity, gateway_id=gateway_id, workers=workers)
+        gateway = Gateway(
+            names=names, capacity=capacity, gateway_id=gateway_id, workers=workers, freeze_heap=True
+        )
         self.stdout.write(f"gateway {gateway.gateway_id} running; press Ctrl+C to stop")
         asyncio.run(gateway.run())

@@ -1,0 +1,94 @@
+"""The gateway process's heap after a burst of connections: its garbage collected once, the survivors
+frozen out of later collections, and the C heap's freed pages handed back to the system.
+
+**Frozen survivors.** Python's full collection (its oldest generation) walks every tracked object and
+holds the interpreter while it does, so no thread of the gateway runs meanwhile: not the event loop,
+not the database thread. It comes whenever the objects promoted to the oldest generation since the last
+one reach a quarter of those it holds, and its length grows with the agents held: one took 148 ms at
+300 Telegram agents on a slow machine (bench/bench_thousand.py, which times every collection), and a
+gateway pass that met one took as long. Almost every object it walks lives as long as the process or as
+its agent's client: modules and classes (Telethon's TL types alone are a few thousand), and each client's
+sender, connection, tasks and caches. `gc.freeze()` moves every object alive at that moment to a
+permanent generation that collections skip, so the collections after it walk only what was made since.
+
+**What a freeze keeps, and when it is undone.** A frozen object is still freed when its last reference
+goes; what a freeze keeps is cyclic garbage among frozen objects, such as a client dropped after it was
+frozen (its sender and the client refer to each other). So the gateway counts the clients it drops
+(`GatewayContext.drop`); once more than THAW_SHARE of the clients held (and at least THAW_MIN) were
+dropped since the heap was last thawed, the next settling thaws it (`gc.unfreeze()`), collects all of it
+once, and freezes it again: one full collection per that much churn.
+
+**Freed pages.** Connecting clients makes a burst of short-lived objects (history pages, dialog lists,
+query rows, Telethon's TL objects). Python frees them, but glibc keeps the freed pages of its heaps, so
+the gateway's resident memory stays at the burst's peak; `malloc_trim(0)` returns them (docs/
+performance.md, "Memory").
+
+`Heap.settle` runs after each burst (engine/connect_steps.py, `ConnectStep`), off the event loop. Only
+`manage.py runagents` freezes (`Gateway(freeze_heap=True)`): a gateway built inside a test process
+must not freeze the test runner's objects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import logging
+
+logger = logging.getLogger("engine.gateway")
+
+#: Clients dropped since the last thaw, as a share of those held, past which the next settling thaws.
+THAW_SHARE = 0.1
+#: ... and at least this many, so that a gateway of a few agents does not thaw at every reconnect.
+THAW_MIN = 10
+
+
+def _malloc_trim():
+    """glibc's `malloc_trim`, or None where the C library has none (musl, macOS)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+MALLOC_TRIM = _malloc_trim()
+
+
+def return_freed_memory() -> bool:
+    """Hand the C heap's free pages back to the system; False where there is no `malloc_trim`. It
+    walks the heaps under their locks: run it off the event loop."""
+    if MALLOC_TRIM is None:
+        return False
+    MALLOC_TRIM(0)
+    return True
+
+
+class Heap:
+    """The gateway's heap settling (see the module docstring): whether it freezes, and the clients
+    dropped since it last thawed."""
+
+    def __init__(self, *, freeze: bool = False) -> None:
+        self.freeze = freeze
+        #: Clients dropped since the last thaw (or the first freeze). Counted on the event loop; the
+        #: settling (in a thread) subtracts what it saw, so a drop meanwhile is not lost.
+        self.dropped = 0
+
+    def client_dropped(self) -> None:
+        self.dropped += 1
+
+    def settle(self, held: int) -> bool:
+        """After a burst: collect the garbage (all of the heap, thawed, once enough clients of `held`
+        were dropped since the last thaw; else only what is not frozen) and freeze what survives, then
+        return the freed pages. Returns whether the pages were returned (`return_freed_memory`)."""
+        if self.freeze:
+            dropped = self.dropped
+            frozen = gc.get_freeze_count() > 0
+            if frozen and dropped > max(THAW_MIN, held * THAW_SHARE):
+                gc.unfreeze()
+                frozen = False
+                logger.info("heap thawed for one full collection: %s clients dropped since the last", dropped)
+            if not frozen:  # the whole heap is collected and frozen now: the count starts again
+                self.dropped -= dropped
+            gc.collect()
+            gc.freeze()
+        return return_freed_memory()
