@@ -58,7 +58,8 @@ def clients_quiet(clients: list[AgentClient]) -> set[int]:
     """Agent ids whose transport says, in one query per transport kind, that a poll finds nothing.
 
     A transport class may offer `with_updates(transports)` (the sandbox does: its poll is a
-    query); the others (Telegram: an in-memory queue) are always polled.
+    query); the others are polled unless their `poll_pending` says there is nothing (Telegram: an
+    in-memory queue; the ingest step reads it before asking here).
     """
     by_kind: dict[type, list[AgentClient]] = {}
     for client in clients:

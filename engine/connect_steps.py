@@ -118,12 +118,20 @@ class IngestStep:
         self.ingested = False
 
     async def run(self) -> bool:
+        """Poll each connected client that may have something (a transport with `poll_pending` says
+        so in memory; the sandbox's `with_updates` in one query for all, in the database thread) and
+        store what came."""
         ctx = self.context
         did = False
-        connected = [client for client in ctx.clients.values() if client.connected]
-        quiet = await sync_to_async(clients_quiet)(connected) if connected else set()
-        for agent_id, client in list(ctx.clients.items()):
-            if not client.connected or agent_id in quiet:
+        polled = [
+            (agent_id, client)
+            for agent_id, client in ctx.clients.items()
+            if client.connected and getattr(client.transport, "poll_pending", True)
+        ]
+        asked = [client for _agent_id, client in polled if hasattr(type(client.transport), "with_updates")]
+        quiet = await sync_to_async(clients_quiet)(asked) if asked else set()
+        for agent_id, client in polled:
+            if agent_id in quiet or not client.connected:
                 continue
             try:
                 updates = await client.transport.poll_updates()

@@ -450,6 +450,14 @@ class TelethonConnection:
             ):
                 self._unread_mentions.add(update.message.peer_id)
 
+    @property
+    def poll_pending(self) -> bool:
+        """Whether `poll_updates` has something to report: queued updates, or a connection gone
+        (which it raises). The gateway's ingest step polls only such transports, so a pass over a
+        thousand idle clients costs a property read each, not a coroutine each."""
+        client = self.client
+        return bool(self._queue) or self._closing or client is None or not client.is_connected()
+
     async def poll_updates(self) -> list[Update]:
         """The queued updates; raises when the connection is gone, so the gateway reconnects.
 

@@ -310,6 +310,8 @@ class Transport(Protocol):
     A transport that receives updates on its own (Telethon) also has an `on_update` attribute: the
     gateway sets it to a callable, which the transport calls on the loop when it queues an update, so
     an idle gateway polls at once (`engine/wake.py`). The sandbox has none: its writers wake gateways.
+    Such a transport may also have a `poll_pending` property, False while `poll_updates` would return
+    nothing and raise nothing: the gateway then leaves it unpolled (`engine.connect_steps.IngestStep`).
     """
 
     async def connect(self) -> AccountInfo: ...

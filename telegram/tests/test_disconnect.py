@@ -28,6 +28,16 @@ def note(message_id: int) -> types.UpdateNewMessage:
     return types.UpdateNewMessage(message=message, pts=message_id, pts_count=1)
 
 
+def test_a_poll_is_pending_only_with_updates_queued_or_the_connection_gone(transport, fake_client):
+    assert transport.poll_pending is False  # connected, nothing queued: the gateway does not poll
+    run(fake_client.dispatch, note(1))
+    assert transport.poll_pending is True
+    run(transport.poll_updates)
+    assert transport.poll_pending is False
+    fake_client.connected = False  # Telethon gave up reconnecting: the poll reports it
+    assert transport.poll_pending is True
+
+
 def test_a_blip_that_telethon_bridges_is_not_reported(transport, fake_client):
     assert fake_client.is_connected()
     assert run(transport.poll_updates) == []
@@ -116,6 +126,22 @@ def test_the_gateway_replaces_a_client_telethon_gave_up_on_and_fills_the_gap(gat
     stored = Message.objects.filter(conversation__peer_id=ANN).values_list("message_id", flat=True)
     assert sorted(stored) == [1, 2, 3, 4, 5]
     assert list(TaskGraph.objects.values_list("target_message_id", flat=True)) == [5]
+
+
+def test_the_ingest_step_polls_only_a_client_with_something_to_report(gateway, logged_in):
+    transport = gateway.gateway.clients[logged_in.pk].transport
+    polls = []
+    poll = transport.poll_updates
+
+    async def counted():
+        polls.append(1)
+        return await poll()
+
+    transport.poll_updates = counted
+    assert gateway.ingest() is False and polls == []  # idle: not polled
+    run(gateway.clients[0].dispatch, note(4))
+    assert gateway.ingest() is True and polls == [1]
+    assert Message.objects.filter(conversation__peer_id=ANN, message_id=4).exists()
 
 
 def test_a_session_revoked_in_the_update_loop_stops_the_agent_with_the_reason(gateway, logged_in):
