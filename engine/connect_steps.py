@@ -59,11 +59,13 @@ class ConnectStep:
         self._trim: asyncio.Future | None = None
 
     def _trim_after_burst(self) -> None:
-        if not self.connected_since_trim or (self._trim is not None and not self._trim.done()):
+        held, heap = len(self.context.clients), self.context.heap
+        if not (self.connected_since_trim or heap.due(held)) or (
+            self._trim is not None and not self._trim.done()
+        ):
             return
         self.connected_since_trim = 0
-        held = len(self.context.clients)
-        self._trim = asyncio.get_running_loop().run_in_executor(None, self.context.heap.settle, held)
+        self._trim = asyncio.get_running_loop().run_in_executor(None, heap.settle, held)
 
     async def run(self) -> bool:
         """Connect (or reconnect, after backoff) each held client, then fill gaps from history.

@@ -15,8 +15,15 @@ permanent generation that collections skip, so the collections after it walk onl
 goes; what a freeze keeps is cyclic garbage among frozen objects, such as a client dropped after it was
 frozen (its sender and the client refer to each other). So the gateway counts the clients it drops
 (`GatewayContext.drop`); once more than THAW_SHARE of the clients held (and at least THAW_MIN) were
-dropped since the heap was last thawed, the next settling thaws it (`gc.unfreeze()`), collects all of it
-once, and freezes it again: one full collection per that much churn.
+dropped since the heap was last thawed, or THAW_SECONDS passed, the next settling thaws it
+(`gc.unfreeze()`), collects all of it once, and freezes it again: one full collection of the whole heap
+per that much churn or per hour, instead of two a minute at 1,000 agents.
+
+**Survivors of later collections.** What outlives the burst (the unread scans' caches, the chats' rows,
+Telethon's objects of the agents' traffic) reaches the oldest generation too, and a full collection
+walks it again each time: after the first freeze they took 74 and 96 ms at 1,000 agents on a slow
+machine. So after each full collection its survivors are frozen too (a `gc.callbacks` hook), and the
+next one walks only what was made since.
 
 **Freed pages.** Connecting clients makes a burst of short-lived objects (history pages, dialog lists,
 query rows, Telethon's TL objects). Python frees them, but glibc keeps the freed pages of its heaps, so
@@ -35,12 +42,16 @@ import ctypes.util
 import gc
 import logging
 
+from cindy_site.clock import get_clock
+
 logger = logging.getLogger("engine.gateway")
 
 #: Clients dropped since the last thaw, as a share of those held, past which the next settling thaws.
 THAW_SHARE = 0.1
 #: ... and at least this many, so that a gateway of a few agents does not thaw at every reconnect.
 THAW_MIN = 10
+#: And at least this often, for what else the frozen objects left as cyclic garbage.
+THAW_SECONDS = 3600.0
 
 
 def _malloc_trim():
@@ -64,31 +75,62 @@ def return_freed_memory() -> bool:
 
 
 class Heap:
-    """The gateway's heap settling (see the module docstring): whether it freezes, and the clients
-    dropped since it last thawed."""
+    """The gateway's heap settling (see the module docstring): whether it freezes, the clients
+    dropped since it last thawed, and when that was."""
 
     def __init__(self, *, freeze: bool = False) -> None:
         self.freeze = freeze
         #: Clients dropped since the last thaw (or the first freeze). Counted on the event loop; the
         #: settling (in a thread) subtracts what it saw, so a drop meanwhile is not lost.
         self.dropped = 0
+        #: When the whole heap was last collected (monotonic, the process clock): the first freeze or
+        #: the last thaw.
+        self.thawed_at: float | None = None
+        self._hooked = False
 
     def client_dropped(self) -> None:
         self.dropped += 1
 
+    def due(self, held: int) -> bool:
+        """Whether the heap is due a thaw without a burst of connections: enough clients of `held`
+        dropped, or THAW_SECONDS since the whole heap was last collected."""
+        return self.thawed_at is not None and self._thaw_due(held)
+
+    def _thaw_due(self, held: int) -> bool:
+        stale = self.thawed_at is not None and get_clock().monotonic() - self.thawed_at >= THAW_SECONDS
+        return stale or self.dropped > max(THAW_MIN, held * THAW_SHARE)
+
     def settle(self, held: int) -> bool:
-        """After a burst: collect the garbage (all of the heap, thawed, once enough clients of `held`
-        were dropped since the last thaw; else only what is not frozen) and freeze what survives, then
-        return the freed pages. Returns whether the pages were returned (`return_freed_memory`)."""
+        """After a burst, or when `due`: collect the garbage (all of the heap, thawed, when a thaw is
+        due; else what is not frozen) and freeze what survives, then return the freed pages. Returns
+        whether the pages were returned (`return_freed_memory`)."""
         if self.freeze:
             dropped = self.dropped
             frozen = gc.get_freeze_count() > 0
-            if frozen and dropped > max(THAW_MIN, held * THAW_SHARE):
+            if frozen and self._thaw_due(held):
                 gc.unfreeze()
                 frozen = False
                 logger.info("heap thawed for one full collection: %s clients dropped since the last", dropped)
-            if not frozen:  # the whole heap is collected and frozen now: the count starts again
+            if not frozen:  # the whole heap is collected and frozen now: the counts start again
                 self.dropped -= dropped
+                self.thawed_at = get_clock().monotonic()
             gc.collect()
             gc.freeze()
+            if not self._hooked:
+                gc.callbacks.append(self._freeze_survivors)
+                self._hooked = True
         return return_freed_memory()
+
+    def _freeze_survivors(self, phase: str, info: dict) -> None:
+        """`gc.callbacks`: after each full collection, freeze its survivors too, so the next one walks
+        only what was made since (the scans' caches, the chats' rows and Telethon's objects of the
+        agents' traffic outlive the burst)."""
+        if phase == "stop" and info.get("generation") == 2:
+            gc.freeze()
+
+    def release(self) -> None:
+        """Stop freezing, and thaw: a test's heap must not outlive its test."""
+        if self._hooked:
+            gc.callbacks.remove(self._freeze_survivors)
+            self._hooked = False
+        gc.unfreeze()

@@ -13,7 +13,7 @@ import pytest
 from engine import heap
 from engine.connect_steps import ConnectStep
 from engine.gateway_context import GatewayContext
-from engine.heap import THAW_MIN, Heap, return_freed_memory
+from engine.heap import THAW_MIN, THAW_SECONDS, Heap, return_freed_memory
 
 glibc = pytest.mark.skipif(heap.MALLOC_TRIM is None, reason="needs glibc's malloc_trim")
 
@@ -27,9 +27,12 @@ class Cycle:
 
 @pytest.fixture
 def thawed():
-    """The test process's heap unfrozen before and after: a freeze must not outlive its test."""
+    """The test process's heap unfrozen before and after, and no heap's hook left: a freeze must not
+    outlive its test."""
     gc.unfreeze()
     yield
+    for callback in [c for c in gc.callbacks if isinstance(getattr(c, "__self__", None), Heap)]:
+        callback.__self__.release()
     gc.unfreeze()
 
 
@@ -99,14 +102,42 @@ def test_a_frozen_cycle_dropped_stays_until_enough_clients_were_dropped(thawed):
     del client
     for _ in range(THAW_MIN):
         settling.client_dropped()
+    assert settling.due(held=20) is False
     settling.settle(held=20)  # THAW_MIN dropped of 20 held: not past the share, stays frozen
     gc.collect()
     assert gone() is not None
     settling.client_dropped()
+    assert settling.due(held=20) is True  # a pass with nothing to connect settles it then
     settling.settle(held=20)  # one more: thawed, collected whole, frozen again
     assert gone() is None
     assert settling.dropped == 0
     assert gc.get_freeze_count() > 0
+
+
+def test_the_survivors_of_each_later_full_collection_are_frozen_too(thawed):
+    settling = Heap(freeze=True)
+    settling.settle(held=1)
+    frozen = gc.get_freeze_count()
+    kept = [Cycle() for _ in range(100)]  # what the agents' traffic leaves after the burst
+    gc.collect()
+    assert gc.get_freeze_count() >= frozen + len(kept)
+    gc.collect(1)  # a younger collection freezes nothing
+    assert gc.get_freeze_count() >= frozen + len(kept)
+
+
+def test_the_whole_heap_is_collected_again_each_hour(thawed, clock):
+    settling = Heap(freeze=True)
+    client = Cycle()
+    gone = weakref.ref(client)
+    settling.settle(held=20)
+    del client
+    clock.advance(THAW_SECONDS - 1)
+    assert settling.due(held=20) is False
+    clock.advance(1)
+    assert settling.due(held=20) is True
+    settling.settle(held=20)
+    assert gone() is None
+    assert settling.due(held=20) is False
 
 
 def test_a_gateway_outside_runagents_freezes_nothing(thawed):
