@@ -371,7 +371,15 @@ def table(now: dict, before: dict | None) -> list[str]:
             f"; {IDLE_WORST.figure(idle_now.worst).text} of {len(idle_now.windows)} × {IDLE_SECONDS:g} s"
             + (f" (before: {IDLE_WORST.figure(idle_was.worst).text})" if idle_was else ""),
         ),
-        _row(RSS, max(now["rss"]), max(before["rss"]) if before else None),
+        _row(
+            RSS,
+            max(now["rss"]),
+            max(before["rss"]) if before else None,
+            "; after connecting, after the idle span, at the end: "
+            + " / ".join(f"{r:.0f}" for r in now["rss"])
+            + (" (before: " + " / ".join(f"{r:.0f}" for r in before["rss"]) + ")" if before else "")
+            + " MiB",
+        ),
     ]
 
 
