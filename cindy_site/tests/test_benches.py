@@ -259,3 +259,29 @@ def test_the_probe_s_own_threads_are_left_out_of_the_tree_s_cpu(bench):
     assert ids[None] in counted
     assert ids["probe"] not in counted
     assert threading.get_native_id() in counted
+
+
+def test_a_garbage_collection_the_probe_did_not_see_is_still_the_loop_s_worst_stall(bench, tmp_path):
+    """A collection holds the interpreter: the loop cannot run. The probe thread, asleep between its
+    callbacks, misses one that starts meanwhile; bench_thousand.py counts every collection the
+    gateway timed (bench/gateway_probe.py, `gc.callbacks`) as a stall all the same."""
+    import json
+
+    record = tmp_path / "probe.json"
+    record.write_text(
+        json.dumps(
+            {
+                "passes": [[10.2, 0.2, False]],
+                "stalls": [[10.05, 0.012]],  # all the probe saw
+                "probes": 100,
+                "stacks": [],
+                "steps": {"ingest": [[10.2, 0.19]]},
+                "slow": [[10.2, 0.2, [["ingest", 0.19]]]],
+                "collections": [[10.18, 0.148, 2, 0], [10.5, 0.004, 0, 0], [99.0, 0.9, 2, 0]],
+            }
+        )
+    )
+    figures = bench.modules["bench_thousand"]._probe_figures(record, 10.0, 20.0)
+    assert figures["stall_worst"] == pytest.approx(148)  # not 12: the collection inside the span
+    assert figures["collections_over"] == 1
+    assert figures["slow"] == [[pytest.approx(200), [["ingest", 0.19]]]]
