@@ -108,6 +108,7 @@ class ConnectStep:
             )
         if not did:
             self._trim_after_burst()
+            self.context.heap.tend()
         return did
 
 

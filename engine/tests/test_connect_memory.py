@@ -13,7 +13,7 @@ import pytest
 from engine import heap
 from engine.connect_steps import ConnectStep
 from engine.gateway_context import GatewayContext
-from engine.heap import THAW_MIN, THAW_SECONDS, Heap, return_freed_memory
+from engine.heap import COLLECT_SECONDS, THAW_MIN, THAW_SECONDS, Heap, return_freed_memory
 
 glibc = pytest.mark.skipif(heap.MALLOC_TRIM is None, reason="needs glibc's malloc_trim")
 
@@ -122,6 +122,24 @@ def test_the_survivors_of_each_later_full_collection_are_frozen_too(thawed):
     gc.collect()
     assert gc.get_freeze_count() >= frozen + len(kept)
     gc.collect(1)  # a younger collection freezes nothing
+    assert gc.get_freeze_count() >= frozen + len(kept)
+
+
+def test_a_frozen_heap_is_collected_every_few_seconds_and_its_survivors_frozen(thawed, clock):
+    settling = Heap(freeze=True)
+    assert settling.tend() is False  # nothing frozen yet: Python's own collections as usual
+    settling.settle(held=1)
+    assert settling.tend() is True
+    kept = [Cycle() for _ in range(100)]
+    garbage = Cycle()
+    gone = weakref.ref(garbage)
+    del garbage
+    frozen = gc.get_freeze_count()
+    clock.advance(COLLECT_SECONDS - 1)
+    assert settling.tend() is False
+    clock.advance(1)
+    assert settling.tend() is True
+    assert gone() is None
     assert gc.get_freeze_count() >= frozen + len(kept)
 
 
