@@ -125,6 +125,20 @@ def test_a_code_signs_the_account_in_and_the_gateway_may_run_it(heidi, account, 
     assert not any(CODE in s for s in summaries)
 
 
+def test_a_pass_with_no_sign_in_pending_reads_only_the_pending_requests(heidi, django_assert_num_queries):
+    held = list(range(10_000, 11_000))  # a gateway holding a thousand other agents
+    with django_assert_num_queries(1) as read:
+        assert signin.signin_pending_agents(names=[], held=held) == []
+    assert "agents_agent" not in read.captured_queries[0]["sql"]  # not the join over the agents
+    services.signin_start(agent=heidi)
+    assert signin.signin_pending_agents(names=[], held=held) == [heidi]
+    assert signin.signin_pending_agents(names=[], held=[]) == [heidi]
+    assert (
+        signin.signin_pending_agents(names=[], held=[*held, heidi.pk]) == []
+    )  # held: its own gateway answers
+    assert signin.signin_pending_agents(names=["Someone"], held=[]) == []
+
+
 def test_two_step_verification_asks_for_the_password(heidi, account, gateway):
     account["two_step"] = True
     step(gateway, services.signin_start(agent=heidi))
