@@ -54,6 +54,12 @@ class AgentClient:
         return delay
 
 
+def asks_database(client: AgentClient) -> bool:
+    """Whether the client's transport tells in the database whether a poll finds anything (its class
+    offers `with_updates(transports)`, as the sandbox's does): `clients_quiet` asks those."""
+    return hasattr(type(client.transport), "with_updates")
+
+
 def clients_quiet(clients: list[AgentClient]) -> set[int]:
     """Agent ids whose transport says, in one query per transport kind, that a poll finds nothing.
 
@@ -66,9 +72,8 @@ def clients_quiet(clients: list[AgentClient]) -> set[int]:
         by_kind.setdefault(type(client.transport), []).append(client)
     quiet: set[int] = set()
     for kind, group in by_kind.items():
-        check = getattr(kind, "with_updates", None)
-        if check is None:
+        if not asks_database(group[0]):
             continue
-        ready = check([c.transport for c in group])
+        ready = kind.with_updates([c.transport for c in group])
         quiet.update(c.agent.id for c in group if c.transport not in ready)
     return quiet

@@ -18,7 +18,7 @@ from cindy_site.clock import get_clock
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.transport.base import AuthError
-from engine.clients import clients_quiet
+from engine.clients import asks_database, clients_quiet
 from engine.gateway_context import GatewayContext, quiet_disconnect
 from engine.ingest import ingest_updates, reconcile
 from engine.leases import agent_stop
@@ -131,7 +131,7 @@ class IngestStep:
             for agent_id, client in ctx.clients.items()
             if client.connected and getattr(client.transport, "poll_pending", True)
         ]
-        asked = [client for _agent_id, client in polled if hasattr(type(client.transport), "with_updates")]
+        asked = [client for _agent_id, client in polled if asks_database(client)]
         quiet = await sync_to_async(clients_quiet)(asked) if asked else set()
         for agent_id, client in polled:
             if agent_id in quiet or not client.connected:
