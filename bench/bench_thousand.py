@@ -170,36 +170,30 @@ def _idle(pid: int) -> Windows:
 
 def _probe_figures(out: Path, begun: float, ended: float) -> dict[str, object]:
     record = json.loads(out.read_text())
-    passes = [
-        seconds * 1000
-        for end, seconds, _follow in record["passes"]
-        if begun <= end - seconds and end <= ended
-    ]
+
+    def spanned(end: float, seconds: float) -> bool:  # begun and ended within the measured span
+        return begun <= end - seconds and end <= ended
+
+    passes = [seconds * 1000 for end, seconds, _follow in record["passes"] if spanned(end, seconds)]
     stalls = [late * 1000 for at, late in record["stalls"] if begun <= at <= ended]
     stacks = Counter(stack for at, stack in record["stacks"] if begun <= at <= ended).most_common(5)
     steps = {
         name: (len(inside), sum(inside), max(inside))
         for name, times in record.get("steps", {}).items()
-        if (inside := [seconds * 1000 for end, seconds in times if begun <= end - seconds and end <= ended])
+        if (inside := [seconds * 1000 for end, seconds in times if spanned(end, seconds)])
     }
     slow = sorted(
-        (
-            [seconds * 1000, steps]
-            for end, seconds, steps in record.get("slow", [])
-            if begun <= end - seconds and end <= ended
-        ),
+        ([seconds * 1000, steps] for end, seconds, steps in record.get("slow", []) if spanned(end, seconds)),
         key=lambda item: -item[0],
     )[:SLOW_SHOWN]
     busy = Counter(
         f"{thread}\n{stack}" for at, thread, stack in record.get("busy", []) if begun <= at <= ended
     ).most_common(BUSY_SHOWN)
     statements = sorted(
-        (item for item in record.get("statements", []) if begun <= item[0] - item[1] and item[0] <= ended),
+        (item for item in record.get("statements", []) if spanned(item[0], item[1])),
         key=lambda item: -item[1],
     )[:BUSY_SHOWN]
-    collections = [
-        item for item in record.get("collections", []) if begun <= item[0] - item[1] and item[0] <= ended
-    ]
+    collections = [item for item in record.get("collections", []) if spanned(item[0], item[1])]
     return {
         "collections": collections,
         "statements": statements,

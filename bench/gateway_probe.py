@@ -65,9 +65,8 @@ class Record:
         self.steps: dict[str, list] = {}  # step name -> [[end, seconds], ...]
         self.slow: list[list] = []  # [end, seconds, [[step, seconds], ...]]
         self.busy: list[list] = []  # [at, thread name, stack]
-        self.collections: list[
-            list
-        ] = []  # [end, seconds, generation, objects collected]: each over NOTE_SECONDS
+        #: [end, seconds, generation, objects collected]: each collection over NOTE_SECONDS
+        self.collections: list[list] = []
         self.statements: list[list] = []  # [end, seconds, thread name, SQL]: each over SLOW_STATEMENT_SECONDS
         self.pass_begun: float | None = None  # the running pass's start, for the probe's sampling
         self.pass_steps: list[list] = []  # the running pass's steps so far
