@@ -12,7 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 
-SOURCE_DB = os.environ.get("CINDY_CW_SOURCE_DB", "cw_source_cwstate")
+#: One database per test process: two xdist processes running import tests at once must not drop
+#: each other's source (they did, once the files were handed out longest first).
+SOURCE_DB = os.environ.get("CINDY_CW_SOURCE_DB", "cw_source_cwstate") + (
+    f"_{os.environ['PYTEST_XDIST_WORKER']}" if os.environ.get("PYTEST_XDIST_WORKER") else ""
+)
 HOST, PORT = "127.0.0.1", 3306
 
 TAIL = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
