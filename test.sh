@@ -107,8 +107,8 @@ else
 fi
 
 # Tests run on CINDY_TEST_WORKERS processes (pytest-xdist; 4 by default, 0 for one process), a test
-# file to a process, unless the arguments choose (-n, -p no:xdist). The files that start real
-# processes are handed out first (cindy_site/testing/longest_first.py), so the processes end close together.
+# file to a process, unless the arguments choose (-n, -p no:xdist). xdist hands out the files with the
+# most tests first; docs/testing.md says why no other order is forced.
 XDIST=()
 case " ${PYTEST_ARGS[*]-} " in
 *" -n"* | *"no:xdist"* | *"--numprocesses"*) ;;

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 #: One database per test process: two xdist processes running import tests at once must not drop
-#: each other's source (they did, once the files were handed out longest first).
+#: each other's source (they did, when a run handed the two import files out at the same time).
 SOURCE_DB = os.environ.get("CINDY_CW_SOURCE_DB", "cw_source_cwstate") + (
     f"_{os.environ['PYTEST_XDIST_WORKER']}" if os.environ.get("PYTEST_XDIST_WORKER") else ""
 )
