@@ -48,20 +48,17 @@ def signin_pending_agents(*, names: list[str], held: list[int]) -> list[Agent]:
     """Telegram agents this gateway may run, not held by it, with a pending sign-in request.
 
     Asked at every full pass and almost always empty: first whether any sign-in request is pending
-    at all (the pending requests' index), and only then the join, which leaves out the held agents
-    (`in_ids`: a thousand ids prepared through `pk__in` cost more than the rest of the step)."""
+    at all (the pending requests' index), and only then the agents of those requests, leaving out the
+    held ones (`in_ids`: a thousand ids prepared through `pk__in` cost more than the rest of the step)."""
     pending = GatewayRequest.objects.filter(status=GatewayRequest.Status.PENDING, kind__in=SIGN_IN_KINDS)
     if not pending.exists():
         return []
     qs = Agent.objects.filter(
-        transport=TransportKind.TELEGRAM,
-        disabled=False,
-        gateway_requests__status=GatewayRequest.Status.PENDING,
-        gateway_requests__kind__in=SIGN_IN_KINDS,
+        transport=TransportKind.TELEGRAM, disabled=False, pk__in=pending.values("agent_id")
     ).exclude(pk__in_ids=held)
     if names:
         qs = qs.filter(name__in=names)
-    return list(qs.distinct())
+    return list(qs)
 
 
 def _signed_in(*, agent_id: int, user_id: int, username: str) -> None:

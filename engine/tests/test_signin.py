@@ -133,9 +133,8 @@ def test_a_pass_with_no_sign_in_pending_reads_only_the_pending_requests(heidi, d
     services.signin_start(agent=heidi)
     assert signin.signin_pending_agents(names=[], held=held) == [heidi]
     assert signin.signin_pending_agents(names=[], held=[]) == [heidi]
-    assert (
-        signin.signin_pending_agents(names=[], held=[*held, heidi.pk]) == []
-    )  # held: its own gateway answers
+    # Held by this gateway: it answers its own agent's request.
+    assert signin.signin_pending_agents(names=[], held=[*held, heidi.pk]) == []
     assert signin.signin_pending_agents(names=["Someone"], held=[]) == []
 
 
