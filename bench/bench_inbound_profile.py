@@ -84,6 +84,8 @@ def test_inbound_profile(db, settings, fake_llm, clock) -> None:  # pragma: no c
 
     def responder(_request):
         at_request.append((time.clock_gettime(cpu_clock), counts["statements"], counts["orm"]))
+        if listing and len(at_request) == 1:
+            listed.append("-------- the planning request reaches the LLM --------")
         return FakeReply(text=json.dumps([{"kind": "send", "text": "hi!"}]))
 
     fake_llm.set_responder(responder)
