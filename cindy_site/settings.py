@@ -446,6 +446,10 @@ CINDY_UPKEEP_CONCURRENCY = _positive_int("CINDY_UPKEEP_CONCURRENCY", 8)
 # reads its dialog list for messages no update delivered, dialogs marked unread and unread reactions.
 # 0 turns it off.
 CINDY_UNREAD_SCAN_SECONDS = max(env.float("CINDY_UNREAD_SCAN_SECONDS", default=30.0), 0.0)
+# The most dialog lists a gateway's periodic reads (the unread scans, or with scans off the dialog
+# refreshes) ask Telegram for a second, on average over its agents: with more agents than the period
+# times this, each agent's period stretches to agents / this (engine/refresh.py). 0: never stretched.
+CINDY_DIALOG_READS_PER_SECOND = max(env.float("CINDY_DIALOG_READS_PER_SECOND", default=5.0), 0.0)
 
 
 CINDY_OPERATOR_IDS = _int_list("CINDY_OPERATOR_IDS")

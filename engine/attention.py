@@ -21,7 +21,11 @@ each (re)connect) each held agent reads its dialog list once (`transport.dialogs
   and the transport clears the dialog's mention count when it reads the chat.
 
 Cheap and bounded: one dialog list request per agent and scan, and a history request only for a
-dialog whose marks changed since the agent's previous scan (`ScanState.marks`). The scan runs as an
+dialog whose marks changed since the agent's previous scan (`ScanState.marks`). A gateway holding more
+agents than the interval times CINDY_DIALOG_READS_PER_SECOND stretches the interval to agents / that
+rate (`engine.refresh.dialog_read_period`: 200 s at 1,000 agents and 5 a second), so its scans cost the
+same however many agents it holds. The scan applies its list's mute, block and title flags, so with
+scans on the dialog refresh reads no list of its own (engine/upkeep.py). The scan runs as an
 asyncio task of its own per agent (`AttentionStep.run` only starts them), so the gateway's
 pass and its tick never wait on it. The agents' scans are spread over the interval by agent id, each
 on a phase of its own that a late pass does not move (`engine.refresh.refresh_offset`): scheduled as
@@ -62,7 +66,7 @@ from conversations.transport.base import (
 from engine.clients import AgentClient
 from engine.gateway_context import GatewayContext
 from engine.ingest import RECONCILE_LIMIT, _history_after, ingest_history, ingest_updates
-from engine.refresh import UpkeepCap, refresh_offset
+from engine.refresh import UpkeepCap, dialog_read_period, refresh_offset
 
 logger = logging.getLogger("engine.gateway")
 
@@ -299,7 +303,7 @@ class AttentionStep:
 
     async def run(self) -> bool:
         """Start the unread scans that are due (each in a task of its own); never waits for one."""
-        interval = settings.CINDY_UNREAD_SCAN_SECONDS
+        interval = dialog_read_period(settings.CINDY_UNREAD_SCAN_SECONDS, len(self.context.clients))
         scans = self.scans
         clients = self.context.clients
         for agent_id in [a for a in scans if a not in clients]:
@@ -355,15 +359,11 @@ class AttentionStep:
             self.context.wakeup.set()  # their nodes are the tick's to claim
 
     async def _scan_flags(self, agent_id: int, client: AgentClient, report: ScanReport) -> None:
-        """Apply the mute, block and title flags of the scan's dialog list, as the dialog refresh does,
-        unless flags read about FLAGS_FRESH_SECONDS ago or less were applied: the scans keep the flags
-        fresh and the refresh has no dialog list of its own to read (`engine.upkeep._refresh_dialogs`).
-        A failure is logged; the refresh applies them instead."""
-        from engine.upkeep import FLAGS_FRESH_SECONDS, apply_dialog_flags, dialog_flags_fresh
+        """Apply the mute, block and title flags of the scan's dialog list, as the dialog refresh does
+        with scans off (with scans on it reads no list: engine/upkeep.py). A failure is logged; the
+        next scan applies its own list."""
+        from engine.upkeep import apply_dialog_flags
 
-        # A second less: scans one interval apart (30 s, as the refresh's freshness) each apply theirs.
-        if dialog_flags_fresh(client, at=report.read_at, seconds=FLAGS_FRESH_SECONDS - 1):
-            return
         try:
             changed = await apply_dialog_flags(agent_id, client, report.dialogs, read_at=report.read_at)
         except Exception as exc:

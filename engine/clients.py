@@ -31,12 +31,10 @@ class AgentClient:
     renewed_at: float = 0.0  # monotonic start of the last lease acquisition or renewal that succeeded
     dropped: bool = False  # released (or fenced) while a step still held on to it
     shown_online: bool | None = None  # the online status last set on the account (engine/presence.py)
-    #: Monotonic time at which the dialog list whose mute, block and title flags were last applied was
-    #: read: by the dialog refresh (engine/upkeep.py) or by an unread scan (engine/attention.py).
-    flags_read_at: float | None = None
-    #: The flags of that list (peer, muted, blocked, title per dialog) and the monotonic read time of
-    #: the last list compared with the database: an unchanged list is compared again only after
-    #: DIALOG_REFRESH_SECONDS (engine/upkeep.py, `apply_dialog_flags`).
+    #: The mute, block and title flags of the dialog list last compared with the database (peer,
+    #: muted, blocked, title per dialog; read by an unread scan, engine/attention.py, or with scans off
+    #: by the dialog refresh, engine/upkeep.py) and the monotonic time it was read: an unchanged list
+    #: is compared again only after DIALOG_REFRESH_SECONDS (engine/upkeep.py, `apply_dialog_flags`).
     flags_seen: tuple = ()
     flags_compared_at: float | None = None
     #: Set by the library refresh when the account's Saved Messages stickers changed: the sticker step

@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from agents.models import Agent
 from agents.selectors import mute_requests_pending
@@ -23,7 +24,7 @@ from conversations.transport.base import ChatDetails, Transport
 from engine.clients import AgentClient
 from engine.gateway_context import GatewayContext
 from engine.media import download_new_media, media_agents_with_news, media_cursor_start
-from engine.refresh import Refreshes
+from engine.refresh import Refreshes, dialog_read_period
 from engine.requests import requests_reap_expired, signin_requests_reap_expired
 from engine.stickers import (
     RETRY_AFTER_SECONDS,
@@ -38,10 +39,10 @@ from media_catalog.services.sticker_sets import wanted_sticker_sets
 logger = logging.getLogger("engine.gateway")
 Kind = ActivityEvent.Kind
 
-#: How often each agent's dialog list is re-read for mute, block and title changes.
+#: With unread scans off, how often each agent's dialog list is re-read for mute, block and title
+#: changes (stretched for a large gateway: engine/refresh.py, `dialog_read_period`). Also how often an
+#: unchanged list is compared with the mirror again (`apply_dialog_flags`).
 DIALOG_REFRESH_SECONDS = 60.0
-#: Flags applied from a list read this recently are fresh: the refresh reads no list of its own.
-FLAGS_FRESH_SECONDS = DIALOG_REFRESH_SECONDS / 2
 #: Besides on connect and on changes, each agent's sets are checked for staleness this often.
 STICKER_RECHECK_SECONDS = 3600.0
 #: How often the sticker step looks at every agent, not only those whose wanted sets may have changed.
@@ -242,8 +243,10 @@ class StickersStep:
 class RefreshStep:
     """Starts the refreshes of one kind that are due, in tasks beside the pass (engine/refresh.py):
 
-    - "dialogs": every DIALOG_REFRESH_SECONDS per agent, on its phase, mute, block and titles from
-      the dialog list (the reconciler has just read the dialogs at connect: the first waits its phase);
+    - "dialogs": with unread scans off, every DIALOG_REFRESH_SECONDS per agent (stretched for a large
+      gateway), on its phase, mute, block and titles from the dialog list (the reconciler has just
+      read the dialogs at connect: the first waits its phase). With scans on it reads nothing: each
+      scan applies the flags of the list it reads (engine/attention.py), one list per agent, not two;
     - "library": on connect and every LIBRARY_REFRESH_SECONDS per agent, on its phase, Saved Messages
       listed as its media library.
     """
@@ -263,7 +266,12 @@ class RefreshStep:
             raise ValueError(f"no refresh named {name!r}: the refreshes are 'dialogs' and 'library'")
 
     async def run(self) -> bool:
-        return self.refreshes.step(self.context.clients, self.context.wakeup)
+        clients = self.context.clients
+        if self.name == "dialogs":
+            if settings.CINDY_UNREAD_SCAN_SECONDS > 0:
+                clients = {}  # the scans read the lists (and a refresh in flight is cancelled)
+            self.refreshes.period = dialog_read_period(DIALOG_REFRESH_SECONDS, len(clients))
+        return self.refreshes.step(clients, self.context.wakeup)
 
     async def settle(self) -> bool:
         """Wait for the refreshes in flight; returns whether any changed something."""
@@ -296,19 +304,10 @@ class ReapRequestsStep:
 
 
 async def _refresh_dialogs(agent_id: int, client: AgentClient) -> bool:
-    """Read the dialog list and apply its flags, unless flags read within FLAGS_FRESH_SECONDS were
-    applied already (an unread scan's, engine/attention.py: with scans on, the account is asked for
-    its dialog list once per scan, not once more per refresh)."""
+    """Read the dialog list and apply its flags (with unread scans off: with them on, each scan does)."""
     read_at = get_clock().monotonic()
-    if dialog_flags_fresh(client, at=read_at):
-        return False
     dialogs = await client.transport.dialogs()
     return await apply_dialog_flags(agent_id, client, dialogs, read_at=read_at)
-
-
-def dialog_flags_fresh(client: AgentClient, *, at: float, seconds: float = FLAGS_FRESH_SECONDS) -> bool:
-    """Whether the flags applied last come from a list read less than `seconds` before `at`."""
-    return client.flags_read_at is not None and at - client.flags_read_at < seconds
 
 
 async def apply_dialog_flags(
@@ -331,8 +330,6 @@ async def apply_dialog_flags(
             agent_id=agent_id, dialogs=dialogs, blocked=blocked, read_since=read_since
         )
         client.flags_seen, client.flags_compared_at = seen, read_at
-    if client.flags_read_at is None or read_at > client.flags_read_at:
-        client.flags_read_at = read_at
     return bool(changed)
 
 

@@ -30,7 +30,8 @@ def done(request: GatewayRequest) -> GatewayRequest:
     return request
 
 
-def test_an_admin_mute_sticks_through_the_dialog_refresh(agent, harness, clock):
+def test_an_admin_mute_sticks_through_the_dialog_refresh(agent, harness, clock, settings):
+    settings.CINDY_UNREAD_SCAN_SECONDS = 0  # with scans on they read the lists, not the refresh
     sandbox_say(agent=agent, text="hi", as_name="Alice")
     harness.ingest()
     conversation = Conversation.objects.get(peer_id=sandbox_person(name="Alice").user_id)

@@ -176,7 +176,8 @@ def test_a_refresh_profile_request_updates_the_conversation(agent, clock):
     assert conversation.muted and conversation.blocked
 
 
-def test_mute_and_block_changes_are_picked_up_every_minute(agent, clock):
+def test_mute_and_block_changes_are_picked_up_every_minute(agent, clock, settings):
+    settings.CINDY_UNREAD_SCAN_SECONDS = 0  # the dialog refresh reads the lists (with scans on, they do)
     harness = Harness(clock)
     alice, me = _chat_with_alice(harness, agent)
     conversation = Conversation.objects.get(peer_id=alice.user_id)
@@ -294,9 +295,9 @@ def test_the_admin_refresh_action_says_when_no_telegram_agent_can_fetch(agent, v
 def test_a_mute_that_reached_telegram_after_an_unread_scan_is_in_the_mirror_within_a_period_and_stays(
     agent, clock
 ):
-    """A list is applied as soon as it is read (by a scan or by the refresh), never later: an unread
-    scan's list read before the mute reached Telegram does not undo it, and the mute is in the mirror
-    within one refresh period."""
+    """A list is applied as soon as it is read, never later: an unread scan's list read before the
+    mute reached Telegram does not undo it, and the next scan (within one refresh period) brings the
+    mute into the mirror; the dialog refresh, with scans on, reads nothing that could undo it."""
     harness = Harness(clock)
     alice, me = _chat_with_alice(harness, agent)
     harness.refresh("dialogs")  # places the agent on its phase of the minute
@@ -325,42 +326,29 @@ class CountedDialogs(SandboxTransport):
         return await super().dialogs(limit=limit)
 
 
-def test_unread_scans_keep_the_flags_fresh_and_the_refresh_reads_no_list_of_its_own(
-    agent, clock, settings, monkeypatch
-):
-    """With scans on, each scan applies its own list's flags once they are due (a refresh period less
-    a scan interval after the last), so the account is asked for its dialogs once per scan.
-
-    The agent's phases are pinned to those of agent id 1: they come from the id, which depends on the
-    tests that ran before in this process. On 6 of 40 ids' phases a refresh that falls due just ahead
-    of a scan still reads its own list once in these four minutes; this test does not cover them."""
-    import engine.attention
-    import engine.refresh
-
-    offset = engine.refresh.refresh_offset
-    monkeypatch.setattr(engine.refresh, "refresh_offset", lambda _agent_id, period: offset(1, period))
-    monkeypatch.setattr(engine.attention, "refresh_offset", lambda _agent_id, period: offset(1, period))
+def test_unread_scans_keep_the_flags_fresh_and_the_refresh_reads_no_list_of_its_own(agent, clock, settings):
+    """With scans on, each scan applies its own list's flags and the dialog refresh reads no list: the
+    account is asked for its dialogs once per scan, whatever the phases of the two."""
     settings.CINDY_UNREAD_SCAN_SECONDS = 30
     CountedDialogs.reads = 0
     harness = Harness(clock, transport_factory=lambda agent, **kw: CountedDialogs(agent, **kw))
     alice, me = _chat_with_alice(harness, agent)
-    harness.refresh("dialogs")  # the first refresh reads the list and places the agent's phase
-    assert CountedDialogs.reads == 1
+    before = CountedDialogs.reads  # the reconcile's at connect
+    assert harness.refresh("dialogs") is False
+    assert CountedDialogs.reads == before
+    assert harness.gateway.steps["dialogs"].refreshes.states == {}  # no refresh is even scheduled
 
-    scans = []
+    scans = 0
     SandboxMember.objects.filter(user=me).update(muted=True)  # muted on another device
     for _ in range(8):  # four minutes of scans and refreshes
         for _ in range(6):  # the gateway's passes, one every 5 s: a scan starts on its own beat
             clock.advance(5)
-            reads = CountedDialogs.reads
-            if _scan(harness, agent):
-                scans.append(reads)  # the reads before this scan's own
-        harness.refresh("dialogs")
+            scans += _scan(harness, agent)
+        assert harness.refresh("dialogs") is False
 
-    assert len(scans) >= 6  # the first comes within its spread, then one every 30 s
+    assert scans >= 6  # the first comes within its spread, then one every 30 s
     assert Conversation.objects.get(peer_id=alice.user_id).muted  # a scan applied it
-    # From the first scan on, one list per scan: the refreshes read none (before it, they read their own).
-    assert CountedDialogs.reads - scans[0] == len(scans)
+    assert CountedDialogs.reads - before == scans  # one list per scan: the refreshes read none
 
 
 def test_an_unchanged_dialog_list_is_compared_with_the_mirror_once_a_period(
@@ -425,10 +413,11 @@ class MutedWhileRead(SandboxTransport):
         return listed
 
 
-def test_a_list_read_before_a_mute_request_finished_does_not_undo_the_mute(agent, clock):
+def test_a_list_read_before_a_mute_request_finished_does_not_undo_the_mute(agent, clock, settings):
     """An operator mutes a chat while the gateway reads its dialog list: the gateway sends the mute
     and finishes the request before the list, read earlier, is applied. The mute stays, and the next
-    list (read after it) agrees."""
+    list (read after it) agrees. (The lists of the dialog refresh: unread scans off.)"""
+    settings.CINDY_UNREAD_SCAN_SECONDS = 0
 
     harness = Harness(clock, transport_factory=lambda agent, **kw: MutedWhileRead(agent, **kw))
     alice, _me = _chat_with_alice(harness, agent)
@@ -452,11 +441,12 @@ def test_a_list_read_before_a_mute_request_finished_does_not_undo_the_mute(agent
 
 @pytest.mark.parametrize("sent_during_read", [False, True], ids=["not sent yet", "sent during the read"])
 def test_a_reconcile_at_connect_does_not_undo_a_mute_telegram_has_not_shown_yet(
-    agent, clock, sent_during_read
+    agent, clock, settings, sent_during_read
 ):
     """The reconcile at (re)connect applies the dialog list's flags too: a mute an operator asked for
     while the gateway was away (its request still waiting), or one sent while the list was read,
-    stays; the next refresh, reading Telegram's state after the mute, agrees."""
+    stays; the next refresh (unread scans off), reading Telegram's state after the mute, agrees."""
+    settings.CINDY_UNREAD_SCAN_SECONDS = 0
 
     from conversations.services.curation import conversations_set_muted
     from engine.ingest import reconcile
