@@ -25,18 +25,39 @@ if _env_file.exists() and not _env_file.is_dir():
     env.read_env(str(_env_file), overwrite=False)
 
 
+def _number(name: str, default: float, kind: type[int] | type[float]) -> float:
+    """The variable as a number, or the default when unset; a value that is not one is refused."""
+    try:
+        return env.int(name, default=default) if kind is int else env.float(name, default=default)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} is {env.str(name)!r}: it must be a {'whole ' if kind is int else ''}number, "
+            f"e.g. {default}"
+        ) from None
+
+
 def positive_int(name: str, default: int, *, minimum: int = 1) -> int:
-    value = env.int(name, default=default)
+    value = int(_number(name, default, int))
     if value < minimum:
         raise ImproperlyConfigured(f"{name} is {value}: it must be at least {minimum}")
     return value
 
 
 def positive_float(name: str, default: float) -> float:
-    value = env.float(name, default=default)
+    value = _number(name, default, float)
     if value <= 0:
         raise ImproperlyConfigured(
             f"{name} is {value}: it must be a positive number of seconds, e.g. {default}"
+        )
+    return value
+
+
+def non_negative_float(name: str, default: float, *, zero: str) -> float:
+    """A number of 0 or more; `zero` says what 0 means, for the error."""
+    value = _number(name, default, float)
+    if value < 0:
+        raise ImproperlyConfigured(
+            f"{name} is {value}: it must be {default} or another number of 0 or more (0: {zero})"
         )
     return value
 

@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from cindy_site.llm_endpoints import endpoint_variable, endpoints_setting, endpoints_structured_setting
 from cindy_site.setting_values import BASE_DIR, env
 from cindy_site.setting_values import int_list as _int_list
+from cindy_site.setting_values import non_negative_float as _non_negative_float
 from cindy_site.setting_values import optional_usd as _optional_usd
 from cindy_site.setting_values import positive_float as _positive_float
 from cindy_site.setting_values import positive_int as _positive_int
@@ -449,7 +450,9 @@ CINDY_UNREAD_SCAN_SECONDS = max(env.float("CINDY_UNREAD_SCAN_SECONDS", default=3
 # The most dialog lists a gateway's periodic reads (the unread scans, or with scans off the dialog
 # refreshes) ask Telegram for a second, on average over its agents: with more agents than the period
 # times this, each agent's period stretches to agents / this (engine/refresh.py). 0: never stretched.
-CINDY_DIALOG_READS_PER_SECOND = max(env.float("CINDY_DIALOG_READS_PER_SECOND", default=5.0), 0.0)
+CINDY_DIALOG_READS_PER_SECOND = _non_negative_float(
+    "CINDY_DIALOG_READS_PER_SECOND", 5.0, zero="never stretched"
+)
 
 
 CINDY_OPERATOR_IDS = _int_list("CINDY_OPERATOR_IDS")

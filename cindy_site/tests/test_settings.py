@@ -100,3 +100,34 @@ def test_a_recall_share_out_of_range_names_the_variable_and_the_fix(share):
         f"CINDY_RECALL_AUTO_MIN_SHARE is {float(share)}: it must be a share above 0 and at most 1"
         in result.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("fast", "CINDY_DIALOG_READS_PER_SECOND is 'fast': it must be a number, e.g. 5.0"),
+        ("-2", "CINDY_DIALOG_READS_PER_SECOND is -2.0: it must be 5.0 or another number of 0 or more"),
+    ],
+)
+def test_a_bad_number_in_the_environment_is_refused_naming_the_variable(monkeypatch, value, message):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from cindy_site.setting_values import non_negative_float
+
+    monkeypatch.setenv("CINDY_DIALOG_READS_PER_SECOND", value)
+    with pytest.raises(ImproperlyConfigured, match="^" + message.replace("(", r"\(").replace(".", r"\.")):
+        non_negative_float("CINDY_DIALOG_READS_PER_SECOND", 5.0, zero="never stretched")
+
+
+def test_a_whole_number_setting_refuses_a_fraction_naming_the_variable(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from cindy_site.setting_values import positive_int
+
+    monkeypatch.setenv("CINDY_UPKEEP_CONCURRENCY", "2.5")
+    with pytest.raises(
+        ImproperlyConfigured, match="CINDY_UPKEEP_CONCURRENCY is '2.5': it must be a whole number"
+    ):
+        positive_int("CINDY_UPKEEP_CONCURRENCY", 8)
+    monkeypatch.setenv("CINDY_UPKEEP_CONCURRENCY", "12")
+    assert positive_int("CINDY_UPKEEP_CONCURRENCY", 8) == 12
