@@ -70,10 +70,16 @@ class ConsolidationMemo:
     capped: dict[int, tuple[dt.date, int]] = field(default_factory=dict)
 
 
-def consolidating_agents(agent_ids: Iterable[int]) -> list[Agent]:
-    """The agents among `agent_ids` that consolidate: active, with `Task-Consolidate` in their prompts."""
-    rows = Agent.objects.filter(pk__in_ids=agent_ids, disabled=False, stopped=False)
-    return [agent for agent in rows if CONSOLIDATE_PROMPT in (agent.role_prompt_names or [])]
+def consolidating_agents(agents: Iterable[Agent]) -> list[Agent]:
+    """The agents among `agents` that consolidate: active, with `Task-Consolidate` in their prompts.
+
+    In memory: the gateway passes the agents it holds, whose rows its lease step reads at every full
+    pass (reading them again here built 1,000 models a minute at 1,000 agents, 30 ms of one pass)."""
+    return [
+        agent
+        for agent in agents
+        if not agent.disabled and not agent.stopped and CONSOLIDATE_PROMPT in (agent.role_prompt_names or [])
+    ]
 
 
 def last_reviewed_id(conversation_id: int) -> int | None:
@@ -113,12 +119,13 @@ def consolidations_today(agent_id: int, *, at: dt.datetime) -> int:
 
 
 def consolidations_start_due(
-    *, agent_ids: Iterable[int], at: dt.datetime | None = None, memo: ConsolidationMemo | None = None
+    *, agents: Iterable[Agent], at: dt.datetime | None = None, memo: ConsolidationMemo | None = None
 ) -> int:
-    """Start the consolidation turns that are due for `agent_ids`. Returns how many started."""
+    """Start the consolidation turns that are due for `agents` (as their rows were read lately: the
+    gateway's held agents). Returns how many started."""
     when = at or now()
     memo = memo if memo is not None else ConsolidationMemo()
-    agents = {agent.pk: agent for agent in consolidating_agents(agent_ids)}
+    agents = {agent.pk: agent for agent in consolidating_agents(agents)}
     if not agents:
         return 0
     quiet, asleep_quiet = quiet_times()

@@ -67,10 +67,10 @@ class ConsolidationStep:
         if self.last_check is not None and clock.monotonic() < self.last_check + interval:
             return False
         self.last_check = clock.monotonic()
-        held = [agent_id for agent_id, client in self.context.clients.items() if client.connected]
+        held = [client.agent for client in self.context.clients.values() if client.connected]
         if not held:
             return False
-        return bool(await sync_to_async(consolidations_start_due)(agent_ids=held, memo=self.memo))
+        return bool(await sync_to_async(consolidations_start_due)(agents=held, memo=self.memo))
 
 
 async def idle_seconds(held: list[int], longest: float) -> float:

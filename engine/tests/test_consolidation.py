@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from agents.models import Agent
 from conversations.models import ActivityEvent, Conversation, Message, TaskGraph, TaskNode
 from dashboard.transcript import trigger_text
 from engine.consolidation import consolidations_start_due
@@ -49,7 +50,7 @@ def _chat(agent, harness, fake_llm, text: str = "I'm moving to Leeds in May.", *
 
 
 def _start(agent, clock) -> int:
-    return consolidations_start_due(agent_ids=[agent.pk], at=clock.now())
+    return consolidations_start_due(agents=[Agent.objects.get(pk=agent.pk)], at=clock.now())
 
 
 def _request_text(request) -> str:

@@ -52,7 +52,7 @@ def test_a_consolidation_turn_leaves_the_group_unread_and_a_reply_turn_reads_it(
         await sync_to_async(ingest_history)(agent_id=agent.pk, records=records, trigger=False)
         conversation = await sync_to_async(Conversation.objects.get)(agent=agent, peer_id=-group.id)
         at = conversation.last_message_at + dt.timedelta(seconds=61)
-        started = await sync_to_async(consolidations_start_due)(agent_ids=[agent.pk], at=at)
+        started = await sync_to_async(consolidations_start_due)(agents=[agent], at=at)
         graph = await sync_to_async(TaskGraph.objects.get)(conversation=conversation)
         node, owner = await sync_to_async(_claimed)(graph)
         await dispatch.dispatch([(node, owner)])
