@@ -397,3 +397,31 @@ def test_a_consolidation_turn_leaves_the_groups_chatter_unread_and_a_reply_turn_
     conversation.refresh_from_db()
     assert member.read_up_to >= callout.message_id, "a reply turn reads the chat as before"
     assert conversation.last_read_message_id >= callout.message_id
+
+
+def test_the_step_takes_the_agents_the_gateway_holds_and_reads_none_of_their_rows(
+    agent, harness, clock, fake_llm
+):
+    """The lease step reads the held agents' rows at every full pass; the consolidation step uses those
+    (at 1,000 agents, reading them again built 1,000 models once a minute). An edit the lease step
+    brought in (the prompt taken away) counts at once."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    _chat(agent, harness, fake_llm)
+    clock.advance(seconds=QUIET + 60)
+    with CaptureQueriesContext(connection) as queries:
+        assert harness.step("consolidation") is True
+    agent_reads = [q["sql"] for q in queries if 'FROM "agents_agent"' in q["sql"].replace("`", '"')]
+    assert all("FOR UPDATE" in sql or "LIMIT 1" in sql for sql in agent_reads), (
+        agent_reads
+    )  # _start's lock only
+    assert len(agent_reads) <= 1
+
+    Agent.objects.filter(pk=agent.pk).update(role_prompt_names=["Task-Memory"])  # an admin edit
+    harness.step("leases")  # the next full pass brings it to the held client
+    assert harness.gateway.clients[agent.pk].agent.role_prompt_names == ["Task-Memory"]
+    _chat(agent, harness, fake_llm, text="And then to York.")
+    clock.advance(seconds=QUIET + 60)
+    harness.gateway.steps["consolidation"].last_check = None
+    assert harness.step("consolidation") is False  # no longer consolidating
