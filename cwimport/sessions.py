@@ -83,7 +83,7 @@ def session_import(*, agent: Agent, matcher: AgentMatcher, quiet_seconds: float)
         _write(agent, f)
         if own_id and agent.telegram_user_id != own_id:
             agent.telegram_user_id = own_id
-            agent.save(update_fields=["telegram_user_id"])
+            agent.save(update_fields=["telegram_user_id", "updated"])
     note = "" if own_id else "; its Telegram user id is unknown: runagents records it at the first connection"
     return f"{agent.name}: {outcome} from {path} ({detail}){note}"
 

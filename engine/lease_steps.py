@@ -14,7 +14,7 @@ import logging
 from asgiref.sync import sync_to_async
 
 from agents.models import Agent
-from agents.selectors import agents_wanted_rows, phone_key, shared_phone_keys
+from agents.selectors import WANTED_ROW_UPDATED, agents_wanted_rows, phone_key, shared_phone_keys
 from cindy_site.clock import get_clock
 from conversations.services.nodes import nodes_take_over
 from conversations.services.wake import wake_gateways
@@ -27,6 +27,9 @@ logger = logging.getLogger("engine.gateway")
 
 #: --auto: how often free leases are taken beside the step loop (besides at every pass).
 PLACEMENT_SECONDS = 1.0
+#: How often the lease step reads every wanted agent's whole row, not only the rows whose `updated`
+#: stamp changed (a write that set no stamp, such as plain SQL, is seen within this).
+FULL_READ_SECONDS = 60.0
 
 
 class LeasesStep:
@@ -38,6 +41,7 @@ class LeasesStep:
         self.refusals: dict[int, str] = {}
         # The last pass's enabled agents: id → (row as the driver returned it, the Agent built from it).
         self._agent_rows: dict[int, tuple[tuple, Agent]] = {}
+        self._read_all_at: float | None = None  # monotonic: the last read of every whole row
         self._placing = asyncio.Lock()  # `run` and `take_forever` take leases one at a time
 
     async def run(self) -> bool:
@@ -66,21 +70,33 @@ class LeasesStep:
     def wanted_agents(self) -> list[Agent]:
         """The enabled, not stopped agents (of `names`), in name order, as the database has them now.
 
-        Each pass reads every row, so an admin edit reaches the held client at the next pass. The
-        rows are read as the driver returns them and compared with the last pass's; only a new or
-        changed row is built into an `Agent` (building every agent's model at every pass was most of
-        the cost of an idle pass).
+        Each pass reads every wanted agent's id and `updated` stamp, and the whole rows of the agents
+        whose stamp changed, so an admin edit (and any `Agent.objects...update()`, which stamps too:
+        agents/models/agent.py) reaches the held client at the next pass; every FULL_READ_SECONDS it
+        reads every whole row instead. Only a new or changed row is built into an `Agent` (building
+        every agent's model at every pass was most of the cost of an idle pass).
         """
-        rows = agents_wanted_rows(names=self.context.names)  # plain SQL, driver rows (agents/selectors.py)
+        names = self.context.names
         known = self._agent_rows
-        changed = {row[0] for row in rows if row[0] not in known or known[row[0]][0] != row}
-        fresh = Agent.objects.in_bulk(changed) if changed else {}
+        clock = get_clock().monotonic()
+        if self._read_all_at is None or clock - self._read_all_at >= FULL_READ_SECONDS:
+            self._read_all_at = clock
+            rows = agents_wanted_rows(names=names)  # plain SQL, driver rows (agents/selectors.py)
+            order = [row[0] for row in rows]
+            read = {row[0]: row for row in rows if row[0] not in known or known[row[0]][0] != row}
+        else:
+            stamps = agents_wanted_rows(names=names, stamps=True)
+            order = [agent_id for agent_id, _ in stamps]
+            stale = {i for i, stamp in stamps if i not in known or known[i][0][WANTED_ROW_UPDATED] != stamp}
+            read = {row[0]: row for row in agents_wanted_rows(names=names, ids=stale)} if stale else {}
+            order = [i for i in order if i in read or i not in stale]  # disabled between the two reads: out
+        fresh = Agent.objects.in_bulk(list(read)) if read else {}
         current: dict[int, tuple[tuple, Agent]] = {}
-        for row in rows:
-            if row[0] in fresh:
-                current[row[0]] = (row, fresh[row[0]])
-            elif row[0] not in changed:  # unchanged since the last pass
-                current[row[0]] = known[row[0]]
+        for agent_id in order:
+            if agent_id in fresh:
+                current[agent_id] = (read[agent_id], fresh[agent_id])
+            elif agent_id not in read:  # unchanged since the last pass
+                current[agent_id] = known[agent_id]
         self._agent_rows = current
         return [agent for _, agent in current.values()]
 

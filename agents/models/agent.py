@@ -10,11 +10,21 @@ from decimal import Decimal
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Transport(models.TextChoices):
     TELEGRAM = "telegram", "Telegram"
     SANDBOX = "sandbox", "Sandbox"
+
+
+class AgentQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        """Stamp `updated` as `auto_now` does on `save()` (which `update` skips): the gateway's lease
+        step reads only the agents' ids and stamps at most passes, and a row whose stamp changed in
+        full (engine/lease_steps.py)."""
+        kwargs.setdefault("updated", timezone.now())
+        return super().update(**kwargs)
 
 
 class Agent(models.Model):
@@ -127,6 +137,8 @@ class Agent(models.Model):
     last_error_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+
+    objects = AgentQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Agent, RolePrompt
-from agents.selectors import agent_by_pk, agents_wanted_rows, role_prompts_named, telegram_user_is_agent
+from agents.selectors import (
+    WANTED_ROW_UPDATED,
+    agent_by_pk,
+    agents_wanted_rows,
+    role_prompts_named,
+    telegram_user_is_agent,
+)
 from cindy_site.rows import from_row
 from engine.tests.cast import make_agent
 
@@ -36,6 +42,20 @@ def test_the_wanted_agents_are_the_enabled_running_ones_in_name_order_as_driver_
     )  # id first, _meta order
     assert [row[0] for row in agents_wanted_rows(names=["Zoe", "Off"])] == [zoe.pk]
     assert agents_wanted_rows() == found  # unchanged rows compare equal
+    # The stamps: each wanted id with its `updated` as the whole row has it; whole rows of some ids.
+    assert agents_wanted_rows(stamps=True) == [(row[0], row[WANTED_ROW_UPDATED]) for row in found]
+    assert agents_wanted_rows(ids=[zoe.pk, zoe.pk + 100]) == [found[1]]
+    assert agents_wanted_rows(ids=[]) == []
+
+
+def test_an_update_of_agents_stamps_them_as_a_save_does():
+    """`Agent.objects...update()` sets `updated` (auto_now does only on save): the gateway's lease step
+    reads the stamps to find the rows that changed."""
+    agent = make_agent()
+    before = Agent.objects.get(pk=agent.pk).updated
+    assert Agent.objects.filter(pk=agent.pk).update(typing_speed=12) == 1
+    after = Agent.objects.get(pk=agent.pk)
+    assert after.typing_speed == 12 and after.updated > before
 
 
 def test_role_prompts_come_global_first_then_the_agents_own():

@@ -55,3 +55,41 @@ def test_an_edit_reaches_the_held_client_at_the_next_pass_and_unchanged_agents_a
     assert harness.gateway.clients[other_agent.pk].agent is heidi
     held = [client.agent for client in harness.gateway.clients.values()]
     assert agents_asleep(agents=held, at=clock.now()) == {agent.pk}
+
+
+def _agent_selects(queries) -> list[str]:
+    return [
+        q["sql"].replace("`", '"') for q in queries if 'FROM "agents_agent"' in q["sql"].replace("`", '"')
+    ]
+
+
+@pytest.mark.django_db
+def test_between_full_reads_a_pass_reads_the_stamps_and_only_the_changed_rows(
+    agent, other_agent, harness, clock
+):
+    """At most passes the lease step reads each wanted agent's id and `updated` stamp, then the whole
+    row of an agent whose stamp changed; every FULL_READ_SECONDS every whole row, so a write that set
+    no stamp (plain SQL) reaches the held client then."""
+    from engine.lease_steps import FULL_READ_SECONDS
+
+    harness.step("leases")  # the account ids the connections recorded: a full read, at this pass
+    Agent.objects.filter(pk=agent.pk).update(typing_speed=33)
+    with CaptureQueriesContext(connection) as queries:
+        harness.step("leases")
+    selects = _agent_selects(queries)
+    assert len(selects) == 3, selects  # the stamps, the changed row, its model
+    columns = selects[0].split(" FROM ")[0].removeprefix("SELECT ").split(", ")
+    assert [c.strip('"') for c in columns] == ["id", "updated"]
+    assert harness.gateway.clients[agent.pk].agent.typing_speed == 33
+
+    with connection.cursor() as cursor:  # no stamp: not seen until the next full read
+        cursor.execute("UPDATE agents_agent SET typing_speed = 44 WHERE id = %s", [agent.pk])
+    harness.step("leases")
+    assert harness.gateway.clients[agent.pk].agent.typing_speed == 33
+    clock.advance(FULL_READ_SECONDS)
+    harness.step("leases")
+    assert harness.gateway.clients[agent.pk].agent.typing_speed == 44
+
+    Agent.objects.filter(pk=other_agent.pk).update(stopped=True)  # stopped: dropped at the next pass
+    harness.step("leases")
+    assert other_agent.pk not in harness.gateway.clients
