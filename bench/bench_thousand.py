@@ -168,6 +168,14 @@ def _idle(pid: int) -> Windows:
     return Windows(tuple(windows))
 
 
+def _memory_at(out: Path, times: list[float]) -> list[list]:
+    """The probe's memory samples (pymalloc blocks in use, its own record's bytes) nearest each time."""
+    samples = json.loads(out.read_text()).get("memory", [])
+    if not samples:
+        return []  # a probe from before the samples
+    return [min(samples, key=lambda s: abs(s[0] - at))[1:] for at in times]
+
+
 def _probe_figures(out: Path, begun: float, ended: float) -> dict[str, object]:
     record = json.loads(out.read_text())
 
@@ -251,7 +259,7 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
         telegram_say_and_wait(standin, accounts[agent.pk], agent, person, text, log)
 
     try:
-        rss = [_rss_mib(process.pid)]
+        rss, rss_at = [_rss_mib(process.pid)], [time.monotonic()]
         time.sleep(SETTLE_SECONDS)
         warm = [agents[(i * 37) % len(agents)] for i in range(WARM_CHATS)]
         server.set_responder(per)
@@ -260,6 +268,7 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
         begun = time.monotonic()
         idle = _idle(process.pid)
         rss.append(_rss_mib(process.pid))
+        rss_at.append(time.monotonic())
         per.idle_rate = idle.time_average
         fresh = [agents[(i * 53 + 11 + turn * 7) % len(agents)] for i in range(NEW_CHATS)]
         reply_from = tree_cpu(process.pid), time.monotonic()
@@ -274,6 +283,7 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
         reply_cpu = cpu_between(reply_from[0], tree_cpu(process.pid))
         reply_wall = time.monotonic() - reply_from[1]
         rss.append(_rss_mib(process.pid))
+        rss_at.append(time.monotonic())
         ended = time.monotonic()
         time.sleep(1.5)  # the probe's file is rewritten every second
     finally:
@@ -289,6 +299,7 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
         "rss": rss,
         "span_seconds": ended - begun,
         **_probe_figures(out, begun, ended),
+        "memory": _memory_at(out, rss_at),
     }
 
 
@@ -372,9 +383,27 @@ def table(now: dict, before: dict | None) -> list[str]:
             "; after connecting, after the idle span, at the end: "
             + " / ".join(f"{r:.0f}" for r in now["rss"])
             + (" (before: " + " / ".join(f"{r:.0f}" for r in before["rss"]) + ")" if before else "")
-            + " MiB",
+            + " MiB"
+            + _memory_text(now, before),
         ),
     ]
+
+
+def _memory_text(now: dict, before: dict | None) -> str:
+    """At the same readings, Python's small objects (pymalloc blocks in use) and the probe's own record."""
+
+    def text(result: dict) -> str:
+        memory = result.get("memory") or []
+        return (
+            " / ".join(f"{blocks / 1000:.0f}k" for blocks, _written in memory)
+            + " pymalloc blocks, the probe's record "
+            + " / ".join(f"{written / 1024:.0f}" for _blocks, written in memory)
+            + " KiB"
+            if memory
+            else "not sampled"
+        )
+
+    return f"; at those readings {text(now)}" + (f" (before: {text(before)})" if before else "")
 
 
 def _run(count: int, env: dict[str, str], roots: list[tuple[str, str]]) -> list[dict] | None:

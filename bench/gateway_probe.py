@@ -68,10 +68,16 @@ class Record:
         #: [end, seconds, generation, objects collected]: each collection over NOTE_SECONDS
         self.collections: list[list] = []
         self.statements: list[list] = []  # [end, seconds, thread name, SQL]: each over SLOW_STATEMENT_SECONDS
+        #: [at, pymalloc blocks in use, bytes of this record as last written]: every write, so the bench
+        #: can tell Python's small objects from the rest of the RSS, and what the probe itself holds.
+        self.memory: list[list] = []
         self.pass_begun: float | None = None  # the running pass's start, for the probe's sampling
         self.pass_steps: list[list] = []  # the running pass's steps so far
 
     def write(self) -> None:
+        with contextlib.suppress(OSError):
+            written = os.path.getsize(self.path)
+            self.memory.append([round(time.monotonic(), 3), sys.getallocatedblocks(), written])
         with self.lock:
             data = {
                 "passes": list(self.passes),
@@ -83,6 +89,7 @@ class Record:
                 "busy": list(self.busy),
                 "statements": list(self.statements),
                 "collections": list(self.collections),
+                "memory": list(self.memory),
             }
         tmp = f"{self.path}.tmp"
         with open(tmp, "w") as out:
