@@ -168,17 +168,15 @@ def _idle(pid: int) -> Windows:
     return Windows(tuple(windows))
 
 
-def _memory_at(out: Path, times: list[float]) -> list[list]:
+def _memory_at(record: dict, times: list[float]) -> list[list]:
     """The probe's memory samples (pymalloc blocks in use, its own record's bytes) nearest each time."""
-    samples = json.loads(out.read_text()).get("memory", [])
+    samples = record.get("memory", [])
     if not samples:
         return []  # a probe from before the samples
     return [min(samples, key=lambda s: abs(s[0] - at))[1:] for at in times]
 
 
-def _probe_figures(out: Path, begun: float, ended: float) -> dict[str, object]:
-    record = json.loads(out.read_text())
-
+def _probe_figures(record: dict, begun: float, ended: float) -> dict[str, object]:
     def spanned(end: float, seconds: float) -> bool:  # begun and ended within the measured span
         return begun <= end - seconds and end <= ended
 
@@ -289,6 +287,7 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
     finally:
         server.set_responder(None)
         stop_process(process)
+    record = json.loads(out.read_text())
     return {
         "agents": len(agents),
         "connect_seconds": connected,
@@ -298,8 +297,8 @@ def _measure(server, standin, env: dict[str, str], log: Path, root: Path, turn: 
         "replies": [reply_cpu * 1000, reply_wall, len(new_cpu) + len(warm_cpu)],
         "rss": rss,
         "span_seconds": ended - begun,
-        **_probe_figures(out, begun, ended),
-        "memory": _memory_at(out, rss_at),
+        **_probe_figures(record, begun, ended),
+        "memory": _memory_at(record, rss_at),
     }
 
 

@@ -281,7 +281,7 @@ def test_a_garbage_collection_the_probe_did_not_see_is_still_the_loop_s_worst_st
             }
         )
     )
-    figures = bench.modules["bench_thousand"]._probe_figures(record, 10.0, 20.0)
+    figures = bench.modules["bench_thousand"]._probe_figures(json.loads(record.read_text()), 10.0, 20.0)
     assert figures["stall_worst"] == pytest.approx(148)  # not 12: the collection inside the span
     assert figures["collections_over"] == 1
     assert figures["slow"] == [[pytest.approx(200), [["ingest", 0.19]]]]
