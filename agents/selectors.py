@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
-from agents.models import Agent, AgentDocument, GatewayRequest, RolePrompt
+from agents.models import Agent, AgentDocument, AgentLease, GatewayRequest, RolePrompt
 from cindy_site import rows
 
 
@@ -194,6 +194,20 @@ def telegram_user_is_agent(*, user_id: int) -> bool:
         cursor.execute(
             f"SELECT 1 FROM {rows.table(Agent)} WHERE telegram_user_id = %s LIMIT 1",  # noqa: S608
             [user_id],
+        )
+        return cursor.fetchone() is not None
+
+
+def lease_held(*, agent_id: int, holder: str, at: dt.datetime) -> bool:
+    """Whether `holder` holds a lease on the agent that is live at `at`. Plain SQL: asked before each
+    write of a connected account's Telegram session (agents/telethon_session.py), about once a minute
+    per account with traffic and once per account after connecting, as `agent_by_pk` says why."""
+    expires = AgentLease._meta.get_field("expires_at")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {rows.table(AgentLease)} "  # noqa: S608
+            "WHERE agent_id = %s AND holder = %s AND expires_at > %s LIMIT 1",
+            [agent_id, holder, rows.value_of(expires, at)],
         )
         return cursor.fetchone() is not None
 

@@ -8,7 +8,10 @@ their SQL written out (each says why it is not a plain ORM call). They share the
   converted as the ORM would (aware date-times, booleans, decimals, JSON through the field's own
   `from_db_value`);
 - `insert(obj)`: a new instance stored as `save()` stores it (each field's `pre_save` and
-  `get_db_prep_save`), without save signals.
+  `get_db_prep_save`), without save signals;
+- `upsert(model, values, names=..., key=...)`: rows created or replaced on a unique key in one
+  statement (`upsert_sql`: `INSERT ... ON CONFLICT` on SQLite, `ON DUPLICATE KEY UPDATE` on
+  MariaDB/MySQL), as `bulk_create(update_conflicts=True)` writes them, without compiling a query.
 
 Why plain SQL there: building and compiling a queryset costs about ten times the CPU of running a
 simple indexed read. Issue 35 measured about 0.2 ms for an ORM read against 0.014 ms through the
@@ -173,6 +176,68 @@ def insert(obj: M) -> M:
             field.set_cached_value(saved, field.get_cached_value(obj))
     obj.pk = pk
     return saved
+
+
+@functools.lru_cache(maxsize=256)
+def upsert_sql(
+    model: type[models.Model],
+    names: tuple[str, ...],
+    key: tuple[str, ...],
+    count: int,
+    *,
+    using: str = "default",
+) -> str:
+    """The statement that creates or replaces `count` rows of `model` given as the values of the
+    fields (or columns) `names`, matched on `key` (the fields of a unique constraint, among `names`;
+    MariaDB/MySQL match on any unique key, as `bulk_create` does there)."""
+    meta = model._meta
+    missing = [name for name in key if name not in names]
+    if missing:
+        raise ValueError(f"upsert: the key {missing} of {model.__name__} is not among the columns written")
+    connection = connections[using]
+    q = connection.ops.quote_name
+    cols = [meta.get_field(name).column for name in names]
+    keys = {meta.get_field(name).column for name in key}
+    marks = ", ".join(["(" + ", ".join(["%s"] * len(cols)) + ")"] * count)
+    head = f"INSERT INTO {table(model, using=using)} ({', '.join(q(c) for c in cols)}) VALUES {marks}"  # noqa: S608
+    updated = [c for c in cols if c not in keys]
+    if connection.vendor == "mysql":
+        return head + " ON DUPLICATE KEY UPDATE " + ", ".join(f"{q(c)} = VALUES({q(c)})" for c in updated)
+    target = ", ".join(q(meta.get_field(name).column) for name in key)
+    return (
+        head
+        + f" ON CONFLICT ({target}) DO UPDATE SET "
+        + ", ".join(f"{q(c)} = excluded.{q(c)}" for c in updated)
+    )
+
+
+def upsert(
+    model: type[models.Model],
+    values: Sequence[Sequence[Any]],
+    *,
+    names: tuple[str, ...],
+    key: tuple[str, ...],
+) -> int:
+    """Create or replace the rows `values` (each the Python values of the fields `names`, prepared
+    by each field as `save()` prepares it) matched on `key`, in one statement; returns how many were
+    given. No save signals are sent.
+
+    Why: `bulk_create(update_conflicts=True)` builds and compiles an insert query each time, about
+    0.5 ms of CPU for one row; the gateway writes each connected account's Telegram session state
+    this way (agents/telethon_session.py)."""
+    if not values:
+        return 0
+    using = router.db_for_write(model)
+    connection = connections[using]
+    fields = [model._meta.get_field(name) for name in names]
+    params = [
+        field.get_db_prep_save(value, connection)
+        for row in values
+        for field, value in zip(fields, row, strict=True)
+    ]
+    with transaction.mark_for_rollback_on_error(using=using), connection.cursor() as cursor:
+        cursor.execute(upsert_sql(model, tuple(names), tuple(key), len(values), using=using), params)
+    return len(values)
 
 
 def from_joined_row(row: Sequence[Any], *models_: type[models.Model], using: str = "default") -> list[Any]:

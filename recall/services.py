@@ -11,7 +11,6 @@ InnoDB's FULLTEXT index.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Iterable, Sequence
 
 from django.db import connections, router
@@ -55,23 +54,6 @@ _KEY = ("kind", "source_id", "part")
 StoredRow = Memory | Note | Summary | Plan | Intention
 
 
-@functools.lru_cache(maxsize=64)
-def _upsert_sql(alias: str, vendor: str, count: int) -> str:
-    q = connections[alias].ops.quote_name
-    names = ", ".join(q(c) for c in COLUMNS)
-    values = ", ".join(["(" + ", ".join(["%s"] * len(COLUMNS)) + ")"] * count)
-    updated = [c for c in COLUMNS if c not in _KEY]
-    head = f"INSERT INTO {rows.table(RecallEntry, using=alias)} ({names}) VALUES {values}"  # noqa: S608
-    if vendor == "mysql":
-        return head + " ON DUPLICATE KEY UPDATE " + ", ".join(f"{q(c)} = VALUES({q(c)})" for c in updated)
-    key = ", ".join(q(c) for c in _KEY)
-    return (
-        head
-        + f" ON CONFLICT ({key}) DO UPDATE SET "
-        + ", ".join(f"{q(c)} = excluded.{q(c)}" for c in updated)
-    )
-
-
 def entry_row(connection, e: EntryValues, vector: bytes | None) -> tuple:
     """The values of `e`'s row, in the order of `COLUMNS` (`terms`, `recall.fulltext`: its words plain
     and scoped on MariaDB/MySQL, scoped on SQLite)."""
@@ -110,7 +92,9 @@ def entries_write(entries: Sequence[EntryValues], *, vectors: bool = True) -> in
     for e, vector in zip(entries, vectors, strict=True):
         params.extend(entry_row(connection, e, vector))
     with connection.cursor() as cursor:
-        cursor.execute(_upsert_sql(connection.alias, connection.vendor, len(entries)), params)
+        cursor.execute(
+            rows.upsert_sql(RecallEntry, COLUMNS, _KEY, len(entries), using=connection.alias), params
+        )
     return len(entries)
 
 

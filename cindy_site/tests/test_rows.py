@@ -102,3 +102,32 @@ def test_insert_stores_the_row_save_stores_and_raises_the_orms_error_on_a_taken_
         rows.insert(
             Message(message_id=12, **{**fields, "conversation": Conversation(agent=agent, peer_id=1)})
         )
+
+
+def test_upsert_creates_then_replaces_on_the_key_and_leaves_unwritten_columns_as_they_are():
+    from agents.models import TelegramEntity
+
+    agent = make_agent("Upsert")
+    names = ("agent", "entity_id", "access_hash", "username", "phone", "name")
+    key = ("agent", "entity_id")
+    TelegramEntity.objects.create(agent=agent, entity_id=7, access_hash=1, username="old", date=1234)
+    assert (
+        rows.upsert(
+            TelegramEntity,
+            [(agent.pk, 7, 2, "new", None, "Ann"), (agent.pk, 8, 3, None, "+1", None)],
+            names=names,
+            key=key,
+        )
+        == 2
+    )
+    got = {
+        e.entity_id: (e.access_hash, e.username, e.phone, e.name, e.date)
+        for e in TelegramEntity.objects.filter(agent=agent)
+    }
+    # The row of 7 replaced in place (its `date`, not written, kept), 8 created.
+    assert got == {7: (2, "new", None, "Ann", 1234), 8: (3, None, "+1", None, None)}
+    assert rows.upsert(TelegramEntity, [], names=names, key=key) == 0
+    with pytest.raises(
+        ValueError, match=r"the key \['entity_id'\] of TelegramEntity is not among the columns"
+    ):
+        rows.upsert(TelegramEntity, [(agent.pk, 9)], names=("agent", "access_hash"), key=key)

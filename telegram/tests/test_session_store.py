@@ -7,6 +7,8 @@ import datetime as dt
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import DatabaseError, connection
+from django.test.utils import CaptureQueriesContext
 from telethon import utils
 from telethon.crypto import AuthKey
 from telethon.tl import types
@@ -19,6 +21,7 @@ from agents.telethon_session import (
     open_session_for,
     telegram_readiness_error,
 )
+from cindy_site import rows
 
 from .conftest import AUTH_KEY, GATEWAY
 from .doubles import DATE, channel, user
@@ -96,6 +99,45 @@ def test_a_state_handed_over_again_unchanged_is_not_written_again(logged_in):
         0, types.updates.State(pts=5, qts=0, date=DATE + dt.timedelta(seconds=1), seq=3, unread_count=0)
     )
     assert not again.has_changes
+
+
+def test_a_changed_state_is_written_in_two_plain_statements_the_lease_read_and_one_upsert(logged_in):
+    """Every connected account flushes its state after connecting and then about once a minute while
+    it has traffic: the lease read and the upsert, no transaction around one statement."""
+    session = open_session_for(logged_in, GATEWAY)
+    session.set_update_state(0, types.updates.State(pts=5, qts=0, date=DATE, seq=3, unread_count=0))
+    session.flush()
+    session.set_update_state(0, types.updates.State(pts=6, qts=0, date=DATE, seq=4, unread_count=0))
+    with CaptureQueriesContext(connection) as queries:
+        session.flush()
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert len(statements) == 2, statements
+    assert statements[0].startswith("SELECT 1 FROM") and "agentlease" in statements[0]
+    assert statements[1].startswith("INSERT INTO") and "telegramupdatestate" in statements[1]
+    state = TelegramUpdateState.objects.get(agent=logged_in, entity_id=0)
+    assert (state.pts, state.seq, state.date) == (6, 4, DATE)
+
+
+def test_a_flush_that_fails_part_way_writes_nothing_and_keeps_every_change(logged_in, monkeypatch):
+    session = open_session_for(logged_in, GATEWAY)
+    session.set_update_state(0, types.updates.State(pts=7, qts=0, date=DATE, seq=1, unread_count=0))
+    session.process_entities(types.contacts.ResolvedPeer(None, [user(502, "Bo", "bo")], []))
+    real = rows.upsert
+
+    def failing(model, values, **kwargs):
+        if model is TelegramEntity:
+            raise DatabaseError("disk full")
+        return real(model, values, **kwargs)
+
+    monkeypatch.setattr(rows, "upsert", failing)
+    with pytest.raises(DatabaseError):
+        session.flush()
+    assert not TelegramUpdateState.objects.filter(agent=logged_in, entity_id=0, pts=7).exists()
+    assert session.has_changes
+    monkeypatch.setattr(rows, "upsert", real)
+    session.flush()
+    assert TelegramUpdateState.objects.get(agent=logged_in, entity_id=0).pts == 7
+    assert TelegramEntity.objects.filter(agent=logged_in, entity_id=502, username="bo").exists()
 
 
 def test_auth_key_is_encrypted_at_rest_and_never_shown(logged_in):
