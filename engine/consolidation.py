@@ -42,6 +42,7 @@ from django.db.models import Count, Max, Min, Q
 
 from agents.models import Agent
 from cindy_site.clock import now
+from cindy_site.lookups import Ids
 from cindy_site.parameters import parameter
 from conversations.models import ActivityEvent, Conversation, Message, NodeKind, TaskGraph, TaskNode
 from conversations.services.activity import record_event
@@ -139,9 +140,9 @@ def consolidations_start_due(
     asleep = agents_asleep(agents=[agents[pk] for pk in open_ids], at=when) if open_ids else set()
     candidates = (
         Conversation.objects.filter(
-            Q(agent_id__in_ids=[pk for pk in open_ids if pk not in asleep], last_message_at__lte=cutoff)
+            Q(agent_id__in_ids=Ids([pk for pk in open_ids if pk not in asleep]), last_message_at__lte=cutoff)
             | Q(
-                agent_id__in_ids=[pk for pk in open_ids if pk in asleep],
+                agent_id__in_ids=Ids([pk for pk in open_ids if pk in asleep]),
                 last_message_at__lte=when - asleep_quiet,
             ),
             last_message_at__gt=cutoff - LOOKBACK,

@@ -21,6 +21,7 @@ from django.db import transaction
 from agents.models import Agent
 from cindy_site.bulk import earliest
 from cindy_site.clock import now
+from cindy_site.lookups import Ids
 from conversations.models import ActivityEvent, Conversation, TaskGraph
 from conversations.services.activity import record_event
 from conversations.services.graphs import graph_replan
@@ -41,7 +42,7 @@ def events_fire_due(*, agent_ids: Iterable[int], at: dt.datetime | None = None) 
     if not ids:
         return 0
     due = list(
-        ScheduledEvent.objects.filter(agent_id__in_ids=ids, due_at__lte=when)
+        ScheduledEvent.objects.filter(agent_id__in_ids=Ids(ids), due_at__lte=when)
         .order_by("due_at", "pk")
         .values_list("pk", flat=True)[:MAX_EVENTS_PER_STEP]
     )

@@ -27,6 +27,7 @@ from django.db.models import Q
 from agents.models import Agent, AgentLease
 from agents.selectors import phone_sharer_that_runs
 from cindy_site.clock import now
+from cindy_site.lookups import Ids
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 
@@ -122,18 +123,18 @@ def leases_live(*, agent_ids: list[int]) -> dict[int, AgentLease]:
     """The live (not expired) leases of `agent_ids`, by agent id: the agents other gateways drive now."""
     return {
         lease.agent_id: lease
-        for lease in AgentLease.objects.filter(agent_id__in_ids=agent_ids, expires_at__gte=now())
+        for lease in AgentLease.objects.filter(agent_id__in_ids=Ids(agent_ids), expires_at__gte=now())
     }
 
 
 def lease_heartbeat(*, holder: str, agent_ids: list[int]) -> set[int]:
     """Renew our leases; returns the agent ids we still hold (a lost one was taken over)."""
     when = now()
-    AgentLease.objects.filter(holder=holder, agent_id__in_ids=agent_ids).update(
+    AgentLease.objects.filter(holder=holder, agent_id__in_ids=Ids(agent_ids)).update(
         heartbeat_at=when, expires_at=when + _ttl()
     )
     return set(
-        AgentLease.objects.filter(holder=holder, agent_id__in_ids=agent_ids).values_list(
+        AgentLease.objects.filter(holder=holder, agent_id__in_ids=Ids(agent_ids)).values_list(
             "agent_id", flat=True
         )
     )
@@ -142,7 +143,7 @@ def lease_heartbeat(*, holder: str, agent_ids: list[int]) -> set[int]:
 def lease_release(*, holder: str, agent_ids: list[int] | None = None) -> int:
     qs = AgentLease.objects.filter(holder=holder)
     if agent_ids is not None:
-        qs = qs.filter(agent_id__in_ids=agent_ids)
+        qs = qs.filter(agent_id__in_ids=Ids(agent_ids))
     deleted, _ = qs.delete()
     return deleted
 

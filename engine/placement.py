@@ -26,6 +26,7 @@ from django.db.models import Q
 
 from agents.models import AgentLease
 from cindy_site.clock import now
+from cindy_site.lookups import Ids
 from conversations.models import NodeStatus, TaskNode
 from engine.health import process_beat
 from engine.heartbeat import fence_after
@@ -110,7 +111,7 @@ def placement_plan(
     if not draining:
         sharing.append((gateway_id, capacity))
     leases = dict(
-        AgentLease.objects.filter(agent_id__in_ids=wanted, expires_at__gte=at).values_list(
+        AgentLease.objects.filter(agent_id__in_ids=Ids(wanted), expires_at__gte=at).values_list(
             "agent_id", "holder"
         )
     )
@@ -124,7 +125,7 @@ def placement_plan(
     if len(held) > share:
         surplus = len(held) - share
         busy = set(
-            TaskNode.objects.filter(agent_id__in_ids=held, status=NodeStatus.RUNNING).values_list(
+            TaskNode.objects.filter(agent_id__in_ids=Ids(held), status=NodeStatus.RUNNING).values_list(
                 "agent_id", flat=True
             )
         )

@@ -20,6 +20,7 @@ from django.conf import settings
 
 from agents.models import Agent
 from cindy_site.clock import get_clock, now
+from cindy_site.lookups import Ids
 from conversations.models import ActivityEvent, Conversation, Message
 from conversations.services.activity import record_event
 from conversations.transport.base import AuthError, FloodWait, TransportError
@@ -53,7 +54,7 @@ def agents_active(*, agent_ids: Iterable[int], at: dt.datetime) -> set[int]:
     Two indexed queries: the conversations with a message in the window (conversation_recent_idx),
     then the agent's own messages among them (message_history_idx)."""
     since = at - online_window()
-    recent = Conversation.objects.filter(agent_id__in_ids=agent_ids, last_message_at__gt=since)
+    recent = Conversation.objects.filter(agent_id__in_ids=Ids(agent_ids), last_message_at__gt=since)
     conversation_agents = dict(recent.values_list("pk", "agent_id"))
     if not conversation_agents:
         return set()
@@ -70,16 +71,17 @@ def agents_active(*, agent_ids: Iterable[int], at: dt.datetime) -> set[int]:
 def agents_due_online(*, agents: list[Agent], at: dt.datetime) -> dict[int, tuple[bool, str]]:
     """For each agent: (online, why), as the status Telegram should show."""
     asleep = agents_asleep(agents=agents, at=at)
-    active = agents_active(agent_ids=[a.pk for a in agents if a.pk not in asleep], at=at)
+    # `id`, not `pk`: read for every held agent every few seconds, and `pk` is a property.
+    active = agents_active(agent_ids=[a.id for a in agents if a.id not in asleep], at=at)
     minutes = round(settings.CINDY_ONLINE_WINDOW_SECONDS / 60, 1)
+    wrote, quiet = (
+        (True, f"wrote within the last {minutes:g} min"),
+        (False, f"nothing written for {minutes:g} min"),
+    )
     due = {}
     for agent in agents:
-        if agent.pk in asleep:
-            due[agent.pk] = (False, "asleep")
-        elif agent.pk in active:
-            due[agent.pk] = (True, f"wrote within the last {minutes:g} min")
-        else:
-            due[agent.pk] = (False, f"nothing written for {minutes:g} min")
+        agent_id = agent.id
+        due[agent_id] = (False, "asleep") if agent_id in asleep else wrote if agent_id in active else quiet
     return due
 
 
@@ -112,7 +114,7 @@ class PresenceStep:
         due = await sync_to_async(agents_due_online)(agents=[c.agent for c in clients], at=now())
         did = False
         for client in clients:
-            online, why = due[client.agent.pk]
+            online, why = due[client.agent.id]
             if client.shown_online == online:
                 continue
             try:

@@ -19,6 +19,7 @@ from django.db.models import F, Q
 
 from agents.models import Agent, GatewayRequest
 from cindy_site.clock import now
+from cindy_site.lookups import Ids
 from conversations.models import Conversation
 from conversations.services.ingest import (
     OTP_RANDOM_ID_BASE,
@@ -61,7 +62,7 @@ def requests_pending_agents(*, agent_ids: list[int]) -> set[int]:
     if not agent_ids:
         return set()
     return set(
-        GatewayRequest.objects.filter(agent_id__in_ids=agent_ids, status=Status.PENDING)
+        GatewayRequest.objects.filter(agent_id__in_ids=Ids(agent_ids), status=Status.PENDING)
         .values_list("agent_id", flat=True)
         .distinct()
     )
@@ -91,9 +92,9 @@ def requests_reap_expired(*, agent_ids: list[int]) -> int:
     Sign-in requests are left to `signin_requests_reap_expired`."""
     when = now()
     stale = Q(claim_expires__lt=when) | Q(claim_expires__isnull=True)
-    expired = GatewayRequest.objects.filter(stale, agent_id__in_ids=agent_ids, status=Status.RUNNING).exclude(
-        kind__in=SIGN_IN_KINDS
-    )
+    expired = GatewayRequest.objects.filter(
+        stale, agent_id__in_ids=Ids(agent_ids), status=Status.RUNNING
+    ).exclude(kind__in=SIGN_IN_KINDS)
     changed = 0
     for request in expired:
         base = GatewayRequest.objects.filter(

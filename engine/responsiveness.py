@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from agents.models import Agent
 from agents.schedule import asleep_until as asleep_by_persona
+from cindy_site.lookups import Ids
 from memory.models import ScheduleEntry
 from memory.selectors import schedule_entry_covering
 
@@ -49,11 +50,12 @@ def agents_asleep(*, agents: Iterable[Agent], at: dt.datetime) -> set[int]:
         return {agents[0].pk} if asleep else set()
     entries: dict[int, ScheduleEntry] = {}
     covering = ScheduleEntry.objects.filter(
-        agent_id__in_ids=[a.pk for a in agents], start__lte=at, end__gt=at
+        agent_id__in_ids=Ids([a.id for a in agents]), start__lte=at, end__gt=at
     )
     for entry in covering.order_by("start"):
         entries.setdefault(entry.agent_id, entry)  # the earliest start, as `current_entry` picks
-    return {agent.pk for agent in agents if _asleep_given(agent, entries.get(agent.pk), at=at) is not None}
+    # `id`, not `pk` (a property): the gateway asks this of every held agent every few seconds.
+    return {agent.id for agent in agents if _asleep_given(agent, entries.get(agent.id), at=at) is not None}
 
 
 def _asleep_given(agent: Agent, entry: ScheduleEntry | None, *, at: dt.datetime) -> dt.datetime | None:

@@ -27,6 +27,7 @@ from django.conf import settings
 
 from agents.models import Agent, GatewayRequest
 from agents.models import Transport as TransportKind
+from cindy_site.lookups import Ids
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from engine.gateway_context import GatewayContext
@@ -55,7 +56,7 @@ def signin_pending_agents(*, names: list[str], held: list[int]) -> list[Agent]:
         return []
     qs = Agent.objects.filter(
         transport=TransportKind.TELEGRAM, disabled=False, pk__in=pending.values("agent_id")
-    ).exclude(pk__in_ids=held)
+    ).exclude(pk__in_ids=Ids(held))
     if names:
         qs = qs.filter(name__in=names)
     return list(qs)

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import connection
 
 from cindy_site import rows
+from cindy_site.lookups import Ids
 from media_catalog.models import LibraryItem, MediaDescription, MediaKind, StickerAccess, StickerSet
 
 
@@ -21,7 +22,7 @@ def saved_stickers_of(*, agent_id: int) -> list[dict[str, Any]]:
 def saved_stickers_by_agent(*, agent_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
     """`saved_stickers_of` for several agents in one query (an agent never listed: no stickers)."""
     found = {agent_id: [] for agent_id in agent_ids}
-    for agent_id, saved in StickerAccess.objects.filter(agent_id__in_ids=agent_ids).values_list(
+    for agent_id, saved in StickerAccess.objects.filter(agent_id__in_ids=Ids(agent_ids)).values_list(
         "agent_id", "saved_stickers"
     ):
         found[agent_id] = [s for s in saved or [] if isinstance(s, dict)]

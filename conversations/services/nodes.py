@@ -20,6 +20,7 @@ from django.db.models.lookups import Exact
 from agents.models import Agent
 from cindy_site import rows
 from cindy_site.clock import now
+from cindy_site.lookups import Ids
 from conversations.models import ActivityEvent, NodeKind, NodeStatus, TaskGraph, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.selectors import node_claimed
@@ -288,7 +289,7 @@ def nodes_reap_expired(*, agent_ids: list[int]) -> int:
     when = now()
     expired = list(
         TaskNode.objects.filter(
-            agent_id__in_ids=agent_ids, status=NodeStatus.RUNNING, lease_expires_at__lt=when
+            agent_id__in_ids=Ids(agent_ids), status=NodeStatus.RUNNING, lease_expires_at__lt=when
         ).values_list("pk", "lease_owner")
     )
     reaped = 0
