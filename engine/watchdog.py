@@ -47,6 +47,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from cindy_site.clock import get_clock, now
+from cindy_site.lookups import Ids
 from conversations.models import ActivityEvent, NodeStatus, TaskNode
 from conversations.models.graph import BRAIN_KINDS
 from conversations.services.activity import record_event
@@ -70,20 +71,24 @@ def planning_stalled(
     """(node id, claim token) of this gateway's planning nodes claimed before `claimed_before` that no
     worker has started an LLM call for, provided no LLM call of these agents is in flight (then the
     pool is busy, not stuck)."""
+    # Running nodes are few; the status prefix of tasknode_lease_idx finds them.
+    waiting = list(
+        TaskNode.objects.filter(
+            status=NodeStatus.RUNNING,
+            kind__in=BRAIN_KINDS,
+            lease_owner__startswith=f"{gateway_id}#",
+            started__lt=claimed_before,
+        ).values_list("pk", "lease_owner", "started")
+    )
+    if not waiting:  # the usual pass: nothing claimed long ago, no need to look at the calls
+        return []
     in_flight = LLMCall.objects.filter(
         status=LLMCall.Status.PENDING,
-        agent_id__in_ids=agent_ids,
+        agent_id__in_ids=Ids(agent_ids),
         created__gte=now() - dt.timedelta(seconds=settings.Q_CLUSTER["timeout"]),
     )
     if in_flight.exists():
         return []
-    # Running nodes are few; the status prefix of tasknode_lease_idx finds them.
-    waiting = TaskNode.objects.filter(
-        status=NodeStatus.RUNNING,
-        kind__in=BRAIN_KINDS,
-        lease_owner__startswith=f"{gateway_id}#",
-        started__lt=claimed_before,
-    ).values_list("pk", "lease_owner", "started")
     return [
         (pk, owner)
         for pk, owner, started in waiting
@@ -94,16 +99,17 @@ def planning_stalled(
 def planning_interrupted(*, gateway_id: str, agent_ids: list[int]) -> list[tuple[int, str]]:
     """(node id, claim token) of this gateway's running planning nodes whose latest LLM call was
     interrupted and none is in flight: the worker making it was killed."""
+    held = set(agent_ids)
+    # Running nodes are few: read them by status and keep the held agents' (no list of ids to send).
     running = TaskNode.objects.filter(
         status=NodeStatus.RUNNING,
         kind__in=BRAIN_KINDS,
-        agent_id__in_ids=agent_ids,
         lease_owner__startswith=f"{gateway_id}#",
-    ).values_list("pk", "lease_owner", "started")
+    ).values_list("pk", "lease_owner", "started", "agent_id")
     return [
         (pk, owner)
-        for pk, owner, started in running
-        if _latest_call_status(node_id=pk, since=started) == LLMCall.Status.INTERRUPTED
+        for pk, owner, started, agent_id in running
+        if agent_id in held and _latest_call_status(node_id=pk, since=started) == LLMCall.Status.INTERRUPTED
     ]
 
 
@@ -129,15 +135,14 @@ def planning_left_behind(
     their task may never have reached the queue (the enqueue was cut off with it); that gateway's
     watchdog will not queue them again, and their node lease (CINDY_NODE_LEASE_SECONDS, 10 minutes)
     would hold the turn until it ran out."""
+    held = set(agent_ids)
+    # Running nodes are few: read them by status and keep the held agents' (no list of ids to send).
     running = TaskNode.objects.filter(
-        status=NodeStatus.RUNNING,
-        kind__in=BRAIN_KINDS,
-        agent_id__in_ids=agent_ids,
-        started__lt=claimed_before,
+        status=NodeStatus.RUNNING, kind__in=BRAIN_KINDS, started__lt=claimed_before
     ).values_list("pk", "lease_owner", "started", "agent_id", "params")
     found = []
     for pk, owner, started, agent_id, params in running:
-        if owner.startswith(f"{gateway_id}#"):
+        if agent_id not in held or owner.startswith(f"{gateway_id}#"):
             continue
         mark = (params or {}).get(RUN_KEY)
         if mark:
@@ -172,7 +177,7 @@ def stalled_release(
 
 def planning_moved(*, agent_ids: list[int], since: dt.datetime) -> bool:
     """Whether a worker started an LLM call for these agents since `since`."""
-    return LLMCall.objects.filter(agent_id__in_ids=agent_ids, created__gte=since).exists()
+    return LLMCall.objects.filter(agent_id__in_ids=Ids(agent_ids), created__gte=since).exists()
 
 
 class Watchdog:
