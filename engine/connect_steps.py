@@ -87,6 +87,11 @@ class ConnectStep:
                     await quiet_disconnect(client)
                 account = await client.transport.connect()
                 await sync_to_async(account_record)(agent_id, account.user_id, account.username)
+                # The held agent as stored now, for the steps that read it before the lease step's next
+                # read (the daily schedule planning needs the account id).
+                client.agent.telegram_user_id = account.user_id
+                if account.username and not client.agent.telegram_username:
+                    client.agent.telegram_username = account.username
                 await sync_to_async(sticker_access_record_premium)(agent_id=agent_id, premium=account.premium)
                 fetched = await reconcile(agent_id=agent_id, transport=client.transport)
             except AuthError as exc:

@@ -41,8 +41,8 @@ class SchedulesStep:
         self.context = context
 
     async def run(self) -> bool:
-        held = [agent_id for agent_id, client in self.context.clients.items() if client.connected]
-        return bool(await sync_to_async(schedule_refresh_due)(agent_ids=held)) if held else False
+        held = [client.agent for client in self.context.clients.values() if client.connected]
+        return bool(await sync_to_async(schedule_refresh_due)(agents=held)) if held else False
 
 
 class ConsolidationStep:

@@ -23,6 +23,7 @@ from django.db import transaction
 from agents.models import Agent
 from cindy_site.bulk import earliest
 from cindy_site.clock import now
+from cindy_site.lookups import Ids
 from conversations.models import ActivityEvent, Conversation, TaskGraph, TaskNode
 from conversations.services.activity import record_event
 from conversations.services.graphs import graph_replan
@@ -37,33 +38,31 @@ CONFIG_RETRY_FIRST = dt.timedelta(minutes=5)
 CONFIG_RETRY_MAX = dt.timedelta(hours=1)
 
 
-def schedule_refresh_due(*, agent_ids: Iterable[int], at: dt.datetime | None = None) -> int:
-    """Start the planning turns that are due for `agent_ids`. Returns how many started.
+def schedule_refresh_due(*, agents: Iterable[Agent], at: dt.datetime | None = None) -> int:
+    """Start the planning turns that are due for `agents` (the gateway's held agents, which its lease
+    step keeps current: no agent row is read again). Returns how many started.
 
     1. Agents that keep a schedule and have no refresh row get one, due now.
     2. Each due row is claimed by compare-and-set (due_at moves a day on) in the transaction that
        starts its turn.
     """
     when = at or now()
-    agents = {
-        a.pk: a
-        for a in Agent.objects.filter(pk__in_ids=agent_ids, telegram_user_id__isnull=False).exclude(
-            daily_schedule=""
-        )
-    }
-    if not agents:
+    keeping = {a.pk: a for a in agents if a.telegram_user_id is not None and a.daily_schedule != ""}
+    if not keeping:
         return 0
-    have = set(ScheduleRefresh.objects.filter(agent_id__in_ids=agents).values_list("agent_id", flat=True))
-    for agent_id in agents.keys() - have:
+    have = set(
+        ScheduleRefresh.objects.filter(agent_id__in_ids=Ids(keeping)).values_list("agent_id", flat=True)
+    )
+    for agent_id in keeping.keys() - have:
         ScheduleRefresh.objects.get_or_create(agent_id=agent_id, defaults={"due_at": when})
     started = 0
-    for row in ScheduleRefresh.objects.filter(agent_id__in_ids=agents, due_at__lte=when):
+    for row in ScheduleRefresh.objects.filter(agent_id__in_ids=Ids(keeping), due_at__lte=when):
         with transaction.atomic():
             won = ScheduleRefresh.objects.filter(pk=row.pk, due_at=row.due_at).update(
                 due_at=when + REFRESH_INTERVAL, last_run=when
             )
             if won == 1:
-                _start_planning(agents[row.agent_id], at=when)
+                _start_planning(keeping[row.agent_id], at=when)
                 started += 1
     return started
 

@@ -203,6 +203,25 @@ def test_no_planning_turn_for_a_persona_without_a_daily_schedule(agent, harness)
     assert harness.step("schedules") is False
 
 
+def test_the_schedules_step_takes_the_held_agents_and_reads_none_of_their_rows(agent, harness, clock):
+    """The lease step keeps the held agents current; the step reads no agent row of its own (at
+    1,000 agents it read them all and built 1,000 models at every full pass). A schedule the lease
+    step brings in counts at the next step."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.models import Agent
+
+    with CaptureQueriesContext(connection) as queries:
+        assert harness.step("schedules") is False
+    assert not [q["sql"] for q in queries if 'FROM "agents_agent"' in q["sql"].replace("`", '"')]
+
+    Agent.objects.filter(pk=agent.pk).update(daily_schedule="Keep a daily schedule.")  # an admin edit
+    assert harness.step("schedules") is False  # not held yet: the lease step has not read it
+    harness.step("leases")
+    assert harness.step("schedules") is True
+
+
 def test_a_planning_turn_without_an_api_key_tries_again_soon_and_its_failure_clears(
     scheduled, clock, harness, fake_llm, settings
 ):
