@@ -12,6 +12,7 @@ import re
 import secrets
 from collections.abc import Iterator
 from datetime import timedelta
+from urllib.parse import quote
 
 import pytest
 
@@ -270,9 +271,11 @@ def _inside_the_list(page, selector: str) -> None:
 
 
 def test_agent_list_see_links_are_compact_and_long_text_stays_inside(site_db, page):
-    agent = _agent(f"Seeley {secrets.token_hex(2)}")
+    # Both words searched (the admin ANDs them), so that other tests' agents on the shared site never
+    # match: four hex digits alone once matched eight agents' phone numbers.
+    agent = _agent(f"Seeley {secrets.token_hex(4)}")
     _signed_in(page)
-    page.goto(f"/admin/agents/agent/?q={agent.name.split()[1]}")
+    page.goto(f"/admin/agents/agent/?q={quote(agent.name)}")
     expect(page.locator("td.field-related a")).to_have_count(8)
     _shot(page, "agent-list")
     assert _line_count(page, "td.field-related") <= 3  # eight links, once in four lines with six
