@@ -20,6 +20,7 @@ from conversations.services.activity import record_event
 from conversations.transport.base import AuthError
 from engine.clients import asks_database, clients_quiet
 from engine.gateway_context import GatewayContext, quiet_disconnect
+from engine.heap import COLLECT_SECONDS
 from engine.ingest import ingest_updates, reconcile
 from engine.leases import agent_stop
 from engine.stickers import sticker_access_record_premium
@@ -113,7 +114,9 @@ class ConnectStep:
             )
         if not did:
             self._trim_after_burst()
-            self.context.heap.tend()
+            heap = self.context.heap
+            if not self.context.upkeep_waits(last=heap.collected_at, period=COLLECT_SECONDS):
+                heap.tend()
         return did
 
 

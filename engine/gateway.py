@@ -153,6 +153,7 @@ class Gateway:
         """One pass over every step (a follow-up pass: over `follow_up_steps`); returns whether
         any did work."""
         did = False
+        self.context.pass_started = get_clock().monotonic()  # the pass's budget counts from here
         if follow_up:
             steps = self.follow_up_steps()
         else:
@@ -162,13 +163,16 @@ class Gateway:
             except Exception as exc:
                 logger.warning("could not read the global parameters, keeping the previous ones: %r", exc)
         stopping = self.context.stopping
-        for step in steps:
-            if stopping.is_set():
-                break
-            try:
-                did = await step.run() or did
-            except Exception:
-                logger.exception("gateway step %s failed", step.name)
+        try:
+            for step in steps:
+                if stopping.is_set():
+                    break
+                try:
+                    did = await step.run() or did
+                except Exception:
+                    logger.exception("gateway step %s failed", step.name)
+        finally:
+            self.context.pass_started = None
         await sync_to_async(self._close_old_connections)()
         self.pass_at = now()
         return did

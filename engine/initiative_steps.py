@@ -66,6 +66,8 @@ class ConsolidationStep:
         interval = min(self.CHECK_SECONDS, max(1.0, quiet / 2))
         if self.last_check is not None and clock.monotonic() < self.last_check + interval:
             return False
+        if self.context.upkeep_waits(last=self.last_check, period=interval):
+            return False
         self.last_check = clock.monotonic()
         held = [client.agent for client in self.context.clients.values() if client.connected]
         if not held:

@@ -107,6 +107,8 @@ class PresenceStep:
         at = get_clock().monotonic()
         if at - self._checked_at < PRESENCE_CHECK_SECONDS:
             return False
+        if self.context.upkeep_waits(last=self._checked_at, period=PRESENCE_CHECK_SECONDS):
+            return False
         self._checked_at = at
         clients = [c for c in self.context.clients.values() if c.connected]
         if not clients:

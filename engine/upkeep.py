@@ -179,7 +179,9 @@ class StickersStep:
         if not connected:
             return False
         at = get_clock().monotonic()
-        if at - self._swept_at >= STICKER_SWEEP_SECONDS:
+        if at - self._swept_at >= STICKER_SWEEP_SECONDS and not self.context.upkeep_waits(
+            last=self._swept_at, period=STICKER_SWEEP_SECONDS
+        ):
             self._swept_at = at
             due = connected
         else:
@@ -295,6 +297,8 @@ class ReapRequestsStep:
     async def run(self) -> bool:
         clock = get_clock()
         if self._reaped_at is not None and clock.monotonic() - self._reaped_at < REQUEST_REAP_SECONDS:
+            return False
+        if self.context.upkeep_waits(last=self._reaped_at, period=REQUEST_REAP_SECONDS):
             return False
         self._reaped_at = clock.monotonic()
         failed = await sync_to_async(signin_requests_reap_expired)()

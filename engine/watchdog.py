@@ -206,6 +206,8 @@ class Watchdog:
         clock = get_clock()
         if self._checked_at is not None and clock.monotonic() - self._checked_at < CHECK_SECONDS:
             return False
+        if ctx.upkeep_waits(last=self._checked_at, period=CHECK_SECONDS):
+            return False
         self._checked_at = clock.monotonic()
         held = list(ctx.clients)
         limit = settings.CINDY_PLANNING_STALL_SECONDS
