@@ -57,7 +57,9 @@ class Record:
     def __init__(self, path: str, root: str = "") -> None:
         self.path = path
         self.root = root  # the measured tree's directory: its frames name what a busy thread was doing
-        self.lock = threading.Lock()
+        #: Reentrant: a garbage collection may start while a thread holds it (copying the lists in
+        #: `write`), and the collection's callback (`time_collections`) takes it in that same thread.
+        self.lock = threading.RLock()
         self.passes: list[list] = []
         self.stalls: list[list] = []
         self.probes = 0
