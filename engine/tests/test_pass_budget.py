@@ -12,7 +12,8 @@ from engine.presence import PRESENCE_CHECK_SECONDS
 from engine.upkeep import REQUEST_REAP_SECONDS
 from engine.watchdog import CHECK_SECONDS
 
-pytestmark = pytest.mark.django_db
+# Whole passes end with `close_old_connections`, which closes a connection held in a test transaction.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _looked(gateway) -> dict[str, float | None]:
