@@ -58,6 +58,14 @@ def asks_database(client: AgentClient) -> bool:
     return hasattr(type(client.transport), "with_updates")
 
 
+def reports_updates(client: AgentClient) -> bool:
+    """Whether the client's transport knows in memory whether a poll finds anything (`poll_pending`,
+    as Telethon's does, which queues updates as they arrive and reports them through `on_update`).
+    `poll_pending` is asked of the class: it is a property, which `hasattr` on the object would run."""
+    transport = client.transport
+    return hasattr(type(transport), "poll_pending") and hasattr(transport, "on_update")
+
+
 def clients_quiet(clients: list[AgentClient]) -> set[int]:
     """Agent ids whose transport says, in one query per transport kind, that a poll finds nothing.
 

@@ -18,7 +18,7 @@ from cindy_site.clock import get_clock
 from conversations.models import ActivityEvent
 from conversations.services.activity import record_event
 from conversations.transport.base import AuthError
-from engine.clients import asks_database, clients_quiet
+from engine.clients import asks_database, clients_quiet, reports_updates
 from engine.gateway_context import GatewayContext, quiet_disconnect
 from engine.heap import COLLECT_SECONDS
 from engine.ingest import ingest_updates, reconcile
@@ -129,16 +129,38 @@ class IngestStep:
         self.ingested = False
 
     async def run(self) -> bool:
-        """Poll each connected client that may have something (a transport with `poll_pending` says
-        so in memory; the sandbox's `with_updates` in one query for all, in the database thread) and
-        store what came."""
+        """Poll each connected client that may have something and store what came.
+
+        A transport that knows in memory whether it has something (`poll_pending`: Telethon's, which
+        queues updates as they arrive) is asked so in a full pass; in a follow-up pass only those
+        that reported updates since (`GatewayContext.updated`) are, so that the passes a message
+        causes cost the same at 10 held agents or 1,000 (a connection Telethon gave up on is found
+        by the next full pass). The sandbox's transports are asked in one query for all
+        (`clients_quiet`, in the database thread)."""
         ctx = self.context
         did = False
-        polled = [
-            (agent_id, client)
-            for agent_id, client in ctx.clients.items()
-            if client.connected and getattr(client.transport, "poll_pending", True)
-        ]
+        clients = ctx.clients
+        if ctx.follow_up:
+            noted, ctx.updated = ctx.updated, set()
+            polled = [
+                (agent_id, client)
+                for agent_id, client in clients.items()
+                if client.connected and not reports_updates(client)
+            ]
+            polled += [
+                (agent_id, client)
+                for agent_id in noted
+                if (client := clients.get(agent_id)) is not None
+                and client.connected
+                and client.transport.poll_pending
+            ]
+        else:
+            ctx.updated = set()
+            polled = [
+                (agent_id, client)
+                for agent_id, client in clients.items()
+                if client.connected and getattr(client.transport, "poll_pending", True)
+            ]
         asked = [client for _agent_id, client in polled if asks_database(client)]
         quiet = await sync_to_async(clients_quiet)(asked) if asked else set()
         for agent_id, client in polled:

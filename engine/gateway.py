@@ -154,6 +154,7 @@ class Gateway:
         any did work."""
         did = False
         self.context.pass_started = get_clock().monotonic()  # the pass's budget counts from here
+        self.context.follow_up = follow_up
         if follow_up:
             steps = self.follow_up_steps()
         else:
@@ -173,6 +174,7 @@ class Gateway:
                     logger.exception("gateway step %s failed", step.name)
         finally:
             self.context.pass_started = None
+            self.context.follow_up = False
         await sync_to_async(self._close_old_connections)()
         self.pass_at = now()
         return did

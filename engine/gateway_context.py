@@ -84,6 +84,11 @@ class GatewayContext:
     heap: Heap = field(default_factory=Heap)
     #: When the pass running now began (the injected clock's monotonic time); None between passes.
     pass_started: float | None = None
+    #: Whether the pass running now is a follow-up pass (engine/gateway.py, `Gateway.run_once`).
+    follow_up: bool = False
+    #: The agents whose transport reported updates (`on_update`) since the ingest step last polled
+    #: them: a follow-up pass polls only these among the transports that report (engine/connect_steps.py).
+    updated: set[int] = field(default_factory=set)
 
     def upkeep_waits(self, *, last: float | None, period: float) -> bool:
         """Whether periodic upkeep due every `period` seconds, last run at `last` (monotonic), waits for
@@ -113,15 +118,20 @@ class GatewayContext:
         return sync_to_async(fn)
 
     def new_transport(self, agent: Agent) -> Transport:
-        """The agent's transport; one that receives updates on its own wakes the loop through them."""
+        """The agent's transport; one that receives updates on its own notes them, and wakes the loop
+        through them."""
         transport = self.transport_factory(agent, gateway_id=self.gateway_id)
-        if self.wake is not None and hasattr(transport, "on_update"):
-            transport.on_update = self.on_update
+        if hasattr(transport, "on_update"):
+            transport.on_update = functools.partial(self.on_update, agent.id)
         return transport
 
-    def on_update(self) -> None:
-        """Called by a transport when updates arrive on their own (Telethon): wake the loop for a turn."""
-        self.wakeup.set_turn()
+    def on_update(self, agent_id: int | None = None) -> None:
+        """Called by a transport when updates arrive on their own (Telethon): note the agent for the
+        ingest step and, with wake-ups, wake the loop for a turn."""
+        if agent_id is not None:
+            self.updated.add(agent_id)
+        if self.wake is not None:
+            self.wakeup.set_turn()
 
     async def drop(
         self,

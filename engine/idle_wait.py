@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import math
 
 from asgiref.sync import sync_to_async
@@ -12,7 +13,7 @@ from asgiref.sync import sync_to_async
 from cindy_site.clock import get_clock, now
 from conversations.selectors import node_next_due_at
 from engine.gateway_context import GatewayContext
-from engine.initiative_steps import idle_seconds
+from engine.initiative_steps import idle_seconds, initiative_next_due_at, seconds_until_due
 
 
 class IdleWait:
@@ -38,19 +39,29 @@ class IdleWait:
     async def timer_seconds(self) -> float:
         """Seconds until the earliest due timer of the held agents that `idle_seconds` does not cover:
         a pending node's `not_before`, a flood pause or a reconnect backoff ending (infinity: none)."""
-        clients = list(self.context.clients.values())
-        if not clients:
+        if not self.context.clients:
             return math.inf
         when = now()
         due = await sync_to_async(node_next_due_at)(agent_ids=list(self.context.clients), after=when)
-        seconds = (due - when).total_seconds() if due is not None else math.inf
+        return self._timers(due, when)
+
+    def _timers(self, node_due: dt.datetime | None, when: dt.datetime) -> float:
+        """`timer_seconds` from the earliest pending node's `not_before` after `when`."""
+        seconds = (node_due - when).total_seconds() if node_due is not None else math.inf
         mono = get_clock().monotonic()
-        for client in clients:
+        for client in self.context.clients.values():
             if client.paused_until is not None and client.paused_until > when:
                 seconds = min(seconds, (client.paused_until - when).total_seconds())
             if not client.connected and client.retry_at > mono:
                 seconds = min(seconds, client.retry_at - mono)
         return max(0.0, seconds)
+
+    @staticmethod
+    def _dues(held: list[int], when: dt.datetime) -> tuple[dt.datetime | None, dt.datetime | None]:
+        """The earliest event or schedule refresh, and the earliest pending node after `when`, of the
+        `held` agents: what `idle_seconds` and `timer_seconds` read, in one trip to the database
+        thread (the wait after every idle pass asks it)."""
+        return initiative_next_due_at(agent_ids=held), node_next_due_at(agent_ids=held, after=when)
 
     async def wait_for_work(self, *, full_due: float | None = None) -> str:
         """Wait after an idle pass; returns why it ended: "turn" (a wake-up for a turn only),
@@ -64,8 +75,11 @@ class IdleWait:
                 await asyncio.wait_for(ctx.stopping.wait(), timeout=seconds)
             return "stopping" if ctx.stopping.is_set() else "timer"
         # While wake-ups cannot arrive (the poll fails, Redis is away) the tick is the backstop again.
-        seconds = await self.idle_seconds(self.full_pass_seconds())
-        seconds = min(seconds, await self.timer_seconds())
+        seconds = self.full_pass_seconds()
+        if ctx.clients:
+            when = now()
+            initiative, node = await sync_to_async(self._dues)(list(ctx.clients), when)
+            seconds = min(seconds_until_due(initiative, seconds), self._timers(node, when))
         if full_due is not None:
             seconds = min(seconds, max(0.0, full_due - get_clock().monotonic()))
         if not wakeup.is_set() and seconds > 0:

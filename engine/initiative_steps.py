@@ -6,6 +6,7 @@ the gateway's wait (engine/wake.py) how long it may sleep before the next one is
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
@@ -75,16 +76,22 @@ class ConsolidationStep:
         return bool(await sync_to_async(consolidations_start_due)(agents=held, memo=self.memo))
 
 
+def initiative_next_due_at(*, agent_ids: list[int]) -> dt.datetime | None:
+    """The earliest event or schedule refresh of `agent_ids` (None: none pending)."""
+    dues = [event_next_due_at(agent_ids=agent_ids), schedule_next_due_at(agent_ids=agent_ids)]
+    return min((d for d in dues if d is not None), default=None)
+
+
+def seconds_until_due(due: dt.datetime | None, longest: float) -> float:
+    """`longest`, or less when `due` comes sooner (never below zero)."""
+    if due is None:
+        return longest
+    return max(0.0, min(longest, (due - now()).total_seconds()))
+
+
 async def idle_seconds(held: list[int], longest: float) -> float:
     """How long the gateway may sleep: `longest`, or less when an event or schedule refresh of the
     `held` agents is due sooner."""
     if not held:
         return longest
-    dues = [
-        await sync_to_async(event_next_due_at)(agent_ids=held),
-        await sync_to_async(schedule_next_due_at)(agent_ids=held),
-    ]
-    due = min((d for d in dues if d is not None), default=None)
-    if due is None:
-        return longest
-    return max(0.0, min(longest, (due - now()).total_seconds()))
+    return seconds_until_due(await sync_to_async(initiative_next_due_at)(agent_ids=held), longest)

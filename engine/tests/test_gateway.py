@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -223,3 +224,43 @@ def test_a_chat_whose_first_reconcile_was_cut_off_is_read_and_answered_on_the_ne
     harness.start()
     harness.settle()
     assert sandbox_transcript(agent=agent, as_name="Bob") == ["Bob: anyone?", "Wendy: here now"]
+
+
+class Reporting(SandboxTransport):
+    """A sandbox transport that, as Telethon's, says in memory whether it has updates and reports
+    their arrival (`on_update`): the test counts how often the gateway asks it."""
+
+    on_update = None
+    asked: ClassVar[list[str]] = []
+
+    @property
+    def poll_pending(self) -> bool:
+        Reporting.asked.append(self.agent.name)
+        return True
+
+
+def test_a_follow_up_pass_asks_only_the_transports_that_reported_updates(clock):
+    from engine.tests.cast import make_agent
+
+    names = ["Ann", "Bea", "Cat"]
+    for i, name in enumerate(names):
+        make_agent(name, phone=f"+1555000010{i}")
+    harness = Harness(clock, transport_factory=lambda a, gateway_id="": Reporting(a, gateway_id=gateway_id))
+    harness.start()
+    context = harness.gateway.context
+    Reporting.asked.clear()
+    harness.step("ingest")  # a full pass asks every connected client
+    assert sorted(Reporting.asked) == names
+    Reporting.asked.clear()
+    context.follow_up = True
+    harness.step("ingest")
+    assert Reporting.asked == []  # none reported anything
+    bea = next(c for c in context.clients.values() if c.agent.name == "Bea")
+    bea.transport.on_update()  # wired by the gateway: notes Bea
+    assert context.updated == {bea.agent.id}
+    harness.step("ingest")
+    assert Reporting.asked == ["Bea"]
+    assert context.updated == set()  # polled: the next follow-up pass asks no one again
+    Reporting.asked.clear()
+    harness.step("ingest")
+    assert Reporting.asked == []

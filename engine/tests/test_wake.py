@@ -414,7 +414,7 @@ def test_a_transports_update_ends_the_wait_at_once(agent, clock):
     harness.gateway.context.tick_seconds = 3600
     harness.start()
     transport = harness.gateway.clients[agent.pk].transport
-    assert transport.on_update == harness.gateway.context.on_update
+    assert transport.on_update.func == harness.gateway.context.on_update
 
     async def scenario() -> str:
         waiting = asyncio.create_task(harness.gateway.idle.wait_for_work())
