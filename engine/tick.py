@@ -127,12 +127,14 @@ class Ticker:
         limit: int = MAX_NODES_PER_TICK,
         agents: dict | None = None,
         asleep: Asleep | None = None,
+        due_known: bool = False,
     ) -> list[tuple[TaskNode, str]]:
         """Select and claim this tick's nodes; returns (node, claim token) pairs actually won.
         `agents` (id → Agent): the caller's current agent rows, for the nodes won (`nodes_claim`);
-        `asleep`: which of some agents are asleep now, whose nodes wait (see `candidates`)."""
+        `asleep`: which of some agents are asleep now, whose nodes wait (see `candidates`);
+        `due_known`: the caller found a pending node due already (`pending_nodes_due`)."""
         agent_ids, at = list(agent_ids), now()
-        if not pending_nodes_due(agent_ids=agent_ids, at=at):  # an idle tick: skip the full scan
+        if not due_known and not pending_nodes_due(agent_ids=agent_ids, at=at):  # an idle tick
             return []
         chosen = self.select(self.candidates(agent_ids=agent_ids, at=at, asleep=asleep), limit=limit)
         if not chosen:

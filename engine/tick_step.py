@@ -18,6 +18,7 @@ from django.conf import settings
 from cindy_site.clock import get_clock, now
 from conversations.models import TaskNode
 from conversations.models.graph import BRAIN_KINDS
+from conversations.selectors import pending_nodes_due
 from conversations.services.nodes import node_release, nodes_reap_expired
 from engine.clients import AgentClient
 from engine.dispatch import PlanningDispatch
@@ -56,9 +57,13 @@ class TickStep:
         if held and at - self._reaped_at >= min(NODE_REAP_SECONDS, settings.CINDY_NODE_LEASE_SECONDS / 10):
             self._reaped_at = at
             reaped = nodes_reap_expired(agent_ids=held)
+        when = now()
+        # The cheap first test of an idle tick, over every held agent, before the walk over the
+        # clients below: most passes (a message's second follow-up pass, the idle passes) end here.
+        if not held or not pending_nodes_due(agent_ids=held, at=when):
+            return reaped, []
         # Agents whose nodes may run now: connected, not paused by a flood wait, and awake; whether
         # one is asleep is asked only of those with a node to start (`Ticker.candidates`).
-        when = now()
         agents = {
             agent_id: client.agent
             for agent_id, client in clients
@@ -70,7 +75,7 @@ class TickStep:
         def asleep(agent_ids: set[int]) -> set[int]:
             return agents_asleep(agents=[agents[agent_id] for agent_id in agent_ids], at=when)
 
-        return reaped, self.ticker.claim(agent_ids=list(agents), agents=agents, asleep=asleep)
+        return reaped, self.ticker.claim(agent_ids=list(agents), agents=agents, asleep=asleep, due_known=True)
 
     async def run(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
