@@ -32,6 +32,8 @@ from engine.tests.processes import ChildDatabase
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 START_TIMEOUT = 60
+#: Ports tried before giving up, when another process takes the free port first.
+START_ATTEMPTS = 5
 
 
 def _free_port() -> int:
@@ -77,6 +79,8 @@ class LiveSite:
             "CINDY_READ_DELAY_SECONDS": "0.5",
             "CINDY_Q_WORKERS": "1",
             "PYTHONUNBUFFERED": "1",
+            # The web server's "Listening on" line, which `_wait_for_port` waits for, is logged at INFO.
+            "LOG_LEVEL": "INFO",
         }
         self.env.pop("DJANGO_SETTINGS_MODULE", None)
 
@@ -84,9 +88,18 @@ class LiveSite:
 
     def start(self) -> LiveSite:
         self.database.copy_from(self.template)
-        self._spawn("web", [MANAGE, "runserver", "--noreload", f"127.0.0.1:{self.port}"])
-        self._wait_for_port()
-        return self
+        for _attempt in range(START_ATTEMPTS):
+            self._spawn("web", [MANAGE, "runserver", "--noreload", f"127.0.0.1:{self.port}"])
+            if self._wait_for_port():
+                return self
+            # Another process took the port between `_free_port` and the server's bind (the suite's
+            # processes pick free ports the same way): stop this server and try another port.
+            self._stop_process("web")
+            self.port = _free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+        raise RuntimeError(
+            f"the web server found no free port in {START_ATTEMPTS} attempts:\n{self.log('web')}"
+        )
 
     def start_gateway(self) -> None:
         if "gateway" not in self.processes:
@@ -94,15 +107,18 @@ class LiveSite:
 
     def stop(self) -> None:
         for name in reversed(list(self.processes)):
-            process = self.processes.pop(name)
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            self._stop_process(name)
         self.database.drop()
+
+    def _stop_process(self, name: str) -> None:
+        process = self.processes.pop(name)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
     def command(self, *args: str) -> str:
         """Run `manage.py ARGS` as a process of its own on the site's database (and Redis, when the
@@ -123,14 +139,23 @@ class LiveSite:
             [sys.executable, *args], env=self.env, stdout=out, stderr=subprocess.STDOUT
         )
 
-    def _wait_for_port(self) -> None:
+    def _wait_for_port(self) -> bool:
+        """Wait until the web server listens on `self.port` (True), or says it could not (False).
+
+        Its own log decides, not a connection: a connection succeeds as well when another process
+        holds the port, and then the browser would talk to that process."""
         deadline = time.monotonic() + START_TIMEOUT
+        listening = f"Listening on TCP address 127.0.0.1:{self.port}"
         while time.monotonic() < deadline:
-            if self.processes["web"].poll() is not None:
-                raise RuntimeError(f"the web server exited:\n{self.log('web')}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                return
-            time.sleep(0.1)  # polling a port that is not open yet; nothing to wait on instead
+            exited = self.processes["web"].poll() is not None  # before the log: its last lines are in
+            log = self.log("web")
+            if listening in log:
+                return True
+            if f"Couldn't listen on 127.0.0.1:{self.port}" in log:
+                return False
+            if exited:
+                raise RuntimeError(f"the web server exited:\n{log}")
+            time.sleep(0.1)  # polling the server's log; nothing to wait on instead
         raise RuntimeError(f"the web server did not listen on {self.port}:\n{self.log('web')}")
 
     # --- the test process's view of the site's database --------------------------------------------
