@@ -75,7 +75,11 @@ class TickStep:
         def asleep(agent_ids: set[int]) -> set[int]:
             return agents_asleep(agents=[agents[agent_id] for agent_id in agent_ids], at=when)
 
-        return reaped, self.ticker.claim(agent_ids=list(agents), agents=agents, asleep=asleep, due_known=True)
+        # The first test was over every held agent: asked again only when some of them may not run now
+        # (disconnected, paused), whose due nodes alone must not cost a full scan at every pass.
+        return reaped, self.ticker.claim(
+            agent_ids=list(agents), agents=agents, asleep=asleep, due_known=len(agents) == len(held)
+        )
 
     async def run(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""

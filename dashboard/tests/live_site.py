@@ -89,8 +89,10 @@ class LiveSite:
     def start(self) -> LiveSite:
         self.database.copy_from(self.template)
         for _attempt in range(START_ATTEMPTS):
+            log = self.logs / "web.log"
+            start = log.stat().st_size if log.exists() else 0  # the log is kept across attempts
             self._spawn("web", [MANAGE, "runserver", "--noreload", f"127.0.0.1:{self.port}"])
-            if self._wait_for_port():
+            if self._wait_for_port(start):
                 return self
             # Another process took the port between `_free_port` and the server's bind (the suite's
             # processes pick free ports the same way): stop this server and try another port.
@@ -139,22 +141,26 @@ class LiveSite:
             [sys.executable, *args], env=self.env, stdout=out, stderr=subprocess.STDOUT
         )
 
-    def _wait_for_port(self) -> bool:
+    def _wait_for_port(self, start: int) -> bool:
         """Wait until the web server listens on `self.port` (True), or says it could not (False).
 
-        Its own log decides, not a connection: a connection succeeds as well when another process
-        holds the port, and then the browser would talk to that process."""
+        Its own log from byte `start` on decides (what this attempt wrote), not a connection: a
+        connection succeeds as well when another process holds the port, and then the browser would
+        talk to that process."""
         deadline = time.monotonic() + START_TIMEOUT
         listening = f"Listening on TCP address 127.0.0.1:{self.port}"
+        path = self.logs / "web.log"
         while time.monotonic() < deadline:
             exited = self.processes["web"].poll() is not None  # before the log: its last lines are in
-            log = self.log("web")
+            with path.open("rb") as file:
+                file.seek(start)
+                log = file.read().decode(errors="replace")
             if listening in log:
                 return True
             if f"Couldn't listen on 127.0.0.1:{self.port}" in log:
                 return False
             if exited:
-                raise RuntimeError(f"the web server exited:\n{log}")
+                raise RuntimeError(f"the web server exited:\n{log[-4000:]}")
             time.sleep(0.1)  # polling the server's log; nothing to wait on instead
         raise RuntimeError(f"the web server did not listen on {self.port}:\n{self.log('web')}")
 

@@ -154,3 +154,23 @@ def test_a_gagged_conversation_s_pending_nodes_wait_until_it_is_ungagged(agent, 
     assert eligible_nodes(agent_ids=[agent.pk], at=now()) == []
     Conversation.objects.filter(pk=chat.pk).update(gagged=False)
     assert [n.kind for n in eligible_nodes(agent_ids=[agent.pk], at=now())] == ["send"]
+
+
+def test_a_paused_agents_due_nodes_do_not_cost_the_tick_a_scan_at_every_pass(agent, other_agent, clock):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    harness = Harness(clock)
+    harness.start()
+    queue_sends(conversation_with(agent, "A"), 1)
+    client = harness.gateway.clients[agent.pk]
+    client.paused_until = clock.now() + dt.timedelta(minutes=20)  # a flood wait: its send is due
+    harness.tick()  # the first tick also looks for expired node leases
+    with CaptureQueriesContext(connection) as queries:
+        assert harness.tick() is False
+    # Whether a node is due, over the held agents, then over those that may run now (the other
+    # agent, with nothing due): no conversation heads read.
+    sql = [q["sql"] for q in queries]
+    assert len(sql) == 2 and all(s.startswith("SELECT 1 FROM") and "LIMIT 1" in s for s in sql), sql
+    client.paused_until = None
+    assert harness.tick() is True  # the pause over, the send runs
