@@ -133,10 +133,11 @@ class IngestStep:
 
         A transport that knows in memory whether it has something (`poll_pending`: Telethon's, which
         queues updates as they arrive) is asked so in a full pass; in a follow-up pass only those
-        that reported updates since (`GatewayContext.updated`) are, so that the passes a message
-        causes cost the same at 10 held agents or 1,000 (a connection Telethon gave up on is found
-        by the next full pass). The sandbox's transports are asked in one query for all
-        (`clients_quiet`, in the database thread)."""
+        that reported updates since (`GatewayContext.updated`) are, so the passes a message causes
+        read no Telethon state of the clients that reported nothing (a connection Telethon gave up on
+        is found by the next full pass). What is left per held client is a class check, to find the
+        transports that cannot report (about 0.1 ms a pass at 1,000 clients). The sandbox's
+        transports are asked in one query for all (`clients_quiet`, in the database thread)."""
         ctx = self.context
         did = False
         clients = ctx.clients
