@@ -15,6 +15,7 @@ from telethon.tl import types
 
 from agents.models import AgentLease, TelegramEntity, TelegramSession, TelegramUpdateState
 from agents.telethon_session import (
+    ACCOUNT_DATE_REFRESH,
     DatabaseSession,
     SessionKeyError,
     SessionLeaseError,
@@ -85,20 +86,46 @@ def test_a_state_handed_over_again_unchanged_is_not_written_again(logged_in):
     session.set_update_state(
         901, types.updates.State(pts=56, qts=0, date=dt.datetime(2026, 1, 6), seq=0, unread_count=0)
     )
-    session.set_update_state(
-        0, types.updates.State(pts=5, qts=0, date=DATE + dt.timedelta(seconds=1), seq=3, unread_count=0)
-    )
     assert session.has_changes
     session.flush()
     states = dict(DatabaseSession(logged_in, gateway_id=GATEWAY).get_update_states())
-    assert (states[0].date, states[901].pts) == (DATE + dt.timedelta(seconds=1), 56)
+    assert (states[0].date, states[901].pts) == (DATE, 56)
 
     # A state read back from the store is the stored one: handing it over again writes nothing.
     again = DatabaseSession(logged_in, gateway_id=GATEWAY)
-    again.set_update_state(
-        0, types.updates.State(pts=5, qts=0, date=DATE + dt.timedelta(seconds=1), seq=3, unread_count=0)
-    )
+    again.set_update_state(0, types.updates.State(pts=5, qts=0, date=DATE, seq=3, unread_count=0))
     assert not again.has_changes
+
+
+def test_the_accounts_date_alone_is_written_once_it_is_an_hour_behind_or_with_a_counter(logged_in):
+    """Telethon moves the account's update date with every update container it applies (a contact's
+    status among them): a new date with the same counters is written only once the stored date is
+    ACCOUNT_DATE_REFRESH behind, or with the next change of a counter."""
+    session = open_session_for(logged_in, GATEWAY)
+    session.set_update_state(0, types.updates.State(pts=5, qts=0, date=DATE, seq=3, unread_count=0))
+    session.flush()
+
+    def hand_over(pts: int, date: dt.datetime) -> None:
+        session.set_update_state(0, types.updates.State(pts=pts, qts=0, date=date, seq=3, unread_count=0))
+
+    hand_over(5, DATE + dt.timedelta(minutes=1))
+    hand_over(5, DATE + ACCOUNT_DATE_REFRESH - dt.timedelta(seconds=1))
+    assert not session.has_changes
+
+    hand_over(5, DATE + ACCOUNT_DATE_REFRESH)
+    assert session.has_changes
+    session.flush()
+    stored = TelegramUpdateState.objects.get(agent=logged_in, entity_id=0)
+    assert (stored.pts, stored.date) == (5, DATE + ACCOUNT_DATE_REFRESH)
+
+    later = DATE + ACCOUNT_DATE_REFRESH + dt.timedelta(minutes=2)
+    hand_over(5, later)
+    assert not session.has_changes
+    hand_over(6, later)  # a counter moved: the state is written whole, with its date
+    assert session.has_changes
+    session.flush()
+    stored = TelegramUpdateState.objects.get(agent=logged_in, entity_id=0)
+    assert (stored.pts, stored.date) == (6, later)
 
 
 def test_a_changed_state_is_written_in_two_plain_statements_the_lease_read_and_one_upsert(logged_in):
