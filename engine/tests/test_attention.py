@@ -203,16 +203,16 @@ def test_a_flood_wait_moves_the_agents_next_scan_and_the_step_never_waits(agent,
     client.transport = flooding
 
     async def run() -> None:
-        assert await gateway.steps["attention"].run() is False  # connected just now: the first scan is spread
+        assert gateway.steps["attention"].start_due() is False  # connected just now: the first scan is spread
         state = gateway.steps["attention"].scans[agent.pk]
         clock.advance(6)
-        assert await gateway.steps["attention"].run() is True
+        assert gateway.steps["attention"].start_due() is True
         await state.task
         assert flooding.calls == 1
         clock.advance(60)
-        assert await gateway.steps["attention"].run() is False  # still inside Telegram's wait
+        assert gateway.steps["attention"].start_due() is False  # still inside Telegram's wait
         clock.advance(61)
-        assert await gateway.steps["attention"].run() is True
+        assert gateway.steps["attention"].start_due() is True
         await state.task
         assert flooding.calls == 2
         await gateway.steps["attention"].stop()
@@ -235,13 +235,13 @@ def test_a_slow_scan_does_not_hold_up_the_step(agent, harness, clock, settings):
     async def run() -> None:
         nonlocal release
         release = asyncio.Event()
-        await gateway.steps["attention"].run()
+        gateway.steps["attention"].start_due()
         clock.advance(6)
-        assert await gateway.steps["attention"].run() is True  # returns while the scan waits on Telegram
+        assert gateway.steps["attention"].start_due() is True  # returns while the scan waits on Telegram
         state = gateway.steps["attention"].scans[agent.pk]
         assert not state.task.done()
         clock.advance(20)
-        assert await gateway.steps["attention"].run() is False  # one scan per agent at a time
+        assert gateway.steps["attention"].start_due() is False  # one scan per agent at a time
         release.set()
         await state.task
         await gateway.steps["attention"].stop()
@@ -255,20 +255,50 @@ def test_a_reconnect_brings_the_next_scan_forward(agent, harness, clock, setting
     client = gateway.clients[agent.pk]
 
     async def run() -> None:
-        await gateway.steps["attention"].run()
+        gateway.steps["attention"].start_due()
         clock.advance(6)
-        assert await gateway.steps["attention"].run() is True
+        assert gateway.steps["attention"].start_due() is True
         state = gateway.steps["attention"].scans[agent.pk]
         await state.task
         clock.advance(60)
-        assert await gateway.steps["attention"].run() is False  # the next scan is ten minutes away
+        assert gateway.steps["attention"].start_due() is False  # the next scan is ten minutes away
         client.connected = False  # the connection broke (the ingest step) ...
         await gateway.steps["attention"].run()
         client.connected = True  # ... and the connect step reconnected and reconciled
-        await gateway.steps["attention"].run()
+        gateway.steps["attention"].start_due()
         clock.advance(6)
-        assert await gateway.steps["attention"].run() is True  # a scan soon after the reconnect
+        assert gateway.steps["attention"].start_due() is True  # a scan soon after the reconnect
         await state.task
         await gateway.steps["attention"].stop()
 
     asyncio.run(run())
+
+
+def test_a_started_scan_is_no_work_for_the_pass_and_wakes_the_gateway_once_it_stores_a_graph(
+    agent, harness, clock, settings
+):
+    """Starting a scan is not work a follow-up pass could use (its result comes later, in its own
+    task): the step says it did nothing, so the gateway waits instead of running a pass at once; the
+    scan that stored a graph wakes the gateway when it ends."""
+    settings.CINDY_UNREAD_SCAN_SECONDS = 10
+    sandbox_say(agent=agent, text="hi", as_name="Ann")
+    harness.settle()
+    _drop_update(sandbox_say(agent=agent, text="did you get my letter?", as_name="Ann"))
+    harness.settle()
+    step = harness.gateway.steps["attention"]
+    wakeup = harness.gateway.context.wakeup
+
+    async def run() -> None:
+        assert await step.run() is False  # connected just now: the first scan is spread
+        clock.advance(UNDELIVERED_AFTER_SECONDS + 6)
+        wakeup.clear()
+        assert await step.run() is False
+        state = step.scans[agent.pk]
+        assert state.task is not None
+        assert not wakeup.is_set()
+        await state.task
+        assert wakeup.is_set()  # the scan stored the lost message's graph: the tick's to claim
+        await step.stop()
+
+    async_to_sync(run)()  # the scan's database work runs in this thread, on the test database
+    assert TaskGraph.objects.filter(conversation__agent=agent, finished__isnull=True).count() == 1
