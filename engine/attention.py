@@ -305,7 +305,8 @@ class AttentionStep:
         """Start the unread scans that are due (each in a task of its own); never waits for one.
 
         Returns False even when it started some: a scan's result comes later, in its own task, which
-        wakes the gateway when the scan stored work for the tick (`_scan_now`). Had a started scan
+        wakes the gateway when the scan stored work for the tick (`_scan_now`; with wake-ups off, the
+        next tick claims it). Had a started scan
         counted as the pass's work, the gateway would run a follow-up pass at once that could find
         nothing of the scan's (about 12 passes a minute at 100 idle agents)."""
         self.start_due()
