@@ -17,7 +17,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _rows() -> dict[str, list[tuple]]:
     return {
         "content types": list(ContentType.objects.order_by("pk").values_list("pk", "app_label", "model")),
-        "permissions": list(Permission.objects.order_by("pk").values_list("pk", "codename", "content_type_id")),
+        "permissions": list(
+            Permission.objects.order_by("pk").values_list("pk", "codename", "content_type_id")
+        ),
         "roles": [
             (group.pk, group.name, sorted(group.permissions.values_list("pk", flat=True)))
             for group in Group.objects.order_by("pk")
