@@ -11,11 +11,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import closing
-from importlib import import_module
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.management.commands import flush
 
 from cindy_site.testing.fake_llm import FakeLLMServer
 from cindy_site.testing.once_per_run import once_per_run
@@ -148,13 +148,11 @@ def django_db_setup(
             mysql_copy(migrated_database.conn_args, migrated_database.name, test_name)
         connection.ensure_connection()
         migrated_rows = MigratedRows.read(connection)
-    flush_module = import_module("django.core.management.commands.flush")
-    emitted = flush_module.emit_post_migrate_signal
-    flush_module.emit_post_migrate_signal = migrated_rows.restore
     try:
-        yield
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(flush, "emit_post_migrate_signal", migrated_rows.restore)
+            yield
     finally:
-        flush_module.emit_post_migrate_signal = emitted
         with django_db_blocker.unblock():
             creation.destroy_test_db(old_name, verbosity=0, keepdb=False)
 
@@ -177,20 +175,14 @@ class MigratedRows:
 
     @classmethod
     def read(cls, connection) -> MigratedRows:
-        from django.apps import apps
-
+        """The rows of the tables `flush` empties (the same `django_table_names` call), where any."""
         tables = []
         with connection.cursor() as cursor:
-            for model in apps.get_models(include_auto_created=True):
-                meta = model._meta
-                if meta.proxy or not meta.managed:
-                    continue
-                columns = [field.column for field in meta.local_concrete_fields]
-                quoted = ", ".join(connection.ops.quote_name(column) for column in columns)
-                cursor.execute(f"SELECT {quoted} FROM {connection.ops.quote_name(meta.db_table)}")
+            for table in connection.introspection.django_table_names(only_existing=True, include_views=False):
+                cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
                 rows = cursor.fetchall()
                 if rows:
-                    tables.append((meta.db_table, columns, list(rows)))
+                    tables.append((table, [column[0] for column in cursor.description], list(rows)))
         return cls(connection.alias, tables)
 
     def restore(self, verbosity: int = 0, interactive: bool = False, db: str = "default", **kwargs) -> None:
