@@ -62,6 +62,13 @@ ENGINE_PROCESS = COMMAND in ENGINE_COMMANDS
 RUNSERVER_PROCESS = COMMAND == "runserver"
 CINDY_LEAN_ENGINE = env.bool("CINDY_LEAN_ENGINE", default=True)
 LEAN_PROCESS = ENGINE_PROCESS and CINDY_LEAN_ENGINE
+if LEAN_PROCESS and COMMAND == "runagents":
+    # django-q2's settings module imports prometheus_client (for its task pool's metrics) whenever it is
+    # installed, and with it the package's HTTP exposition: about 2 MiB of the gateway, which runs no pool
+    # and exports no metrics (the web process serves /metrics). An entry of None makes that optional
+    # import fail as if the package were absent; the engine app removes it once the apps have loaded
+    # (engine/apps.py), so a later import works as usual.
+    sys.modules.setdefault("prometheus_client", None)
 # `runworkers` imports the LLM stack before forking its workers, so their first task is not slowed by it.
 CINDY_PRELOAD_TASK_MODULES = env.bool("CINDY_PRELOAD_TASK_MODULES", default=True)
 

@@ -79,6 +79,11 @@ class EngineConfig(AppConfig):
     def ready(self) -> None:
         from engine import receivers  # noqa: F401 (connects the signal receivers)
 
+        # The gateway's settings kept django-q2 from importing prometheus_client as its apps loaded
+        # (cindy_site/settings.py); from here on the package imports as usual, should anything need it.
+        if "prometheus_client" in sys.modules and sys.modules["prometheus_client"] is None:
+            del sys.modules["prometheus_client"]
+
         # `runworkers` preloads in its pool (engine/cluster.py); django-q2's own `qcluster` here.
         if sys.argv[1:2] == ["qcluster"] and settings.CINDY_PRELOAD_TASK_MODULES:
             preload_task_modules(read_agents=False)  # no queries while apps load

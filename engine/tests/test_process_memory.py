@@ -76,6 +76,36 @@ def test_the_gateway_loads_no_web_module_no_llm_sdk_and_no_telethon_for_sandbox_
     assert [name for name, present in result.items() if present] == []
 
 
+def test_the_gateway_does_not_load_prometheus_client_through_django_q(tmp_path, migrated_sqlite):
+    """django-q2's settings module imports prometheus_client whenever it is installed (for its task
+    pool's metrics); the gateway runs no pool and exports no metrics, and the package with its HTTP
+    exposition is about 2 MiB of the gateway. The web process, which serves /metrics, still has it."""
+    gateway = run_fresh(
+        tmp_path,
+        migrated_sqlite,
+        "runagents",
+        "import engine.management.commands.runagents\n"
+        "import engine.dispatch, django_q.conf, django_q.tasks\n"
+        "result['multiprocess'] = django_q.conf.prometheus_multiprocess is None\n"
+        + loaded(("django_q.conf", "prometheus_client"))
+        # Once the apps have loaded, nothing is left in its way.
+        + "\nimport prometheus_client\nresult['importable'] = prometheus_client.CONTENT_TYPE_LATEST.startswith('text/')",
+    )
+    assert gateway == {
+        "multiprocess": True,
+        "django_q.conf": True,
+        "prometheus_client": False,
+        "importable": True,
+    }
+    web = run_fresh(
+        tmp_path,
+        migrated_sqlite,
+        "check",
+        "import django_q.conf, engine.metrics\n" + loaded(("prometheus_client",)),
+    )
+    assert web == {"prometheus_client": True}
+
+
 def test_the_task_pool_preloads_the_sdk_of_its_route_before_forking_and_no_other(tmp_path, migrated_sqlite):
     """Default route Gemini; the only agent on OpenAI is disabled, so openai stays out."""
     body = (
