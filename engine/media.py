@@ -23,6 +23,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -79,29 +80,48 @@ def media_cursor_start(*, agent_id: int) -> int:
     return pks[-1] - 1 if pks else 0
 
 
-def media_agents_with_news(*, cursors: dict[int, int]) -> dict[int, int | None]:
-    """The agents (of `cursors`, agent id → media cursor) with a message after their cursor, each
-    with the id of its newest message when none of the messages read carries media (the cursor can
-    move there at once), else None (`media_wanted` reads them).
+class MediaNews(NamedTuple):
+    """What `media_agents_with_news` found: `agents` maps each agent with a message after its cursor
+    to the id of its newest message when none of them carries media, else None; `top` is the newest
+    message id the read looked at (every message of the agents up to it was read)."""
+
+    agents: dict[int, int | None]
+    top: int
+
+
+def media_agents_with_news(*, cursors: dict[int, int]) -> MediaNews:
+    """The agents (of `cursors`, agent id → media cursor) with a message after their cursor, up to the
+    newest message stored now (`MediaNews`); `media_wanted` reads those with media.
 
     One grouped query for every agent, so an idle pass scans nobody (the gateway's media step), in
     plain SQL: the gateway asks it after every pass that stored messages and before every dispatch.
-    A message without media stores its parts as `[]`; any other value (on a database that stores
-    JSON otherwise, every value) counts as media, which only sends the agent to `media_wanted`.
+    It reads the messages after the lowest cursor; the media step moves the cursor of every agent with
+    nothing new up to `top`, so an agent that gets no messages (its cursor would stay where its first
+    scan started, 0 for an agent without any) does not make every later read scan every message
+    stored since. A message without media stores its parts as `[]`; any other value (on a database
+    that stores JSON otherwise, every value) counts as media, which only sends the agent to
+    `media_wanted`.
     """
     if not cursors:
-        return {}
+        return MediaNews({}, 0)
     q = connection.ops.quote_name
     messages, conversations = q(Message._meta.db_table), q(Conversation._meta.db_table)
+    lower = min(cursors.values())
     with connection.cursor() as cursor:
+        cursor.execute(f"SELECT MAX(id) FROM {messages}")  # noqa: S608
+        top = cursor.fetchone()[0] or 0
+        if top <= lower:
+            return MediaNews({}, top)
         cursor.execute(
             f"SELECT c.agent_id, MAX(m.id), MAX(CASE WHEN m.media = '[]' THEN 0 ELSE 1 END) "  # noqa: S608
             f"FROM {messages} m INNER JOIN {conversations} c ON c.id = m.conversation_id "
-            f"WHERE m.id > %s AND c.agent_id IN ({placeholders(len(cursors))}) GROUP BY c.agent_id",
-            [min(cursors.values()), *cursors],
+            f"WHERE m.id > %s AND m.id <= %s AND c.agent_id IN ({placeholders(len(cursors))}) "
+            "GROUP BY c.agent_id",
+            [lower, top, *cursors],
         )
         newest = cursor.fetchall()
-    return {agent_id: None if media else pk for agent_id, pk, media in newest if pk > cursors[agent_id]}
+    agents = {agent_id: None if media else pk for agent_id, pk, media in newest if pk > cursors[agent_id]}
+    return MediaNews(agents, top)
 
 
 def media_wanted(*, agent_id: int, after_pk: int, limit: int = SCAN_BATCH) -> list[Wanted]:

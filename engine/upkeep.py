@@ -133,9 +133,11 @@ class MediaStep:
                 except Exception:
                     logger.exception("agent %s: media downloads failed", client.agent.name)
         ready = {agent_id: cursors[agent_id] for agent_id, _ in connected if agent_id in cursors}
-        news = await sync_to_async(media_agents_with_news)(cursors=ready)
+        news, top = await sync_to_async(media_agents_with_news)(cursors=ready)
         for agent_id, client in connected:
             if agent_id not in news:
+                if agent_id in ready and cursors[agent_id] < top:  # nothing of its up to `top`
+                    cursors[agent_id] = top
                 continue
             if news[agent_id] is not None:  # no media among the new messages
                 cursors[agent_id] = news[agent_id]

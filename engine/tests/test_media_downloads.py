@@ -9,6 +9,7 @@ import pytest
 from conversations.models import Message
 from conversations.services.ingest import message_upsert
 from conversations.transport.base import InboundMessage, MediaItem, TransportError
+from engine.tests.cast import make_agent
 from engine.tests.harness import Harness
 from media_catalog.models import MediaDescription
 from sandbox.services.chats import sandbox_say
@@ -251,10 +252,37 @@ def test_new_messages_without_media_move_the_cursor_with_no_scan_and_media_sends
     harness.ingest()
     plain = Message.objects.filter(text="plain words").get()
 
-    assert media_agents_with_news(cursors={agent.pk: 0}) == {agent.pk: plain.pk}
-    assert media_agents_with_news(cursors={agent.pk: plain.pk}) == {}
+    assert media_agents_with_news(cursors={agent.pk: 0}) == ({agent.pk: plain.pk}, plain.pk)
+    assert media_agents_with_news(cursors={agent.pk: plain.pk}) == ({}, plain.pk)
 
     say_photo(agent, media_root, "ph-news")
     harness.ingest()
 
-    assert media_agents_with_news(cursors={agent.pk: plain.pk}) == {agent.pk: None}
+    assert media_agents_with_news(cursors={agent.pk: plain.pk}).agents == {agent.pk: None}
+
+
+def test_an_agent_without_messages_does_not_hold_the_media_read_at_the_start(agent, clock, media_root):
+    """Its cursor starts at 0 and it never appears among the agents with news; were it left there,
+    every later read would take every message stored since (in a long-running gateway, all of them)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    quiet = make_agent("Quiet", phone="+15550000077")
+    harness = Harness(clock)
+    harness.start()
+    step = harness.gateway.steps["media"]
+    sandbox_say(agent=agent, text="first words")
+    harness.ingest()
+    first = Message.objects.filter(text="first words").get()
+    harness.step("media")
+    assert step.cursors == {agent.pk: first.pk, quiet.pk: first.pk}
+
+    sandbox_say(agent=agent, text="second words")
+    harness.ingest()
+    second = Message.objects.filter(text="second words").get()
+    with CaptureQueriesContext(connection) as queries:
+        harness.step("media")
+    read = next(q["sql"] for q in queries.captured_queries if "GROUP BY" in q["sql"])
+    # Only the messages after the first are read (the lowest cursor), up to the newest.
+    assert f"m.id > {first.pk} AND m.id <= {second.pk}" in read
+    assert step.cursors == {agent.pk: second.pk, quiet.pk: second.pk}
