@@ -44,6 +44,9 @@ class TickStep:
         #: Run before planning is dispatched: the media step, so the workers find the media's bytes.
         self.before_dispatch = before_dispatch
         self._reaped_at = float("-inf")  # monotonic time of the last look for expired node leases
+        #: Whether the last run only handed planning to the workers (after the media step): nothing it
+        #: did makes a node due at once, the workers' plans wake the gateway when they are stored.
+        self.only_planned = False
 
     def claim(self, clients: list[tuple[int, AgentClient]]) -> tuple[int, list[tuple[TaskNode, str]]]:
         """Reap expired node leases of the held agents, then claim this tick's nodes of the active ones.
@@ -85,6 +88,7 @@ class TickStep:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
         reaped, claimed = await sync_to_async(self.claim)(list(self.context.clients.items()))
         brains = [(node, owner) for node, owner in claimed if node.kind in BRAIN_KINDS]
+        self.only_planned = bool(brains) and not reaped and len(brains) == len(claimed)
         if brains:
             # The workers describe media from the bytes the gateway stored: fetch what came since
             # the media step, e.g. messages an unread scan (a task of its own) stored meanwhile.

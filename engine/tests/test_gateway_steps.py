@@ -57,3 +57,15 @@ def test_a_follow_up_pass_looks_for_media_only_after_messages_came():
     assert [step.name for step in gateway.follow_up_steps()] == ["ingest", "tick", "presence"]
     gateway.steps["ingest"].ingested = True
     assert [step.name for step in gateway.follow_up_steps()] == ["ingest", "media", "tick", "presence"]
+
+
+def test_a_pass_is_settled_only_when_its_tick_did_nothing_but_hand_turns_to_the_workers():
+    gateway = Gateway(gateway_id="gw-settled", tick_seconds=1)
+    tick = gateway.steps["tick"]
+    tick.only_planned = True
+    assert gateway._settled(["ingest", "tick"])
+    assert gateway._settled(["tick"])
+    assert not gateway._settled(["ingest"])  # a message stored, no turn handed yet: its media, its node
+    assert not gateway._settled(["ingest", "tick", "requests"])  # another step's work may feed the tick
+    tick.only_planned = False  # the tick ran an action or reaped a lease: the next node may be due
+    assert not gateway._settled(["ingest", "tick"])

@@ -505,6 +505,35 @@ def test_the_gateway_wakes_on_a_bumped_signal_not_at_its_tick(agent, clock, sett
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_pass_that_only_handed_a_turn_to_the_workers_is_followed_by_the_wait_not_another_pass(
+    agent, clock, settings
+):
+    """The turn's pass ingests the message and queues its planning: nothing is left for a pass right
+    after it (the worker's plan wakes the gateway when stored), so the gateway waits at once."""
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    queued: list[int] = []
+    passes_at_pause: list[int] = []
+
+    def during_pause() -> None:
+        passes_at_pause.append(len(gateway.passes))
+        if len(passes_at_pause) == 1:
+            sandbox_say(agent=agent, text="still up?")
+        else:
+            gateway.request_stop()
+
+    gateway = ScriptedGateway(
+        clock=clock, during_pause=during_pause, enqueue=lambda node_id, owner: queued.append(node_id)
+    )
+    asyncio.run(gateway.run())
+
+    assert len(queued) == 1 and TaskNode.objects.get(pk=queued[0]).kind == "received"
+    # Between the wait the message ended and the next one: the turn's pass alone.
+    assert passes_at_pause[1] - passes_at_pause[0] == 1
+    assert gateway.passes[passes_at_pause[0]] == "follow-up"
+    assert gateway.settled
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_gateway_wakes_when_a_nodes_read_delay_ends_not_at_its_tick(agent, clock, settings):
     conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
     due = clock.now() + dt.timedelta(seconds=12)
