@@ -78,7 +78,9 @@ class IdleWait:
         seconds = self.full_pass_seconds()
         if ctx.clients:
             when = now()
-            initiative, node = await sync_to_async(self._dues)(list(ctx.clients), when)
+            # A node that fell due after the tick last looked (while the pass went on) is due now.
+            after = min(when, ctx.due_read_at) if ctx.due_read_at is not None else when
+            initiative, node = await sync_to_async(self._dues)(list(ctx.clients), after)
             seconds = min(seconds_until_due(initiative, seconds), self._timers(node, when))
         if full_due is not None:
             seconds = min(seconds, max(0.0, full_due - get_clock().monotonic()))

@@ -51,6 +51,11 @@ class Ticker:
         #: The conversation id the next read starts after (see `candidates`).
         self._after = 0
 
+    @property
+    def partial(self) -> bool:
+        """Whether the last read stopped at `SCAN_LIMIT` conversations: the next one carries on."""
+        return bool(self._after)
+
     def select(self, candidates: Iterable[Candidate], *, limit: int = MAX_NODES_PER_TICK) -> list[Candidate]:
         """Pick at most one node per conversation and one Telegram node per agent, round-robin."""
         # Candidates come in the order to prefer when the stamps tie (`candidates_in_turns`: agents in

@@ -26,7 +26,7 @@ from engine.gateway_context import GatewayContext
 from engine.requests import execute_request, request_finish, requests_claim, requests_pending_agents
 from engine.responsiveness import agents_asleep
 from engine.runner import run_node
-from engine.tick import Ticker
+from engine.tick import MAX_NODES_PER_TICK, Ticker
 
 logger = logging.getLogger("engine.gateway")
 
@@ -86,13 +86,22 @@ class TickStep:
 
     async def run(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
+        self.context.due_read_at = now()  # no later than the claim's own reading
         reaped, claimed = await sync_to_async(self.claim)(list(self.context.clients.items()))
         brains = [(node, owner) for node, owner in claimed if node.kind in BRAIN_KINDS]
-        self.only_planned = bool(brains) and not reaped and len(brains) == len(claimed)
+        # Planning only, and all of it: fewer than a tick's cap, the candidates read to their end.
+        self.only_planned = (
+            bool(brains)
+            and not reaped
+            and len(brains) == len(claimed)
+            and len(claimed) < MAX_NODES_PER_TICK
+            and not self.ticker.partial
+        )
         if brains:
             # The workers describe media from the bytes the gateway stored: fetch what came since
             # the media step, e.g. messages an unread scan (a task of its own) stored meanwhile.
-            await self.before_dispatch()
+            if await self.before_dispatch():  # downloads made: more may wait past the pass's budget
+                self.only_planned = False
             await self.dispatch.dispatch(brains)
         actions = [self._run_action(node, owner) for node, owner in claimed if node.kind not in BRAIN_KINDS]
         if actions:

@@ -264,3 +264,20 @@ def test_a_follow_up_pass_asks_only_the_transports_that_reported_updates(clock):
     Reporting.asked.clear()
     harness.step("ingest")
     assert Reporting.asked == []
+
+
+def test_a_tick_that_claimed_as_many_nodes_as_its_cap_does_not_settle_the_pass(
+    agent, clock, settings, monkeypatch
+):
+    """More may be due than one tick claims: the pass right after it claims the rest at once."""
+    import engine.tick_step
+
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    harness = Harness(clock)
+    harness.start()
+    monkeypatch.setattr(engine.tick_step, "MAX_NODES_PER_TICK", 1)
+    sandbox_say(agent=agent, text="hello there")
+    harness.ingest()
+    assert harness.tick()
+    assert len(harness.queued) == 1
+    assert harness.gateway.steps["tick"].only_planned is False

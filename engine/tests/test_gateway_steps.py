@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 
 from engine.gateway import Gateway
+from engine.wake import DbWake
 
 FULL_PASS = [
     "leases",
@@ -63,6 +64,9 @@ def test_a_pass_is_settled_only_when_its_tick_did_nothing_but_hand_turns_to_the_
     gateway = Gateway(gateway_id="gw-settled", tick_seconds=1)
     tick = gateway.steps["tick"]
     tick.only_planned = True
+    gateway.context.wake = None
+    assert not gateway._settled(["ingest", "tick"])  # wake-ups off: the wait would not end for a message
+    gateway.context.wake = DbWake(threaded=False, gateway_id=gateway.gateway_id)
     assert gateway._settled(["ingest", "tick"])
     assert gateway._settled(["tick"])
     assert not gateway._settled(["ingest"])  # a message stored, no turn handed yet: its media, its node

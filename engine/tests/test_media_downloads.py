@@ -286,3 +286,26 @@ def test_an_agent_without_messages_does_not_hold_the_media_read_at_the_start(age
     # Only the messages after the first are read (the lowest cursor), up to the newest.
     assert f"m.id > {first.pk} AND m.id <= {second.pk}" in read
     assert step.cursors == {agent.pk: second.pk, quiet.pk: second.pk}
+
+
+def test_a_tick_that_downloaded_media_before_its_dispatch_does_not_settle_the_pass(
+    agent, clock, media_root, settings
+):
+    """The media step the tick runs before its dispatch has a budget per pass: once it downloaded
+    anything, a pass right after it carries on with what the budget left (`Gateway.settled`)."""
+    settings.CINDY_READ_DELAY_SECONDS = 0
+    harness = Harness(clock)
+    harness.start()
+    tick = harness.gateway.steps["tick"]
+    say_photo(agent, media_root, "ph-settle")
+    harness.ingest()
+    assert harness.tick()
+    assert part_of("ph-settle").get("file")  # downloaded before the turn was handed over
+    assert len(harness.queued) == 1 and tick.only_planned is False
+
+    other = make_agent("Olive", phone="+15550000078")
+    harness.start()
+    sandbox_say(agent=other, text="only words")
+    harness.ingest()
+    assert harness.tick()
+    assert len(harness.queued) == 2 and tick.only_planned is True

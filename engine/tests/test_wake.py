@@ -534,6 +534,39 @@ def test_a_pass_that_only_handed_a_turn_to_the_workers_is_followed_by_the_wait_n
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_node_that_fell_due_after_the_tick_looked_ends_the_wait_at_once(agent, clock):
+    """The tick reads the due nodes early in its pass; a node whose read delay ended while the pass
+    went on (the dispatch's Telegram calls) was neither claimed nor is it after the wait's own
+    reading. The wait counts from the tick's reading, so it does not sleep until the idle pass."""
+    harness = Harness(clock)
+    harness.start()
+    gateway = harness.gateway
+    gateway.context.wake = DbWake(threaded=False, gateway_id=gateway.gateway_id)
+    conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
+    looked = clock.now()
+    graph_replan(
+        conversation=conversation,
+        trigger="nudge",
+        target_message_id=None,
+        not_before=looked + dt.timedelta(seconds=1),
+    )
+    clock.advance(2)  # the rest of the pass
+    pauses: list[float] = []
+
+    async def pause(seconds: float) -> None:
+        pauses.append(seconds)
+
+    gateway.idle.pause = pause
+    gateway.context.due_read_at = None  # as before: the wait's own reading only
+    assert async_to_sync(gateway.idle.wait_for_work)() == "timer"
+    assert pauses == [gateway.idle.full_pass_seconds()]  # it would sleep until the idle pass
+    pauses.clear()
+    gateway.context.due_read_at = looked
+    assert async_to_sync(gateway.idle.wait_for_work)() == "timer"
+    assert pauses == []  # due already: no sleep
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_gateway_wakes_when_a_nodes_read_delay_ends_not_at_its_tick(agent, clock, settings):
     conversation = Conversation.objects.create(agent=agent, peer_id=42, kind="dm")
     due = clock.now() + dt.timedelta(seconds=12)
