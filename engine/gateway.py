@@ -181,6 +181,10 @@ class Gateway:
         await sync_to_async(self._close_old_connections)()
         self.pass_at = now()
         self.settled = self._settled(worked)
+        if not self.settled:
+            # Only the wait after a settled pass counts node timers from the tick's look: after any other
+            # pass a node due meanwhile is the follow-up pass's, or the idle pass's, as before.
+            self.context.due_read_at = None
         return bool(worked)
 
     def _settled(self, worked: list[str]) -> bool:
