@@ -181,10 +181,6 @@ class Gateway:
         await sync_to_async(self._close_old_connections)()
         self.pass_at = now()
         self.settled = self._settled(worked)
-        if not self.settled:
-            # Only the wait after a settled pass counts node timers from the tick's look: after any other
-            # pass a node due meanwhile is the follow-up pass's, or the idle pass's, as before.
-            self.context.due_read_at = None
         return bool(worked)
 
     def _settled(self, worked: list[str]) -> bool:
@@ -216,7 +212,12 @@ class Gateway:
             if not await self.run_once(follow_up=follow_up) or self.settled:
                 period = idle.full_pass_seconds()
                 # After a follow-up pass the wait ends by the time the next full pass is due.
-                reason = await idle.wait_for_work(full_due=full_at + period if follow_up else None)
+                # After a settled pass a node that fell due since the tick looked is due at once (no
+                # follow-up pass claims it); after any other pass the wait counts from its own reading.
+                due_since = self.steps["tick"].read_at if self.settled else None
+                reason = await idle.wait_for_work(
+                    full_due=full_at + period if follow_up else None, due_since=due_since
+                )
                 follow_up = reason == "turn" and clock.monotonic() - full_at < period
                 continue
             full = wakeup.full  # False unless set for a full pass since the last clear

@@ -9,7 +9,6 @@ never an attribute of that step.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import functools
 import logging
 from collections.abc import Callable
@@ -90,9 +89,6 @@ class GatewayContext:
     #: The agents whose transport reported updates (`on_update`) since the ingest step last polled
     #: them: a follow-up pass polls only these among the transports that report (engine/connect_steps.py).
     updated: set[int] = field(default_factory=set)
-    #: When the tick last looked for due nodes (the wall clock): the wait after the pass sets a timer
-    #: for a node that fell due after it, as for one due later (engine/idle_wait.py).
-    due_read_at: dt.datetime | None = None
 
     def upkeep_waits(self, *, last: float | None, period: float) -> bool:
         """Whether periodic upkeep due every `period` seconds, last run at `last` (monotonic), waits for

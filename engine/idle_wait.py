@@ -63,10 +63,13 @@ class IdleWait:
         thread (the wait after every idle pass asks it)."""
         return initiative_next_due_at(agent_ids=held), node_next_due_at(agent_ids=held, after=when)
 
-    async def wait_for_work(self, *, full_due: float | None = None) -> str:
+    async def wait_for_work(
+        self, *, full_due: float | None = None, due_since: dt.datetime | None = None
+    ) -> str:
         """Wait after an idle pass; returns why it ended: "turn" (a wake-up for a turn only),
         "wakeup" (any other), "timer" or "stopping". `full_due` (monotonic): a full pass is due
-        then, so the wait ends by then."""
+        then, so the wait ends by then. `due_since` (after a settled pass, when its tick looked): a
+        pending node whose time came since then is due now, not only one due after the wait's reading."""
         ctx = self.context
         wakeup = ctx.wakeup
         if ctx.wake is None:  # CINDY_WAKE off: the tick, or an event or refresh due sooner
@@ -78,8 +81,8 @@ class IdleWait:
         seconds = self.full_pass_seconds()
         if ctx.clients:
             when = now()
-            # A node that fell due after the tick last looked (while the pass went on) is due now.
-            after = min(when, ctx.due_read_at) if ctx.due_read_at is not None else when
+            # A node that fell due since `due_since` (after the tick looked, while the pass went on) is due now.
+            after = min(when, due_since) if due_since is not None else when
             initiative, node = await sync_to_async(self._dues)(list(ctx.clients), after)
             seconds = min(seconds_until_due(initiative, seconds), self._timers(node, when))
         if full_due is not None:

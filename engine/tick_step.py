@@ -9,6 +9,7 @@ agents (engine/requests.py).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -47,6 +48,8 @@ class TickStep:
         #: Whether the last run only handed planning to the workers (after the media step): nothing it
         #: did makes a node due at once, the workers' plans wake the gateway when they are stored.
         self.only_planned = False
+        #: When the last run looked for due nodes (the wall clock, no later than the claim's own reading).
+        self.read_at: dt.datetime | None = None
 
     def claim(self, clients: list[tuple[int, AgentClient]]) -> tuple[int, list[tuple[TaskNode, str]]]:
         """Reap expired node leases of the held agents, then claim this tick's nodes of the active ones.
@@ -86,7 +89,7 @@ class TickStep:
 
     async def run(self) -> bool:
         """Reap expired node leases, claim this tick's nodes, dispatch brain kinds, run Telegram kinds."""
-        self.context.due_read_at = now()  # no later than the claim's own reading
+        self.read_at = now()
         reaped, claimed = await sync_to_async(self.claim)(list(self.context.clients.items()))
         brains = [(node, owner) for node, owner in claimed if node.kind in BRAIN_KINDS]
         # Planning only, and all of it: fewer than a tick's cap, the candidates read to their end.

@@ -557,12 +557,11 @@ def test_a_node_that_fell_due_after_the_tick_looked_ends_the_wait_at_once(agent,
         pauses.append(seconds)
 
     gateway.idle.pause = pause
-    gateway.context.due_read_at = None  # as before: the wait's own reading only
+    # As after any pass but a settled one: the wait's own reading only.
     assert async_to_sync(gateway.idle.wait_for_work)() == "timer"
     assert pauses == [gateway.idle.full_pass_seconds()]  # it would sleep until the idle pass
     pauses.clear()
-    gateway.context.due_read_at = looked
-    assert async_to_sync(gateway.idle.wait_for_work)() == "timer"
+    assert async_to_sync(gateway.idle.wait_for_work)(due_since=looked) == "timer"
     assert pauses == []  # due already: no sleep
 
 
